@@ -1,0 +1,52 @@
+"""numpy interpreter for FPIR terms: exact, lane-wise, for every type.
+
+`evaluate(term, env)` maps variable names to numpy arrays (or Python ints, broadcast) and returns an
+array of the term's dtype. Primitive ops use the op table's exact numpy semantics; FPIR and target
+ops are evaluated through their definition templates, so there is no second copy of their meaning.
+Shared sub-terms are evaluated once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from fpir.ops import spec, template
+from fpir.term import Term
+from fpir.types import FPIRTypeError, ScalarType
+
+
+def as_value(x: Any, t: ScalarType) -> np.ndarray:
+    """Check and convert an input value (array or int) to the exact dtype of t."""
+    a = np.asarray(x)
+    if a.dtype == object or a.dtype.kind in "iub":
+        if a.dtype.kind == "O":
+            bad = [v for v in a.ravel() if not t.contains(int(v))]
+        else:
+            bad = [] if a.size == 0 else [v for v in (a.min(), a.max()) if not t.contains(int(v))]
+        if bad:
+            raise FPIRTypeError(f"value {bad[0]} out of range for {t}")
+        return a.astype(t.np_dtype)
+    raise FPIRTypeError(f"cannot use {a.dtype} data as {t}")
+
+
+def evaluate(term: Term, env: Mapping[str, Any]) -> np.ndarray:
+    memo: dict[int, np.ndarray] = {}
+    for t in term.walk():
+        memo[id(t)] = _eval_node(t, [memo[id(a)] for a in t.args], env)
+    return memo[id(term)]
+
+
+def _eval_node(t: Term, args: list[np.ndarray], env: Mapping[str, Any]) -> np.ndarray:
+    if t.op == "var":
+        if t.name not in env:
+            raise KeyError(f"no value for variable {t.name}")
+        return as_value(env[t.name], t.type)
+    if t.op == "const":
+        return np.asarray(t.value, dtype=t.type.np_dtype) if t.type.bits <= 64 else np.asarray(t.value, dtype=object)
+    s = spec(t.op)
+    if s.np_impl is not None:
+        return s.np_impl(args, [a.type for a in t.args], t.type)
+    body, names = template(t.op, tuple(a.type for a in t.args), t.type)
+    return evaluate(body, dict(zip(names, args)))

@@ -1,0 +1,131 @@
+"""Interned FPIR terms.
+
+A `Term` is an immutable node: an op name, an element type, argument terms and attributes. Terms are
+hash-consed: building the same (op, type, args, attrs) twice returns the same object, so structural
+equality is identity, hashing is by id, and per-term caches (bounds, cost, lowering) are dictionaries.
+
+Leaves are `var` (attrs = (name,)) and `const` (attrs = (value,), a Python int inside the type's range;
+in vector context a constant is a broadcast). Type checking is not done here: build terms through
+`fpir.ops.make` (or the helpers in `fpir.build`), which applies each op's type rule.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterator
+
+from fpir.types import ScalarType
+
+
+class Term:
+    __slots__ = ("op", "type", "args", "attrs", "_hash", "__weakref__")
+
+    op: str
+    type: ScalarType
+    args: tuple[Term, ...]
+    attrs: tuple[Any, ...]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Term is immutable")
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    def __reduce__(self) -> tuple:
+        return (intern, (self.op, self.type, self.args, self.attrs))
+
+    def __repr__(self) -> str:
+        from fpir.text import to_text
+
+        return f"Term({to_text(self)!r}: {self.type})"
+
+    def __str__(self) -> str:
+        from fpir.text import to_text
+
+        return to_text(self)
+
+    @property
+    def is_var(self) -> bool:
+        return self.op == "var"
+
+    @property
+    def is_const(self) -> bool:
+        return self.op == "const"
+
+    @property
+    def name(self) -> str:
+        assert self.op == "var"
+        return self.attrs[0]
+
+    @property
+    def value(self) -> int:
+        assert self.op == "const"
+        return self.attrs[0]
+
+    def walk(self) -> Iterator[Term]:
+        """Post-order traversal over distinct sub-terms (each shared node once)."""
+        seen: set[int] = set()
+        stack: list[tuple[Term, bool]] = [(self, False)]
+        while stack:
+            t, expanded = stack.pop()
+            if expanded:
+                yield t
+                continue
+            if id(t) in seen:
+                continue
+            seen.add(id(t))
+            stack.append((t, True))
+            for a in reversed(t.args):
+                if id(a) not in seen:
+                    stack.append((a, False))
+
+    def size(self) -> int:
+        """Number of nodes in the tree (shared sub-terms counted once per use)."""
+        return 1 + sum(a.size() for a in self.args)
+
+    def variables(self) -> list[Term]:
+        return [t for t in self.walk() if t.is_var]
+
+
+_TABLE: dict[tuple, Term] = {}
+_LOCK = threading.Lock()
+
+
+def intern(op: str, type: ScalarType, args: tuple[Term, ...] = (), attrs: tuple[Any, ...] = ()) -> Term:
+    """Return the unique Term for these fields (no type checking: see fpir.ops.make)."""
+    key = (op, type, tuple(id(a) for a in args), attrs)
+    t = _TABLE.get(key)
+    if t is not None:
+        return t
+    with _LOCK:
+        t = _TABLE.get(key)
+        if t is not None:
+            return t
+        t = object.__new__(Term)
+        object.__setattr__(t, "op", op)
+        object.__setattr__(t, "type", type)
+        object.__setattr__(t, "args", tuple(args))
+        object.__setattr__(t, "attrs", tuple(attrs))
+        object.__setattr__(t, "_hash", hash(key))
+        _TABLE[key] = t
+        return t
+
+
+def var(name: str, type: ScalarType) -> Term:
+    return intern("var", type, (), (name,))
+
+
+def const(value: int, type: ScalarType) -> Term:
+    """A constant; the value must already lie in the type's range (use type.wrap to wrap)."""
+    value = int(value)
+    if not type.contains(value):
+        from fpir.types import FPIRTypeError
+
+        raise FPIRTypeError(f"constant {value} does not fit in {type.name}")
+    return intern("const", type, (), (value,))

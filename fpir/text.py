@@ -1,0 +1,324 @@
+"""Text syntax of FPIR terms, in the paper's notation.
+
+    saturating_cast<u8>(absd(widening_add(a_u8, c_u8) + widening_shl(b_u8, 1), d_u16) + e_u16)
+
+* variables are `name_type` (`a_u8`, `k_i16`); the text is lane-agnostic;
+* bare integers take their type from the context (the other operands of the op, through each op's
+  `arg_hint`); `x(2)` (the paper's broadcast) is accepted and means the bare constant 2; a constant
+  whose type cannot be inferred is written `u16(5)`;
+* casts are `u8(...)` ... `i64(...)`; `reinterpret<t>(...)`, `saturating_cast<t>(...)`;
+* every other op is a call by its name; infix `+ - * / % << >> & | ^ ~` and comparisons use C
+  precedence (`&&`, `||`, `!` are accepted for u1 operands).
+
+Invariant: `parse(to_text(t)) is t` for every term (terms are interned). Errors carry line/column.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from fpir.ops import OPS, make, spec
+from fpir.term import Term, const, var
+from fpir.types import FPIRTypeError, ScalarType, i32, is_type_name, parse_type, u1
+
+
+class FPIRSyntaxError(ValueError):
+    def __init__(self, message: str, line: int = 0, column: int = 0, source: str = "<expr>") -> None:
+        self.message, self.line, self.column, self.source = message, line, column, source
+        super().__init__(f"{source}:{line}:{column}: {message}")
+
+
+GRAMMAR = r"""
+?start: expr
+?expr: lor
+?lor: land | lor "||" land -> lor
+?land: bor | land "&&" bor -> land
+?bor: bxor | bor "|" bxor -> bor
+?bxor: band | bxor "^" band -> bxor
+?band: eq | band "&" eq -> band
+?eq: rel | eq EQOP rel -> binop
+?rel: shift | rel RELOP shift -> binop
+?shift: sum | shift SHIFTOP sum -> binop
+?sum: prod | sum ADDOP prod -> binop
+?prod: unary | prod MULOP unary -> binop
+?unary: "-" unary -> neg
+      | "~" unary -> bnot
+      | "!" unary -> lnot
+      | atom
+?atom: INT -> int
+     | NAME -> name
+     | TEMPLATE "(" args ")" -> tcall
+     | NAME "(" [args] ")" -> call
+     | "(" expr ")"
+args: expr ("," expr)*
+
+TEMPLATE.3: /(saturating_cast|reinterpret|cast)\s*<\s*[ui][0-9]+\s*>/
+EQOP: "==" | "!="
+RELOP: "<=" | ">=" | "<" | ">"
+SHIFTOP: "<<" | ">>"
+ADDOP: "+" | "-"
+MULOP: "*" | "/" | "%"
+NAME: /[A-Za-z_$][A-Za-z0-9_.$]*/
+INT: /0x[0-9a-fA-F]+|[0-9]+/
+COMMENT: /#[^\n]*/
+%import common.WS
+%ignore WS
+%ignore COMMENT
+"""
+
+_PARSER = Lark(GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "<<": "shl", ">>": "shr",
+          "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+_VAR_RE = re.compile(r"^(.+)_([ui](?:1|8|16|32|64|128|256))$")
+
+
+# ---------------------------------------------------------------------------------------------
+# Raw syntax tree (before typing), with source positions
+
+
+@dataclass(frozen=True)
+class Raw:
+    kind: str  # int | name | call | neg | bnot | lnot
+    text: str
+    args: tuple["Raw", ...]
+    line: int
+    column: int
+    tparam: Optional[ScalarType] = None
+
+    @property
+    def has_names(self) -> bool:
+        if self.kind == "name":
+            return True
+        return any(a.has_names for a in self.args)
+
+
+def _pos(meta: Any) -> tuple[int, int]:
+    return (getattr(meta, "line", 0) or 0, getattr(meta, "column", 0) or 0)
+
+
+@v_args(meta=True)
+class _ToRaw(Transformer):
+    def int(self, meta: Any, children: list[Token]) -> Raw:
+        return Raw("int", str(children[0]), (), *_pos(meta))
+
+    def name(self, meta: Any, children: list[Token]) -> Raw:
+        return Raw("name", str(children[0]), (), *_pos(meta))
+
+    def args(self, meta: Any, children: list[Raw]) -> tuple[Raw, ...]:
+        return tuple(children)
+
+    def call(self, meta: Any, children: list[Any]) -> Raw:
+        name = str(children[0])
+        args = children[1] if len(children) > 1 and children[1] is not None else ()
+        return Raw("call", name, tuple(args), *_pos(meta))
+
+    def tcall(self, meta: Any, children: list[Any]) -> Raw:
+        m = re.match(r"(\w+)\s*<\s*(\w+)\s*>", str(children[0]))
+        assert m
+        line, col = _pos(meta)
+        try:
+            t = parse_type(m.group(2))
+        except FPIRTypeError as e:
+            raise FPIRSyntaxError(str(e), line, col) from None
+        return Raw("call", m.group(1), tuple(children[1]), line, col, tparam=t)
+
+    def binop(self, meta: Any, children: list[Any]) -> Raw:
+        a, op, b = children
+        return Raw("call", BINOPS[str(op)], (a, b), *_pos(meta))
+
+    def _named(op: str):  # type: ignore[misc]
+        def f(self: Any, meta: Any, children: list[Any]) -> Raw:
+            return Raw("call", op, tuple(children), *_pos(meta))
+
+        return f
+
+    bor = _named("or")
+    bxor = _named("xor")
+    band = _named("and")
+    lor = _named("lor")
+    land = _named("land")
+
+    def neg(self, meta: Any, children: list[Raw]) -> Raw:
+        return Raw("neg", "-", (children[0],), *_pos(meta))
+
+    def bnot(self, meta: Any, children: list[Raw]) -> Raw:
+        return Raw("call", "not", (children[0],), *_pos(meta))
+
+    def lnot(self, meta: Any, children: list[Raw]) -> Raw:
+        return Raw("lnot", "!", (children[0],), *_pos(meta))
+
+
+def parse_raw(text: str, source: str = "<expr>") -> Raw:
+    try:
+        tree = _PARSER.parse(text)
+        return _ToRaw().transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, FPIRSyntaxError):
+            raise FPIRSyntaxError(e.orig_exc.message, e.orig_exc.line, e.orig_exc.column, source) from None
+        raise
+    except UnexpectedEOF as e:
+        lines = text.splitlines() or [""]
+        raise FPIRSyntaxError("unexpected end of input", len(lines), len(lines[-1]) + 1, source) from None
+    except UnexpectedCharacters as e:
+        raise FPIRSyntaxError(f"unexpected character {text[e.pos_in_stream]!r}", e.line, e.column, source) from None
+    except UnexpectedToken as e:
+        tok = e.token
+        what = "end of input" if tok.type == "$END" else repr(str(tok))
+        raise FPIRSyntaxError(f"unexpected {what}", e.line, e.column, source) from None
+    except UnexpectedInput as e:
+        raise FPIRSyntaxError(str(e).splitlines()[0], e.line, e.column, source) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Typing (elaboration)
+
+
+def _int_value(node: Raw) -> Optional[int]:
+    if node.kind == "int":
+        return int(node.text, 0)
+    if node.kind == "neg" and node.args[0].kind == "int":
+        return -int(node.args[0].text, 0)
+    return None
+
+
+class _Elaborator:
+    def __init__(self, source: str, env: Optional[dict[str, ScalarType]]) -> None:
+        self.source = source
+        self.env = env or {}
+
+    def error(self, node: Raw, msg: str) -> FPIRSyntaxError:
+        return FPIRSyntaxError(msg, node.line, node.column, self.source)
+
+    def elab(self, node: Raw, expected: Optional[ScalarType]) -> Term:
+        v = _int_value(node)
+        if v is not None:
+            t = expected or i32
+            if not t.contains(v):
+                raise self.error(node, f"constant {v} does not fit in {t}")
+            return const(v, t)
+        if node.kind == "name":
+            return self.name(node)
+        if node.kind == "neg":
+            x = self.elab(node.args[0], expected)
+            return self.apply(node, "sub", [const(0, x.type), x])
+        if node.kind == "lnot":
+            x = self.elab(node.args[0], u1)
+            if x.type != u1:
+                raise self.error(node, f"'!' needs a u1 operand, got {x.type}")
+            return self.apply(node, "not", [x])
+        return self.call(node, expected)
+
+    def name(self, node: Raw) -> Term:
+        if node.text in self.env:
+            return var(node.text, self.env[node.text])
+        m = _VAR_RE.match(node.text)
+        if not m or not is_type_name(m.group(2)):
+            raise self.error(node, f"unknown name {node.text!r} (variables are written name_type, e.g. a_u8)")
+        return var(m.group(1), parse_type(m.group(2)))
+
+    def call(self, node: Raw, expected: Optional[ScalarType]) -> Term:
+        name, args = node.text, node.args
+        if name in ("lor", "land"):
+            terms = [self.elab(a, u1) for a in args]
+            if any(t.type != u1 for t in terms):
+                raise self.error(node, f"'{'||' if name == 'lor' else '&&'}' needs u1 operands")
+            return self.apply(node, "or" if name == "lor" else "and", terms)
+        if name == "x" and len(args) == 1 and node.tparam is None:
+            return self.elab(args[0], expected)  # the paper's broadcast notation x(c)
+        ttype = node.tparam
+        if ttype is None and is_type_name(name):
+            ttype, name = parse_type(name), "cast"
+        if name not in OPS:
+            raise self.error(node, f"unknown operation {name!r}")
+        s = spec(name)
+        if s.explicit_type and ttype is None:
+            raise self.error(node, f"{name} needs a type: {name}<t>(...)")
+        if not s.explicit_type and ttype is not None:
+            raise self.error(node, f"{name} takes no type parameter")
+        if len(args) != s.arity:
+            raise self.error(node, f"{name} takes {s.arity} argument(s), got {len(args)}")
+        hint = s.arg_hint
+        inner_expected = ttype if s.explicit_type else expected
+        terms: list[Optional[Term]] = [None] * len(args)
+        for i, a in enumerate(args):
+            if a.has_names:
+                h = hint(i, [None] * len(args), inner_expected) if hint else None
+                terms[i] = self.elab(a, h)
+        known = [t.type if t is not None else None for t in terms]
+        for i, a in enumerate(args):
+            if terms[i] is None:
+                h = hint(i, known, inner_expected) if hint else None
+                terms[i] = self.elab(a, h)
+        return self.apply(node, name, terms, ttype)  # type: ignore[arg-type]
+
+    def apply(self, node: Raw, op: str, terms: list[Term], ttype: Optional[ScalarType] = None) -> Term:
+        try:
+            return make(op, *terms, type=ttype)
+        except FPIRTypeError as e:
+            raise self.error(node, str(e)) from None
+
+
+def parse(text: str, env: Optional[dict[str, ScalarType]] = None, source: str = "<expr>",
+          expected: Optional[ScalarType] = None) -> Term:
+    """Parse and type-check one expression. `env` may give types to untyped variable names."""
+    raw = parse_raw(text, source)
+    return _Elaborator(source, env).elab(raw, expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing
+
+_PREC = {"or": 3, "xor": 4, "and": 5, "eq": 6, "ne": 6, "lt": 7, "le": 7, "gt": 7, "ge": 7, "shl": 8, "shr": 8,
+         "add": 9, "sub": 9, "mul": 10, "div": 10, "mod": 10}
+_UNARY_PREC = 11
+_ATOM_PREC = 12
+
+
+def _const_text(t: Term, hinted: Optional[ScalarType]) -> tuple[str, int]:
+    if hinted == t.type:
+        return (str(t.value), _UNARY_PREC if t.value < 0 else _ATOM_PREC)
+    return (f"{t.type.name}({t.value})", _ATOM_PREC)
+
+
+def _fmt(t: Term, memo: dict[int, tuple[str, int]]) -> tuple[str, int]:
+    if t.op == "var":
+        return (f"{t.name}_{t.type.name}", _ATOM_PREC)
+    if t.op == "const":
+        return _const_text(t, i32)
+    s = spec(t.op)
+    known = [None if a.is_const else a.type for a in t.args]
+    parts: list[tuple[str, int]] = []
+    for i, a in enumerate(t.args):
+        if a.is_const:
+            h = s.arg_hint(i, known, None) if s.arg_hint else None
+            parts.append(_const_text(a, h))
+        else:
+            parts.append(memo[id(a)])
+    if t.op == "not":
+        text, p = parts[0]
+        return ("~" + (text if p >= _UNARY_PREC else f"({text})"), _UNARY_PREC)
+    if t.op in _PREC:
+        prec = _PREC[t.op]
+        (lt, lp), (rt, rp) = parts
+        left = lt if lp >= prec else f"({lt})"
+        right = rt if rp > prec else f"({rt})"
+        return (f"{left} {s.symbol} {right}", prec)
+    inner = ", ".join(p[0] for p in parts)
+    if t.op == "cast":
+        return (f"{t.type.name}({inner})", _ATOM_PREC)
+    if s.explicit_type:
+        return (f"{t.op}<{t.type.name}>({inner})", _ATOM_PREC)
+    return (f"{t.op}({inner})", _ATOM_PREC)
+
+
+def to_text(term: Term) -> str:
+    memo: dict[int, tuple[str, int]] = {}
+    for t in term.walk():
+        memo[id(t)] = _fmt(t, memo)
+    return memo[id(term)][0]

@@ -1,0 +1,144 @@
+"""Element types of FPIR terms.
+
+FPIR text and terms are lane-agnostic: a term's type is a scalar element type; the lane count is chosen
+when compiling. User-visible types are u1 (bool), u8, i8, u16, i16, u32, i32, u64, i64. Wider types
+(u128 ... i256) exist only as exact intermediates inside the semantic definitions of widening ops on
+64-bit operands, so those definitions stay exact instead of silently wrapping.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+VALID_BITS = (1, 8, 16, 32, 64, 128, 256)
+USER_BITS = (1, 8, 16, 32, 64)
+
+
+class FPIRTypeError(TypeError):
+    """A term was built with operand types its op does not accept."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarType:
+    signed: bool
+    bits: int
+
+    def __post_init__(self) -> None:
+        if self.bits not in VALID_BITS:
+            raise FPIRTypeError(f"unsupported bit width {self.bits}")
+        if self.bits == 1 and self.signed:
+            raise FPIRTypeError("booleans are unsigned (u1)")
+
+    @property
+    def name(self) -> str:
+        return f"{'i' if self.signed else 'u'}{self.bits}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    @property
+    def is_bool(self) -> bool:
+        return self.bits == 1
+
+    @property
+    def min(self) -> int:
+        return -(1 << (self.bits - 1)) if self.signed else 0
+
+    @property
+    def max(self) -> int:
+        return (1 << (self.bits - 1)) - 1 if self.signed else (1 << self.bits) - 1
+
+    def widen(self) -> ScalarType:
+        """Twice the bits, same signedness."""
+        if self.bits == 1 or self.bits >= 256:
+            raise FPIRTypeError(f"cannot widen {self.name}")
+        return ScalarType(self.signed, self.bits * 2)
+
+    def narrow(self) -> ScalarType:
+        """Half the bits, same signedness."""
+        if self.bits <= 8:
+            raise FPIRTypeError(f"cannot narrow {self.name}")
+        return ScalarType(self.signed, self.bits // 2)
+
+    def with_sign(self, signed: bool) -> ScalarType:
+        if self.bits == 1:
+            if signed:
+                raise FPIRTypeError("u1 has no signed variant")
+            return self
+        return ScalarType(signed, self.bits)
+
+    def to_signed(self) -> ScalarType:
+        return self.with_sign(True)
+
+    def to_unsigned(self) -> ScalarType:
+        return self.with_sign(False)
+
+    def contains(self, value: int) -> bool:
+        return self.min <= value <= self.max
+
+    def can_represent(self, other: ScalarType) -> bool:
+        """True if every value of `other` is a value of self."""
+        return self.min <= other.min and other.max <= self.max
+
+    def wrap(self, value: int) -> int:
+        """Reduce an integer modulo 2^bits into this type's range."""
+        v = value & ((1 << self.bits) - 1)
+        if self.signed and v >= (1 << (self.bits - 1)):
+            v -= 1 << self.bits
+        return v
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        """The numpy dtype holding values of this type (object for >64-bit intermediates)."""
+        if self.bits == 1:
+            return np.dtype(np.bool_)
+        if self.bits > 64:
+            return np.dtype(object)
+        return np.dtype(f"{'int' if self.signed else 'uint'}{self.bits}")
+
+    @property
+    def is_user_type(self) -> bool:
+        return self.bits in USER_BITS
+
+
+u1 = ScalarType(False, 1)
+u8 = ScalarType(False, 8)
+i8 = ScalarType(True, 8)
+u16 = ScalarType(False, 16)
+i16 = ScalarType(True, 16)
+u32 = ScalarType(False, 32)
+i32 = ScalarType(True, 32)
+u64 = ScalarType(False, 64)
+i64 = ScalarType(True, 64)
+
+USER_TYPES: tuple[ScalarType, ...] = (u1, u8, i8, u16, i16, u32, i32, u64, i64)
+INT_TYPES: tuple[ScalarType, ...] = (u8, i8, u16, i16, u32, i32, u64, i64)
+
+_TYPE_RE = re.compile(r"^([ui])(1|8|16|32|64|128|256)$")
+
+
+def is_type_name(text: str) -> bool:
+    m = _TYPE_RE.match(text)
+    return bool(m) and not (m.group(1) == "i" and m.group(2) == "1")
+
+
+def parse_type(text: str) -> ScalarType:
+    m = _TYPE_RE.match(text)
+    if not m:
+        raise FPIRTypeError(f"unknown type name {text!r}")
+    return ScalarType(m.group(1) == "i", int(m.group(2)))
+
+
+def from_dtype(dtype: np.dtype) -> ScalarType:
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return u1
+    if dt.kind not in "iu":
+        raise FPIRTypeError(f"no FPIR type for numpy dtype {dt}")
+    return ScalarType(dt.kind == "i", dt.itemsize * 8)

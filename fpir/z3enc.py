@@ -1,0 +1,94 @@
+"""Z3 bit-vector encoding of FPIR terms, and equivalence checking.
+
+A term of type t becomes a bit-vector expression of width bits(t); a variable `x_u8` becomes the
+bit-vector symbol `x` of width 8 (u1 is a 1-bit vector). Primitive ops use the op table's Z3
+semantics; FPIR and target ops are encoded through their definitions, like the interpreter.
+
+`equivalent(a, b, assume=...)` answers with a `Verdict`: VALID, INVALID with a counterexample
+(concrete integer inputs, interpreted in each variable's signedness) or UNKNOWN with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Optional, Sequence
+
+import z3
+
+from fpir.ops import spec, template
+from fpir.term import Term
+from fpir.types import ScalarType
+
+
+def symbol(t: Term) -> z3.BitVecRef:
+    return z3.BitVec(t.name, t.type.bits)
+
+
+def to_z3(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None) -> z3.BitVecRef:
+    env = dict(env or {})
+    memo: dict[int, z3.BitVecRef] = {}
+    for t in term.walk():
+        args = [memo[id(a)] for a in t.args]
+        if t.op == "var":
+            memo[id(t)] = env[t.name] if t.name in env else symbol(t)
+        elif t.op == "const":
+            memo[id(t)] = z3.BitVecVal(t.value % (1 << t.type.bits), t.type.bits)
+        else:
+            s = spec(t.op)
+            if s.z3_impl is not None:
+                memo[id(t)] = s.z3_impl(args, [a.type for a in t.args], t.type)
+            else:
+                body, names = template(t.op, tuple(a.type for a in t.args), t.type)
+                memo[id(t)] = to_z3(body, dict(zip(names, args)))
+    return memo[id(term)]
+
+
+def signed_value(v: int, t: ScalarType) -> int:
+    return t.wrap(v)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    status: str  # "VALID" | "INVALID" | "UNKNOWN"
+    counterexample: Mapping[str, int] = field(default_factory=dict)
+    reason: str = ""
+    lhs_value: Optional[int] = None
+    rhs_value: Optional[int] = None
+
+    @property
+    def valid(self) -> bool:
+        return self.status == "VALID"
+
+    def __str__(self) -> str:
+        if self.status == "VALID":
+            return "VALID"
+        if self.status == "INVALID":
+            cex = ", ".join(f"{k} = {v}" for k, v in sorted(self.counterexample.items()))
+            return f"INVALID ({cex}; before = {self.lhs_value}, after = {self.rhs_value})"
+        return f"UNKNOWN ({self.reason})"
+
+
+def equivalent(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), timeout_ms: int = 20000,
+               env: Optional[Mapping[str, z3.BitVecRef]] = None) -> Verdict:
+    """Prove a == b for all inputs satisfying `assume` (bit-exact)."""
+    if a.type.bits != b.type.bits:
+        return Verdict("INVALID", reason=f"types differ: {a.type} vs {b.type}")
+    za, zb = to_z3(a, env), to_z3(b, env)
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(*assume)
+    solver.add(za != zb)
+    r = solver.check()
+    if r == z3.unsat:
+        return Verdict("VALID")
+    if r == z3.unknown:
+        return Verdict("UNKNOWN", reason=solver.reason_unknown() or "unknown")
+    m = solver.model()
+    cex: dict[str, int] = {}
+    for v in {t.name: t for t in a.variables() + b.variables()}.values():
+        sym = env[v.name] if env and v.name in env else symbol(v)
+        val = m.eval(sym, model_completion=True).as_long()
+        cex[v.name] = signed_value(val, v.type)
+    va = m.eval(za, model_completion=True).as_long()
+    vb = m.eval(zb, model_completion=True).as_long()
+    return Verdict("INVALID", cex, lhs_value=signed_value(va, a.type), rhs_value=signed_value(vb, b.type))
