@@ -320,7 +320,7 @@ def _work(arrays: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType) ->
 def _wrap(v: Any, t: ScalarType) -> Any:
     v = np.asarray(v)
     if t.bits == 1:
-        return (v & 1).astype(np.bool_)
+        return np.asarray(v & 1).astype(np.bool_)
     if v.dtype == object:
         return np.asarray(_WRAPPERS[t](v), dtype=object).astype(t.np_dtype)
     mask = (1 << t.bits) - 1
@@ -346,10 +346,16 @@ def _np_lift(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     def impl(args: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType) -> Any:
         w, obj = _work(args, types, rt)
+        shape = np.broadcast_shapes(*(x.shape for x in w))
+        if obj:
+            # 0-d object arrays decay to Python ints (and np.where/np.minimum then fall back to int64,
+            # overflowing on 128-bit values): compute on at-least-1-d arrays and restore the shape.
+            w = [np.atleast_1d(x) for x in w]
         with np.errstate(all="ignore"):
             r = fn(*w, types=types, rt=rt, obj=obj)
-            # 0-d object arrays decay to Python ints; keep the exact representation.
-            return _wrap(np.asarray(r, dtype=object) if obj else r, rt)
+            if obj:
+                r = np.asarray(r, dtype=object).reshape(shape)
+            return _wrap(r, rt)
 
     return impl
 

@@ -57,10 +57,10 @@ GRAMMAR = r"""
      | "(" expr ")"
 args: expr ("," expr)*
 
-TEMPLATE.3: /(saturating_cast|reinterpret|cast)\s*<\s*[ui][0-9]+\s*>/
+TEMPLATE.3: /(saturating_cast|reinterpret|cast)\s*<[A-Za-z0-9_(), ]+>/
 EQOP: "==" | "!="
 RELOP: "<=" | ">=" | "<" | ">"
-SHIFTOP: "<<" | ">>"
+SHIFTOP.2: "<<" | ">>"
 ADDOP: "+" | "-"
 MULOP: "*" | "/" | "%"
 NAME: /[A-Za-z_$][A-Za-z0-9_.$]*/
@@ -89,7 +89,7 @@ class Raw:
     args: tuple["Raw", ...]
     line: int
     column: int
-    tparam: Optional[ScalarType] = None
+    tparam_text: Optional[str] = None
 
     @property
     def has_names(self) -> bool:
@@ -119,14 +119,9 @@ class _ToRaw(Transformer):
         return Raw("call", name, tuple(args), *_pos(meta))
 
     def tcall(self, meta: Any, children: list[Any]) -> Raw:
-        m = re.match(r"(\w+)\s*<\s*(\w+)\s*>", str(children[0]))
+        m = re.match(r"(\w+)\s*<(.*)>$", str(children[0]), re.S)
         assert m
-        line, col = _pos(meta)
-        try:
-            t = parse_type(m.group(2))
-        except FPIRTypeError as e:
-            raise FPIRSyntaxError(str(e), line, col) from None
-        return Raw("call", m.group(1), tuple(children[1]), line, col, tparam=t)
+        return Raw("call", m.group(1), tuple(children[1]), *_pos(meta), tparam_text=m.group(2).strip())
 
     def binop(self, meta: Any, children: list[Any]) -> Raw:
         a, op, b = children
@@ -195,13 +190,31 @@ class _Elaborator:
     def error(self, node: Raw, msg: str) -> FPIRSyntaxError:
         return FPIRSyntaxError(msg, node.line, node.column, self.source)
 
-    def elab(self, node: Raw, expected: Optional[ScalarType]) -> Term:
+    def is_constant_expr(self, node: Raw) -> bool:
+        """True for sub-expressions whose type comes from the context (bare constants)."""
+        return not node.has_names
+
+    def constant(self, node: Raw, expected: Optional[ScalarType]) -> Optional[Term]:
         v = _int_value(node)
-        if v is not None:
-            t = expected or i32
-            if not t.contains(v):
-                raise self.error(node, f"constant {v} does not fit in {t}")
-            return const(v, t)
+        if v is None:
+            return None
+        t = expected or i32
+        if not t.contains(v):
+            raise self.error(node, f"constant {v} does not fit in {t}")
+        return const(v, t)
+
+    def type_param(self, node: Raw) -> Optional[ScalarType]:
+        if node.tparam_text is None:
+            return None
+        try:
+            return parse_type(node.tparam_text)
+        except FPIRTypeError as e:
+            raise self.error(node, str(e)) from None
+
+    def elab(self, node: Raw, expected: Optional[ScalarType]) -> Term:
+        c = self.constant(node, expected)
+        if c is not None:
+            return c
         if node.kind == "name":
             return self.name(node)
         if node.kind == "neg":
@@ -229,9 +242,9 @@ class _Elaborator:
             if any(t.type != u1 for t in terms):
                 raise self.error(node, f"'{'||' if name == 'lor' else '&&'}' needs u1 operands")
             return self.apply(node, "or" if name == "lor" else "and", terms)
-        if name == "x" and len(args) == 1 and node.tparam is None:
+        if name == "x" and len(args) == 1 and node.tparam_text is None:
             return self.elab(args[0], expected)  # the paper's broadcast notation x(c)
-        ttype = node.tparam
+        ttype = self.type_param(node)
         if ttype is None and is_type_name(name):
             ttype, name = parse_type(name), "cast"
         if name not in OPS:
@@ -247,13 +260,15 @@ class _Elaborator:
         inner_expected = ttype if s.explicit_type else expected
         terms: list[Optional[Term]] = [None] * len(args)
         for i, a in enumerate(args):
-            if a.has_names:
+            if not self.is_constant_expr(a):
                 h = hint(i, [None] * len(args), inner_expected) if hint else None
                 terms[i] = self.elab(a, h)
         known = [t.type if t is not None else None for t in terms]
         for i, a in enumerate(args):
             if terms[i] is None:
                 h = hint(i, known, inner_expected) if hint else None
+                if h is None and hint:  # e.g. rounding_shr(u8(255), 8): use the constants typed so far
+                    h = hint(i, [t.type if t is not None else None for t in terms], inner_expected)
                 terms[i] = self.elab(a, h)
         return self.apply(node, name, terms, ttype)  # type: ignore[arg-type]
 

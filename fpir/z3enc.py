@@ -62,6 +62,8 @@ class Verdict:
     def __str__(self) -> str:
         if self.status == "VALID":
             return "VALID"
+        if self.status == "INVALID" and self.reason:
+            return f"INVALID ({self.reason})"
         if self.status == "INVALID":
             cex = ", ".join(f"{k} = {v}" for k, v in sorted(self.counterexample.items()))
             return f"INVALID ({cex}; before = {self.lhs_value}, after = {self.rhs_value})"

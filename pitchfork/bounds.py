@@ -1,0 +1,51 @@
+"""Interval (bounds) analysis over FPIR terms, with a cache.
+
+`bounds(t)` returns (lo, hi) such that every lane of every evaluation of t lies in [lo, hi]. Leaves
+give their type's range (or the constant); primitive ops use the op table's interval rules; FPIR and
+target ops use their own rule when the op table has one (absd) and otherwise the interval of their
+definition evaluated over the argument intervals. Terms are interned, so the cache is keyed by term.
+Optional `assume` maps variable names to known ranges (e.g. from a loop's data).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+from fpir.ops import spec, template
+from fpir.term import Term
+
+Interval = tuple[int, int]
+_CACHE: dict[Term, Interval] = {}
+
+
+def bounds(term: Term, assume: Optional[Mapping[str, Interval]] = None) -> Interval:
+    if assume:
+        return _analyse(term, dict(assume), {})
+    return _analyse(term, {}, _CACHE)
+
+
+def _analyse(term: Term, env: dict[str, Interval], cache: dict[Term, Interval]) -> Interval:
+    for t in term.walk():
+        if t in cache:
+            continue
+        cache[t] = _node(t, [cache[a] for a in t.args], env)
+    return cache[term]
+
+
+def _node(t: Term, ivs: list[Interval], env: Mapping[str, Interval]) -> Interval:
+    if t.op == "var":
+        return env.get(t.name, (t.type.min, t.type.max))
+    if t.op == "const":
+        return (t.value, t.value)
+    s = spec(t.op)
+    types = [a.type for a in t.args]
+    if s.interval is not None:
+        lo, hi = s.interval(ivs, types, t.type)
+    else:
+        body, names = template(t.op, tuple(types), t.type)
+        lo, hi = _analyse(body, dict(zip(names, ivs)), {})
+    return (max(lo, t.type.min), min(hi, t.type.max))
+
+
+def clear_cache() -> None:
+    _CACHE.clear()

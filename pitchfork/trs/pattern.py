@@ -1,0 +1,301 @@
+"""Rule patterns: type expressions, pattern nodes, and the matcher.
+
+A left-hand side is compiled from the FPIR text syntax (`fpir.text.parse_raw`) into pattern nodes:
+
+* `x_u8`   a term wildcard of exactly type u8; `x_T` a wildcard whose type binds type variable T
+  (type variables start with an upper-case letter);
+* `c0`, `c1`, ... (optionally `c0_u8`, `c0_T`) constant wildcards: they match constants only;
+* a bare integer matches a constant with exactly that value;
+* `op(p, q)` / infix forms match that op; `u16(p)` and `cast<W>(p)` also match the result type;
+* `either(p1, p2, ...)` is an alternate: any of the shapes (expanded into separate patterns).
+
+Commutative ops are matched in both operand orders. The same wildcard used twice must match the
+same term (terms are interned, so this is an identity test). Matching yields `Bindings`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Optional, Union
+
+from fpir.ops import OPS, spec
+from fpir.term import Term
+from fpir.text import Raw, _int_value
+from fpir.types import FPIRTypeError, ScalarType, is_type_name, parse_type
+
+COMMUTATIVE = frozenset({"add", "mul", "min", "max", "and", "or", "xor", "eq", "ne", "widening_add",
+                         "widening_mul", "absd", "saturating_add", "halving_add", "rounding_halving_add"})
+
+_TVAR_RE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+_CWILD_RE = re.compile(r"^c[0-9]+$")
+_WILD_RE = re.compile(r"^(.+)_([A-Za-z][A-Za-z0-9]*)$")
+
+
+class RuleSyntaxError(ValueError):
+    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+        self.message, self.line, self.column = message, line, column
+        super().__init__(message)
+
+
+# ---------------------------------------------------------------------------------------------
+# Type expressions
+
+
+@dataclass(frozen=True, slots=True)
+class TypeExpr:
+    """A concrete type, a type variable, or wide/narrow/signed/unsigned of a type expression."""
+
+    kind: str  # "concrete" | "var" | "wide" | "narrow" | "signed" | "unsigned"
+    concrete: Optional[ScalarType] = None
+    name: str = ""
+    inner: Optional["TypeExpr"] = None
+
+    def __str__(self) -> str:
+        if self.kind == "concrete":
+            return self.concrete.name  # type: ignore[union-attr]
+        if self.kind == "var":
+            return self.name
+        return f"{self.kind}({self.inner})"
+
+    def eval(self, tvars: dict[str, ScalarType]) -> Optional[ScalarType]:
+        """The concrete type under these bindings (None if a variable is unbound)."""
+        if self.kind == "concrete":
+            return self.concrete
+        if self.kind == "var":
+            return tvars.get(self.name)
+        t = self.inner.eval(tvars)  # type: ignore[union-attr]
+        if t is None:
+            return None
+        try:
+            if self.kind == "wide":
+                return t.widen()
+            if self.kind == "narrow":
+                return t.narrow()
+            return t.with_sign(self.kind == "signed")
+        except FPIRTypeError:
+            return None
+
+    def vars(self) -> set[str]:
+        if self.kind == "var":
+            return {self.name}
+        return self.inner.vars() if self.inner else set()
+
+    def match(self, t: ScalarType, tvars: dict[str, ScalarType]) -> Optional[dict[str, ScalarType]]:
+        """Bind variables so that this expression evaluates to t; None if impossible."""
+        if self.kind == "var" and self.name not in tvars:
+            out = dict(tvars)
+            out[self.name] = t
+            return out
+        if self.kind in ("wide", "narrow") and self.inner is not None and self.inner.eval(tvars) is None:
+            try:
+                target = t.narrow() if self.kind == "wide" else t.widen()
+            except FPIRTypeError:
+                return None
+            return self.inner.match(target, tvars)
+        got = self.eval(tvars)
+        return tvars if got == t else None
+
+
+def parse_type_expr(text: str) -> TypeExpr:
+    text = text.strip()
+    m = re.match(r"^(wide|narrow|signed|unsigned)\s*\((.*)\)$", text)
+    if m:
+        return TypeExpr(m.group(1), inner=parse_type_expr(m.group(2)))
+    if is_type_name(text):
+        return TypeExpr("concrete", concrete=parse_type(text))
+    if _TVAR_RE.match(text):
+        return TypeExpr("var", name=text)
+    raise FPIRTypeError(f"bad type expression {text!r}")
+
+
+def type_expr_of_raw(node: Raw) -> TypeExpr:
+    """Type expression written as an expression (`wide(T)`, `T`, `u8`) inside a predicate."""
+    if node.kind == "name":
+        return parse_type_expr(node.text)
+    if node.kind == "call" and node.text in ("wide", "narrow", "signed", "unsigned") and len(node.args) == 1:
+        return TypeExpr(node.text, inner=type_expr_of_raw(node.args[0]))
+    raise FPIRTypeError("expected a type expression")
+
+
+# ---------------------------------------------------------------------------------------------
+# Patterns
+
+
+@dataclass(frozen=True, slots=True)
+class PWild:
+    name: str
+    type: Optional[TypeExpr]
+
+
+@dataclass(frozen=True, slots=True)
+class PConst:
+    name: str
+    type: Optional[TypeExpr]
+
+
+@dataclass(frozen=True, slots=True)
+class PLit:
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class PApp:
+    op: str
+    args: tuple["Pattern", ...]
+    type: Optional[TypeExpr] = None  # explicit result type (casts)
+
+
+Pattern = Union[PWild, PConst, PLit, PApp]
+
+
+@dataclass
+class Bindings:
+    terms: dict[str, Term] = field(default_factory=dict)
+    types: dict[str, ScalarType] = field(default_factory=dict)
+
+    def copy(self) -> "Bindings":
+        return Bindings(dict(self.terms), dict(self.types))
+
+
+def split_wildcard(name: str) -> tuple[str, Optional[TypeExpr]]:
+    if _CWILD_RE.match(name):
+        return name, None
+    m = _WILD_RE.match(name)
+    if not m:
+        raise FPIRTypeError(f"wildcard {name!r} needs a type suffix (x_u8, x_T)")
+    base, suffix = m.group(1), m.group(2)
+    if _CWILD_RE.match(base):
+        return base, parse_type_expr(suffix)
+    return base, parse_type_expr(suffix)
+
+
+def compile_pattern(node: Raw) -> list[Pattern]:
+    """All alternative patterns a raw LHS denotes (either(...) expands to several)."""
+    v = _int_value(node)
+    if v is not None:
+        return [PLit(v)]
+    if node.kind == "name":
+        base, t = split_wildcard(node.text)
+        if _CWILD_RE.match(base):
+            return [PConst(base, t)]
+        return [PWild(base, t)]
+    if node.kind == "neg":
+        return [PApp("sub", (PLit(0), p)) for p in compile_pattern(node.args[0])]
+    if node.kind == "lnot":
+        return [PApp("not", (p,)) for p in compile_pattern(node.args[0])]
+    name = node.text
+    if name == "either":
+        return [p for a in node.args for p in compile_pattern(a)]
+    if name == "x" and len(node.args) == 1:
+        return compile_pattern(node.args[0])
+    ttype: Optional[TypeExpr] = None
+    if node.tparam_text is not None:
+        ttype = parse_type_expr(node.tparam_text)
+    elif is_type_name(name):
+        ttype, name = TypeExpr("concrete", concrete=parse_type(name)), "cast"
+    if name in ("lor", "land"):
+        name = "or" if name == "lor" else "and"
+    if name not in OPS:
+        raise FPIRTypeError(f"unknown operation {name!r}")
+    s = spec(name)
+    if len(node.args) != s.arity:
+        raise FPIRTypeError(f"{name} takes {s.arity} argument(s), got {len(node.args)}")
+    if s.explicit_type and ttype is None:
+        raise FPIRTypeError(f"{name} needs a type: {name}<t>(...)")
+    alts = [compile_pattern(a) for a in node.args]
+    return [PApp(name, tuple(combo), ttype) for combo in itertools.product(*alts)]
+
+
+def pattern_wildcards(p: Pattern) -> set[str]:
+    if isinstance(p, (PWild, PConst)):
+        return {p.name}
+    if isinstance(p, PApp):
+        return set().union(*[pattern_wildcards(a) for a in p.args]) if p.args else set()
+    return set()
+
+
+def pattern_text(p: Pattern) -> str:
+    if isinstance(p, PWild):
+        return f"{p.name}_{p.type}" if p.type else p.name
+    if isinstance(p, PConst):
+        return f"{p.name}_{p.type}" if p.type else p.name
+    if isinstance(p, PLit):
+        return str(p.value)
+    args = ", ".join(pattern_text(a) for a in p.args)
+    if p.op == "cast":
+        return f"cast<{p.type}>({args})"
+    if p.type is not None:
+        return f"{p.op}<{p.type}>({args})"
+    return f"{p.op}({args})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Matching
+
+
+def _bind_type(te: Optional[TypeExpr], t: ScalarType, b: Bindings) -> bool:
+    if te is None:
+        return True
+    out = te.match(t, b.types)
+    if out is None:
+        return False
+    b.types = out
+    return True
+
+
+def match(p: Pattern, t: Term, b: Bindings) -> Iterator[Bindings]:
+    """Yield every extension of b under which p matches t (backtracking over commutative orders)."""
+    if isinstance(p, PWild):
+        bound = b.terms.get(p.name)
+        if bound is not None:
+            if bound is t:
+                yield b
+            return
+        nb = b.copy()
+        if not _bind_type(p.type, t.type, nb):
+            return
+        nb.terms[p.name] = t
+        yield nb
+        return
+    if isinstance(p, PConst):
+        if not t.is_const:
+            return
+        bound = b.terms.get(p.name)
+        if bound is not None:
+            if bound is t or (bound.value == t.value and bound.type == t.type):
+                yield b
+            return
+        nb = b.copy()
+        if not _bind_type(p.type, t.type, nb):
+            return
+        nb.terms[p.name] = t
+        yield nb
+        return
+    if isinstance(p, PLit):
+        if t.is_const and t.value == p.value:
+            yield b
+        return
+    if t.op != p.op:
+        return
+    orders = [p.args]
+    if p.op in COMMUTATIVE and len(p.args) == 2 and p.args[0] != p.args[1]:
+        orders.append((p.args[1], p.args[0]))
+    for args in orders:
+        for nb in _match_args(args, t.args, 0, b):
+            if p.type is not None:
+                nb2 = nb.copy()
+                if not _bind_type(p.type, t.type, nb2):
+                    continue
+                yield nb2
+            else:
+                yield nb
+
+
+def _match_args(ps: tuple[Pattern, ...], ts: tuple[Term, ...], i: int, b: Bindings) -> Iterator[Bindings]:
+    if i == len(ps):
+        yield b
+        return
+    for nb in match(ps[i], ts[i], b):
+        yield from _match_args(ps, ts, i + 1, nb)

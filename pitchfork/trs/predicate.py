@@ -1,0 +1,256 @@
+"""The small closed language of rule predicates and constant expressions.
+
+Predicates (after `if`) and constant expressions (arguments of a right-hand side made only of
+constant wildcards and literals, like `log2(c0)` or `1 << c0`) are written in the expression syntax
+and evaluated in one of two domains, so matcher and verifier agree on their meaning:
+
+* `PyDomain`: at match time, over Python ints, with term bounds from interval analysis;
+* `Z3Domain`: at verification time, over 160-bit Z3 bit-vectors (wide enough that every constant
+  a real rewrite computes is exact), with bounds queries turned into assumptions on the inputs.
+
+Vocabulary: integer literals, constant wildcards `c0..`, `+ - * / % << >> & | ^ ~`, comparisons,
+`&& || !`, `is_pow2(e)`, `log2(e)`, `bits(T)`, `tmin(T)`, `tmax(T)`, `is_signed(T)`, `is_unsigned(T)`,
+type (in)equality `T == wide(U)`, and bounds queries on term wildcards: `upper_bounded(x, e)`,
+`lower_bounded(x, e)`, `fits(x, T)` (x's value range lies in T).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional
+
+import z3
+
+from fpir.term import Term
+from fpir.text import Raw, _int_value
+from fpir.types import FPIRTypeError, ScalarType
+from pitchfork.trs.pattern import TypeExpr, _CWILD_RE, type_expr_of_raw
+
+Z3_WIDTH = 160
+TYPE_FUNCS = ("wide", "narrow", "signed", "unsigned")
+TYPE_PREDICATES = ("is_signed", "is_unsigned")
+INT_FUNCS = ("log2", "bits", "tmin", "tmax")
+BOOL_FUNCS = ("is_pow2", "upper_bounded", "lower_bounded", "fits", "is_signed", "is_unsigned")
+
+
+class PredicateError(ValueError):
+    pass
+
+
+def is_type_node(node: Raw) -> bool:
+    try:
+        type_expr_of_raw(node)
+        return node.kind == "call" or not _CWILD_RE.match(node.text)
+    except FPIRTypeError:
+        return False
+
+
+class PyDomain:
+    """Concrete evaluation at match time."""
+
+    def __init__(self, consts: Mapping[str, int], terms: Mapping[str, Term], tvars: Mapping[str, ScalarType],
+                 bounds: Callable[[Term], tuple[int, int]]) -> None:
+        self.consts, self.terms, self.tvars, self.bounds = consts, terms, tvars, bounds
+
+    def lit(self, v: int) -> int:
+        return v
+
+    def const_wild(self, name: str) -> int:
+        return self.consts[name]
+
+    def binop(self, op: str, a: int, b: int) -> Any:
+        if op in ("div", "mod") and b == 0:
+            return 0
+        return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a // b,
+                "mod": lambda: a % b, "shl": lambda: a << b if 0 <= b <= 512 else 0, "shr": lambda: a >> b,
+                "and": lambda: a & b, "or": lambda: a | b, "xor": lambda: a ^ b, "eq": lambda: a == b,
+                "ne": lambda: a != b, "lt": lambda: a < b, "le": lambda: a <= b, "gt": lambda: a > b,
+                "ge": lambda: a >= b}[op]()
+
+    def bnot(self, a: int) -> int:
+        return ~a
+
+    def land(self, a: bool, b: bool) -> bool:
+        return a and b
+
+    def lor(self, a: bool, b: bool) -> bool:
+        return a or b
+
+    def lnot(self, a: bool) -> bool:
+        return not a
+
+    def is_pow2(self, a: int) -> bool:
+        return a > 0 and a & (a - 1) == 0
+
+    def log2(self, a: int) -> int:
+        if a <= 0:
+            raise PredicateError("log2 of a non-positive value")
+        return a.bit_length() - 1
+
+    def boolean(self, b: bool) -> bool:
+        return bool(b)
+
+    def upper_bounded(self, name: str, v: int) -> bool:
+        return self.bounds(self.terms[name])[1] <= v
+
+    def lower_bounded(self, name: str, v: int) -> bool:
+        return self.bounds(self.terms[name])[0] >= v
+
+    def fits(self, name: str, t: ScalarType) -> bool:
+        lo, hi = self.bounds(self.terms[name])
+        return t.min <= lo and hi <= t.max
+
+
+class Z3Domain:
+    """Symbolic evaluation for verification; facts the predicate states become assumptions."""
+
+    def __init__(self, symbols: Mapping[str, tuple[z3.BitVecRef, ScalarType]], tvars: Mapping[str, ScalarType]) -> None:
+        self.symbols, self.tvars = symbols, tvars
+        self.side: list[z3.BoolRef] = []  # definitional constraints (log2 witnesses)
+        self._fresh = 0
+
+    def ext(self, name: str) -> z3.BitVecRef:
+        sym, t = self.symbols[name]
+        n = Z3_WIDTH - t.bits
+        return z3.SignExt(n, sym) if t.signed else z3.ZeroExt(n, sym)
+
+    def lit(self, v: int) -> z3.BitVecRef:
+        return z3.BitVecVal(v % (1 << Z3_WIDTH), Z3_WIDTH)
+
+    def const_wild(self, name: str) -> z3.BitVecRef:
+        return self.ext(name)
+
+    def binop(self, op: str, a: Any, b: Any) -> Any:
+        zero = self.lit(0)
+        return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b,
+                "div": lambda: z3.If(b == zero, zero, _floor_div(a, b)),
+                "mod": lambda: z3.If(b == zero, zero, a - b * _floor_div(a, b)),
+                "shl": lambda: a << b, "shr": lambda: a >> b, "and": lambda: a & b, "or": lambda: a | b,
+                "xor": lambda: a ^ b, "eq": lambda: a == b, "ne": lambda: a != b, "lt": lambda: a < b,
+                "le": lambda: a <= b, "gt": lambda: a > b, "ge": lambda: a >= b}[op]()
+
+    def bnot(self, a: Any) -> Any:
+        return ~a
+
+    def land(self, a: Any, b: Any) -> Any:
+        return z3.And(a, b)
+
+    def lor(self, a: Any, b: Any) -> Any:
+        return z3.Or(a, b)
+
+    def lnot(self, a: Any) -> Any:
+        return z3.Not(a)
+
+    def is_pow2(self, a: Any) -> Any:
+        return z3.And(a > 0, (a & (a - 1)) == 0)
+
+    def log2(self, a: Any) -> Any:
+        self._fresh += 1
+        k = z3.BitVec(f"log2_{self._fresh}", Z3_WIDTH)
+        self.side.append(z3.And(k >= 0, k < Z3_WIDTH - 1, (self.lit(1) << k) == a))
+        return k
+
+    def boolean(self, b: bool) -> Any:
+        return z3.BoolVal(bool(b))
+
+    def upper_bounded(self, name: str, v: Any) -> Any:
+        return self.ext(name) <= v
+
+    def lower_bounded(self, name: str, v: Any) -> Any:
+        return self.ext(name) >= v
+
+    def fits(self, name: str, t: ScalarType) -> Any:
+        x = self.ext(name)
+        return z3.And(x >= self.lit(t.min), x <= self.lit(t.max))
+
+
+def _floor_div(a: z3.BitVecRef, b: z3.BitVecRef) -> z3.BitVecRef:
+    q = a / b
+    return z3.If(z3.And(a % b != 0, (a < 0) != (b < 0)), q - 1, q)
+
+
+_BIN = {"add", "sub", "mul", "div", "mod", "shl", "shr", "and", "or", "xor", "eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def eval_type(node: Raw, tvars: Mapping[str, ScalarType]) -> ScalarType:
+    te: TypeExpr = type_expr_of_raw(node)
+    t = te.eval(dict(tvars))
+    if t is None:
+        raise PredicateError(f"type {te} is not defined here")
+    return t
+
+
+def evaluate(node: Raw, d: Any) -> Any:
+    """Evaluate a predicate / constant expression in domain d (PyDomain or Z3Domain)."""
+    v = _int_value(node)
+    if v is not None:
+        return d.lit(v)
+    if node.kind == "name":
+        if _CWILD_RE.match(node.text):
+            return d.const_wild(node.text)
+        if node.text in ("true", "false"):
+            return d.boolean(node.text == "true")
+        raise PredicateError(f"{node.text!r} cannot be used as a value here")
+    if node.kind == "neg":
+        return d.binop("sub", d.lit(0), evaluate(node.args[0], d))
+    if node.kind == "lnot":
+        return d.lnot(evaluate(node.args[0], d))
+    name, args = node.text, node.args
+    if name in ("eq", "ne") and is_type_node(args[0]) and is_type_node(args[1]):
+        try:
+            same = eval_type(args[0], d.tvars) == eval_type(args[1], d.tvars)
+        except PredicateError:
+            same = False  # e.g. wide(u64) does not exist: the types cannot be equal
+        return d.boolean(same if name == "eq" else not same)
+    if name in _BIN:
+        return d.binop(name, evaluate(args[0], d), evaluate(args[1], d))
+    if name == "not":
+        return d.bnot(evaluate(args[0], d))
+    if name == "land":
+        return d.land(evaluate(args[0], d), evaluate(args[1], d))
+    if name == "lor":
+        return d.lor(evaluate(args[0], d), evaluate(args[1], d))
+    if name == "is_pow2":
+        return d.is_pow2(evaluate(args[0], d))
+    if name == "log2":
+        return d.log2(evaluate(args[0], d))
+    if name in ("bits", "tmin", "tmax"):
+        t = eval_type(args[0], d.tvars)
+        return d.lit({"bits": t.bits, "tmin": t.min, "tmax": t.max}[name])
+    if name in ("is_signed", "is_unsigned"):
+        t = eval_type(args[0], d.tvars)
+        return d.boolean(t.signed == (name == "is_signed"))
+    if name in ("upper_bounded", "lower_bounded"):
+        return getattr(d, name)(_wild_name(args[0]), evaluate(args[1], d))
+    if name == "fits":
+        return d.fits(_wild_name(args[0]), eval_type(args[1], d.tvars))
+    raise PredicateError(f"unknown predicate function {name!r}")
+
+
+def _wild_name(node: Raw) -> str:
+    if node.kind != "name":
+        raise PredicateError("bounds queries take a wildcard")
+    from pitchfork.trs.pattern import split_wildcard
+
+    return split_wildcard(node.text)[0]
+
+
+def uses_bounds(node: Optional[Raw]) -> bool:
+    if node is None:
+        return False
+    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits"):
+        return True
+    return any(uses_bounds(a) for a in node.args)
+
+
+def is_const_expr(node: Raw) -> bool:
+    """True if node only involves literals, constant wildcards and constant functions."""
+    if _int_value(node) is not None:
+        return True
+    if node.kind == "name":
+        return bool(_CWILD_RE.match(node.text.split("_")[0])) and "_" not in node.text
+    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "either"):
+        return False
+    if node.kind == "call" and node.text in ("bits", "tmin", "tmax"):
+        return True
+    return node.kind in ("call", "neg") and node.text in _BIN | {"not", "log2", "-"} and all(
+        is_const_expr(a) for a in node.args)

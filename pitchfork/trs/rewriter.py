@@ -1,0 +1,101 @@
+"""The term-rewriting engine shared by lifting and lowering.
+
+Bottom-up greedy rewriting to a fixed point: children are rewritten first; then, at each node, every
+rule indexed under the node's op is tried; among the rules that match (and whose predicate holds)
+the result with the lowest cost wins, and it is taken only if it strictly lowers the cost of the
+node's sub-term. The new sub-term is then rewritten again (its new inner nodes too). Because every
+step strictly lowers a well-founded cost, rewriting always terminates. A rule that matches but
+would not lower the cost is recorded in `stats.not_decreasing`, never applied.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from fpir.ops import make, spec
+from fpir.term import Term
+from fpir.types import FPIRTypeError
+from pitchfork.bounds import bounds as default_bounds
+from pitchfork.cost import cost as default_cost
+from pitchfork.trs.pattern import Bindings, match
+from pitchfork.trs.rules import NoRewrite, Rule, RuleSet, build_rhs, check_predicate
+
+
+@dataclass
+class RewriteStats:
+    rewrites: int = 0
+    fired: Counter = field(default_factory=Counter)
+    not_decreasing: Counter = field(default_factory=Counter)
+    rhs_errors: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+    trace: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+class Rewriter:
+    def __init__(self, rules: RuleSet, cost: Callable[[Term], tuple] = default_cost,
+                 bounds: Callable[[Term], tuple[int, int]] = default_bounds, trace: bool = False) -> None:
+        self.rules, self.cost, self.bounds, self.trace = rules, cost, bounds, trace
+        self.stats = RewriteStats()
+        self._memo: dict[Term, Term] = {}
+
+    def rewrite(self, term: Term) -> Term:
+        t0 = time.perf_counter()
+        try:
+            return self._go(term)
+        finally:
+            self.stats.seconds += time.perf_counter() - t0
+
+    def _go(self, t: Term) -> Term:
+        hit = self._memo.get(t)
+        if hit is not None:
+            return hit
+        if t.args:
+            args = [self._go(a) for a in t.args]
+            cur = t if all(a is b for a, b in zip(args, t.args)) else _rebuild(t, args)
+        else:
+            cur = t
+        best = self._best(cur)
+        result = self._go(best) if best is not None else cur
+        self._memo[t] = result
+        self._memo[result] = result
+        return result
+
+    def _best(self, t: Term) -> Optional[Term]:
+        candidates = self.rules.index.get(t.op)
+        if not candidates:
+            return None
+        here = self.cost(t)
+        best: Optional[tuple[tuple, Term, Rule]] = None
+        for rule, pattern in candidates:
+            for b in match(pattern, t, Bindings()):
+                if not check_predicate(rule, b, self.bounds):
+                    continue
+                try:
+                    rhs = build_rhs(rule, b, self.bounds)
+                except (NoRewrite, FPIRTypeError) as e:
+                    self.stats.rhs_errors[rule.name] += 1
+                    continue
+                if rhs.type != t.type:
+                    self.stats.rhs_errors[rule.name] += 1
+                    continue
+                c = self.cost(rhs)
+                if c >= here:
+                    self.stats.not_decreasing[rule.name] += 1
+                    continue
+                if best is None or c < best[0]:
+                    best = (c, rhs, rule)
+        if best is None:
+            return None
+        self.stats.rewrites += 1
+        self.stats.fired[best[2].name] += 1
+        if self.trace:
+            self.stats.trace.append((best[2].name, str(t), str(best[1])))
+        return best[1]
+
+
+def _rebuild(t: Term, args: list[Term]) -> Term:
+    s = spec(t.op)
+    return make(t.op, *args, type=t.type if s.explicit_type else None)

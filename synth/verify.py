@@ -1,0 +1,195 @@
+"""Verification of rewrite rules with Z3, at every type instance a rule can match.
+
+For each rule, every assignment of its type variables to u1, u8, i8, ... i64 is tried. An instance
+where the left side is ill-typed, or where the predicate is false for type reasons alone, cannot fire
+and is skipped. For the others, wildcards become bit-vector variables, constant wildcards become
+symbolic constants, computed constants on the right side become fresh variables tied to their
+defining expression, and bounds predicates become assumptions on the inputs (sound because the
+bounds analysis is). Z3 then proves `predicate => before == after` bit-exactly, or returns a
+counterexample. A rule is VALID only if every instance is.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Iterable, Optional, Sequence
+
+import z3
+
+from fpir.term import Term, const, var
+from fpir.text import FPIRSyntaxError, Raw, _Elaborator
+from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
+from fpir.z3enc import Verdict, equivalent
+from pitchfork.trs.pattern import _CWILD_RE, parse_type_expr, split_wildcard
+from pitchfork.trs.predicate import PredicateError, Z3Domain, evaluate, is_const_expr
+from pitchfork.trs.rules import Rule
+
+_TVAR = re.compile(r"(?<![A-Za-z0-9])([A-Z][A-Za-z0-9]*)(?![A-Za-z0-9])")
+
+
+@dataclass(frozen=True)
+class InstanceResult:
+    types: str
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: Rule
+    instances: tuple[InstanceResult, ...]
+    error: str = ""
+
+    @property
+    def status(self) -> str:
+        if self.error:
+            return "INVALID"
+        if not self.instances:
+            return "UNKNOWN"
+        if any(i.verdict.status == "INVALID" for i in self.instances):
+            return "INVALID"
+        if any(i.verdict.status == "UNKNOWN" for i in self.instances):
+            return "UNKNOWN"
+        return "VALID"
+
+    def summary(self) -> str:
+        if self.error:
+            return f"INVALID ({self.error})"
+        bad = [i for i in self.instances if i.verdict.status != "VALID"]
+        if not bad:
+            return f"VALID ({len(self.instances)} type instance{'s' if len(self.instances) != 1 else ''})"
+        first = bad[0]
+        return f"{first.verdict.status} at {first.types}: {first.verdict}"
+
+
+def type_variables(rule: Rule) -> list[str]:
+    names: set[str] = set()
+    for text in (rule.lhs, rule.rhs, rule.predicate or ""):
+        for m in _TVAR.finditer(text):
+            names.add(m.group(1))
+    return sorted(names)
+
+
+class _Instance(_Elaborator):
+    """Builds a rule side at one type instance, wildcards becoming variables."""
+
+    def __init__(self, tvars: dict[str, ScalarType], symbols: dict[str, tuple[z3.BitVecRef, ScalarType]],
+                 rhs_domain: Optional[Z3Domain] = None) -> None:
+        super().__init__("<rule>", None)
+        self.tvars, self.symbols, self.domain = tvars, symbols, rhs_domain
+        self.assumptions: list[z3.BoolRef] = []
+        self._fresh = 0
+
+    def is_constant_expr(self, node: Raw) -> bool:
+        return is_const_expr(node)
+
+    def constant(self, node: Raw, expected: Optional[ScalarType]) -> Optional[Term]:
+        if not is_const_expr(node):
+            return None
+        if node.kind == "int" or (node.kind == "neg" and node.args[0].kind == "int"):
+            return super().constant(node, expected)
+        if self.domain is None:  # left side: a constant wildcard
+            if node.kind != "name":
+                raise FPIRTypeError("constant expressions are not allowed on the left side")
+            name, texpr = split_wildcard(node.text)
+            t = texpr.eval(self.tvars) if texpr is not None else expected
+            if t is None:
+                raise FPIRTypeError(f"cannot infer the type of constant wildcard {name}")
+            v = var(name, t)
+            self.symbols[name] = (z3.BitVec(name, t.bits), t)
+            return v
+        if expected is None:
+            raise FPIRTypeError("cannot infer the type of a constant expression")
+        self._fresh += 1
+        k = var(f"k{self._fresh}", expected)
+        kz = z3.BitVec(k.name, expected.bits)
+        ext = Z3_ext(kz, expected)
+        self.assumptions.append(ext == evaluate(node, self.domain))
+        return k
+
+    def name(self, node: Raw) -> Term:
+        base, texpr = split_wildcard(node.text)
+        if texpr is None:
+            raise FPIRTypeError(f"wildcard {node.text} has no type")
+        t = texpr.eval(self.tvars)
+        if t is None:
+            raise FPIRTypeError(f"type {texpr} undefined")
+        if base in self.symbols and self.symbols[base][1] != t:
+            raise FPIRTypeError(f"wildcard {base} used at two types")
+        self.symbols[base] = (z3.BitVec(base, t.bits), t)
+        return var(base, t)
+
+    def type_param(self, node: Raw) -> Optional[ScalarType]:
+        if node.tparam_text is None:
+            return None
+        t = parse_type_expr(node.tparam_text).eval(self.tvars)
+        if t is None:
+            raise FPIRTypeError(f"type {node.tparam_text} undefined")
+        return t
+
+
+def Z3_ext(x: z3.BitVecRef, t: ScalarType) -> z3.BitVecRef:
+    from pitchfork.trs.predicate import Z3_WIDTH
+
+    n = Z3_WIDTH - t.bits
+    return z3.SignExt(n, x) if t.signed else z3.ZeroExt(n, x)
+
+
+def _describe(tvars: dict[str, ScalarType]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(tvars.items())) or "(monomorphic)"
+
+
+def verify_rule(rule: Rule, timeout_ms: int = 30000) -> RuleResult:
+    tv = type_variables(rule)
+    results: list[InstanceResult] = []
+    for combo in itertools.product(USER_TYPES, repeat=len(tv)):
+        tvars = dict(zip(tv, combo))
+        for alt in rule.alternatives:
+            symbols: dict[str, tuple[z3.BitVecRef, ScalarType]] = {}
+            try:
+                lhs = _Instance(tvars, symbols).elab(alt, None)
+            except (FPIRTypeError, FPIRSyntaxError):
+                continue  # the left side cannot match at this instance
+            dom = Z3Domain(symbols, tvars)
+            try:
+                pred = evaluate(rule.pred_raw, dom) if rule.pred_raw is not None else z3.BoolVal(True)
+            except PredicateError:
+                continue  # e.g. a type function undefined at this instance: the rule cannot fire
+            if isinstance(pred, bool):
+                pred = z3.BoolVal(pred)
+            if z3.is_false(z3.simplify(pred)):
+                continue
+            builder = _Instance(tvars, symbols, dom)
+            try:
+                rhs = builder.elab(rule.rhs_raw, lhs.type)  # type: ignore[arg-type]
+            except (FPIRTypeError, FPIRSyntaxError, PredicateError) as e:
+                msg = getattr(e, "message", str(e))
+                results.append(InstanceResult(_describe(tvars), Verdict("INVALID", reason=f"right side: {msg}")))
+                continue
+            if rhs.type != lhs.type:
+                results.append(InstanceResult(_describe(tvars), Verdict(
+                    "INVALID", reason=f"right side has type {rhs.type}, left side {lhs.type}")))
+                continue
+            assume = [pred, *dom.side, *builder.assumptions]
+            results.append(InstanceResult(_describe(tvars), equivalent(lhs, rhs, assume, timeout_ms)))
+    return RuleResult(rule, tuple(results))
+
+
+def _verify_text(args: tuple[str, str, int, int]) -> RuleResult:
+    from pitchfork.trs.rules import parse_rule
+
+    text, source, line, timeout = args
+    return verify_rule(parse_rule(text, source, line), timeout)
+
+
+def verify_rules(rules: Sequence[Rule], timeout_ms: int = 30000, jobs: int = 1,
+                 progress: Optional[object] = None) -> Iterable[RuleResult]:
+    """Verify rules, in parallel processes when jobs > 1; yields results in order."""
+    if jobs <= 1:
+        for r in rules:
+            yield verify_rule(r, timeout_ms)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as ex:
+        yield from ex.map(_verify_text, [(r.text(), r.source, r.line, timeout_ms) for r in rules])
