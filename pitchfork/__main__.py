@@ -1,0 +1,5 @@
+import sys
+
+from pitchfork.cli import main
+
+sys.exit(main())

@@ -1,0 +1,39 @@
+"""`pitchfork` command line: one sub-command per module in pitchfork/commands/.
+
+Each command module defines `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from typing import Optional, Sequence
+
+import pitchfork.commands
+
+
+def _commands() -> list:
+    mods = []
+    for info in sorted(pkgutil.iter_modules(pitchfork.commands.__path__), key=lambda m: m.name):
+        mod = importlib.import_module(f"pitchfork.commands.{info.name}")
+        if hasattr(mod, "NAME"):
+            mods.append(mod)
+    return mods
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="pitchfork", description="Fixed-point instruction selection (PITCHFORK)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    handlers = {}
+    for mod in _commands():
+        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
+        mod.add_arguments(p)
+        handlers[mod.NAME] = mod.run
+    args = parser.parse_args(argv)
+    return int(handlers[args.command](args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

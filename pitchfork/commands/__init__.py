@@ -1,0 +1,1 @@
+"""Sub-commands of the `pitchfork` CLI (see pitchfork/cli.py)."""
