@@ -1,0 +1,65 @@
+"""Target ISAs: instruction tables (pitchfork/targets/<isa>.py), lowering rules and cost models."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+from fpir.ops import spec
+from fpir.term import Term
+from pitchfork.trs.rules import RuleSet
+
+RULES_DIR = Path(__file__).resolve().parent.parent.parent / "rules"
+
+# target name -> (instruction table module, lowering rule file stem)
+ISAS = {"x86-avx2": ("pitchfork.targets.x86", "x86_avx2"), "arm64": ("pitchfork.targets.arm", "arm_neon"),
+        "hvx128": ("pitchfork.targets.hvx", "hvx")}
+ALIASES = {"x86": "x86-avx2", "avx2": "x86-avx2", "arm": "arm64", "neon": "arm64", "aarch64": "arm64",
+           "hvx": "hvx128", "hexagon": "hvx128"}
+
+UNLOWERED_FPIR_COST = 8
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    name: str
+    rules: RuleSet
+    cost: Callable[[Term], tuple[int, int]]
+
+
+def canonical(name: str) -> str:
+    name = ALIASES.get(name, name)
+    if name not in ISAS:
+        raise ValueError(f"unknown target {name!r}; choose one of {', '.join(ISAS)}")
+    return name
+
+
+def target_cost(term: Term) -> tuple[int, int]:
+    """Target cost: instructions first (target ops by their declared cost, an FPIR op left for the
+    generic expansion as several instructions), then input bit widths."""
+    total = width = 0
+    for t in term.walk():
+        if not t.args:
+            continue
+        s = spec(t.op)
+        if s.kind == "target":
+            total += s.meta.get("cost", 1)
+        elif s.kind == "fpir":
+            total += UNLOWERED_FPIR_COST
+        else:
+            total += 0 if t.op == "reinterpret" else 1
+        width += sum(a.type.bits for a in t.args)
+    return (total, width)
+
+
+@lru_cache(maxsize=None)
+def load_target(name: str) -> TargetInfo:
+    name = canonical(name)
+    module, stem = ISAS[name]
+    importlib.import_module(module)
+    path = RULES_DIR / "lower" / f"{stem}.rules"
+    rules = RuleSet.from_files([path] if path.exists() else [])
+    return TargetInfo(name, rules, target_cost)

@@ -1,0 +1,331 @@
+"""Emit LLVM IR (llvmlite.ir) for an FPIR term over vectors of a chosen lane count.
+
+The term must contain only primitive ops and target instructions (run `pitchfork.lower` first; FPIR
+ops left in a term are expanded here through `pitchfork.lower.expand_fpir` as a safety net). Every
+primitive is emitted with its exact FPIR/Halide semantics, never relying on LLVM undefined
+behaviour: shifts by out-of-range or negative amounts, Euclidean division and modulo, division by
+zero and INT_MIN / -1 are all spelled out. Booleans (u1) are `<N x i1>`.
+
+Helpers for target instruction emitters: `split`/`concat` to and from native-width chunks (padding
+short vectors), `intrinsic` to declare-or-reuse an intrinsic, `hvx_call` for the <32 x i32> HVX
+calling convention.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+from llvmlite import ir
+
+from fpir.ops import spec
+from fpir.term import Term
+from fpir.types import ScalarType
+
+
+def int_type(t: ScalarType) -> ir.IntType:
+    return ir.IntType(t.bits)
+
+
+def vec_type(t: ScalarType, lanes: int) -> ir.VectorType:
+    return ir.VectorType(ir.IntType(t.bits), lanes)
+
+
+class ExprEmitter:
+    def __init__(
+        self, builder: ir.IRBuilder, lanes: int, env: dict[str, ir.Value], target: object = None
+    ) -> None:
+        self.b = builder
+        self.lanes = lanes
+        self.env = env
+        self.target = target
+        self.module: ir.Module = builder.module
+        self._memo: dict[Term, ir.Value] = {}
+
+    # ---- helpers -------------------------------------------------------------------------
+    def vt(self, t: ScalarType, lanes: Optional[int] = None) -> ir.VectorType:
+        return vec_type(t, lanes or self.lanes)
+
+    def splat(self, value: int, t: ScalarType, lanes: Optional[int] = None) -> ir.Constant:
+        n = lanes or self.lanes
+        return ir.Constant(vec_type(t, n), [ir.Constant(int_type(t), t.wrap(value))] * n)
+
+    def intrinsic(self, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, list(args)), name=name)
+        return fn
+
+    def call(self, name: str, ret: ir.Type, args: Sequence[ir.Value]) -> ir.Value:
+        return self.b.call(self.intrinsic(name, ret, [a.type for a in args]), list(args))
+
+    def split(self, v: ir.Value, chunk: int) -> list[ir.Value]:
+        """Chunks of `chunk` lanes (the last padded with undefined lanes)."""
+        n = v.type.count
+        if n == chunk:
+            return [v]
+        if n < chunk:
+            idx = [i if i < n else n for i in range(chunk)]  # lane n of the undef operand
+            return [self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(idx))]
+        if n % chunk:
+            pad = chunk - n % chunk
+            v = self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(list(range(n + pad))))
+            n += pad
+        return [
+            self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(list(range(i, i + chunk))))
+            for i in range(0, n, chunk)
+        ]
+
+    def concat(self, parts: Sequence[ir.Value], lanes: Optional[int] = None) -> ir.Value:
+        """Concatenate chunks and keep the first `lanes` lanes."""
+        parts = list(parts)
+        while len(parts) > 1:
+            nxt = []
+            for i in range(0, len(parts) - 1, 2):
+                a, c = parts[i], parts[i + 1]
+                if a.type.count != c.type.count:  # pad the shorter one
+                    c = self.b.shuffle_vector(
+                        c,
+                        ir.Constant(c.type, ir.Undefined),
+                        _mask([j if j < c.type.count else c.type.count for j in range(a.type.count)]),
+                    )
+                nxt.append(self.b.shuffle_vector(a, c, _mask(list(range(a.type.count * 2)))))
+            if len(parts) % 2:
+                nxt.append(parts[-1])
+            parts = nxt
+        v = parts[0]
+        want = lanes or self.lanes
+        if v.type.count != want:
+            v = self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(list(range(want))))
+        return v
+
+    def map_chunks(
+        self, args: Sequence[ir.Value], chunk: int, fn: Callable[..., ir.Value], lanes: Optional[int] = None
+    ) -> ir.Value:
+        """Apply fn to corresponding `chunk`-lane pieces of args and concatenate the results."""
+        pieces = [self.split(a, chunk) for a in args]
+        outs = [fn(*ps) for ps in zip(*pieces)]
+        return self.concat(outs, lanes)
+
+    def bitcast(self, v: ir.Value, t: ir.Type) -> ir.Value:
+        return v if v.type == t else self.b.bitcast(v, t)
+
+    def hvx_call(
+        self,
+        name: str,
+        args: Sequence[ir.Value],
+        result: ir.VectorType,
+        pair_result: bool = False,
+        pair_args: Sequence[bool] = (),
+    ) -> ir.Value:
+        """Call `llvm.hexagon.V6.<name>.128B` with <32 x i32> (<64 x i32> pairs) operands."""
+        w32 = ir.VectorType(ir.IntType(32), 32)
+        w64 = ir.VectorType(ir.IntType(32), 64)
+        cast_args = []
+        for i, a in enumerate(args):
+            if isinstance(a.type, ir.VectorType):
+                pair = pair_args[i] if i < len(pair_args) else False
+                cast_args.append(self.bitcast(a, w64 if pair else w32))
+            else:
+                cast_args.append(a)
+        r = self.call(f"llvm.hexagon.V6.{name}.128B", w64 if pair_result else w32, cast_args)
+        return self.bitcast(r, result)
+
+    # ---- emission ------------------------------------------------------------------------
+    def emit(self, term: Term) -> ir.Value:
+        for t in term.walk():
+            if t not in self._memo:
+                self._memo[t] = self._node(t)
+        return self._memo[term]
+
+    def _node(self, t: Term) -> ir.Value:
+        if t.op == "var":
+            v = self.env[t.name]
+            if v.type != self.vt(t.type):
+                raise TypeError(f"value for {t.name} has type {v.type}, expected {self.vt(t.type)}")
+            return v
+        if t.op == "const":
+            return self.splat(t.value, t.type)
+        args = [self._memo[a] for a in t.args]
+        s = spec(t.op)
+        if s.kind == "target":
+            return s.meta["emit"](self, args, t)
+        if s.kind == "fpir":
+            from pitchfork.lower import expand_fpir
+
+            return self.emit(expand_fpir(t))
+        return getattr(self, f"_p_{t.op}")(t, args)
+
+    # primitives ---------------------------------------------------------------------------
+    def _p_add(self, t: Term, a: list) -> ir.Value:
+        return self.b.add(a[0], a[1])
+
+    def _p_sub(self, t: Term, a: list) -> ir.Value:
+        return self.b.sub(a[0], a[1])
+
+    def _p_mul(self, t: Term, a: list) -> ir.Value:
+        return self.b.mul(a[0], a[1])
+
+    def _p_and(self, t: Term, a: list) -> ir.Value:
+        return self.b.and_(a[0], a[1])
+
+    def _p_or(self, t: Term, a: list) -> ir.Value:
+        return self.b.or_(a[0], a[1])
+
+    def _p_xor(self, t: Term, a: list) -> ir.Value:
+        return self.b.xor(a[0], a[1])
+
+    def _p_not(self, t: Term, a: list) -> ir.Value:
+        return self.b.not_(a[0])
+
+    def _minmax(self, t: Term, a: list, kind: str) -> ir.Value:
+        if t.type.bits == 1:
+            return (self.b.and_ if kind == "min" else self.b.or_)(a[0], a[1])
+        pre = "s" if t.type.signed else "u"
+        vt = self.vt(t.type)
+        return self.call(f"llvm.{pre}{kind}.v{self.lanes}i{t.type.bits}", vt, a)
+
+    def _p_min(self, t: Term, a: list) -> ir.Value:
+        return self._minmax(t, a, "min")
+
+    def _p_max(self, t: Term, a: list) -> ir.Value:
+        return self._minmax(t, a, "max")
+
+    def _cmp(self, t: Term, a: list, op: str) -> ir.Value:
+        at = t.args[0].type
+        if at.signed:
+            return self.b.icmp_signed(op, a[0], a[1])
+        return self.b.icmp_unsigned(op, a[0], a[1])
+
+    def _p_eq(self, t: Term, a: list) -> ir.Value:
+        return self._cmp(t, a, "==")
+
+    def _p_ne(self, t: Term, a: list) -> ir.Value:
+        return self._cmp(t, a, "!=")
+
+    def _p_lt(self, t: Term, a: list) -> ir.Value:
+        return self._cmp(t, a, "<")
+
+    def _p_le(self, t: Term, a: list) -> ir.Value:
+        return self._cmp(t, a, "<=")
+
+    def _p_gt(self, t: Term, a: list) -> ir.Value:
+        return self._cmp(t, a, ">")
+
+    def _p_ge(self, t: Term, a: list) -> ir.Value:
+        return self._cmp(t, a, ">=")
+
+    def _p_select(self, t: Term, a: list) -> ir.Value:
+        return self.b.select(a[0], a[1], a[2])
+
+    def _p_abs(self, t: Term, a: list) -> ir.Value:
+        if not t.args[0].type.signed:
+            return a[0]
+        vt = self.vt(t.type)
+        return self.call(f"llvm.abs.v{self.lanes}i{t.type.bits}", vt, [a[0], ir.Constant(ir.IntType(1), 0)])
+
+    def _p_cast(self, t: Term, a: list) -> ir.Value:
+        src, dst = t.args[0].type, t.type
+        if dst.bits == 1:
+            return self.b.icmp_unsigned("!=", a[0], self.splat(0, src))
+        if dst.bits == src.bits:
+            return a[0]
+        if dst.bits < src.bits:
+            return self.b.trunc(a[0], self.vt(dst))
+        if src.signed:
+            return self.b.sext(a[0], self.vt(dst))
+        return self.b.zext(a[0], self.vt(dst))
+
+    def _p_reinterpret(self, t: Term, a: list) -> ir.Value:
+        return a[0]  # LLVM integers carry no sign
+
+    def _shift(self, t: Term, a: list, left: bool) -> ir.Value:
+        x, amt = a
+        ty = t.type
+        bits = ty.bits
+        amount_t = t.args[1]
+        if amount_t.is_const:
+            v = amount_t.value
+            if v < 0:
+                left, v = not left, -v
+            return self._const_shift(x, ty, v, left)
+        fwd = self._var_shift(x, ty, amt, left)
+        if not amount_t.type.signed:
+            return fwd
+        neg = self.b.icmp_signed("<", amt, self.splat(0, amount_t.type))
+        back = self._var_shift(x, ty, self.b.sub(self.splat(0, amount_t.type), amt), not left)
+        return self.b.select(neg, back, fwd)
+
+    def _const_shift(self, x: ir.Value, ty: ScalarType, v: int, left: bool) -> ir.Value:
+        bits = ty.bits
+        if v == 0:
+            return x
+        if v >= bits:
+            if left or not ty.signed:
+                return self.splat(0, ty)
+            v = bits - 1
+        c = self.splat(v, ty)
+        if left:
+            return self.b.shl(x, c)
+        return self.b.ashr(x, c) if ty.signed else self.b.lshr(x, c)
+
+    def _var_shift(self, x: ir.Value, ty: ScalarType, amt: ir.Value, left: bool) -> ir.Value:
+        """Shift by an amount read as unsigned; amounts >= bits give 0 (or the sign fill)."""
+        bits = ty.bits
+        big = self.b.icmp_unsigned(">=", amt, self.splat(bits, ty))
+        if left:
+            return self.b.select(big, self.splat(0, ty), self.b.shl(x, amt))
+        if ty.signed:
+            clamped = self.b.select(big, self.splat(bits - 1, ty), amt)
+            return self.b.ashr(x, clamped)
+        return self.b.select(big, self.splat(0, ty), self.b.lshr(x, amt))
+
+    def _p_shl(self, t: Term, a: list) -> ir.Value:
+        return self._shift(t, a, True)
+
+    def _p_shr(self, t: Term, a: list) -> ir.Value:
+        return self._shift(t, a, False)
+
+    def _p_div(self, t: Term, a: list) -> ir.Value:
+        return self._divmod(t, a, True)
+
+    def _p_mod(self, t: Term, a: list) -> ir.Value:
+        return self._divmod(t, a, False)
+
+    def _divmod(self, t: Term, a: list, is_div: bool) -> ir.Value:
+        x, y = a
+        ty = t.type
+        zero, one = self.splat(0, ty), self.splat(1, ty)
+        d = t.args[1]
+        if d.is_const and d.value > 0:
+            if not ty.signed:
+                return (self.b.udiv if is_div else self.b.urem)(x, y)
+            q, r = self.b.sdiv(x, y), self.b.srem(x, y)
+            neg = self.b.icmp_signed("<", r, zero)
+            if is_div:
+                return self.b.select(neg, self.b.sub(q, one), q)
+            return self.b.select(neg, self.b.add(r, y), r)
+        if d.is_const and d.value == 0:
+            return zero
+        if not ty.signed:
+            is0 = self.b.icmp_unsigned("==", y, zero)
+            safe = self.b.select(is0, one, y)
+            res = (self.b.udiv if is_div else self.b.urem)(x, safe)
+            return self.b.select(is0, zero, res)
+        m1 = self.splat(-1, ty)
+        is0 = self.b.icmp_signed("==", y, zero)
+        ism1 = self.b.icmp_signed("==", y, m1)
+        safe = self.b.select(self.b.or_(is0, ism1), one, y)
+        q, r = self.b.sdiv(x, safe), self.b.srem(x, safe)
+        rneg = self.b.icmp_signed("<", r, zero)
+        ypos = self.b.icmp_signed(">", y, zero)
+        if is_div:
+            fixed = self.b.select(rneg, self.b.select(ypos, self.b.sub(q, one), self.b.add(q, one)), q)
+            res = self.b.select(ism1, self.b.sub(zero, x), fixed)
+        else:
+            res = self.b.select(rneg, self.b.select(ypos, self.b.add(r, y), self.b.sub(r, y)), r)
+            res = self.b.select(ism1, zero, res)
+        return self.b.select(is0, zero, res)
+
+
+def _mask(idx: list[int]) -> ir.Constant:
+    return ir.Constant(ir.VectorType(ir.IntType(32), len(idx)), idx)

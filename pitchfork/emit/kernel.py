@@ -1,0 +1,63 @@
+"""Element-wise kernels: one LLVM function that evaluates an expression over whole buffers.
+
+`void <name>(ptr out, ptr in_0, ..., ptr in_k, i64 n)` computes `lanes` elements per iteration for
+n elements (n a multiple of `lanes`). Inputs are the term's variables in `var_order`; u1 values are
+stored one byte each. Loads and stores claim alignment 1: numpy buffers and qemu harness buffers give
+no stronger guarantee, and on HVX an over-claimed alignment silently reads the wrong bytes.
+Used by the `select` CLI, the differential tests and the benchmarks' expression-level reports.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from llvmlite import ir
+
+from fpir.term import Term
+from fpir.types import ScalarType
+from pitchfork.emit.expr import ExprEmitter, vec_type
+
+
+def storage_type(t: ScalarType) -> ScalarType:
+    return ScalarType(False, 8) if t.bits == 1 else t
+
+
+def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, var_order: Sequence[Term],
+                          target: Optional[object] = None) -> ir.Function:
+    ptr = ir.PointerType(ir.IntType(8))
+    i64 = ir.IntType(64)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr] * (1 + len(var_order)) + [i64]), name=name)
+    out_p, *in_ps, n = fn.args
+    entry = fn.append_basic_block("entry")
+    loop = fn.append_basic_block("loop")
+    done = fn.append_basic_block("done")
+    b = ir.IRBuilder(entry)
+    b.cbranch(b.icmp_signed(">", n, ir.Constant(i64, 0)), loop, done)
+    b.position_at_end(loop)
+    i = b.phi(i64, "i")
+    i.add_incoming(ir.Constant(i64, 0), entry)
+    env = {}
+    for v, p in zip(var_order, in_ps):
+        st = storage_type(v.type)
+        addr = b.gep(b.bitcast(p, ir.PointerType(ir.IntType(st.bits))), [i])
+        val = b.load(b.bitcast(addr, ir.PointerType(vec_type(st, lanes))), align=1)
+        if v.type.bits == 1:
+            val = b.icmp_unsigned("!=", val, ir.Constant(val.type, [0] * lanes))
+        env[v.name] = val
+    em = ExprEmitter(b, lanes, env, target)
+    result = em.emit(term)
+    rt = storage_type(term.type)
+    if term.type.bits == 1:
+        result = b.zext(result, vec_type(rt, lanes))
+    addr = b.gep(b.bitcast(out_p, ir.PointerType(ir.IntType(rt.bits))), [i])
+    b.store(result, b.bitcast(addr, ir.PointerType(vec_type(rt, lanes))), align=1)
+    nxt = b.add(i, ir.Constant(i64, lanes))
+    i.add_incoming(nxt, b.block)
+    b.cbranch(b.icmp_signed("<", nxt, n), loop, done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
+
+
+def new_module(name: str = "pitchfork") -> ir.Module:
+    return ir.Module(name=name)

@@ -1,0 +1,113 @@
+"""Declaring target instructions once: name, signatures, semantics, cost and how to emit them.
+
+A target instruction is an op of kind "target" in the FPIR op table (`fpir.ops.OPS`), named
+`<isa>.<mnemonic>` (e.g. `arm.uabd`). It is *lane-wise*: its meaning is a term over its operands,
+written in FPIR text (`semantics`, over `x`, `y`, `z`), so the interpreter, Z3 (and so the
+verification of lowering rules) and the bounds analysis treat it like any other op. Its `emit`
+function produces LLVM IR for any lane count: it splits operands into native registers, calls the
+intrinsic (or emits the exact generic IR pattern LLVM selects the instruction from) and restores
+lane order, so lane-wise semantics hold however the hardware arranges lanes.
+
+Invariant: every instruction used by a lowering rule is declared here with semantics; a lowering
+rule is verified against these semantics, and the emitted code is tested against them by running.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+from fpir.ops import OPS, OpSpec, make, register
+from fpir.term import Term, var
+from fpir.text import parse
+from fpir.types import FPIRTypeError, ScalarType, parse_type
+
+PARAMS = ("x", "y", "z", "w")
+
+Emitter = Callable[[Any, Sequence[Any], Term], Any]  # (ExprEmitter, operand values, term) -> ir.Value
+
+
+@dataclass(frozen=True)
+class Signature:
+    args: tuple[ScalarType, ...]
+    result: ScalarType
+
+
+def sig(text: str) -> Signature:
+    """'u8, u8 -> u8' -> Signature."""
+    lhs, rhs = text.split("->")
+    args = tuple(parse_type(a.strip()) for a in lhs.split(",") if a.strip())
+    return Signature(args, parse_type(rhs.strip()))
+
+
+def substitute(term: Term, mapping: dict[str, Term]) -> Term:
+    memo: dict[int, Term] = {}
+    for t in term.walk():
+        if t.op == "var":
+            memo[id(t)] = mapping.get(t.name, t)
+        elif t.args:
+            args = [memo[id(a)] for a in t.args]
+            s = OPS[t.op]
+            memo[id(t)] = make(t.op, *args, type=t.type if s.explicit_type else None)
+        else:
+            memo[id(t)] = t
+    return memo[id(term)]
+
+
+def target_op(name: str, signatures: Sequence[str], semantics: str, emit: Emitter, cost: int = 1,
+              doc: str = "", llvm: str = "") -> OpSpec:
+    """Declare (and register) one target instruction.
+
+    `signatures` lists the operand/result types it accepts ('u16, u8, u8 -> u16'); `semantics` is FPIR
+    text over operands x, y, z (types given by the signature); `cost` is its cost per native register
+    in the target's cost model; `llvm` names the intrinsic or generic pattern (documentation).
+    """
+    sigs = [sig(s) for s in signatures]
+    by_args = {s.args: s for s in sigs}
+    sem_cache: dict[tuple[ScalarType, ...], Term] = {}
+
+    def type_rule(ts: Sequence[ScalarType], _t: Optional[ScalarType]) -> ScalarType:
+        s = by_args.get(tuple(ts))
+        if s is None:
+            accepted = "; ".join(f"({', '.join(map(str, s.args))})" for s in sigs)
+            raise FPIRTypeError(f"{name}: no form takes ({', '.join(map(str, ts))}); accepted: {accepted}")
+        return s.result
+
+    def definition(args: Sequence[Term], rt: ScalarType) -> Term:
+        key = tuple(a.type for a in args)
+        body = sem_cache.get(key)
+        if body is None:
+            env = {PARAMS[i]: t for i, t in enumerate(key)}
+            body = parse(semantics, env=env, source=f"semantics of {name}")
+            if body.type != rt:
+                raise FPIRTypeError(f"semantics of {name} has type {body.type}, expected {rt}")
+            sem_cache[key] = body
+        return substitute(body, {PARAMS[i]: a for i, a in enumerate(args)})
+
+    def hint(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
+        for s in sigs:
+            if all(k is None or k == a for k, a in zip(known, s.args)):
+                return s.args[i]
+        return None
+
+    spec_ = OpSpec(name, len(sigs[0].args), "target", type_rule, doc or semantics, definition=definition,
+                   arg_hint=hint, meta={"emit": emit, "cost": cost, "llvm": llvm, "semantics": semantics,
+                                        "signatures": tuple(signatures)})
+    if name in OPS:
+        return OPS[name]
+    return register(spec_)
+
+
+def target_ops(isa: str) -> list[OpSpec]:
+    return [s for n, s in OPS.items() if s.kind == "target" and n.startswith(isa + ".")]
+
+
+def semantics_check(name: str) -> list[tuple[Signature, Term]]:
+    """Each signature's semantics as a term over fresh variables (for docs and tests)."""
+    s = OPS[name]
+    out = []
+    for text in s.meta["signatures"]:
+        sg = sig(text)
+        args = [var(PARAMS[i], t) for i, t in enumerate(sg.args)]
+        out.append((sg, s.definition(args, sg.result)))  # type: ignore[misc]
+    return out
