@@ -1,0 +1,581 @@
+"""Target machines: compile LLVM IR for x86-64 AVX2, AArch64 Neon and Hexagon HVX 128B, and read the assembly.
+
+This is the bottom of the emit layer. It owns:
+
+* `Target`: the three fixed target descriptions (triple, CPU, features, relocation model, vector width).
+  They follow ISA_INTRINSICS §4.1 exactly, and the CPUs are always explicit (never the host CPU, so an
+  "AVX2" result cannot silently use AVX-512 encodings).
+* `compile_module`: parse, set triple and data layout, verify, optimise with the new pass manager,
+  emit assembly (and lazily an object file). Invariant: a `CompiledModule` never contains a call to an
+  unknown `llvm.*` symbol -- LLVM accepts misspelt intrinsic names as external functions (§4.3.1), so
+  the assembly is checked and `IntrinsicError` is raised instead.
+* Assembly reading: `asm_instructions` (instruction lines only; Hexagon packets split into their
+  instructions) and `find_loops` / `inner_loop_instructions` (loop bodies delimited by a back-branch or,
+  on Hexagon, by a hardware loop `loopN(label, ..)` ... `:endloopN`).
+
+llvmlite is initialised once, on first use. `llvm.initialize()` must not be called (it raises in 0.50).
+Code that LLVM cannot select aborts the whole process (§4.3.3); pass `isolate=True` to `compile_module`
+to compile in a forked child and get a `CompileError` instead.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import functools
+import hashlib
+import os
+import pickle
+import re
+import signal
+import tempfile
+import traceback
+from dataclasses import dataclass, field
+from typing import Literal
+
+import llvmlite.binding as llvm
+
+__all__ = [
+    "TARGETS",
+    "CompileError",
+    "CompiledModule",
+    "FunctionSig",
+    "IntrinsicError",
+    "Loop",
+    "Target",
+    "asm_instructions",
+    "compile_module",
+    "find_loops",
+    "get_target",
+    "inner_loop_instructions",
+    "target_machine",
+]
+
+TargetName = Literal["x86-avx2", "arm64", "hvx128"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One code-generation target. `vector_bits` is the width of one native vector register."""
+
+    name: TargetName
+    triple: str
+    cpu: str
+    features: str
+    reloc: str
+    vector_bits: int
+
+    def natural_lanes(self, elem_bits: int) -> int:
+        """Lanes of `elem_bits`-bit elements that fill one native vector register."""
+        if elem_bits <= 0 or self.vector_bits % elem_bits:
+            raise ValueError(f"element width {elem_bits} does not divide {self.vector_bits}")
+        return self.vector_bits // elem_bits
+
+    @property
+    def vector_bytes(self) -> int:
+        return self.vector_bits // 8
+
+    @property
+    def is_vliw(self) -> bool:
+        """True when the assembly groups instructions into `{ ... }` packets (Hexagon)."""
+        return self.name == "hvx128"
+
+
+X86_AVX2 = Target("x86-avx2", "x86_64-unknown-linux-gnu", "haswell", "+avx2", "pic", 256)
+ARM64 = Target("arm64", "aarch64-unknown-linux-gnu", "cortex-a76", "+neon,+dotprod", "pic", 128)
+HVX128 = Target(
+    "hvx128", "hexagon-unknown-linux-musl", "hexagonv66", "+hvxv66,+hvx-length128b", "static", 1024
+)
+TARGETS: dict[str, Target] = {t.name: t for t in (X86_AVX2, ARM64, HVX128)}
+
+
+def get_target(target: Target | str) -> Target:
+    """The `Target` called `target` (a `Target` is returned unchanged)."""
+    if isinstance(target, Target):
+        return target
+    try:
+        return TARGETS[target]
+    except KeyError:
+        raise ValueError(f"unknown target {target!r}; expected one of {sorted(TARGETS)}") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# llvmlite setup
+
+
+@functools.cache
+def _init_llvm() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    llvm.initialize_native_target()  # MCJIT (run.py) needs the host target registered
+    llvm.initialize_native_asmprinter()
+
+
+def target_machine(target: Target | str, opt: int = 3, *, jit: bool = False) -> llvm.TargetMachine:
+    """A fresh TargetMachine. JIT machines use the JIT code model; an ExecutionEngine takes ownership."""
+    _init_llvm()
+    t = get_target(target)
+    if not 0 <= opt <= 3:
+        raise ValueError(f"opt level must be 0..3, got {opt}")
+    return llvm.Target.from_triple(t.triple).create_target_machine(
+        cpu=t.cpu,
+        features=t.features,
+        opt=opt,
+        reloc="default" if jit else t.reloc,
+        codemodel="jitdefault" if jit else "default",
+        jit=jit,
+    )
+
+
+@functools.cache
+def _shared_machine(name: str, opt: int) -> llvm.TargetMachine:
+    return target_machine(name, opt)
+
+
+# --------------------------------------------------------------------------------------------------
+# Compilation
+
+
+class CompileError(Exception):
+    """The IR did not parse, did not verify, or LLVM failed to compile it."""
+
+
+class IntrinsicError(CompileError):
+    """The assembly still calls `llvm.*` symbols: the IR names intrinsics that LLVM does not know."""
+
+    def __init__(self, target: str, symbols: list[str]) -> None:
+        self.target = target
+        self.symbols = symbols
+        super().__init__(
+            f"{target}: calls to unknown intrinsics survive in the assembly (misspelt name or wrong "
+            f"type suffix?): {', '.join(symbols)}"
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str, list[str]]]:  # picklable across isolate=True
+        return (IntrinsicError, (self.target, self.symbols))
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSig:
+    """Parameter and return types (LLVM spelling, e.g. 'ptr', 'i32') of a function defined in a module."""
+
+    name: str
+    params: tuple[str, ...]
+    ret: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CompiledModule:
+    """An optimised module for one target: its IR text, assembly, and (lazily) its object file."""
+
+    target: Target
+    opt: int
+    source_ir: str
+    optimized_ir: str
+    asm: str
+    signatures: dict[str, FunctionSig]
+    _cache: dict[str, bytes | str] = field(default_factory=dict, repr=False)
+
+    def llvm_ir(self) -> str:
+        return self.optimized_ir
+
+    def assembly(self) -> str:
+        return self.asm
+
+    def object_bytes(self) -> bytes:
+        """ELF object code (re-emitted from the optimised IR, so it matches `assembly()`)."""
+        obj = self._cache.get("obj")
+        if not isinstance(obj, bytes):
+            mod = _parse(self.optimized_ir, self.target)
+            obj = self._cache["obj"] = _shared_machine(self.target.name, self.opt).emit_object(mod)
+        return obj
+
+    @property
+    def key(self) -> str:
+        """Content hash identifying this module (target + optimised IR)."""
+        key = self._cache.get("key")
+        if not isinstance(key, str):
+            text = f"{self.target.name}\0{self.opt}\0{self.optimized_ir}"
+            key = self._cache["key"] = hashlib.sha1(text.encode()).hexdigest()
+        return key
+
+    def function_asm(self, function: str) -> str:
+        return _function_region(self.asm, function)
+
+
+def _parse(ir_text: str, target: Target) -> llvm.ModuleRef:
+    _init_llvm()
+    try:
+        mod = llvm.parse_assembly(ir_text)
+    except RuntimeError as e:
+        raise CompileError(f"LLVM IR does not parse: {e}") from None
+    mod.triple = target.triple
+    mod.data_layout = str(_shared_machine(target.name, 3).target_data)
+    return mod
+
+
+_LLVM_SYMBOL = re.compile(r"(?<![\w.$])llvm\.[A-Za-z0-9_.]+")
+
+
+def _unknown_intrinsic_calls(asm: str) -> list[str]:
+    found: set[str] = set()
+    for line in asm.splitlines():
+        s = line.strip()
+        if not s or s.startswith((".", "#", "//", ";")):
+            continue
+        found.update(m.rstrip(".") for m in _LLVM_SYMBOL.findall(s))
+    return sorted(found)
+
+
+def _signatures(mod: llvm.ModuleRef) -> dict[str, FunctionSig]:
+    sigs: dict[str, FunctionSig] = {}
+    for f in mod.functions:
+        if f.is_declaration:
+            continue
+        fty = f.global_value_type
+        sigs[f.name] = FunctionSig(
+            f.name, tuple(str(a.type) for a in f.arguments), str(fty.get_function_return())
+        )
+    return sigs
+
+
+def _compile(ir_text: str, target: Target, opt: int) -> tuple[str, str, dict[str, FunctionSig]]:
+    mod = _parse(ir_text, target)
+    try:
+        mod.verify()
+    except RuntimeError as e:
+        raise CompileError(f"LLVM IR does not verify: {e}") from None
+    tm = _shared_machine(target.name, opt)
+    if opt > 0:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+    asm = tm.emit_assembly(mod)
+    bad = _unknown_intrinsic_calls(asm)
+    if bad:
+        raise IntrinsicError(target.name, bad)
+    return str(mod), asm, _signatures(mod)
+
+
+def compile_module(
+    ir_text: str, target: Target | str, opt: int = 3, *, isolate: bool = False
+) -> CompiledModule:
+    """Verify, optimise (new pass manager, `-O<opt>`) and compile `ir_text` for `target`.
+
+    Any triple / data layout in the text is replaced by the target's. With `isolate=True` the work runs
+    in a forked child so that an LLVM abort ("Cannot select ...") becomes a `CompileError`.
+    """
+    t = get_target(target)
+    if not 0 <= opt <= 3:
+        raise ValueError(f"opt level must be 0..3, got {opt}")
+    opt_ir, asm, sigs = _compile_isolated(ir_text, t, opt) if isolate else _compile(ir_text, t, opt)
+    return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs)
+
+
+def _compile_isolated(ir_text: str, target: Target, opt: int) -> tuple[str, str, dict[str, FunctionSig]]:
+    _init_llvm()
+    rfd, wfd = os.pipe()
+    with tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:  # child: never returns
+            code = 0
+            try:
+                os.close(rfd)
+                os.dup2(err.fileno(), 2)
+                faulthandler.disable()  # an expected abort must not dump tracebacks to the terminal
+                try:
+                    payload: object = ("ok", _compile(ir_text, target, opt))
+                except CompileError as e:
+                    payload = ("err", e)
+                with os.fdopen(wfd, "wb") as w:
+                    pickle.dump(payload, w)
+            except BaseException:  # noqa: BLE001 - report through stderr and the exit status
+                traceback.print_exc()
+                code = 1
+            os._exit(code)
+        os.close(wfd)
+        with os.fdopen(rfd, "rb") as r:
+            data = r.read()
+        _, status = os.waitpid(pid, 0)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace").strip()
+    if data:
+        kind, value = pickle.loads(data)
+        if kind == "err":
+            raise value
+        return value
+    if os.WIFSIGNALED(status):
+        how = f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    else:
+        how = f"exit status {os.waitstatus_to_exitcode(status)}"
+    raise CompileError(f"LLVM crashed compiling for {target.name} ({how}):\n{stderr}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading assembly
+#
+# Syntax notes: x86 is AT&T (`#` comments, `$imm`, `%reg`); AArch64 and Hexagon use `//` comments and
+# `#imm`, so `#` is only a comment marker on x86. Hexagon prints each packet as `{` / one instruction
+# per line / `}`, the closing brace of a hardware-loop end packet carrying `:endloop0` (or `:endloop1`,
+# `:endloop01`). A compound instruction such as `p0 = cmp.gt(r3,#0); if (!p0.new) jump:nt .L` is one
+# encoding and is kept as one instruction.
+
+AsmKind = Literal["label", "inst", "open", "close"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    kind: AsmKind
+    text: str  # label name, instruction text, or for "close" the endloop digits ('' if none)
+
+
+_LABEL = re.compile(r"^([A-Za-z_.$][\w.$]*|\"[^\"]+\"):(?=\s|$)")  # not `jump:nt`
+_ENDLOOP = re.compile(r"\}\s*:endloop(\d+)")
+
+
+def _detect_syntax(asm_text: str, target: Target | str | None) -> str:
+    if target is not None:
+        return get_target(target).name
+    if re.search(r"^\s*\{\s*$", asm_text, re.MULTILINE) or ":endloop" in asm_text:
+        return "hvx128"
+    # AT&T registers (`%ymm0`) outside comments; `%bb.0` etc. only ever appear in comments.
+    code = (line.split("//", 1)[0].split("#", 1)[0] for line in asm_text.splitlines())
+    if any(re.search(r"%[a-z]", line) for line in code):
+        return "x86-avx2"
+    return "arm64"
+
+
+def _function_region(asm_text: str, function: str | None) -> str:
+    if function is None:
+        return asm_text
+    lines = asm_text.splitlines()
+    start = None
+    head = re.compile(rf"^\s*(\"{re.escape(function)}\"|{re.escape(function)}):(\s|$)")
+    for i, line in enumerate(lines):
+        if head.match(line):
+            start = i
+            break
+    if start is None:
+        raise ValueError(f"function {function!r} not found in the assembly")
+    end = len(lines)
+    end_pat = re.compile(rf"^\s*(\.Lfunc_end\d+:|\.size\s+\"?{re.escape(function)}\"?\s*,)")
+    for j in range(start + 1, len(lines)):
+        if end_pat.match(lines[j]):
+            end = j
+            break
+    return "\n".join(lines[start + 1 : end])
+
+
+def _items(asm_text: str, syntax: str) -> list[_Item]:
+    items: list[_Item] = []
+    for raw in asm_text.splitlines():
+        line = raw.split("//", 1)[0]
+        if syntax == "x86-avx2":
+            line = line.split("#", 1)[0]
+        line = line.strip()
+        while line:
+            m = _LABEL.match(line)
+            if m:
+                items.append(_Item("label", m.group(1).strip('"')))
+                line = line[m.end() :].strip()
+                continue
+            if line.startswith("{"):
+                items.append(_Item("open", ""))
+                line = line[1:].strip()
+                continue
+            close = line.find("}") if syntax == "hvx128" else -1
+            if close >= 0:
+                before = line[:close].strip()
+                if before:
+                    items.append(_Item("inst", re.sub(r"\s+", " ", before)))
+                em = _ENDLOOP.match(line[close:])
+                items.append(_Item("close", em.group(1) if em else ""))
+                line = line[close:][em.end() if em else 1 :].strip()
+                continue
+            if not line.startswith("."):  # directives start with '.', labels were handled above
+                items.append(_Item("inst", re.sub(r"\s+", " ", line)))
+            break
+    return items
+
+
+def asm_instructions(
+    asm_text: str, function: str | None = None, *, target: Target | str | None = None
+) -> list[str]:
+    """Instruction lines of `asm_text` (or of one function), whitespace-normalised.
+
+    Directives, comments, labels and Hexagon packet braces are dropped; each instruction of a packet is
+    one entry. `target` selects the comment syntax; it is guessed from the text when omitted.
+    """
+    syntax = _detect_syntax(asm_text, target)
+    return [it.text for it in _items(_function_region(asm_text, function), syntax) if it.kind == "inst"]
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """A loop in the assembly: the code from its header label to its back-branch / `:endloopN` packet.
+
+    `packets` is filled for Hexagon only (one tuple of instructions per `{ ... }` packet); it is the
+    performance proxy there, since llvm-mca has no Hexagon model.
+    """
+
+    label: str
+    instructions: tuple[str, ...]
+    packets: tuple[tuple[str, ...], ...]
+    hardware_loop: bool  # header label set up by `loopN(label, ..)`, body ends with `:endloopN`
+    innermost: bool
+    start: int  # item indices, for ordering and nesting
+    end: int
+
+
+_BRANCH = {
+    "x86-avx2": re.compile(r"^j[a-z]+\b"),
+    "arm64": re.compile(r"^(b(\.[a-z]+)?|b[a-z]{2}|cbn?z|tbn?z)\s"),
+    "hvx128": re.compile(r"\bjump(:[a-z]+)?\s"),
+}
+_UNCONDITIONAL = {  # control never falls through these
+    "x86-avx2": re.compile(r"^(jmp\w*|ret\w*|ud2)\b"),
+    "arm64": re.compile(r"^(b|br|ret)(\s|$)"),
+    "hvx128": re.compile(r"^(jump|jumpr|dealloc_return)\b"),
+}
+_HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*([\w.$]+)\s*,")
+_SYMBOL = re.compile(r"[A-Za-z_.$][\w.$]*")
+
+
+def _is_cycle(
+    items: list[_Item], labels: dict[str, int], hw: dict[str, list[int]], head: int, back: int, syntax: str
+) -> bool:
+    """True if item `back` (a branch, or an `:endloop` packet end) is reachable from label `head`
+    without leaving [head, back]. `hw` maps a hardware-loop number to the labels its `loopN` set up:
+    an `:endloopN` packet may branch to any of them (an over-approximation).
+
+    A backward branch is not always a loop: a cold block laid out late may jump back to a join point.
+    """
+    branch, uncond = _BRANCH[syntax], _UNCONDITIONAL[syntax]
+    seen: set[int] = set()
+    work = [head]
+    while work:
+        i = work.pop()
+        falls, in_packet = True, False
+        while head <= i <= back and i not in seen:
+            if i == back:
+                return True
+            seen.add(i)
+            it = items[i]
+            if it.kind == "open":
+                in_packet = True
+            elif it.kind == "close":
+                in_packet = False
+                work += [t for n in it.text for t in hw.get(n, [])]
+                if not falls:
+                    break
+            elif it.kind == "inst":
+                if branch.search(it.text):
+                    work += [labels[t] for t in _SYMBOL.findall(it.text) if t in labels]
+                if uncond.search(it.text):
+                    falls = False
+                    if not in_packet:  # Hexagon: the rest of the packet still executes
+                        break
+            i += 1
+    return False
+
+
+def find_loops(
+    asm_text: str, function: str | None = None, *, target: Target | str | None = None
+) -> list[Loop]:
+    """All loops of `asm_text` (or of `function`), in order of their header label.
+
+    A loop is a label with a later branch back to it that the label can reach (so a cold block jumping
+    back to a join point is not a loop), or a Hexagon hardware loop `loopN(label, ..)`
+    whose body runs from `label` to the first packet closed with `:endloopN`. Two back edges to the same
+    label form one loop. `innermost` is set for loops that contain no other loop.
+    """
+    syntax = _detect_syntax(asm_text, target)
+    items = _items(_function_region(asm_text, function), syntax)
+    labels = {it.text: i for i, it in enumerate(items) if it.kind == "label"}
+    spans: dict[str, tuple[int, bool]] = {}  # header label -> (end index, hardware loop)
+
+    def add(label: str, end: int, hw: bool) -> None:
+        old = spans.get(label)
+        if old is None or end > old[0]:
+            spans[label] = (end, hw or (old is not None and old[1]))
+
+    hw: dict[str, list[int]] = {}  # hardware loop number -> header label indices
+    for it in items:
+        m = _HW_LOOP.search(it.text) if syntax == "hvx128" and it.kind == "inst" else None
+        if m and m.group(2) in labels:
+            hw.setdefault(m.group(1), []).append(labels[m.group(2)])
+    branch = _BRANCH[syntax]
+    for i, it in enumerate(items):
+        if it.kind != "inst":
+            continue
+        hwm = _HW_LOOP.search(it.text) if syntax == "hvx128" else None
+        if hwm:
+            # Usually the body runs from the label down to its `:endloopN` packet. (When LLVM lays the
+            # end packet out above the header, the loop is found from the branch that closes it.)
+            n, label = hwm.group(1), hwm.group(2)
+            if label in labels:
+                j = labels[label]
+                while j < len(items) and not (items[j].kind == "close" and n in items[j].text):
+                    j += 1
+                if j < len(items) and _is_cycle(items, labels, hw, labels[label], j, syntax):
+                    add(label, j, True)
+            continue
+        if not branch.search(it.text):
+            continue
+        for tok in _SYMBOL.findall(it.text):
+            if tok in labels and labels[tok] < i and _is_cycle(items, labels, hw, labels[tok], i, syntax):
+                end = i
+                if syntax == "hvx128":  # extend to the end of the packet holding the branch
+                    while end < len(items) and items[end].kind != "close":
+                        end += 1
+                add(tok, min(end, len(items) - 1), False)
+    ranges = sorted((labels[lab], end, lab, is_hw) for lab, (end, is_hw) in spans.items())
+    loops = []
+    for start, end, lab, is_hw in ranges:
+        inner = not any(s >= start and e <= end and (s, e) != (start, end) for s, e, _, _ in ranges)
+        body = items[start : end + 1]
+        loops.append(
+            Loop(
+                lab,
+                tuple(it.text for it in body if it.kind == "inst"),
+                _packets(body) if syntax == "hvx128" else (),
+                is_hw,
+                inner,
+                start,
+                end,
+            )
+        )
+    return loops
+
+
+def _packets(body: list[_Item]) -> tuple[tuple[str, ...], ...]:
+    packets: list[tuple[str, ...]] = []
+    cur: list[str] | None = None
+    for it in body:
+        if it.kind == "open":
+            cur = []
+        elif it.kind == "close":
+            if cur is not None:
+                packets.append(tuple(cur))
+            cur = None
+        elif it.kind == "inst":
+            if cur is None:
+                packets.append((it.text,))  # an instruction printed outside braces is its own packet
+            else:
+                cur.append(it.text)
+    return tuple(packets)
+
+
+def inner_loop(asm_text: str, function: str | None = None, *, target: Target | str | None = None) -> Loop:
+    """The innermost loop with the most instructions (the main, usually unrolled, body rather than a
+    remainder loop). Raises `ValueError` if the code has no loop."""
+    loops = [lp for lp in find_loops(asm_text, function, target=target) if lp.innermost]
+    if not loops:
+        raise ValueError(f"no loop found in {function or 'the assembly'}")
+    return max(loops, key=lambda lp: (len(lp.instructions), -lp.start))
+
+
+def inner_loop_instructions(
+    asm_text: str, function: str | None = None, *, target: Target | str | None = None
+) -> list[str]:
+    """Instructions of `inner_loop(asm_text, function)`, label to back-branch (or `:endloop`) inclusive."""
+    return list(inner_loop(asm_text, function, target=target).instructions)
