@@ -54,15 +54,18 @@ def substitute(term: Term, mapping: dict[str, Term]) -> Term:
     return memo[id(term)]
 
 
-def target_op(name: str, signatures: Sequence[str], semantics: str, emit: Emitter, cost: int = 1,
-              doc: str = "", llvm: str = "") -> OpSpec:
+def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[Signature], str], emit: Emitter,
+              cost: int = 1, doc: str = "", llvm: str = "") -> OpSpec:
     """Declare (and register) one target instruction.
 
     `signatures` lists the operand/result types it accepts ('u16, u8, u8 -> u16'); `semantics` is FPIR
-    text over operands x, y, z (types given by the signature); `cost` is its cost per native register
-    in the target's cost model; `llvm` names the intrinsic or generic pattern (documentation).
+    text over operands x, y, z (types given by the signature), or a function from the signature to
+    that text when the meaning depends on the width (`sqdmulh` is `mul_shr(x, y, bits - 1)`); `cost`
+    is its cost per native register in the target's cost model; `llvm` names the intrinsic or
+    generic pattern (documentation).
     """
     sigs = [sig(s) for s in signatures]
+    sem_text = {s: semantics if isinstance(semantics, str) else semantics(s) for s in sigs}
     by_args = {s.args: s for s in sigs}
     sem_cache: dict[tuple[ScalarType, ...], Term] = {}
 
@@ -78,7 +81,7 @@ def target_op(name: str, signatures: Sequence[str], semantics: str, emit: Emitte
         body = sem_cache.get(key)
         if body is None:
             env = {PARAMS[i]: t for i, t in enumerate(key)}
-            body = parse(semantics, env=env, source=f"semantics of {name}")
+            body = parse(sem_text[by_args[key]], env=env, source=f"semantics of {name}")
             if body.type != rt:
                 raise FPIRTypeError(f"semantics of {name} has type {body.type}, expected {rt}")
             sem_cache[key] = body
@@ -90,8 +93,10 @@ def target_op(name: str, signatures: Sequence[str], semantics: str, emit: Emitte
                 return s.args[i]
         return None
 
-    spec_ = OpSpec(name, len(sigs[0].args), "target", type_rule, doc or semantics, definition=definition,
-                   arg_hint=hint, meta={"emit": emit, "cost": cost, "llvm": llvm, "semantics": semantics,
+    sem_doc = semantics if isinstance(semantics, str) else "; ".join(
+        f"{text}: {sem_text[s]}" for text, s in zip(signatures, sigs))
+    spec_ = OpSpec(name, len(sigs[0].args), "target", type_rule, doc or sem_doc, definition=definition,
+                   arg_hint=hint, meta={"emit": emit, "cost": cost, "llvm": llvm, "semantics": sem_doc,
                                         "signatures": tuple(signatures)})
     if name in OPS:
         return OPS[name]
