@@ -108,6 +108,10 @@ def _init_llvm() -> None:
     llvm.initialize_all_asmprinters()
     llvm.initialize_native_target()  # MCJIT (run.py) needs the host target registered
     llvm.initialize_native_asmprinter()
+    # Hexagon: no GP-relative small data. Otherwise 64-bit constants (CONST64, e.g. a vshuff control)
+    # go to .sdata and are read with R_HEX_GPREL16_* relocations, which Debian's ld.lld 14 rejects
+    # ("unknown relocation (12)"). Only the Hexagon backend reads this option.
+    llvm.set_option("pitchfork", "-hexagon-small-data-threshold=0")
 
 
 def target_machine(target: Target | str, opt: int = 3, *, jit: bool = False) -> llvm.TargetMachine:
