@@ -1,0 +1,616 @@
+"""Loop-nest code generation: a captured Halide statement to one LLVM function, through llvmlite.
+
+The statement is Halide's vectorized, simplified loop nest just before its own "Finding intrinsics"
+pass (pitchfork/halide/capture.py), parsed by pitchfork/halide/stmt.py. This pass:
+
+* turns every expression into an FPIR term (`to_term`): integer ops map one to one (Halide's `/` and
+  `%` are Euclidean, casts wrap, exactly like FPIR); Halide's FPIR intrinsics (absd, widening_add,
+  saturating_cast, rounding_shift_right, ...) map to FPIR ops; loads, ramps and broadcasts of
+  non-constant scalars become leaves (variables) emitted separately; vector `let`s whose value is
+  arithmetic are inlined so lifting sees the whole expression;
+* selects instructions for every vector expression (pitchfork.lower.select_instructions, isel
+  pitchfork or llvm) and emits them with pitchfork.emit.expr; scalar expressions (indices, bounds)
+  are emitted with the same exact semantics, without lifting;
+* emits loops (serial; Halide's parallel/unrolled loops run serially), lets, dense vector
+  loads/stores (alignment 1), gathers/scatters for other indices, stack allocations for
+  compute_root/compute_at intermediates, if/else, and checks Halide's assertions on sizes and strides,
+  writing the failing assertion's number to the error slot instead of crashing.
+
+Function ABI: `void name(ptr err, <per argument>)` where a buffer is `ptr host` followed by
+(min, extent, stride) as i32 for each dimension, and a scalar parameter is an i32 or i64 value.
+`err[0]` is 0 on success. Constructs we cannot compile raise `Unsupported` quoting the construct and
+its line, and the caller falls back to Halide's own compiler.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Optional
+
+from llvmlite import ir
+
+from fpir.ops import make
+from fpir.term import Term, const, var
+from fpir.types import ScalarType, i32, u1
+from pitchfork.emit.expr import ExprEmitter, vec_type
+from pitchfork.halide import ir as H
+from pitchfork.halide.capture import ArgInfo, CapturedStmt
+from pitchfork.halide.htypes import HType
+
+
+class Unsupported(Exception):
+    def __init__(self, what: str, node: Optional[H.Node] = None) -> None:
+        line = getattr(node, "line", 0) if node is not None else 0
+        super().__init__(f"{what}" + (f" (statement line {line})" if line else ""))
+        self.what = what
+
+
+BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "min": "min", "max": "max",
+          "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "&&": "and", "||": "or",
+          "<<": "shl", ">>": "shr", "&": "and", "|": "or", "^": "xor"}
+
+# Halide intrinsic name -> FPIR op (the result type of casts comes from the call's type)
+INTRINSICS = {
+    "shift_left": "shl", "shift_right": "shr", "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
+    "bitwise_not": "not", "abs": "abs", "absd": "absd", "widening_add": "widening_add",
+    "widening_sub": "widening_sub", "widening_mul": "widening_mul", "widening_shift_left": "widening_shl",
+    "widening_shift_right": "widening_shr", "widen_right_add": "extending_add", "widen_right_sub": "extending_sub",
+    "widen_right_mul": "extending_mul", "rounding_shift_left": "rounding_shl",
+    "rounding_shift_right": "rounding_shr", "halving_add": "halving_add", "halving_sub": "halving_sub",
+    "rounding_halving_add": "rounding_halving_add", "saturating_add": "saturating_add",
+    "saturating_sub": "saturating_sub", "mul_shift_right": "mul_shr",
+    "rounding_mul_shift_right": "rounding_mul_shr", "saturating_shift_left": "saturating_shl",
+}
+IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
+
+
+def fpir_type(t: HType, node: Optional[H.Node] = None) -> ScalarType:
+    if t.code not in ("int", "uint"):
+        raise Unsupported(f"{t} values (only integer pipelines are compiled by PITCHFORK)", node)
+    if t.bits not in (1, 8, 16, 32, 64):
+        raise Unsupported(f"{t} values", node)
+    return ScalarType(t.code == "int", t.bits)
+
+
+def type_code(t: HType) -> int:
+    code = {"int": 0, "uint": 1, "float": 2, "handle": 3, "bfloat": 4}[t.code]
+    return code | (t.bits << 8) | (t.lanes << 16)
+
+
+@dataclass
+class Leaf:
+    kind: str  # "load" | "splat" | "ramp" | "value" | "shuffle"
+    node: H.Expr
+    lanes: int
+    type: ScalarType
+
+
+@dataclass
+class BufferInfo:
+    name: str
+    ptr: ir.Value
+    elem: Optional[HType] = None
+    dims: list[tuple[ir.Value, ir.Value, ir.Value]] = field(default_factory=list)
+    code: int = 0
+    dimensions: int = 0
+
+
+@dataclass
+class Stats:
+    vector_exprs: int = 0
+    rules_fired: dict = field(default_factory=dict)
+    selection_seconds: float = 0.0
+    asserts_checked: int = 0
+    asserts_skipped: int = 0
+
+
+class LoopNestCodegen:
+    def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline") -> None:
+        self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
+        self.module = ir.Module(name=name)
+        self.stats = Stats()
+        self._sel_cache: dict[Term, Term] = {}
+        self._leaf_ids = itertools.count()
+        self._assert_ids = itertools.count(1)
+        self.leaves: dict[str, Leaf] = {}
+
+    # ---- function and arguments ------------------------------------------------------------
+    def build(self) -> ir.Function:
+        ptr = ir.PointerType(ir.IntType(8))
+        arg_types: list[ir.Type] = [ptr]
+        layout: list[tuple[str, str, int, HType]] = []
+        for a in self.captured.arguments:
+            if a.kind == "scalar":
+                fpir_type(a.type)
+                arg_types.append(ir.IntType(64 if a.type.bits == 64 else 32))
+                layout.append(("scalar", a.name, 0, a.type))
+            else:
+                arg_types.append(ptr)
+                arg_types.extend([ir.IntType(32)] * (3 * a.dimensions))
+                layout.append(("buffer", a.name, a.dimensions, a.type))
+        for o in self.captured.outputs:
+            if len(o.types) != 1:
+                raise Unsupported(f"output {o.name} is a Tuple")
+            arg_types.append(ptr)
+            arg_types.extend([ir.IntType(32)] * (3 * o.dimensions))
+            layout.append(("buffer", o.name, o.dimensions, o.types[0]))
+        fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arg_types), name=self.name)
+        self.fn = fn
+        self.layout = layout
+        entry = fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(entry)
+        self.err = fn.args[0]
+        self.scalars: dict[str, tuple[ir.Value, ScalarType]] = {}
+        self.vlets: dict[str, Term] = {}
+        self.buffers: dict[str, BufferInfo] = {}
+        k = 1
+        for kind, nm, dims, t in layout:
+            if kind == "scalar":
+                v = fn.args[k]
+                st = fpir_type(t)
+                if st.bits < v.type.width:
+                    v = self.b.trunc(v, ir.IntType(st.bits))
+                self.scalars[nm] = (v, st)
+                k += 1
+            else:
+                info = BufferInfo(nm, fn.args[k], t.elem, code=type_code(t), dimensions=dims)
+                k += 1
+                for _ in range(dims):
+                    info.dims.append((fn.args[k], fn.args[k + 1], fn.args[k + 2]))
+                    k += 3
+                self.buffers[nm + ".buffer"] = info
+                self.buffers[nm] = info
+        self.b.store(ir.Constant(ir.IntType(32), 0), self.b.bitcast(self.err, ir.PointerType(ir.IntType(32))))
+        self.exit = fn.append_basic_block("exit")
+        self.stmt_(self.stmt)
+        if not self.b.block.is_terminated:
+            self.b.branch(self.exit)
+        ir.IRBuilder(self.exit).ret_void()
+        return fn
+
+    # ---- statements ------------------------------------------------------------------------
+    def stmt_(self, s: H.Stmt) -> None:
+        if self.b.block.is_terminated:
+            return
+        m = getattr(self, f"_s_{type(s).__name__}", None)
+        if m is None:
+            raise Unsupported(f"statement {type(s).__name__}", s)
+        m(s)
+
+    def _s_Block(self, s: H.Block) -> None:
+        for x in s.stmts:
+            self.stmt_(x)
+
+    def _s_ProducerConsumer(self, s: H.ProducerConsumer) -> None:
+        self.stmt_(s.body)
+
+    def _s_LetStmt(self, s: H.LetStmt) -> None:
+        self._bind(s.name, s.value, s)
+        self.stmt_(s.body)
+
+    def _bind(self, name: str, value: H.Expr, node: H.Node) -> None:
+        t = value.type
+        if t.is_handle:
+            if isinstance(value, H.Call) and value.name == "_halide_buffer_get_host":
+                buf = self._buffer_of(value.args[0], node)
+                self.buffers[name] = buf
+                return
+            raise Unsupported(f"handle-valued let {name} = {value}", node)
+        if t.is_vector:
+            self.vlets[name] = self.to_term(value, node)
+            return
+        self.scalars[name] = (self.scalar(value, node), fpir_type(t, node))
+
+    def _s_AssertStmt(self, s: H.AssertStmt) -> None:
+        try:
+            cond = self.to_term(s.condition, s)
+        except Unsupported:
+            self.stats.asserts_skipped += 1  # e.g. null checks on buffer handles: ours are never null
+            return
+        self.stats.asserts_checked += 1
+        code = next(self._assert_ids)
+        if cond.is_const:
+            if cond.value:
+                return
+        ok = self._emit_scalar_term(cond)
+        fail = self.fn.append_basic_block(f"assert_fail_{code}")
+        cont = self.fn.append_basic_block(f"assert_ok_{code}")
+        self.b.cbranch(ok, cont, fail)
+        self.b.position_at_end(fail)
+        self.b.store(ir.Constant(ir.IntType(32), code), self.b.bitcast(self.err, ir.PointerType(ir.IntType(32))))
+        self.b.branch(self.exit)
+        self.b.position_at_end(cont)
+
+    def _s_IfThenElse(self, s: H.IfThenElse) -> None:
+        cond = self.to_term(s.cond, s)
+        if cond.is_const:
+            branch = s.then_case if cond.value else s.else_case
+            if branch is not None:
+                self.stmt_(branch)
+            return
+        c = self._emit_scalar_term(cond)
+        then_b = self.fn.append_basic_block("then")
+        else_b = self.fn.append_basic_block("else") if s.else_case is not None else None
+        after = self.fn.append_basic_block("endif")
+        self.b.cbranch(c, then_b, else_b or after)
+        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers))
+        self.b.position_at_end(then_b)
+        self.stmt_(s.then_case)
+        if not self.b.block.is_terminated:
+            self.b.branch(after)
+        self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+        if else_b is not None:
+            self.b.position_at_end(else_b)
+            self.stmt_(s.else_case)  # type: ignore[arg-type]
+            if not self.b.block.is_terminated:
+                self.b.branch(after)
+            self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+        self.b.position_at_end(after)
+
+    def _s_For(self, s: H.For) -> None:
+        if s.device_api:
+            raise Unsupported(f"loop {s.name} offloaded to {s.device_api}", s)
+        lo = self.scalar(s.min, s)
+        ext = self.scalar(s.extent, s)
+        hi = self.b.add(lo, ext)
+        pre = self.b.block
+        head = self.fn.append_basic_block(f"for_{s.name}")
+        body = self.fn.append_basic_block(f"body_{s.name}")
+        done = self.fn.append_basic_block(f"end_{s.name}")
+        self.b.cbranch(self.b.icmp_signed("<", lo, hi), head, done)
+        self.b.position_at_end(head)
+        iv = self.b.phi(ir.IntType(32), s.name)
+        iv.add_incoming(lo, pre)
+        self.b.branch(body)
+        self.b.position_at_end(body)
+        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers))
+        self.scalars[s.name] = (iv, i32)
+        self.stmt_(s.body)
+        self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+        if not self.b.block.is_terminated:
+            nxt = self.b.add(iv, ir.Constant(ir.IntType(32), 1))
+            iv.add_incoming(nxt, self.b.block)
+            self.b.cbranch(self.b.icmp_signed("<", nxt, hi), head, done)
+        self.b.position_at_end(done)
+
+    def _s_Allocate(self, s: H.Allocate) -> None:
+        if s.condition is not None:
+            raise Unsupported(f"conditional allocation of {s.name}", s)
+        n = ir.Constant(ir.IntType(64), 1)
+        for e in s.extents:
+            n = self.b.mul(n, self.b.sext(self.scalar(e, s), ir.IntType(64)))
+        save = self.b.call(self._intrinsic("llvm.stacksave.p0", ir.PointerType(ir.IntType(8)), []), [])
+        elem_bytes = max(1, s.type.bits // 8)
+        # Pad by a vector so that vector loads that Halide rounds up stay inside the allocation.
+        size = self.b.add(self.b.mul(n, ir.Constant(ir.IntType(64), elem_bytes)), ir.Constant(ir.IntType(64), 512))
+        mem = self.b.alloca(ir.IntType(8), size=size)
+        mem.align = 128
+        saved = dict(self.buffers)
+        self.buffers[s.name] = BufferInfo(s.name, mem, s.type.elem)
+        self.stmt_(s.body)
+        self.buffers = saved
+        if not self.b.block.is_terminated:
+            self.b.call(self._intrinsic("llvm.stackrestore.p0", ir.VoidType(), [ir.PointerType(ir.IntType(8))]), [save])
+
+    def _s_Free(self, s: H.Free) -> None:
+        return
+
+    def _s_Evaluate(self, s: H.Evaluate) -> None:
+        v = s.value
+        if isinstance(v, H.IntImm):
+            return
+        raise Unsupported(f"evaluated call {v}", s)
+
+    def _s_Store(self, s: H.Store) -> None:
+        if s.predicate is not None:
+            raise Unsupported(f"predicated store to {s.buffer}", s)
+        buf = self._buffer(s.buffer, s)
+        t = s.value.type
+        et = fpir_type(t.elem, s)
+        if t.is_scalar:
+            val = self.scalar(s.value, s)
+            idx = self.scalar(s.index, s)
+            self._store_elem(buf, et, idx, val)
+            return
+        val = self.vector(s.value, s)
+        ramp = self._dense(s.index)
+        if ramp is not None:
+            base = self.scalar(ramp, s)
+            p = self._elem_ptr(buf, et, base, vec_type(_storage(et), t.lanes))
+            self.b.store(self._to_storage(val, et), p, align=1)
+            return
+        idx = self.vector(s.index, s)
+        for lane in range(t.lanes):
+            ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), lane))
+            self._store_elem(buf, et, ix, self.b.extract_element(val, ir.Constant(ir.IntType(32), lane)))
+
+    # ---- memory ------------------------------------------------------------------------------
+    def _buffer(self, name: str, node: H.Node) -> BufferInfo:
+        if name not in self.buffers:
+            raise Unsupported(f"buffer {name} is not an argument or an allocation", node)
+        return self.buffers[name]
+
+    def _buffer_of(self, e: H.Expr, node: H.Node) -> BufferInfo:
+        if isinstance(e, H.Cast):
+            e = e.value
+        if isinstance(e, H.Variable) and e.name in self.buffers:
+            return self.buffers[e.name]
+        raise Unsupported(f"buffer handle {e}", node)
+
+    def _elem_ptr(self, buf: BufferInfo, et: ScalarType, index: ir.Value, pointee: ir.Type) -> ir.Value:
+        st = _storage(et)
+        base = self.b.bitcast(buf.ptr, ir.PointerType(ir.IntType(st.bits)))
+        p = self.b.gep(base, [self.b.sext(index, ir.IntType(64)) if index.type.width < 64 else index])
+        return self.b.bitcast(p, ir.PointerType(pointee))
+
+    def _store_elem(self, buf: BufferInfo, et: ScalarType, idx: ir.Value, val: ir.Value) -> None:
+        st = _storage(et)
+        if et.bits == 1:
+            val = self.b.zext(val, ir.IntType(8))
+        self.b.store(val, self._elem_ptr(buf, et, idx, ir.IntType(st.bits)), align=1)
+
+    def _to_storage(self, v: ir.Value, et: ScalarType) -> ir.Value:
+        if et.bits == 1:
+            return self.b.zext(v, ir.VectorType(ir.IntType(8), v.type.count))
+        return v
+
+    def _dense(self, index: H.Expr) -> Optional[H.Expr]:
+        if isinstance(index, H.Ramp) and isinstance(index.stride, H.IntImm) and index.stride.value == 1:
+            return index.base
+        return None
+
+    def _intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        return fn
+
+    # ---- expressions ---------------------------------------------------------------------------
+    def to_term(self, e: H.Expr, node: H.Node, leaves: Optional[dict[str, Leaf]] = None) -> Term:
+        """Halide expression -> FPIR term; loads/ramps/splats become leaves recorded in `leaves`."""
+        # Leaves are registered codegen-wide: a vector let's term may be used in later statements.
+        conv = _Converter(self, node, self.leaves)
+        return conv.go(e)
+
+    def scalar(self, e: H.Expr, node: H.Node) -> ir.Value:
+        return self._emit_scalar_term(self.to_term(e, node))
+
+    def _emit_scalar_term(self, t: Term) -> ir.Value:
+        env: dict[str, ir.Value] = {}
+        for v in t.variables():
+            val, st = self.scalars[v.name]
+            env[v.name] = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val,
+                                                ir.Constant(ir.IntType(32), 0))
+        from pitchfork.lower import expand_fpir
+
+        out = ExprEmitter(self.b, 1, env, self.target).emit(expand_fpir(t))
+        return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
+
+    def vector(self, e: H.Expr, node: H.Node) -> ir.Value:
+        term = self.to_term(e, node)
+        leaves = self.leaves
+        lanes = e.type.lanes
+        final = self._select(term)
+        env: dict[str, ir.Value] = {}
+        for v in final.variables():
+            if v.name in leaves:
+                env[v.name] = self._emit_leaf(leaves[v.name], node)
+            else:  # a scalar used at vector width (cannot happen after conversion, kept for safety)
+                val, st = self.scalars[v.name]
+                env[v.name] = self._splat(val, st, lanes)
+        return ExprEmitter(self.b, lanes, env, self.target).emit(final)
+
+    def _select(self, term: Term) -> Term:
+        hit = self._sel_cache.get(term)
+        if hit is not None:
+            return hit
+        from pitchfork.lower import select_instructions
+
+        sel = select_instructions(term, self.target, self.isel)
+        self.stats.vector_exprs += 1
+        self.stats.selection_seconds += sel.seconds
+        for st in (sel.lift_stats, sel.lower_stats):
+            if st is not None:
+                for k, n in st.fired.items():
+                    self.stats.rules_fired[k] = self.stats.rules_fired.get(k, 0) + n
+        self._sel_cache[term] = sel.final
+        return sel.final
+
+    def _splat(self, val: ir.Value, st: ScalarType, lanes: int) -> ir.Value:
+        vt = vec_type(st, lanes)
+        one = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val, ir.Constant(ir.IntType(32), 0))
+        return self.b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
+                                     ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)) \
+            if lanes > 1 else one
+
+    def _emit_leaf(self, leaf: Leaf, node: H.Node) -> ir.Value:
+        e = leaf.node
+        if leaf.kind == "splat":
+            assert isinstance(e, H.Broadcast)
+            return self._splat(self.scalar(e.value, node), leaf.type, leaf.lanes)
+        if leaf.kind == "ramp":
+            assert isinstance(e, H.Ramp)
+            base = self._splat(self.scalar(e.base, node), leaf.type, leaf.lanes)
+            stride = self._splat(self.scalar(e.stride, node), leaf.type, leaf.lanes)
+            iota = ir.Constant(vec_type(leaf.type, leaf.lanes), list(range(leaf.lanes)))
+            return self.b.add(base, self.b.mul(stride, iota))
+        if leaf.kind == "load":
+            assert isinstance(e, H.Load)
+            if e.predicate is not None:
+                raise Unsupported(f"predicated load from {e.buffer}", node)
+            buf = self._buffer(e.buffer, node)
+            st = leaf.type
+            ramp = self._dense(e.index)
+            if ramp is not None:
+                base = self.scalar(ramp, node)
+                v = self.b.load(self._elem_ptr(buf, st, base, vec_type(_storage(st), leaf.lanes)), align=1)
+            else:
+                idx = self.vector(e.index, node)
+                v = ir.Constant(vec_type(_storage(st), leaf.lanes), ir.Undefined)
+                for lane in range(leaf.lanes):
+                    ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), lane))
+                    x = self.b.load(self._elem_ptr(buf, st, ix, ir.IntType(_storage(st).bits)), align=1)
+                    v = self.b.insert_element(v, x, ir.Constant(ir.IntType(32), lane))
+            if st.bits == 1:
+                v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, [0] * leaf.lanes))
+            return v
+        if leaf.kind == "shuffle":
+            assert isinstance(e, H.Shuffle)
+            parts = [self.vector(x, node) if x.type.is_vector else self._splat(self.scalar(x, node), leaf.type, 1)
+                     for x in e.vectors]
+            em = ExprEmitter(self.b, leaf.lanes, {}, self.target)
+            whole = em.concat(parts, sum(p.type.count for p in parts)) if len(parts) > 1 else parts[0]
+            return self.b.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined),
+                                         ir.Constant(ir.VectorType(ir.IntType(32), len(e.indices)), list(e.indices)))
+        raise Unsupported(f"vector leaf {leaf.kind}", node)
+
+
+def _storage(t: ScalarType) -> ScalarType:
+    return ScalarType(False, 8) if t.bits == 1 else t
+
+
+class _Converter:
+    """Halide Expr -> FPIR Term for one statement."""
+
+    def __init__(self, cg: LoopNestCodegen, node: H.Node, leaves: dict[str, Leaf]) -> None:
+        self.cg, self.node, self.leaves = cg, node, leaves
+        self.lets: dict[str, Term] = {}
+
+    def leaf(self, kind: str, e: H.Expr) -> Term:
+        st = fpir_type(e.type.elem, self.node)
+        name = f"{kind}{next(self.cg._leaf_ids)}"
+        self.leaves[name] = Leaf(kind, e, e.type.lanes, st)
+        return var(name, st)
+
+    def go(self, e: H.Expr) -> Term:
+        m = getattr(self, f"_e_{type(e).__name__}", None)
+        if m is None:
+            raise Unsupported(f"expression {type(e).__name__}: {e}", self.node)
+        return m(e)
+
+    def _e_IntImm(self, e: H.IntImm) -> Term:
+        st = fpir_type(e.type.elem, self.node)
+        return const(st.wrap(e.value), st)
+
+    def _e_FloatImm(self, e: H.Expr) -> Term:
+        raise Unsupported(f"floating-point constant {e}", self.node)
+
+    def _e_Variable(self, e: H.Variable) -> Term:
+        if e.name in self.lets:
+            return self.lets[e.name]
+        if e.type.is_vector:
+            if e.name in self.cg.vlets:
+                return self.cg.vlets[e.name]
+            raise Unsupported(f"vector variable {e.name} with no value", self.node)
+        if e.name in self.cg.scalars:
+            return var(e.name, self.cg.scalars[e.name][1])
+        buf_field = self._buffer_field(e.name)
+        if buf_field is not None:
+            return buf_field
+        raise Unsupported(f"unknown variable {e.name}", self.node)
+
+    def _buffer_field(self, name: str) -> Optional[Term]:
+        parts = name.split(".")
+        if len(parts) >= 2 and parts[0] in self.cg.buffers:
+            info = self.cg.buffers[parts[0]]
+            if parts[1] == "type":
+                return const(info.code, ScalarType(False, 32))
+            if parts[1] == "dimensions":
+                return const(info.dimensions, i32)
+            if parts[1] == "device_dirty":
+                return const(0, u1)
+        return None
+
+    def _e_Cast(self, e: H.Cast) -> Term:
+        x = self.go(e.value)
+        return make("cast", x, type=fpir_type(e.type.elem, self.node))
+
+    def _e_Reinterpret(self, e: H.Reinterpret) -> Term:
+        if e.type.is_handle or e.value.type.is_handle:
+            raise Unsupported(f"pointer reinterpret {e}", self.node)
+        return make("reinterpret", self.go(e.value), type=fpir_type(e.type.elem, self.node))
+
+    def _e_BinOp(self, e: H.BinOp) -> Term:
+        op = BINOPS.get(e.op)
+        if op is None:
+            raise Unsupported(f"operator {e.op}", self.node)
+        a, b = self.go(e.a), self.go(e.b)
+        return make(op, a, b)
+
+    def _e_Not(self, e: H.Not) -> Term:
+        return make("not", self.go(e.a))
+
+    def _e_Select(self, e: H.Select) -> Term:
+        return make("select", self.go(e.cond), self.go(e.true_value), self.go(e.false_value))
+
+    def _e_Let(self, e: H.Let) -> Term:
+        saved = dict(self.lets)
+        self.lets[e.name] = self.go(e.value)
+        try:
+            return self.go(e.body)
+        finally:
+            self.lets = saved
+
+    def _e_Broadcast(self, e: H.Broadcast) -> Term:
+        inner = self.go(e.value)
+        if inner.is_const:
+            return inner
+        return self.leaf("splat", e)
+
+    def _e_Ramp(self, e: H.Ramp) -> Term:
+        return self.leaf("ramp", e)
+
+    def _e_Load(self, e: H.Load) -> Term:
+        if e.type.is_scalar:
+            # A scalar load inside a scalar expression: emit it now and bind a scalar.
+            buf = self.cg._buffer(e.buffer, self.node)
+            st = fpir_type(e.type, self.node)
+            idx = self.cg.scalar(e.index, self.node)
+            v = self.cg.b.load(self.cg._elem_ptr(buf, st, idx, ir.IntType(_storage(st).bits)), align=1)
+            if st.bits == 1:
+                v = self.cg.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
+            name = f"sload{next(self.cg._leaf_ids)}"
+            self.cg.scalars[name] = (v, st)
+            return var(name, st)
+        return self.leaf("load", e)
+
+    def _e_Shuffle(self, e: H.Shuffle) -> Term:
+        return self.leaf("shuffle", e)
+
+    def _e_Call(self, e: H.Call) -> Term:
+        n = e.name
+        if n in IDENTITY_CALLS:
+            return self.go(e.args[0])
+        if n == "_halide_buffer_is_bounds_query":
+            return const(0, u1)
+        if n in ("_halide_buffer_get_min", "_halide_buffer_get_extent", "_halide_buffer_get_stride"):
+            info = self.cg._buffer_of(e.args[0], self.node)
+            d = e.args[1]
+            if not isinstance(d, H.IntImm):
+                raise Unsupported(f"dynamic buffer dimension {e}", self.node)
+            k = {"_halide_buffer_get_min": 0, "_halide_buffer_get_extent": 1, "_halide_buffer_get_stride": 2}[n]
+            val = info.dims[d.value][k]
+            name = f"{info.name}.{['min', 'extent', 'stride'][k]}.{d.value}"
+            self.cg.scalars[name] = (val, i32)
+            return var(name, i32)
+        if n == "_halide_buffer_get_type":
+            return const(self.cg._buffer_of(e.args[0], self.node).code, ScalarType(False, 32))
+        if n == "_halide_buffer_get_dimensions":
+            return const(self.cg._buffer_of(e.args[0], self.node).dimensions, i32)
+        if n == "_halide_buffer_get_device_dirty":
+            return const(0, u1)
+        if n == "saturating_cast":
+            return make("saturating_cast", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
+        if n in ("reinterpret",):
+            return make("reinterpret", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
+        op = INTRINSICS.get(n)
+        if op is None:
+            raise Unsupported(f"call to {n}", self.node)
+        args = [self.go(a) for a in e.args]
+        if op in ("mul_shr", "rounding_mul_shr") and args[2].type != args[0].type.to_unsigned():
+            args[2] = make("cast", args[2], type=args[0].type.to_unsigned())
+        if op in ("shl", "shr", "rounding_shl", "rounding_shr", "widening_shl", "widening_shr", "saturating_shl") \
+                and args[1].type.bits != args[0].type.bits:
+            args[1] = make("cast", args[1], type=args[1].type.__class__(args[1].type.signed, args[0].type.bits))
+        return make(op, *args)
