@@ -27,7 +27,7 @@ UNLOWERED_FPIR_COST = 8
 class TargetInfo:
     name: str
     rules: RuleSet
-    cost: Callable[[Term], tuple[int, int]]
+    cost: Callable[[Term], tuple[int, ...]]
 
 
 def canonical(name: str) -> str:
@@ -37,10 +37,12 @@ def canonical(name: str) -> str:
     return name
 
 
-def target_cost(term: Term) -> tuple[int, int]:
+def target_cost(term: Term) -> tuple[int, int, int]:
     """Target cost: instructions first (target ops by their declared cost, an FPIR op left for the
-    generic expansion as several instructions), then input bit widths."""
-    total = width = 0
+    generic expansion as several instructions), then input bit widths, then the number of primitive
+    ops (so that, all else equal, a target instruction replaces the primitive op it implements, like
+    Neon `abs` for `abs`)."""
+    total = width = primitives = 0
     for t in term.walk():
         if not t.args:
             continue
@@ -51,8 +53,9 @@ def target_cost(term: Term) -> tuple[int, int]:
             total += UNLOWERED_FPIR_COST
         else:
             total += 0 if t.op == "reinterpret" else 1
+            primitives += 0 if t.op == "reinterpret" else 1
         width += sum(a.type.bits for a in t.args)
-    return (total, width)
+    return (total, width, primitives)
 
 
 @lru_cache(maxsize=None)
