@@ -149,6 +149,12 @@ class _ToRaw(Transformer):
         return Raw("lnot", "!", (children[0],), *_pos(meta))
 
 
+def _end_position(text: str) -> tuple[int, int]:
+    """(line, column) just after the last non-blank character."""
+    lines = text.rstrip().splitlines() or [""]
+    return len(lines), len(lines[-1]) + 1
+
+
 def parse_raw(text: str, source: str = "<expr>") -> Raw:
     try:
         tree = _PARSER.parse(text)
@@ -158,14 +164,14 @@ def parse_raw(text: str, source: str = "<expr>") -> Raw:
             raise FPIRSyntaxError(e.orig_exc.message, e.orig_exc.line, e.orig_exc.column, source) from None
         raise
     except UnexpectedEOF as e:
-        lines = text.splitlines() or [""]
-        raise FPIRSyntaxError("unexpected end of input", len(lines), len(lines[-1]) + 1, source) from None
+        raise FPIRSyntaxError("unexpected end of input", *_end_position(text), source) from None
     except UnexpectedCharacters as e:
         raise FPIRSyntaxError(f"unexpected character {text[e.pos_in_stream]!r}", e.line, e.column, source) from None
     except UnexpectedToken as e:
         tok = e.token
-        what = "end of input" if tok.type == "$END" else repr(str(tok))
-        raise FPIRSyntaxError(f"unexpected {what}", e.line, e.column, source) from None
+        if tok.type == "$END":  # lark places $END on the last token; point just past the input instead
+            raise FPIRSyntaxError("unexpected end of input", *_end_position(text), source) from None
+        raise FPIRSyntaxError(f"unexpected {str(tok)!r}", e.line, e.column, source) from None
     except UnexpectedInput as e:
         raise FPIRSyntaxError(str(e).splitlines()[0], e.line, e.column, source) from None
 
