@@ -1,51 +1,158 @@
 """x86-64 AVX2 instruction table (see ISA_INTRINSICS.md section 2.1).
 
-Each instruction is declared once: signatures, lane-wise semantics (FPIR text over x, y, z), cost,
-and an emitter that works for any lane count (split to 256-bit registers, fix pack lane order).
+Each instruction is declared once: signatures, lane-wise semantics (FPIR text over x, y, z, w), cost
+and an emitter that works for any lane count. Emitters split operands into 256-bit (ymm) chunks, call
+the intrinsic (or the generic `llvm.*` intrinsic LLVM selects the instruction from) and restore lane
+order where the hardware does not keep it (the packs work per 128-bit half; pmaddwd/pmaddubsw read
+adjacent lane pairs, so their lane-wise forms interleave their operands first).
+
+Cost = fused-domain uops per 256-bit result register on Haswell/Skylake (Intel optimisation manual,
+uops.info), including the lane-order fix-ups the emitter adds (a pack is vpack + vpermq, so 2). The
+generic cost model prices a primitive op at 1 and an FPIR op left for the generic expansion at 8.
+
+Instructions that are not lane-wise (vpsadbw, vphaddw) are not declared: a lowering rule rewrites a
+lane-wise term, and a horizontal reduction has no lane-wise meaning.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from llvmlite import ir
 
 from pitchfork.targets.base import target_op
 
+VECTOR_BITS = 256
 
-def _pavg(em, args, t):  # type: ignore[no-untyped-def]
-    bits = t.type.bits
-    lanes = 256 // bits
-    name = "llvm.x86.avx2.pavg.b" if bits == 8 else "llvm.x86.avx2.pavg.w"
-    vt = ir.VectorType(ir.IntType(bits), lanes)
-    return em.map_chunks(args, lanes, lambda a, b: em.call(name, vt, [a, b]))
+Emit = Callable[[Any, Sequence[Any], Any], Any]
 
 
-target_op("x86.pavg", ["u8, u8 -> u8", "u16, u16 -> u16"], "rounding_halving_add(x, y)", _pavg, cost=1,
-          llvm="llvm.x86.avx2.pavg.b / pavg.w")
+def _vt(bits: int, lanes: int) -> ir.VectorType:
+    return ir.VectorType(ir.IntType(bits), lanes)
 
 
-def _pack(name: str, src_bits: int):  # type: ignore[no-untyped-def]
+def _mask(idx: Sequence[int]) -> ir.Constant:
+    return ir.Constant(_vt(32, len(idx)), list(idx))
+
+
+def _same_width(name: Callable[[int, int], str]) -> Emit:
+    """A same-type lane-wise intrinsic on full ymm registers; `name(bits, lanes)` spells it."""
+
     def emit(em, args, t):  # type: ignore[no-untyped-def]
-        n_in = 256 // src_bits  # lanes per source register
-        dst_bits = src_bits // 2
-        out_t = ir.VectorType(ir.IntType(dst_bits), 2 * n_in)
-        quarter = n_in // 2
-        # vpack works per 128-bit half: pack(x, y) = [x0..q, y0..q, xq..2q, yq..2q]; restore order.
-        order = list(range(quarter)) + list(range(2 * quarter, 3 * quarter)) + \
-            list(range(quarter, 2 * quarter)) + list(range(3 * quarter, 4 * quarter))
-        mask = ir.Constant(ir.VectorType(ir.IntType(32), 2 * n_in), order)
-
-        def pair(lo, hi):  # type: ignore[no-untyped-def]
-            packed = em.call(name, out_t, [lo, hi])
-            return em.b.shuffle_vector(packed, ir.Constant(out_t, ir.Undefined), mask)
-
-        chunks = em.split(args[0], n_in)
-        if len(chunks) % 2:
-            chunks.append(chunks[-1])
-        outs = [pair(chunks[i], chunks[i + 1]) for i in range(0, len(chunks), 2)]
-        return em.concat(outs)
+        bits = t.type.bits
+        lanes = VECTOR_BITS // bits
+        vt = _vt(bits, lanes)
+        return em.map_chunks(args, lanes, lambda *xs: em.call(name(bits, lanes), vt, list(xs)))
 
     return emit
 
 
-target_op("x86.packuswb", ["i16 -> u8"], "saturating_cast<u8>(x)", _pack("llvm.x86.avx2.packuswb", 16), cost=1,
-          llvm="llvm.x86.avx2.packuswb (+ lane-order shuffle)")
+def _generic_sat(op: str) -> Emit:
+    """`llvm.{s,u}{add,sub}.sat`: the generic spelling LLVM turns into vpadd(u)s / vpsub(u)s."""
+    return _same_width(lambda bits, lanes: f"llvm.{op}.sat.v{lanes}i{bits}")
+
+
+def _avx2(name_by_bits: dict[int, str]) -> Emit:
+    return _same_width(lambda bits, lanes: f"llvm.x86.avx2.{name_by_bits[bits]}")
+
+
+# ---- saturating add / sub -------------------------------------------------------------------------
+target_op("x86.padds", ["i8, i8 -> i8", "i16, i16 -> i16"], "saturating_add(x, y)", _generic_sat("sadd"),
+          cost=1, llvm="llvm.sadd.sat.v32i8 / v16i16 (vpaddsb / vpaddsw)")
+target_op("x86.paddus", ["u8, u8 -> u8", "u16, u16 -> u16"], "saturating_add(x, y)", _generic_sat("uadd"),
+          cost=1, llvm="llvm.uadd.sat.v32i8 / v16i16 (vpaddusb / vpaddusw)")
+target_op("x86.psubs", ["i8, i8 -> i8", "i16, i16 -> i16"], "saturating_sub(x, y)", _generic_sat("ssub"),
+          cost=1, llvm="llvm.ssub.sat.v32i8 / v16i16 (vpsubsb / vpsubsw)")
+target_op("x86.psubus", ["u8, u8 -> u8", "u16, u16 -> u16"], "saturating_sub(x, y)", _generic_sat("usub"),
+          cost=1, llvm="llvm.usub.sat.v32i8 / v16i16 (vpsubusb / vpsubusw)")
+
+# ---- averages -----------------------------------------------------------------------------------
+target_op("x86.pavg", ["u8, u8 -> u8", "u16, u16 -> u16"], "rounding_halving_add(x, y)",
+          _avx2({8: "pavg.b", 16: "pavg.w"}), cost=1, llvm="llvm.x86.avx2.pavg.b / pavg.w")
+
+
+# ---- saturating packs ---------------------------------------------------------------------------
+def _pack(name: str, src_bits: int) -> Emit:
+    def emit(em, args, t):  # type: ignore[no-untyped-def]
+        n_in = VECTOR_BITS // src_bits  # lanes per source register
+        out_t = _vt(src_bits // 2, 2 * n_in)
+        q = n_in // 2
+        # vpack works per 128-bit half: pack(x, y) = [x0..q, y0..q, xq..2q, yq..2q]; restore order
+        # (LLVM turns this shuffle into vpermq $0xD8).
+        order = [*range(q), *range(2 * q, 3 * q), *range(q, 2 * q), *range(3 * q, 4 * q)]
+
+        def pair(lo, hi):  # type: ignore[no-untyped-def]
+            packed = em.call(name, out_t, [lo, hi])
+            return em.b.shuffle_vector(packed, ir.Constant(out_t, ir.Undefined), _mask(order))
+
+        chunks = em.split(args[0], n_in)
+        if len(chunks) % 2:
+            chunks.append(chunks[-1])
+        return em.concat([pair(chunks[i], chunks[i + 1]) for i in range(0, len(chunks), 2)])
+
+    return emit
+
+
+target_op("x86.packsswb", ["i16 -> i8"], "saturating_cast<i8>(x)", _pack("llvm.x86.avx2.packsswb", 16), cost=2,
+          llvm="llvm.x86.avx2.packsswb (+ vpermq lane-order fix)")
+target_op("x86.packuswb", ["i16 -> u8"], "saturating_cast<u8>(x)", _pack("llvm.x86.avx2.packuswb", 16), cost=2,
+          llvm="llvm.x86.avx2.packuswb (+ vpermq lane-order fix)")
+target_op("x86.packssdw", ["i32 -> i16"], "saturating_cast<i16>(x)", _pack("llvm.x86.avx2.packssdw", 32), cost=2,
+          llvm="llvm.x86.avx2.packssdw (+ vpermq lane-order fix)")
+target_op("x86.packusdw", ["i32 -> u16"], "saturating_cast<u16>(x)", _pack("llvm.x86.avx2.packusdw", 32), cost=2,
+          llvm="llvm.x86.avx2.packusdw (+ vpermq lane-order fix)")
+
+# ---- 16-bit high multiplies ---------------------------------------------------------------------
+target_op("x86.pmulhw", ["i16, i16 -> i16"], "i16((i32(x) * i32(y)) >> 16)", _avx2({16: "pmulh.w"}), cost=1,
+          llvm="llvm.x86.avx2.pmulh.w")
+target_op("x86.pmulhuw", ["u16, u16 -> u16"], "u16((u32(x) * u32(y)) >> 16)", _avx2({16: "pmulhu.w"}), cost=1,
+          llvm="llvm.x86.avx2.pmulhu.w")
+# Truncating, not saturating: -32768 * -32768 gives -32768 (ISA_INTRINSICS 2.1.3).
+target_op("x86.pmulhrsw", ["i16, i16 -> i16"], "i16((i32(x) * i32(y) + 16384) >> 15)", _avx2({16: "pmul.hr.sw"}),
+          cost=1, llvm="llvm.x86.avx2.pmul.hr.sw")
+
+
+# ---- multiply-add of adjacent pairs ----------------------------------------------------------------
+def _interleave(em, a, b):  # type: ignore[no-untyped-def]
+    """[a0, b0, a1, b1, ...] from two vectors of n lanes."""
+    n = a.type.count
+    return em.b.shuffle_vector(a, b, _mask([k for i in range(n) for k in (i, n + i)]))
+
+
+def _pmaddwd_widen(em, args, t):  # type: ignore[no-untyped-def]
+    # Zero-extend each i16 into the low half of an i32 lane: the pair sum is x*y + 0*0.
+    def one(x, y):  # type: ignore[no-untyped-def]
+        w = [em.bitcast(em.b.zext(v, _vt(32, 8)), _vt(16, 16)) for v in (x, y)]
+        return em.call("llvm.x86.avx2.pmadd.wd", _vt(32, 8), w)
+
+    return em.map_chunks(args, 8, one)
+
+
+def _pair_dot(intrinsic: str, bits: int) -> Emit:
+    """out[i] = x[i]*y[i] + z[i]*w[i] through an instruction summing adjacent lane pairs: interleave
+    (x, z) and (y, w), one full register of each operand at a time, and feed each half to it."""
+    n = VECTOR_BITS // bits  # operand lanes per register = output lanes per two instructions
+
+    def emit(em, args, t):  # type: ignore[no-untyped-def]
+        out_t = _vt(2 * bits, n // 2)
+
+        def one(x, y, z, w):  # type: ignore[no-untyped-def]
+            xz, yw = _interleave(em, x, z), _interleave(em, y, w)
+            halves = [[em.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(range(h * n, (h + 1) * n)))
+                       for v in (xz, yw)] for h in (0, 1)]
+            lo, hi = (em.call(intrinsic, out_t, pair) for pair in halves)
+            return em.b.shuffle_vector(lo, hi, _mask(range(n)))
+
+        return em.map_chunks(args, n, one)
+
+    return emit
+
+
+target_op("x86.wmul_pmaddwd", ["i16, i16 -> i32"], "widening_mul(x, y)", _pmaddwd_widen, cost=3,
+          llvm="vpmovzxwd x2 + llvm.x86.avx2.pmadd.wd (upper halves zero)")
+# Lane-wise 2-way dot products: cost 5 = 2 unpacks + 2 vperm2i128 + the multiply-add per register.
+target_op("x86.pmaddwd", ["i16, i16, i16, i16 -> i32"], "widening_mul(x, y) + widening_mul(z, w)",
+          _pair_dot("llvm.x86.avx2.pmadd.wd", 16), cost=5, llvm="operand interleave + llvm.x86.avx2.pmadd.wd")
+target_op("x86.pmaddubsw", ["u8, i8, u8, i8 -> i16"], "saturating_add(widening_mul(x, y), widening_mul(z, w))",
+          _pair_dot("llvm.x86.avx2.pmadd.ub.sw", 8), cost=5, llvm="operand interleave + llvm.x86.avx2.pmadd.ub.sw")
