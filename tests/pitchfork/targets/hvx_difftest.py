@@ -121,3 +121,128 @@ def run_cases(cases: Sequence[Case], rng: np.random.Generator, isolate: bool = F
             failures.append(f"{c.name} [lanes {c.lanes}]: {len(bad)} lanes differ; first lane {j}: {ins} -> "
                             f"got {int(got[j])}, expected {int(exp[j])}")
     return failures
+
+
+# ---------------------------------------------------------------------------------------------
+# Every FPIR op at every type instance it accepts
+
+
+def fpir_instances() -> list[tuple[str, Term]]:
+    """(label, term) for every FPIR op and every operand-type instance over u8..i64 (saturating_cast:
+    every source/target pair), operands as variables; plus constant-operand variants that the HVX
+    rules specialise (constant shifts and multipliers)."""
+    import itertools
+
+    from fpir.ops import FPIR_OPS, make, spec
+    from fpir.term import const, var
+    from fpir.types import INT_TYPES, FPIRTypeError
+
+    out: list[tuple[str, Term]] = []
+    names = "xyz"
+    for op in FPIR_OPS:
+        s = spec(op)
+        if op == "saturating_cast":
+            for a, b in itertools.product(INT_TYPES, INT_TYPES):
+                if a != b:
+                    out.append((f"saturating_cast<{b}>({a})", make(op, var("x", a), type=b)))
+            continue
+        for ts in itertools.product(INT_TYPES, repeat=s.arity):
+            try:
+                t = make(op, *[var(names[i], ty) for i, ty in enumerate(ts)])
+            except FPIRTypeError:
+                continue
+            out.append((f"{op}({', '.join(map(str, ts))})", t))
+            x = var("x", ts[0])
+            if op in ("rounding_shr", "rounding_shl", "widening_shl", "widening_shr", "saturating_shl"):
+                for c in (1, ts[0].bits // 2, ts[0].bits - 1):
+                    out.append((f"{op}({ts[0]}, {ts[1]} {c})", make(op, x, const(c, ts[1]))))
+            if op in ("mul_shr", "rounding_mul_shr"):
+                for c in (0, 1, ts[0].bits // 2, ts[0].bits - 1, ts[0].bits):
+                    out.append((f"{op}({ts[0]}, {ts[1]}, {c})", make(op, x, var("y", ts[1]), const(c, ts[2]))))
+            if op == "widening_mul":
+                c = 3 if not ts[1].signed else -3
+                out.append((f"{op}({ts[0]}, {ts[1]} {c})", make(op, x, const(c, ts[1]))))
+    return [w for label, t in out for w in _storable(label, t)]
+
+
+def _storable(label: str, t: Term) -> list[tuple[str, Term]]:
+    """A 128-bit result (widening ops on 64-bit lanes) is checked as its two 64-bit halves."""
+    from fpir.ops import make
+    from fpir.term import const
+
+    if t.type.bits <= 64:
+        return [(label, t)]
+    half = ScalarType(t.type.signed, 64)
+    return [(f"{label} [low half]", make("cast", t, type=half)),
+            (f"{label} [high half]", make("cast", make("shr", t, const(64, t.type)), type=half))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Every HVX instruction at every signature, as a term of its own
+
+
+def _deint_producer(t: ScalarType, tag: str) -> Optional[Term]:
+    """A term of type t computed by a widening instruction (a de-interleaved pair), or None."""
+    from fpir.ops import make
+    from fpir.term import var
+    from fpir.types import parse_type
+
+    def v(s: str, ty: str) -> Term:
+        return var(f"{tag}{s}", parse_type(ty))
+
+    src = {"u16": ("hvx.vadd_w", "u8"), "i16": ("hvx.vsub_w", "u8"), "u32": ("hvx.vadd_w", "u16"),
+           "i32": ("hvx.vadd_w", "i16")}.get(t.name)
+    return None if src is None else make(src[0], v("a", src[1]), v("b", src[1]))
+
+
+_CONST_POSITIONS = {"hvx.vmpy": (1, 0), "hvx.vmpy_acc": (2, 1), "hvx.vmpyhss": (1,)}
+_VMPA_TAPS = ((1, 2), (2, 1), (3, 5), (-1, 7), (255, 255), (-128, 127), (0, 1))
+
+
+def _const_values(t: ScalarType) -> list[int]:
+    vals = {0, 1, 2, 3, 5, 100, t.max, t.min}
+    if t.signed:
+        vals |= {-1, -3, t.min + 1}
+    return sorted(v for v in vals if t.contains(v))
+
+
+def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5, 1, 3)) -> list[Case]:
+    """For each instruction and signature: variable operands at several lane counts (half a register,
+    one, three: padding and splitting), de-interleaved operands (the layout-following emitter paths),
+    and the constant operands that select scalar (Rt) forms, including out-of-range ones (fallback)."""
+    from fpir.ops import OPS, make
+    from fpir.term import const, var
+    from pitchfork.targets.base import sig
+
+    out: list[Case] = []
+    pnames = "xyzw"
+    for name in names:
+        for text in OPS[name].meta["signatures"]:
+            sg = sig(text)
+            reg = 1024 // min([a.bits for a in sg.args] + [sg.result.bits])
+            vs = [var(pnames[i], t) for i, t in enumerate(sg.args)]
+            label = f"{name}({text})"
+            base = make(name, *vs)
+            out += [Case(label, base, int(reg * f)) for f in lane_factors]
+            ps = [_deint_producer(t, pnames[i]) or v for i, (t, v) in enumerate(zip(sg.args, vs))]
+            if any(p is not v for p, v in zip(ps, vs)):
+                out.append(Case(f"{label} de-interleaved operands", make(name, *ps), reg))
+            if name.startswith("hvx.vasr"):
+                ib = sg.args[0].bits
+                for c in range(ib + 1):
+                    if sg.args[1].contains(c):
+                        out.append(Case(f"{label} y={c}", make(name, vs[0], const(c, sg.args[1])), reg))
+                out.append(Case(f"{label} y={ib // 2} de-interleaved", make(name, ps[0], const(ib // 2, sg.args[1])),
+                                reg))
+            if name == "hvx.vmpa":
+                t = sg.args[2]
+                for c0, c1 in _VMPA_TAPS:
+                    if t.contains(c0) and t.contains(c1):
+                        out.append(Case(f"{label} taps {c0},{c1}", make(name, vs[0], vs[1], const(c0, t), const(c1, t)),
+                                        reg))
+            for p in _CONST_POSITIONS.get(name, ()):
+                for c in _const_values(sg.args[p]):
+                    args = list(vs)
+                    args[p] = const(c, sg.args[p])
+                    out.append(Case(f"{label} operand {p} = {c}", make(name, *args), reg))
+    return out
