@@ -10,7 +10,8 @@ and evaluated in one of two domains, so matcher and verifier agree on their mean
 
 Vocabulary: integer literals, constant wildcards `c0..`, `+ - * / % << >> & | ^ ~`, comparisons,
 `&& || !`, `is_pow2(e)`, `log2(e)`, `bits(T)`, `tmin(T)`, `tmax(T)`, `is_signed(T)`, `is_unsigned(T)`,
-type (in)equality `T == wide(U)`, and bounds queries on term wildcards: `upper_bounded(x, e)`,
+`represents(T, U)` (every value of U is a value of T, so a cast from U to T is lossless), type
+(in)equality `T == wide(U)`, and bounds queries on term wildcards: `upper_bounded(x, e)`,
 `lower_bounded(x, e)`, `fits(x, T)` (x's value range lies in T).
 """
 
@@ -29,7 +30,7 @@ Z3_WIDTH = 160
 TYPE_FUNCS = ("wide", "narrow", "signed", "unsigned")
 TYPE_PREDICATES = ("is_signed", "is_unsigned")
 INT_FUNCS = ("log2", "bits", "tmin", "tmax")
-BOOL_FUNCS = ("is_pow2", "upper_bounded", "lower_bounded", "fits", "is_signed", "is_unsigned")
+BOOL_FUNCS = ("is_pow2", "upper_bounded", "lower_bounded", "fits", "is_signed", "is_unsigned", "represents")
 
 
 class PredicateError(ValueError):
@@ -219,6 +220,9 @@ def evaluate(node: Raw, d: Any) -> Any:
     if name in ("is_signed", "is_unsigned"):
         t = eval_type(args[0], d.tvars)
         return d.boolean(t.signed == (name == "is_signed"))
+    if name == "represents":
+        wide, narrow = eval_type(args[0], d.tvars), eval_type(args[1], d.tvars)
+        return d.boolean(wide.can_represent(narrow))
     if name in ("upper_bounded", "lower_bounded"):
         return getattr(d, name)(_wild_name(args[0]), evaluate(args[1], d))
     if name == "fits":
