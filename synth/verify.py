@@ -80,6 +80,8 @@ class _Instance(_Elaborator):
         super().__init__("<rule>", None)
         self.tvars, self.symbols, self.domain = tvars, symbols, rhs_domain
         self.assumptions: list[z3.BoolRef] = []
+        # (computed constant's bit-vector, its type, the constant expression that defines it)
+        self.defs: list[tuple[z3.BitVecRef, ScalarType, Raw]] = []
         self._fresh = 0
 
     def is_constant_expr(self, node: Raw) -> bool:
@@ -107,6 +109,7 @@ class _Instance(_Elaborator):
         kz = z3.BitVec(k.name, expected.bits)
         ext = Z3_ext(kz, expected)
         self.assumptions.append(ext == evaluate(node, self.domain))
+        self.defs.append((kz, expected, node))
         return k
 
     def name(self, node: Raw) -> Term:
@@ -173,8 +176,105 @@ def verify_rule(rule: Rule, timeout_ms: int = 30000) -> RuleResult:
                     "INVALID", reason=f"right side has type {rhs.type}, left side {lhs.type}")))
                 continue
             assume = [pred, *dom.side, *builder.assumptions]
-            results.append(InstanceResult(_describe(tvars), equivalent(lhs, rhs, assume, timeout_ms)))
+            env, reparam = _reparametrize(symbols, builder.defs, assume)
+            verdict = _prove(lhs, rhs, reparam, timeout_ms, env, symbols)
+            results.append(InstanceResult(_describe(tvars), verdict))
     return RuleResult(rule, tuple(results))
+
+
+QUICK_MS = 1000
+SPLIT_LIMIT = 160
+
+
+def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], timeout_ms: int, env: dict[str, z3.BitVecRef],
+           symbols: dict[str, tuple[z3.BitVecRef, ScalarType]]) -> Verdict:
+    """equivalent(), with a case split on a rule constant when the direct query is slow.
+
+    Wide dividers and shifters by a symbolic amount (`x_u64 / c0` against `x_u64 >> log2(c0)`) defeat
+    bit-blasting, but each value of the constant gives a query Z3 answers in milliseconds. A constant
+    (a constant wildcard, a computed right-side constant or a log2 witness) whose admissible values the
+    assumptions limit to at most SPLIT_LIMIT is enumerated exhaustively, so the split is exact.
+    """
+    quick = equivalent(lhs, rhs, assume, min(timeout_ms, QUICK_MS), env)
+    if quick.status != "UNKNOWN":
+        return quick
+    split = _split_on_constant(lhs, rhs, assume, timeout_ms, env, symbols)
+    if split is not None and split.status != "UNKNOWN":
+        return split
+    if timeout_ms > QUICK_MS:
+        return equivalent(lhs, rhs, assume, timeout_ms, env)
+    return quick
+
+
+def _split_on_constant(lhs: Term, rhs: Term, assume: list[z3.BoolRef], timeout_ms: int,
+                       env: dict[str, z3.BitVecRef],
+                       symbols: dict[str, tuple[z3.BitVecRef, ScalarType]]) -> Optional[Verdict]:
+    from z3.z3util import get_vars
+
+    inputs = {n for n in symbols if not _CWILD_RE.match(n)}
+    seen: dict[str, z3.ExprRef] = {}
+    for a in assume:
+        for v in get_vars(a):
+            if v.decl().name() not in inputs:
+                seen[v.decl().name()] = v
+    best: Optional[tuple[z3.ExprRef, list[z3.ExprRef]]] = None
+    for v in seen.values():
+        values = _enumerate(v, assume)
+        if values is not None and (best is None or len(values) < len(best[1])):
+            best = (v, values)
+    if best is None:
+        return None
+    sym, values = best
+    for val in values:
+        verdict = equivalent(lhs, rhs, [*assume, sym == val], timeout_ms, env)
+        if verdict.status != "VALID":
+            return verdict
+    return Verdict("VALID")
+
+
+def _enumerate(sym: z3.ExprRef, assume: list[z3.BoolRef]) -> Optional[list[z3.ExprRef]]:
+    """All values sym can take under the assumptions, or None if there are more than SPLIT_LIMIT."""
+    s = z3.Solver()
+    s.set("timeout", QUICK_MS)
+    s.add(*assume)
+    values: list[z3.ExprRef] = []
+    while len(values) <= SPLIT_LIMIT:
+        r = s.check()
+        if r == z3.unsat:
+            return values
+        if r != z3.sat:
+            return None
+        val = s.model().eval(sym, model_completion=True)
+        values.append(val)
+        s.add(sym != val)
+    return None
+
+
+def _reparametrize(symbols: dict[str, tuple[z3.BitVecRef, ScalarType]],
+                   defs: Sequence[tuple[z3.BitVecRef, ScalarType, Raw]],
+                   assume: list[z3.BoolRef]) -> tuple[dict[str, z3.BitVecRef], list[z3.BoolRef]]:
+    """Express a constant wildcard copied to the right side at another type through that copy.
+
+    `cast<u32>(x_u16) * c0 -> widening_mul(x_u16, c0)` has c0 : u32 on the left and a u16 copy k on
+    the right, tied by ext(k) == ext(c0). Proving the two 32-bit products equal through that
+    equation defeats Z3 (it bit-blasts two multipliers). Every admissible c0 is the image of exactly
+    one admissible k, so writing c0 as k's value on the left (c0 := low bits of ext(k)) is an
+    equivalent query in which both products are the same term.
+    """
+    env: dict[str, z3.BitVecRef] = {}
+    pairs: list[tuple[z3.BitVecRef, z3.BitVecRef]] = []
+    for kz, kt, node in defs:
+        if node.kind != "name" or not _CWILD_RE.match(node.text) or node.text in env:
+            continue
+        if node.text not in symbols or symbols[node.text][0].size() < kt.bits:
+            continue
+        csym, ct = symbols[node.text]
+        repl = z3.simplify(z3.Extract(ct.bits - 1, 0, Z3_ext(kz, kt)))
+        env[node.text] = repl
+        pairs.append((csym, repl))
+    if not pairs:
+        return env, assume
+    return env, [z3.substitute(a, *pairs) for a in assume]
 
 
 def _verify_text(args: tuple[str, str, int, int]) -> RuleResult:
