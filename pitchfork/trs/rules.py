@@ -145,21 +145,35 @@ def _names(node: Raw) -> set[str]:
 
 def parse_rules(text: str, source: str = "<string>") -> list[Rule]:
     rules: list[Rule] = []
+    # A rule and its continuation lines, joined with single spaces; `segments` maps each piece of the
+    # joined text back to (offset in joined text, line number, column of the piece in its line), so
+    # that an error inside a continuation line reports that line and column.
     pending: Optional[tuple[int, str]] = None
+    segments: list[tuple[int, int, int]] = []
 
     def flush() -> None:
-        if pending is not None:
+        if pending is None:
+            return
+        try:
             rules.append(parse_rule(pending[1], source, pending[0]))
+        except RuleFileError as e:
+            if e.line != pending[0] or len(segments) < 2:
+                raise
+            offset, line, col0 = max((sg for sg in segments if sg[0] < e.column), default=segments[0])
+            raise RuleFileError(source, line, col0 + e.column - offset, e.message) from None
 
     for i, line in enumerate(text.splitlines(), 1):
         body = line.split("#", 1)[0].rstrip()
         if not body.strip():
             continue
         if line[0].isspace() and pending is not None:
-            pending = (pending[0], pending[1] + " " + body.strip())
+            piece = body.strip()
+            segments.append((len(pending[1]) + 1, i, len(body) - len(body.lstrip())))
+            pending = (pending[0], pending[1] + " " + piece)
             continue
         flush()
         pending = (i, body)
+        segments = [(0, i, 0)]
     flush()
     seen: dict[str, Rule] = {}
     for r in rules:
