@@ -498,8 +498,10 @@ def _iv_div(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -
     if bl > 0:
         vals = [x // y for x in (al, ah) for y in (bl, bh)]
         return _fit(min(vals), max(vals), rt)
+    # |x / y| <= |x| for y != 0 and x / 0 = 0; the quotient is negative when x or y is (Euclidean
+    # division: 255 / -1 = -255), so a divisor that may be negative allows negative results too.
     m = max(abs(al), abs(ah))
-    return _fit(-m if al < 0 else 0, m, rt)
+    return _fit(-m if al < 0 or bl < 0 else 0, m, rt)
 
 
 def _iv_mod(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
