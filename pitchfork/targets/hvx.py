@@ -30,12 +30,13 @@ semantics (generic code), so the declared semantics hold for every operand.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any
 
 from llvmlite import ir
 
-from fpir.ops import expansion, spec
+from fpir.ops import expansion
 from fpir.term import Term
 from pitchfork.targets.base import Signature, target_op
 
@@ -98,7 +99,7 @@ def _fallback(em: Any, t: Term) -> ir.Value:
     return em.emit(expansion(t))
 
 
-def _const(t: Term) -> Optional[int]:
+def _const(t: Term) -> int | None:
     return t.value if t.is_const else None
 
 
@@ -163,66 +164,72 @@ def _lanewise(table: Table) -> Callable[..., ir.Value]:
     return emit
 
 
-def _widening(table: Table, scalar: Table = {}) -> Callable[..., ir.Value]:
+def _scalar_form(t: Term, scalar: Table, first: int) -> tuple[str, ir.Constant, int] | None:
+    """The by-scalar form when operand `first` or `first + 1` (the two multiplicands) is a constant:
+    (intrinsic, Rt, index of the vector multiplicand). `scalar` is keyed by the operand types with
+    the constant last, and gives (intrinsic, Rt lane bits)."""
+    key = _key(t)
+    for const_at, vec_at in ((first + 1, first), (first, first + 1)):
+        c = _const(t.args[const_at])
+        k = (*key[:first], key[vec_at], key[const_at])
+        if c is not None and k in scalar:
+            name, rbits = scalar[k]
+            return name, _replicate(c, rbits), vec_at
+    return None
+
+
+def _vector_form(table: Table, t: Term) -> tuple[str, bool]:
+    entry = table[_key(t)]
+    return entry if isinstance(entry, tuple) else (entry, False)
+
+
+def _widening(table: Table, scalar: Table | None = None) -> Callable[..., ir.Value]:
     """(V, V) -> W with a de-interleaved result. `table[(tx, ty)]` is the vector form, or
-    (name, True) when the intrinsic takes the operands swapped; `scalar[(tx, ty)]` is
-    (name, Rt lane bits) for the form whose second operand is a scalar constant."""
+    (name, True) when the intrinsic takes the operands swapped; `scalar[(tx, tc)]` is
+    (name, Rt lane bits) for the form whose operand of type tc is a constant (either operand)."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-        key = _key(t)
         bits = t.args[0].type.bits
         n = REG_BITS // bits
         out = _vec(2 * bits, n)
-        xs = list(args)
-        for i in (1, 0):  # a constant operand becomes the scalar Rt
-            k = key if i == 1 else (key[1], key[0])
-            c = _const(t.args[i])
-            if k in scalar and c is not None:
-                name, rbits = scalar[k]
-                rt = _replicate(c, rbits)
-                v = xs[1 - i]
-                return em.map_chunks([v], n, lambda a: _interleave(em, em.hvx_call(name, [a, rt], out, True)))
-        entry = table[key]
-        name, swap = entry if isinstance(entry, tuple) else (entry, False)
-        if swap:
-            xs.reverse()
+        form = _scalar_form(t, scalar or {}, 0)
+        if form is not None:
+            sname, rt, at = form
+            return em.map_chunks([args[at]], n, lambda a: _interleave(em, em.hvx_call(sname, [a, rt], out, True)))
+        name, swap = _vector_form(table, t)
+        xs = list(reversed(args)) if swap else list(args)
         return em.map_chunks(xs, n, lambda a, b: _interleave(em, em.hvx_call(name, [a, b], out, True)))
 
     return emit
 
 
-def _accumulate(table: Table, scalar: Table = {}) -> Callable[..., ir.Value]:
-    """(W, V, V) -> W: acc + f(y, z) on a de-interleaved accumulator (keys: operand type names)."""
+def _accumulate(table: Table, scalar: Table | None = None) -> Callable[..., ir.Value]:
+    """(W, V, V) -> W: acc + f(y, z) on a de-interleaved accumulator (keys: operand type names;
+    `scalar` as for `_widening`, keyed (acc, vector, constant))."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-        key = _key(t)
         bits = t.args[1].type.bits
         n = REG_BITS // bits
         out = _vec(2 * bits, n)
+        form = _scalar_form(t, scalar or {}, 1)
+        if form is not None:
+            sname, rt, at = form
+
+            def by_scalar(a: ir.Value, x: ir.Value) -> ir.Value:
+                p = em.hvx_call(sname, [_deinterleave(em, a), x, rt], out, True, (True, False))
+                return _interleave(em, p)
+
+            return em.map_chunks([args[0], args[at]], n, by_scalar)
+        name, swap = _vector_form(table, t)
         acc, y, z = args
-        for i in (2, 1):
-            k = key if i == 2 else (key[0], key[2], key[1])
-            c = _const(t.args[i])
-            if k in scalar and c is not None:
-                name, rbits = scalar[k]
-                rt = _replicate(c, rbits)
-                v = args[3 - i]
-
-                def one_s(a: ir.Value, x: ir.Value) -> ir.Value:
-                    p = em.hvx_call(name, [_deinterleave(em, a), x, rt], out, True, (True, False))
-                    return _interleave(em, p)
-
-                return em.map_chunks([acc, v], n, one_s)
-        entry = table[key]
-        name, swap = entry if isinstance(entry, tuple) else (entry, False)
         if swap:
             y, z = z, y
 
-        def one(a: ir.Value, u: ir.Value, w: ir.Value) -> ir.Value:
+        def by_vector(a: ir.Value, u: ir.Value, w: ir.Value) -> ir.Value:
             p = em.hvx_call(name, [_deinterleave(em, a), u, w], out, True, (True, False, False))
             return _interleave(em, p)
 
-        return em.map_chunks([acc, y, z], n, one)
+        return em.map_chunks([acc, y, z], n, by_vector)
 
     return emit
 
@@ -248,8 +255,8 @@ def _vmpa(table: Table) -> Callable[..., ir.Value]:
     return emit
 
 
-def _narrowing(pack: Table, sat: Table, amount: Optional[Callable[[Term], Optional[int]]] = None,
-               special: Optional[Callable[[Term, int], Optional[str]]] = None) -> Callable[..., ir.Value]:
+def _narrowing(pack: Table, sat: Table, amount: Callable[[Term], int | None] | None = None,
+               special: Callable[[Term, int], str | None] | None = None) -> Callable[..., ir.Value]:
     """2n-bit lanes -> n-bit lanes. `pack[type]` names an in-order `vpack` form (Vu = hi, Vv = lo),
     `sat[type]` an interleaving form (`vsat`/`vround`/`vasr`), used when the operand is
     de-interleaved or no pack form exists. With `amount`, the interleaving form takes the scalar
@@ -294,8 +301,8 @@ def _narrowing(pack: Table, sat: Table, amount: Optional[Callable[[Term], Option
     return emit
 
 
-def _shift_amount(lo: int, hi: int) -> Callable[[Term], Optional[int]]:
-    def amount(t: Term) -> Optional[int]:
+def _shift_amount(lo: int, hi: int) -> Callable[[Term], int | None]:
+    def amount(t: Term) -> int | None:
         c = _const(t.args[1])
         return c if c is not None and lo <= c <= hi else None
 
@@ -452,8 +459,8 @@ _declare("hvx.vsat_uh", ["i32 -> u16", "u32 -> u16"], "saturating_cast<u16>(x)",
 # ---- narrowing shifts with saturation (and rounding) ---------------------------------------------
 
 
-def _half_width_round(names: Mapping[str, str]) -> Callable[[Term, int], Optional[str]]:
-    def special(t: Term, sh: int) -> Optional[str]:
+def _half_width_round(names: Mapping[str, str]) -> Callable[[Term, int], str | None]:
+    def special(t: Term, sh: int) -> str | None:
         return names.get(t.args[0].type.name) if sh == t.type.bits else None
 
     return special
@@ -502,9 +509,7 @@ _declare("hvx.vmpyhss", ["i16, i16 -> i16"], "mul_shr(x, y, 15)", _vmpyhss, ONE,
 
 
 def instruction_names() -> list[str]:
-    from pitchfork.targets.base import Signature, target_ops
+    from pitchfork.targets.base import target_ops
 
     return sorted(s.name for s in target_ops("hvx"))
 
-
-__all__ = ["instruction_names", "spec"]

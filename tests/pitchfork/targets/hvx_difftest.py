@@ -3,8 +3,8 @@ qemu-hexagon batch, compare bit-exactly with the numpy interpreter (fpir.interp.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 import numpy as np
 
@@ -59,8 +59,9 @@ class Case:
     lanes: int
     n: int = 0
     inputs: dict[str, np.ndarray] = field(default_factory=dict)
-    expected: Optional[np.ndarray] = None
-    module: Optional[CompiledModule] = None
+    expected: np.ndarray | None = None
+    module: CompiledModule | None = None
+    function: str = ""  # the kernel's name in `module` (several kernels share a module)
     error: str = ""
 
 
@@ -83,25 +84,53 @@ def _as_type(a: np.ndarray, t: ScalarType) -> np.ndarray:
     return a.astype(bool) if t.bits == 1 else a
 
 
-def compile_case(c: Case, fn: str, isolate: bool = False) -> None:
-    m = new_module(fn)
-    add_expression_kernel(m, fn, c.term, c.lanes, free_vars(c.term))
-    c.module = compile_module(str(m), TARGET, isolate=isolate)
+def _module(group: Sequence[tuple[str, Case]]) -> str:
+    m = new_module("hvx_cases")
+    for fn, c in group:
+        add_expression_kernel(m, fn, c.term, c.lanes, free_vars(c.term))
+    return str(m)
 
 
-def run_cases(cases: Sequence[Case], rng: np.random.Generator, isolate: bool = False) -> list[str]:
-    """Compile every case (errors recorded per case), run all in one qemu batch; return failures."""
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def compile_groups(group: list[tuple[str, Case]], isolate: bool, failures: list[str]) -> list[tuple[str, Case]]:
+    """Compile the kernels of `group` as one module; on an error, bisect to find the failing kernels
+    (recorded in `failures`) and compile the others. Returns the compiled (function, case) pairs."""
+    try:
+        cm = compile_module(_module(group), TARGET, isolate=isolate)
+    except Exception as e:  # noqa: BLE001 - recorded per case below
+        if len(group) == 1:
+            c = group[0][1]
+            c.error = f"compile: {_first_line(e)}"
+            failures.append(f"{c.name} [lanes {c.lanes}]: {c.error}")
+            return []
+        mid = len(group) // 2
+        return compile_groups(group[:mid], isolate, failures) + compile_groups(group[mid:], isolate, failures)
+    for fn, c in group:
+        c.module, c.function = cm, fn
+    return group
+
+
+def run_cases(cases: Sequence[Case], rng: np.random.Generator, isolate: bool = False,
+              group_size: int = 64) -> list[str]:
+    """Compile every case (many kernels per module; a kernel that fails to emit or compile is
+    recorded, not fatal), run them all in one qemu batch; return the failures."""
     prepare(cases, rng)
     failures: list[str] = []
-    live: list[tuple[str, Case]] = []
+    emitted: list[tuple[str, Case]] = []
     for i, c in enumerate(cases):
-        fn = f"k{i}"
         try:
-            compile_case(c, fn, isolate)
-            live.append((fn, c))
-        except Exception as e:  # noqa: BLE001 - recorded per case
-            c.error = f"compile: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            _module([(f"k{i}", c)])  # emission errors are per case
+            emitted.append((f"k{i}", c))
+        except Exception as e:  # noqa: BLE001
+            c.error = f"emit: {_first_line(e)}"
             failures.append(f"{c.name} [lanes {c.lanes}]: {c.error}")
+    live: list[tuple[str, Case]] = []
+    for k in range(0, len(emitted), group_size):
+        live += compile_groups(emitted[k:k + group_size], isolate, failures)
     calls = []
     for fn, c in live:
         rt = storage_type(c.term.type)
@@ -110,7 +139,8 @@ def run_cases(cases: Sequence[Case], rng: np.random.Generator, isolate: bool = F
         calls.append(Call(fn, (*args, Scalar(c.n, 64))))
     if not calls:
         return failures
-    results = run_calls([c.module for _, c in live], TARGET, calls)  # type: ignore[misc]
+    modules = list({id(c.module): c.module for _, c in live}.values())
+    results = run_calls(modules, TARGET, calls)  # type: ignore[arg-type]
     for (fn, c), res in zip(live, results):
         got = res[0]
         exp = np.asarray(c.expected).astype(got.dtype)
@@ -181,7 +211,7 @@ def _storable(label: str, t: Term) -> list[tuple[str, Term]]:
 # Every HVX instruction at every signature, as a term of its own
 
 
-def _deint_producer(t: ScalarType, tag: str) -> Optional[Term]:
+def _deint_producer(t: ScalarType, tag: str) -> Term | None:
     """A term of type t computed by a widening instruction (a de-interleaved pair), or None."""
     from fpir.ops import make
     from fpir.term import var
@@ -246,3 +276,11 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
                     args[p] = const(c, sg.args[p])
                     out.append(Case(f"{label} operand {p} = {c}", make(name, *args), reg))
     return out
+
+
+def loop_of(c: Case):  # type: ignore[no-untyped-def]
+    """The inner loop (pitchfork.emit.machine.Loop) of a compiled case's kernel."""
+    from pitchfork.emit.machine import inner_loop
+
+    assert c.module is not None
+    return inner_loop(c.module.assembly(), c.function, target=TARGET)

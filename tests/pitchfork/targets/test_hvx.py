@@ -20,7 +20,6 @@ import pytest
 
 from fpir.text import parse
 from fpir.types import parse_type
-from pitchfork.emit.machine import inner_loop
 from pitchfork.emit.run import tools_available
 from pitchfork.lower import select_instructions
 from pitchfork.targets import RULES_DIR, load_target
@@ -28,7 +27,7 @@ from pitchfork.targets.base import target_ops
 from pitchfork.trs.rules import load_rule_file
 from synth.verify import verify_rule
 
-from .hvx_difftest import Case, fpir_instances, instruction_cases, run_cases
+from .hvx_difftest import Case, instruction_cases, loop_of, run_cases
 
 TARGET = "hvx128"
 load_target(TARGET)  # registers the hvx.* instructions
@@ -37,8 +36,7 @@ needs_qemu = pytest.mark.skipif(not tools_available(TARGET), reason="qemu-hexago
 
 
 def hvx_asm_lines(case: Case) -> list[str]:
-    assert case.module is not None
-    return inner_loop(case.module.assembly(), target=TARGET).instructions
+    return list(loop_of(case).instructions)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,9 +120,7 @@ def test_sobel_pitchfork_vs_llvm(lanes: int) -> None:
     pf, ll = sobel_cases(lanes)
     failures = run_cases([pf, ll], np.random.default_rng(lanes))
     assert not failures, "\n".join(failures)
-    assert pf.module is not None and ll.module is not None
-    lp_pf = inner_loop(pf.module.assembly(), target=TARGET)
-    lp_ll = inner_loop(ll.module.assembly(), target=TARGET)
+    lp_pf, lp_ll = loop_of(pf), loop_of(ll)
     body = lp_pf.instructions
     # Figure 3: vmpy.acc (a), vabsdiff (b), vsat (c); no lane-order shuffles in the whole chain.
     assert sum("+= vmpy(" in i for i in body) == 4 * lanes // 128
