@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from pitchfork.trs.rules import RuleFileError
 
     out = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
     files = [Path(f) for f in args.files] if args.files else default_files()
     for f in files:
         if not f.exists():
