@@ -256,7 +256,7 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
             out += [Case(label, base, int(reg * f)) for f in lane_factors]
             ps = [_deint_producer(t, pnames[i]) or v for i, (t, v) in enumerate(zip(sg.args, vs))]
             if any(p is not v for p, v in zip(ps, vs)):
-                out.append(Case(f"{label} de-interleaved operands", make(name, *ps), reg))
+                out += [Case(f"{label} de-interleaved operands", make(name, *ps), int(reg * f)) for f in lane_factors]
             if name.startswith("hvx.vasr"):
                 ib = sg.args[0].bits
                 for c in range(ib + 1):
