@@ -320,10 +320,7 @@ class LoopNestCodegen:
             p = self._elem_ptr(buf, et, base, vec_type(_storage(et), t.lanes))
             self.b.store(self._to_storage(val, et), p, align=1)
             return
-        idx = self.vector(s.index, s)
-        for lane in range(t.lanes):
-            ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), lane))
-            self._store_elem(buf, et, ix, self.b.extract_element(val, ir.Constant(ir.IntType(32), lane)))
+        self._scatter(buf, et, self.vector(s.index, s), self._to_storage(val, et), t.lanes)
 
     # ---- memory ------------------------------------------------------------------------------
     def _buffer(self, name: str, node: H.Node) -> BufferInfo:
@@ -354,6 +351,64 @@ class LoopNestCodegen:
         if et.bits == 1:
             return self.b.zext(v, ir.VectorType(ir.IntType(8), v.type.count))
         return v
+
+    def _entry_alloca(self, t: ir.Type) -> ir.Value:
+        b = ir.IRBuilder(self.fn.entry_basic_block)
+        b.position_at_start(self.fn.entry_basic_block)
+        a = b.alloca(t)
+        a.align = 128
+        return a
+
+    def _lane_loop(self, lanes: int, body) -> None:  # type: ignore[no-untyped-def]
+        """Emit `for k in 0..lanes: body(k)` as a real loop: a gather of 256 lanes written out lane by
+        lane is thousands of instructions and makes LLVM slow, and these only run at image borders."""
+        # The trip count goes through a volatile slot so LLVM cannot unroll the loop completely.
+        slot = self._entry_alloca(ir.IntType(32))
+        self.b.store(ir.Constant(ir.IntType(32), lanes), slot)
+        count = self.b.load(slot)
+        count.volatile = True
+        pre = self.b.block
+        loop = self.fn.append_basic_block("lanes")
+        done = self.fn.append_basic_block("lanes_end")
+        self.b.branch(loop)
+        self.b.position_at_end(loop)
+        k = self.b.phi(ir.IntType(32), "lane")
+        k.add_incoming(ir.Constant(ir.IntType(32), 0), pre)
+        body(k)
+        nxt = self.b.add(k, ir.Constant(ir.IntType(32), 1))
+        k.add_incoming(nxt, self.b.block)
+        self.b.cbranch(self.b.icmp_signed("<", nxt, count), loop, done)
+        self.b.position_at_end(done)
+
+    def _gather(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, lanes: int) -> ir.Value:
+        et = ir.IntType(_storage(st).bits)
+        idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
+        out_mem = self._entry_alloca(ir.ArrayType(et, lanes))
+        self.b.store(idx, self.b.bitcast(idx_mem, ir.PointerType(idx.type)), align=4)
+        zero = ir.Constant(ir.IntType(32), 0)
+
+        def body(k: ir.Value) -> None:
+            ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
+            x = self.b.load(self._elem_ptr(buf, st, ix, et), align=1)
+            self.b.store(x, self.b.gep(out_mem, [zero, k]), align=1)
+
+        self._lane_loop(lanes, body)
+        return self.b.load(self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
+
+    def _scatter(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, val: ir.Value, lanes: int) -> None:
+        et = ir.IntType(_storage(st).bits)
+        idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
+        val_mem = self._entry_alloca(ir.ArrayType(et, lanes))
+        self.b.store(idx, self.b.bitcast(idx_mem, ir.PointerType(idx.type)), align=4)
+        self.b.store(val, self.b.bitcast(val_mem, ir.PointerType(val.type)), align=1)
+        zero = ir.Constant(ir.IntType(32), 0)
+
+        def body(k: ir.Value) -> None:
+            ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
+            x = self.b.load(self.b.gep(val_mem, [zero, k]), align=1)
+            self.b.store(x, self._elem_ptr(buf, st, ix, et), align=1)
+
+        self._lane_loop(lanes, body)
 
     def _dense(self, index: H.Expr) -> Optional[H.Expr]:
         if isinstance(index, H.Ramp) and isinstance(index.stride, H.IntImm) and index.stride.value == 1:
@@ -446,12 +501,7 @@ class LoopNestCodegen:
                 base = self.scalar(ramp, node)
                 v = self.b.load(self._elem_ptr(buf, st, base, vec_type(_storage(st), leaf.lanes)), align=1)
             else:
-                idx = self.vector(e.index, node)
-                v = ir.Constant(vec_type(_storage(st), leaf.lanes), ir.Undefined)
-                for lane in range(leaf.lanes):
-                    ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), lane))
-                    x = self.b.load(self._elem_ptr(buf, st, ix, ir.IntType(_storage(st).bits)), align=1)
-                    v = self.b.insert_element(v, x, ir.Constant(ir.IntType(32), lane))
+                v = self._gather(buf, st, self.vector(e.index, node), leaf.lanes)
             if st.bits == 1:
                 v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, [0] * leaf.lanes))
             return v
@@ -524,7 +574,11 @@ class _Converter:
 
     def _e_Cast(self, e: H.Cast) -> Term:
         x = self.go(e.value)
-        return make("cast", x, type=fpir_type(e.type.elem, self.node))
+        t = fpir_type(e.type.elem, self.node)
+        if t.bits == 1 and x.type.bits > 1:
+            # Halide's cast to bool keeps the lowest bit (FPIR's cast<u1> tests != 0).
+            return make("ne", make("and", x, const(1, x.type)), const(0, x.type))
+        return make("cast", x, type=t)
 
     def _e_Reinterpret(self, e: H.Reinterpret) -> Term:
         if e.type.is_handle or e.value.type.is_handle:

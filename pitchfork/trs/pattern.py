@@ -283,6 +283,8 @@ def match(p: Pattern, t: Term, b: Bindings) -> Iterator[Bindings]:
     if p.op in COMMUTATIVE and len(p.args) == 2 and p.args[0] != p.args[1]:
         orders.append((p.args[1], p.args[0]))
     for args in orders:
+        if not _constants_typed_as_verified(p.op, args, t):
+            continue
         for nb in _match_args(args, t.args, 0, b):
             if p.type is not None:
                 nb2 = nb.copy()
@@ -291,6 +293,25 @@ def match(p: Pattern, t: Term, b: Bindings) -> Iterator[Bindings]:
                 yield nb2
             else:
                 yield nb
+
+
+def _constants_typed_as_verified(op: str, args: tuple[Pattern, ...], t: Term) -> bool:
+    """An untyped constant wildcard only matches a constant of the type its position implies.
+
+    The verifier gives an untyped `c0` the type the op's argument hint derives from the other
+    operands (e.g. a shift amount gets the shifted value's type); a constant of another type (a
+    signed amount) was never verified, so it must not match. Typed wildcards (`c0_S`) are free.
+    """
+    hint = spec(op).arg_hint
+    if hint is None:
+        return True
+    known = [None if isinstance(a, (PConst, PLit)) else t.args[i].type for i, a in enumerate(args)]
+    for i, a in enumerate(args):
+        if isinstance(a, PConst) and a.type is None and t.args[i].is_const:
+            want = hint(i, known, t.type if spec(op).explicit_type else None)
+            if want is not None and want != t.args[i].type:
+                return False
+    return True
 
 
 def _match_args(ps: tuple[Pattern, ...], ts: tuple[Term, ...], i: int, b: Bindings) -> Iterator[Bindings]:

@@ -74,7 +74,7 @@ class Rewriter:
                 if not check_predicate(rule, b, self.bounds):
                     continue
                 try:
-                    rhs = build_rhs(rule, b, self.bounds)
+                    rhs = build_rhs(rule, b, self.bounds, t.type)
                 except (NoRewrite, FPIRTypeError) as e:
                     self.stats.rhs_errors[rule.name] += 1
                     continue

@@ -265,10 +265,13 @@ class RhsBuilder(_Elaborator):
         return t
 
 
-def build_rhs(rule: Rule, b: Bindings, bounds: Callable[[Term], tuple[int, int]]) -> Term:
+def build_rhs(rule: Rule, b: Bindings, bounds: Callable[[Term], tuple[int, int]],
+              expected: Optional[ScalarType] = None) -> Term:
+    """The right side under bindings b; `expected` (the matched term's type) types bare constants at
+    the root exactly as the verifier does."""
     assert rule.rhs_raw is not None
     try:
-        return RhsBuilder(b, bounds).elab(rule.rhs_raw, None)
+        return RhsBuilder(b, bounds).elab(rule.rhs_raw, expected)
     except FPIRSyntaxError as e:
         raise NoRewrite(e.message) from None
 

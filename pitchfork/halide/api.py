@@ -1,0 +1,211 @@
+"""`pitchfork.compile`: compile a Halide pipeline with PITCHFORK's instruction selection.
+
+    prog = pitchfork.compile(out_func, [input_param], target="arm64", isel="pitchfork")
+    prog.llvm_ir(); prog.assembly(); prog.object_file("sobel.o"); prog.stats
+    result = prog(input_array, size=[W, H])      # shaped like np.asarray(out_func.realize([W, H]))
+
+Flow: capture Halide's vectorized statement (pitchfork.halide.capture), parse it (stmt.py), generate
+one LLVM function (codegen.py) whose vector expressions go through lift + per-ISA lowering (or, with
+isel="llvm", straight to generic LLVM IR), then compile for the target. Running works for every
+target: in-process JIT for x86-avx2, qemu for arm64 and hvx128 (correctness only).
+
+Anything PITCHFORK cannot compile (floating point, unsupported constructs, Tuple outputs, ...) falls
+back to Halide's own compiler with a warning that says why (fallback=False raises instead); a
+fallback never changes results, only who selected the instructions.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from pitchfork.emit.machine import CompiledModule, compile_module
+from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
+from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.halide.stmt import HalideParseError
+from pitchfork.targets import canonical
+
+
+class PitchforkFallbackWarning(UserWarning):
+    """PITCHFORK could not compile a pipeline and used Halide's own compiler instead."""
+
+
+@dataclass
+class CompileStats:
+    rules_fired: dict[str, int] = field(default_factory=dict)
+    vector_expressions: int = 0
+    capture_seconds: float = 0.0
+    selection_seconds: float = 0.0
+    codegen_seconds: float = 0.0
+    llvm_seconds: float = 0.0
+    asserts_checked: int = 0
+    asserts_skipped: int = 0
+
+
+@dataclass
+class CompiledPipeline:
+    target: str
+    isel: str
+    name: str
+    captured: Optional[CapturedStmt]
+    module: Optional[CompiledModule]
+    stats: CompileStats
+    fallback_reason: str = ""
+    _halide: Any = None  # (pipeline, args) for the fallback
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.module is None
+
+    # ---- outputs ---------------------------------------------------------------------------
+    def llvm_ir(self) -> str:
+        if self.module is not None:
+            return self.module.llvm_ir()
+        return self._halide_text("llvm_assembly", ".ll")
+
+    def assembly(self) -> str:
+        if self.module is not None:
+            return self.module.assembly()
+        return self._halide_text("assembly", ".s")
+
+    def object_file(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if self.module is not None:
+            p.write_bytes(self.module.object_bytes())
+        else:
+            pipeline, args = self._halide
+            pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.target))
+        return p
+
+    def _halide_text(self, kind: str, suffix: str) -> str:
+        import tempfile
+
+        pipeline, args = self._halide
+        with tempfile.TemporaryDirectory() as d:
+            f = Path(d) / f"{self.name}{suffix}"
+            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, _halide_target(self.target))
+            return f.read_text()
+
+    # ---- running ---------------------------------------------------------------------------
+    def __call__(self, *inputs: Any, size: Optional[Sequence[int]] = None) -> np.ndarray:
+        if self.module is None:
+            return self._run_halide(inputs, size)
+        from pitchfork.emit.run import Buffer, Call, Scalar, run_calls
+
+        assert self.captured is not None
+        args: list[Any] = [Buffer(np.zeros(1, np.int32), is_output=True)]
+        if len(inputs) != len(self.captured.arguments):
+            names = ", ".join(a.name for a in self.captured.arguments)
+            raise TypeError(f"{self.name} takes {len(self.captured.arguments)} inputs ({names}), got {len(inputs)}")
+        keep = []
+        first_extents: Optional[list[int]] = None
+        for a, value in zip(self.captured.arguments, inputs):
+            if a.kind == "scalar":
+                args.append(Scalar(int(value), 64 if a.type.bits == 64 else 32))
+                continue
+            arr, mins = _as_array(value)
+            want = fpir_type(a.type.elem).np_dtype
+            if arr.dtype != want:
+                raise TypeError(f"input {a.name} must be {want}, got {arr.dtype}")
+            if arr.ndim != a.dimensions:
+                raise TypeError(f"input {a.name} must have {a.dimensions} dimensions, got {arr.ndim}")
+            keep.append(arr)
+            args.append(Buffer(arr))
+            extents = list(reversed(arr.shape))
+            strides = list(reversed([s // arr.itemsize for s in arr.strides]))
+            for d in range(arr.ndim):
+                args += [Scalar(mins[d]), Scalar(extents[d]), Scalar(strides[d])]
+            if first_extents is None:
+                first_extents = extents
+        out = self.captured.outputs[0]
+        size = list(size) if size is not None else first_extents
+        if size is None or len(size) != out.dimensions:
+            raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
+        shape = tuple(reversed(size))
+        res = np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype)
+        args.append(Buffer(res, is_output=True))
+        stride = 1
+        for d in range(out.dimensions):
+            args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
+            stride *= size[d]
+        err, result = run_calls(self.module, self.target, [Call(self.name, args)])[0]
+        if int(err[0]) != 0:
+            raise RuntimeError(f"{self.name}: Halide assertion #{int(err[0])} failed (bad sizes, strides or "
+                               "an output extent that is not a multiple of the schedule's tile)")
+        return result
+
+    def _run_halide(self, inputs: Sequence[Any], size: Optional[Sequence[int]]) -> np.ndarray:
+        import halide as hl
+
+        pipeline, args = self._halide
+        if self.target != "x86-avx2":
+            raise RuntimeError(f"the Halide fallback for {self.target} can only be compiled, not run here")
+        keep = []
+        for a, value in zip(args, inputs):
+            if isinstance(a, hl.ImageParam):
+                buf = value if isinstance(value, hl.Buffer) else hl.Buffer(np.ascontiguousarray(value))
+                keep.append((value, buf))
+                a.set(buf)
+            else:
+                a.set(value)
+        if size is None:
+            first = inputs[0]
+            size = list(reversed(np.asarray(first).shape))
+        return np.asarray(pipeline.realize(list(size), _halide_target(self.target))).copy()
+
+
+def _halide_target(target: str) -> Any:
+    import halide as hl
+
+    return hl.Target(TARGET_ALIASES.get(target, target))
+
+
+def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
+    import halide as hl
+
+    if isinstance(value, hl.Buffer):
+        arr = np.ascontiguousarray(np.asarray(value))
+        return arr, [value.dim(d).min() for d in range(value.dimensions())]
+    arr = np.ascontiguousarray(value)
+    return arr, [0] * arr.ndim
+
+
+def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
+            name: str = "pipeline", fallback: bool = True) -> CompiledPipeline:
+    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order)."""
+    import halide as hl
+
+    target = canonical(target)
+    pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)
+    stats = CompileStats()
+    captured: Optional[CapturedStmt] = None
+    try:
+        t0 = time.perf_counter()
+        captured = capture_stmt(pipeline, args, target)
+        stats.capture_seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        stmt = captured.parse()
+        cg = LoopNestCodegen(captured, stmt, target, isel, name)
+        cg.build()
+        stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
+        stats.selection_seconds = cg.stats.selection_seconds
+        stats.rules_fired = dict(cg.stats.rules_fired)
+        stats.vector_expressions = cg.stats.vector_exprs
+        stats.asserts_checked, stats.asserts_skipped = cg.stats.asserts_checked, cg.stats.asserts_skipped
+        t0 = time.perf_counter()
+        module = compile_module(str(cg.module), target)
+        stats.llvm_seconds = time.perf_counter() - t0
+        return CompiledPipeline(target, isel, name, captured, module, stats)
+    except (Unsupported, HalideParseError, CaptureError) as e:
+        if not fallback:
+            raise
+        reason = f"{type(e).__name__}: {e}"
+        warnings.warn(f"PITCHFORK cannot compile {name} for {target} ({reason}); using Halide's own compiler",
+                      PitchforkFallbackWarning, stacklevel=2)
+        return CompiledPipeline(target, isel, name, captured, None, stats, reason, (pipeline, list(args)))
