@@ -35,10 +35,20 @@ def node_cost(t: Term) -> Cost:
     return (sum(a.type.bits for a in t.args), OP_RANK.get(t.op, DEFAULT_RANK))
 
 
+_CACHE: dict[Term, Cost] = {}
+
+
 def cost(term: Term) -> Cost:
+    """Cost of the term DAG (each distinct sub-term once). Terms are interned, so it is cached."""
+    hit = _CACHE.get(term)
+    if hit is not None:
+        return hit
     width = rank = 0
     for t in term.walk():
         w, r = node_cost(t)
         width += w
         rank += r
+    if len(_CACHE) > 1_000_000:
+        _CACHE.clear()
+    _CACHE[term] = (width, rank)
     return (width, rank)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
@@ -98,6 +99,7 @@ class TypeExpr:
         return tvars if got == t else None
 
 
+@lru_cache(maxsize=4096)
 def parse_type_expr(text: str) -> TypeExpr:
     text = text.strip()
     m = re.match(r"^(wide|narrow|signed|unsigned)\s*\((.*)\)$", text)
@@ -283,6 +285,9 @@ def match(p: Pattern, t: Term, b: Bindings) -> Iterator[Bindings]:
     if p.op in COMMUTATIVE and len(p.args) == 2 and p.args[0] != p.args[1]:
         orders.append((p.args[1], p.args[0]))
     for args in orders:
+        # Cheap early rejection: an operand pattern that is an op must see that op.
+        if any(type(a) is PApp and a.op != ta.op for a, ta in zip(args, t.args)):
+            continue
         if not _constants_typed_as_verified(p.op, args, t):
             continue
         for nb in _match_args(args, t.args, 0, b):
