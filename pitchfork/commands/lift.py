@@ -13,11 +13,12 @@ and the batch goes on.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Any, TextIO
 
 NAME = "lift"
 HELP = "Lift an integer expression to FPIR (prints the lifted expression)"
@@ -57,10 +58,10 @@ def lift_line(text: str, rules: Any, trace: bool = False) -> dict[str, Any]:
 
 
 def _batch(args: argparse.Namespace, rules: Any, sink: TextIO) -> int:
-    src = sys.stdin if args.batch == "-" else open(args.batch)
     n = errors = rewrites = 0
     t0 = time.perf_counter()
-    try:
+    with contextlib.ExitStack() as stack:
+        src = sys.stdin if args.batch == "-" else stack.enter_context(open(args.batch))
         for line in src:
             text = line.strip()
             if not text or text.startswith("#"):
@@ -72,9 +73,6 @@ def _batch(args: argparse.Namespace, rules: Any, sink: TextIO) -> int:
             n += 1
             errors += r["error"] is not None
             sink.write(json.dumps(r) + "\n")
-    finally:
-        if src is not sys.stdin:
-            src.close()
     if args.stats:
         _print_stats(n, rewrites, time.perf_counter() - t0, errors)
     return 0
@@ -95,17 +93,14 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    sink: TextIO = open(args.output, "w") if args.output else sys.stdout
-    try:
+    if args.batch is not None and args.batch != "-" and not Path(args.batch).exists():
+        print(f"error: no such file {args.batch}", file=sys.stderr)
+        return 2
+    with contextlib.ExitStack() as stack:
+        sink: TextIO = stack.enter_context(open(args.output, "w")) if args.output else sys.stdout
         if args.batch is not None:
-            if args.batch != "-" and not Path(args.batch).exists():
-                print(f"error: no such file {args.batch}", file=sys.stderr)
-                return 2
             return _batch(args, rules, sink)
         return _single(args, rules, sink)
-    finally:
-        if sink is not sys.stdout:
-            sink.close()
 
 
 def _single(args: argparse.Namespace, rules: Any, sink: TextIO) -> int:
@@ -115,7 +110,7 @@ def _single(args: argparse.Namespace, rules: Any, sink: TextIO) -> int:
     if r["error"] is not None:
         print(f"error: {r['error']}", file=sys.stderr)
         return 1
-    stats: Optional[Any] = r.get("_stats")
+    stats: Any | None = r.get("_stats")
     sink.write(r["lifted"] + "\n")
     if args.trace and stats is not None:
         from rich.console import Console

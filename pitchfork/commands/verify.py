@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Optional, Sequence
 
 NAME = "verify"
 HELP = "Verify rewrite rules with Z3 at every type instance (VALID / INVALID with counterexample / UNKNOWN)"
@@ -73,7 +72,14 @@ def _verify_one(args: tuple[str, str, int, int]) -> object:
     from synth.verify import verify_rule
 
     text, source, line, timeout = args
-    return verify_rule(parse_rule(text, source, line), timeout)
+    rule = parse_rule(text, source, line)
+    try:
+        return verify_rule(rule, timeout)
+    except Exception as e:  # noqa: BLE001 - one broken rule must not stop the run
+        from fpir.z3enc import Verdict
+        from synth.verify import InstanceResult, RuleResult
+
+        return RuleResult(rule, (InstanceResult("?", Verdict("UNKNOWN", reason=f"verifier error: {e!r}")),))
 
 
 def describe(result: object) -> str:
@@ -147,7 +153,7 @@ def _run_all(rules: list, jobs: int, timeout: int, progress: bool, out: object) 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     tasks = [(r.text(), r.source, r.line, timeout) for r in rules]
-    results: list[Optional[object]] = [None] * len(rules)
+    results: list[object | None] = [None] * len(rules)
     printed = 0
     bar = Progress(TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    console=out, transient=True, disable=not progress)  # type: ignore[arg-type]

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
+from trs.termgen import fpir_terms, inputs_for, integer_terms
 
 from fpir import FPIR_OPS, parse
 from fpir.interp import evaluate
 from fpir.term import Term
 from pitchfork.bounds import bounds
-from trs.termgen import fpir_terms, inputs_for, integer_terms
 
 RNG = np.random.default_rng(2024)
 
@@ -51,10 +51,11 @@ def test_bounds_sound_for_every_op_at_every_type_instance() -> None:
     (u8 .. i32), and over narrowed operands (x >> k, x & mask, clamps) so intervals are not all full."""
     import itertools
 
+    from trs.termgen import SMALL
+
     from fpir.ops import OPS, make
     from fpir.term import const, var
     from fpir.types import FPIRTypeError
-    from trs.termgen import SMALL
 
     def operands(t):  # type: ignore[no-untyped-def]
         x = var(f"x{t.name}", t)

@@ -11,7 +11,8 @@ its type, so one name never has two types.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -74,7 +75,7 @@ class Gen:
         return self.term(s, 2)
 
     # ---- terms --------------------------------------------------------------------------------
-    def term(self, t: ScalarType, depth: Optional[int] = None) -> Term:
+    def term(self, t: ScalarType, depth: int | None = None) -> Term:
         depth = self.max_depth if depth is None else depth
         for _ in range(5):
             try:

@@ -3,8 +3,6 @@ binding, constant wildcards, literals, predicates (in the matcher's Python domai
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pytest
 
 from fpir import parse
@@ -19,7 +17,7 @@ def rule(text: str) -> Rule:
     return parse_rule(text)
 
 
-def first_match(r: Rule, term: Term) -> Optional[Bindings]:
+def first_match(r: Rule, term: Term) -> Bindings | None:
     for p in r.patterns:
         for b in match(p, term, Bindings()):
             if check_predicate(r, b, bounds):
@@ -27,7 +25,7 @@ def first_match(r: Rule, term: Term) -> Optional[Bindings]:
     return None
 
 
-def apply(r: Rule, text: str) -> Optional[str]:
+def apply(r: Rule, text: str) -> str | None:
     t = parse(text)
     b = first_match(r, t)
     return None if b is None else str(build_rhs(r, b, bounds))

@@ -11,7 +11,7 @@ root with a strictly cheaper result. Every rule must fire on at least one instan
 from __future__ import annotations
 
 import itertools
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 import pytest
 import z3
@@ -38,7 +38,7 @@ class _Concrete(_Instance):
         super().__init__(tvars, {})
         self.values = values
 
-    def constant(self, node: Raw, expected: Optional[ScalarType]) -> Optional[Term]:
+    def constant(self, node: Raw, expected: ScalarType | None) -> Term | None:
         if node.kind == "name" and _CWILD_RE.match(split_wildcard(node.text)[0]):
             name, texpr = split_wildcard(node.text)
             t = texpr.eval(self.tvars) if texpr is not None else expected
