@@ -362,11 +362,10 @@ class LoopNestCodegen:
     def _lane_loop(self, lanes: int, body) -> None:  # type: ignore[no-untyped-def]
         """Emit `for k in 0..lanes: body(k)` as a real loop: a gather of 256 lanes written out lane by
         lane is thousands of instructions and makes LLVM slow, and these only run at image borders."""
-        # The trip count goes through a volatile slot so LLVM cannot unroll the loop completely.
-        slot = self._entry_alloca(ir.IntType(32))
-        self.b.store(ir.Constant(ir.IntType(32), lanes), slot)
-        count = self.b.load(slot)
-        count.volatile = True
+        # The trip count goes through an empty inline-asm statement so LLVM cannot see it and
+        # unroll the loop completely (which made Hexagon compiles take tens of seconds).
+        opaque = ir.InlineAsm(ir.FunctionType(ir.IntType(32), [ir.IntType(32)]), "", "=r,0")
+        count = self.b.call(opaque, [ir.Constant(ir.IntType(32), lanes)])
         pre = self.b.block
         loop = self.fn.append_basic_block("lanes")
         done = self.fn.append_basic_block("lanes_end")
