@@ -588,3 +588,28 @@ def inner_loop_instructions(
 ) -> list[str]:
     """Instructions of `inner_loop(asm_text, function)`, label to back-branch (or `:endloop`) inclusive."""
     return list(inner_loop(asm_text, function, target=target).instructions)
+
+
+_VECTOR_STORE = {
+    # x86 AT&T: a vector register moved to memory
+    "x86-avx2": re.compile(r"^vmov(dq[au]|up[sd]|ap[sd])\s+%[xy]mm\d+,\s*\S*\("),
+    "arm64": re.compile(r"^(st1|st2|st3|st4|stp\s+q|str\s+q|stur\s+q)"),
+    "hvx128": re.compile(r"vmemu?\([^)]*\)\s*=\s*v"),
+}
+
+
+def main_vector_loop(asm_text: str, function: str | None = None, *, target: Target | str) -> Loop:
+    """The steady-state vector loop: the innermost loop that stores whole vectors most often.
+
+    Halide splits a vectorized loop into a prologue, a steady state and an epilogue; the border parts
+    gather lane by lane (our gathers are small scalar loops that store no vector), so the innermost
+    loops that store vectors are the steady-state bodies. Ties go to the longest body.
+    """
+    t = get_target(target)
+    store = _VECTOR_STORE[t.name]
+    loops = [lp for lp in find_loops(asm_text, function, target=t) if lp.innermost]
+    scored = [(sum(1 for i in lp.instructions if store.search(i)), len(lp.instructions), lp) for lp in loops]
+    scored = [s for s in scored if s[0] > 0]
+    if not scored:
+        raise ValueError("no innermost loop stores a vector")
+    return max(scored, key=lambda s: (s[0], s[1]))[2]
