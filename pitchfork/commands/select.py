@@ -1,0 +1,83 @@
+"""`pitchfork select`: instruction selection for one expression, or a batch of them.
+
+    pitchfork select "saturating_cast<u8>(x_u16 >> 2)" --target x86-avx2 --emit asm
+    pitchfork select --batch exprs.txt --target arm64 --emit asm > out.jsonl
+
+Prints the input, the lifted FPIR, the expression after the target's lowering rules and after the
+generic expansion; with --emit llvm / asm also the LLVM IR / assembly of an element-wise kernel
+`void kernel(ptr out, ptr in..., i64 n)` (inputs in variable-name order) computing it over vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pitchfork.select_batch import EMITS, ISELS, run_batch, select_expression
+
+NAME = "select"
+HELP = "select instructions for an expression (lift, lower per target, emit LLVM IR / assembly)"
+
+TARGETS = ("x86-avx2", "arm64", "hvx128")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expression", nargs="?", help="FPIR / integer expression, e.g. 'absd(a_u8, b_u8)'")
+    p.add_argument("--target", "-t", default="x86-avx2", choices=TARGETS, help="target ISA (default x86-avx2)")
+    p.add_argument("--lanes", "-n", type=int, default=None,
+                   help="vector lanes of the emitted kernel (default: one native register of the "
+                        "expression's result element type; for a u1 result, of its widest input type)")
+    p.add_argument("--isel", choices=ISELS, default="pitchfork",
+                   help="pitchfork: lift + target rules + generic expansion; llvm: the LLVM-alone "
+                        "baseline (no lifting, FPIR ops expanded generically)")
+    p.add_argument("--emit", choices=EMITS, default=None,
+                   help="fpir: expressions only (default for one expression); llvm: also the LLVM IR; "
+                        "asm: also the assembly (default for --batch)")
+    p.add_argument("--batch", metavar="FILE",
+                   help="one expression per line, optionally '<lanes> <expression>' ('-' = stdin); "
+                        "writes one JSON object per line {input, lanes, fpir, lowered, final, llvm, asm, "
+                        "error, seconds}; errors are reported per line")
+    p.add_argument("--output", "-o", metavar="FILE", help="batch output file (default stdout)")
+    p.add_argument("--isolate", action="store_true",
+                   help="compile each kernel in a forked process, so an LLVM abort is a per-line error")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.batch:
+        if args.expression:
+            print("pitchfork select: give an expression or --batch, not both", file=sys.stderr)
+            return 2
+        emit = args.emit or "asm"
+        src = sys.stdin if args.batch == "-" else open(args.batch)
+        out = open(args.output, "w") if args.output else sys.stdout
+        try:
+            stats = run_batch(src, out, args.target, args.lanes, args.isel, emit, args.isolate)
+        finally:
+            if src is not sys.stdin:
+                src.close()
+            if out is not sys.stdout:
+                out.close()
+        print(f"pitchfork select: {stats.lines} expressions, {stats.errors} errors, {stats.seconds:.2f} s "
+              f"({stats.per_second:.0f} lines/s)", file=sys.stderr)
+        return 0
+    if not args.expression:
+        print("pitchfork select: an expression (or --batch FILE) is required", file=sys.stderr)
+        return 2
+    rec = select_expression(args.expression, args.target, args.lanes, args.isel, args.emit or "fpir",
+                            args.isolate)
+    print(f"input:    {rec.input}")
+    if rec.fpir is not None:
+        print(f"lifted:   {rec.fpir}")
+        print(f"lowered:  {rec.lowered}")
+        print(f"final:    {rec.final}")
+        print(f"target:   {args.target}, isel={args.isel}, lanes={rec.lanes}")
+    if rec.error:
+        print(f"error:    {rec.error}", file=sys.stderr)
+        return 1
+    if rec.llvm is not None:
+        print()
+        print(rec.llvm, end="" if rec.llvm.endswith("\n") else "\n")
+    if rec.asm is not None:
+        print()
+        print(rec.asm, end="" if rec.asm.endswith("\n") else "\n")
+    return 0

@@ -1,0 +1,493 @@
+"""Differential testing of instruction selection: random expressions, compiled and RUN on every ISA.
+
+For each random well-typed expression (FPIR ops, primitive integer ops, casts, shifts by constants and
+by variables, div/mod, select/compare, and the integer idioms the lifting rules turn into FPIR, over
+u8 .. i64), `pitchfork.lower.select_instructions` lowers it for a target with isel=pitchfork or
+isel=llvm; the result becomes an element-wise kernel (pitchfork.emit.kernel); the kernels of a batch
+share one module, one compilation and one execution (x86: in-process JIT; AArch64 / Hexagon: one
+qemu run through pitchfork.emit.run.run_calls). Inputs mix random values, edge values (min, max, 0,
+-1, 1, min+1, max-1) and small values (so variable shift amounts hit 0, negative and >= bits), and
+the lane count varies (native/2, native, 2*native, 3*native) so splitting into registers and
+padding are exercised. Every output lane must equal `fpir.interp.evaluate` of the ORIGINAL
+expression bit for bit; a mismatch reports the expression, the lowered term, the inputs of the first
+failing lanes and both outputs.
+
+    python -m tests.pitchfork.difftest --count 20000 --target arm64 [--isel llvm] [--seed 7]
+
+Library use (tests/pitchfork/test_differential.py, the per-ISA tests): `random_terms`, `run_batch`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from fpir.interp import evaluate
+from fpir.ops import make
+from fpir.term import Term, const, var
+from fpir.text import to_text
+from fpir.types import INT_TYPES, FPIRTypeError, ScalarType, u1
+
+TARGETS = ("x86-avx2", "arm64", "hvx128")
+ISELS = ("pitchfork", "llvm")
+
+# ---------------------------------------------------------------------------------------------
+# Random expressions
+
+
+def edge_values(t: ScalarType) -> list[int]:
+    vals = {t.min, t.max, 0, 1, t.wrap(-1), t.min + 1, t.max - 1, t.max // 2, t.max // 2 + 1}
+    return sorted(v for v in vals if t.contains(v))
+
+
+class Generator:
+    """Random well-typed terms. Every term is built with fpir.ops.make (so it type-checks)."""
+
+    def __init__(self, rng: random.Random, max_depth: int = 4, fpir_weight: float = 0.45) -> None:
+        self.rng = rng
+        self.max_depth = max_depth
+        self.fpir_weight = fpir_weight
+
+    # ---- leaves ---------------------------------------------------------------------------
+    def variable(self, t: ScalarType) -> Term:
+        # The name carries the type so that one name never has two types in an environment.
+        return var(f"{'abcd'[self.rng.randrange(4)]}{t.name}", t)
+
+    def constant(self, t: ScalarType) -> Term:
+        r = self.rng.random()
+        if r < 0.4:
+            return const(self.rng.choice(edge_values(t)), t)
+        if r < 0.7:
+            return const(t.wrap(self.rng.randint(-3, 9)), t)
+        return const(self.rng.randint(t.min, t.max), t)
+
+    def leaf(self, t: ScalarType) -> Term:
+        return self.variable(t) if self.rng.random() < 0.8 else self.constant(t)
+
+    def amount(self, t: ScalarType, signed: Optional[bool] = None, lo: int = -2, hi_extra: int = 2) -> Term:
+        """A shift amount of t's width: a small constant (often in range) or a variable."""
+        s = self.rng.random() < 0.5 if signed is None else signed
+        at = ScalarType(s, t.bits)
+        if self.rng.random() < 0.6:
+            v = self.rng.randint(0 if not s else lo, t.bits + hi_extra)
+            return const(at.wrap(v), at)
+        return self.variable(at)
+
+    # ---- terms ----------------------------------------------------------------------------
+    def term(self, t: ScalarType, depth: int = 0) -> Term:
+        for _ in range(30):
+            try:
+                x = self._term(t, depth)
+            except (FPIRTypeError, ValueError, IndexError):
+                continue
+            if x.type == t:
+                return x
+        return self.variable(t)
+
+    def top(self, t: Optional[ScalarType] = None) -> Term:
+        """A term with at least one variable (a constant-only term folds away)."""
+        for _ in range(50):
+            x = self.term(t or self.rng.choice(INT_TYPES))
+            if x.variables():
+                return x
+        return self.variable(t or INT_TYPES[0])
+
+    def _sub(self, t: ScalarType, depth: int) -> Term:
+        if depth + 1 >= self.max_depth or self.rng.random() < 0.25:
+            return self.leaf(t)
+        return self.term(t, depth + 1)
+
+    def _term(self, t: ScalarType, depth: int) -> Term:
+        r = self.rng.random()
+        if r < 0.12:
+            return self.idiom(t, depth)
+        if r < 0.12 + self.fpir_weight:
+            return self.fpir(t, depth)
+        return self.primitive(t, depth)
+
+    def primitive(self, t: ScalarType, depth: int) -> Term:
+        g = lambda ty=t: self._sub(ty, depth)  # noqa: E731
+        k = self.rng.choice(["add", "sub", "mul", "min", "max", "and", "or", "xor", "not", "shl", "shr",
+                             "shl", "shr", "div", "mod", "select", "abs", "cast", "cast", "reinterpret"])
+        if k in ("add", "sub", "mul", "min", "max", "and", "or", "xor"):
+            return make(k, g(), g())
+        if k == "not":
+            return make("not", g())
+        if k in ("shl", "shr"):
+            return make(k, g(), self.amount(t))
+        if k in ("div", "mod"):
+            d = self.constant(t) if self.rng.random() < 0.5 else g()
+            return make(k, g(), d)
+        if k == "select":
+            s = self.rng.choice(INT_TYPES)
+            cmp = self.rng.choice(["eq", "ne", "lt", "le", "gt", "ge"])
+            return make("select", make(cmp, self._sub(s, depth), self._sub(s, depth)), g(), g())
+        if k == "abs":
+            if t.signed:
+                raise FPIRTypeError("abs gives an unsigned type")
+            return make("abs", self._sub(t.to_signed(), depth))
+        if k == "cast":
+            return make("cast", self._sub(self.rng.choice(INT_TYPES), depth), type=t)
+        return make("reinterpret", self._sub(t.with_sign(not t.signed), depth), type=t)
+
+    def fpir(self, t: ScalarType, depth: int) -> Term:
+        g = lambda ty=t: self._sub(ty, depth)  # noqa: E731
+        narrow = t.narrow() if t.bits > 8 else None
+        ops = ["saturating_cast", "saturating_add", "saturating_sub", "halving_add", "halving_sub",
+               "rounding_halving_add", "rounding_shr", "rounding_shl", "saturating_shl", "mul_shr",
+               "rounding_mul_shr", "mul_shr", "rounding_mul_shr"]
+        if not t.signed:
+            ops += ["absd", "absd"]
+        if narrow is not None:
+            ops += ["widening_add", "widening_sub", "widening_mul", "widening_shl", "widening_shr",
+                    "extending_add", "extending_sub", "extending_mul"]
+        k = self.rng.choice(ops)
+        if k == "saturating_cast":
+            return make(k, g(self.rng.choice(INT_TYPES)), type=t)
+        if k in ("saturating_add", "saturating_sub", "halving_add", "halving_sub", "rounding_halving_add"):
+            return make(k, g(), g())
+        if k in ("rounding_shr", "rounding_shl", "saturating_shl"):
+            return make(k, g(), self.amount(t))
+        if k in ("mul_shr", "rounding_mul_shr"):
+            return make(k, g(), g(), self.amount(t, signed=False, hi_extra=t.bits + 2))
+        if k == "absd":
+            s = t.with_sign(self.rng.random() < 0.5)
+            return make(k, g(s), g(s))
+        assert narrow is not None
+        if k == "widening_add":
+            if t.signed:
+                raise FPIRTypeError("widening_add keeps the sign")
+            return make(k, g(narrow), g(narrow))
+        if k == "widening_sub":
+            if not t.signed:
+                raise FPIRTypeError("widening_sub is signed")
+            s = narrow.with_sign(self.rng.random() < 0.5)
+            return make(k, g(s), g(s))
+        if k == "widening_mul":
+            a = narrow.with_sign(self.rng.random() < 0.5)
+            b = narrow.with_sign(self.rng.random() < 0.5) if t.signed else narrow
+            if not t.signed:
+                a = b = narrow
+            elif not (a.signed or b.signed):
+                a = narrow.to_signed()
+            return make(k, g(a), g(b))
+        if k in ("widening_shl", "widening_shr"):
+            return make(k, g(narrow.with_sign(t.signed)), self.amount(narrow))
+        return make(k, g(), g(narrow.with_sign(self.rng.random() < 0.5)))
+
+    def idiom(self, t: ScalarType, depth: int) -> Term:
+        """Integer spellings of fixed-point operations, so that the lifting rules fire."""
+        rng = self.rng
+        k = rng.randrange(7)
+        if t.bits == 64 and k in (0, 1, 2, 4, 6):
+            k = 3
+        if k == 0:  # u8(min(u16(a) + u16(b) * 2^c, 255)): saturating narrow of a widening shl-add
+            w = t.widen()
+            a, b = self._sub(t, depth), self._sub(t, depth)
+            inner = make("add", make("cast", a, type=w), make("mul", make("cast", b, type=w),
+                                                              const(1 << rng.randint(0, 3), w)))
+            if t.signed:
+                return make("cast", make("max", make("min", inner, const(t.max, w)), const(t.min, w)), type=t)
+            return make("cast", make("min", inner, const(t.max, w)), type=t)
+        if k == 1:  # rounding average (x + y + 1) >> 1 / rounding shift (x + 2^(c-1)) >> c, narrowed
+            w = t.widen()
+            a, b = make("cast", self._sub(t, depth), type=w), make("cast", self._sub(t, depth), type=w)
+            c = rng.randint(1, min(t.bits, 6))
+            s = make("add", make("add", a, b), const(1 << (c - 1), w))
+            return make("cast", make("shr", s, const(c, w)), type=t)
+        if k == 2:  # absd from a widened difference, narrowed back
+            if t.signed:
+                raise FPIRTypeError("absd is unsigned")
+            w = t.widen().to_signed()
+            s = t.with_sign(rng.random() < 0.5)
+            d = make("sub", make("cast", self._sub(s, depth), type=w), make("cast", self._sub(s, depth), type=w))
+            return make("cast", make("abs", d), type=t)
+        if k == 3:  # acc + widen(x) * widen(y) (multiply-accumulate), or widen(x) << c + y
+            if t.bits == 8:
+                raise FPIRTypeError("no narrower type")
+            n = t.narrow()
+            x, y = make("cast", self._sub(n, depth), type=t), make("cast", self._sub(n, depth), type=t)
+            if rng.random() < 0.5:
+                return make("add", self._sub(t, depth), make("mul", x, y))
+            return make("add", make("mul", x, const(1 << rng.randint(1, 4), t)), self._sub(t, depth))
+        if k == 4:  # clamp to the narrow type's range, then narrow
+            if t.bits > 32:
+                raise FPIRTypeError("too wide")
+            w = ScalarType(rng.random() < 0.5, t.bits * 2)
+            x = self._sub(w, depth)
+            lo = max(t.min, w.min)
+            return make("cast", make("max", make("min", x, const(t.max, w)), const(lo, w)), type=t)
+        if k == 5:  # (widen(x) * widen(y)) >> c narrowed (a mul_shr when it cannot overflow)
+            if t.bits > 32:
+                raise FPIRTypeError("too wide")
+            w = t.widen()
+            p = make("mul", make("cast", self._sub(t, depth), type=w), make("cast", self._sub(t, depth), type=w))
+            c = rng.randint(t.bits - 1, t.bits + 2)
+            if rng.random() < 0.5:
+                p = make("add", p, const(1 << (c - 1), w))
+            return make("cast", make("shr", p, const(c, w)), type=t)
+        # Sobel-style: absd of two 1-2-1 sums of widened inputs
+        if t.bits < 16 or t.signed:
+            raise FPIRTypeError("sobel needs u16+")
+        n = t.narrow()
+        row = lambda: make("add", make("add", make("cast", self.variable(n), type=t),  # noqa: E731
+                                       make("mul", make("cast", self.variable(n), type=t), const(2, t))),
+                           make("cast", self.variable(n), type=t))
+        return make("absd", row(), row())
+
+
+def random_terms(count: int, seed: int = 0, max_depth: int = 4) -> list[Term]:
+    rng = random.Random(seed)
+    gen = Generator(rng, max_depth)
+    return [gen.top(rng.choice(INT_TYPES)) for _ in range(count)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs
+
+
+def input_values(rng: np.random.Generator, t: ScalarType, n: int) -> np.ndarray:
+    """n values of type t: a third edge values, a third small values, a third uniform."""
+    if t == u1:
+        return rng.integers(0, 2, n).astype(np.bool_)
+    kinds = rng.integers(0, 3, n)
+    edges = np.array(edge_values(t), dtype=object)
+    out = np.empty(n, dtype=object)
+    e = edges[rng.integers(0, len(edges), n)]
+    small = rng.integers(-3, t.bits + 3, n)
+    hi = rng.integers(0, 1 << 62, n) * 4 + rng.integers(0, 4, n)  # 64 random bits
+    for i in range(n):
+        if kinds[i] == 0:
+            out[i] = int(e[i])
+        elif kinds[i] == 1:
+            out[i] = t.wrap(int(small[i]))
+        else:
+            out[i] = t.wrap(int(hi[i]))
+    return out.astype(t.np_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+@dataclass
+class Case:
+    term: Term
+    lanes: int
+    n: int
+    final: Optional[Term] = None
+    error: str = ""
+
+
+@dataclass
+class Mismatch:
+    target: str
+    isel: str
+    term: Term
+    lowered: Term
+    lanes: int
+    inputs: dict[str, list[int]]
+    expected: list[int]
+    got: list[int]
+
+    def report(self) -> str:
+        lines = [f"MISMATCH on {self.target} (isel={self.isel}, lanes={self.lanes})",
+                 f"  expression: {to_text(self.term)}",
+                 f"  lowered:    {to_text(self.lowered)}"]
+        for name, vals in sorted(self.inputs.items()):
+            lines.append(f"  {name} = {vals}")
+        lines.append(f"  expected (fpir.interp): {self.expected}")
+        lines.append(f"  got (machine):          {self.got}")
+        return "\n".join(lines)
+
+
+@dataclass
+class Result:
+    target: str
+    isel: str
+    ran: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # selection / compile / run failures (bugs too)
+    skipped: str = ""  # a whole-target skip reason (tools missing, known link problem)
+    seconds: float = 0.0
+
+
+def natural_lanes(target: str, t: ScalarType) -> int:
+    from pitchfork.emit.machine import get_target
+
+    return get_target(target).natural_lanes(max(t.bits, 8))
+
+
+def _kernel_vars(term: Term) -> list[Term]:
+    return sorted(term.variables(), key=lambda v: v.name)
+
+
+def _compile(module_text: str, target: str):  # type: ignore[no-untyped-def]
+    from pitchfork.emit.machine import compile_module
+
+    return compile_module(module_text, target, isolate=True)
+
+
+def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batch: int = 150,
+              lanes_choice: Optional[Callable[[random.Random, int], int]] = None,
+              max_report: int = 20) -> Result:
+    """Lower, compile and run every term on `target`; compare with the interpreter."""
+    from pitchfork.emit.harness import Buffer, Call, Scalar
+    from pitchfork.emit.kernel import add_expression_kernel, new_module
+    from pitchfork.emit.run import RunError, ToolMissing, check_tools
+    from pitchfork.lower import select_instructions
+
+    res = Result(target, isel)
+    t0 = time.perf_counter()
+    try:
+        check_tools(target)
+    except ToolMissing as e:
+        res.skipped = str(e)
+        return res
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    cases: list[Case] = []
+    for term in terms:
+        # One register of the result type; on HVX of the widest type (LLVM scalarises 64-bit lanes
+        # there, and 128 scalarised lanes take seconds to compile and to emulate).
+        wide = max(min(t.type.bits, 64) for t in term.walk())
+        nat = natural_lanes(target, ScalarType(False, wide) if target == "hvx128" else term.type)
+        if lanes_choice is not None:
+            lanes = lanes_choice(rng, nat)
+        else:
+            lanes = max(1, rng.choice([nat // 2, nat, nat, 2 * nat, 3 * nat]))
+        n = lanes * max(1, math.ceil(96 / lanes))
+        c = Case(term, lanes, n)
+        try:
+            c.final = select_instructions(term, target, isel).final
+        except Exception as e:  # noqa: BLE001 - a selection crash is a finding
+            c.error = f"select: {type(e).__name__}: {e}"
+            res.errors.append(f"{c.error}\n  expression: {to_text(term)}")
+        cases.append(c)
+
+    todo = [c for c in cases if c.final is not None]
+    for start in range(0, len(todo), batch):
+        chunk = todo[start:start + batch]
+        _run_chunk(chunk, target, isel, nrng, res, max_report, Buffer, Call, Scalar,
+                   add_expression_kernel, new_module, RunError)
+        if res.skipped:
+            break
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _run_chunk(chunk, target, isel, nrng, res, max_report, Buffer, Call, Scalar,  # type: ignore[no-untyped-def]
+               add_expression_kernel, new_module, RunError) -> None:
+    from pitchfork.emit.machine import CompileError
+    from pitchfork.emit.run import run_calls
+
+    def build(cs: list[tuple[int, Case]]) -> str:
+        m = new_module()
+        for i, c in cs:
+            add_expression_kernel(m, f"k{i}", c.final, c.lanes, _kernel_vars(c.final))
+        return str(m)
+
+    indexed = list(enumerate(chunk))
+    try:
+        mods = [_compile(build(indexed), target)]
+        good = indexed
+    except CompileError:
+        # find the kernels that do not compile (each one is a finding) and keep the others
+        good, mods = [], []
+        for i, c in indexed:
+            err = None
+            for _ in range(2):  # LLVM's HVX backend asserts nondeterministically on some i64 code
+                try:
+                    mods.append(_compile(build([(i, c)]), target))
+                    good.append((i, c))
+                    err = None
+                    break
+                except CompileError as e:
+                    err = e
+            if err is not None:
+                res.errors.append(f"compile: {str(err)[:6000]}\n  expression: {to_text(c.term)}\n"
+                                  f"  lowered: {to_text(c.final)}")
+    if not good:
+        return
+    calls, envs = [], []
+    for i, c in good:
+        vs = _kernel_vars(c.term)
+        env = {v.name: input_values(nrng, v.type, c.n) for v in vs}
+        envs.append(env)
+        out_t = c.term.type
+        out = np.zeros(c.n, dtype=np.uint8 if out_t.bits == 1 else out_t.np_dtype)
+        fvars = _kernel_vars(c.final)
+        args = [Buffer.output(out)]
+        for v in fvars:
+            a = env.get(v.name)
+            if a is None:  # a variable the lowering introduced cannot exist; be loud if it does
+                raise AssertionError(f"lowered term has unknown variable {v.name}")
+            args.append(Buffer.input(a.astype(np.uint8) if v.type.bits == 1 else a,
+                                     misalign=int(nrng.integers(0, 4)) * int(nrng.integers(0, 2))))
+        args.append(Scalar(c.n, 64))
+        calls.append(Call(f"k{i}", args))
+    try:
+        outs = run_calls(mods, target, calls)
+    except RunError as e:
+        msg = str(e)
+        if target == "hvx128" and "relocation" in msg:
+            res.skipped = ("hvx128 kernels do not link (lld: unknown relocation, the known constant-pool "
+                           f"problem): {msg.splitlines()[0][:300]}")
+            return
+        res.errors.append(f"run: {msg[:3000]}")
+        return
+    for (i, c), env, out in zip(good, envs, outs):
+        got = out[0]
+        exp = evaluate(c.term, env)
+        if c.term.type.bits == 1:
+            exp = exp.astype(np.uint8)
+        exp = np.asarray(exp).astype(got.dtype)
+        res.ran += 1
+        if np.array_equal(got, exp):
+            continue
+        bad = np.nonzero(got != exp)[0][:6]
+        inputs = {k: [int(v[j]) for j in bad] for k, v in env.items()}
+        mm = Mismatch(target, isel, c.term, c.final, c.lanes, inputs, [int(exp[j]) for j in bad],
+                      [int(got[j]) for j in bad])
+        res.mismatches.append(mm)
+        if len(res.mismatches) <= max_report:
+            print(mm.report(), file=sys.stderr)
+
+
+def summary(r: Result) -> str:
+    if r.skipped:
+        return f"{r.target:9s} isel={r.isel:9s} SKIPPED: {r.skipped}"
+    return (f"{r.target:9s} isel={r.isel:9s} ran {r.ran:6d} expressions, {len(r.mismatches)} mismatches, "
+            f"{len(r.errors)} errors, {r.seconds:.1f} s")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--count", type=int, default=1000, help="expressions per target and isel")
+    p.add_argument("--target", action="append", choices=TARGETS, help="repeatable (default: all)")
+    p.add_argument("--isel", action="append", choices=ISELS, help="repeatable (default: both)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--depth", type=int, default=4)
+    p.add_argument("--batch", type=int, default=150, help="kernels per module / emulator run")
+    args = p.parse_args(argv)
+    terms = random_terms(args.count, args.seed, args.depth)
+    status = 0
+    for target in args.target or TARGETS:
+        for isel in args.isel or ISELS:
+            r = run_batch(terms, target, isel, seed=args.seed, batch=args.batch)
+            for e in r.errors[:20]:
+                print("ERROR " + e, file=sys.stderr)
+            print(summary(r), flush=True)
+            status |= bool(r.mismatches or r.errors)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
