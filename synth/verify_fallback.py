@@ -1,0 +1,275 @@
+"""Fallback proofs for rules whose bit-vector proof does not finish: multiplier identities.
+
+Bit-blasting cannot prove that two differently built 32- or 64-bit multipliers agree, or even reason
+about one 128-bit multiplier inside a large formula, within any reasonable time, so
+`fpir.z3enc.equivalent` answers UNKNOWN (timeout) for rules such as the two-word expansion of a
+64-bit mul_shr. `synth.verify.verify_rule` then tries, in order:
+
+1. `equivalent_uf`: the same bit-vector formula with every multiplication replaced by an
+   uninterpreted function of the same width. This over-approximates (any model of the original is a
+   model of the abstraction), so UNSAT proves the rule; it works when both sides use the same
+   products and only rearrange their bits (the mul_shr expansions over hi/lo halves of one product).
+2. `equivalent_int`: the terms over Z3's integers, where a partial-product expansion is a polynomial
+   identity that nonlinear arithmetic proves in milliseconds. A lane of type t is an integer in
+   [t.min, t.max] (u1: 0 or 1); each primitive computes the exact result and wraps it into its type
+   with a Euclidean modulo; shifts and masks are only encoded where they are arithmetic (shifts by
+   constants, `&` with a low-bit mask 2^k - 1); FPIR and target ops expand through their
+   definitions. Anything else raises `Unsupported` and the verdict stays UNKNOWN. Its meaning is
+   cross-checked against the numpy interpreter in tests/pitchfork/test_generic_lowering.py.
+
+Neither fallback can turn a rule VALID that is not: (1) is sound by over-approximation, (2) is an
+exact encoding; a counterexample from (2) is a real one.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+import z3
+
+from fpir.ops import spec, template
+from fpir.term import Term
+from fpir.types import ScalarType
+from fpir.z3enc import Verdict, to_z3
+
+
+class Unsupported(ValueError):
+    """The term uses an op (or operand shape) this encoding does not model exactly."""
+
+
+Val = tuple  # (Z3 integer expression, lower bound, upper bound)
+
+# How wraps are encoded: "mod" always uses a modulo; "linear" avoids it when the value is at most one
+# period out of range. Z3 proves some identities only one way, so equivalent_int tries both.
+_MODE = ["mod"]
+# Division by 2^k is "purified": e = q 2^k + r with fresh q, r and 0 <= r < 2^k (shared by every
+# floor division and modulo of the same e and k), which keeps nonlinear arithmetic fast.
+_DIVMOD: dict[tuple[int, int], tuple[z3.ArithRef, z3.ArithRef]] = {}
+_SIDE: list[z3.BoolRef] = []
+
+
+def _divmod(e: z3.ArithRef, p: int) -> tuple[z3.ArithRef, z3.ArithRef]:
+    key = (e.get_id(), p)
+    hit = _DIVMOD.get(key)
+    if hit is None:
+        n = len(_DIVMOD)
+        q, r = z3.Int(f"q!{n}"), z3.Int(f"r!{n}")
+        _SIDE.extend([e == q * p + r, r >= 0, r < p])
+        hit = _DIVMOD[key] = (q, r)
+    return hit
+
+
+def _wrap(v: Val, t: ScalarType) -> Val:
+    """Reduce an exact value into t's range; piecewise linear when one period of wrap suffices."""
+    e, lo, hi = v
+    if t.bits == 1:
+        return (z3.If(e != 0, z3.IntVal(1), z3.IntVal(0)), 0, 1)
+    if _MODE[0] == "linear" and t.min <= lo and hi <= t.max:
+        return v
+    m = 1 << t.bits
+    if _MODE[0] == "linear" and t.min - m <= lo and hi <= t.max + m:  # one period away: no modulo
+        e = z3.If(e < t.min, e + m, z3.If(e > t.max, e - m, e))
+    else:
+        e = _divmod(e - t.min, m)[1] + t.min
+    return (e, t.min, t.max)
+
+
+def _const_value(t: Term) -> Optional[int]:
+    return t.value if t.is_const else None
+
+
+def _bool(c: z3.BoolRef) -> Val:
+    return (z3.If(c, z3.IntVal(1), z3.IntVal(0)), 0, 1)
+
+
+def _shift(t: Term, a: Val, left: bool) -> Val:
+    k = _const_value(t.args[1])
+    if k is None:
+        raise Unsupported(f"{t.op} by a variable amount")
+    if k < 0:
+        left, k = not left, -k
+    p = 1 << min(k, t.type.bits)
+    e, lo, hi = a
+    if left:
+        return _wrap((e * p, lo * p, hi * p), t.type)
+    return (_divmod(e, p)[0], lo // p, hi // p)  # floor division; amounts >= bits give 0 or -1
+
+
+def _and(t: Term, a: Val, b: Val) -> Val:
+    for i, other in ((1, a), (0, b)):
+        k = _const_value(t.args[i])
+        if k is None:
+            continue
+        if k == -1 or k == (1 << t.type.bits) - 1:
+            return other
+        if k > 0 and k & (k + 1) == 0:  # a low mask 2^j - 1: the value modulo 2^j
+            e, lo, hi = other
+            if _MODE[0] == "linear" and 0 <= lo and hi <= k:
+                return other
+            return (_divmod(e, k + 1)[1], 0, k)
+    raise Unsupported("& other than with a low-bit mask")
+
+
+def _node(t: Term, args: list[Val]) -> Val:
+    op, rt = t.op, t.type
+    if op in ("add", "sub", "mul"):
+        (a, al, ah), (b, bl, bh) = args
+        if op == "add":
+            return _wrap((a + b, al + bl, ah + bh), rt)
+        if op == "sub":
+            return _wrap((a - b, al - bh, ah - bl), rt)
+        corners = [al * bl, al * bh, ah * bl, ah * bh]
+        return _wrap((a * b, min(corners), max(corners)), rt)
+    if op in ("cast", "reinterpret"):
+        return _wrap(args[0], rt)
+    if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+        a, b = args[0][0], args[1][0]
+        return _bool({"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[op])
+    if op == "select":
+        (c, _, _), (a, al, ah), (b, bl, bh) = args
+        return (z3.If(c != 0, a, b), min(al, bl), max(ah, bh))
+    if op in ("min", "max"):
+        (a, al, ah), (b, bl, bh) = args
+        if op == "min":
+            return (z3.If(a <= b, a, b), min(al, bl), min(ah, bh))
+        return (z3.If(a <= b, b, a), max(al, bl), max(ah, bh))
+    if op == "not":
+        a, lo, hi = args[0]
+        if rt.bits == 1:
+            return (1 - a, 0, 1)
+        return (-a - 1, -hi - 1, -lo - 1) if rt.signed else (rt.max - a, rt.max - hi, rt.max - lo)
+    if op == "abs":
+        a, lo, hi = args[0]
+        return (z3.If(a < 0, -a, a), 0, max(abs(lo), abs(hi)))
+    if op == "shl":
+        return _shift(t, args[0], True)
+    if op == "shr":
+        return _shift(t, args[0], False)
+    if op == "and":
+        return _and(t, args[0], args[1])
+    raise Unsupported(f"op {op}")
+
+
+def to_int(term: Term, env: Mapping[str, Val]) -> Val:
+    memo: dict[int, Val] = {}
+    for t in term.walk():
+        if t.op == "var":
+            memo[id(t)] = env[t.name]
+        elif t.op == "const":
+            memo[id(t)] = (z3.IntVal(t.value), t.value, t.value)
+        else:
+            args = [memo[id(a)] for a in t.args]
+            s = spec(t.op)
+            if s.kind == "primitive":
+                memo[id(t)] = _node(t, args)
+            else:
+                body, names = template(t.op, tuple(a.type for a in t.args), t.type)
+                memo[id(t)] = to_int(body, dict(zip(names, args)))
+    return memo[id(term)]
+
+
+def equivalent_int(a: Term, b: Term, timeout_ms: int = 20000) -> Verdict:
+    """Prove a == b over the integers; UNKNOWN if an op is not modelled or Z3 gives up."""
+    if a.type != b.type:
+        return Verdict("INVALID", reason=f"types differ: {a.type} vs {b.type}")
+    verdict = Verdict("UNKNOWN", reason="integer arithmetic")
+    for mode in ("linear", "mod"):
+        _MODE[0] = mode
+        try:
+            verdict = _equivalent_int(a, b, max(1000, timeout_ms // 2))
+        finally:
+            _MODE[0] = "mod"
+        if verdict.status != "UNKNOWN" or "encoding" in verdict.reason:
+            break
+    return verdict
+
+
+def _equivalent_int(a: Term, b: Term, timeout_ms: int) -> Verdict:
+    _DIVMOD.clear()
+    _SIDE.clear()
+    variables = {v.name: v for v in a.variables() + b.variables()}
+    env = {n: (z3.Int(n), v.type.min, v.type.max) for n, v in variables.items()}
+    try:
+        za, zb = to_int(a, env)[0], to_int(b, env)[0]
+    except Unsupported as e:
+        return Verdict("UNKNOWN", reason=f"integer encoding: {e}")
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    for n, v in variables.items():
+        s.add(env[n][0] >= v.type.min, env[n][0] <= v.type.max)
+    s.add(*_SIDE)
+    s.add(za != zb)
+    r = s.check()
+    if r == z3.unsat:
+        return Verdict("VALID", reason="integer arithmetic")
+    if r == z3.unknown:
+        return Verdict("UNKNOWN", reason=f"integer arithmetic: {s.reason_unknown() or 'unknown'}")
+    m = s.model()
+    cex = {n: m.eval(env[n][0], model_completion=True).as_long() for n in variables}
+    return Verdict("INVALID", cex, lhs_value=m.eval(za, model_completion=True).as_long(),
+                   rhs_value=m.eval(zb, model_completion=True).as_long())
+
+
+def _abstract_mul(e: z3.ExprRef, funcs: dict[int, z3.FuncDeclRef], pairs: dict[int, tuple]) -> z3.ExprRef:
+    """e with every bit-vector multiplication replaced by the uninterpreted `mul<width>`."""
+    seen: set[int] = set()
+    order: list[z3.ExprRef] = []
+    stack: list[tuple[z3.ExprRef, bool]] = [(e, False)]
+    while stack:  # post-order: inner products before the products containing them
+        x, done = stack.pop()
+        if done:
+            order.append(x)
+            continue
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        stack.append((x, True))
+        if z3.is_app(x):
+            stack.extend((c, False) for c in x.children())
+    for x in order:
+        if x.get_id() in pairs or not (z3.is_app(x) and x.decl().kind() == z3.Z3_OP_BMUL):
+            continue
+        w = x.size()
+        f = funcs.get(w)
+        if f is None:
+            f = funcs[w] = z3.Function(f"mul{w}", z3.BitVecSort(w), z3.BitVecSort(w), z3.BitVecSort(w))
+        subs = [p for p in pairs.values()]
+        kids = [z3.substitute(c, *subs) if subs else c for c in x.children()]
+        out = kids[0]
+        for k in kids[1:]:
+            out = f(out, k)
+        pairs[x.get_id()] = (x, out)
+    subs = list(pairs.values())
+    return z3.substitute(e, *subs) if subs else e
+
+
+def equivalent_uf(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), timeout_ms: int = 20000) -> Verdict:
+    """Prove a == b with multiplication uninterpreted (sound: UNSAT here implies UNSAT with bvmul)."""
+    if a.type.bits != b.type.bits:
+        return Verdict("INVALID", reason=f"types differ: {a.type} vs {b.type}")
+    funcs: dict[int, z3.FuncDeclRef] = {}
+    pairs: dict[int, tuple] = {}
+    za = _abstract_mul(to_z3(a), funcs, pairs)
+    zb = _abstract_mul(to_z3(b), funcs, pairs)
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    s.add(*[_abstract_mul(x, funcs, pairs) for x in assume])
+    s.add(za != zb)
+    r = s.check()
+    if r == z3.unsat:
+        return Verdict("VALID", reason="multiplication uninterpreted")
+    # sat may be spurious (the abstraction allows any product): never report it as INVALID
+    return Verdict("UNKNOWN", reason="uninterpreted multiplication: " + (
+        "not provable this way" if r == z3.sat else (s.reason_unknown() or "unknown")))
+
+
+def fallback(a: Term, b: Term, assume: Sequence[z3.BoolRef], timeout_ms: int) -> Optional[Verdict]:
+    """A decisive verdict from the fallbacks, or None."""
+    v = equivalent_uf(a, b, assume, timeout_ms)
+    if v.status == "VALID":
+        return v
+    if all(z3.is_true(z3.simplify(x)) for x in assume):
+        v = equivalent_int(a, b, timeout_ms)
+        if v.status != "UNKNOWN":
+            return v
+    return None
