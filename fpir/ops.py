@@ -306,8 +306,8 @@ def _hint_cast(i: int, known: Sequence[Optional[ScalarType]], expected: Optional
 # type involved has at most 16 bits, Python ints in object arrays otherwise) and then wraps.
 
 
-def _work(arrays: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType) -> tuple[list[Any], bool]:
-    use_obj = max([t.bits for t in types] + [rt.bits]) > 16
+def _work(arrays: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType, limit: int = 16) -> tuple[list[Any], bool]:
+    use_obj = max([t.bits for t in types] + [rt.bits]) > limit
     out = []
     for a in arrays:
         a = np.asarray(a)
@@ -322,7 +322,11 @@ def _wrap(v: Any, t: ScalarType) -> Any:
     if t.bits == 1:
         return np.asarray(v & 1).astype(np.bool_)
     if v.dtype == object:
-        return np.asarray(_WRAPPERS[t](v), dtype=object).astype(t.np_dtype)
+        # Elementwise on Python ints; np.asarray keeps 0-d results as object arrays.
+        w = np.asarray(v & ((1 << t.bits) - 1), dtype=object)
+        if t.signed:
+            w = np.asarray(np.where(w >= (1 << (t.bits - 1)), w - (1 << t.bits), w), dtype=object)
+        return w.astype(t.np_dtype)
     mask = (1 << t.bits) - 1
     w = v & mask
     if t.signed:
@@ -341,11 +345,15 @@ class _WrapperCache(dict):
 _WRAPPERS = _WrapperCache()
 
 
-def _np_lift(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Wrap an exact integer function of work arrays into a primitive numpy implementation."""
+def _np_lift(fn: Callable[..., Any], limit: int = 32) -> Callable[..., Any]:
+    """Wrap an exact integer function of work arrays into a primitive numpy implementation.
+
+    `limit`: the widest type for which int64 holds every exact intermediate (32 for ops whose
+    result magnitude is bounded by their operands', 16 for multiplications and shifts).
+    """
 
     def impl(args: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType) -> Any:
-        w, obj = _work(args, types, rt)
+        w, obj = _work(args, types, rt, limit)
         shape = np.broadcast_shapes(*(x.shape for x in w))
         if obj:
             # 0-d object arrays decay to Python ints (and np.where/np.minimum then fall back to int64,
@@ -602,7 +610,8 @@ def _iv_absd(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) 
 def _prim(name: str, arity: int, rule: TypeRule, doc: str, np_fn: Callable[..., Any], z3_fn: Callable[..., Any],
           iv: Callable[..., Interval], symbol: Optional[str] = None, hint: ArgHint = _hint_same,
           explicit_type: bool = False) -> None:
-    register(OpSpec(name, arity, "primitive", rule, doc, np_impl=_np_lift(np_fn), z3_impl=z3_fn, interval=iv,
+    limit = 16 if name in ("mul", "shl", "shr") else 32
+    register(OpSpec(name, arity, "primitive", rule, doc, np_impl=_np_lift(np_fn, limit), z3_impl=z3_fn, interval=iv,
                     symbol=symbol, arg_hint=hint, explicit_type=explicit_type))
 
 
