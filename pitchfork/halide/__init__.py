@@ -5,7 +5,8 @@
 
 Modules: `capture` (getting the text out of Halide), `stmt_grammar.lark` + `stmt` (parsing and type
 inference), `ir` (the nodes), `printer` (back to Halide's syntax), `htypes` (types), `examples`
-(reference pipelines; imports halide).
+(reference pipelines; imports halide), `generator` (Halide Python generators compiled with PITCHFORK:
+`compile_generator`, the `pitchfork compile` command's engine).
 """
 
 from pitchfork.halide.capture import (
@@ -19,6 +20,7 @@ from pitchfork.halide.capture import (
     enable_inprocess_capture,
     inprocess_capture_available,
 )
+from pitchfork.halide.generator import GeneratorError, compile_generator
 from pitchfork.halide.htypes import HType
 from pitchfork.halide.printer import to_text
 from pitchfork.halide.stmt import HalideParseError, HalideTypeError, parse_expr, parse_stmt
@@ -28,12 +30,14 @@ __all__ = [
     "ArgInfo",
     "CaptureError",
     "CapturedStmt",
+    "GeneratorError",
     "HType",
     "HalideParseError",
     "HalideTypeError",
     "OutputInfo",
     "capture_stmt",
     "capture_stmts",
+    "compile_generator",
     "enable_inprocess_capture",
     "inprocess_capture_available",
     "parse_expr",

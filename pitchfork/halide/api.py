@@ -11,7 +11,13 @@ target: in-process JIT for x86-avx2, qemu for arm64 and hvx128 (correctness only
 
 Anything PITCHFORK cannot compile (floating point, unsupported constructs, Tuple outputs, ...) falls
 back to Halide's own compiler with a warning that says why (fallback=False raises instead); a
-fallback never changes results, only who selected the instructions.
+fallback never changes results, only who selected the instructions. Running a fallback uses Halide's
+JIT for this (x86) host whatever the target (the target's object file cannot run here); integer
+results are the same on every target, float results can differ in the last ulp (fast-math contraction).
+
+Errors: inputs of the wrong number, dtype or dimensionality raise TypeError; a failed Halide
+assertion in the compiled code (bad sizes or strides, an output extent that is not a multiple of a
+RoundUp tile, ...) raises RuntimeError quoting the assertion, never a crash.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from pitchfork.emit.machine import CompiledModule, compile_module
+from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
 from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.halide.stmt import HalideParseError
@@ -33,6 +39,11 @@ from pitchfork.targets import canonical
 
 class PitchforkFallbackWarning(UserWarning):
     """PITCHFORK could not compile a pipeline and used Halide's own compiler instead."""
+
+
+#: What makes `compile` fall back to Halide (or raise, with fallback=False): a construct codegen does
+#: not handle, a statement the parser does not know, a failed capture, IR that LLVM rejects.
+FALLBACK_ERRORS = (Unsupported, HalideParseError, CaptureError, CompileError)
 
 
 @dataclass
@@ -57,6 +68,8 @@ class CompiledPipeline:
     stats: CompileStats
     fallback_reason: str = ""
     _halide: Any = None  # (pipeline, args) for the fallback
+    #: assertion number written to the error slot -> the assertion's text (condition and error call)
+    assertions: dict[int, str] = field(default_factory=dict)
 
     @property
     def is_fallback(self) -> bool:
@@ -93,7 +106,9 @@ class CompiledPipeline:
             return f.read_text()
 
     # ---- running ---------------------------------------------------------------------------
-    def __call__(self, *inputs: Any, size: Optional[Sequence[int]] = None) -> np.ndarray:
+    def __call__(self, *inputs: Any, size: Optional[Sequence[int]] = None) -> Any:
+        """Run on numpy arrays / hl.Buffers (and scalars) in argument order; returns an array shaped like
+        `np.asarray(func.realize(size))` (a tuple of them for a pipeline with several outputs)."""
         if self.module is None:
             return self._run_halide(inputs, size)
         from pitchfork.emit.run import Buffer, Call, Scalar, run_calls
@@ -123,41 +138,71 @@ class CompiledPipeline:
                 args += [Scalar(mins[d]), Scalar(extents[d]), Scalar(strides[d])]
             if first_extents is None:
                 first_extents = extents
-        out = self.captured.outputs[0]
+        outs = self.captured.outputs
         size = list(size) if size is not None else first_extents
-        if size is None or len(size) != out.dimensions:
-            raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
+        for out in outs:
+            if size is None or len(size) != out.dimensions:
+                raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
+        assert size is not None
         shape = tuple(reversed(size))
-        res = np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype)
-        args.append(Buffer(res, is_output=True))
-        stride = 1
-        for d in range(out.dimensions):
-            args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
-            stride *= size[d]
-        err, result = run_calls(self.module, self.target, [Call(self.name, args)])[0]
-        if int(err[0]) != 0:
-            raise RuntimeError(f"{self.name}: Halide assertion #{int(err[0])} failed (bad sizes, strides or "
-                               "an output extent that is not a multiple of the schedule's tile)")
-        return result
+        for out in outs:
+            args.append(Buffer(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype), is_output=True))
+            stride = 1
+            for d in range(out.dimensions):
+                args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
+                stride *= size[d]
+        err, *results = run_calls(self.module, self.target, [Call(self.name, args)])[0]
+        code = int(err[0])
+        if code != 0:
+            what = self.assertions.get(code, "")
+            raise RuntimeError(f"{self.name}: Halide assertion #{code} failed: {what or '(unknown)'} -- bad sizes "
+                               "or strides, or an output extent that is not a multiple of the schedule's tile")
+        # One array per output Func (a tuple for a multi-output pipeline, e.g. a generator with two
+        # Outputs of the same dimensions).
+        return results[0] if len(results) == 1 else tuple(results)
 
-    def _run_halide(self, inputs: Sequence[Any], size: Optional[Sequence[int]]) -> np.ndarray:
+    def _run_halide(self, inputs: Sequence[Any], size: Optional[Sequence[int]]) -> Any:
         import halide as hl
 
         pipeline, args = self._halide
-        if self.target != "x86-avx2":
-            raise RuntimeError(f"the Halide fallback for {self.target} can only be compiled, not run here")
+        if len(inputs) != len(args):
+            raise TypeError(f"{self.name} takes {len(args)} inputs, got {len(inputs)}")
         keep = []
+        first_extents: Optional[list[int]] = None
         for a, value in zip(args, inputs):
             if isinstance(a, hl.ImageParam):
-                buf = value if isinstance(value, hl.Buffer) else hl.Buffer(np.ascontiguousarray(value))
-                keep.append((value, buf))
+                arr, _ = _as_array(value)
+                want = np.dtype(_np_dtype(a.type()))
+                if arr.dtype != want:
+                    raise TypeError(f"input {a.name()} must be {want}, got {arr.dtype}")
+                if arr.ndim != a.dimensions():
+                    raise TypeError(f"input {a.name()} must have {a.dimensions()} dimensions, got {arr.ndim}")
+                buf = value if isinstance(value, hl.Buffer) else hl.Buffer(arr)
+                keep.append((value, arr, buf))  # param.set does not keep the array alive (SPEC 1.7)
                 a.set(buf)
+                if first_extents is None:
+                    first_extents = list(reversed(arr.shape))
             else:
                 a.set(value)
+        size = list(size) if size is not None else first_extents
         if size is None:
-            first = inputs[0]
-            size = list(reversed(np.asarray(first).shape))
-        return np.asarray(pipeline.realize(list(size), _halide_target(self.target))).copy()
+            raise TypeError(f"size must be given for {self.name} (it has no input buffer)")
+        # Halide's JIT for the host: the target's own object file cannot run here, and integer
+        # semantics do not depend on the target.
+        try:
+            out = pipeline.realize(list(size), _halide_target("x86-avx2"))
+        except hl.HalideError as e:
+            raise RuntimeError(f"{self.name} (Halide fallback): {e}") from e
+        if isinstance(out, (tuple, list)):  # several outputs (or a Tuple-valued Func)
+            return tuple(np.asarray(b).copy() for b in out)
+        return np.asarray(out).copy()
+
+
+def _np_dtype(t: Any) -> str:
+    if t.is_bool():
+        return "bool"
+    kind = "int" if t.is_int() else "uint" if t.is_uint() else "float"
+    return f"{kind}{t.bits()}"
 
 
 def _halide_target(target: str) -> Any:
@@ -201,8 +246,8 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         t0 = time.perf_counter()
         module = compile_module(str(cg.module), target)
         stats.llvm_seconds = time.perf_counter() - t0
-        return CompiledPipeline(target, isel, name, captured, module, stats)
-    except (Unsupported, HalideParseError, CaptureError) as e:
+        return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages))
+    except FALLBACK_ERRORS as e:
         if not fallback:
             raise
         reason = f"{type(e).__name__}: {e}"

@@ -12,12 +12,18 @@ pass (pitchfork/halide/capture.py), parsed by pitchfork/halide/stmt.py. This pas
   pitchfork or llvm) and emits them with pitchfork.emit.expr; scalar expressions (indices, bounds)
   are emitted with the same exact semantics, without lifting;
 * emits loops (serial; Halide's parallel/unrolled loops run serially), lets, dense vector
-  loads/stores (alignment 1), gathers/scatters for other indices, stack allocations for
-  compute_root/compute_at intermediates, if/else, and checks Halide's assertions on sizes and strides,
-  writing the failing assertion's number to the error slot instead of crashing.
+  loads/stores (alignment 1), gathers/scatters for other indices (lane loops), predicated loads and
+  stores (TailStrategy Predicate*/GuardWithIf tails: llvm.masked.load/store, or lane loops that skip
+  masked-off lanes where LLVM's masked ops are wrong), vector reductions (strided slices combined
+  with FPIR ops), shuffles, bit counts (LLVM's ctlz/cttz/ctpop), allocations for
+  compute_root/compute_at intermediates (stack, or malloc/free when large or dynamic), if/else, and
+  checks Halide's assertions on sizes and strides, writing the failing assertion's number to the
+  error slot instead of crashing (`assert_messages` maps the number to the assertion's text);
+* records every selection (`selections`: statement, input term, lifted FPIR, lowered, final).
 
 Function ABI: `void name(ptr err, <per argument>)` where a buffer is `ptr host` followed by
-(min, extent, stride) as i32 for each dimension, and a scalar parameter is an i32 or i64 value.
+(min, extent, stride) as i32 for each dimension, and a scalar parameter is an i32 or i64 value;
+inputs in argument order, then the outputs. Code for x86 and AArch64 may call malloc/free.
 `err[0]` is 0 on success. Constructs we cannot compile raise `Unsupported` quoting the construct and
 its line, and the caller falls back to Halide's own compiler.
 """
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
 
@@ -37,6 +43,9 @@ from pitchfork.emit.expr import ExprEmitter, vec_type
 from pitchfork.halide import ir as H
 from pitchfork.halide.capture import ArgInfo, CapturedStmt
 from pitchfork.halide.htypes import HType
+
+if TYPE_CHECKING:
+    from pitchfork.lower import Selection
 
 
 class Unsupported(Exception):
@@ -62,6 +71,15 @@ INTRINSICS = {
     "saturating_sub": "saturating_sub", "mul_shift_right": "mul_shr",
     "rounding_mul_shift_right": "rounding_mul_shr", "saturating_shift_left": "saturating_shl",
 }
+#: Constant-size allocations up to this many bytes go on the stack (larger ones and dynamic ones are
+#: malloc'd, except on Hexagon).
+STACK_LIMIT = 64 * 1024
+# Bit counts (no FPIR op): emitted with LLVM's intrinsics, the argument selected on its own. Halide's
+# count_leading_zeros(0) is the bit width, which is llvm.ctlz with is_zero_poison = false.
+BIT_COUNTS = {"count_leading_zeros": "ctlz", "count_trailing_zeros": "cttz", "popcount": "ctpop"}
+# Halide VectorReduce operators -> the FPIR op that combines two partial results
+REDUCE_OPS = {"add": "add", "saturating_add": "saturating_add", "mul": "mul", "min": "min", "max": "max",
+              "and": "and", "or": "or"}
 IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
 
 
@@ -110,10 +128,15 @@ class LoopNestCodegen:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
         self.module = ir.Module(name=name)
         self.stats = Stats()
-        self._sel_cache: dict[Term, Term] = {}
+        self._sel_cache: dict[Term, Selection] = {}
+        #: every vector expression selected, with the statement it belongs to (input, lifted FPIR,
+        #: lowered and final terms: what tests and `--trace`-style tools inspect)
+        self.selections: list[tuple[Optional[H.Node], Selection]] = []
         self._leaf_ids = itertools.count()
         self._assert_ids = itertools.count(1)
         self.leaves: dict[str, Leaf] = {}
+        #: assertion number (the value written to err[0]) -> "condition: Halide's error call"
+        self.assert_messages: dict[int, str] = {}
 
     # ---- function and arguments ------------------------------------------------------------
     def build(self) -> ir.Function:
@@ -144,6 +167,15 @@ class LoopNestCodegen:
         self.scalars: dict[str, tuple[ir.Value, ScalarType]] = {}
         self.vlets: dict[str, Term] = {}
         self.buffers: dict[str, BufferInfo] = {}
+        fn.args[0].name = "err"
+        k = 1
+        for kind, nm, dims, t in layout:  # readable argument names in the emitted IR
+            fn.args[k].name = _ident(nm)
+            if kind == "buffer":
+                for d in range(dims):
+                    for j, f in enumerate(("min", "extent", "stride")):
+                        fn.args[k + 1 + 3 * d + j].name = f"{_ident(nm)}.{f}.{d}"
+            k += 1 + (3 * dims if kind == "buffer" else 0)
         k = 1
         for kind, nm, dims, t in layout:
             if kind == "scalar":
@@ -196,7 +228,7 @@ class LoopNestCodegen:
                 buf = self._buffer_of(value.args[0], node)
                 self.buffers[name] = buf
                 return
-            raise Unsupported(f"handle-valued let {name} = {value}", node)
+            raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
         if t.is_vector:
             self.vlets[name] = self.to_term(value, node)
             return
@@ -210,6 +242,7 @@ class LoopNestCodegen:
             return
         self.stats.asserts_checked += 1
         code = next(self._assert_ids)
+        self.assert_messages[code] = _assert_text(s)
         if cond.is_const:
             if cond.value:
                 return
@@ -275,23 +308,45 @@ class LoopNestCodegen:
         self.b.position_at_end(done)
 
     def _s_Allocate(self, s: H.Allocate) -> None:
+        """An intermediate buffer (compute_root/compute_at). Small constant-size ones, `in Stack` ones
+        and every one on Hexagon (our bare-metal harness has no malloc) live on the stack, scoped with
+        stacksave/stackrestore so allocations inside loops do not grow the stack; others are malloc'd
+        and freed at the end of their scope (a compute_root image would overflow an 8 MB stack), as
+        Halide does with halide_malloc."""
         if s.condition is not None:
             raise Unsupported(f"conditional allocation of {s.name}", s)
-        n = ir.Constant(ir.IntType(64), 1)
+        i64 = ir.IntType(64)
+        n: ir.Value = ir.Constant(i64, 1)
+        const_elems: Optional[int] = 1
         for e in s.extents:
-            n = self.b.mul(n, self.b.sext(self.scalar(e, s), ir.IntType(64)))
-        save = self.b.call(self._intrinsic("llvm.stacksave.p0", ir.PointerType(ir.IntType(8)), []), [])
+            if isinstance(e, H.IntImm) and const_elems is not None:
+                const_elems *= e.value
+            else:
+                const_elems = None
+            n = self.b.mul(n, self.b.sext(self.scalar(e, s), i64))
         elem_bytes = max(1, s.type.bits // 8)
         # Pad by a vector so that vector loads that Halide rounds up stay inside the allocation.
-        size = self.b.add(self.b.mul(n, ir.Constant(ir.IntType(64), elem_bytes)), ir.Constant(ir.IntType(64), 512))
-        mem = self.b.alloca(ir.IntType(8), size=size)
-        mem.align = 128
+        size = self.b.add(self.b.mul(n, ir.Constant(i64, elem_bytes)), ir.Constant(i64, 512))
+        ptr = ir.PointerType(ir.IntType(8))
+        if self.target == "hvx128" or s.memory_type in ("Stack", "Register"):
+            on_heap = False  # Halide puts `in Stack` allocations on the stack too
+        else:
+            on_heap = const_elems is None or const_elems * elem_bytes > STACK_LIMIT or s.memory_type == "Heap"
+        if on_heap:
+            mem = self.b.call(self._intrinsic("malloc", ptr, [i64]), [size])
+        else:
+            save = self.b.call(self._intrinsic("llvm.stacksave.p0", ptr, []), [])
+            mem = self.b.alloca(ir.IntType(8), size=size)
+            mem.align = 128
         saved = dict(self.buffers)
         self.buffers[s.name] = BufferInfo(s.name, mem, s.type.elem)
         self.stmt_(s.body)
         self.buffers = saved
         if not self.b.block.is_terminated:
-            self.b.call(self._intrinsic("llvm.stackrestore.p0", ir.VoidType(), [ir.PointerType(ir.IntType(8))]), [save])
+            if on_heap:
+                self.b.call(self._intrinsic("free", ir.VoidType(), [ptr]), [mem])
+            else:
+                self.b.call(self._intrinsic("llvm.stackrestore.p0", ir.VoidType(), [ptr]), [save])
 
     def _s_Free(self, s: H.Free) -> None:
         return
@@ -300,27 +355,52 @@ class LoopNestCodegen:
         v = s.value
         if isinstance(v, H.IntImm):
             return
-        raise Unsupported(f"evaluated call {v}", s)
+        raise Unsupported(f"evaluated call {_show(v)}", s)
 
     def _s_Store(self, s: H.Store) -> None:
-        if s.predicate is not None:
-            raise Unsupported(f"predicated store to {s.buffer}", s)
         buf = self._buffer(s.buffer, s)
         t = s.value.type
         et = fpir_type(t.elem, s)
         if t.is_scalar:
+            if s.predicate is not None:
+                raise Unsupported(f"predicated scalar store to {s.buffer}", s)
             val = self.scalar(s.value, s)
             idx = self.scalar(s.index, s)
             self._store_elem(buf, et, idx, val)
             return
-        val = self.vector(s.value, s)
+        # A predicated store (TailStrategy::Predicate/PredicateStores, GuardWithIf tails) writes only
+        # the lanes whose predicate is true: a masked store, or a scatter that skips masked-off lanes.
+        mask = self._mask(s.predicate, t.lanes, s) if s.predicate is not None else None
+        val = self._to_storage(self.vector(s.value, s), et)
         ramp = self._dense(s.index)
         if ramp is not None:
             base = self.scalar(ramp, s)
             p = self._elem_ptr(buf, et, base, vec_type(_storage(et), t.lanes))
-            self.b.store(self._to_storage(val, et), p, align=1)
+            if mask is None:
+                self.b.store(val, p, align=1)
+            elif not self._masked_ok(t.lanes, et):
+                self._scatter(buf, et, self._iota(base, t.lanes), val, t.lanes, mask)
+            else:
+                fn = self._intrinsic(f"llvm.masked.store.v{t.lanes}i{_storage(et).bits}.p0", ir.VoidType(),
+                                     [val.type, p.type, ir.IntType(32), mask.type])
+                self.b.call(fn, [val, p, ir.Constant(ir.IntType(32), 1), mask])
             return
-        self._scatter(buf, et, self.vector(s.index, s), self._to_storage(val, et), t.lanes)
+        self._scatter(buf, et, self.vector(s.index, s), val, t.lanes, mask)
+
+    def _masked_ok(self, lanes: int, st: ScalarType) -> bool:
+        """Whether llvm.masked.load/store are safe here. LLVM 22's Hexagon backend miscompiles them for
+        vectors narrower than an HVX register (a 16 x i8 masked store writes every lane once any mask
+        bit is set; found by the GuardWithIf tail tests), so those use lane loops instead."""
+        return self.target != "hvx128" or (lanes * _storage(st).bits) % 1024 == 0
+
+    def _iota(self, base: ir.Value, lanes: int) -> ir.Value:
+        v = self._splat(base, i32, lanes)
+        return self.b.add(v, ir.Constant(v.type, list(range(lanes))))
+
+    def _mask(self, predicate: H.Expr, lanes: int, node: H.Node) -> ir.Value:
+        if predicate.type.is_scalar:
+            return self._splat(self.scalar(predicate, node), u1, lanes)
+        return self.vector(predicate, node)
 
     # ---- memory ------------------------------------------------------------------------------
     def _buffer(self, name: str, node: H.Node) -> BufferInfo:
@@ -333,7 +413,7 @@ class LoopNestCodegen:
             e = e.value
         if isinstance(e, H.Variable) and e.name in self.buffers:
             return self.buffers[e.name]
-        raise Unsupported(f"buffer handle {e}", node)
+        raise Unsupported(f"buffer handle {_show(e)}", node)
 
     def _elem_ptr(self, buf: BufferInfo, et: ScalarType, index: ir.Value, pointee: ir.Type) -> ir.Value:
         st = _storage(et)
@@ -379,35 +459,84 @@ class LoopNestCodegen:
         self.b.cbranch(self.b.icmp_signed("<", nxt, count), loop, done)
         self.b.position_at_end(done)
 
-    def _gather(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, lanes: int) -> ir.Value:
+    def _gather(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, lanes: int,
+                mask: Optional[ir.Value] = None) -> ir.Value:
+        """Lane-by-lane load of `buf[idx[k]]`; lanes whose `mask` bit is false are not read (zero)."""
         et = ir.IntType(_storage(st).bits)
         idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
         out_mem = self._entry_alloca(ir.ArrayType(et, lanes))
-        self.b.store(idx, self.b.bitcast(idx_mem, ir.PointerType(idx.type)), align=4)
+        self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
+                     align=4)
+        if mask is not None:
+            self.b.store(ir.Constant(ir.VectorType(et, lanes), [0] * lanes),
+                         self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
+        mask_mem = self._mask_memory(mask, lanes)
         zero = ir.Constant(ir.IntType(32), 0)
 
         def body(k: ir.Value) -> None:
-            ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
-            x = self.b.load(self._elem_ptr(buf, st, ix, et), align=1)
-            self.b.store(x, self.b.gep(out_mem, [zero, k]), align=1)
+            def one() -> None:
+                ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
+                x = self.b.load(self._elem_ptr(buf, st, ix, et), align=1)
+                self.b.store(x, self.b.gep(out_mem, [zero, k]), align=1)
+
+            self._if_lane(mask_mem, k, one)
 
         self._lane_loop(lanes, body)
         return self.b.load(self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
 
-    def _scatter(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, val: ir.Value, lanes: int) -> None:
+    def _scatter(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, val: ir.Value, lanes: int,
+                 mask: Optional[ir.Value] = None) -> None:
+        """Lane-by-lane store of `val[k]` to `buf[idx[k]]`, in lane order (a later lane wins), skipping
+        lanes whose `mask` bit is false."""
         et = ir.IntType(_storage(st).bits)
         idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
         val_mem = self._entry_alloca(ir.ArrayType(et, lanes))
-        self.b.store(idx, self.b.bitcast(idx_mem, ir.PointerType(idx.type)), align=4)
+        self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
+                     align=4)
         self.b.store(val, self.b.bitcast(val_mem, ir.PointerType(val.type)), align=1)
+        mask_mem = self._mask_memory(mask, lanes)
         zero = ir.Constant(ir.IntType(32), 0)
 
         def body(k: ir.Value) -> None:
-            ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
-            x = self.b.load(self.b.gep(val_mem, [zero, k]), align=1)
-            self.b.store(x, self._elem_ptr(buf, st, ix, et), align=1)
+            def one() -> None:
+                ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
+                x = self.b.load(self.b.gep(val_mem, [zero, k]), align=1)
+                self.b.store(x, self._elem_ptr(buf, st, ix, et), align=1)
+
+            self._if_lane(mask_mem, k, one)
 
         self._lane_loop(lanes, body)
+
+    def _index32(self, idx: ir.Value) -> ir.Value:
+        """Vector indices as i32 (Halide indices are int32; an int64 index is truncated, as Halide's
+        own 32-bit buffer addressing does)."""
+        w = idx.type.element.width
+        if w == 32:
+            return idx
+        vt = ir.VectorType(ir.IntType(32), idx.type.count)
+        return self.b.trunc(idx, vt) if w > 32 else self.b.sext(idx, vt)
+
+    def _mask_memory(self, mask: Optional[ir.Value], lanes: int) -> Optional[ir.Value]:
+        if mask is None:
+            return None
+        mem = self._entry_alloca(ir.ArrayType(ir.IntType(8), lanes))
+        self.b.store(self.b.zext(mask, ir.VectorType(ir.IntType(8), lanes)),
+                     self.b.bitcast(mem, ir.PointerType(ir.VectorType(ir.IntType(8), lanes))), align=1)
+        return mem
+
+    def _if_lane(self, mask_mem: Optional[ir.Value], k: ir.Value, body) -> None:  # type: ignore[no-untyped-def]
+        if mask_mem is None:
+            body()
+            return
+        zero = ir.Constant(ir.IntType(32), 0)
+        bit = self.b.load(self.b.gep(mask_mem, [zero, k]), align=1)
+        on = self.fn.append_basic_block("lane_on")
+        after = self.fn.append_basic_block("lane_next")
+        self.b.cbranch(self.b.icmp_unsigned("!=", bit, ir.Constant(ir.IntType(8), 0)), on, after)
+        self.b.position_at_end(on)
+        body()
+        self.b.branch(after)
+        self.b.position_at_end(after)
 
     def _dense(self, index: H.Expr) -> Optional[H.Expr]:
         if isinstance(index, H.Ramp) and isinstance(index.stride, H.IntImm) and index.stride.value == 1:
@@ -445,7 +574,7 @@ class LoopNestCodegen:
         term = self.to_term(e, node)
         leaves = self.leaves
         lanes = e.type.lanes
-        final = self._select(term)
+        final = self._select(term, node)
         env: dict[str, ir.Value] = {}
         for v in final.variables():
             if v.name in leaves:
@@ -455,20 +584,22 @@ class LoopNestCodegen:
                 env[v.name] = self._splat(val, st, lanes)
         return ExprEmitter(self.b, lanes, env, self.target).emit(final)
 
-    def _select(self, term: Term) -> Term:
+    def _select(self, term: Term, node: Optional[H.Node] = None) -> Term:
         hit = self._sel_cache.get(term)
         if hit is not None:
-            return hit
+            self.selections.append((node, hit))
+            return hit.final
         from pitchfork.lower import select_instructions
 
         sel = select_instructions(term, self.target, self.isel)
+        self.selections.append((node, sel))
         self.stats.vector_exprs += 1
         self.stats.selection_seconds += sel.seconds
         for st in (sel.lift_stats, sel.lower_stats):
             if st is not None:
                 for k, n in st.fired.items():
                     self.stats.rules_fired[k] = self.stats.rules_fired.get(k, 0) + n
-        self._sel_cache[term] = sel.final
+        self._sel_cache[term] = sel
         return sel.final
 
     def _splat(self, val: ir.Value, st: ScalarType, lanes: int) -> ir.Value:
@@ -491,16 +622,26 @@ class LoopNestCodegen:
             return self.b.add(base, self.b.mul(stride, iota))
         if leaf.kind == "load":
             assert isinstance(e, H.Load)
-            if e.predicate is not None:
-                raise Unsupported(f"predicated load from {e.buffer}", node)
             buf = self._buffer(e.buffer, node)
             st = leaf.type
+            # Masked-off lanes of a predicated load are not read (they may lie outside the buffer)
+            # and are zero.
+            mask = self._mask(e.predicate, leaf.lanes, node) if e.predicate is not None else None
             ramp = self._dense(e.index)
             if ramp is not None:
                 base = self.scalar(ramp, node)
-                v = self.b.load(self._elem_ptr(buf, st, base, vec_type(_storage(st), leaf.lanes)), align=1)
+                vt = vec_type(_storage(st), leaf.lanes)
+                p = self._elem_ptr(buf, st, base, vt)
+                if mask is None:
+                    v = self.b.load(p, align=1)
+                elif not self._masked_ok(leaf.lanes, st):
+                    v = self._gather(buf, st, self._iota(base, leaf.lanes), leaf.lanes, mask)
+                else:
+                    fn = self._intrinsic(f"llvm.masked.load.v{leaf.lanes}i{_storage(st).bits}.p0", vt,
+                                         [p.type, ir.IntType(32), mask.type, vt])
+                    v = self.b.call(fn, [p, ir.Constant(ir.IntType(32), 1), mask, ir.Constant(vt, None)])
             else:
-                v = self._gather(buf, st, self.vector(e.index, node), leaf.lanes)
+                v = self._gather(buf, st, self.vector(e.index, node), leaf.lanes, mask)
             if st.bits == 1:
                 v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, [0] * leaf.lanes))
             return v
@@ -512,7 +653,61 @@ class LoopNestCodegen:
             whole = em.concat(parts, sum(p.type.count for p in parts)) if len(parts) > 1 else parts[0]
             return self.b.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined),
                                          ir.Constant(ir.VectorType(ir.IntType(32), len(e.indices)), list(e.indices)))
+        if leaf.kind == "bitcount":
+            assert isinstance(e, H.Call)
+            arg = self.vector(e.args[0], node) if e.args[0].type.is_vector else \
+                self._splat(self.scalar(e.args[0], node), leaf.type, 1)
+            name = BIT_COUNTS[e.name]
+            args = [arg] if name == "ctpop" else [arg, ir.Constant(ir.IntType(1), 0)]
+            fn = self._intrinsic(f"llvm.{name}.v{arg.type.count}i{leaf.type.bits}", arg.type, [a.type for a in args])
+            return self.b.call(fn, args)
+        if leaf.kind == "reduce":
+            assert isinstance(e, H.VectorReduce)
+            return self._reduce(e, leaf, node)
         raise Unsupported(f"vector leaf {leaf.kind}", node)
+
+    def _reduce(self, e: H.VectorReduce, leaf: Leaf, node: H.Node) -> ir.Value:
+        """`vector_reduce_<op>`: output lane i combines input lanes [i*f, (i+1)*f), f = in/out lanes.
+        The input is selected as its own expression; the f strided slices are combined with FPIR ops
+        (exact Halide semantics, e.g. a wrapping add, signed/unsigned min by type)."""
+        v = self.vector(e.value, node)
+        n, m = e.value.type.lanes, leaf.lanes
+        f = n // m
+        undef = ir.Constant(v.type, ir.Undefined)
+        env: dict[str, ir.Value] = {}
+        acc: Optional[Term] = None
+        for j in range(f):
+            name = f"r{j}"
+            idx = ir.Constant(ir.VectorType(ir.IntType(32), m), [i * f + j for i in range(m)])
+            env[name] = self.b.shuffle_vector(v, undef, idx)
+            t = var(name, leaf.type)
+            acc = t if acc is None else make(REDUCE_OPS[e.op], acc, t)
+        assert acc is not None
+        from pitchfork.lower import expand_fpir
+
+        return ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
+
+
+def _ident(name: str) -> str:
+    """An LLVM value name for a Halide name (`sobel$1` -> `sobel_1`)."""
+    return "".join(c if c.isalnum() or c in "._" else "_" for c in name)
+
+
+def _show(e: H.Node, limit: int = 160) -> str:
+    """Halide's text of a node for error messages, shortened."""
+    from pitchfork.halide.printer import to_text
+
+    try:
+        text = " ".join(to_text(e).split())
+    except Exception:  # noqa: BLE001 - a message must never fail
+        text = type(e).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _assert_text(s: H.AssertStmt) -> str:
+    from pitchfork.halide.printer import to_text
+
+    return f"{to_text(s.condition)} ({to_text(s.message)})"
 
 
 def _storage(t: ScalarType) -> ScalarType:
@@ -535,7 +730,7 @@ class _Converter:
     def go(self, e: H.Expr) -> Term:
         m = getattr(self, f"_e_{type(e).__name__}", None)
         if m is None:
-            raise Unsupported(f"expression {type(e).__name__}: {e}", self.node)
+            raise Unsupported(f"expression {type(e).__name__}: {_show(e)}", self.node)
         return m(e)
 
     def _e_IntImm(self, e: H.IntImm) -> Term:
@@ -543,7 +738,7 @@ class _Converter:
         return const(st.wrap(e.value), st)
 
     def _e_FloatImm(self, e: H.Expr) -> Term:
-        raise Unsupported(f"floating-point constant {e}", self.node)
+        raise Unsupported(f"floating-point constant {_show(e)}", self.node)
 
     def _e_Variable(self, e: H.Variable) -> Term:
         if e.name in self.lets:
@@ -581,7 +776,7 @@ class _Converter:
 
     def _e_Reinterpret(self, e: H.Reinterpret) -> Term:
         if e.type.is_handle or e.value.type.is_handle:
-            raise Unsupported(f"pointer reinterpret {e}", self.node)
+            raise Unsupported(f"pointer reinterpret {_show(e)}", self.node)
         return make("reinterpret", self.go(e.value), type=fpir_type(e.type.elem, self.node))
 
     def _e_BinOp(self, e: H.BinOp) -> Term:
@@ -629,7 +824,23 @@ class _Converter:
         return self.leaf("load", e)
 
     def _e_Shuffle(self, e: H.Shuffle) -> Term:
-        return self.leaf("shuffle", e)
+        return self._leaf_or_scalar("shuffle", e)
+
+    def _e_VectorReduce(self, e: H.VectorReduce) -> Term:
+        if e.op not in REDUCE_OPS:
+            raise Unsupported(f"vector_reduce_{e.op}", self.node)
+        return self._leaf_or_scalar("reduce", e)
+
+    def _leaf_or_scalar(self, kind: str, e: H.Expr) -> Term:
+        """A vector leaf, or for a scalar result (`extract_element`, a full `vector_reduce`) the value
+        emitted now and bound as a scalar, so scalar expressions can use it."""
+        if e.type.is_vector:
+            return self.leaf(kind, e)
+        st = fpir_type(e.type.elem, self.node)
+        v = self.cg._emit_leaf(Leaf(kind, e, 1, st), self.node)
+        name = f"s{kind}{next(self.cg._leaf_ids)}"
+        self.cg.scalars[name] = (self.cg.b.extract_element(v, ir.Constant(ir.IntType(32), 0)), st)
+        return var(name, st)
 
     def _e_Call(self, e: H.Call) -> Term:
         n = e.name
@@ -641,7 +852,7 @@ class _Converter:
             info = self.cg._buffer_of(e.args[0], self.node)
             d = e.args[1]
             if not isinstance(d, H.IntImm):
-                raise Unsupported(f"dynamic buffer dimension {e}", self.node)
+                raise Unsupported(f"dynamic buffer dimension {_show(e)}", self.node)
             k = {"_halide_buffer_get_min": 0, "_halide_buffer_get_extent": 1, "_halide_buffer_get_stride": 2}[n]
             val = info.dims[d.value][k]
             name = f"{info.name}.{['min', 'extent', 'stride'][k]}.{d.value}"
@@ -657,6 +868,8 @@ class _Converter:
             return make("saturating_cast", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
         if n in ("reinterpret",):
             return make("reinterpret", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
+        if n in BIT_COUNTS:
+            return self._leaf_or_scalar("bitcount", e)
         op = INTRINSICS.get(n)
         if op is None:
             raise Unsupported(f"call to {n}", self.node)
