@@ -285,8 +285,6 @@ RULE_EXAMPLES: dict[str, list[str]] = {
     "pmaddubsw": ["saturating_add(widening_mul(a_u8, b_i8), widening_mul(c_u8, d_i8))"],
     "pmaddubsw_taps": ["widening_mul(a_u8, 3) + widening_mul(b_u8, 5)",
                        "widening_mul(a_u8, 100) + widening_mul(b_u8, 28)"],
-    "pmaddubsw_3tap": ["widening_add(a_u8, c_u8) + widening_shl(b_u8, 1)", "widening_add(a_u8, c_u8) + widening_shl(b_u8, 6)",
-                       "widening_add(a_u8, c_u8) + widening_shl(b_u8, i8(2))"],
 }
 
 
