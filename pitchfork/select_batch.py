@@ -61,15 +61,26 @@ def kernel_variables(term: Term) -> list[Term]:
 
 
 def select_expression(text: str, target: str, lanes: Optional[int] = None, isel: str = "pitchfork",
-                      emit: str = "fpir", isolate: bool = False) -> SelectRecord:
+                      emit: str = "fpir", isolate: bool = True) -> SelectRecord:
+    rec, module = _select_and_emit(text, target, lanes, isel, emit)
+    if module is not None:
+        _compile_group([(rec, module)], target, isolate)
+    return rec
+
+
+def _select_and_emit(text: str, target: str, lanes: Optional[int], isel: str, emit: str,
+                     kernel: str = KERNEL) -> tuple[SelectRecord, Optional[object]]:
+    """Selection (and the kernel's IR module when assembly is wanted); errors go into the record."""
     from pitchfork.emit.kernel import add_expression_kernel, new_module
-    from pitchfork.emit.machine import compile_module
     from pitchfork.lower import select_instructions
 
     t0 = time.perf_counter()
     rec = SelectRecord(input=text.strip(), lanes=lanes)
     stage = "parse"
+    module = None
     try:
+        if emit not in EMITS:
+            raise ValueError(f"emit must be one of {', '.join(EMITS)}")
         target = canonical(target)
         term = parse(text)
         stage = "select"
@@ -82,30 +93,79 @@ def select_expression(text: str, target: str, lanes: Optional[int] = None, isel:
         if emit in ("llvm", "asm"):
             stage = "emit"
             module = new_module()
-            add_expression_kernel(module, KERNEL, sel.final, rec.lanes, kernel_variables(sel.final), target)
-            ir_text = str(module)
+            add_expression_kernel(module, kernel, sel.final, rec.lanes, kernel_variables(sel.final), target)
             if emit == "llvm":
-                rec.llvm = ir_text
-            else:
-                stage = "compile"
-                cm = compile_module(ir_text, target, isolate=isolate)
-                rec.asm = cm.function_asm(KERNEL)
-        elif emit != "fpir":
-            raise ValueError(f"emit must be one of {', '.join(EMITS)}")
+                rec.llvm = str(module)
+                module = None
     except Exception as e:  # noqa: BLE001 - one record per input line, errors included
         rec.error = f"{stage}: {type(e).__name__}: {e}"
+        module = None
     rec.seconds = round(time.perf_counter() - t0, 6)
-    return rec
+    return rec, module
+
+
+def _compile_group(items: list[tuple[SelectRecord, object]], target: str, isolate: bool) -> None:
+    """Compile the kernels of several records in one module (LLVM's per-module cost is most of the
+    time); if that fails, compile them one by one so that each record gets its own error."""
+    from pitchfork.emit.machine import compile_module
+
+    t0 = time.perf_counter()
+    target = canonical(target)
+    if len(items) > 1:
+        names = [f"{KERNEL}_{j}" for j in range(len(items))]
+        texts = [str(m).replace(f'@"{KERNEL}"(', f'@"{name}"(') for (_, m), name in zip(items, names)]
+        try:
+            cm = compile_module(_merge_ir(texts), target, isolate=isolate)
+        except Exception:  # noqa: BLE001 - retry one by one for per-record errors
+            for item in items:
+                _compile_group([item], target, isolate)
+            return
+        share = (time.perf_counter() - t0) / len(items)
+        for (rec, _), name in zip(items, names):
+            rec.asm = cm.function_asm(name).replace(name, KERNEL)
+            rec.seconds = round(rec.seconds + share, 6)
+        return
+    rec, module = items[0]
+    try:
+        cm = compile_module(str(module), target, isolate=isolate)
+        rec.asm = cm.function_asm(KERNEL)
+    except Exception as e:  # noqa: BLE001
+        rec.error = f"compile: {type(e).__name__}: {e}"
+    rec.seconds = round(rec.seconds + time.perf_counter() - t0, 6)
+
+
+def _merge_ir(texts: list[str]) -> str:
+    """Concatenate llvmlite module texts into one module, declaring each intrinsic once."""
+    out: list[str] = []
+    declared: set[str] = set()
+    for k, text in enumerate(texts):
+        for line in text.splitlines():
+            if line.startswith(("; ModuleID", "target triple", "target datalayout")):
+                if k == 0:
+                    out.append(line)
+                continue
+            if line.startswith("declare "):
+                if line in declared:
+                    continue
+                declared.add(line)
+            out.append(line)
+    return "\n".join(out) + "\n"
 
 
 _LANES_PREFIX = re.compile(r"^\s*(\d+)\s+(\S.*)$")
 
 
 def split_line(line: str) -> tuple[Optional[int], str]:
-    """'<lanes> <expression>' or '<expression>'. A leading integer is a lane count only when the rest
-    of the line parses on its own (so '3 * x_u8' is an expression)."""
+    """'<lanes> <expression>' or '<expression>'. A line that parses as an expression on its own is
+    one ('3 * x_u8', '7 - x_u8'); otherwise a leading integer followed by an expression is a lane
+    count ('16 ~x_u8', '8 absd(a_u8, b_u8)')."""
     m = _LANES_PREFIX.match(line)
     if m:
+        try:
+            parse(line)
+            return None, line.strip()
+        except Exception:  # noqa: BLE001
+            pass
         try:
             parse(m.group(2))
             return int(m.group(1)), m.group(2).strip()
@@ -126,18 +186,51 @@ class BatchStats:
 
 
 def run_batch(lines: Iterable[str], out: IO[str], target: str, lanes: Optional[int] = None,
-              isel: str = "pitchfork", emit: str = "asm", isolate: bool = False) -> BatchStats:
-    """One JSON object per non-blank, non-comment input line (a line's own lane count wins)."""
+              isel: str = "pitchfork", emit: str = "asm", isolate: bool = True, group: int = 64,
+              jobs: Optional[int] = None) -> BatchStats:
+    """One JSON object per non-blank, non-comment input line (a line's own lane count wins), in input
+    order. Kernels are compiled `group` at a time in one module; with isolation (the default) up to
+    `jobs` groups (default: the CPU count) compile at once, each in its own forked child."""
+    import os
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     stats = BatchStats()
     t0 = time.perf_counter()
-    for line in lines:
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        own, text = split_line(line)
-        rec = select_expression(text, target, own if own is not None else lanes, isel, emit, isolate)
-        out.write(rec.to_json() + "\n")
-        stats.lines += 1
-        stats.errors += rec.error is not None
+    jobs = max(1, jobs or os.cpu_count() or 1) if isolate else 1
+    queue: list[tuple[list[tuple[SelectRecord, Optional[object]]], Optional[Future]]] = []
+
+    def write(recs: list[tuple[SelectRecord, Optional[object]]]) -> None:
+        for rec, _ in recs:
+            out.write(rec.to_json() + "\n")
+            stats.lines += 1
+            stats.errors += rec.error is not None
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        def submit(recs: list[tuple[SelectRecord, Optional[object]]]) -> None:
+            todo = [(r, m) for r, m in recs if m is not None]
+            fut = pool.submit(_compile_group, todo, target, isolate) if todo else None
+            queue.append((recs, fut))
+            while len(queue) > jobs or (queue and queue[0][1] is not None and queue[0][1].done()):
+                done, f = queue.pop(0)
+                if f is not None:
+                    f.result()
+                write(done)
+
+        pending: list[tuple[SelectRecord, Optional[object]]] = []
+        for line in lines:
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            own, text = split_line(line)
+            pending.append(_select_and_emit(text, target, own if own is not None else lanes, isel, emit))
+            if len(pending) >= group:
+                submit(pending)
+                pending = []
+        if pending:
+            submit(pending)
+        for recs, f in queue:
+            if f is not None:
+                f.result()
+            write(recs)
     out.flush()
     stats.seconds = time.perf_counter() - t0
     return stats

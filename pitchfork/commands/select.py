@@ -38,8 +38,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "writes one JSON object per line {input, lanes, fpir, lowered, final, llvm, asm, "
                         "error, seconds}; errors are reported per line")
     p.add_argument("--output", "-o", metavar="FILE", help="batch output file (default stdout)")
-    p.add_argument("--isolate", action="store_true",
-                   help="compile each kernel in a forked process, so an LLVM abort is a per-line error")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="batch: kernel groups compiled in parallel (default: the CPU count)")
+    p.add_argument("--no-isolate", dest="isolate", action="store_false",
+                   help="compile in this process (LLVM aborts the whole process on code it cannot select; "
+                        "by default compilation runs in a forked child, so that is a per-line error)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         src = sys.stdin if args.batch == "-" else open(args.batch)
         out = open(args.output, "w") if args.output else sys.stdout
         try:
-            stats = run_batch(src, out, args.target, args.lanes, args.isel, emit, args.isolate)
+            stats = run_batch(src, out, args.target, args.lanes, args.isel, emit, args.isolate, jobs=args.jobs)
         finally:
             if src is not sys.stdin:
                 src.close()

@@ -50,10 +50,12 @@ def edge_values(t: ScalarType) -> list[int]:
 class Generator:
     """Random well-typed terms. Every term is built with fpir.ops.make (so it type-checks)."""
 
-    def __init__(self, rng: random.Random, max_depth: int = 4, fpir_weight: float = 0.45) -> None:
+    def __init__(self, rng: random.Random, max_depth: int = 4, fpir_weight: float = 0.45,
+                 max_bits: int = 64) -> None:
         self.rng = rng
         self.max_depth = max_depth
         self.fpir_weight = fpir_weight
+        self.types = tuple(t for t in INT_TYPES if t.bits <= max_bits)
 
     # ---- leaves ---------------------------------------------------------------------------
     def variable(self, t: ScalarType) -> Term:
@@ -87,17 +89,17 @@ class Generator:
                 x = self._term(t, depth)
             except (FPIRTypeError, ValueError, IndexError):
                 continue
-            if x.type == t:
+            if x.type == t and all(n.type.bits <= self.types[-1].bits for n in x.walk()):
                 return x
         return self.variable(t)
 
     def top(self, t: Optional[ScalarType] = None) -> Term:
         """A term with at least one variable (a constant-only term folds away)."""
         for _ in range(50):
-            x = self.term(t or self.rng.choice(INT_TYPES))
+            x = self.term(t or self.rng.choice(self.types))
             if x.variables():
                 return x
-        return self.variable(t or INT_TYPES[0])
+        return self.variable(t or self.types[0])
 
     def _sub(self, t: ScalarType, depth: int) -> Term:
         if depth + 1 >= self.max_depth or self.rng.random() < 0.25:
@@ -126,7 +128,7 @@ class Generator:
             d = self.constant(t) if self.rng.random() < 0.5 else g()
             return make(k, g(), d)
         if k == "select":
-            s = self.rng.choice(INT_TYPES)
+            s = self.rng.choice(self.types)
             cmp = self.rng.choice(["eq", "ne", "lt", "le", "gt", "ge"])
             return make("select", make(cmp, self._sub(s, depth), self._sub(s, depth)), g(), g())
         if k == "abs":
@@ -134,7 +136,7 @@ class Generator:
                 raise FPIRTypeError("abs gives an unsigned type")
             return make("abs", self._sub(t.to_signed(), depth))
         if k == "cast":
-            return make("cast", self._sub(self.rng.choice(INT_TYPES), depth), type=t)
+            return make("cast", self._sub(self.rng.choice(self.types), depth), type=t)
         return make("reinterpret", self._sub(t.with_sign(not t.signed), depth), type=t)
 
     def fpir(self, t: ScalarType, depth: int) -> Term:
@@ -150,7 +152,7 @@ class Generator:
                     "extending_add", "extending_sub", "extending_mul"]
         k = self.rng.choice(ops)
         if k == "saturating_cast":
-            return make(k, g(self.rng.choice(INT_TYPES)), type=t)
+            return make(k, g(self.rng.choice(self.types)), type=t)
         if k in ("saturating_add", "saturating_sub", "halving_add", "halving_sub", "rounding_halving_add"):
             return make(k, g(), g())
         if k in ("rounding_shr", "rounding_shl", "saturating_shl"):
@@ -185,9 +187,17 @@ class Generator:
     def idiom(self, t: ScalarType, depth: int) -> Term:
         """Integer spellings of fixed-point operations, so that the lifting rules fire."""
         rng = self.rng
-        k = rng.randrange(7)
-        if t.bits == 64 and k in (0, 1, 2, 4, 6):
+        k = rng.randrange(9)
+        if t.bits == 64 and k in (0, 1, 2, 4, 6, 7, 8):
             k = 3
+        if k in (7, 8):  # acc +- |x - y| widened (uaba, uabdl) / acc - widen(x) * widen(y) (umlsl)
+            if t.bits == 8:
+                raise FPIRTypeError("no narrower type")
+            n = t.narrow().with_sign(rng.random() < 0.5)
+            x, y = self._sub(n, depth), self._sub(n, depth)
+            if k == 7:
+                return make("add", self._sub(t, depth), make("cast", make("absd", x, y), type=t))
+            return make("sub", self._sub(t, depth), make("mul", make("cast", x, type=t), make("cast", y, type=t)))
         if k == 0:  # u8(min(u16(a) + u16(b) * 2^c, 255)): saturating narrow of a widening shl-add
             w = t.widen()
             a, b = self._sub(t, depth), self._sub(t, depth)
@@ -243,10 +253,11 @@ class Generator:
         return make("absd", row(), row())
 
 
-def random_terms(count: int, seed: int = 0, max_depth: int = 4) -> list[Term]:
+def random_terms(count: int, seed: int = 0, max_depth: int = 4, max_bits: int = 64) -> list[Term]:
+    """`count` random terms whose every node has at most `max_bits` bits (64: every user type)."""
     rng = random.Random(seed)
-    gen = Generator(rng, max_depth)
-    return [gen.top(rng.choice(INT_TYPES)) for _ in range(count)]
+    gen = Generator(rng, max_depth, max_bits=max_bits)
+    return [gen.top(rng.choice(gen.types)) for _ in range(count)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,9 +307,12 @@ class Mismatch:
     inputs: dict[str, list[int]]
     expected: list[int]
     got: list[int]
+    lowered_ok: bool = True  # the lowered term itself (numpy) gives the expected values
 
     def report(self) -> str:
-        lines = [f"MISMATCH on {self.target} (isel={self.isel}, lanes={self.lanes})",
+        where = ("the machine code differs from the lowered term's meaning (instruction emitter or LLVM)"
+                 if self.lowered_ok else "the lowered term itself is wrong (a lowering rule)")
+        lines = [f"MISMATCH on {self.target} (isel={self.isel}, lanes={self.lanes}): {where}",
                  f"  expression: {to_text(self.term)}",
                  f"  lowered:    {to_text(self.lowered)}"]
         for name, vals in sorted(self.inputs.items()):
@@ -339,9 +353,7 @@ def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batc
               lanes_choice: Optional[Callable[[random.Random, int], int]] = None,
               max_report: int = 20) -> Result:
     """Lower, compile and run every term on `target`; compare with the interpreter."""
-    from pitchfork.emit.harness import Buffer, Call, Scalar
-    from pitchfork.emit.kernel import add_expression_kernel, new_module
-    from pitchfork.emit.run import RunError, ToolMissing, check_tools
+    from pitchfork.emit.run import ToolMissing, check_tools
     from pitchfork.lower import select_instructions
 
     res = Result(target, isel)
@@ -373,47 +385,58 @@ def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batc
         cases.append(c)
 
     todo = [c for c in cases if c.final is not None]
+    # (No compile-ahead thread: forking an LLVM compile while this thread runs LLVM (the JIT, object
+    # emission) can deadlock the child on a lock held at fork time.)
     for start in range(0, len(todo), batch):
-        chunk = todo[start:start + batch]
-        _run_chunk(chunk, target, isel, nrng, res, max_report, Buffer, Call, Scalar,
-                   add_expression_kernel, new_module, RunError)
+        good, mods, errors = _compile_chunk(todo[start:start + batch], target)
+        res.errors.extend(errors)
+        _run_chunk(good, mods, target, nrng, res, max_report)
         if res.skipped:
             break
     res.seconds = time.perf_counter() - t0
     return res
 
 
-def _run_chunk(chunk, target, isel, nrng, res, max_report, Buffer, Call, Scalar,  # type: ignore[no-untyped-def]
-               add_expression_kernel, new_module, RunError) -> None:
-    from pitchfork.emit.machine import CompileError
-    from pitchfork.emit.run import run_calls
+def _build(cs: list[tuple[int, Case]]) -> str:
+    from pitchfork.emit.kernel import add_expression_kernel, new_module
 
-    def build(cs: list[tuple[int, Case]]) -> str:
-        m = new_module()
-        for i, c in cs:
-            add_expression_kernel(m, f"k{i}", c.final, c.lanes, _kernel_vars(c.final))
-        return str(m)
+    m = new_module()
+    for i, c in cs:
+        add_expression_kernel(m, f"k{i}", c.final, c.lanes, _kernel_vars(c.final))
+    return str(m)
+
+
+def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-def]
+    """One module for the chunk; if it does not compile, each kernel alone (failures are findings)."""
+    from pitchfork.emit.machine import CompileError
 
     indexed = list(enumerate(chunk))
+    errors: list[str] = []
     try:
-        mods = [_compile(build(indexed), target)]
-        good = indexed
+        return indexed, [_compile(_build(indexed), target)], errors
     except CompileError:
-        # find the kernels that do not compile (each one is a finding) and keep the others
-        good, mods = [], []
-        for i, c in indexed:
-            err = None
-            for _ in range(2):  # LLVM's HVX backend asserts nondeterministically on some i64 code
-                try:
-                    mods.append(_compile(build([(i, c)]), target))
-                    good.append((i, c))
-                    err = None
-                    break
-                except CompileError as e:
-                    err = e
-            if err is not None:
-                res.errors.append(f"compile: {str(err)[:6000]}\n  expression: {to_text(c.term)}\n"
-                                  f"  lowered: {to_text(c.final)}")
+        pass
+    good, mods = [], []
+    for i, c in indexed:
+        err = None
+        for _ in range(2):  # LLVM's HVX backend asserts nondeterministically on some i64 code
+            try:
+                mods.append(_compile(_build([(i, c)]), target))
+                good.append((i, c))
+                err = None
+                break
+            except CompileError as e:
+                err = e
+        if err is not None:
+            errors.append(f"compile: {str(err)[:6000]}\n  expression: {to_text(c.term)}\n"
+                          f"  lowered: {to_text(c.final)}")
+    return good, mods, errors
+
+
+def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: ignore[no-untyped-def]
+    from pitchfork.emit.harness import Buffer, Call, Scalar
+    from pitchfork.emit.run import RunError, run_calls
+
     if not good:
         return
     calls, envs = [], []
@@ -423,11 +446,10 @@ def _run_chunk(chunk, target, isel, nrng, res, max_report, Buffer, Call, Scalar,
         envs.append(env)
         out_t = c.term.type
         out = np.zeros(c.n, dtype=np.uint8 if out_t.bits == 1 else out_t.np_dtype)
-        fvars = _kernel_vars(c.final)
         args = [Buffer.output(out)]
-        for v in fvars:
+        for v in _kernel_vars(c.final):
             a = env.get(v.name)
-            if a is None:  # a variable the lowering introduced cannot exist; be loud if it does
+            if a is None:  # lowering cannot introduce variables; be loud if it does
                 raise AssertionError(f"lowered term has unknown variable {v.name}")
             args.append(Buffer.input(a.astype(np.uint8) if v.type.bits == 1 else a,
                                      misalign=int(nrng.integers(0, 4)) * int(nrng.integers(0, 2))))
@@ -454,8 +476,9 @@ def _run_chunk(chunk, target, isel, nrng, res, max_report, Buffer, Call, Scalar,
             continue
         bad = np.nonzero(got != exp)[0][:6]
         inputs = {k: [int(v[j]) for j in bad] for k, v in env.items()}
-        mm = Mismatch(target, isel, c.term, c.final, c.lanes, inputs, [int(exp[j]) for j in bad],
-                      [int(got[j]) for j in bad])
+        low = evaluate(c.final, env)
+        mm = Mismatch(target, res.isel, c.term, c.final, c.lanes, inputs, [int(exp[j]) for j in bad],
+                      [int(got[j]) for j in bad], lowered_ok=bool(np.array_equal(np.asarray(low).astype(got.dtype), exp)))
         res.mismatches.append(mm)
         if len(res.mismatches) <= max_report:
             print(mm.report(), file=sys.stderr)
@@ -476,8 +499,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--depth", type=int, default=4)
     p.add_argument("--batch", type=int, default=150, help="kernels per module / emulator run")
+    p.add_argument("--max-bits", type=int, default=64, choices=(8, 16, 32, 64),
+                   help="widest element type in the expressions")
     args = p.parse_args(argv)
-    terms = random_terms(args.count, args.seed, args.depth)
+    terms = random_terms(args.count, args.seed, args.depth, args.max_bits)
     status = 0
     for target in args.target or TARGETS:
         for isel in args.isel or ISELS:
