@@ -249,24 +249,12 @@ def _bind_type(te: Optional[TypeExpr], t: ScalarType, b: Bindings) -> bool:
 
 def match(p: Pattern, t: Term, b: Bindings) -> Iterator[Bindings]:
     """Yield every extension of b under which p matches t (backtracking over commutative orders)."""
-    if isinstance(p, PWild):
-        bound = b.terms.get(p.name)
-        if bound is not None:
-            if bound is t:
-                yield b
-            return
-        nb = b.copy()
-        if not _bind_type(p.type, t.type, nb):
-            return
-        nb.terms[p.name] = t
-        yield nb
-        return
-    if isinstance(p, PConst):
-        if not t.is_const:
+    if isinstance(p, (PWild, PConst)):
+        if isinstance(p, PConst) and not t.is_const:
             return
         bound = b.terms.get(p.name)
         if bound is not None:
-            if bound is t or (bound.value == t.value and bound.type == t.type):
+            if bound is t:  # terms (constants included) are interned: equal means identical
                 yield b
             return
         nb = b.copy()
