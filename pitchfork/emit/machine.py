@@ -592,10 +592,14 @@ def inner_loop_instructions(
 
 _VECTOR_STORE = {
     # x86 AT&T: a vector register moved to memory
-    "x86-avx2": re.compile(r"^vmov(dq[au]|up[sd]|ap[sd])\s+%[xy]mm\d+,\s*\S*\("),
+    # (not to the stack: spills and lane-by-lane gathers through a stack slot are not output stores)
+    "x86-avx2": re.compile(r"^vmov(dq[au]|up[sd]|ap[sd])\s+%[xy]mm\d+,\s*\S*\((?!%rsp|%rbp)"),
     "arm64": re.compile(r"^(st1|st2|st3|st4|stp\s+q|str\s+q|stur\s+q)"),
     "hvx128": re.compile(r"vmemu?\([^)]*\)\s*=\s*v"),
 }
+
+
+_LANE_OPS = {"x86-avx2": re.compile(r"^(vpextr|vpinsr|v?pgather|vgather)")}
 
 
 def main_vector_loop(asm_text: str, function: str | None = None, *, target: Target | str) -> Loop:
@@ -603,13 +607,17 @@ def main_vector_loop(asm_text: str, function: str | None = None, *, target: Targ
 
     Halide splits a vectorized loop into a prologue, a steady state and an epilogue; the border parts
     gather lane by lane (our gathers are small scalar loops that store no vector), so the innermost
-    loops that store vectors are the steady-state bodies. Ties go to the longest body.
+    loops that store vectors are the steady-state bodies. Halide's own border code gathers inline
+    (lane extracts/inserts in a loop that also stores vectors), so on x86 the loops with the fewest
+    lane-by-lane instructions are preferred first. Ties go to the longest body.
     """
     t = get_target(target)
     store = _VECTOR_STORE[t.name]
+    lane = _LANE_OPS.get(t.name)
     loops = [lp for lp in find_loops(asm_text, function, target=t) if lp.innermost]
-    scored = [(sum(1 for i in lp.instructions if store.search(i)), len(lp.instructions), lp) for lp in loops]
-    scored = [s for s in scored if s[0] > 0]
+    scored = [(-sum(1 for i in lp.instructions if lane is not None and lane.search(i)),
+               sum(1 for i in lp.instructions if store.search(i)), len(lp.instructions), lp) for lp in loops]
+    scored = [s for s in scored if s[1] > 0]
     if not scored:
         raise ValueError("no innermost loop stores a vector")
-    return max(scored, key=lambda s: (s[0], s[1]))[2]
+    return max(scored, key=lambda s: s[:3])[3]

@@ -3,11 +3,16 @@
     prog = pitchfork.compile(out_func, [input_param], target="arm64", isel="pitchfork")
     prog.llvm_ir(); prog.assembly(); prog.object_file("sobel.o"); prog.stats
     result = prog(input_array, size=[W, H])      # shaped like np.asarray(out_func.realize([W, H]))
+    prog(input_array, out=result)                # in place; min=[x0, y0] for an output not at 0
+    call = prog.prepare(input_array); call()     # kernel only: for timing (see `prepare`)
 
 Flow: capture Halide's vectorized statement (pitchfork.halide.capture), parse it (stmt.py), generate
 one LLVM function (codegen.py) whose vector expressions go through lift + per-ISA lowering (or, with
 isel="llvm", straight to generic LLVM IR), then compile for the target. Running works for every
-target: in-process JIT for x86-avx2, qemu for arm64 and hvx128 (correctness only).
+target: in-process JIT for x86-avx2, qemu for arm64 and hvx128 (correctness only). On x86 the call
+is zero-copy (pitchfork/halide/call.py): arrays go to the kernel as they are, copied only when their
+layout needs it or when an input overlaps an output (the kernel's buffers are `noalias`); the
+guard-byte and input-unchanged checks run only with `check=True`.
 
 Anything PITCHFORK cannot compile (floating point, unsupported constructs, Tuple outputs, ...) falls
 back to Halide's own compiler with a warning that says why (fallback=False raises instead); a
@@ -26,15 +31,18 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
 from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
-from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.halide.codegen import LoopNestCodegen, Unsupported
 from pitchfork.halide.stmt import HalideParseError
 from pitchfork.targets import canonical
+
+if TYPE_CHECKING:
+    from pitchfork.halide.call import PreparedCall
 
 
 class PitchforkFallbackWarning(UserWarning):
@@ -106,62 +114,46 @@ class CompiledPipeline:
             return f.read_text()
 
     # ---- running ---------------------------------------------------------------------------
-    def __call__(self, *inputs: Any, size: Optional[Sequence[int]] = None) -> Any:
+    def __call__(self, *inputs: Any, size: Optional[Sequence[int]] = None, min: Optional[Sequence[int]] = None,
+                 out: Any = None, check: bool = False) -> Any:
         """Run on numpy arrays / hl.Buffers (and scalars) in argument order; returns an array shaped like
-        `np.asarray(func.realize(size))` (a tuple of them for a pipeline with several outputs)."""
-        if self.module is None:
-            return self._run_halide(inputs, size)
-        from pitchfork.emit.run import Buffer, Call, Scalar, run_calls
+        `np.asarray(func.realize(size))` (a tuple of them for a pipeline with several outputs).
 
-        assert self.captured is not None
-        args: list[Any] = [Buffer(np.zeros(1, np.int32), is_output=True)]
-        if len(inputs) != len(self.captured.arguments):
-            names = ", ".join(a.name for a in self.captured.arguments)
-            raise TypeError(f"{self.name} takes {len(self.captured.arguments)} inputs ({names}), got {len(inputs)}")
-        keep = []
-        first_extents: Optional[list[int]] = None
-        for a, value in zip(self.captured.arguments, inputs):
-            if a.kind == "scalar":
-                args.append(Scalar(int(value), 64 if a.type.bits == 64 else 32))
-                continue
-            arr, mins = _as_array(value)
-            want = fpir_type(a.type.elem).np_dtype
-            if arr.dtype != want:
-                raise TypeError(f"input {a.name} must be {want}, got {arr.dtype}")
-            if arr.ndim != a.dimensions:
-                raise TypeError(f"input {a.name} must have {a.dimensions} dimensions, got {arr.ndim}")
-            keep.append(arr)
-            args.append(Buffer(arr))
-            extents = list(reversed(arr.shape))
-            strides = list(reversed([s // arr.itemsize for s in arr.strides]))
-            for d in range(arr.ndim):
-                args += [Scalar(mins[d]), Scalar(extents[d]), Scalar(strides[d])]
-            if first_extents is None:
-                first_extents = extents
-        outs = self.captured.outputs
-        size = list(size) if size is not None else first_extents
-        for out in outs:
-            if size is None or len(size) != out.dimensions:
-                raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
-        assert size is not None
-        shape = tuple(reversed(size))
-        for out in outs:
-            args.append(Buffer(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype), is_output=True))
-            stride = 1
-            for d in range(out.dimensions):
-                args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
-                stride *= size[d]
-        err, *results = run_calls(self.module, self.target, [Call(self.name, args)])[0]
-        code = int(err[0])
-        if code != 0:
-            what = self.assertions.get(code, "")
-            raise RuntimeError(f"{self.name}: Halide assertion #{code} failed: {what or '(unknown)'} -- bad sizes "
-                               "or strides, or an output extent that is not a multiple of the schedule's tile")
+        `size` gives the output extents (default: the first input's), `min` the output mins (default
+        0, or an `out` hl.Buffer's mins). `out` (an array, hl.Buffer or a tuple of them) is written in
+        place and returned. On x86 the kernel reads the inputs' memory directly: an input is copied
+        only if it is not C-contiguous/aligned or overlaps an output. `check=True` (what the tests
+        use) runs through `pitchfork.emit.run` instead: copies, guard bytes around the outputs and a
+        check that the inputs were not written."""
+        if self.module is None:
+            result = self._run_halide(inputs, size, min)
+            return _copy_out(result, out)
+        from pitchfork.halide.call import bind
+
+        outs = bind(self, inputs, size, min, out, check)()
         # One array per output Func (a tuple for a multi-output pipeline, e.g. a generator with two
         # Outputs of the same dimensions).
-        return results[0] if len(results) == 1 else tuple(results)
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
-    def _run_halide(self, inputs: Sequence[Any], size: Optional[Sequence[int]]) -> Any:
+    def prepare(self, *inputs: Any, size: Optional[Sequence[int]] = None, min: Optional[Sequence[int]] = None,
+                out: Any = None) -> PreparedCall:
+        """Bind arguments once for repeated kernel-only calls (benchmarks): `call = prog.prepare(img)`,
+        then `call()` runs just the compiled function on the bound arrays (on x86 one ctypes call of
+        the JIT'd code with the buffer pointers and dims, no allocation, no copies) and returns
+        `call.outputs`, overwritten each time. Same arguments and aliasing rules as `__call__`."""
+        if self.module is None:
+            raise RuntimeError(f"{self.name} fell back to Halide ({self.fallback_reason}); no kernel to prepare")
+        from pitchfork.halide.call import bind
+
+        return bind(self, inputs, size, min, out, False)
+
+    def _raise_assertion(self, code: int) -> None:
+        what = self.assertions.get(code, "")
+        raise RuntimeError(f"{self.name}: Halide assertion #{code} failed: {what or '(unknown)'} -- bad sizes "
+                           "or strides, or an output extent that is not a multiple of the schedule's tile")
+
+    def _run_halide(self, inputs: Sequence[Any], size: Optional[Sequence[int]],
+                    mins: Optional[Sequence[int]] = None) -> Any:
         import halide as hl
 
         pipeline, args = self._halide
@@ -190,12 +182,36 @@ class CompiledPipeline:
         # Halide's JIT for the host: the target's own object file cannot run here, and integer
         # semantics do not depend on the target.
         try:
-            out = pipeline.realize(list(size), _halide_target("x86-avx2"))
+            if mins is not None:
+                outs = pipeline.outputs()
+                bufs = [hl.Buffer(f.type(), list(size)) for f in outs]
+                for b in bufs:
+                    b.set_min(list(mins))
+                pipeline.realize(bufs[0] if len(bufs) == 1 else bufs, _halide_target("x86-avx2"))
+                out = bufs[0] if len(bufs) == 1 else bufs
+            else:
+                out = pipeline.realize(list(size), _halide_target("x86-avx2"))
         except hl.HalideError as e:
             raise RuntimeError(f"{self.name} (Halide fallback): {e}") from e
         if isinstance(out, (tuple, list)):  # several outputs (or a Tuple-valued Func)
             return tuple(np.asarray(b).copy() for b in out)
         return np.asarray(out).copy()
+
+
+def _copy_out(result: Any, out: Any) -> Any:
+    """Write a fallback's result into the caller's `out` arrays (if any) and return them."""
+    if out is None:
+        return result
+    results = result if isinstance(result, tuple) else (result,)
+    targets = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(targets) != len(results):
+        raise TypeError(f"out must give {len(results)} arrays, got {len(targets)}")
+    arrays = []
+    for t, r in zip(targets, results):
+        a = np.asarray(t)
+        a[...] = r
+        arrays.append(a)
+    return arrays[0] if len(arrays) == 1 else tuple(arrays)
 
 
 def _np_dtype(t: Any) -> str:

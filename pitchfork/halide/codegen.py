@@ -12,7 +12,8 @@ pass (pitchfork/halide/capture.py), parsed by pitchfork/halide/stmt.py. This pas
   pitchfork or llvm) and emits them with pitchfork.emit.expr; scalar expressions (indices, bounds)
   are emitted with the same exact semantics, without lifting;
 * emits loops (serial; Halide's parallel/unrolled loops run serially), lets, dense vector
-  loads/stores (alignment 1), gathers/scatters for other indices (lane loops), predicated loads and
+  loads/stores (with the alignment Halide's `aligned(m, r)` and the base pointer prove; scoped-alias
+  metadata per buffer; `inbounds` addressing; scalar index arithmetic with `nsw`, see scalars.py), gathers/scatters for other indices (lane loops), predicated loads and
   stores (TailStrategy Predicate*/GuardWithIf tails: llvm.masked.load/store, or lane loops that skip
   masked-off lanes where LLVM's masked ops are wrong), vector reductions (strided slices combined
   with FPIR ops), shuffles, bit counts (LLVM's ctlz/cttz/ctpop), allocations for
@@ -23,7 +24,9 @@ pass (pitchfork/halide/capture.py), parsed by pitchfork/halide/stmt.py. This pas
 
 Function ABI: `void name(ptr err, <per argument>)` where a buffer is `ptr host` followed by
 (min, extent, stride) as i32 for each dimension, and a scalar parameter is an i32 or i64 value;
-inputs in argument order, then the outputs. Code for x86 and AArch64 may call malloc/free.
+inputs in argument order, then the outputs. Buffer pointers are `noalias` (the caller never passes
+an output that overlaps another buffer) and aligned to their element size. Code may call malloc/free
+(on Hexagon the harness provides them).
 `err[0]` is 0 on success. Constructs we cannot compile raise `Unsupported` quoting the construct and
 its line, and the caller falls back to Halide's own compiler.
 """
@@ -31,6 +34,7 @@ its line, and the caller falls back to Halide's own compiler.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
@@ -43,6 +47,7 @@ from pitchfork.emit.expr import ExprEmitter, vec_type
 from pitchfork.halide import ir as H
 from pitchfork.halide.capture import ArgInfo, CapturedStmt
 from pitchfork.halide.htypes import HType
+from pitchfork.halide.scalars import ScalarEmitter
 
 if TYPE_CHECKING:
     from pitchfork.lower import Selection
@@ -72,8 +77,11 @@ INTRINSICS = {
     "rounding_mul_shift_right": "rounding_mul_shr", "saturating_shift_left": "saturating_shl",
 }
 #: Constant-size allocations up to this many bytes go on the stack (larger ones and dynamic ones are
-#: malloc'd, except on Hexagon).
+#: malloc'd).
 STACK_LIMIT = 64 * 1024
+#: Every allocation's base is aligned to this many bytes (Halide's alignment for HVX; the `aligned`
+#: facts of Halide's statement assume at least a native vector).
+ALLOC_ALIGN = 128
 # Bit counts (no FPIR op): emitted with LLVM's intrinsics, the argument selected on its own. Halide's
 # count_leading_zeros(0) is the bit width, which is llvm.ctlz with is_zero_poison = false.
 BIT_COUNTS = {"count_leading_zeros": "ctlz", "count_trailing_zeros": "cttz", "popcount": "ctpop"}
@@ -112,6 +120,11 @@ class BufferInfo:
     dims: list[tuple[ir.Value, ir.Value, ir.Value]] = field(default_factory=list)
     code: int = 0
     dimensions: int = 0
+    #: bytes the base pointer is known to be aligned to (allocations: ALLOC_ALIGN; arguments: the
+    #: element size, which CompiledPipeline guarantees by copying misaligned arrays)
+    align: int = 1
+    #: alias scope: one per argument buffer, one shared by all allocations (see `_mem_access`)
+    scope: str = ""
 
 
 @dataclass
@@ -135,6 +148,7 @@ class LoopNestCodegen:
         self._leaf_ids = itertools.count()
         self._assert_ids = itertools.count(1)
         self.leaves: dict[str, Leaf] = {}
+        self._scoped: list[tuple[str, ir.Instruction]] = []
         #: assertion number (the value written to err[0]) -> "condition: Halide's error call"
         self.assert_messages: dict[int, str] = {}
 
@@ -186,7 +200,11 @@ class LoopNestCodegen:
                 self.scalars[nm] = (v, st)
                 k += 1
             else:
-                info = BufferInfo(nm, fn.args[k], t.elem, code=type_code(t), dimensions=dims)
+                # Distinct buffers never alias (Halide's assumption too): CompiledPipeline copies
+                # an input that overlaps an output, so the promise holds for every call it makes.
+                fn.args[k].add_attribute("noalias")
+                info = BufferInfo(nm, fn.args[k], t.elem, code=type_code(t), dimensions=dims,
+                                  align=max(1, t.bits // 8), scope=f"arg.{nm}")
                 k += 1
                 for _ in range(dims):
                     info.dims.append((fn.args[k], fn.args[k + 1], fn.args[k + 2]))
@@ -199,6 +217,7 @@ class LoopNestCodegen:
         if not self.b.block.is_terminated:
             self.b.branch(self.exit)
         ir.IRBuilder(self.exit).ret_void()
+        self._alias_metadata()
         return fn
 
     # ---- statements ------------------------------------------------------------------------
@@ -286,7 +305,7 @@ class LoopNestCodegen:
             raise Unsupported(f"loop {s.name} offloaded to {s.device_api}", s)
         lo = self.scalar(s.min, s)
         ext = self.scalar(s.extent, s)
-        hi = self.b.add(lo, ext)
+        hi = self.b.add(lo, ext, flags=["nsw"])
         pre = self.b.block
         head = self.fn.append_basic_block(f"for_{s.name}")
         body = self.fn.append_basic_block(f"body_{s.name}")
@@ -302,17 +321,18 @@ class LoopNestCodegen:
         self.stmt_(s.body)
         self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
         if not self.b.block.is_terminated:
-            nxt = self.b.add(iv, ir.Constant(ir.IntType(32), 1))
+            nxt = self.b.add(iv, ir.Constant(ir.IntType(32), 1), flags=["nsw"])
             iv.add_incoming(nxt, self.b.block)
             self.b.cbranch(self.b.icmp_signed("<", nxt, hi), head, done)
         self.b.position_at_end(done)
 
     def _s_Allocate(self, s: H.Allocate) -> None:
-        """An intermediate buffer (compute_root/compute_at). Small constant-size ones, `in Stack` ones
-        and every one on Hexagon (our bare-metal harness has no malloc) live on the stack, scoped with
-        stacksave/stackrestore so allocations inside loops do not grow the stack; others are malloc'd
-        and freed at the end of their scope (a compute_root image would overflow an 8 MB stack), as
-        Halide does with halide_malloc."""
+        """An intermediate buffer (compute_root/compute_at). Small constant-size ones and `in Stack`
+        ones live on the stack, scoped with stacksave/stackrestore so allocations inside loops do not
+        grow the stack; others are malloc'd and freed at the end of their scope (a compute_root image
+        would overflow an 8 MB stack), as Halide does with halide_malloc. On Hexagon `malloc`/`free`
+        come from the harness (pitchfork/emit/harness.py: an arena, no libc). Either way the base is
+        aligned to ALLOC_ALIGN bytes; a failed malloc writes an assertion number to the error slot."""
         if s.condition is not None:
             raise Unsupported(f"conditional allocation of {s.name}", s)
         i64 = ir.IntType(64)
@@ -328,25 +348,43 @@ class LoopNestCodegen:
         # Pad by a vector so that vector loads that Halide rounds up stay inside the allocation.
         size = self.b.add(self.b.mul(n, ir.Constant(i64, elem_bytes)), ir.Constant(i64, 512))
         ptr = ir.PointerType(ir.IntType(8))
-        if self.target == "hvx128" or s.memory_type in ("Stack", "Register"):
+        if s.memory_type in ("Stack", "Register"):
             on_heap = False  # Halide puts `in Stack` allocations on the stack too
         else:
             on_heap = const_elems is None or const_elems * elem_bytes > STACK_LIMIT or s.memory_type == "Heap"
         if on_heap:
-            mem = self.b.call(self._intrinsic("malloc", ptr, [i64]), [size])
+            word = ir.IntType(32 if self.target == "hvx128" else 64)
+            raw = self.b.call(self._intrinsic("malloc", ptr, [word]),
+                              [self.b.trunc(self.b.add(size, ir.Constant(i64, ALLOC_ALIGN)), word)
+                               if word.width < 64 else self.b.add(size, ir.Constant(i64, ALLOC_ALIGN))])
+            self._check_allocation(raw, s)
+            # Align with a GEP from the malloc'd pointer (not inttoptr) so LLVM still sees the object.
+            pad = self.b.and_(self.b.sub(ir.Constant(word, 0), self.b.ptrtoint(raw, word)), ir.Constant(word, ALLOC_ALIGN - 1))
+            mem = self.b.gep(raw, [pad], inbounds=True)
         else:
             save = self.b.call(self._intrinsic("llvm.stacksave.p0", ptr, []), [])
             mem = self.b.alloca(ir.IntType(8), size=size)
             mem.align = 128
         saved = dict(self.buffers)
-        self.buffers[s.name] = BufferInfo(s.name, mem, s.type.elem)
+        self.buffers[s.name] = BufferInfo(s.name, mem, s.type.elem, align=ALLOC_ALIGN, scope="allocations")
         self.stmt_(s.body)
         self.buffers = saved
         if not self.b.block.is_terminated:
             if on_heap:
-                self.b.call(self._intrinsic("free", ir.VoidType(), [ptr]), [mem])
+                self.b.call(self._intrinsic("free", ir.VoidType(), [ptr]), [raw])
             else:
                 self.b.call(self._intrinsic("llvm.stackrestore.p0", ir.VoidType(), [ptr]), [save])
+
+    def _check_allocation(self, raw: ir.Value, s: H.Allocate) -> None:
+        code = next(self._assert_ids)
+        self.assert_messages[code] = f"allocation of {s.name} failed (out of memory)"
+        fail = self.fn.append_basic_block(f"alloc_fail_{code}")
+        cont = self.fn.append_basic_block(f"alloc_ok_{code}")
+        self.b.cbranch(self.b.icmp_unsigned("==", raw, ir.Constant(raw.type, None)), fail, cont)
+        self.b.position_at_end(fail)
+        self.b.store(ir.Constant(ir.IntType(32), code), self.b.bitcast(self.err, ir.PointerType(ir.IntType(32))))
+        self.b.branch(self.exit)
+        self.b.position_at_end(cont)
 
     def _s_Free(self, s: H.Free) -> None:
         return
@@ -364,9 +402,9 @@ class LoopNestCodegen:
         if t.is_scalar:
             if s.predicate is not None:
                 raise Unsupported(f"predicated scalar store to {s.buffer}", s)
-            val = self.scalar(s.value, s)
+            val = self.scalar(s.value, s, nsw=False)  # data: wraps like the vector path
             idx = self.scalar(s.index, s)
-            self._store_elem(buf, et, idx, val)
+            self._store_elem(buf, et, idx, val, s.alignment)
             return
         # A predicated store (TailStrategy::Predicate/PredicateStores, GuardWithIf tails) writes only
         # the lanes whose predicate is true: a masked store, or a scatter that skips masked-off lanes.
@@ -376,14 +414,15 @@ class LoopNestCodegen:
         if ramp is not None:
             base = self.scalar(ramp, s)
             p = self._elem_ptr(buf, et, base, vec_type(_storage(et), t.lanes))
+            align = self._align(buf, et, s.alignment)
             if mask is None:
-                self.b.store(val, p, align=1)
+                self._mem_access(buf, self.b.store(val, p, align=align))
             elif not self._masked_ok(t.lanes, et):
                 self._scatter(buf, et, self._iota(base, t.lanes), val, t.lanes, mask)
             else:
                 fn = self._intrinsic(f"llvm.masked.store.v{t.lanes}i{_storage(et).bits}.p0", ir.VoidType(),
                                      [val.type, p.type, ir.IntType(32), mask.type])
-                self.b.call(fn, [val, p, ir.Constant(ir.IntType(32), 1), mask])
+                self._mem_access(buf, self.b.call(fn, [val, p, ir.Constant(ir.IntType(32), align), mask]))
             return
         self._scatter(buf, et, self.vector(s.index, s), val, t.lanes, mask)
 
@@ -418,14 +457,53 @@ class LoopNestCodegen:
     def _elem_ptr(self, buf: BufferInfo, et: ScalarType, index: ir.Value, pointee: ir.Type) -> ir.Value:
         st = _storage(et)
         base = self.b.bitcast(buf.ptr, ir.PointerType(ir.IntType(st.bits)))
-        p = self.b.gep(base, [self.b.sext(index, ir.IntType(64)) if index.type.width < 64 else index])
+        # inbounds: Halide only addresses inside a buffer (allocations carry a vector of padding).
+        p = self.b.gep(base, [self.b.sext(index, ir.IntType(64)) if index.type.width < 64 else index], inbounds=True)
         return self.b.bitcast(p, ir.PointerType(pointee))
 
-    def _store_elem(self, buf: BufferInfo, et: ScalarType, idx: ir.Value, val: ir.Value) -> None:
+    def _store_elem(self, buf: BufferInfo, et: ScalarType, idx: ir.Value, val: ir.Value,
+                    alignment: Optional[tuple[int, int]] = None) -> None:
         st = _storage(et)
         if et.bits == 1:
             val = self.b.zext(val, ir.IntType(8))
-        self.b.store(val, self._elem_ptr(buf, et, idx, ir.IntType(st.bits)), align=1)
+        p = self._elem_ptr(buf, et, idx, ir.IntType(st.bits))
+        self._mem_access(buf, self.b.store(val, p, align=self._align(buf, et, alignment)))
+
+    def _align(self, buf: BufferInfo, et: ScalarType, alignment: Optional[tuple[int, int]]) -> int:
+        """Bytes a load/store at index `i` of `buf` is aligned to: the base's alignment combined with
+        Halide's `aligned(m, r)` (i = m*k + r) of the index, else with the element size. Never more
+        than is true: on Hexagon an over-claimed alignment silently loads the wrong bytes."""
+        size = _storage(et).bits // 8
+        a = math.gcd(buf.align, size)
+        if alignment is not None and alignment[0] > 1:
+            m, r = alignment
+            a = math.gcd(buf.align, size * m)
+            if r % m:
+                a = math.gcd(a, size * (r % m))
+        return a & -a
+
+    def _mem_access(self, buf: BufferInfo, inst: ir.Instruction) -> ir.Instruction:
+        """Tag a load/store of `buf` with its alias scope; `build` attaches the metadata at the end."""
+        if buf.scope:
+            self._scoped.append((buf.scope, inst))
+        return inst
+
+    def _alias_metadata(self) -> None:
+        """Scoped-alias metadata: every access to a buffer is in that buffer's scope and does not alias
+        the other scopes. Argument buffers get one scope each; all allocations share one (two
+        allocations with disjoint lifetimes can reuse the same memory, so they are not told apart)."""
+        names = sorted({sc for sc, _ in self._scoped})
+        if len(names) < 2:
+            return
+        m = self.module
+        domain = m.add_metadata([ir.MetaDataString(m, f"{self.name}.buffers")])
+        scopes = {n: m.add_metadata([ir.MetaDataString(m, f"{self.name}.{n}"), domain]) for n in names}
+        lists = {n: (m.add_metadata([scopes[n]]), m.add_metadata([scopes[o] for o in names if o != n]))
+                 for n in names}
+        for sc, inst in self._scoped:
+            own, others = lists[sc]
+            inst.set_metadata("alias.scope", own)
+            inst.set_metadata("noalias", others)
 
     def _to_storage(self, v: ir.Value, et: ScalarType) -> ir.Value:
         if et.bits == 1:
@@ -476,7 +554,7 @@ class LoopNestCodegen:
         def body(k: ir.Value) -> None:
             def one() -> None:
                 ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
-                x = self.b.load(self._elem_ptr(buf, st, ix, et), align=1)
+                x = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
                 self.b.store(x, self.b.gep(out_mem, [zero, k]), align=1)
 
             self._if_lane(mask_mem, k, one)
@@ -501,7 +579,7 @@ class LoopNestCodegen:
             def one() -> None:
                 ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
                 x = self.b.load(self.b.gep(val_mem, [zero, k]), align=1)
-                self.b.store(x, self._elem_ptr(buf, st, ix, et), align=1)
+                self._mem_access(buf, self.b.store(x, self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
 
             self._if_lane(mask_mem, k, one)
 
@@ -556,19 +634,13 @@ class LoopNestCodegen:
         conv = _Converter(self, node, self.leaves)
         return conv.go(e)
 
-    def scalar(self, e: H.Expr, node: H.Node) -> ir.Value:
-        return self._emit_scalar_term(self.to_term(e, node))
+    def scalar(self, e: H.Expr, node: H.Node, nsw: bool = True) -> ir.Value:
+        """A scalar expression as an LLVM scalar; `nsw` as in pitchfork.halide.scalars (off for data)."""
+        return self._emit_scalar_term(self.to_term(e, node), nsw)
 
-    def _emit_scalar_term(self, t: Term) -> ir.Value:
-        env: dict[str, ir.Value] = {}
-        for v in t.variables():
-            val, st = self.scalars[v.name]
-            env[v.name] = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val,
-                                                ir.Constant(ir.IntType(32), 0))
-        from pitchfork.lower import expand_fpir
-
-        out = ExprEmitter(self.b, 1, env, self.target).emit(expand_fpir(t))
-        return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
+    def _emit_scalar_term(self, t: Term, nsw: bool = True) -> ir.Value:
+        env = {v.name: self.scalars[v.name][0] for v in t.variables()}
+        return ScalarEmitter(self.b, env, self.target, nsw).emit(t)
 
     def vector(self, e: H.Expr, node: H.Node) -> ir.Value:
         term = self.to_term(e, node)
@@ -613,11 +685,11 @@ class LoopNestCodegen:
         e = leaf.node
         if leaf.kind == "splat":
             assert isinstance(e, H.Broadcast)
-            return self._splat(self.scalar(e.value, node), leaf.type, leaf.lanes)
+            return self._splat(self.scalar(e.value, node, nsw=False), leaf.type, leaf.lanes)
         if leaf.kind == "ramp":
             assert isinstance(e, H.Ramp)
-            base = self._splat(self.scalar(e.base, node), leaf.type, leaf.lanes)
-            stride = self._splat(self.scalar(e.stride, node), leaf.type, leaf.lanes)
+            base = self._splat(self.scalar(e.base, node, nsw=False), leaf.type, leaf.lanes)
+            stride = self._splat(self.scalar(e.stride, node, nsw=False), leaf.type, leaf.lanes)
             iota = ir.Constant(vec_type(leaf.type, leaf.lanes), list(range(leaf.lanes)))
             return self.b.add(base, self.b.mul(stride, iota))
         if leaf.kind == "load":
@@ -632,14 +704,16 @@ class LoopNestCodegen:
                 base = self.scalar(ramp, node)
                 vt = vec_type(_storage(st), leaf.lanes)
                 p = self._elem_ptr(buf, st, base, vt)
+                align = self._align(buf, st, e.alignment)
                 if mask is None:
-                    v = self.b.load(p, align=1)
+                    v = self._mem_access(buf, self.b.load(p, align=align))
                 elif not self._masked_ok(leaf.lanes, st):
                     v = self._gather(buf, st, self._iota(base, leaf.lanes), leaf.lanes, mask)
                 else:
                     fn = self._intrinsic(f"llvm.masked.load.v{leaf.lanes}i{_storage(st).bits}.p0", vt,
                                          [p.type, ir.IntType(32), mask.type, vt])
-                    v = self.b.call(fn, [p, ir.Constant(ir.IntType(32), 1), mask, ir.Constant(vt, None)])
+                    v = self._mem_access(buf, self.b.call(fn, [p, ir.Constant(ir.IntType(32), align), mask,
+                                                               ir.Constant(vt, None)]))
             else:
                 v = self._gather(buf, st, self.vector(e.index, node), leaf.lanes, mask)
             if st.bits == 1:
@@ -647,7 +721,7 @@ class LoopNestCodegen:
             return v
         if leaf.kind == "shuffle":
             assert isinstance(e, H.Shuffle)
-            parts = [self.vector(x, node) if x.type.is_vector else self._splat(self.scalar(x, node), leaf.type, 1)
+            parts = [self.vector(x, node) if x.type.is_vector else self._splat(self.scalar(x, node, nsw=False), leaf.type, 1)
                      for x in e.vectors]
             em = ExprEmitter(self.b, leaf.lanes, {}, self.target)
             whole = em.concat(parts, sum(p.type.count for p in parts)) if len(parts) > 1 else parts[0]
@@ -656,7 +730,7 @@ class LoopNestCodegen:
         if leaf.kind == "bitcount":
             assert isinstance(e, H.Call)
             arg = self.vector(e.args[0], node) if e.args[0].type.is_vector else \
-                self._splat(self.scalar(e.args[0], node), leaf.type, 1)
+                self._splat(self.scalar(e.args[0], node, nsw=False), leaf.type, 1)
             name = BIT_COUNTS[e.name]
             args = [arg] if name == "ctpop" else [arg, ir.Constant(ir.IntType(1), 0)]
             fn = self._intrinsic(f"llvm.{name}.v{arg.type.count}i{leaf.type.bits}", arg.type, [a.type for a in args])
@@ -815,7 +889,8 @@ class _Converter:
             buf = self.cg._buffer(e.buffer, self.node)
             st = fpir_type(e.type, self.node)
             idx = self.cg.scalar(e.index, self.node)
-            v = self.cg.b.load(self.cg._elem_ptr(buf, st, idx, ir.IntType(_storage(st).bits)), align=1)
+            p = self.cg._elem_ptr(buf, st, idx, ir.IntType(_storage(st).bits))
+            v = self.cg._mem_access(buf, self.cg.b.load(p, align=self.cg._align(buf, st, e.alignment)))
             if st.bits == 1:
                 v = self.cg.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
             name = f"sload{next(self.cg._leaf_ids)}"

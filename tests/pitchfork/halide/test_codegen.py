@@ -229,7 +229,7 @@ def test_pipeline_bit_exact(name: str, target: str, isel: str) -> None:
     inputs = case.inputs()
     want = halide_reference(case, inputs)
     prog = compile_case(case, target, isel, name.replace("-", "m"))
-    got = prog(*inputs, size=case.size)
+    got = prog(*inputs, size=case.size, check=True)  # guard bytes, inputs unchanged
     assert got.shape == want.shape and got.dtype == want.dtype
     assert np.array_equal(got, want)
     if case.numpy is not None:
@@ -260,7 +260,7 @@ def test_pipeline_bit_exact_hvx(name: str) -> None:
     case = HVX_CASES[name]
     inputs = case.inputs()
     want = halide_reference(case, inputs)
-    got = compile_case(case, "hvx128", "pitchfork", name)(*inputs, size=case.size)
+    got = compile_case(case, "hvx128", "pitchfork", name)(*inputs, size=case.size, check=True)
     assert np.array_equal(got, want)
     if case.numpy is not None:
         assert np.array_equal(got, case.numpy(*inputs))

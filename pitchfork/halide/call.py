@@ -1,0 +1,183 @@
+"""Binding a compiled pipeline's arguments and calling its kernel (the run-time half of `api.py`).
+
+`bind(...)` turns the user's values (numpy arrays, `hl.Buffer`s, ints) into a `PreparedCall`: the
+kernel's argument list (buffer pointers with (min, extent, stride) per dimension, scalar values) and
+the output arrays. On x86 the kernel is called in process through ctypes with the arrays' own memory
+(zero copy); elsewhere, or with `check=True`, through `pitchfork.emit.run.run_calls` (copies, guard
+bytes around outputs, inputs verified unchanged; under qemu for arm64/hvx128).
+
+Invariants that make the kernel's `noalias` promise true for every call made here:
+* an input array is copied (once, here) when it is not C-contiguous or not aligned to its element
+  size, or when it may share memory with an output;
+* outputs that may share memory with each other are refused (`ValueError`);
+* arrays stay referenced by the `PreparedCall` while the kernel can run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+
+from pitchfork.halide.codegen import fpir_type
+
+if TYPE_CHECKING:
+    from pitchfork.halide.api import CompiledPipeline
+
+_CTYPES = {"p": ctypes.c_void_p, "i32": ctypes.c_int32, "i64": ctypes.c_int64}
+
+
+@dataclass(eq=False)
+class PreparedCall:
+    """One bound call of a compiled pipeline: `call()` runs the kernel on the bound arrays and returns
+    the outputs (the same arrays every time, overwritten). `outputs[i]` is output i (numpy order)."""
+
+    prog: CompiledPipeline
+    #: the kernel's arguments after the error slot: ("p", array) | ("i32"/"i64", int)
+    args: list[tuple[str, Any]]
+    outputs: list[np.ndarray]
+    check: bool = False
+    _err: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int32))
+    _direct: Optional[tuple[Any, tuple[Any, ...]]] = None
+
+    def __post_init__(self) -> None:
+        if self.prog.target == "x86-avx2" and not self.check:
+            from pitchfork.emit.run import _jit
+
+            assert self.prog.module is not None
+            kinds = ("p",) + tuple(k for k, _ in self.args)
+            fn = _jit([self.prog.module]).function(self.prog.name, kinds)
+            values = [ctypes.c_void_p(self._err.ctypes.data)]
+            for k, v in self.args:
+                values.append(ctypes.c_void_p(v.ctypes.data) if k == "p" else _CTYPES[k](v))
+            self._direct = (fn, tuple(values))
+
+    def __call__(self) -> list[np.ndarray]:
+        if self._direct is not None:
+            fn, values = self._direct
+            fn(*values)
+            code = int(self._err[0])
+        else:
+            code = self._run_checked()
+        if code != 0:
+            self.prog._raise_assertion(code)
+        return self.outputs
+
+    def _run_checked(self) -> int:
+        from pitchfork.emit.run import Buffer, Call, Scalar, run_calls
+
+        assert self.prog.module is not None
+        outs = {id(o) for o in self.outputs}
+        call_args: list[Any] = [Buffer(np.zeros(1, np.int32), is_output=True)]
+        for k, v in self.args:
+            if k == "p":
+                call_args.append(Buffer(v, is_output=id(v) in outs))
+            else:
+                call_args.append(Scalar(int(v), 64 if k == "i64" else 32))
+        err, *results = run_calls(self.prog.module, self.prog.target, [Call(self.prog.name, call_args)])[0]
+        for o, r in zip(self.outputs, results):
+            o[...] = r
+        return int(err[0])
+
+
+def _as_input(value: Any, name: str, want: np.dtype, dims: int) -> tuple[np.ndarray, list[int]]:
+    import halide as hl
+
+    if isinstance(value, hl.Buffer):
+        arr = np.asarray(value)
+        mins = [value.dim(d).min() for d in range(value.dimensions())]
+    else:
+        arr = np.asarray(value)
+        mins = [0] * arr.ndim
+    if arr.dtype != want:
+        raise TypeError(f"input {name} must be {want}, got {arr.dtype}")
+    if arr.ndim != dims:
+        raise TypeError(f"input {name} must have {dims} dimensions, got {arr.ndim}")
+    return np.require(arr, requirements=("C", "A")), mins  # copies only when needed
+
+
+def _dims(arr: np.ndarray, mins: Sequence[int]) -> list[int]:
+    """(min, extent, stride) per Halide dimension (innermost first) of a C-contiguous array."""
+    out: list[int] = []
+    for d, (ext, st) in enumerate(zip(reversed(arr.shape), reversed(arr.strides))):
+        out += [int(mins[d]), int(ext), int(st // arr.itemsize)]
+    return out
+
+
+def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[int]],
+         min: Optional[Sequence[int]], out: Any, check: bool) -> PreparedCall:
+    import halide as hl
+
+    cap = prog.captured
+    assert cap is not None
+    if len(inputs) != len(cap.arguments):
+        names = ", ".join(a.name for a in cap.arguments)
+        raise TypeError(f"{prog.name} takes {len(cap.arguments)} inputs ({names}), got {len(inputs)}")
+    outs = cap.outputs
+    given = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
+    if given and len(given) != len(outs):
+        raise TypeError(f"out must give {len(outs)} arrays, got {len(given)}")
+    out_arrays: list[np.ndarray] = []
+    out_mins: list[list[int]] = []
+    for o, g in zip(outs, given):
+        want = fpir_type(o.types[0].elem).np_dtype
+        arr = np.asarray(g)
+        if arr.dtype != want or arr.ndim != o.dimensions:
+            raise TypeError(f"out for {o.name} must be a {o.dimensions}-d {want} array, got {arr.ndim}-d {arr.dtype}")
+        if not (arr.flags.c_contiguous and arr.flags.aligned and arr.flags.writeable):
+            raise ValueError(f"out for {o.name} must be a writeable, C-contiguous, aligned array")
+        out_arrays.append(arr)
+        out_mins.append([g.dim(d).min() for d in range(g.dimensions())] if isinstance(g, hl.Buffer) else [])
+    for i, a in enumerate(out_arrays):
+        for b in out_arrays[:i]:
+            if np.may_share_memory(a, b):
+                raise ValueError(f"{prog.name}: two outputs share memory; pass distinct arrays")
+    args: list[tuple[str, Any]] = []
+    first_extents: Optional[list[int]] = None
+    for a, value in zip(cap.arguments, inputs):
+        if a.kind == "scalar":
+            args.append(("i64" if a.type.bits == 64 else "i32", _scalar(value, a.type.bits)))
+            continue
+        arr, mins = _as_input(value, a.name, fpir_type(a.type.elem).np_dtype, a.dimensions)
+        # The kernel's buffers are noalias: an input overlapping an output is read from a copy.
+        if any(np.may_share_memory(arr, o) for o in out_arrays):
+            arr = arr.copy()
+        args.append(("p", arr))
+        args += [("i32", v) for v in _dims(arr, mins)]
+        if first_extents is None:
+            first_extents = list(reversed(arr.shape))
+    if out_arrays:
+        shape_size = list(reversed(out_arrays[0].shape))
+        if size is not None and list(size) != shape_size:
+            raise TypeError(f"size {list(size)} does not match the out array's extents {shape_size}")
+        size = shape_size
+    size = list(size) if size is not None else first_extents
+    for o in outs:
+        if size is None or len(size) != o.dimensions:
+            raise TypeError(f"size must give {o.dimensions} extents for output {o.name}")
+    assert size is not None
+    if min is not None and len(min) != len(size):
+        raise TypeError(f"min must give {len(size)} values, got {len(min)}")
+    for k, o in enumerate(outs):
+        if k < len(out_arrays):
+            arr = out_arrays[k]
+            if list(reversed(arr.shape)) != size:
+                raise TypeError(f"out for {o.name} has extents {list(reversed(arr.shape))}, expected {size}")
+        else:
+            arr = np.empty(tuple(reversed(size)), dtype=fpir_type(o.types[0].elem).np_dtype)
+            out_arrays.append(arr)
+        mins = list(min) if min is not None else (out_mins[k] if k < len(out_mins) and out_mins[k] else [0] * len(size))
+        args.append(("p", arr))
+        args += [("i32", v) for v in _dims(arr, mins)]
+    return PreparedCall(prog, args, out_arrays, check)
+
+
+def _scalar(value: Any, bits: int) -> int:
+    v = int(value)
+    w = 64 if bits == 64 else 32
+    if not -(1 << (w - 1)) <= v < (1 << w):
+        raise ValueError(f"scalar {value} does not fit in {w} bits")
+    v &= (1 << w) - 1
+    return v - (1 << w) if v >> (w - 1) else v
