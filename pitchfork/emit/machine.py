@@ -5,7 +5,8 @@ This is the bottom of the emit layer. It owns:
 * `Target`: the three fixed target descriptions (triple, CPU, features, relocation model, vector width).
   They follow ISA_INTRINSICS §4.1 exactly, and the CPUs are always explicit (never the host CPU, so an
   "AVX2" result cannot silently use AVX-512 encodings).
-* `compile_module`: parse, set triple and data layout, verify, optimise with the new pass manager,
+* `compile_module`: parse, set triple and data layout, verify, optimise with the new pass manager
+  (O3 without loop unrolling/vectorization/interleaving, as Halide),
   emit assembly (and lazily an object file). Invariant: a `CompiledModule` never contains a call to an
   unknown `llvm.*` symbol -- LLVM accepts misspelt intrinsic names as external functions (§4.3.1), so
   the assembly is checked and `IntrinsicError` is raised instead.
@@ -256,6 +257,12 @@ def _compile(ir_text: str, target: Target, opt: int) -> tuple[str, str, dict[str
     tm = _shared_machine(target.name, opt)
     if opt > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        # As Halide's own backend does by default (no `enable_llvm_loop_opt`): the code is already
+        # vectorized and unrolled as scheduled, so LLVM's loop vectorizer, interleaver and unroller
+        # only duplicate loop bodies (e.g. border loops unrolled x2).
+        pto.loop_unrolling = False
+        pto.loop_vectorization = False
+        pto.loop_interleaving = False
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     asm = tm.emit_assembly(mod)

@@ -377,6 +377,7 @@ class LoopNestCodegen:
 
     def _check_allocation(self, raw: ir.Value, s: H.Allocate) -> None:
         code = next(self._assert_ids)
+        self.stats.asserts_checked += 1  # a check we add (Halide's halide_malloc result check)
         self.assert_messages[code] = f"allocation of {s.name} failed (out of memory)"
         fail = self.fn.append_basic_block(f"alloc_fail_{code}")
         cont = self.fn.append_basic_block(f"alloc_ok_{code}")
@@ -403,7 +404,7 @@ class LoopNestCodegen:
             if s.predicate is not None:
                 raise Unsupported(f"predicated scalar store to {s.buffer}", s)
             val = self.scalar(s.value, s, nsw=False)  # data: wraps like the vector path
-            idx = self.scalar(s.index, s)
+            idx = self.index64(s.index, s)
             self._store_elem(buf, et, idx, val, s.alignment)
             return
         # A predicated store (TailStrategy::Predicate/PredicateStores, GuardWithIf tails) writes only
@@ -412,13 +413,13 @@ class LoopNestCodegen:
         val = self._to_storage(self.vector(s.value, s), et)
         ramp = self._dense(s.index)
         if ramp is not None:
-            base = self.scalar(ramp, s)
+            base = self.index64(ramp, s)
             p = self._elem_ptr(buf, et, base, vec_type(_storage(et), t.lanes))
             align = self._align(buf, et, s.alignment)
             if mask is None:
                 self._mem_access(buf, self.b.store(val, p, align=align))
             elif not self._masked_ok(t.lanes, et):
-                self._scatter(buf, et, self._iota(base, t.lanes), val, t.lanes, mask)
+                self._scatter(buf, et, self._iota(self.scalar(ramp, s), t.lanes), val, t.lanes, mask)
             else:
                 fn = self._intrinsic(f"llvm.masked.store.v{t.lanes}i{_storage(et).bits}.p0", ir.VoidType(),
                                      [val.type, p.type, ir.IntType(32), mask.type])
@@ -638,6 +639,12 @@ class LoopNestCodegen:
         """A scalar expression as an LLVM scalar; `nsw` as in pitchfork.halide.scalars (off for data)."""
         return self._emit_scalar_term(self.to_term(e, node), nsw)
 
+    def index64(self, e: H.Expr, node: H.Node) -> ir.Value:
+        """A buffer index as i64 address arithmetic (see ScalarEmitter.emit_index64)."""
+        t = self.to_term(e, node)
+        env = {v.name: self.scalars[v.name][0] for v in t.variables()}
+        return ScalarEmitter(self.b, env, self.target).emit_index64(t)
+
     def _emit_scalar_term(self, t: Term, nsw: bool = True) -> ir.Value:
         env = {v.name: self.scalars[v.name][0] for v in t.variables()}
         return ScalarEmitter(self.b, env, self.target, nsw).emit(t)
@@ -701,14 +708,14 @@ class LoopNestCodegen:
             mask = self._mask(e.predicate, leaf.lanes, node) if e.predicate is not None else None
             ramp = self._dense(e.index)
             if ramp is not None:
-                base = self.scalar(ramp, node)
+                base = self.index64(ramp, node)
                 vt = vec_type(_storage(st), leaf.lanes)
                 p = self._elem_ptr(buf, st, base, vt)
                 align = self._align(buf, st, e.alignment)
                 if mask is None:
                     v = self._mem_access(buf, self.b.load(p, align=align))
                 elif not self._masked_ok(leaf.lanes, st):
-                    v = self._gather(buf, st, self._iota(base, leaf.lanes), leaf.lanes, mask)
+                    v = self._gather(buf, st, self._iota(self.scalar(ramp, node), leaf.lanes), leaf.lanes, mask)
                 else:
                     fn = self._intrinsic(f"llvm.masked.load.v{leaf.lanes}i{_storage(st).bits}.p0", vt,
                                          [p.type, ir.IntType(32), mask.type, vt])
@@ -888,7 +895,7 @@ class _Converter:
             # A scalar load inside a scalar expression: emit it now and bind a scalar.
             buf = self.cg._buffer(e.buffer, self.node)
             st = fpir_type(e.type, self.node)
-            idx = self.cg.scalar(e.index, self.node)
+            idx = self.cg.index64(e.index, self.node)
             p = self.cg._elem_ptr(buf, st, idx, ir.IntType(_storage(st).bits))
             v = self.cg._mem_access(buf, self.cg.b.load(p, align=self.cg._align(buf, st, e.alignment)))
             if st.bits == 1:

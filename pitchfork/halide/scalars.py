@@ -71,6 +71,38 @@ class ScalarEmitter:
             return (b.sext if src.signed else b.zext)(a[0], ir.IntType(ty.bits))
         return self._generic(t, a)
 
+    def emit_index64(self, t: Term) -> ir.Value:
+        """A signed 32-bit index as a 64-bit value for addressing, computed in 64 bits where it is
+        an `add`/`sub`/`mul`/`min`/`max` tree (equal to the sign-extended 32-bit value because that
+        arithmetic does not overflow), as Halide's own backend does (`promote_64`), so no sign
+        extension sits between the loop counter and the address."""
+        i64 = ir.IntType(64)
+        b = self.b
+
+        def go(n: Term) -> ir.Value:
+            if n in memo:
+                return memo[n]
+            ty = n.type
+            if n.op == "const":
+                v: ir.Value = ir.Constant(i64, ty.wrap(n.value))
+            elif self.nsw and ty.signed and ty.bits == 32 and n.op in ("add", "sub", "mul"):
+                v = getattr(b, n.op)(go(n.args[0]), go(n.args[1]), flags=["nsw"])
+            elif self.nsw and ty.signed and ty.bits == 32 and n.op in ("min", "max"):
+                x, y = go(n.args[0]), go(n.args[1])
+                v = b.select(b.icmp_signed("<" if n.op == "min" else ">", x, y), x, y)
+            else:
+                v = self.emit(n)
+                if v.type.width < 64:
+                    v = (b.sext if ty.signed else b.zext)(v, i64)
+            memo[n] = v
+            return v
+
+        memo: dict[Term, ir.Value] = {}
+        if not (t.type.signed and t.type.bits == 32):
+            v = self.emit(t)
+            return v if v.type.width == 64 else (b.sext if t.type.signed else b.zext)(v, i64)
+        return go(t)
+
     def _generic(self, t: Term, a: list[ir.Value]) -> ir.Value:
         """Any other op at one lane, with exact semantics (no flags)."""
         from pitchfork.lower import expand_fpir
