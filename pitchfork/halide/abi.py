@@ -558,9 +558,20 @@ def static_library(members: list[tuple[str, bytes]], symbols: dict[str, int]) ->
         assert len(h) == 60
         return h
 
+    # GNU long names: member names over 15 characters live in the "//" member, referenced as "/<offset>"
+    longnames = b""
+    member_names = []
+    for name, _ in members:
+        if len(name) <= 15:
+            member_names.append(name + "/")
+        else:
+            member_names.append(f"/{len(longnames)}")
+            longnames += name.encode() + b"/\n"
+    long_member = (header("//", len(longnames)) + longnames + (b"\n" if len(longnames) % 2 else b"")) \
+        if longnames else b""
     names = sorted(symbols)
     table_size = 4 + 4 * len(names) + sum(len(n) + 1 for n in names)
-    first = 8 + 60 + table_size + (table_size % 2)
+    first = 8 + 60 + table_size + (table_size % 2) + len(long_member)
     offsets, pos = [], first
     for name, data in members:
         offsets.append(pos)
@@ -568,8 +579,9 @@ def static_library(members: list[tuple[str, bytes]], symbols: dict[str, int]) ->
     table = len(names).to_bytes(4, "big") + b"".join(offsets[symbols[n]].to_bytes(4, "big") for n in names)
     table += b"".join(n.encode() + b"\0" for n in names)
     out = bytearray(b"!<arch>\n") + header("/", len(table)) + table + (b"\n" if len(table) % 2 else b"")
-    for name, data in members:
-        out += header(name + "/", len(data)) + data + (b"\n" if len(data) % 2 else b"")
+    out += long_member
+    for member, (name, data) in zip(member_names, members):
+        out += header(member, len(data)) + data + (b"\n" if len(data) % 2 else b"")
     return bytes(out)
 
 

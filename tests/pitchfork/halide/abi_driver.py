@@ -239,12 +239,12 @@ def halide_library(gen_file: str, cls: str, target: str, name: str, out_dir: Pat
     """Halide 21's own `compile_to_static_library` of a generator (function `name`); the `.a` path."""
     import halide as hl
 
-    from benchmarks.common import HALIDE_TARGETS
+    from pitchfork.halide.capture import TARGET_ALIASES
     from pitchfork.halide.generator import find_generator, instantiate
 
     gp = instantiate(find_generator(gen_file, cls), target, params)
     prefix = out_dir / name
-    gp.pipeline.compile_to_static_library(str(prefix), gp.arguments, name, hl.Target(HALIDE_TARGETS[target]))
+    gp.pipeline.compile_to_static_library(str(prefix), gp.arguments, name, hl.Target(TARGET_ALIASES[target]))
     return prefix.with_suffix(".a")
 
 
