@@ -1,7 +1,7 @@
 """`pitchfork.compile`: compile a Halide pipeline with PITCHFORK's instruction selection.
 
     prog = pitchfork.compile(out_func, [input_param], target="arm64", isel="pitchfork")
-    prog.llvm_ir(); prog.assembly(); prog.object_file("sobel.o"); prog.stats
+    prog.llvm_ir(); prog.assembly(); prog.object_file("sobel.o"); prog.header(); prog.stats
     result = prog(input_array, size=[W, H])      # shaped like np.asarray(out_func.realize([W, H]))
 
 Flow: capture Halide's vectorized statement (pitchfork.halide.capture), parse it (stmt.py), generate
@@ -90,14 +90,24 @@ class CompiledPipeline:
         return self._halide_text("assembly", ".s")
 
     def object_file(self, path: str | Path) -> Path:
+        """Write an ELF object with Halide's AOT entry point `int name(struct halide_buffer_t *...)`
+        (and `name_argv`), declared by `.header()`; pitchfork/halide/abi.py."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         if self.module is not None:
-            p.write_bytes(self.module.object_bytes())
+            from pitchfork.halide.abi import aot_outputs
+
+            p.write_bytes(aot_outputs(self)[2])
         else:
             pipeline, args = self._halide
             pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.target))
         return p
+
+    def header(self) -> str:
+        """The C header for `.object_file()`, as Halide's `compile_to_header` writes it."""
+        from pitchfork.halide.abi import header
+
+        return header(self)
 
     def _halide_text(self, kind: str, suffix: str) -> str:
         import tempfile

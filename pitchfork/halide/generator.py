@@ -1,7 +1,7 @@
 """Halide Python generators (`@hl.generator` classes) compiled by PITCHFORK, unchanged.
 
     prog = compile_generator("my_gen.py", "Sobel", target="arm64", isel="pitchfork", params={"lanes": 16})
-    paths = write_outputs(prog, "out/")        # out/sobel.o, out/sobel.ll, out/sobel.s
+    paths = write_outputs(prog, "out/")        # out/sobel.{o,a,h,ll,s}: Halide's AOT ABI (abi.py)
 
 How a generator is instantiated without `hl.main()` (halide==21.0.0, `halide/_generator_helpers.py`):
 `@hl.generator(name=...)` registers a subclass of `hl.Generator` whose constructor reads the target
@@ -34,7 +34,9 @@ import importlib
 import importlib.util
 import inspect
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,27 +324,27 @@ def header_free_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     return text, asm, obj
 
 
-def write_outputs(prog: CompiledPipeline, out_dir: str | Path, kinds: tuple[str, ...] = ("o", "ll", "s")) -> dict[str, Path]:
-    """Write `<name>.o`, `<name>.ll` and `<name>.s` to `out_dir`; returns the paths by kind. For a
-    PITCHFORK compile all three come from the header-free IR (`header_free_outputs`); for a Halide
-    fallback they are Halide's own (its `.ll` holds its runtime)."""
-    d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
+OUTPUT_KINDS = ("o", "a", "h", "ll", "s")
+
+
+def write_outputs(prog: CompiledPipeline, out_dir: str | Path,
+                  kinds: tuple[str, ...] = OUTPUT_KINDS) -> dict[str, Path]:
+    """Write `<name>.o` (ELF object), `<name>.a` (static library holding it), `<name>.h` (the C
+    header Halide's AOT output has), `<name>.ll` and `<name>.s` to `out_dir`; returns the paths by
+    kind. For a PITCHFORK compile the object holds the kernel and Halide's calling convention
+    (`int name(struct halide_buffer_t *...)`, pitchfork/halide/abi.py), and `.ll`/`.s` are that
+    module, header-free; for a Halide fallback all five are Halide's own."""
+    from pitchfork.halide.abi import write_library
+
     for kind in kinds:
-        if kind not in ("o", "ll", "s"):
-            raise ValueError(f"unknown output kind {kind!r} (o, ll, s)")
-    paths = {kind: d / f"{prog.name}.{kind}" for kind in kinds}
-    if prog.is_fallback:
-        for kind, p in paths.items():
-            if kind == "o":
-                prog.object_file(p)
-            else:
-                p.write_text(prog.llvm_ir() if kind == "ll" else prog.assembly())
-        return paths
-    text, asm, obj = header_free_outputs(prog)
-    for kind, p in paths.items():
-        if kind == "o":
-            p.write_bytes(obj)
-        else:
-            p.write_text(text if kind == "ll" else asm)
+        if kind not in OUTPUT_KINDS:
+            raise ValueError(f"unknown output kind {kind!r} ({', '.join(OUTPUT_KINDS)})")
+    with tempfile.TemporaryDirectory() as tmp:
+        every = write_library(prog, tmp)
+        d = Path(out_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        paths = {}
+        for kind in kinds:
+            paths[kind] = d / every[kind].name
+            shutil.copyfile(every[kind], paths[kind])
     return paths
