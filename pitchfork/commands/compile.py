@@ -11,7 +11,10 @@ sets GeneratorParams (parsed as on Halide's generator command line). Writes `<na
 `int name(struct halide_buffer_t *in, ..., scalars, struct halide_buffer_t *out)` (see
 pitchfork/halide/abi.py); `<name>.ll` (header-free LLVM IR of that object) and `<name>.s`; then prints the
 statistics (rules fired, selection / LLVM / capture time). When PITCHFORK cannot compile the pipeline
-it says why and writes Halide's own outputs instead (exit status 0; 3 with --no-fallback).
+it says why and writes Halide's own outputs instead (exit status 0; 3 with --no-fallback). Exit
+status (docs/ERRORS.md): 2 bad usage, 4 a file that cannot be read or written (the generator, -o),
+6 a generator that does not load or build, a bad GeneratorParam, or a pipeline Halide rejects
+(`-p lanes=-4`, a GPU schedule) or that has extern stages.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 NAME = "compile"
@@ -61,43 +65,45 @@ def _params(items: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pitchfork.errors import EXIT_UNSUPPORTED, InputFileError, UsageError
     from pitchfork.halide.api import FALLBACK_ERRORS, PitchforkFallbackWarning
     from pitchfork.halide.abi import AbiError
-    from pitchfork.halide.generator import GeneratorError, compile_generator, write_outputs
+    from pitchfork.halide.generator import compile_generator, write_outputs
 
     kinds = tuple(k.strip() for k in args.emit.split(",") if k.strip())
     bad = [k for k in kinds if k not in ("o", "a", "h", "ll", "s")]
-    if bad:
-        print(f"pitchfork compile: unknown --emit kinds {bad} (o, a, h, ll, s)", file=sys.stderr)
-        return 2
+    if bad or not kinds:
+        raise UsageError(f"unknown --emit kinds {bad} (o, a, h, ll, s)")
+    out_dir = Path(args.output_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputFileError(f"-o {out_dir}: not a directory")
     path, cls = _split_generator(args.generator)
     try:
         params = _params(args.param)
     except ValueError as e:
-        print(f"pitchfork compile: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e)) from None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PitchforkFallbackWarning)
         try:
             prog = compile_generator(path, cls, args.target, args.isel, params, name=args.name,
                                      fallback=not args.no_fallback)
-        except GeneratorError as e:
-            print(f"pitchfork compile: {e}", file=sys.stderr)
-            return 2
         except FALLBACK_ERRORS as e:
-            print(f"pitchfork compile: PITCHFORK cannot compile this pipeline: {type(e).__name__}: {e}",
-                  file=sys.stderr)
-            return 3
+            print(f"pitchfork compile: PITCHFORK cannot compile this pipeline: {type(e).__name__}: "
+                  f"{' '.join(str(e).split())}", file=sys.stderr)
+            return EXIT_UNSUPPORTED
     for w in caught:
         if issubclass(w.category, PitchforkFallbackWarning):
             print(f"warning: {w.message}", file=sys.stderr)
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     try:
-        paths = write_outputs(prog, args.output_dir, kinds)
+        paths = write_outputs(prog, out_dir, kinds)
     except AbiError as e:
-        print(f"pitchfork compile: {e}", file=sys.stderr)
-        return 3
+        print(f"pitchfork compile: {' '.join(str(e).split())}", file=sys.stderr)
+        return EXIT_UNSUPPORTED
+    except OSError as e:
+        where = e.filename or out_dir
+        raise InputFileError(f"cannot write to {where}: {e.strerror or e}") from None
     _report(prog, paths, args)
     return 0
 

@@ -43,12 +43,20 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pitchfork.errors import EXIT_FILE, InputFileError, PipelineError
+
 if TYPE_CHECKING:
     from pitchfork.halide.api import CompiledPipeline
 
 
-class GeneratorError(ValueError):
-    """The generator file, class or parameters are not usable (not found, ambiguous, bad value)."""
+class GeneratorError(PipelineError):
+    """The generator file, class or parameters are not usable (ambiguous, bad value, fails to load)."""
+
+
+class GeneratorFileError(GeneratorError, InputFileError):
+    """The generator file cannot be read: missing, a directory, not a .py file (exit code EXIT_FILE)."""
+
+    exit_code = EXIT_FILE
 
 
 @dataclass(frozen=True)
@@ -91,10 +99,17 @@ def load_module(path_or_module: str | Path | ModuleType) -> ModuleType:
 def _load_file(path: Path) -> ModuleType:
     import halide  # noqa: F401 - the generator file imports it; fail here with a clear error if missing
 
+    if not path.exists():
+        raise GeneratorFileError(f"generator file {str(path)!r} does not exist")
     if not path.is_file():
-        raise GeneratorError(f"generator file {str(path)!r} does not exist")
+        raise GeneratorFileError(f"generator file {str(path)!r} is not a file")
+    if path.suffix != ".py":
+        raise GeneratorFileError(f"generator file {str(path)!r} is not a Python file (.py)")
     key = str(path.resolve())
-    source = path.read_bytes()
+    try:
+        source = path.read_bytes()
+    except OSError as e:
+        raise GeneratorFileError(f"generator file {str(path)!r}: {e.strerror or e}") from None
     digest = hashlib.sha1(source).hexdigest()
     hit = _loaded.get(key)
     if hit is not None and hit[0] == digest:
@@ -116,7 +131,7 @@ def _load_file(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as e:
         sys.modules.pop(mod_name, None)
-        raise GeneratorError(f"loading {path}: {type(e).__name__}: {str(e).strip()}") from e
+        raise GeneratorError(f"loading {path}{_user_frame(e)}: {type(e).__name__}: {str(e).strip()}") from e
     finally:
         helpers._python_generators = real
     real.update(fresh)
@@ -141,6 +156,12 @@ def generators_in(module: ModuleType) -> dict[str, type]:
     return found
 
 
+def _where(module: ModuleType) -> str:
+    """How to name a module to the user: its file for a loaded file (not the private module name)."""
+    f = getattr(module, "__file__", None)
+    return str(f) if f and module.__name__.startswith("pitchfork_generator_") else module.__name__
+
+
 def _defined_in(cls: type, module: ModuleType) -> bool:
     # @hl.generator returns a subclass created in halide._generator_helpers; the user's class is a base.
     return any(b.__module__ == module.__name__ for b in cls.__mro__)
@@ -155,7 +176,7 @@ def find_generator(path_or_module: str | Path | ModuleType, class_name: str | No
         distinct = {id(c): c for c in gens.values()}
         if len(distinct) != 1:
             names = sorted(gens) or ["none"]
-            raise GeneratorError(f"{module.__name__} defines {len(distinct)} generators ({', '.join(names)}); "
+            raise GeneratorError(f"{_where(module)} defines {len(distinct)} generators ({', '.join(names)}); "
                                  "name one (file.py:ClassName)")
         return next(iter(distinct.values()))
     if class_name in gens:
@@ -164,7 +185,7 @@ def find_generator(path_or_module: str | Path | ModuleType, class_name: str | No
     if class_name in registry:
         return registry[class_name]
     known = ", ".join(sorted(gens)) or "none"
-    raise GeneratorError(f"no generator {class_name!r} in {getattr(module, '__file__', module.__name__)} "
+    raise GeneratorError(f"no generator {class_name!r} in {_where(module)} "
                          f"(it defines: {known})")
 
 
@@ -209,9 +230,20 @@ def instantiate(cls: type, target: str = "x86-avx2", params: Mapping[str, Any] |
         pipeline = gen._build_pipeline()  # configure() + generate(); unknown GeneratorParams fail here
     except hl.HalideError as e:
         raise GeneratorError(f"generator {gen_name}: {str(e).strip()}") from e
+    except Exception as e:  # noqa: BLE001 - the user's generate() raised: say where, in their file
+        raise GeneratorError(f"generator {gen_name}{_user_frame(e)}: {type(e).__name__}: {str(e).strip()}") from e
     inputs = [a.name for a in gen._arginfos_in]
     outputs = [a.name for a in gen._arginfos_out]
     return GeneratorPipeline(gen_name, pipeline, [getattr(gen, n) for n in inputs], outputs, gen)
+
+
+def _user_frame(e: BaseException) -> str:
+    """` (file.py:line)` of the innermost traceback frame outside Halide's and PITCHFORK's code."""
+    import traceback
+
+    ours = (str(Path(__file__).resolve().parent.parent), "/halide/")
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not any(o in f.filename for o in ours)]
+    return f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
 def compile_generator(path_or_module: str | Path | ModuleType | type, class_name: str | None = None,

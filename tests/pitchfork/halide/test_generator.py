@@ -346,15 +346,16 @@ def test_cli_fallback_warns_and_writes_halide_outputs(tmp_path: Path, capsys: py
     assert rc == 3 and "float32" in out.err and not (tmp_path / "out2").exists()
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["compile", "no_such_gen.py"], "does not exist"),
-    (["compile", f"{SOBEL}:Nope"], "no generator 'Nope'"),
-    (["compile", str(SOBEL), "-p", "lanes"], "NAME=VALUE"),
-    (["compile", str(SOBEL), "--emit", "o,bc"], "unknown --emit"),
+@pytest.mark.parametrize(("argv", "code", "message"), [
+    (["compile", "no_such_gen.py"], 4, "does not exist"),
+    (["compile", f"{SOBEL}:Nope"], 6, "no generator 'Nope'"),
+    (["compile", str(SOBEL), "-p", "lanes"], 2, "NAME=VALUE"),
+    (["compile", str(SOBEL), "--emit", "o,bc"], 2, "unknown --emit"),
 ])
-def test_cli_errors(argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc = cli_main([*argv, "-o", str(tmp_path)])
-    assert rc == 2 and message in capsys.readouterr().err
+def test_cli_errors(argv: list[str], code: int, message: str, tmp_path: Path,
+                    capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_main([*argv, "-o", str(tmp_path)])  # exit codes: docs/ERRORS.md
+    assert rc == code and message in capsys.readouterr().err
 
 
 def test_generator_file_runs_with_plain_halide(tmp_path: Path) -> None:
