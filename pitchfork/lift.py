@@ -25,9 +25,21 @@ def lift_rule_files(include_synthesized: bool = True) -> list[Path]:
     return files
 
 
-@lru_cache(maxsize=4)
-def lift_rules(include_synthesized: bool = True) -> RuleSet:
-    return RuleSet.from_files(lift_rule_files(include_synthesized))
+def lift_rules(include_synthesized: bool = True, exclude_from: Optional[str] = None) -> RuleSet:
+    """The lifting rules; `exclude_from` drops rules learned from that benchmark (leave-one-out, see
+    pitchfork/trs/provenance.py). Defaults to the benchmark excluded by the current context."""
+    from pitchfork.trs.provenance import excluded_benchmark
+
+    return _lift_rules(include_synthesized, exclude_from or excluded_benchmark())
+
+
+@lru_cache(maxsize=8)
+def _lift_rules(include_synthesized: bool, exclude_from: Optional[str]) -> RuleSet:
+    if exclude_from is None:
+        return RuleSet.from_files(lift_rule_files(include_synthesized))
+    from pitchfork.trs.provenance import load_filtered
+
+    return RuleSet(load_filtered(lift_rule_files(include_synthesized), exclude_from))
 
 
 def lifter(rules: Optional[RuleSet] = None, trace: bool = False) -> Rewriter:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 
 from pitchfork.halide.codegen import fpir_type
+from pitchfork.halide.params import scalar_value
 
 if TYPE_CHECKING:
     from pitchfork.halide.api import CompiledPipeline
@@ -43,6 +44,8 @@ class PreparedCall:
     _direct: Optional[tuple[Any, tuple[Any, ...]]] = None
 
     def __post_init__(self) -> None:
+        if self.empty:
+            return
         if self.prog.target == "x86-avx2" and not self.check:
             from pitchfork.emit.run import _jit
 
@@ -54,7 +57,14 @@ class PreparedCall:
                 values.append(ctypes.c_void_p(v.ctypes.data) if k == "p" else _CTYPES[k](v))
             self._direct = (fn, tuple(values))
 
+    @property
+    def empty(self) -> bool:
+        """An output with no elements: nothing to compute (and no assertion on sizes), as realize()."""
+        return any(o.size == 0 for o in self.outputs)
+
     def __call__(self) -> list[np.ndarray]:
+        if self.empty:
+            return self.outputs
         if self._direct is not None:
             fn, values = self._direct
             fn(*values)
@@ -137,8 +147,9 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
     args: list[tuple[str, Any]] = []
     first_extents: Optional[list[int]] = None
     for a, value in zip(cap.arguments, inputs):
-        if a.kind == "scalar":
-            args.append(("i64" if a.type.bits == 64 else "i32", _scalar(value, a.type.bits)))
+        if a.kind == "scalar":  # refuse what Halide's Param.set refuses (pitchfork/halide/params.py)
+            v = scalar_value(a.name, a.type.code, a.type.bits, value)
+            args.append(("i64" if a.type.bits == 64 else "i32", _signed(v, 64 if a.type.bits == 64 else 32)))
             continue
         arr, mins = _as_input(value, a.name, fpir_type(a.type.elem).np_dtype, a.dimensions)
         # The kernel's buffers are noalias: an input overlapping an output is read from a copy.
@@ -174,10 +185,7 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
     return PreparedCall(prog, args, out_arrays, check)
 
 
-def _scalar(value: Any, bits: int) -> int:
-    v = int(value)
-    w = 64 if bits == 64 else 32
-    if not -(1 << (w - 1)) <= v < (1 << w):
-        raise ValueError(f"scalar {value} does not fit in {w} bits")
+def _signed(v: int, w: int) -> int:
+    """`v` (already checked against the Param's type) as the signed w-bit value the kernel takes."""
     v &= (1 << w) - 1
     return v - (1 << w) if v >> (w - 1) else v

@@ -58,11 +58,22 @@ def target_cost(term: Term) -> tuple[int, int, int]:
     return (total, width, primitives)
 
 
+def load_target(name: str, exclude_from: str | None = None) -> TargetInfo:
+    """The target's instruction table, lowering rules and cost. `exclude_from` (default: the benchmark
+    excluded by the current context, pitchfork/trs/provenance.py) drops rules learned from it."""
+    from pitchfork.trs.provenance import excluded_benchmark
+
+    return _load_target(canonical(name), exclude_from or excluded_benchmark())
+
+
 @lru_cache(maxsize=None)
-def load_target(name: str) -> TargetInfo:
-    name = canonical(name)
+def _load_target(name: str, exclude_from: str | None) -> TargetInfo:
     module, stem = ISAS[name]
     importlib.import_module(module)
     path = RULES_DIR / "lower" / f"{stem}.rules"
-    rules = RuleSet.from_files([path] if path.exists() else [])
-    return TargetInfo(name, rules, target_cost)
+    paths = [path] if path.exists() else []
+    if exclude_from is None:
+        return TargetInfo(name, RuleSet.from_files(paths), target_cost)
+    from pitchfork.trs.provenance import load_filtered
+
+    return TargetInfo(name, RuleSet(load_filtered(paths, exclude_from)), target_cost)
