@@ -599,8 +599,8 @@ def inner_loop_instructions(
 
 _VECTOR_STORE = {
     # x86 AT&T: a vector register moved to memory
-    # (not to the stack: spills and lane-by-lane gathers through a stack slot are not output stores)
-    "x86-avx2": re.compile(r"^vmov(dq[au]|up[sd]|ap[sd])\s+%[xy]mm\d+,\s*\S*\((?!%rsp|%rbp)"),
+    # (not to the stack (%rsp-based): spills and lane-by-lane gathers through a stack slot are not output stores)
+    "x86-avx2": re.compile(r"^vmov(dq[au]|up[sd]|ap[sd])\s+%[xy]mm\d+,\s*\S*\((?!%rsp)"),
     "arm64": re.compile(r"^(st1|st2|st3|st4|stp\s+q|str\s+q|stur\s+q)"),
     "hvx128": re.compile(r"vmemu?\([^)]*\)\s*=\s*v"),
 }

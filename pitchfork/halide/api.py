@@ -81,6 +81,8 @@ class CompiledPipeline:
     _halide: Any = None  # (pipeline, args) for the fallback
     #: assertion number written to the error slot -> the assertion's text (condition and error call)
     assertions: dict[int, str] = field(default_factory=dict)
+    _call_plan: Any = field(default=None, repr=False)  # pitchfork.halide.call: argument layout, once
+    _kernel_fn: Any = field(default=None, repr=False)  # the x86 JIT'd function (ctypes), once
 
     @property
     def is_fallback(self) -> bool:

@@ -15,7 +15,6 @@ Invariants that make the kernel's `noalias` promise true for every call made her
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
@@ -27,7 +26,48 @@ from pitchfork.halide.params import scalar_value
 if TYPE_CHECKING:
     from pitchfork.halide.api import CompiledPipeline
 
-_CTYPES = {"p": ctypes.c_void_p, "i32": ctypes.c_int32, "i64": ctypes.c_int64}
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What binding needs from a compiled pipeline, computed once: per argument ("scalar", name, Halide
+    type code, bits) or ("buffer", name, numpy dtype, dimensions); per output (name, dtype, dims)."""
+
+    arguments: tuple[tuple[str, str, Any, int], ...]
+    outputs: tuple[tuple[str, np.dtype, int], ...]
+    kinds: tuple[str, ...]  # the kernel's parameter kinds ("p", "i32", "i64"), error slot first
+
+
+def plan_of(prog: CompiledPipeline) -> CallPlan:
+    plan = prog._call_plan
+    if plan is None:
+        cap = prog.captured
+        assert cap is not None
+        args: list[tuple[str, str, Any, int]] = []
+        kinds = ["p"]
+        for a in cap.arguments:
+            if a.kind == "scalar":
+                args.append(("scalar", a.name, a.type.code, a.type.bits))
+                kinds.append("i64" if a.type.bits == 64 else "i32")
+            else:
+                args.append(("buffer", a.name, np.dtype(fpir_type(a.type.elem).np_dtype), a.dimensions))
+                kinds += ["p"] + ["i32"] * (3 * a.dimensions)
+        outs = tuple((o.name, np.dtype(fpir_type(o.types[0].elem).np_dtype), o.dimensions) for o in cap.outputs)
+        for _, _, dims in outs:
+            kinds += ["p"] + ["i32"] * (3 * dims)
+        plan = prog._call_plan = CallPlan(tuple(args), outs, tuple(kinds))
+    return plan
+
+
+def _kernel(prog: CompiledPipeline) -> Any:
+    """The x86 JIT'd function as a ctypes callable (cached on the pipeline)."""
+    fn = prog._kernel_fn
+    if fn is None:
+        from pitchfork.emit.run import _jit
+
+        assert prog.module is not None
+        fn = prog._kernel_fn = _jit([prog.module]).function(prog.name, plan_of(prog).kinds)
+    return fn
 
 
 @dataclass(eq=False)
@@ -41,21 +81,16 @@ class PreparedCall:
     outputs: list[np.ndarray]
     check: bool = False
     _err: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int32))
-    _direct: Optional[tuple[Any, tuple[Any, ...]]] = None
+    _direct: Optional[tuple[Any, tuple[int, ...]]] = None
 
     def __post_init__(self) -> None:
         if self.empty:
             return
         if self.prog.target == "x86-avx2" and not self.check:
-            from pitchfork.emit.run import _jit
-
-            assert self.prog.module is not None
-            kinds = ("p",) + tuple(k for k, _ in self.args)
-            fn = _jit([self.prog.module]).function(self.prog.name, kinds)
-            values = [ctypes.c_void_p(self._err.ctypes.data)]
-            for k, v in self.args:
-                values.append(ctypes.c_void_p(v.ctypes.data) if k == "p" else _CTYPES[k](v))
-            self._direct = (fn, tuple(values))
+            # Plain ints: ctypes converts them by the function's declared parameter types.
+            values = [self._err.ctypes.data]
+            values += [v.ctypes.data if k == "p" else v for k, v in self.args]
+            self._direct = (_kernel(self.prog), tuple(values))
 
     @property
     def empty(self) -> bool:
@@ -63,12 +98,12 @@ class PreparedCall:
         return any(o.size == 0 for o in self.outputs)
 
     def __call__(self) -> list[np.ndarray]:
-        if self.empty:
-            return self.outputs
         if self._direct is not None:
             fn, values = self._direct
             fn(*values)
             code = int(self._err[0])
+        elif self.empty:
+            return self.outputs
         else:
             code = self._run_checked()
         if code != 0:
@@ -93,19 +128,21 @@ class PreparedCall:
 
 
 def _as_input(value: Any, name: str, want: np.dtype, dims: int) -> tuple[np.ndarray, list[int]]:
-    import halide as hl
-
-    if isinstance(value, hl.Buffer):
-        arr = np.asarray(value)
-        mins = [value.dim(d).min() for d in range(value.dimensions())]
+    if isinstance(value, np.ndarray):
+        arr, mins = value, [0] * value.ndim
     else:
+        import halide as hl
+
         arr = np.asarray(value)
-        mins = [0] * arr.ndim
+        mins = [value.dim(d).min() for d in range(value.dimensions())] if isinstance(value, hl.Buffer) else [0] * arr.ndim
     if arr.dtype != want:
         raise TypeError(f"input {name} must be {want}, got {arr.dtype}")
     if arr.ndim != dims:
         raise TypeError(f"input {name} must have {dims} dimensions, got {arr.ndim}")
-    return np.require(arr, requirements=("C", "A")), mins  # copies only when needed
+    flags = arr.flags
+    if not (flags.c_contiguous and flags.aligned):
+        arr = np.ascontiguousarray(arr)  # the one copy a layout needs
+    return arr, mins
 
 
 def _dims(arr: np.ndarray, mins: Sequence[int]) -> list[int]:
@@ -120,24 +157,22 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
          min: Optional[Sequence[int]], out: Any, check: bool) -> PreparedCall:
     import halide as hl
 
-    cap = prog.captured
-    assert cap is not None
-    if len(inputs) != len(cap.arguments):
-        names = ", ".join(a.name for a in cap.arguments)
-        raise TypeError(f"{prog.name} takes {len(cap.arguments)} inputs ({names}), got {len(inputs)}")
-    outs = cap.outputs
+    plan = plan_of(prog)
+    if len(inputs) != len(plan.arguments):
+        names = ", ".join(a[1] for a in plan.arguments)
+        raise TypeError(f"{prog.name} takes {len(plan.arguments)} inputs ({names}), got {len(inputs)}")
+    outs = plan.outputs
     given = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
     if given and len(given) != len(outs):
         raise TypeError(f"out must give {len(outs)} arrays, got {len(given)}")
     out_arrays: list[np.ndarray] = []
     out_mins: list[list[int]] = []
-    for o, g in zip(outs, given):
-        want = fpir_type(o.types[0].elem).np_dtype
+    for (oname, want, odims), g in zip(outs, given):
         arr = np.asarray(g)
-        if arr.dtype != want or arr.ndim != o.dimensions:
-            raise TypeError(f"out for {o.name} must be a {o.dimensions}-d {want} array, got {arr.ndim}-d {arr.dtype}")
+        if arr.dtype != want or arr.ndim != odims:
+            raise TypeError(f"out for {oname} must be a {odims}-d {want} array, got {arr.ndim}-d {arr.dtype}")
         if not (arr.flags.c_contiguous and arr.flags.aligned and arr.flags.writeable):
-            raise ValueError(f"out for {o.name} must be a writeable, C-contiguous, aligned array")
+            raise ValueError(f"out for {oname} must be a writeable, C-contiguous, aligned array")
         out_arrays.append(arr)
         out_mins.append([g.dim(d).min() for d in range(g.dimensions())] if isinstance(g, hl.Buffer) else [])
     for i, a in enumerate(out_arrays):
@@ -146,14 +181,14 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
                 raise ValueError(f"{prog.name}: two outputs share memory; pass distinct arrays")
     args: list[tuple[str, Any]] = []
     first_extents: Optional[list[int]] = None
-    for a, value in zip(cap.arguments, inputs):
-        if a.kind == "scalar":  # refuse what Halide's Param.set refuses (pitchfork/halide/params.py)
-            v = scalar_value(a.name, a.type.code, a.type.bits, value)
-            args.append(("i64" if a.type.bits == 64 else "i32", _signed(v, 64 if a.type.bits == 64 else 32)))
+    for (kind, name, t, n), value in zip(plan.arguments, inputs):
+        if kind == "scalar":  # refuse what Halide's Param.set refuses (pitchfork/halide/params.py)
+            v = scalar_value(name, t, n, value)
+            args.append(("i64", _signed(v, 64)) if n == 64 else ("i32", _signed(v, 32)))
             continue
-        arr, mins = _as_input(value, a.name, fpir_type(a.type.elem).np_dtype, a.dimensions)
+        arr, mins = _as_input(value, name, t, n)
         # The kernel's buffers are noalias: an input overlapping an output is read from a copy.
-        if any(np.may_share_memory(arr, o) for o in out_arrays):
+        if out_arrays and any(np.may_share_memory(arr, o) for o in out_arrays):
             arr = arr.copy()
         args.append(("p", arr))
         args += [("i32", v) for v in _dims(arr, mins)]
@@ -165,19 +200,19 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
             raise TypeError(f"size {list(size)} does not match the out array's extents {shape_size}")
         size = shape_size
     size = list(size) if size is not None else first_extents
-    for o in outs:
-        if size is None or len(size) != o.dimensions:
-            raise TypeError(f"size must give {o.dimensions} extents for output {o.name}")
+    for oname, _, odims in outs:
+        if size is None or len(size) != odims:
+            raise TypeError(f"size must give {odims} extents for output {oname}")
     assert size is not None
     if min is not None and len(min) != len(size):
         raise TypeError(f"min must give {len(size)} values, got {len(min)}")
-    for k, o in enumerate(outs):
+    for k, (oname, want, _) in enumerate(outs):
         if k < len(out_arrays):
             arr = out_arrays[k]
             if list(reversed(arr.shape)) != size:
-                raise TypeError(f"out for {o.name} has extents {list(reversed(arr.shape))}, expected {size}")
+                raise TypeError(f"out for {oname} has extents {list(reversed(arr.shape))}, expected {size}")
         else:
-            arr = np.empty(tuple(reversed(size)), dtype=fpir_type(o.types[0].elem).np_dtype)
+            arr = np.empty(tuple(reversed(size)), dtype=want)
             out_arrays.append(arr)
         mins = list(min) if min is not None else (out_mins[k] if k < len(out_mins) and out_mins[k] else [0] * len(size))
         args.append(("p", arr))
