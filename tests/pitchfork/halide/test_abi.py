@@ -188,6 +188,41 @@ def test_header_declares_what_halide_declares(workdir: Path) -> None:
 
         assert decls(ours, f"{gen}_pf_x86_avx2") == decls(theirs, f"{gen}_hl_x86_avx2")
         assert len(decls(ours, f"{gen}_pf_x86_avx2")) == 2  # name and name_argv
+        meta = [line for line in ours.splitlines() if "_metadata()" in line]
+        assert meta == [f"const struct halide_filter_metadata_t *{gen}_pf_x86_avx2_metadata();"]
+        assert meta[0].replace("_pf_", "_hl_") in theirs
+
+
+def test_metadata_and_argv_match_halide(workdir: Path) -> None:
+    """name_metadata() describes the arguments as Halide's does; name_argv() calls the entry point."""
+    from pitchfork.halide.abi_driver import HALIDE_INCLUDE
+
+    libs = [pitchfork_library("scaled_avg", "x86-avx2", workdir), halide_library("scaled_avg", "x86-avx2", workdir)]
+    src = workdir / "metadata.c"
+    lines = ['#include <stdio.h>', '#include "HalideRuntime.h"']
+    for lib in libs:
+        lines += [f"extern const struct halide_filter_metadata_t *{lib.stem}_metadata(void);",
+                  f"extern int {lib.stem}_argv(void **);"]
+    lines.append("static void show(const struct halide_filter_metadata_t *m) {")
+    lines.append('  printf("v%d n%d %s\\n", m->version, m->num_arguments, m->target);')
+    lines.append("  for (int i = 0; i < m->num_arguments; ++i) { const struct halide_filter_argument_t *a = "
+                 "&m->arguments[i]; printf(\"%s %d %d %d %d %d\\n\", a->name, a->kind, a->dimensions, "
+                 "a->type.code, a->type.bits, a->type.lanes); } }")
+    lines.append("int main(void) { halide_dimension_t d[2] = {{0, 8, 1, 0}, {0, 2, 8, 0}}; uint8_t g = 3, mem[64];")
+    lines.append("  halide_buffer_t in = {0}; in.type.code = 2; in.type.bits = 32; in.type.lanes = 1;"
+                 " in.dimensions = 2; in.dim = d; in.host = mem; halide_buffer_t out = in; void *args[3] = {&in, &g, &out};")
+    for lib in libs:
+        lines.append(f'  show({lib.stem}_metadata()); printf("argv %d\\n", {lib.stem}_argv(args));')
+    lines.append("  return 0; }")
+    src.write_text("\n".join(lines) + "\n")
+    exe = workdir / "metadata"
+    subprocess.run(["gcc", f"-I{HALIDE_INCLUDE}", str(src), *map(str, libs), "-lpthread", "-ldl", "-o", str(exe)],
+                   check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("argv")
+    ours, theirs = out[0], out[1].split("\n", 1)[1]
+    assert ours.split("\n", 1)[1] == theirs.split("\n", 1)[1]  # per argument: name kind dims type
+    assert ours.startswith("v1 n3 x86-64-linux")
+    assert "argv -3" in "argv" + out[1] and "argv -3" in "argv" + out[2]  # float32 input: bad_type
 
 
 def test_default_halide_error_prints(workdir: Path) -> None:
