@@ -25,6 +25,10 @@ def _commands() -> list:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="pitchfork", description="Fixed-point instruction selection (PITCHFORK)")
+    parser.add_argument("--no-synthesized", action="store_true",
+                        help="hand-written rules only (ignore rules/synthesized/)")
+    parser.add_argument("--exclude-rules-from", action="append", default=[], metavar="BENCHMARK",
+                        help="drop synthesized rules learned from this benchmark (repeatable)")
     sub = parser.add_subparsers(dest="command", required=True)
     handlers = {}
     for mod in _commands():
@@ -32,6 +36,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         mod.add_arguments(p)
         handlers[mod.NAME] = mod.run
     args = parser.parse_args(argv)
+    from pitchfork.synthesized import configure
+
+    configure(enabled=not args.no_synthesized, exclude_from=args.exclude_rules_from)
     return int(handlers[args.command](args) or 0)
 
 

@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Optional
 
 from fpir.ops import spec
 from fpir.term import Term
@@ -58,11 +58,26 @@ def target_cost(term: Term) -> tuple[int, int, int]:
     return (total, width, primitives)
 
 
+def load_target(name: str, include_synthesized: Optional[bool] = None,
+                exclude_from: Optional[Iterable[str]] = None) -> TargetInfo:
+    """The target's instruction table, lowering rules (rules/lower/<isa>.rules plus the synthesized
+    rules/synthesized/lower_<isa>.rules, per `pitchfork.synthesized` settings unless given) and cost."""
+    from pitchfork.synthesized import current
+
+    cfg = current()
+    inc = cfg.enabled if include_synthesized is None else include_synthesized
+    excl = frozenset(cfg.exclude_from if exclude_from is None else exclude_from)
+    return _load_target(canonical(name), inc, excl if inc else frozenset())
+
+
 @lru_cache(maxsize=None)
-def load_target(name: str) -> TargetInfo:
-    name = canonical(name)
+def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[str]) -> TargetInfo:
+    from pitchfork.synthesized import SynthConfig, synthesized_rules
+    from pitchfork.trs.rules import load_rule_file
+
     module, stem = ISAS[name]
     importlib.import_module(module)
     path = RULES_DIR / "lower" / f"{stem}.rules"
-    rules = RuleSet.from_files([path] if path.exists() else [])
-    return TargetInfo(name, rules, target_cost)
+    rules = load_rule_file(path) if path.exists() else []
+    rules += synthesized_rules(f"lower_{stem}", SynthConfig(include_synthesized, exclude_from))
+    return TargetInfo(name, RuleSet(rules), target_cost)
