@@ -39,6 +39,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="output directory (default: rules/synthesized/)")
     p.add_argument("--no-write", action="store_true", help="search only; write no rule file")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--hide-rule", action="append", default=[], metavar="NAME",
+                   help="leave this existing rule out of the baseline TRS (shows synthesis finding it)")
     return p
 
 
@@ -68,7 +70,8 @@ def options(args: argparse.Namespace) -> Options:
     o = Options(benchmarks=benches, files=tuple(args.files), isas=isas, stages=tuple(args.stage) or Options.stages,
                 max_nodes=args.max_nodes, max_lhs=args.max_lhs or (6 if args.quick else 0),
                 max_terms=args.max_terms, rlimit=args.rlimit, jobs=args.jobs, cluster=args.cluster,
-                time_limit=args.time_limit, write=not args.no_write, progress=not args.no_progress)
+                time_limit=args.time_limit, write=not args.no_write, progress=not args.no_progress,
+                hide=tuple(args.hide_rule))
     if args.cache is not None:
         o = _with(o, cache_dir=args.cache)
     if args.out is not None:

@@ -53,6 +53,8 @@ class Options:
     out_dir: Path = ROOT / "rules" / "synthesized"
     write: bool = True
     progress: bool = True
+    #: existing rules left out of the baseline (show that synthesis rediscovers them)
+    hide: tuple[str, ...] = ()
 
 
 @dataclass
@@ -224,7 +226,7 @@ def lift_tasks(corpus: Corpus, opts: Options) -> tuple[list[Task], dict[str, tup
     for e in corpus.entries():
         if sum(1 for t in e.term.walk() if t.args) < opts.min_ops:
             continue
-        task = Task("lift", "", e.key, opts.max_terms, opts.rlimit)
+        task = Task("lift", "", e.key, opts.max_terms, opts.rlimit, hide=opts.hide)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     return _limit(tasks, opts), origin
@@ -243,7 +245,7 @@ def lower_tasks(corpus: Corpus, isa: str, opts: Options) -> tuple[list[Task], di
     for e in lowered.entries():
         if not any(t.args and spec(t.op).kind == "fpir" for t in e.term.walk()):
             continue
-        task = Task("lower", isa, e.key, opts.max_terms, opts.rlimit)
+        task = Task("lower", isa, e.key, opts.max_terms, opts.rlimit, hide=opts.hide)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     return _limit(tasks, opts), origin
@@ -275,15 +277,17 @@ def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
     return lower_cost
 
 
-def _base_rules(stage: str) -> list[Any]:
-    """The rules the stage's rewriter has today (hand-written and already synthesized)."""
+def _base_rules(stage: str, hide: tuple[str, ...]) -> list[Any]:
+    """The rules the stage's rewriter has today (hand-written and already synthesized, less hidden)."""
     if stage == "lift":
         from pitchfork.lift import lift_rules
 
-        return list(lift_rules(True, ()).rules)
-    from pitchfork.targets import load_target
+        rules = list(lift_rules(True, ()).rules)
+    else:
+        from pitchfork.targets import load_target
 
-    return list(load_target(stage.split(":", 1)[1], True, ()).rules)
+        rules = list(load_target(stage.split(":", 1)[1], True, ()).rules.rules)
+    return [r for r in rules if r.name not in hide]
 
 
 HEADERS = {
@@ -336,15 +340,18 @@ def run(opts: Options) -> RunReport:
                 c = candidate_from(r, sorted(src), count)
                 if c is not None:
                     cands.append(c)
-            decisions = select(cands, stage.replace(":", "_").replace("-", "_"), _base_rules(stage), _stage_cost(stage))
-            report.decisions[stage] = decisions
-            for d in decisions:
-                st.decisions[d.outcome] += 1
             if stage == "lift":
                 path, header = opts.out_dir / "lift.rules", HEADERS["lift"]
             else:
                 isa = stage.split(":", 1)[1]
                 path, header = opts.out_dir / f"lower_{ISA_STEMS[isa]}.rules", HEADERS["lower"].format(isa=isa)
+            base = _base_rules(stage, opts.hide)
+            names = {r.name for r in base}
+            base += [r for r in existing_rules(path) if r.name not in names]  # the output file's own rules
+            decisions = select(cands, stage.replace(":", "_").replace("-", "_"), base, _stage_cost(stage))
+            report.decisions[stage] = decisions
+            for d in decisions:
+                st.decisions[d.outcome] += 1
             if any(d.outcome == "written" for d in decisions) or not path.exists():
                 report.written[stage] = write_rules(path, decisions, header)
             st.written = sum(1 for d in decisions if d.outcome == "written")

@@ -126,6 +126,12 @@ def _texts(lhs: Term, rhs: Term) -> tuple[str, str, list[str], list[Term]]:
 
     def rct(t: Term, hint: Optional[ScalarType]) -> str:
         text, ps = _rhs_const(t.value, consts)
+        m = re.fullmatch(r"c(\d+)", text)
+        if m and consts[int(m.group(1))].type != t.type:
+            # The constant is re-typed on the right: state the range where it fits (the rule cannot
+            # fire outside it anyway; the predicate makes that explicit and lets types generalize it).
+            lo, hi = max(t.type.min, consts[int(m.group(1))].type.min), min(t.type.max, consts[int(m.group(1))].type.max)
+            ps = ps + [f"{text} >= {lo}", f"{text} <= {hi}"]
         preds.extend(p for p in ps if p not in preds)
         if hint != t.type:
             return f"cast<{t.type.name}>({text})" if hint is not None or not text.lstrip("-").isdigit() else text
@@ -264,7 +270,7 @@ def generalize_types(text_lhs: str, text_rhs: str, preds: list[str], first_var: 
     sym_preds = []
     for p in preds:
         m = re.fullmatch(r"(c\d+) (>=|<=|==) (-?\d+)", p)
-        if m and m.group(2) != "==":
+        if m and m.group(2) != "==" and int(m.group(3)) not in (-1, 0, 1):
             b = int(m.group(3))
             for t, n in names.items():
                 cands = {t.bits: f"bits({n})", t.bits - 1: f"bits({n}) - 1", t.max: f"tmax({n})",

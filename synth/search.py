@@ -133,6 +133,10 @@ def prove_equal(lhs: Term, rhs: Term, rlimit: int = DEFAULT_RLIMIT) -> tuple[str
 # Enumeration
 
 
+def _pow2(v: int) -> bool:
+    return v > 0 and v & (v - 1) == 0
+
+
 class _Budget(Exception):
     pass
 
@@ -208,8 +212,10 @@ class _Round:
     def _build(self, op: str, rtype: Optional[ScalarType], args: Sequence[tuple[Term, np.ndarray]], level: int) -> None:
         if all(a.is_const for a, _ in args):
             return  # folds to a constant: the leaves already hold the useful ones
-        if op.startswith("extending_") and args[1][0].is_const:
+        if op.startswith("extending_") and any(a.is_const for a, _ in args):
             return  # x * widen(c) is x * c: only the cost model's input widths would prefer it
+        if op in ("mul", "widening_mul", "extending_mul") and any(a.is_const and _pow2(a.value) for a, _ in args):
+            return  # the TRS's canonical form of a power-of-two multiply is a shift (shl_of_mul_pow2)
         try:
             t = make(op, *[a for a, _ in args], type=rtype, fold=False)
         except FPIRTypeError:
@@ -281,7 +287,7 @@ def synthesize(lhs: Term, grammar: Grammar, bound: tuple, max_terms: int = 60_00
         terms += r.terms
         calls += r.solver_calls
         if found is not None:
-            return SearchResult("found", found, terms, calls, rnd)
+            return SearchResult("found", polish(found), terms, calls, rnd)
         if r.cex is not None:
             rows.append(tuple(r.cex.get(v.name, 0) for v in vars_))
             continue
@@ -291,6 +297,16 @@ def synthesize(lhs: Term, grammar: Grammar, bound: tuple, max_terms: int = 60_00
             return SearchResult("solver", None, terms, calls, rnd, f"{r.unknown} candidate(s) beyond rlimit")
         return SearchResult("exhausted", None, terms, calls, rnd)
     return SearchResult("budget", None, terms, calls, max_rounds, f"{max_rounds} CEGIS rounds")
+
+
+def polish(t: Term) -> Term:
+    """Same-width casts become reinterprets (same bits; rank 0 instead of 1 in the lifting cost)."""
+    args = [polish(a) for a in t.args]
+    if t.op == "cast" and args[0].type.bits == t.type.bits:
+        return make("reinterpret", args[0], type=t.type)
+    if all(a is b for a, b in zip(args, t.args)):
+        return t
+    return make(t.op, *args, type=t.type if spec(t.op).explicit_type else None, fold=False)
 
 
 # ---------------------------------------------------------------------------------------------

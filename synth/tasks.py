@@ -42,10 +42,19 @@ class Task:
     max_terms: int = 40_000
     rlimit: int = 20_000_000
     generalize: bool = True
+    #: names of existing rules to leave out of the baseline TRS (to show that synthesis finds them)
+    hide: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
-        return f"{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|{int(self.generalize)}"
+        hide = ",".join(self.hide)
+        return f"{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|{int(self.generalize)}|{hide}"
+
+
+def _without(rules: "RuleSet", hide: tuple[str, ...]) -> "RuleSet":
+    from pitchfork.trs.rules import RuleSet
+
+    return rules if not hide else RuleSet([r for r in rules.rules if r.name not in hide])
 
 
 def _bits_level(ts: tuple[ScalarType, ...]) -> int:
@@ -123,21 +132,22 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
     return Grammar(leaves, tuple(forms), frozenset(types), target_cost, level, lambda c: c[0] - 1)
 
 
-def _lift_side(term: Term) -> tuple[Term, Term]:
+def _lift_side(term: Term, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
     """(what the lifting rewriter sees at the root: children lifted, what it makes of it)."""
-    from pitchfork.lift import lift
+    from pitchfork.lift import lift, lift_rules
 
-    seen = rebuild(term, [lift(a) for a in term.args])
-    return seen, lift(term)
+    rules = _without(lift_rules(), hide)
+    seen = rebuild(term, [lift(a, rules) for a in term.args])
+    return seen, lift(term, rules)
 
 
-def _lower_side(term: Term, isa: str) -> tuple[Term, Term]:
+def _lower_side(term: Term, isa: str, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
     from pitchfork.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import load_target
     from pitchfork.trs.rewriter import Rewriter
 
     info = load_target(isa)
-    rw = Rewriter(info.rules, cost=info.cost)
+    rw = Rewriter(_without(info.rules, hide), cost=info.cost)
     seen = rebuild(term, [rw.rewrite(a) for a in term.args])
     return seen, expand_fpir(rw.rewrite(term), TARGET_MAX_BITS.get(isa, 64))
 
@@ -161,13 +171,13 @@ def _run(task: Task) -> dict[str, Any]:
     if task.kind == "lift":
         from pitchfork.cost import cost
 
-        seen, cur = _lift_side(term)
+        seen, cur = _lift_side(term, task.hide)
         grammar = lifting_grammar(seen, cur)
         bound = cost(cur)
     else:
         from pitchfork.targets import target_cost
 
-        seen, cur = _lower_side(term, task.isa)
+        seen, cur = _lower_side(term, task.isa, task.hide)
         grammar = lowering_grammar(seen, task.isa)
         c = target_cost(cur)
         bound = (c[0], 0, 0)  # strictly fewer instructions
