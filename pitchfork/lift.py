@@ -28,15 +28,16 @@ def lift_rule_files(include_synthesized: bool = True) -> list[Path]:
     return files
 
 
-def lift_rules(include_synthesized: Optional[bool] = None, exclude_from: Optional[Iterable[str]] = None) -> RuleSet:
-    """Hand-written lifting rules plus the synthesized ones. Defaults come from
-    `pitchfork.synthesized.current()` (`--no-synthesized`, leave-one-out exclusion)."""
-    from pitchfork.synthesized import current
+def lift_rules(include_synthesized: Optional[bool] = None,
+               exclude_from: Optional[str | Iterable[str]] = None) -> RuleSet:
+    """Hand-written lifting rules plus the synthesized ones. `include_synthesized` defaults to the
+    `--no-synthesized` switch (pitchfork.synthesized); synthesized rules learned from `exclude_from`,
+    from the benchmark excluded by the current context (pitchfork/trs/provenance.py) or from those
+    set with `pitchfork.synthesized.configure(exclude_from=...)` are left out (leave-one-out)."""
+    from pitchfork.synthesized import effective
 
-    cfg = current()
-    inc = cfg.enabled if include_synthesized is None else include_synthesized
-    excl = cfg.exclude_from if exclude_from is None else frozenset(exclude_from)
-    return _lift_rules(inc, frozenset(excl) if inc else frozenset())
+    inc, excl = effective(include_synthesized, exclude_from)
+    return _lift_rules(inc, excl)
 
 
 @lru_cache(maxsize=32)

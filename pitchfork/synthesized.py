@@ -5,9 +5,11 @@ one rule per line with its provenance as a trailing comment: `# from: sobel3x3,a
 compiler loads them by default. Two switches, for ablations:
 
 * `configure(enabled=False)` (the `--no-synthesized` CLI flag): hand-written rules only;
-* `configure(exclude_from={"add"})` (leave-one-out, the harness's `--exclude-rules-from add`): drop
-  every synthesized rule whose provenance names that benchmark, so a benchmark is not measured with
-  rules learned from itself.
+* leave-one-out (the harness's `--exclude-rules-from add`): drop every synthesized rule whose
+  provenance names that benchmark, so a benchmark is not measured with rules learned from itself.
+  Set by `pitchfork.trs.provenance.excluding_rules_from("add")` (a context), by
+  `configure(exclude_from={"add"})`, or per call (`lift_rules(exclude_from="add")`,
+  `load_target(isa, exclude_from="add")`); all three are honoured together.
 
 `rules_config(...)` does the same for a `with` block. `load_rules(path, exclude_from=...)` is the
 loader itself. The lifting and lowering rule sets are cached per setting, so switching is cheap.
@@ -56,6 +58,26 @@ def rules_config(enabled: Optional[bool] = None, exclude_from: Optional[Iterable
         yield _CONFIG
     finally:
         configure(prev.enabled, prev.exclude_from)
+
+
+def effective(include_synthesized: Optional[bool] = None,
+              exclude_from: Optional[str | Iterable[str]] = None) -> tuple[bool, frozenset[str]]:
+    """(load synthesized rules?, benchmarks whose rules to drop) for a loader call: explicit arguments,
+    the process-wide setting and the provenance context (pitchfork/trs/provenance.py) combined."""
+    from pitchfork.trs.provenance import excluded_benchmark
+
+    inc = _CONFIG.enabled if include_synthesized is None else include_synthesized
+    if not inc:
+        return False, frozenset()
+    excl = set(_CONFIG.exclude_from)
+    if isinstance(exclude_from, str):
+        excl.add(exclude_from)
+    elif exclude_from is not None:
+        excl |= set(exclude_from)
+    ctx = excluded_benchmark()
+    if ctx:
+        excl.add(ctx)
+    return True, frozenset(excl)
 
 
 def provenance(line: str) -> tuple[str, ...]:

@@ -59,15 +59,14 @@ def target_cost(term: Term) -> tuple[int, int, int]:
 
 
 def load_target(name: str, include_synthesized: Optional[bool] = None,
-                exclude_from: Optional[Iterable[str]] = None) -> TargetInfo:
+                exclude_from: Optional[str | Iterable[str]] = None) -> TargetInfo:
     """The target's instruction table, lowering rules (rules/lower/<isa>.rules plus the synthesized
-    rules/synthesized/lower_<isa>.rules, per `pitchfork.synthesized` settings unless given) and cost."""
-    from pitchfork.synthesized import current
+    rules/synthesized/lower_<isa>.rules) and cost. Synthesized rules follow the same switches as
+    lifting (`pitchfork.synthesized.effective`: --no-synthesized, leave-one-out exclusion)."""
+    from pitchfork.synthesized import effective
 
-    cfg = current()
-    inc = cfg.enabled if include_synthesized is None else include_synthesized
-    excl = frozenset(cfg.exclude_from if exclude_from is None else exclude_from)
-    return _load_target(canonical(name), inc, excl if inc else frozenset())
+    inc, excl = effective(include_synthesized, exclude_from)
+    return _load_target(canonical(name), inc, excl)
 
 
 @lru_cache(maxsize=None)
