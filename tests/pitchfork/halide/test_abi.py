@@ -22,7 +22,7 @@ import pytest
 
 from pitchfork.emit.run import tools_available
 from pitchfork.halide.abi import header_text, static_library
-from abi_driver import Buf, Case, build_and_run, driver_source, parse_results
+from pitchfork.halide.abi_driver import Buf, Case, build_and_run, driver_source, parse_results
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).with_name("data")
@@ -103,7 +103,7 @@ def pitchfork_library(gen: str, target: str, out: Path) -> Path:
 def halide_library(gen: str, target: str, out: Path) -> Path:
     path, cls, params, _, _ = GENERATORS[gen]
     name = f"{gen}_hl_{target.replace('-', '_')}"
-    code = ("from pathlib import Path; from abi_driver import halide_library; "
+    code = ("from pathlib import Path; from pitchfork.halide.abi_driver import halide_library; "
             f"halide_library({path!r}, {cls!r}, {target!r}, {name!r}, Path({str(out)!r}), {params!r})")
     _run([sys.executable, "-c", code])
     return out / f"{name}.a"
@@ -202,7 +202,7 @@ def test_default_halide_error_prints(workdir: Path) -> None:
                    "  a.host = in; a.type.code = halide_type_int; a.type.bits = 8; a.type.lanes = 1;\n"
                    "  a.dimensions = 2; a.dim = d; b = a; b.host = out; b.type.code = halide_type_uint;\n"
                    f"  return -{lib.stem}(&a, &b);\n}}\n")
-    from abi_driver import HALIDE_INCLUDE
+    from pitchfork.halide.abi_driver import HALIDE_INCLUDE
 
     exe = workdir / "default_error"
     subprocess.run(["gcc", f"-I{HALIDE_INCLUDE}", str(src), str(lib), "-o", str(exe)], check=True)
