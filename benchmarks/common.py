@@ -61,6 +61,8 @@ class Benchmark:
     quick_size: tuple[int, ...]
     #: the FPIR idioms the SPEC expects (documentation for the report)
     idioms: tuple[str, ...] = field(default=())
+    #: the ISAs whose schedule allows `odd_size` (conv3x3*: the CPU schedules, not HVX's RoundUp tiles)
+    odd_size_isas: tuple[str, ...] = ISAS
 
 
 # ---- numpy reference helpers (SPEC 1.7): int64 everywhere, explicit wrap / saturation ----------

@@ -53,7 +53,7 @@ def _halide(b: Benchmark, isa: str, pi: int, size: tuple[int, ...], values: list
 @pytest.mark.parametrize("name", registry.available())
 def test_benchmark_bit_exact(name: str, isa: str, isel: str) -> None:
     b = registry.get(name)
-    sizes = [b.test_size] + ([b.odd_size] if b.odd_size is not None else [])
+    sizes = [b.test_size] + ([b.odd_size] if b.odd_size is not None and isa in b.odd_size_isas else [])
     runs, cases = [], []
     for pi, pset in enumerate(b.param_sets):
         func, args = b.build(isa, pset)
