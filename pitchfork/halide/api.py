@@ -1,7 +1,7 @@
 """`pitchfork.compile`: compile a Halide pipeline with PITCHFORK's instruction selection.
 
     prog = pitchfork.compile(out_func, [input_param], target="arm64", isel="pitchfork")
-    prog.llvm_ir(); prog.assembly(); prog.object_file("sobel.o"); prog.stats
+    prog.llvm_ir(); prog.assembly(); prog.object_file("sobel.o"); prog.header(); prog.stats
     result = prog(input_array, size=[W, H])      # shaped like np.asarray(out_func.realize([W, H]))
 
 Flow: capture Halide's vectorized statement (pitchfork.halide.capture), parse it (stmt.py), generate
@@ -33,6 +33,9 @@ import numpy as np
 from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
 from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.errors import UsageError
+from pitchfork.halide.checks import check_arguments, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
+from pitchfork.halide.params import halide_scalar_value, scalar_value
 from pitchfork.halide.stmt import HalideParseError
 from pitchfork.targets import canonical
 
@@ -87,14 +90,24 @@ class CompiledPipeline:
         return self._halide_text("assembly", ".s")
 
     def object_file(self, path: str | Path) -> Path:
+        """Write an ELF object with Halide's AOT entry point `int name(struct halide_buffer_t *...)`
+        (and `name_argv`), declared by `.header()`; pitchfork/halide/abi.py."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         if self.module is not None:
-            p.write_bytes(self.module.object_bytes())
+            from pitchfork.halide.abi import aot_outputs
+
+            p.write_bytes(aot_outputs(self)[2])
         else:
             pipeline, args = self._halide
             pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.target))
         return p
+
+    def header(self) -> str:
+        """The C header for `.object_file()`, as Halide's `compile_to_header` writes it."""
+        from pitchfork.halide.abi import header
+
+        return header(self)
 
     def _halide_text(self, kind: str, suffix: str) -> str:
         import tempfile
@@ -121,8 +134,9 @@ class CompiledPipeline:
         keep = []
         first_extents: Optional[list[int]] = None
         for a, value in zip(self.captured.arguments, inputs):
-            if a.kind == "scalar":
-                args.append(Scalar(int(value), 64 if a.type.bits == 64 else 32))
+            if a.kind == "scalar":  # refuse what Halide's Param.set refuses (pitchfork/halide/params.py)
+                v = scalar_value(a.name, a.type.code, a.type.bits, value)
+                args.append(Scalar(v, 64 if a.type.bits == 64 else 32))
                 continue
             arr, mins = _as_array(value)
             want = fpir_type(a.type.elem).np_dtype
@@ -145,6 +159,9 @@ class CompiledPipeline:
                 raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
         assert size is not None
         shape = tuple(reversed(size))
+        if 0 in size:  # nothing to compute: an empty result, as realize() gives (no assertion on strides)
+            empty = tuple(np.zeros(shape, fpir_type(o.types[0].elem).np_dtype) for o in outs)
+            return empty[0] if len(empty) == 1 else empty
         for out in outs:
             args.append(Buffer(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype), is_output=True))
             stride = 1
@@ -183,7 +200,7 @@ class CompiledPipeline:
                 if first_extents is None:
                     first_extents = list(reversed(arr.shape))
             else:
-                a.set(value)
+                a.set(halide_scalar_value(a, value))
         size = list(size) if size is not None else first_extents
         if size is None:
             raise TypeError(f"size must be given for {self.name} (it has no input buffer)")
@@ -227,15 +244,24 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
     import halide as hl
 
     target = canonical(target)
+    if isel not in ("pitchfork", "llvm"):
+        raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
     pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)
+    args = check_arguments(pipeline, args)  # a list, with every Param the pipeline uses (no fallback)
     stats = CompileStats()
     captured: Optional[CapturedStmt] = None
     try:
         t0 = time.perf_counter()
-        captured = capture_stmt(pipeline, args, target)
+        try:
+            captured = capture_stmt(pipeline, args, target)
+        except CaptureError as e:
+            refuse_if_halide_rejects(e, name, target)  # PipelineError: the fallback could not work either
+            raise
+        refuse_extern_stages(captured.text, name)
         stats.capture_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         stmt = captured.parse()
+        refuse_huge_vectors(stmt, name)
         cg = LoopNestCodegen(captured, stmt, target, isel, name)
         cg.build()
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds

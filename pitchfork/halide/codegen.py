@@ -55,6 +55,8 @@ class Unsupported(Exception):
         self.what = what
 
 
+# Shifts by at least the bit width: Halide leaves them undefined (its result depends on the schedule);
+# FPIR's shl/shr define them (0, or -1 for a negative value shifted right), and that is what we compile.
 BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "min": "min", "max": "max",
           "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "&&": "and", "||": "or",
           "<<": "shl", ">>": "shr", "&": "and", "|": "or", "^": "xor"}
