@@ -165,10 +165,11 @@ f:
 	.size f, .Lfunc_end0-f
 """
     spec = static.HarnessSpec("f", "void")
-    spec.args = [static.CArg("void *", spec.add_output(8)), static.CArg("long long", "37LL")]
-    blocks, counts = static.block_counts(asm, "f", "arm64", spec)
-    assert [b.label for b in blocks] == [None, ".LBB0_1", None]
-    assert counts.tolist() == [1, 37, 1]
+    spec.args = [static.CArg("void *", spec.add_output(8, np.dtype(np.int64))), static.CArg("long long", "37LL")]
+    run = static.counted_run(asm, "f", "arm64", spec)
+    assert [b.label for b in run.blocks] == [None, ".LBB0_1", None]
+    assert run.counts.tolist() == [1, 37, 1]
+    assert run.outputs[0].tolist() == [37] and run.returned == 0
 
 
 def test_counted_run_on_hexagon_hardware_loop_is_exact() -> None:
@@ -206,7 +207,8 @@ f:
 	.size f, .Lfunc_end0-f
 """
     spec = static.HarnessSpec("f", "void")
-    spec.args = [static.CArg("void *", spec.add_output(4)), static.CArg("int", "37")]
-    blocks, counts = static.block_counts(asm, "f", "hvx128", spec)
-    assert [b.label for b in blocks] == [None, ".LBB0_1", None, None, ".LBB0_3"]
-    assert counts.tolist() == [1, 37, 1, 0, 1]  # 3 * 37 > 100: the add of 1000 is skipped
+    spec.args = [static.CArg("void *", spec.add_output(4, np.dtype(np.int32))), static.CArg("int", "37")]
+    run = static.counted_run(asm, "f", "hvx128", spec)
+    assert [b.label for b in run.blocks] == [None, ".LBB0_1", None, None, ".LBB0_3"]
+    assert run.counts.tolist() == [1, 37, 1, 0, 1]  # 3 * 37 > 100: the add of 1000 is skipped
+    assert run.outputs[0].tolist() == [111]
