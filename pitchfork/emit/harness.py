@@ -338,33 +338,6 @@ unsigned __hexagon_umodsi3(unsigned a, unsigned b) { return (unsigned)__hexagon_
 int __hexagon_divsi3(int a, int b) { return (int)__hexagon_divdi3(a, b); }
 int __hexagon_modsi3(int a, int b) { return (int)__hexagon_moddi3(a, b); }
 
-/* malloc/free for kernels' large allocations (no libc): a stack of blocks in a .bss arena. Kernels
-   free their allocations in reverse order (each is scoped), so freeing the top block pops it and any
-   freed blocks below it; freeing another block only marks it. Blocks are 128-byte aligned. */
-#define PF_ARENA_BYTES (128u << 20)
-#define PF_MAX_BLOCKS 4096u
-static pf_u8 pf_arena[PF_ARENA_BYTES] __attribute__((aligned(128)));
-static pf_size pf_block_at[PF_MAX_BLOCKS];
-static pf_u8 pf_block_live[PF_MAX_BLOCKS];
-static unsigned pf_nblocks;
-static pf_size pf_top;
-void *malloc(pf_size n) {
-  pf_size need = (n + 127u) & ~(pf_size)127u;
-  if (n > PF_ARENA_BYTES || need > PF_ARENA_BYTES - pf_top || pf_nblocks == PF_MAX_BLOCKS) return 0;
-  pf_block_at[pf_nblocks] = pf_top;
-  pf_block_live[pf_nblocks++] = 1;
-  pf_top += need;
-  return pf_arena + pf_block_at[pf_nblocks - 1];
-}
-void free(void *p) {
-  if (!p) return;
-  pf_size at = (pf_size)((pf_u8 *)p - pf_arena);
-  for (unsigned i = pf_nblocks; i-- > 0;) {
-    if (pf_block_at[i] == at) { pf_block_live[i] = 0; break; }
-  }
-  while (pf_nblocks > 0 && !pf_block_live[pf_nblocks - 1]) pf_top = pf_block_at[--pf_nblocks];
-}
-
 static int pf_main(void);
 __attribute__((noreturn, used)) void _start(void) { pf_exit(pf_main()); }
 """

@@ -37,10 +37,10 @@ import numpy as np
 
 from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
-from pitchfork.halide.codegen import LoopNestCodegen, Unsupported
+from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.errors import UsageError
 from pitchfork.halide.checks import check_arguments, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
-from pitchfork.halide.params import halide_scalar_value
+from pitchfork.halide.params import halide_scalar_value, scalar_value
 from pitchfork.halide.stmt import HalideParseError
 from pitchfork.targets import canonical
 
@@ -150,6 +150,63 @@ class CompiledPipeline:
         # Outputs of the same dimensions).
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def bind(self, inputs: Sequence[Any], size: Optional[Sequence[int]] = None) -> Any:
+        """The `pitchfork.emit.run.Call` that runs this pipeline on `inputs` (see `__call__`); `run_many`
+        runs several of them in one emulator run."""
+        from pitchfork.emit.run import Buffer, Call, Scalar
+
+        assert self.captured is not None and self.module is not None
+        args: list[Any] = [Buffer(np.zeros(1, np.int32), is_output=True)]
+        if len(inputs) != len(self.captured.arguments):
+            names = ", ".join(a.name for a in self.captured.arguments)
+            raise TypeError(f"{self.name} takes {len(self.captured.arguments)} inputs ({names}), got {len(inputs)}")
+        first_extents: Optional[list[int]] = None
+        for a, value in zip(self.captured.arguments, inputs):
+            if a.kind == "scalar":
+                args.append(_scalar_arg(a, value))
+                continue
+            arr, mins = _as_array(value)
+            want = fpir_type(a.type.elem).np_dtype
+            if arr.dtype != want:
+                raise TypeError(f"input {a.name} must be {want}, got {arr.dtype}")
+            if arr.ndim != a.dimensions:
+                raise TypeError(f"input {a.name} must have {a.dimensions} dimensions, got {arr.ndim}")
+            args.append(Buffer(arr))  # Buffer keeps its own reference to the array
+            extents = list(reversed(arr.shape))
+            strides = list(reversed([s // arr.itemsize for s in arr.strides]))
+            for d in range(arr.ndim):
+                args += [Scalar(mins[d]), Scalar(extents[d]), Scalar(strides[d])]
+            if first_extents is None:
+                first_extents = extents
+        outs = self.captured.outputs
+        size = self._output_size(size, first_extents)
+        shape = tuple(reversed(size))
+        for out in outs:
+            args.append(Buffer(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype), is_output=True))
+            stride = 1
+            for d in range(out.dimensions):
+                args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
+                stride *= size[d]
+        return Call(self.name, args)
+
+    def _output_size(self, size: Optional[Sequence[int]], first_extents: Optional[list[int]]) -> list[int]:
+        assert self.captured is not None
+        size = list(size) if size is not None else first_extents
+        for out in self.captured.outputs:
+            if size is None or len(size) != out.dimensions:
+                raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
+        assert size is not None
+        return size
+
+    def unpack(self, outputs: Sequence[np.ndarray]) -> Any:
+        """The result of `__call__` from the output buffers of a `bind` call; raises RuntimeError
+        quoting the Halide assertion that failed, if one did."""
+        err, *results = outputs
+        code = int(err[0])
+        if code != 0:
+            self._raise_assertion(code)
+        return results[0] if len(results) == 1 else tuple(results)
+
     def prepare(self, *inputs: Any, size: Optional[Sequence[int]] = None, min: Optional[Sequence[int]] = None,
                 out: Any = None) -> PreparedCall:
         """Bind arguments once for repeated kernel-only calls (benchmarks): `call = prog.prepare(img)`,
@@ -227,6 +284,56 @@ def _copy_out(result: Any, out: Any) -> Any:
         a[...] = r
         arrays.append(a)
     return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def run_many(runs: Sequence[tuple[CompiledPipeline, Sequence[Any], Optional[Sequence[int]]]]) -> list[Any]:
+    """Run `(pipeline, inputs, size)` triples, returning what each `pipeline(*inputs, size=size)` would.
+
+    Pipelines compiled by PITCHFORK for the same target run together: one JIT engine on x86, one
+    harness build and one emulator run under qemu (compiling is what costs; this keeps the runs cheap).
+    Their names must be distinct. Halide fallbacks run one by one. A failed assertion in any run
+    raises RuntimeError for the first one that failed.
+    """
+    from pitchfork.emit.run import run_calls
+
+    results: list[Any] = [None] * len(runs)
+    by_target: dict[str, list[int]] = {}
+    for k, (prog, inputs, size) in enumerate(runs):
+        if prog.module is None:
+            results[k] = prog._run_halide(inputs, size)
+        else:
+            by_target.setdefault(prog.target, []).append(k)
+    for target, ks in by_target.items():
+        mods: list[CompiledModule] = []
+        for k in ks:
+            if all(m is not runs[k][0].module for m in mods):
+                mods.append(runs[k][0].module)  # type: ignore[arg-type]
+        calls = {k: runs[k][0].bind(runs[k][1], runs[k][2]) for k in ks}
+        for k, call in list(calls.items()):
+            empty = [b.array for b in call.outputs[1:]]
+            if any(e.size == 0 for e in empty):
+                # Nothing to compute: the empty result realize() gives (not run, so no assertion on strides).
+                results[k] = empty[0] if len(empty) == 1 else tuple(empty)
+                del calls[k]
+        for k, outs in zip(calls, run_calls(mods, target, list(calls.values()))):
+            results[k] = runs[k][0].unpack(outs)
+    return results
+
+
+def _scalar_arg(a: Any, value: Any) -> Any:
+    """A scalar parameter's call argument: integers as i32/i64 values; an f32 parameter as the i32
+    bit pattern of the float32 value (the kernel reinterprets it), an f64 one as the i64 pattern."""
+    from pitchfork.emit.run import Scalar
+
+    if a.type.code == "float":
+        if a.type.bits == 32:
+            return Scalar(int(np.array(value, np.float32).view(np.int32)), 32)
+        if a.type.bits == 64:
+            return Scalar(int(np.array(value, np.float64).view(np.int64)), 64)
+        raise TypeError(f"{a.name}: float{a.type.bits} parameters are not supported")
+    # refuse what Halide's Param.set refuses (pitchfork/halide/params.py)
+    v = scalar_value(a.name, a.type.code, a.type.bits, value)
+    return Scalar(v, 64 if a.type.bits == 64 else 32)
 
 
 def _np_dtype(t: Any) -> str:

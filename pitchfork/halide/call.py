@@ -182,8 +182,13 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
     args: list[tuple[str, Any]] = []
     first_extents: Optional[list[int]] = None
     for (kind, name, t, n), value in zip(plan.arguments, inputs):
-        if kind == "scalar":  # refuse what Halide's Param.set refuses (pitchfork/halide/params.py)
-            v = scalar_value(name, t, n, value)
+        if kind == "scalar":
+            if t == "float":  # passed as the bit pattern of the float32/float64 value
+                if n not in (32, 64):
+                    raise TypeError(f"{name}: float{n} parameters are not supported")
+                v = int(np.array(value, np.float32 if n == 32 else np.float64).view(np.int32 if n == 32 else np.int64))
+            else:  # refuse what Halide's Param.set refuses (pitchfork/halide/params.py)
+                v = scalar_value(name, t, n, value)
             args.append(("i64", _signed(v, 64)) if n == 64 else ("i32", _signed(v, 32)))
             continue
         arr, mins = _as_input(value, name, t, n)

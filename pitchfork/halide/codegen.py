@@ -25,8 +25,8 @@ pass (pitchfork/halide/capture.py), parsed by pitchfork/halide/stmt.py. This pas
 Function ABI: `void name(ptr err, <per argument>)` where a buffer is `ptr host` followed by
 (min, extent, stride) as i32 for each dimension, and a scalar parameter is an i32 or i64 value;
 inputs in argument order, then the outputs. Buffer pointers are `noalias` (the caller never passes
-an output that overlaps another buffer) and aligned to their element size. Code may call malloc/free
-(on Hexagon the harness provides them).
+an output that overlaps another buffer) and aligned to their element size. Code for x86 and AArch64
+may call malloc/free.
 `err[0]` is 0 on success. Constructs we cannot compile raise `Unsupported` quoting the construct and
 its line, and the caller falls back to Halide's own compiler.
 """
@@ -79,7 +79,7 @@ INTRINSICS = {
     "rounding_mul_shift_right": "rounding_mul_shr", "saturating_shift_left": "saturating_shl",
 }
 #: Constant-size allocations up to this many bytes go on the stack (larger ones and dynamic ones are
-#: malloc'd).
+#: malloc'd, except on Hexagon).
 STACK_LIMIT = 64 * 1024
 #: Every allocation's base is aligned to this many bytes (Halide's alignment for HVX; the `aligned`
 #: facts of Halide's statement assume at least a native vector).
@@ -329,52 +329,61 @@ class LoopNestCodegen:
         self.b.position_at_end(done)
 
     def _s_Allocate(self, s: H.Allocate) -> None:
-        """An intermediate buffer (compute_root/compute_at). Small constant-size ones and `in Stack`
-        ones live on the stack, scoped with stacksave/stackrestore so allocations inside loops do not
-        grow the stack; others are malloc'd and freed at the end of their scope (a compute_root image
-        would overflow an 8 MB stack), as Halide does with halide_malloc. On Hexagon `malloc`/`free`
-        come from the harness (pitchfork/emit/harness.py: an arena, no libc). Either way the base is
+        """An intermediate buffer (compute_root/compute_at), as Halide places them: constant-size ones
+        up to STACK_LIMIT bytes are fixed stack slots (an alloca in the entry block, reused by every
+        iteration of an enclosing loop); `in Stack` ones of dynamic size are dynamic allocas scoped
+        with stacksave/stackrestore; all others are malloc'd and freed at the end of their scope (a
+        compute_root image would overflow an 8 MB stack), except on Hexagon (see below). Every base is
         aligned to ALLOC_ALIGN bytes; a failed malloc writes an assertion number to the error slot."""
-        if s.condition is not None:
-            raise Unsupported(f"conditional allocation of {s.name}", s)
         i64 = ir.IntType(64)
-        n: ir.Value = ir.Constant(i64, 1)
-        const_elems: Optional[int] = 1
-        for e in s.extents:
-            if isinstance(e, H.IntImm) and const_elems is not None:
-                const_elems *= e.value
-            else:
-                const_elems = None
-            n = self.b.mul(n, self.b.sext(self.scalar(e, s), i64))
         elem_bytes = max(1, s.type.bits // 8)
-        # Pad by a vector so that vector loads that Halide rounds up stay inside the allocation.
-        size = self.b.add(self.b.mul(n, ir.Constant(i64, elem_bytes)), ir.Constant(i64, 512))
+        terms = [self.to_term(e, s) for e in s.extents]
+        const_elems: Optional[int] = 1
+        for t in terms:
+            const_elems = const_elems * t.value if const_elems is not None and t.is_const else None
         ptr = ir.PointerType(ir.IntType(8))
-        if s.memory_type in ("Stack", "Register"):
-            on_heap = False  # Halide puts `in Stack` allocations on the stack too
+        if self.target != "hvx128" and const_elems is not None and const_elems >= 0 and s.memory_type != "Heap" and (
+                const_elems * elem_bytes <= STACK_LIMIT or s.memory_type in ("Stack", "Register")):
+            mode = "static"
+            # Pad by a vector so that vector loads that Halide rounds up stay inside the allocation.
+            slot = self._entry_alloca(ir.ArrayType(ir.IntType(8), const_elems * elem_bytes + 512))
+            mem = self.b.bitcast(slot, ptr)
         else:
-            on_heap = const_elems is None or const_elems * elem_bytes > STACK_LIMIT or s.memory_type == "Heap"
-        if on_heap:
-            word = ir.IntType(32 if self.target == "hvx128" else 64)
-            raw = self.b.call(self._intrinsic("malloc", ptr, [word]),
-                              [self.b.trunc(self.b.add(size, ir.Constant(i64, ALLOC_ALIGN)), word)
-                               if word.width < 64 else self.b.add(size, ir.Constant(i64, ALLOC_ALIGN))])
-            self._check_allocation(raw, s)
-            # Align with a GEP from the malloc'd pointer (not inttoptr) so LLVM still sees the object.
-            pad = self.b.and_(self.b.sub(ir.Constant(word, 0), self.b.ptrtoint(raw, word)), ir.Constant(word, ALLOC_ALIGN - 1))
-            mem = self.b.gep(raw, [pad], inbounds=True)
-        else:
-            save = self.b.call(self._intrinsic("llvm.stacksave.p0", ptr, []), [])
-            mem = self.b.alloca(ir.IntType(8), size=size)
-            mem.align = 128
+            n: ir.Value = ir.Constant(i64, 1)
+            for t in terms:
+                n = self.b.mul(n, self.b.sext(self._emit_scalar_term(t), i64))
+            if s.condition is not None:
+                # `allocate ... if cond` (e.g. a Func used only under a specialization): the buffer is
+                # only touched when cond holds, and its extents may be meaningless otherwise.
+                n = self.b.select(self.scalar(s.condition, s), n, ir.Constant(i64, 0))
+            size = self.b.add(self.b.mul(n, ir.Constant(i64, elem_bytes)), ir.Constant(i64, 512))
+            if s.memory_type in ("Stack", "Register") or self.target == "hvx128":
+                # Halide puts `in Stack` allocations on the stack too. On Hexagon no kernel calls
+                # malloc: LLVM 22's Hexagon backend aborts (getMinimalPhysRegClass: "Couldn't find the
+                # register class", depthwise_conv) or miscompiles (a NULL dereference, fully_connected)
+                # HVX kernels that make calls, so dynamic allocations stay on the stack there.
+                mode = "dynamic"
+                save = self.b.call(self._intrinsic("llvm.stacksave.p0", ptr, []), [])
+                mem = self.b.alloca(ir.IntType(8), size=size)
+                mem.align = ALLOC_ALIGN
+            else:
+                mode = "heap"
+                word = ir.IntType(64)
+                total = self.b.add(size, ir.Constant(i64, ALLOC_ALIGN))
+                raw = self.b.call(self._intrinsic("malloc", ptr, [word]), [total])
+                self._check_allocation(raw, s)
+                # Align with a GEP from the malloc'd pointer (not inttoptr) so LLVM still sees the object.
+                pad = self.b.and_(self.b.sub(ir.Constant(word, 0), self.b.ptrtoint(raw, word)),
+                                  ir.Constant(word, ALLOC_ALIGN - 1))
+                mem = self.b.gep(raw, [pad], inbounds=True)
         saved = dict(self.buffers)
         self.buffers[s.name] = BufferInfo(s.name, mem, s.type.elem, align=ALLOC_ALIGN, scope="allocations")
         self.stmt_(s.body)
         self.buffers = saved
         if not self.b.block.is_terminated:
-            if on_heap:
+            if mode == "heap":
                 self.b.call(self._intrinsic("free", ir.VoidType(), [ptr]), [raw])
-            else:
+            elif mode == "dynamic":
                 self.b.call(self._intrinsic("llvm.stackrestore.p0", ir.VoidType(), [ptr]), [save])
 
     def _check_allocation(self, raw: ir.Value, s: H.Allocate) -> None:

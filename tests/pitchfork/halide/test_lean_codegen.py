@@ -9,7 +9,7 @@
   unchanged); `prepare` binds once; `out=` writes in place; an input that is the output array, or an
   overlapping view of it, gives the right answer (a copy); overlapping outputs are refused;
 * outputs with a nonzero min (`min=` or an `out` hl.Buffer with mins) match Halide's realize;
-* large allocations on HVX use the harness's heap (malloc/free) and stay bit-exact under qemu.
+* HVX allocations stay on the stack (no calls in HVX kernels), bit-exact under qemu.
 """
 
 from __future__ import annotations
@@ -157,14 +157,14 @@ def test_output_with_nonzero_min(progs) -> None:
 
 @pytest.mark.qemu
 @pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu toolchain for hvx128")
-def test_hvx_large_allocation_on_heap() -> None:
-    """A compute_root intermediate larger than STACK_LIMIT is malloc'd on Hexagon too (the harness's
-    arena), 128-byte aligned, and the result stays bit-exact."""
+def test_hvx_allocations_stay_on_the_stack() -> None:
+    """On Hexagon no kernel calls malloc (LLVM 22's Hexagon backend crashes or miscompiles HVX kernels
+    with calls): compute_root intermediates are 128-byte aligned stack allocations, bit-exact."""
     func, args = ex.box_sum_reduction(128)
     prog = pitchfork.compile(func, args, target="hvx128", fallback=False)
-    assert "@malloc" in prog.llvm_ir() and "@free" in prog.llvm_ir()
+    assert "@malloc" not in prog.llvm_ir() and "align 128" in prog.llvm_ir()
     img = np.random.default_rng(8).integers(0, 256, (72, 512), dtype=np.uint8)
     (inp,) = args
     inp.set(hl.Buffer(img))
     want = np.asarray(func.realize([384, 64], X86)).copy()
-    assert np.array_equal(prog(img, size=[384, 64]), want)
+    assert np.array_equal(prog(img, size=[384, 64], check=True), want)
