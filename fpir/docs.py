@@ -161,6 +161,11 @@ signed / unsigned type of the same width.
 * **primitive** ops are Halide's integer IR; their numpy, Z3 and interval semantics are written once in the
   table. Division and modulo are Euclidean and `x / 0 = x % 0 = 0`; a negative (signed) shift amount shifts
   the other way; shift amounts of at least the bit width give 0 (or -1 for a negative value shifted right).
+  Halide does not define those shifts (its documentation is silent and its code differs between schedules:
+  `i8(-25) << 9` realizes to 0 scalar and to -50 vectorized on x86, where the amount is taken modulo 8).
+  PITCHFORK's Halide frontend translates Halide's `<<`, `>>`, `shift_left` and `shift_right` to `shl`/`shr`
+  with the definition above, so for those inputs a compiled pipeline gives 0 / -1 where `realize()` may
+  give something else; both are executions of a program whose result Halide leaves undefined.
 * **fpir** ops are the fixed-point instructions of the paper's Table 1 (plus `saturating_shl`, section 8.4).
   Each one is *defined* as a term over earlier ops; the definitions below are printed from the very templates
   the interpreter, the Z3 encoding and the bounds analysis expand.

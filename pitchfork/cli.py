@@ -1,17 +1,25 @@
 """`pitchfork` command line: one sub-command per module in pitchfork/commands/.
 
 Each command module defines `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`.
+
+Errors: a command reports what it can itself (per-line batch errors, verdicts); an exception that
+escapes it becomes exactly one line on stderr, `pitchfork <command>: <message>`, and the exit code of
+its class (pitchfork/errors.py, docs/ERRORS.md). Nothing a user types gives a Python traceback: an
+exception nobody anticipated is reported as an internal error (exit 70), with the traceback only
+when PITCHFORK_TRACEBACK=1 is set.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from typing import Optional, Sequence
 
 import pitchfork.commands
+from pitchfork.errors import EXIT_FILE, EXIT_INPUT, EXIT_INTERNAL, EXIT_USAGE, PitchforkError
 
 
 def _commands() -> list:
@@ -23,16 +31,61 @@ def _commands() -> list:
     return mods
 
 
+def exit_code_of(e: BaseException) -> int:
+    """The documented exit code for an exception that escaped a command."""
+    from fpir.text import FPIRSyntaxError
+    from fpir.types import FPIRTypeError
+    from pitchfork.trs.rules import RuleFileError
+
+    if isinstance(e, PitchforkError):
+        return e.exit_code
+    if isinstance(e, (FPIRSyntaxError, FPIRTypeError, RuleFileError)):
+        return EXIT_INPUT
+    if isinstance(e, OSError):
+        return EXIT_FILE
+    return EXIT_INTERNAL
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= 2000 else text[:2000] + " ..."
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="pitchfork", description="Fixed-point instruction selection (PITCHFORK)")
+    parser.add_argument("--no-synthesized", action="store_true",
+                        help="hand-written rules only (ignore rules/synthesized/)")
     sub = parser.add_subparsers(dest="command", required=True)
     handlers = {}
     for mod in _commands():
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         handlers[mod.NAME] = mod.run
-    args = parser.parse_args(argv)
-    return int(handlers[args.command](args) or 0)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse printed usage and one error line (or --help)
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    from pitchfork.synthesized import configure
+
+    configure(enabled=not args.no_synthesized)
+    try:
+        return int(handlers[args.command](args) or 0)
+    except KeyboardInterrupt:
+        print(f"pitchfork {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `pitchfork ... | head`: the reader went away; not an error of ours
+        sys.stderr.close()
+        return 0
+    except Exception as e:  # noqa: BLE001 - the one place that turns every error into one line
+        code = exit_code_of(e)
+        if code == EXIT_INTERNAL:
+            if os.environ.get("PITCHFORK_TRACEBACK"):
+                raise
+            print(f"pitchfork {args.command}: internal error: {type(e).__name__}: {_one_line(e)} "
+                  "(a bug in PITCHFORK; PITCHFORK_TRACEBACK=1 shows where)", file=sys.stderr)
+        else:
+            print(f"pitchfork {args.command}: {_one_line(e)}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from typing import IO, Iterable, Optional
 from fpir.term import Term
 from fpir.text import parse
 from pitchfork.emit.machine import get_target
+from pitchfork.limits import check_lanes
 from pitchfork.targets import canonical
 
 EMITS = ("fpir", "llvm", "asm")
@@ -88,8 +89,7 @@ def _select_and_emit(text: str, target: str, lanes: Optional[int], isel: str, em
         rec.fpir, rec.lowered, rec.final = str(sel.fpir), str(sel.lowered), str(sel.final)
         if rec.lanes is None:
             rec.lanes = natural_lanes(term, target)
-        if rec.lanes <= 0:
-            raise ValueError(f"lanes must be positive, got {rec.lanes}")
+        check_lanes(rec.lanes)  # before emission: a huge count would exhaust memory (pitchfork/limits.py)
         if emit in ("llvm", "asm"):
             stage = "emit"
             module = new_module()
@@ -217,8 +217,11 @@ def run_batch(lines: Iterable[str], out: IO[str], target: str, lanes: Optional[i
                 write(done)
 
         pending: list[tuple[SelectRecord, Optional[object]]] = []
-        for line in lines:
+        for lineno, line in enumerate(lines, 1):
             if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            if "\ufffd" in line:  # read with errors="replace": the line was not UTF-8
+                pending.append((SelectRecord(input=line.strip(), error=f"line {lineno}: not UTF-8 text"), None))
                 continue
             own, text = split_line(line)
             pending.append(_select_and_emit(text, target, own if own is not None else lanes, isel, emit))

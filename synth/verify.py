@@ -189,6 +189,11 @@ def verify_rule(rule: Rule, rlimit: int = DEFAULT_RLIMIT) -> RuleResult:
 
                 verdict = fallback(lhs, rhs, assume, rlimit, abstract_tried=True) or verdict
             results.append(InstanceResult(_describe(tvars), verdict))
+    if not results:
+        # A rule that can never fire is a mistake (a typo in a type, a predicate false for every
+        # type), not a rule we merely failed to prove.
+        return RuleResult(rule, (), error="no type instance can fire: the left side is ill-typed or the "
+                                          "predicate is false at every type instance")
     return RuleResult(rule, tuple(results))
 
 

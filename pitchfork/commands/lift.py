@@ -6,8 +6,9 @@
     pitchfork lift --stats "..."                                   # rewrites, time, rewrites/s
 
 In batch mode every non-blank line that is not a `#` comment is one expression; each gives one line
-`{"input", "lifted", "rules", "error"}`. A line that fails (syntax or type error) reports its error
-and the batch goes on.
+`{"input", "lifted", "rules", "error"}`. A line that fails (syntax or type error, bytes that are not
+UTF-8) reports its error, with its line number, and the batch goes on; the exit status is then 1
+unless --allow-errors (docs/ERRORS.md).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import contextlib
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any, TextIO
+
+from pitchfork.errors import EXIT_INPUT, EXIT_OK, UsageError, open_input, open_output
 
 NAME = "lift"
 HELP = "Lift an integer expression to FPIR (prints the lifted expression)"
@@ -30,7 +32,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", metavar="FILE", help="write results here instead of stdout")
     p.add_argument("--trace", action="store_true", help="list the rules fired (name, before, after)")
     p.add_argument("--stats", action="store_true", help="print rewrites, time and rewrites/second")
-    p.add_argument("--rules", metavar="FILE", nargs="+", help="rule files to use instead of rules/lift/*.rules")
+    p.add_argument("--rules", metavar="FILE", action="append",
+                   help="a rule file to use instead of rules/lift/*.rules (repeatable)")
+    p.add_argument("--allow-errors", action="store_true",
+                   help="batch: exit 0 even when some lines failed (their errors are still reported)")
 
 
 def _rules(args: argparse.Namespace) -> Any:
@@ -40,16 +45,27 @@ def _rules(args: argparse.Namespace) -> Any:
     return RuleSet.from_files(args.rules) if args.rules else lift_rules()
 
 
-def lift_line(text: str, rules: Any, trace: bool = False) -> dict[str, Any]:
-    """Lift one expression; never raises: errors are reported in the result."""
+def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>", line: int = 1,
+              indent: int = 0) -> dict[str, Any]:
+    """Lift one expression; never raises: errors are reported in the result (located at
+    source:line:column for a batch file's line `line`)."""
+    from fpir.text import FPIRSyntaxError
+
     from fpir import parse
     from pitchfork.lift import lift_with_stats
 
     out: dict[str, Any] = {"input": text, "lifted": None, "rules": [], "error": None}
+    if "\ufffd" in text:  # decoded with errors="replace": the line was not UTF-8
+        out["error"] = f"{source}:{line}: not UTF-8 text"
+        return out
     try:
-        lifted, stats = lift_with_stats(parse(text), rules, trace=trace)
+        lifted, stats = lift_with_stats(parse(text, source=source), rules, trace=trace)
+    except FPIRSyntaxError as e:
+        col = e.column + indent if e.line <= 1 else e.column
+        out["error"] = str(FPIRSyntaxError(e.message, line + e.line - 1, col, source))
+        return out
     except Exception as e:  # noqa: BLE001 - a bad line must not abort a batch
-        out["error"] = f"{type(e).__name__}: {e}"
+        out["error"] = error_text(e)
         return out
     out["lifted"] = str(lifted)
     out["rules"] = [name for name, _, _ in stats.trace] if trace else sorted(stats.fired)
@@ -57,25 +73,27 @@ def lift_line(text: str, rules: Any, trace: bool = False) -> dict[str, Any]:
     return out
 
 
-def _batch(args: argparse.Namespace, rules: Any, sink: TextIO) -> int:
+def _batch(args: argparse.Namespace, rules: Any, src: TextIO, sink: TextIO) -> int:
     n = errors = rewrites = 0
     t0 = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        src = sys.stdin if args.batch == "-" else stack.enter_context(open(args.batch))
-        for line in src:
-            text = line.strip()
-            if not text or text.startswith("#"):
-                continue
-            r = lift_line(text, rules, trace=True)
-            stats = r.pop("_stats", None)
-            if stats is not None:
-                rewrites += stats.rewrites
-            n += 1
-            errors += r["error"] is not None
-            sink.write(json.dumps(r) + "\n")
+    name = "<stdin>" if args.batch == "-" else args.batch
+    for lineno, line in enumerate(src, 1):
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        r = lift_line(text, rules, trace=True, source=name, line=lineno, indent=len(line) - len(line.lstrip()))
+        stats = r.pop("_stats", None)
+        if stats is not None:
+            rewrites += stats.rewrites
+        n += 1
+        errors += r["error"] is not None
+        sink.write(json.dumps(r) + "\n")
     if args.stats:
         _print_stats(n, rewrites, time.perf_counter() - t0, errors)
-    return 0
+    if errors:
+        print(f"pitchfork lift: {errors} of {n} line(s) failed", file=sys.stderr)
+        return EXIT_OK if args.allow_errors else EXIT_INPUT
+    return EXIT_OK
 
 
 def _print_stats(n: int, rewrites: int, seconds: float, errors: int = 0) -> None:
@@ -84,22 +102,28 @@ def _print_stats(n: int, rewrites: int, seconds: float, errors: int = 0) -> None
           f"({rate:,.0f} rewrites/s)", file=sys.stderr)
 
 
+def error_text(e: BaseException) -> str:
+    """One line for an error in an expression: the located message for syntax/type errors."""
+    from fpir.text import FPIRSyntaxError
+
+    if isinstance(e, FPIRSyntaxError):
+        return str(e)
+    if isinstance(e, RecursionError):  # the passes are iterative; this would be a bug
+        return "internal error: expression too deeply nested"
+    return f"{type(e).__name__}: {e}"
+
+
 def run(args: argparse.Namespace) -> int:
     if (args.expr is None) == (args.batch is None):
-        print("error: give one expression or --batch FILE", file=sys.stderr)
-        return 2
-    try:
-        rules = _rules(args)
-    except (OSError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if args.batch is not None and args.batch != "-" and not Path(args.batch).exists():
-        print(f"error: no such file {args.batch}", file=sys.stderr)
-        return 2
+        raise UsageError("give one expression or --batch FILE")
+    rules = _rules(args)  # RuleFileError (exit 1) / InputFileError (exit 4): reported by pitchfork.cli
     with contextlib.ExitStack() as stack:
-        sink: TextIO = stack.enter_context(open(args.output, "w")) if args.output else sys.stdout
-        if args.batch is not None:
-            return _batch(args, rules, sink)
+        src: TextIO | None = None
+        if args.batch is not None:  # opened first: a missing input must not leave an empty output behind
+            src = sys.stdin if args.batch == "-" else stack.enter_context(open_input(args.batch, "batch file"))
+        sink: TextIO = stack.enter_context(open_output(args.output)) if args.output else sys.stdout
+        if src is not None:
+            return _batch(args, rules, src, sink)
         return _single(args, rules, sink)
 
 
@@ -108,8 +132,8 @@ def _single(args: argparse.Namespace, rules: Any, sink: TextIO) -> int:
     r = lift_line(args.expr, rules, trace=args.trace)
     seconds = time.perf_counter() - t0
     if r["error"] is not None:
-        print(f"error: {r['error']}", file=sys.stderr)
-        return 1
+        print(f"pitchfork lift: {r['error']}", file=sys.stderr)
+        return EXIT_INPUT
     stats: Any | None = r.get("_stats")
     sink.write(r["lifted"] + "\n")
     if args.trace and stats is not None:

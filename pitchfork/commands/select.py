@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pitchfork.errors import EXIT_INPUT, EXIT_OK, InputFileError, UsageError, open_input, open_output
+from pitchfork.limits import check_lanes
 from pitchfork.select_batch import EMITS, ISELS, run_batch, select_expression
 
 NAME = "select"
@@ -40,19 +42,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", metavar="FILE", help="batch output file (default stdout)")
     p.add_argument("--jobs", "-j", type=int, default=None,
                    help="batch: kernel groups compiled in parallel (default: the CPU count)")
+    p.add_argument("--allow-errors", action="store_true",
+                   help="batch: exit 0 even when some lines failed (each line's error is in its record)")
     p.add_argument("--no-isolate", dest="isolate", action="store_false",
                    help="compile in this process (LLVM aborts the whole process on code it cannot select; "
                         "by default compilation runs in a forked child, so that is a per-line error)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.lanes is not None:
+        check_lanes(args.lanes, "--lanes")  # UsageError: exit 2
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be positive, got {args.jobs}")
     if args.batch:
         if args.expression:
-            print("pitchfork select: give an expression or --batch, not both", file=sys.stderr)
-            return 2
+            raise UsageError("give an expression or --batch, not both")
         emit = args.emit or "asm"
-        src = sys.stdin if args.batch == "-" else open(args.batch)
-        out = open(args.output, "w") if args.output else sys.stdout
+        src = sys.stdin if args.batch == "-" else open_input(args.batch, "batch file")
+        try:
+            out = open_output(args.output) if args.output else sys.stdout
+        except InputFileError:
+            if src is not sys.stdin:
+                src.close()
+            raise
         try:
             stats = run_batch(src, out, args.target, args.lanes, args.isel, emit, args.isolate, jobs=args.jobs)
         finally:
@@ -62,10 +74,9 @@ def run(args: argparse.Namespace) -> int:
                 out.close()
         print(f"pitchfork select: {stats.lines} expressions, {stats.errors} errors, {stats.seconds:.2f} s "
               f"({stats.per_second:.0f} lines/s)", file=sys.stderr)
-        return 0
+        return EXIT_INPUT if stats.errors and not args.allow_errors else EXIT_OK
     if not args.expression:
-        print("pitchfork select: an expression (or --batch FILE) is required", file=sys.stderr)
-        return 2
+        raise UsageError("an expression (or --batch FILE) is required")
     rec = select_expression(args.expression, args.target, args.lanes, args.isel, args.emit or "fpir",
                             args.isolate)
     print(f"input:    {rec.input}")
@@ -76,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"target:   {args.target}, isel={args.isel}, lanes={rec.lanes}")
     if rec.error:
         print(f"error:    {rec.error}", file=sys.stderr)
-        return 1
+        return EXIT_INPUT
     if rec.llvm is not None:
         print()
         print(rec.llvm, end="" if rec.llvm.endswith("\n") else "\n")

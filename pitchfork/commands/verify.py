@@ -4,9 +4,11 @@ Default files: rules/lift/*.rules, rules/synthesized/*.rules and rules/lower/*.r
 instruction tables are imported first so lowering rules can name their instructions). One line per
 rule, `VALID|INVALID|UNKNOWN name  (details; counterexample values)`, then a summary.
 
-Exit status: 0 if every rule is VALID (or UNKNOWN without --strict); 1 if any rule is INVALID;
-2 for a malformed rule file (reported as `file:line:col: message`), a missing file, or, with --strict,
-UNKNOWN verdicts only.
+Exit status (docs/ERRORS.md): 0 if every rule is VALID; 1 if any rule is INVALID (a rule no type
+instance can fire is INVALID) or a rule file is malformed (reported as `file:line:col: message`: an
+unknown predicate function or a type variable the left side does not bind is malformed); 5 if some
+rule is UNKNOWN and none INVALID, unless --allow-unknown (then 0); 4 for a rule file that cannot be
+read; 2 for bad usage (e.g. --rule naming no rule).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "verdicts do not depend on machine load)")
     p.add_argument("--rule", action="append", default=[], metavar="NAME",
                    help="only verify this rule (repeatable)")
-    p.add_argument("--strict", action="store_true", help="exit 2 when some rule is UNKNOWN (and none INVALID)")
+    p.add_argument("--allow-unknown", action="store_true",
+                   help="exit 0 when some rule is UNKNOWN (and none INVALID); by default that exits 5")
+    p.add_argument("--strict", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for scripts
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -105,27 +109,27 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
+    from pitchfork.errors import EXIT_FILE, EXIT_INPUT, EXIT_OK, EXIT_UNKNOWN, EXIT_USAGE, InputFileError
     from pitchfork.trs.rules import RuleFileError
 
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     files = [Path(f) for f in args.files] if args.files else default_files()
-    for f in files:
-        if not f.exists():
-            err.print(f"{escape(str(f))}: no such rule file")
-            return 2
     register_target_ops()
     try:
         rules = load(files)
     except RuleFileError as e:
         err.print(escape(str(e)))
-        return 2
+        return EXIT_INPUT
+    except InputFileError as e:
+        err.print(escape(str(e)))
+        return EXIT_FILE
     if args.rule:
         known = {r.name for r in rules}
         missing = [n for n in args.rule if n not in known]
         if missing:
             err.print(f"no rule named {escape(', '.join(missing))}")
-            return 2
+            return EXIT_USAGE
         rules = [r for r in rules if r.name in set(args.rule)]
     t0 = time.perf_counter()
     results = _run_all(rules, args.jobs, args.rlimit, not args.no_progress and len(rules) > 1, out)
@@ -137,10 +141,10 @@ def run(args: argparse.Namespace) -> int:
     summary = ", ".join(f"[{STYLE[k]}]{v} {k}[/]" for k, v in counts.items())
     out.print(f"{len(rules)} rule(s) from {len(files)} file(s): {summary} in {seconds:.1f} s")
     if counts["INVALID"]:
-        return 1
-    if counts["UNKNOWN"] and args.strict:
-        return 2
-    return 0
+        return EXIT_INPUT
+    if counts["UNKNOWN"] and not args.allow_unknown:
+        return EXIT_UNKNOWN
+    return EXIT_OK
 
 
 def _line(out: object, rule: object, res: object) -> None:

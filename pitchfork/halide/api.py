@@ -1,7 +1,7 @@
 """`pitchfork.compile`: compile a Halide pipeline with PITCHFORK's instruction selection.
 
     prog = pitchfork.compile(out_func, [input_param], target="arm64", isel="pitchfork")
-    prog.llvm_ir(); prog.assembly(); prog.object_file("sobel.o"); prog.stats
+    prog.llvm_ir(); prog.assembly(); prog.object_file("sobel.o"); prog.header(); prog.stats
     result = prog(input_array, size=[W, H])      # shaped like np.asarray(out_func.realize([W, H]))
 
 Flow: capture Halide's vectorized statement (pitchfork.halide.capture), parse it (stmt.py), generate
@@ -33,6 +33,9 @@ import numpy as np
 from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
 from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.errors import UsageError
+from pitchfork.halide.checks import check_arguments, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
+from pitchfork.halide.params import halide_scalar_value, scalar_value
 from pitchfork.halide.stmt import HalideParseError
 from pitchfork.targets import canonical
 
@@ -87,14 +90,24 @@ class CompiledPipeline:
         return self._halide_text("assembly", ".s")
 
     def object_file(self, path: str | Path) -> Path:
+        """Write an ELF object with Halide's AOT entry point `int name(struct halide_buffer_t *...)`
+        (and `name_argv`), declared by `.header()`; pitchfork/halide/abi.py."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         if self.module is not None:
-            p.write_bytes(self.module.object_bytes())
+            from pitchfork.halide.abi import aot_outputs
+
+            p.write_bytes(aot_outputs(self)[2])
         else:
             pipeline, args = self._halide
             pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.target))
         return p
+
+    def header(self) -> str:
+        """The C header for `.object_file()`, as Halide's `compile_to_header` writes it."""
+        from pitchfork.halide.abi import header
+
+        return header(self)
 
     def _halide_text(self, kind: str, suffix: str) -> str:
         import tempfile
@@ -111,18 +124,22 @@ class CompiledPipeline:
         `np.asarray(func.realize(size))` (a tuple of them for a pipeline with several outputs)."""
         if self.module is None:
             return self._run_halide(inputs, size)
-        from pitchfork.emit.run import Buffer, Call, Scalar, run_calls
+        return run_many([(self, inputs, size)])[0]
 
-        assert self.captured is not None
+    def bind(self, inputs: Sequence[Any], size: Optional[Sequence[int]] = None) -> Any:
+        """The `pitchfork.emit.run.Call` that runs this pipeline on `inputs` (see `__call__`); `run_many`
+        runs several of them in one emulator run."""
+        from pitchfork.emit.run import Buffer, Call, Scalar
+
+        assert self.captured is not None and self.module is not None
         args: list[Any] = [Buffer(np.zeros(1, np.int32), is_output=True)]
         if len(inputs) != len(self.captured.arguments):
             names = ", ".join(a.name for a in self.captured.arguments)
             raise TypeError(f"{self.name} takes {len(self.captured.arguments)} inputs ({names}), got {len(inputs)}")
-        keep = []
         first_extents: Optional[list[int]] = None
         for a, value in zip(self.captured.arguments, inputs):
             if a.kind == "scalar":
-                args.append(Scalar(int(value), 64 if a.type.bits == 64 else 32))
+                args.append(_scalar_arg(a, value))
                 continue
             arr, mins = _as_array(value)
             want = fpir_type(a.type.elem).np_dtype
@@ -130,8 +147,7 @@ class CompiledPipeline:
                 raise TypeError(f"input {a.name} must be {want}, got {arr.dtype}")
             if arr.ndim != a.dimensions:
                 raise TypeError(f"input {a.name} must have {a.dimensions} dimensions, got {arr.ndim}")
-            keep.append(arr)
-            args.append(Buffer(arr))
+            args.append(Buffer(arr))  # Buffer keeps its own reference to the array
             extents = list(reversed(arr.shape))
             strides = list(reversed([s // arr.itemsize for s in arr.strides]))
             for d in range(arr.ndim):
@@ -139,11 +155,7 @@ class CompiledPipeline:
             if first_extents is None:
                 first_extents = extents
         outs = self.captured.outputs
-        size = list(size) if size is not None else first_extents
-        for out in outs:
-            if size is None or len(size) != out.dimensions:
-                raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
-        assert size is not None
+        size = self._output_size(size, first_extents)
         shape = tuple(reversed(size))
         for out in outs:
             args.append(Buffer(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype), is_output=True))
@@ -151,7 +163,21 @@ class CompiledPipeline:
             for d in range(out.dimensions):
                 args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
                 stride *= size[d]
-        err, *results = run_calls(self.module, self.target, [Call(self.name, args)])[0]
+        return Call(self.name, args)
+
+    def _output_size(self, size: Optional[Sequence[int]], first_extents: Optional[list[int]]) -> list[int]:
+        assert self.captured is not None
+        size = list(size) if size is not None else first_extents
+        for out in self.captured.outputs:
+            if size is None or len(size) != out.dimensions:
+                raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
+        assert size is not None
+        return size
+
+    def unpack(self, outputs: Sequence[np.ndarray]) -> Any:
+        """The result of `__call__` from the output buffers of a `bind` call; raises RuntimeError
+        quoting the Halide assertion that failed, if one did."""
+        err, *results = outputs
         code = int(err[0])
         if code != 0:
             what = self.assertions.get(code, "")
@@ -183,7 +209,7 @@ class CompiledPipeline:
                 if first_extents is None:
                     first_extents = list(reversed(arr.shape))
             else:
-                a.set(value)
+                a.set(halide_scalar_value(a, value))
         size = list(size) if size is not None else first_extents
         if size is None:
             raise TypeError(f"size must be given for {self.name} (it has no input buffer)")
@@ -196,6 +222,56 @@ class CompiledPipeline:
         if isinstance(out, (tuple, list)):  # several outputs (or a Tuple-valued Func)
             return tuple(np.asarray(b).copy() for b in out)
         return np.asarray(out).copy()
+
+
+def run_many(runs: Sequence[tuple[CompiledPipeline, Sequence[Any], Optional[Sequence[int]]]]) -> list[Any]:
+    """Run `(pipeline, inputs, size)` triples, returning what each `pipeline(*inputs, size=size)` would.
+
+    Pipelines compiled by PITCHFORK for the same target run together: one JIT engine on x86, one
+    harness build and one emulator run under qemu (compiling is what costs; this keeps the runs cheap).
+    Their names must be distinct. Halide fallbacks run one by one. A failed assertion in any run
+    raises RuntimeError for the first one that failed.
+    """
+    from pitchfork.emit.run import run_calls
+
+    results: list[Any] = [None] * len(runs)
+    by_target: dict[str, list[int]] = {}
+    for k, (prog, inputs, size) in enumerate(runs):
+        if prog.module is None:
+            results[k] = prog._run_halide(inputs, size)
+        else:
+            by_target.setdefault(prog.target, []).append(k)
+    for target, ks in by_target.items():
+        mods: list[CompiledModule] = []
+        for k in ks:
+            if all(m is not runs[k][0].module for m in mods):
+                mods.append(runs[k][0].module)  # type: ignore[arg-type]
+        calls = {k: runs[k][0].bind(runs[k][1], runs[k][2]) for k in ks}
+        for k, call in list(calls.items()):
+            empty = [b.array for b in call.outputs[1:]]
+            if any(e.size == 0 for e in empty):
+                # Nothing to compute: the empty result realize() gives (not run, so no assertion on strides).
+                results[k] = empty[0] if len(empty) == 1 else tuple(empty)
+                del calls[k]
+        for k, outs in zip(calls, run_calls(mods, target, list(calls.values()))):
+            results[k] = runs[k][0].unpack(outs)
+    return results
+
+
+def _scalar_arg(a: Any, value: Any) -> Any:
+    """A scalar parameter's call argument: integers as i32/i64 values; an f32 parameter as the i32
+    bit pattern of the float32 value (the kernel reinterprets it), an f64 one as the i64 pattern."""
+    from pitchfork.emit.run import Scalar
+
+    if a.type.code == "float":
+        if a.type.bits == 32:
+            return Scalar(int(np.array(value, np.float32).view(np.int32)), 32)
+        if a.type.bits == 64:
+            return Scalar(int(np.array(value, np.float64).view(np.int64)), 64)
+        raise TypeError(f"{a.name}: float{a.type.bits} parameters are not supported")
+    # refuse what Halide's Param.set refuses (pitchfork/halide/params.py)
+    v = scalar_value(a.name, a.type.code, a.type.bits, value)
+    return Scalar(v, 64 if a.type.bits == 64 else 32)
 
 
 def _np_dtype(t: Any) -> str:
@@ -227,15 +303,24 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
     import halide as hl
 
     target = canonical(target)
+    if isel not in ("pitchfork", "llvm"):
+        raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
     pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)
+    args = check_arguments(pipeline, args)  # a list, with every Param the pipeline uses (no fallback)
     stats = CompileStats()
     captured: Optional[CapturedStmt] = None
     try:
         t0 = time.perf_counter()
-        captured = capture_stmt(pipeline, args, target)
+        try:
+            captured = capture_stmt(pipeline, args, target)
+        except CaptureError as e:
+            refuse_if_halide_rejects(e, name, target)  # PipelineError: the fallback could not work either
+            raise
+        refuse_extern_stages(captured.text, name)
         stats.capture_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         stmt = captured.parse()
+        refuse_huge_vectors(stmt, name)
         cg = LoopNestCodegen(captured, stmt, target, isel, name)
         cg.build()
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds

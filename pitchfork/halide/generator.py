@@ -1,7 +1,7 @@
 """Halide Python generators (`@hl.generator` classes) compiled by PITCHFORK, unchanged.
 
     prog = compile_generator("my_gen.py", "Sobel", target="arm64", isel="pitchfork", params={"lanes": 16})
-    paths = write_outputs(prog, "out/")        # out/sobel.o, out/sobel.ll, out/sobel.s
+    paths = write_outputs(prog, "out/")        # out/sobel.{o,a,h,ll,s}: Halide's AOT ABI (abi.py)
 
 How a generator is instantiated without `hl.main()` (halide==21.0.0, `halide/_generator_helpers.py`):
 `@hl.generator(name=...)` registers a subclass of `hl.Generator` whose constructor reads the target
@@ -34,19 +34,29 @@ import importlib
 import importlib.util
 import inspect
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pitchfork.errors import EXIT_FILE, InputFileError, PipelineError
+
 if TYPE_CHECKING:
     from pitchfork.halide.api import CompiledPipeline
 
 
-class GeneratorError(ValueError):
-    """The generator file, class or parameters are not usable (not found, ambiguous, bad value)."""
+class GeneratorError(PipelineError):
+    """The generator file, class or parameters are not usable (ambiguous, bad value, fails to load)."""
+
+
+class GeneratorFileError(GeneratorError, InputFileError):
+    """The generator file cannot be read: missing, a directory, not a .py file (exit code EXIT_FILE)."""
+
+    exit_code = EXIT_FILE
 
 
 @dataclass(frozen=True)
@@ -89,10 +99,17 @@ def load_module(path_or_module: str | Path | ModuleType) -> ModuleType:
 def _load_file(path: Path) -> ModuleType:
     import halide  # noqa: F401 - the generator file imports it; fail here with a clear error if missing
 
+    if not path.exists():
+        raise GeneratorFileError(f"generator file {str(path)!r} does not exist")
     if not path.is_file():
-        raise GeneratorError(f"generator file {str(path)!r} does not exist")
+        raise GeneratorFileError(f"generator file {str(path)!r} is not a file")
+    if path.suffix != ".py":
+        raise GeneratorFileError(f"generator file {str(path)!r} is not a Python file (.py)")
     key = str(path.resolve())
-    source = path.read_bytes()
+    try:
+        source = path.read_bytes()
+    except OSError as e:
+        raise GeneratorFileError(f"generator file {str(path)!r}: {e.strerror or e}") from None
     digest = hashlib.sha1(source).hexdigest()
     hit = _loaded.get(key)
     if hit is not None and hit[0] == digest:
@@ -114,7 +131,7 @@ def _load_file(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except Exception as e:
         sys.modules.pop(mod_name, None)
-        raise GeneratorError(f"loading {path}: {type(e).__name__}: {str(e).strip()}") from e
+        raise GeneratorError(f"loading {path}{_user_frame(e)}: {type(e).__name__}: {str(e).strip()}") from e
     finally:
         helpers._python_generators = real
     real.update(fresh)
@@ -139,6 +156,12 @@ def generators_in(module: ModuleType) -> dict[str, type]:
     return found
 
 
+def _where(module: ModuleType) -> str:
+    """How to name a module to the user: its file for a loaded file (not the private module name)."""
+    f = getattr(module, "__file__", None)
+    return str(f) if f and module.__name__.startswith("pitchfork_generator_") else module.__name__
+
+
 def _defined_in(cls: type, module: ModuleType) -> bool:
     # @hl.generator returns a subclass created in halide._generator_helpers; the user's class is a base.
     return any(b.__module__ == module.__name__ for b in cls.__mro__)
@@ -153,7 +176,7 @@ def find_generator(path_or_module: str | Path | ModuleType, class_name: str | No
         distinct = {id(c): c for c in gens.values()}
         if len(distinct) != 1:
             names = sorted(gens) or ["none"]
-            raise GeneratorError(f"{module.__name__} defines {len(distinct)} generators ({', '.join(names)}); "
+            raise GeneratorError(f"{_where(module)} defines {len(distinct)} generators ({', '.join(names)}); "
                                  "name one (file.py:ClassName)")
         return next(iter(distinct.values()))
     if class_name in gens:
@@ -162,7 +185,7 @@ def find_generator(path_or_module: str | Path | ModuleType, class_name: str | No
     if class_name in registry:
         return registry[class_name]
     known = ", ".join(sorted(gens)) or "none"
-    raise GeneratorError(f"no generator {class_name!r} in {getattr(module, '__file__', module.__name__)} "
+    raise GeneratorError(f"no generator {class_name!r} in {_where(module)} "
                          f"(it defines: {known})")
 
 
@@ -207,9 +230,20 @@ def instantiate(cls: type, target: str = "x86-avx2", params: Mapping[str, Any] |
         pipeline = gen._build_pipeline()  # configure() + generate(); unknown GeneratorParams fail here
     except hl.HalideError as e:
         raise GeneratorError(f"generator {gen_name}: {str(e).strip()}") from e
+    except Exception as e:  # noqa: BLE001 - the user's generate() raised: say where, in their file
+        raise GeneratorError(f"generator {gen_name}{_user_frame(e)}: {type(e).__name__}: {str(e).strip()}") from e
     inputs = [a.name for a in gen._arginfos_in]
     outputs = [a.name for a in gen._arginfos_out]
     return GeneratorPipeline(gen_name, pipeline, [getattr(gen, n) for n in inputs], outputs, gen)
+
+
+def _user_frame(e: BaseException) -> str:
+    """` (file.py:line)` of the innermost traceback frame outside Halide's and PITCHFORK's code."""
+    import traceback
+
+    ours = (str(Path(__file__).resolve().parent.parent), "/halide/")
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not any(o in f.filename for o in ours)]
+    return f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
 def compile_generator(path_or_module: str | Path | ModuleType | type, class_name: str | None = None,
@@ -290,27 +324,27 @@ def header_free_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     return text, asm, obj
 
 
-def write_outputs(prog: CompiledPipeline, out_dir: str | Path, kinds: tuple[str, ...] = ("o", "ll", "s")) -> dict[str, Path]:
-    """Write `<name>.o`, `<name>.ll` and `<name>.s` to `out_dir`; returns the paths by kind. For a
-    PITCHFORK compile all three come from the header-free IR (`header_free_outputs`); for a Halide
-    fallback they are Halide's own (its `.ll` holds its runtime)."""
-    d = Path(out_dir)
-    d.mkdir(parents=True, exist_ok=True)
+OUTPUT_KINDS = ("o", "a", "h", "ll", "s")
+
+
+def write_outputs(prog: CompiledPipeline, out_dir: str | Path,
+                  kinds: tuple[str, ...] = OUTPUT_KINDS) -> dict[str, Path]:
+    """Write `<name>.o` (ELF object), `<name>.a` (static library holding it), `<name>.h` (the C
+    header Halide's AOT output has), `<name>.ll` and `<name>.s` to `out_dir`; returns the paths by
+    kind. For a PITCHFORK compile the object holds the kernel and Halide's calling convention
+    (`int name(struct halide_buffer_t *...)`, pitchfork/halide/abi.py), and `.ll`/`.s` are that
+    module, header-free; for a Halide fallback all five are Halide's own."""
+    from pitchfork.halide.abi import write_library
+
     for kind in kinds:
-        if kind not in ("o", "ll", "s"):
-            raise ValueError(f"unknown output kind {kind!r} (o, ll, s)")
-    paths = {kind: d / f"{prog.name}.{kind}" for kind in kinds}
-    if prog.is_fallback:
-        for kind, p in paths.items():
-            if kind == "o":
-                prog.object_file(p)
-            else:
-                p.write_text(prog.llvm_ir() if kind == "ll" else prog.assembly())
-        return paths
-    text, asm, obj = header_free_outputs(prog)
-    for kind, p in paths.items():
-        if kind == "o":
-            p.write_bytes(obj)
-        else:
-            p.write_text(text if kind == "ll" else asm)
+        if kind not in OUTPUT_KINDS:
+            raise ValueError(f"unknown output kind {kind!r} ({', '.join(OUTPUT_KINDS)})")
+    with tempfile.TemporaryDirectory() as tmp:
+        every = write_library(prog, tmp)
+        d = Path(out_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        paths = {}
+        for kind in kinds:
+            paths[kind] = d / every[kind].name
+            shutil.copyfile(every[kind], paths[kind])
     return paths

@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Optional
 
 from fpir.ops import spec
 from fpir.term import Term
@@ -58,11 +58,25 @@ def target_cost(term: Term) -> tuple[int, int, int]:
     return (total, width, primitives)
 
 
+def load_target(name: str, include_synthesized: Optional[bool] = None,
+                exclude_from: Optional[str | Iterable[str]] = None) -> TargetInfo:
+    """The target's instruction table, lowering rules (rules/lower/<isa>.rules plus the synthesized
+    rules/synthesized/lower_<isa>.rules) and cost. Synthesized rules follow the same switches as
+    lifting (`pitchfork.synthesized.effective`: --no-synthesized, leave-one-out exclusion)."""
+    from pitchfork.synthesized import effective
+
+    inc, excl = effective(include_synthesized, exclude_from)
+    return _load_target(canonical(name), inc, excl)
+
+
 @lru_cache(maxsize=None)
-def load_target(name: str) -> TargetInfo:
-    name = canonical(name)
+def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[str]) -> TargetInfo:
+    from pitchfork.synthesized import SynthConfig, synthesized_rules
+    from pitchfork.trs.rules import load_rule_file
+
     module, stem = ISAS[name]
     importlib.import_module(module)
     path = RULES_DIR / "lower" / f"{stem}.rules"
-    rules = RuleSet.from_files([path] if path.exists() else [])
-    return TargetInfo(name, rules, target_cost)
+    rules = load_rule_file(path) if path.exists() else []
+    rules += synthesized_rules(f"lower_{stem}", SynthConfig(include_synthesized, exclude_from))
+    return TargetInfo(name, RuleSet(rules), target_cost)

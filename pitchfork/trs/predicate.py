@@ -34,7 +34,11 @@ BOOL_FUNCS = ("is_pow2", "upper_bounded", "lower_bounded", "fits", "is_signed", 
 
 
 class PredicateError(ValueError):
-    pass
+    """A predicate that cannot be evaluated; `node` (when known) locates the offending sub-expression."""
+
+    def __init__(self, message: str, node: Optional[Raw] = None) -> None:
+        super().__init__(message)
+        self.message, self.node = message, node
 
 
 def is_type_node(node: Raw) -> bool:
@@ -258,3 +262,50 @@ def is_const_expr(node: Raw) -> bool:
         return True
     return node.kind in ("call", "neg") and node.text in _BIN | {"not", "log2", "-"} and all(
         is_const_expr(a) for a in node.args)
+
+
+#: Predicate functions: name -> argument kinds ("v" value, "t" type, "w" term wildcard).
+SIGNATURES: dict[str, str] = {
+    "is_pow2": "v", "log2": "v", "bits": "t", "tmin": "t", "tmax": "t", "is_signed": "t", "is_unsigned": "t",
+    "represents": "tt", "upper_bounded": "wv", "lower_bounded": "wv", "fits": "wt",
+    "land": "vv", "lor": "vv", "not": "v", **{op: "vv" for op in _BIN},
+}
+
+
+def check_syntax(node: Raw) -> None:
+    """Reject, before any evaluation, a predicate that uses an unknown function, a function with the
+    wrong number or kind of arguments, or a name that is neither a constant wildcard nor true/false in
+    a value position. (Evaluation would otherwise fail at every type instance, which the verifier reads
+    as "this rule cannot fire" rather than as a mistake.) Iterative, so deep predicates are fine."""
+    stack: list[tuple[Raw, str]] = [(node, "v")]
+    while stack:
+        n, kind = stack.pop()
+        if kind == "t":
+            try:
+                type_expr_of_raw(n)
+            except FPIRTypeError:
+                raise PredicateError(f"expected a type (u8, T, wide(T), ...), got {n.text!r}", n) from None
+            continue
+        if kind == "w":
+            if n.kind != "name" or _CWILD_RE.match(n.text):
+                raise PredicateError(f"bounds queries take a term wildcard (x_T), got {n.text!r}", n)
+            continue
+        if _int_value(n) is not None:
+            continue
+        if n.kind == "name":
+            if not _CWILD_RE.match(n.text) and n.text not in ("true", "false"):
+                raise PredicateError(f"{n.text!r} cannot be used as a value here (a predicate computes with "
+                                     "constant wildcards c0.., literals and type functions)", n)
+            continue
+        if n.kind in ("neg", "lnot"):
+            stack.append((n.args[0], "v"))
+            continue
+        if n.text in ("eq", "ne") and len(n.args) == 2 and is_type_node(n.args[0]) and is_type_node(n.args[1]):
+            continue
+        sig = SIGNATURES.get(n.text)
+        if sig is None:
+            known = ", ".join(sorted(k for k in SIGNATURES if k not in _BIN and k not in ("land", "lor", "not")))
+            raise PredicateError(f"unknown predicate function {n.text!r} (known: {known})", n)
+        if len(n.args) != len(sig):
+            raise PredicateError(f"{n.text} takes {len(sig)} argument(s), got {len(n.args)}", n)
+        stack.extend(zip(n.args, sig))

@@ -33,7 +33,7 @@ from pitchfork.trs.pattern import (
     pattern_wildcards,
     split_wildcard,
 )
-from pitchfork.trs.predicate import PredicateError, PyDomain, evaluate, is_const_expr
+from pitchfork.trs.predicate import PredicateError, PyDomain, check_syntax, evaluate, is_const_expr
 
 
 class RuleFileError(ValueError):
@@ -121,6 +121,14 @@ def parse_rule(text: str, source: str = "<string>", line: int = 1) -> Rule:
     for p in patterns:
         if not isinstance(p, PApp):
             raise RuleFileError(source, line, rest_start + 1, f"rule {name}: the left side must be an operation")
+    if pred_raw is not None:
+        try:
+            check_syntax(pred_raw)
+        except PredicateError as e:
+            n = e.node
+            raise _shift(FPIRSyntaxError(f"rule {name}: {e.message}", n.line if n else 1, n.column if n else 1, source),
+                         source, line, pred_start + 2) from None
+    _check_type_variables(name, text, rest_start, arrow, source, line)
     wilds = set().union(*[pattern_wildcards(p) for p in patterns])
     for used in _names(rhs_raw) | (_names(pred_raw) if pred_raw else set()):
         base = used if _CWILD_RE.match(used) else split_wildcard(used)[0]
@@ -128,6 +136,28 @@ def parse_rule(text: str, source: str = "<string>", line: int = 1) -> Rule:
             raise RuleFileError(source, line, rest_start + 1, f"rule {name}: {used!r} is not bound by the left side")
     return Rule(name, " ".join(lhs_text.split()), " ".join(rhs_text.split()),
                 " ".join(pred_text.split()) if pred_text else None, source, line, alts, patterns, rhs_raw, pred_raw)
+
+
+_TVAR = re.compile(r"(?<![A-Za-z0-9_])([A-Z][A-Za-z0-9]*)(?![A-Za-z0-9(])")
+_WILD_TVAR = re.compile(r"_([A-Z][A-Za-z0-9]*)(?![A-Za-z0-9])")
+
+
+def _type_variables(text: str) -> list[tuple[str, int]]:
+    """(name, offset) of every type variable in rule text: `x_T` suffixes and bare `T`, `W` (in
+    `cast<W>`, `bits(T)`, `wide(T)`)."""
+    found = [(m.group(1), m.start(1)) for m in _WILD_TVAR.finditer(text)]
+    found += [(m.group(1), m.start(1)) for m in _TVAR.finditer(text)]
+    return sorted(found, key=lambda nm: nm[1])
+
+
+def _check_type_variables(name: str, text: str, lhs_start: int, arrow: int, source: str, line: int) -> None:
+    """A type variable on the right side or in the predicate must occur on the left side: nothing
+    else gives it a value, so a predicate on it would be decided by whatever the verifier tries."""
+    bound = {v for v, _ in _type_variables(text[lhs_start:arrow])}
+    for v, off in _type_variables(text[arrow:]):
+        if v not in bound:
+            raise RuleFileError(source, line, arrow + off + 1,
+                                f"rule {name}: type variable {v} is not bound by the left side")
 
 
 def _names(node: Raw) -> set[str]:
@@ -184,8 +214,12 @@ def parse_rules(text: str, source: str = "<string>") -> list[Rule]:
 
 
 def load_rule_file(path: str | Path) -> list[Rule]:
+    """Parse a rule file; a file that cannot be read (missing, a directory, not UTF-8) raises
+    pitchfork.errors.InputFileError naming it."""
+    from pitchfork.errors import read_text
+
     p = Path(path)
-    return parse_rules(p.read_text(), str(p))
+    return parse_rules(read_text(p, "rule file"), str(p))
 
 
 @dataclass

@@ -129,27 +129,28 @@ def test_cli_unknown_rule_name(capsys: pytest.CaptureFixture[str]) -> None:
     ("bad: x_u8 + y_u8 -> x_u8 + z_u8\n", ":1:5: rule bad: 'z_u8' is not bound by the left side"),
     ("\nbad: x_u8 +\n    y_u8 -> (x_u8 +\n", ":3:20: unexpected end of input"),
 ])
-def test_cli_malformed_file_exits_2_with_position(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
+def test_cli_malformed_file_exits_1_with_position(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
                                                  where: str) -> None:
     f = tmp_path / "bad.rules"
     f.write_text(text)
-    assert cli_main(["verify", str(f)]) == 2
+    assert cli_main(["verify", str(f)]) == 1  # EXIT_INPUT (docs/ERRORS.md)
     err = capsys.readouterr().err
     assert f"{f}{where}" in err.replace("\n", "")
 
 
 def test_cli_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["verify", "no/such.rules"]) == 2
+    assert cli_main(["verify", "no/such.rules"]) == 4  # EXIT_FILE
+    assert "no/such.rules: cannot read rule file" in capsys.readouterr().err
 
 
 def test_cli_strict_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # True (y | 1 is never 0), but a 64-bit divider cannot be bit-blasted within 1 ms.
     f = tmp_path / "hard.rules"
     f.write_text("hard: x_u64 / (y_u64 | 1) * (y_u64 | 1) + x_u64 % (y_u64 | 1) -> x_u64\n")
-    assert cli_main(["verify", str(f), "--rlimit", "1", "--jobs", "1"]) == 0
+    assert cli_main(["verify", str(f), "--rlimit", "1", "--jobs", "1"]) == 5  # EXIT_UNKNOWN
     out = capsys.readouterr().out
     assert out.startswith("UNKNOWN hard")
-    assert cli_main(["verify", str(f), "--rlimit", "1", "--jobs", "1", "--strict"]) == 2
+    assert cli_main(["verify", str(f), "--rlimit", "1", "--jobs", "1", "--allow-unknown"]) == 0
 
 
 def test_cli_default_files_as_subprocess() -> None:

@@ -301,7 +301,7 @@ def test_cli_compile_sobel(target: str, tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr()
     assert rc == 0, out.err
     files = {p.name for p in (tmp_path / "out").iterdir()}
-    assert files == {"sobel.o", "sobel.ll", "sobel.s"}
+    assert files == {"sobel.o", "sobel.a", "sobel.h", "sobel.ll", "sobel.s"}
     assert f"sobel: {target}, PITCHFORK, isel=pitchfork" in out.out
     assert "rules fired:" in out.out and "selection" in out.out and "LLVM" in out.out
     assert "llc -O3 -mtriple=" in out.out
@@ -309,10 +309,14 @@ def test_cli_compile_sobel(target: str, tmp_path: Path, capsys: pytest.CaptureFi
     obj = (tmp_path / "out" / "sobel.o").read_bytes()
     assert int.from_bytes(obj[18:20], "little") == ELF_MACHINE[target]
     ll = (tmp_path / "out" / "sobel.ll").read_text()
-    assert "attributes #" not in ll and "define void @sobel(" in ll
+    # the Halide-ABI entry point and the kernel it calls (internal), pitchfork/halide/abi.py
+    assert "attributes #" not in ll and "define i32 @sobel(ptr" in ll
+    assert "define internal void @sobel.pitchfork_kernel(" in ll
+    assert "int sobel(struct halide_buffer_t *_input_buffer, struct halide_buffer_t *_output_buffer);" in \
+        (tmp_path / "out" / "sobel.h").read_text()
     asm = (tmp_path / "out" / "sobel.s").read_text()
     fig3 = {"arm64": "umlal", "hvx128": "vabsdiff"}[target]
-    assert fig3 in "\n".join(main_vector_loop(asm, "sobel", target=target).instructions)
+    assert fig3 in "\n".join(main_vector_loop(asm, "sobel.pitchfork_kernel", target=target).instructions)
 
 
 def test_cli_params_isel_name_rules(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -336,21 +340,22 @@ def test_cli_fallback_warns_and_writes_halide_outputs(tmp_path: Path, capsys: py
     assert rc == 0
     assert "warning: PITCHFORK cannot compile brighten_f32" in out.err and "float32" in out.err
     assert "fallback reason:" in out.out
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {"brighten_f32.o", "brighten_f32.ll", "brighten_f32.s"}
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {f"brighten_f32.{k}" for k in ("o", "a", "h", "ll", "s")}
     rc = cli_main(["compile", str(gen), "--no-fallback", "-o", str(tmp_path / "out2")])
     out = capsys.readouterr()
     assert rc == 3 and "float32" in out.err and not (tmp_path / "out2").exists()
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["compile", "no_such_gen.py"], "does not exist"),
-    (["compile", f"{SOBEL}:Nope"], "no generator 'Nope'"),
-    (["compile", str(SOBEL), "-p", "lanes"], "NAME=VALUE"),
-    (["compile", str(SOBEL), "--emit", "o,bc"], "unknown --emit"),
+@pytest.mark.parametrize(("argv", "code", "message"), [
+    (["compile", "no_such_gen.py"], 4, "does not exist"),
+    (["compile", f"{SOBEL}:Nope"], 6, "no generator 'Nope'"),
+    (["compile", str(SOBEL), "-p", "lanes"], 2, "NAME=VALUE"),
+    (["compile", str(SOBEL), "--emit", "o,bc"], 2, "unknown --emit"),
 ])
-def test_cli_errors(argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc = cli_main([*argv, "-o", str(tmp_path)])
-    assert rc == 2 and message in capsys.readouterr().err
+def test_cli_errors(argv: list[str], code: int, message: str, tmp_path: Path,
+                    capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_main([*argv, "-o", str(tmp_path)])  # exit codes: docs/ERRORS.md
+    assert rc == code and message in capsys.readouterr().err
 
 
 def test_generator_file_runs_with_plain_halide(tmp_path: Path) -> None:

@@ -1,0 +1,138 @@
+"""Halide 21's own compiler as the third contender: JIT timing on x86, assembly for the static estimate.
+
+Each use builds a fresh pipeline from the benchmark module (the same algorithm and schedule our two
+isels compile). Timing: `compile_jit` for `x86-64-linux-avx-avx2-fma-sse41`, inputs bound once, the
+output realized into one preallocated buffer per call (SPEC 1.7), one thread (no schedule here is
+parallel, and `HL_NUM_THREADS=1` is set). Assembly: `compile_to_assembly` with the ISA's Halide target
+plus `no_runtime` (the harness supplies the two runtime calls pipelines make, `halide_malloc` and
+`halide_free`). For Hexagon, Halide 21's bundled LLVM aborts in register allocation when emitting
+assembly for these targets, so Halide's LLVM IR for the same target (its instruction selection: HVX
+intrinsics already chosen) is compiled by Debian's `llc` (LLVM 22) with the HVX v66 128-byte features.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from benchmarks.common import HALIDE_TARGETS, Benchmark, ParamSet
+
+os.environ.setdefault("HL_NUM_THREADS", "1")
+
+
+def _np_dtype(t: Any) -> np.dtype:
+    if t.is_float():
+        return np.dtype(f"float{t.bits()}")
+    if t.is_bool():
+        return np.dtype("bool")
+    return np.dtype(f"{'int' if t.is_int() else 'uint'}{t.bits()}")
+
+
+def _pipeline(out: Any) -> Any:
+    import halide as hl
+
+    return out if isinstance(out, hl.Pipeline) else hl.Pipeline(out)
+
+
+def output_dtype(out: Any) -> np.dtype:
+    import halide as hl
+
+    f = out if isinstance(out, hl.Func) else out.outputs()[0]
+    return _np_dtype(f.type())
+
+
+def bind(args: Sequence[Any], values: Sequence[Any]) -> list[Any]:
+    """Set every param to its value; returns what must stay alive while they are bound."""
+    import halide as hl
+
+    keep: list[Any] = []
+    for a, v in zip(args, values):
+        if isinstance(a, hl.ImageParam):
+            arr = np.ascontiguousarray(v)
+            buf = hl.Buffer(arr)
+            keep += [arr, buf]  # param.set does not keep the array alive (SPEC 1.7)
+            a.set(buf)
+        else:
+            a.set(v)
+    return keep
+
+
+@dataclass
+class HalideRunner:
+    """Halide's JIT-compiled pipeline bound to inputs, realizing into one preallocated buffer."""
+
+    pipeline: Any
+    out: Any
+    keep: list[Any]
+    compile_seconds: float
+
+    def run(self) -> None:
+        self.pipeline.realize(self.out)
+
+    def result(self) -> np.ndarray:
+        return np.asarray(self.out).copy()
+
+
+def halide_runner(bench: Benchmark, pset: ParamSet, values: Sequence[Any], size: Sequence[int]) -> HalideRunner:
+    import halide as hl
+
+    out, args = bench.build("x86-avx2", pset)
+    pipe = _pipeline(out)
+    keep = bind(args, values)
+    target = hl.Target(HALIDE_TARGETS["x86-avx2"])
+    t0 = time.perf_counter()
+    pipe.compile_jit(target)
+    secs = time.perf_counter() - t0
+    buf = pipe.realize(list(size), target)
+    return HalideRunner(pipe, buf, keep, secs)
+
+
+@dataclass
+class HalideAsm:
+    asm: str
+    function: str
+    args: list[Any]
+    out_dtype: np.dtype
+    compile_seconds: float
+
+
+def halide_assembly(bench: Benchmark, pset: ParamSet, isa: str, function: str) -> HalideAsm:
+    """Halide 21's assembly of `bench` for `isa` (see the module docstring for Hexagon)."""
+    import halide as hl
+
+    from benchmarks.harness.static import StaticError, llvm_tool
+
+    out, args = bench.build(isa, pset)
+    pipe = _pipeline(out)
+    target = hl.Target(HALIDE_TARGETS[isa] + "-no_runtime")
+    with tempfile.TemporaryDirectory(prefix="pf-bench-halide-") as d:
+        t0 = time.perf_counter()
+        if isa != "hvx128":
+            path = os.path.join(d, f"{function}.s")
+            pipe.compile_to_assembly(path, list(args), function, target)
+            secs = time.perf_counter() - t0
+            with open(path) as f:
+                asm = f.read()
+        else:
+            ll = os.path.join(d, f"{function}.ll")
+            pipe.compile_to_llvm_assembly(ll, list(args), function, target)
+            s = os.path.join(d, f"{function}.s")
+            cmd = [llvm_tool("llc"), "-O3", "-mtriple=hexagon-unknown-linux-musl", "-mcpu=hexagonv66",
+                   "-mattr=+hvxv66,+hvx-length128b", "-hexagon-small-data-threshold=0",
+                   "-relocation-model=static", ll, "-o", s]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            secs = time.perf_counter() - t0
+            if p.returncode:
+                raise StaticError(f"llc failed on Halide's Hexagon IR: {p.stderr[-1500:]}")
+            with open(s) as f:
+                asm = f.read()
+    return HalideAsm(asm, function, list(args), output_dtype(out), secs)
+
+
+Runner = Callable[[], None]

@@ -1,0 +1,115 @@
+"""Calling a compiled pipeline's raw kernel: the argument list, and a zero-copy in-process x86 call.
+
+`pitchfork.compile(...)` produces one LLVM function `void name(ptr err, <per input: ptr data, then
+(min, extent, stride) per dimension | scalar>, <per output: ptr data, (min, extent, stride) per
+dimension>)` (the convention `CompiledPipeline.__call__` follows). `kernel_args` builds that list as
+`pitchfork.emit.harness` `Buffer`/`Scalar` values, so the same list feeds the qemu / native C harness
+of the static estimate (`static.py`). `DirectKernel` is the timing path on x86: the JIT'd function is
+called through ctypes on preallocated, 128-byte-aligned buffers, with nothing copied per call.
+
+Invariant: the argument list is exactly the one `CompiledPipeline.__call__` passes (same order, same
+scalar widths), so a kernel timed here is the kernel the correctness tests check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from pitchfork.emit.harness import ALIGN, Buffer, Scalar
+from pitchfork.halide.api import CompiledPipeline
+from pitchfork.halide.codegen import fpir_type
+
+
+def kernel_args(prog: CompiledPipeline, values: Sequence[Any], size: Sequence[int]) -> list[Buffer | Scalar]:
+    """The raw argument list of `prog`'s kernel for inputs `values` and output extents `size`.
+
+    The first argument is the i32 error slot; output buffers are zero-filled arrays (outputs, like the
+    error slot, are `Buffer.output`)."""
+    if prog.module is None or prog.captured is None:
+        raise ValueError(f"{prog.name}: a Halide fallback has no PITCHFORK kernel")
+    cap = prog.captured
+    if len(values) != len(cap.arguments):
+        raise TypeError(f"{prog.name} takes {len(cap.arguments)} inputs, got {len(values)}")
+    args: list[Buffer | Scalar] = [Buffer.output(np.zeros(1, np.int32))]
+    for a, value in zip(cap.arguments, values):
+        if a.kind == "scalar":
+            args.append(Scalar(int(value), 64 if a.type.bits == 64 else 32))
+            continue
+        arr = np.ascontiguousarray(value)
+        want = fpir_type(a.type.elem).np_dtype
+        if arr.dtype != want or arr.ndim != a.dimensions:
+            raise TypeError(f"input {a.name} must be a {a.dimensions}-d {want} array, got {arr.ndim}-d {arr.dtype}")
+        args.append(Buffer.input(arr))
+        extents = list(reversed(arr.shape))
+        strides = list(reversed([s // arr.itemsize for s in arr.strides]))
+        for d in range(arr.ndim):
+            args += [Scalar(0), Scalar(extents[d]), Scalar(strides[d])]
+    shape = tuple(reversed(list(size)))
+    for out in cap.outputs:
+        if len(size) != out.dimensions:
+            raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
+        args.append(Buffer.output(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype)))
+        stride = 1
+        for d in range(out.dimensions):
+            args += [Scalar(0), Scalar(int(size[d])), Scalar(stride)]
+            stride *= int(size[d])
+    return args
+
+
+def aligned_copy(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `a` whose data starts on an ALIGN-byte boundary (with ALIGN bytes of
+    readable slack after it, like the qemu harness gives)."""
+    raw = np.zeros(a.nbytes + 2 * ALIGN, dtype=np.uint8)
+    off = (-raw.ctypes.data) % ALIGN
+    out = raw[off : off + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
+
+
+@dataclass
+class DirectKernel:
+    """One x86 kernel bound to preallocated buffers: `run()` is a single ctypes call."""
+
+    function: Callable[..., None]
+    values: tuple[int, ...]
+    error: np.ndarray
+    outputs: list[np.ndarray]
+    keep: list[np.ndarray]
+
+    def run(self) -> None:
+        self.function(*self.values)
+
+    def check(self, prog: CompiledPipeline) -> None:
+        code = int(self.error[0])
+        if code:
+            what = prog.assertions.get(code, "(unknown)")
+            raise RuntimeError(f"{prog.name}: Halide assertion #{code} failed: {what}")
+
+
+def direct_kernel(prog: CompiledPipeline, values: Sequence[Any], size: Sequence[int]) -> DirectKernel:
+    """Bind `prog` (compiled for x86-avx2) to aligned copies of `values` and fresh output buffers."""
+    from pitchfork.emit.run import _jit  # the JIT engine cache run_calls uses (one engine per module)
+
+    if prog.target != "x86-avx2":
+        raise ValueError(f"direct calls run x86-avx2 kernels only, not {prog.target}")
+    assert prog.module is not None
+    args = kernel_args(prog, values, size)
+    kinds = tuple("p" if isinstance(a, Buffer) else a.llvm_type for a in args)
+    fn = _jit([prog.module]).function(prog.name, kinds)
+    keep: list[np.ndarray] = []
+    outputs: list[np.ndarray] = []
+    vals: list[int] = []
+    for a in args:
+        if isinstance(a, Scalar):
+            vals.append(a.signed_value)
+            continue
+        arr = aligned_copy(a.array)
+        keep.append(arr)
+        if a.is_output:
+            outputs.append(arr)
+        vals.append(arr.ctypes.data)
+    error, *outs = outputs
+    return DirectKernel(fn, tuple(vals), error, outs, keep)

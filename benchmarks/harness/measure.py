@@ -1,0 +1,61 @@
+"""Wall-clock timing of several kernels interleaved in one process.
+
+`time_interleaved` calls every runner once per repetition, in an order rotated each repetition, so
+that slow phases of a shared machine (other processes, frequency changes) hit every contender alike;
+the result per runner is the median over repetitions with its spread (quartiles, min, max). Ratios of
+medians are what the report uses; absolute times are recorded but depend on the machine's load.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Mapping
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    q1_ms: float
+    q3_ms: float
+    min_ms: float
+    max_ms: float
+    reps: int
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range relative to the median."""
+        return (self.q3_ms - self.q1_ms) / self.median_ms if self.median_ms else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "spread": self.spread}
+
+
+def summarize(samples_s: list[float]) -> Timing:
+    ms = sorted(s * 1e3 for s in samples_s)
+    if len(ms) >= 4:
+        q1, _, q3 = statistics.quantiles(ms, n=4, method="inclusive")
+    else:
+        q1, q3 = ms[0], ms[-1]
+    return Timing(statistics.median(ms), q1, q3, ms[0], ms[-1], len(ms))
+
+
+def time_interleaved(runners: Mapping[str, Callable[[], None]], reps: int, warmup: int = 1,
+                     on_rep: Callable[[int], None] | None = None) -> dict[str, Timing]:
+    names = list(runners)
+    for _ in range(warmup):
+        for n in names:
+            runners[n]()
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    clock = time.perf_counter
+    for r in range(reps):
+        k = r % len(names)
+        for n in names[k:] + names[:k]:
+            fn = runners[n]
+            t0 = clock()
+            fn()
+            samples[n].append(clock() - t0)
+        if on_rep is not None:
+            on_rep(r + 1)
+    return {n: summarize(s) for n, s in samples.items()}

@@ -1,0 +1,195 @@
+"""One benchmark on one ISA, in a child process: compile, check, time (x86), estimate statically.
+
+Run as `python -m benchmarks.harness.worker JOB.json RESULT.json`. The job names the benchmark, ISA,
+sizes, repetitions and the leave-one-out exclusion; the result is a list of rows, one per contender
+(pitchfork, llvm, halide21), each with `status` "ok" or "failed" and the error that failed it. Every
+step is guarded: a contender that fails to compile, is rejected by the frontend, or fails a check
+becomes a failure row; the others still run. A crash (LLVM or Halide abort) kills only this process;
+the parent records it. Progress goes to stdout as `@progress <json>` lines.
+
+x86-avx2 rows: the two isels' kernels are called directly (`kernel.direct_kernel`) and Halide 21's JIT
+pipeline realizes into a preallocated buffer, interleaved (`measure.time_interleaved`); outputs of the
+three are compared at the timing size (`exact`). Every ISA: the weighted static estimate
+(`static.py`) at the static size, x86 with the host's `-mcpu` (the validation of the method).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+import warnings
+from typing import Any
+
+import numpy as np
+
+ISELS = ("pitchfork", "llvm")
+VARIANTS = ("pitchfork", "llvm", "halide21")
+
+
+def _progress(**kw: Any) -> None:
+    print("@progress " + json.dumps(kw), flush=True)
+
+
+def _err(e: BaseException) -> str:
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0] if msg else ''}"[:500]
+
+
+def _compile(bench: Any, pset: dict, isa: str, isel: str) -> Any:
+    import pitchfork
+
+    out, args = bench.build(isa, pset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pitchfork.compile(out, args, target=isa, isel=isel, name=f"{bench.name}_{isel}", fallback=False)
+
+
+def _compile_stats(prog: Any) -> dict[str, Any]:
+    st = prog.stats
+    comp = {"capture": st.capture_seconds, "selection": st.selection_seconds, "codegen": st.codegen_seconds,
+            "llvm": st.llvm_seconds}
+    comp["total"] = sum(comp.values())
+    return {"compile": comp, "rules_fired": dict(st.rules_fired), "vector_expressions": st.vector_expressions}
+
+
+def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
+    from benchmarks import registry
+    from benchmarks.harness import halide21, static
+    from benchmarks.harness.kernel import direct_kernel, kernel_args
+    from benchmarks.harness.measure import time_interleaved
+    from pitchfork.trs.provenance import excluding_rules_from
+
+    name, isa = job["bench"], job["isa"]
+    bench = registry.get(name)
+    pset = bench.param_sets[job.get("param_set", 0)]
+    size = list(bench.quick_size if job["quick"] else bench.timing_size)
+    ssize = list(bench.quick_size if job["static_size"] == "quick" else size)
+    rows: dict[str, dict[str, Any]] = {v: {"bench": name, "isa": isa, "variant": v, "status": "ok", "errors": [],
+                                           "size": size, "static_size": ssize} for v in VARIANTS}
+
+    def fail(v: str, what: str, e: BaseException) -> None:
+        rows[v]["status"] = "failed"
+        rows[v]["errors"].append(f"{what}: {_err(e)}")
+
+    progs: dict[str, Any] = {}
+    with excluding_rules_from(job.get("exclude_rules_from")):
+        for isel in ISELS:
+            _progress(step=f"compile {isel}")
+            try:
+                progs[isel] = _compile(bench, pset, isa, isel)
+                rows[isel].update(_compile_stats(progs[isel]))
+            except Exception as e:  # noqa: BLE001 - a failure row, never a stopped run
+                fail(isel, "compile", e)
+
+    rng = np.random.default_rng(job.get("seed", 1))
+    out_size = bench.output_size(size, pset)
+    if isa == "x86-avx2":
+        values = bench.make_inputs(rng, size, pset)
+        runners: dict[str, Any] = {}
+        results: dict[str, Any] = {}
+        kernels: dict[str, Any] = {}
+        for isel, prog in progs.items():
+            try:
+                k = direct_kernel(prog, values, out_size)
+                k.run()
+                k.check(prog)
+                kernels[isel] = k
+                runners[isel] = k.run
+            except Exception as e:  # noqa: BLE001
+                fail(isel, "run", e)
+        _progress(step="halide21 jit")
+        try:
+            h = halide21.halide_runner(bench, pset, values, out_size)
+            h.run()
+            runners["halide21"] = h.run
+            rows["halide21"]["compile"] = {"total": h.compile_seconds, "what": "compile_jit"}
+        except Exception as e:  # noqa: BLE001
+            fail("halide21", "jit", e)
+            h = None
+        if h is not None:
+            ref = h.result()
+            for isel, k in kernels.items():
+                exact = len(k.outputs) == 1 and np.array_equal(k.outputs[0], ref)
+                rows[isel]["exact"] = bool(exact)
+                if not exact:
+                    fail(isel, "check", RuntimeError(f"output differs from Halide 21's at {size}"))
+                    runners.pop(isel, None)
+        if runners:
+            reps = job["reps"]
+            _progress(step="timing", reps=reps)
+            timings = time_interleaved(runners, reps, on_rep=lambda r: _progress(step="timing", rep=r, reps=reps))
+            for v, t in timings.items():
+                rows[v]["time"] = t.to_json()
+        del runners, kernels
+        if ssize != size:  # also time at the static size: the x86 validation compares like with like
+            _progress(step="timing at the static size")
+            try:
+                sv = bench.make_inputs(np.random.default_rng(job.get("seed", 1)), ssize, pset)
+                so = bench.output_size(ssize, pset)
+                small = {isel: direct_kernel(p, sv, so).run for isel, p in progs.items()
+                         if "time" in rows[isel]}
+                if "time" in rows["halide21"]:
+                    small["halide21"] = halide21.halide_runner(bench, pset, sv, so).run
+                for v, t in time_interleaved(small, max(job["reps"], 5)).items():
+                    rows[v]["time_static_size"] = t.to_json()
+            except Exception as e:  # noqa: BLE001
+                for v in VARIANTS:
+                    rows[v]["static_error"] = f"timing at the static size: {_err(e)}"
+    # ---- static estimate ---------------------------------------------------------------------
+    svalues = bench.make_inputs(np.random.default_rng(job.get("seed", 1)), ssize, pset)
+    sout = bench.output_size(ssize, pset)
+    mcpu = static.MCA_CPU.get(isa) or static.host_mcpu()
+    for isel, prog in progs.items():
+        if rows[isel]["status"] != "ok" and "compile" in " ".join(rows[isel]["errors"]):
+            continue
+        _progress(step=f"static {isel}")
+        try:
+            spec = static.our_kernel_spec(prog.name, kernel_args(prog, svalues, sout))
+            t0 = time.perf_counter()
+            blocks, counts = static.block_counts(prog.assembly(), prog.name, isa, spec)
+            est = static.estimate(blocks, counts, isa, mcpu)
+            rows[isel]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
+                                    "seconds": time.perf_counter() - t0}
+        except Exception as e:  # noqa: BLE001
+            rows[isel]["static_error"] = _err(e)
+    _progress(step="static halide21")
+    try:
+        fn = f"{name}_halide21"
+        ha = halide21.halide_assembly(bench, pset, isa, fn)
+        if isa != "x86-avx2":
+            rows["halide21"]["compile"] = {"total": ha.compile_seconds, "what": "compile_to_assembly"}
+        spec = static.halide_kernel_spec(fn, svalues, ha.args, ha.out_dtype, sout)
+        t0 = time.perf_counter()
+        blocks, counts = static.block_counts(ha.asm, fn, isa, spec)
+        est = static.estimate(blocks, counts, isa, mcpu)
+        rows["halide21"]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
+                                      "seconds": time.perf_counter() - t0}
+    except Exception as e:  # noqa: BLE001
+        rows["halide21"]["static_error"] = _err(e)
+        if isa != "x86-avx2":
+            fail("halide21", "assembly", e)
+    for isel in ISELS:  # on arm64/hvx128 the static estimate is the result
+        if isa != "x86-avx2" and rows[isel]["status"] == "ok" and "static" not in rows[isel]:
+            fail(isel, "static", RuntimeError(rows[isel].get("static_error", "no estimate")))
+    return list(rows.values())
+
+
+def main(argv: list[str]) -> int:
+    job_path, out_path = argv
+    with open(job_path) as f:
+        job = json.load(f)
+    try:
+        rows = run_job(job)
+    except Exception as e:  # noqa: BLE001 - e.g. the benchmark module does not import
+        traceback.print_exc()
+        rows = [{"bench": job["bench"], "isa": job["isa"], "variant": v, "status": "failed",
+                 "errors": [f"setup: {_err(e)}"]} for v in VARIANTS]
+    with open(out_path, "w") as f:
+        json.dump(rows, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,25 @@
+"""`pitchfork bench`: PITCHFORK vs LLVM alone vs Halide 21 on the SPEC benchmarks (the harness in
+benchmarks/harness/; the same as `python -m benchmarks`).
+
+    pitchfork bench --quick --bench sobel3x3            # small sizes, a few minutes
+    pitchfork bench --isa x86-avx2 --reps 25 -o out/    # full sizes, x86 only
+"""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "bench"
+HELP = "run the benchmark harness (speedups over LLVM alone and Halide 21 per ISA; RESULTS.md, PNGs, json)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from benchmarks.harness.run import add_arguments as add
+
+    add(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchmarks.harness.run import run as run_bench
+
+    return run_bench(args)
