@@ -182,12 +182,7 @@ def verify_rule(rule: Rule, rlimit: int = DEFAULT_RLIMIT) -> RuleResult:
                 continue
             assume = [pred, *dom.side, *builder.assumptions]
             env, reparam = _reparametrize(symbols, builder.defs, assume)
-            verdict = _prove(lhs, rhs, reparam, rlimit, env, symbols)
-            if verdict.status == "UNKNOWN":
-                # Multiplier identities exhaust the budget when bit-blasted: see synth/verify_fallback.py.
-                from synth.verify_fallback import fallback
-
-                verdict = fallback(lhs, rhs, assume, rlimit, abstract_tried=True) or verdict
+            verdict = _prove(lhs, rhs, assume, reparam, rlimit, env, symbols)
             results.append(InstanceResult(_describe(tvars), verdict))
     if not results:
         # A rule that can never fire is a mistake (a typo in a type, a predicate false for every
@@ -197,36 +192,36 @@ def verify_rule(rule: Rule, rlimit: int = DEFAULT_RLIMIT) -> RuleResult:
     return RuleResult(rule, tuple(results))
 
 
-QUICK_RLIMIT = 2_000_000  # the direct query first gets this much, then the case split, then all
+QUICK_RLIMIT = 2_000_000  # what the first, direct query gets (most rules need far less)
 SPLIT_LIMIT = 160
 
 
-def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int, env: dict[str, z3.BitVecRef],
-           symbols: dict[str, tuple[z3.BitVecRef, ScalarType]]) -> Verdict:
-    """equivalent() with a small budget; then with multiplication uninterpreted
-    (synth.verify_fallback.equivalent_uf); then a case split on a rule constant (an eighth of the
-    budget per case); then directly with the whole budget.
+def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.BoolRef], rlimit: int,
+           env: dict[str, z3.BitVecRef], symbols: dict[str, tuple[z3.BitVecRef, ScalarType]]) -> Verdict:
+    """Cheapest proof first: equivalent() with a small budget; the multiplier fallbacks of
+    synth/verify_fallback.py (multiplication uninterpreted, then integer arithmetic), which prove
+    multiplier identities bit-blasting cannot afford; a case split on a rule constant (an eighth of
+    the budget per case); the direct query with the whole budget. `reparam` is `assume` with constant
+    wildcards expressed through `env` (_reparametrize), which the bit-vector queries use.
 
     Wide dividers and shifters by a symbolic amount (`x_u64 / c0` against `x_u64 >> log2(c0)`) defeat
     bit-blasting, but each value of the constant gives a query Z3 answers in milliseconds. A constant
     (a constant wildcard, a computed right-side constant or a log2 witness) whose admissible values the
     assumptions limit to at most SPLIT_LIMIT is enumerated exhaustively, so the split is exact.
     """
-    quick = equivalent(lhs, rhs, assume, min(rlimit, QUICK_RLIMIT), env)
+    from synth.verify_fallback import fallback
+
+    quick = equivalent(lhs, rhs, reparam, min(rlimit, QUICK_RLIMIT), env)
     if quick.status != "UNKNOWN":
         return quick
-    # Differently built wide multipliers are what makes a direct query expensive; when both sides
-    # use the same products, abstracting them proves the rule for a fraction of the budget.
-    from synth.verify_fallback import equivalent_uf
-
-    abstract = equivalent_uf(lhs, rhs, assume, rlimit)
-    if abstract.status == "VALID":
-        return abstract
-    split = _split_on_constant(lhs, rhs, assume, max(QUICK_RLIMIT, rlimit // 8), env, symbols)
+    decisive = fallback(lhs, rhs, assume, rlimit)
+    if decisive is not None:
+        return decisive
+    split = _split_on_constant(lhs, rhs, reparam, max(QUICK_RLIMIT, rlimit // 8), env, symbols)
     if split is not None and split.status != "UNKNOWN":
         return split
     if rlimit > QUICK_RLIMIT:
-        return equivalent(lhs, rhs, assume, rlimit, env)
+        return equivalent(lhs, rhs, reparam, rlimit, env)
     return quick
 
 

@@ -3,7 +3,7 @@
 Bit-blasting cannot prove that two differently built 32- or 64-bit multipliers agree, or even reason
 about one 128-bit multiplier inside a large formula, within any reasonable time, so
 `fpir.z3enc.equivalent` answers UNKNOWN (resource limit reached) for rules such as the two-word expansion of a
-64-bit mul_shr. `synth.verify.verify_rule` then tries, in order:
+64-bit mul_shr. `synth.verify.verify_rule` tries these after a cheap direct query, in order:
 
 1. `equivalent_uf`: the same bit-vector formula with every multiplication replaced by an
    uninterpreted function of the same width. This over-approximates (any model of the original is a
@@ -258,13 +258,11 @@ def equivalent_uf(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), rlimit: i
         "not provable this way" if r == z3.sat else unknown_reason(s)))
 
 
-def fallback(a: Term, b: Term, assume: Sequence[z3.BoolRef], rlimit: int,
-             abstract_tried: bool = False) -> Optional[Verdict]:
-    """A decisive verdict from the fallbacks (skipping equivalent_uf if the caller tried it), or None."""
-    if not abstract_tried:
-        v = equivalent_uf(a, b, assume, rlimit)
-        if v.status == "VALID":
-            return v
+def fallback(a: Term, b: Term, assume: Sequence[z3.BoolRef], rlimit: int) -> Optional[Verdict]:
+    """A decisive verdict from the fallbacks, or None."""
+    v = equivalent_uf(a, b, assume, rlimit)
+    if v.status == "VALID":
+        return v
     if all(z3.is_true(z3.simplify(x)) for x in assume):
         v = equivalent_int(a, b, rlimit)
         if v.status != "UNKNOWN":
