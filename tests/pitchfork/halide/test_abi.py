@@ -22,7 +22,7 @@ import pytest
 
 from pitchfork.emit.run import tools_available
 from pitchfork.halide.abi import header_text, static_library
-from pitchfork.halide.abi_driver import Buf, Case, build_and_run, driver_source, parse_results
+from pitchfork.halide.abi_driver import Buf, Case, build_and_run, driver_source, parse_results, run_driver
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).with_name("data")
@@ -243,7 +243,22 @@ def test_default_halide_error_prints(workdir: Path) -> None:
     subprocess.run(["gcc", f"-I{HALIDE_INCLUDE}", str(src), str(lib), "-o", str(exe)], check=True)
     p = subprocess.run([str(exe)], capture_output=True, text=True)
     assert p.returncode == 3  # halide_error_code_bad_type
-    assert p.stderr == "Input buffer input has type uint8 but type of the buffer passed in is int8\n"
+    # Halide's default handler prints the same line, then aborts; ours returns the code
+    assert p.stderr == "Error: Input buffer input has type uint8 but type of the buffer passed in is int8\n"
+
+
+def test_hexagon_default_halide_error_prints(workdir: Path) -> None:
+    """The weak default on Hexagon (no libc: the Linux write system call) under qemu-hexagon."""
+    if not tools_available("hvx128"):
+        pytest.skip("no Hexagon toolchain")
+    lib = pitchfork_library("sobel", "hvx128", workdir)
+    cases = [c for c in SOBEL_CASES if c.name in ("bad_type", "plain")]
+    d = workdir / "hexagon_default_error"
+    d.mkdir(exist_ok=True)
+    p = run_driver("hvx128", driver_source(cases, [lib.stem], [], True, handler=False), [lib], d)
+    results = parse_results(p.stdout, cases, 1)
+    assert [r[0].rc for r in results] == [0, -3]
+    assert p.stderr.decode() == "Error: Input buffer input has type uint8 but type of the buffer passed in is uint16\n"
 
 
 def test_static_library_index_and_header_text() -> None:
@@ -299,3 +314,50 @@ int main(void) {
     got = np.frombuffer(p.stdout, dtype=np.uint8).reshape(8, 64)
     # output (x, y) in [-2, 62) x [102, 110) of an input covering [-5, 65) x [100, 112), edges repeated
     assert np.array_equal(got, sobel3x3_reference(img)[2:10, 3:67])
+
+
+def _rq_in(**k) -> Buf:  # int16 input, 100 x 3, dense
+    return Buf(((0, 100, 1), (0, 3, 100)), **{"type": "int16", "alloc": 640, **k})
+
+
+def _rq_out(**k) -> Buf:  # int8 output, 100 x 3
+    return Buf(((0, 100, 1), (0, 3, 100)), **{"type": 0 | 8 << 8 | 1 << 16, "alloc": 300, **k})
+
+
+REQUANT_CASES = [  # (inp, mult: int32 in [-1000, 1000], shift: uint8 in [1, 15], output)
+    Case("plain", (_rq_in(), 77, 4, _rq_out())),
+    Case("mult_too_large", (_rq_in(), 5000, 4, _rq_out())),
+    Case("mult_too_small", (_rq_in(), -5000, 4, _rq_out())),
+    Case("shift_too_small", (_rq_in(), 7, 0, _rq_out())),
+    Case("both_params_bad", (_rq_in(), -5000, 99, _rq_out())),
+    Case("min_constraint", (Buf(((3, 100, 1), (0, 3, 100)), type="int16", alloc=640), 7, 2, _rq_out())),
+    Case("unaligned_host", (_rq_in(offset=2), 7, 2, _rq_out())),
+    Case("unaligned_and_bad_param", (_rq_in(offset=2), 5000, 2, _rq_out())),
+    Case("unaligned_and_bad_type", (_rq_in(offset=2, type="uint16"), 7, 2, _rq_out())),
+    Case("unaligned_and_null_output_host", (_rq_in(offset=2), 7, 4, _rq_out(host=False, device=1))),
+    Case("bad_param_and_dirty_output", (_rq_in(), 5000, 4, _rq_out(flags=2))),
+    Case("negative_extent", (_rq_in(), 7, 2, Buf(((0, -4, 1), (0, 3, 100)), type=0 | 8 << 8 | 1 << 16, alloc=300))),
+    Case("bounds_query_output", (_rq_in(), 7, 2, _rq_out(host=False))),
+]
+
+
+def test_param_ranges_and_host_alignment_same_as_halide(workdir: Path) -> None:
+    """Param.set_range and ImageParam.set_host_alignment checks (which Halide's serialization drops and
+    the capture restores): same codes, messages and order of checks as Halide's library (x86)."""
+    script = str(DATA / "requant_pipeline.py")
+    for who in ("pitchfork", "halide"):
+        _run([sys.executable, script, who, str(workdir), f"requant_{who}"])
+    libs = [workdir / "requant_pitchfork.a", workdir / "requant_halide.a"]
+    d = workdir / "requant"
+    d.mkdir(exist_ok=True)
+    src = driver_source(REQUANT_CASES, ["requant_pitchfork", "requant_halide"], ["int32_t", "uint8_t"], False)
+    results = parse_results(build_and_run("x86-avx2", src, libs, d), REQUANT_CASES, 2)
+    codes = {c.name: r[0].rc for c, r in zip(REQUANT_CASES, results)}
+    assert codes == {"plain": 0, "mult_too_large": -10, "mult_too_small": -9, "shift_too_small": -9,
+                     "both_params_bad": -10, "min_constraint": -4, "unaligned_host": -24,
+                     "unaligned_and_bad_param": -24, "unaligned_and_bad_type": -3,
+                     "unaligned_and_null_output_host": -24, "bad_param_and_dirty_output": -44,
+                     "negative_extent": -28, "bounds_query_output": 0}
+    for case, (ours, theirs) in zip(REQUANT_CASES, results):
+        assert (ours.rc, ours.message, ours.outputs, ours.shapes) == \
+            (theirs.rc, theirs.message, theirs.outputs, theirs.shapes), case.name
