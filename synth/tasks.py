@@ -72,6 +72,12 @@ def free_reinterpret_width(term: Term) -> int:
     return sum(sum(a.type.bits for a in t.args) for t in term.walk() if t.args and t.op != "reinterpret")
 
 
+def op_count(term: Term) -> int:
+    """Operations other than reinterprets: a lifting rule must not add instructions (the width-first
+    cost would otherwise trade `min(x_u16, 255)` for a narrowing and a widening)."""
+    return sum(1 for t in term.walk() if t.args and t.op != "reinterpret")
+
+
 def lifting_grammar(lhs: Term, current: Term) -> Grammar:
     """Candidates must beat `current` under the lifting cost and also with reinterprets free, so a
     rule never trades a free reinterpret for a different (not cheaper) instruction."""
@@ -98,9 +104,10 @@ def lifting_grammar(lhs: Term, current: Term) -> Grammar:
         forms += _explicit_forms(name, {t for t in types if t.bits > 1})
     leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types))
     limit = free_reinterpret_width(current)
+    ops = op_count(current)
     return Grammar(leaves, tuple(forms), frozenset(types), cost,
                    lambda op, ts: _bits_level(ts), lambda c: c[0] // 8,
-                   lambda t: free_reinterpret_width(t) < limit)
+                   lambda t: free_reinterpret_width(t) < limit and op_count(t) <= ops)
 
 
 def lowering_grammar(lhs: Term, isa: str) -> Grammar:
