@@ -123,6 +123,20 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             for v, t in timings.items():
                 rows[v]["time"] = t.to_json()
         del runners, kernels
+        if ssize != size:  # also time at the static size: the x86 validation compares like with like
+            _progress(step="timing at the static size")
+            try:
+                sv = bench.make_inputs(np.random.default_rng(job.get("seed", 1)), ssize, pset)
+                so = bench.output_size(ssize, pset)
+                small = {isel: direct_kernel(p, sv, so).run for isel, p in progs.items()
+                         if "time" in rows[isel]}
+                if "time" in rows["halide21"]:
+                    small["halide21"] = halide21.halide_runner(bench, pset, sv, so).run
+                for v, t in time_interleaved(small, max(job["reps"], 5)).items():
+                    rows[v]["time_static_size"] = t.to_json()
+            except Exception as e:  # noqa: BLE001
+                for v in VARIANTS:
+                    rows[v]["static_error"] = f"timing at the static size: {_err(e)}"
     # ---- static estimate ---------------------------------------------------------------------
     svalues = bench.make_inputs(np.random.default_rng(job.get("seed", 1)), ssize, pset)
     sout = bench.output_size(ssize, pset)

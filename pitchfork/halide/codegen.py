@@ -315,8 +315,6 @@ class LoopNestCodegen:
         stacksave/stackrestore so allocations inside loops do not grow the stack; others are malloc'd
         and freed at the end of their scope (a compute_root image would overflow an 8 MB stack), as
         Halide does with halide_malloc."""
-        if s.condition is not None:
-            raise Unsupported(f"conditional allocation of {s.name}", s)
         i64 = ir.IntType(64)
         n: ir.Value = ir.Constant(i64, 1)
         const_elems: Optional[int] = 1
@@ -326,6 +324,10 @@ class LoopNestCodegen:
             else:
                 const_elems = None
             n = self.b.mul(n, self.b.sext(self.scalar(e, s), i64))
+        if s.condition is not None:
+            # `allocate ... if cond` (e.g. a Func used only under a specialization): the buffer is only
+            # touched when cond holds, and its extents may be meaningless otherwise, so allocate nothing.
+            n = self.b.select(self.scalar(s.condition, s), n, ir.Constant(i64, 0))
         elem_bytes = max(1, s.type.bits // 8)
         # Pad by a vector so that vector loads that Halide rounds up stay inside the allocation.
         size = self.b.add(self.b.mul(n, ir.Constant(i64, elem_bytes)), ir.Constant(i64, 512))
