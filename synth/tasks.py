@@ -31,6 +31,9 @@ SKIP_LIFT_OPS = frozenset({"div", "mod", "var", "const"})
 BOOL_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "select"})
 LOWER_PRIMS = ("add", "sub", "mul", "min", "max", "and", "or", "xor", "not", "shl", "shr", "abs", "cast",
                "reinterpret")
+#: bumped whenever grammars or acceptance conditions change, so cached results of older searches
+#: are not reused
+SEARCH_VERSION = {"lift": 2, "lower": 3}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -48,7 +51,8 @@ class Task:
     @property
     def key(self) -> str:
         hide = ",".join(self.hide)
-        return f"{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|{int(self.generalize)}|{hide}"
+        return (f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
+                f"{int(self.generalize)}|{hide}")
 
 
 def _without(rules: "RuleSet", hide: tuple[str, ...]) -> "RuleSet":
