@@ -88,13 +88,31 @@ def time_benchmark(name: str, quick: bool, out: Path) -> tuple[float, float]:
     return ns[0] * 1e-9, ns[1] * 1e-9
 
 
+def markdown(rows: list[tuple[str, str, float, float]], command: str, note: str) -> str:
+    """The RESULTS_AOT.md section (benchmarks/harness/report.py appends it to RESULTS.md)."""
+    out = ["## Ahead-of-time libraries: PITCHFORK vs Halide 21, x86-avx2, one C process", "",
+           f"`{command}` (benchmarks/aot_timing.py, pitchfork/halide/abi.py): each benchmark's x86 pipeline",
+           "compiled by `pitchfork.compile` (its `.a`: Halide's calling convention) and by Halide's",
+           "`compile_to_static_library`, linked into one C driver that first checks both return 0 and write",
+           "identical bytes, then times each: the benchmark's timing size, first parameter set, random input",
+           "bytes, one thread, the two libraries interleaved, best of 7 rounds; no Python in the timed loop.",
+           note, "", "| benchmark | size | PITCHFORK ms | Halide ms | Halide / PITCHFORK |", "|---|---|---:|---:|---:|"]
+    for name, size, pf, hl_t in rows:
+        out.append(f"| {name} | {size} | {pf * 1e3:.1f} | {hl_t * 1e3:.1f} | {hl_t / pf:.2f} |")
+    out += ["", "(> 1: PITCHFORK's library is faster.)", ""]
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", help="benchmarks (default: every available one)")
     ap.add_argument("--quick", action="store_true", help="the benchmarks' small sizes")
     ap.add_argument("--out", help="keep the libraries and drivers here")
+    ap.add_argument("--write", metavar="MD", help="write the results table (e.g. benchmarks/RESULTS_AOT.md)")
+    ap.add_argument("--note", default="", help="a line about the machine for --write")
     args = ap.parse_args(argv)
     names = args.names or list(registry.available())
+    rows: list[tuple[str, str, float, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(args.out or tmp)
         out.mkdir(parents=True, exist_ok=True)
@@ -106,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name:16s} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
                 continue
             print(f"{name:16s} {pf * 1e3:13.3f} {hl_t * 1e3:10.3f} {hl_t / pf:17.2f}", flush=True)
+            bm = registry.get(name)
+            size = "×".join(map(str, bm.quick_size if args.quick else bm.timing_size))
+            rows.append((name, size, pf, hl_t))
+    if args.write:
+        command = "python3 -m benchmarks.aot_timing " + " ".join(names) + (" --quick" if args.quick else "")
+        Path(args.write).write_text(markdown(rows, command, args.note))
     return 0
 
 

@@ -320,7 +320,11 @@ def plots(data: dict[str, Any], out_dir: Path) -> None:
 
 def write_all(data: dict[str, Any], out_dir: Path) -> None:
     out_dir = Path(out_dir)
-    (out_dir / "RESULTS.md").write_text(markdown(data))
+    text = markdown(data)
+    aot = out_dir / "RESULTS_AOT.md"  # benchmarks/aot_timing.py --write: AOT libraries timed from C
+    if aot.exists():
+        text = text.rstrip("\n") + "\n\n" + aot.read_text()
+    (out_dir / "RESULTS.md").write_text(text)
     plots(data, out_dir)
 
 

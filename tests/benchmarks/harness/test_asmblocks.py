@@ -117,7 +117,7 @@ def test_instrument_puts_one_counter_at_each_block_start(syntax: str, text: str)
     # the label of the inner loop is directly followed by its counter
     label = {"x86-avx2": ".LBB0_2:", "arm64": ".LBB0_1:", "hvx128": ".LBB0_2:"}[syntax]
     i = next(k for k, ln in enumerate(lines) if ln.startswith(label))
-    assert "pf_save" in lines[i + 1] or "stp x0, x1" in lines[i + 1]
+    assert "pf_save" in lines[i + 1] or "stp x0, x1" in lines[i + 1] or "jump .Lpf_stub" in lines[i + 1]
     assert any(ln.startswith("pf_cnt:") for ln in lines)
 
 
@@ -165,7 +165,50 @@ f:
 	.size f, .Lfunc_end0-f
 """
     spec = static.HarnessSpec("f", "void")
-    spec.args = [static.CArg("void *", spec.add_output(8)), static.CArg("long long", "37LL")]
-    blocks, counts = static.block_counts(asm, "f", "arm64", spec)
-    assert [b.label for b in blocks] == [None, ".LBB0_1", None]
-    assert counts.tolist() == [1, 37, 1]
+    spec.args = [static.CArg("void *", spec.add_output(8, np.dtype(np.int64))), static.CArg("long long", "37LL")]
+    run = static.counted_run(asm, "f", "arm64", spec)
+    assert [b.label for b in run.blocks] == [None, ".LBB0_1", None]
+    assert run.counts.tolist() == [1, 37, 1]
+    assert run.outputs[0].tolist() == [37] and run.returned == 0
+
+
+def test_counted_run_on_hexagon_hardware_loop_is_exact() -> None:
+    """The out-of-line counter stubs leave a hardware loop's trip count and the result unchanged."""
+    from pitchfork.emit.run import tools_available
+
+    if not tools_available("hvx128"):
+        pytest.skip("qemu-hexagon / clang / lld not installed")
+    asm = """\
+	.text
+	.globl	f
+	.p2align	4
+f:
+	{
+		loop0(.LBB0_1,r1)
+		r2 = #0
+	}
+.LBB0_1:
+	{
+		r2 = add(r2,#3)
+	} :endloop0
+	{
+		p0 = cmp.gt(r2,#100)
+		if (p0.new) jump:nt .LBB0_3
+	}
+	{
+		r2 = add(r2,#1000)
+	}
+.LBB0_3:
+	{
+		memw(r0+#0) = r2
+		jumpr r31
+	}
+.Lfunc_end0:
+	.size f, .Lfunc_end0-f
+"""
+    spec = static.HarnessSpec("f", "void")
+    spec.args = [static.CArg("void *", spec.add_output(4, np.dtype(np.int32))), static.CArg("int", "37")]
+    run = static.counted_run(asm, "f", "hvx128", spec)
+    assert [b.label for b in run.blocks] == [None, ".LBB0_1", None, None, ".LBB0_3"]
+    assert run.counts.tolist() == [1, 37, 1, 0, 1]  # 3 * 37 > 100: the add of 1000 is skipped
+    assert run.outputs[0].tolist() == [111]
