@@ -58,7 +58,7 @@ def options(args: argparse.Namespace) -> Options:
     elif args.files:
         benches = ()
     else:
-        benches = tuple(registry.available())
+        benches = tuple(_available(registry))
     from pitchfork.targets import canonical
 
     try:
@@ -78,6 +78,19 @@ def options(args: argparse.Namespace) -> Options:
     if args.out is not None:
         o = _with(o, out_dir=args.out)
     return o
+
+
+def _available(registry: object) -> list[str]:
+    """Benchmarks whose module imports (one that is broken is reported and skipped)."""
+    out = []
+    for name in registry.NAMES:  # type: ignore[attr-defined]
+        try:
+            registry.get(name)  # type: ignore[attr-defined]
+        except Exception as e:  # noqa: BLE001
+            print(f"pitchfork-synth: benchmark {name} skipped ({type(e).__name__}: {e})", file=sys.stderr)
+            continue
+        out.append(name)
+    return out
 
 
 def _with(o: Options, **kw: object) -> Options:
