@@ -22,7 +22,7 @@ from typing import Any, Optional, Union
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from fpir.ops import OPS, make, spec
+from fpir.ops import OPS, known_op, make, spec
 from fpir.term import Term, const, var
 from fpir.types import FPIRTypeError, ScalarType, i32, is_type_name, parse_type, u1
 
@@ -253,7 +253,7 @@ class _Elaborator:
         ttype = self.type_param(node)
         if ttype is None and is_type_name(name):
             ttype, name = parse_type(name), "cast"
-        if name not in OPS:
+        if not known_op(name):
             raise self.error(node, f"unknown operation {name!r}")
         s = spec(name)
         if s.explicit_type and ttype is None:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
 
-from fpir.ops import make
+from fpir.ops import REDUCE_COMBINE, make, reduce_op
 from fpir.term import Term, const, var
 from fpir.types import ScalarType, i32, u1
 from pitchfork.emit.expr import ExprEmitter, vec_type
@@ -833,6 +833,11 @@ class _Converter:
     def _e_VectorReduce(self, e: H.VectorReduce) -> Term:
         if e.op not in REDUCE_OPS:
             raise Unsupported(f"vector_reduce_{e.op}", self.node)
+        n, m = e.value.type.lanes, e.type.lanes
+        if e.type.is_vector and e.op in REDUCE_COMBINE and n % m == 0:
+            # A lane-combining FPIR term over its operand's term, so lifting and lowering see both
+            # (a dot product can become udot/vrmpy/pmaddwd); what is left is expanded generically.
+            return make(reduce_op(e.op, n // m), self.go(e.value))
         return self._leaf_or_scalar("reduce", e)
 
     def _leaf_or_scalar(self, kind: str, e: H.Expr) -> Term:
