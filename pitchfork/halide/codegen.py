@@ -42,6 +42,7 @@ from fpir.types import ScalarType, i32, u1
 from pitchfork.emit.expr import ExprEmitter, vec_type
 from pitchfork.halide import ir as H
 from pitchfork.halide.capture import ArgInfo, CapturedStmt
+from pitchfork.halide.codegen_float import FloatEmitter, float_to_int, involves_float, saturating_float_to_int
 from pitchfork.halide.htypes import HType
 
 if TYPE_CHECKING:
@@ -147,7 +148,8 @@ class LoopNestCodegen:
         layout: list[tuple[str, str, int, HType]] = []
         for a in self.captured.arguments:
             if a.kind == "scalar":
-                fpir_type(a.type)
+                if not a.type.is_float:  # a float parameter is passed as its bit pattern (i32/i64)
+                    fpir_type(a.type)
                 arg_types.append(ir.IntType(64 if a.type.bits == 64 else 32))
                 layout.append(("scalar", a.name, 0, a.type))
             else:
@@ -167,6 +169,8 @@ class LoopNestCodegen:
         self.b = ir.IRBuilder(entry)
         self.err = fn.args[0]
         self.scalars: dict[str, tuple[ir.Value, ScalarType]] = {}
+        #: scalar float values (parameters and lets), by name (see codegen_float.py)
+        self.fscalars: dict[str, ir.Value] = {}
         self.vlets: dict[str, Term] = {}
         self.buffers: dict[str, BufferInfo] = {}
         fn.args[0].name = "err"
@@ -180,7 +184,10 @@ class LoopNestCodegen:
             k += 1 + (3 * dims if kind == "buffer" else 0)
         k = 1
         for kind, nm, dims, t in layout:
-            if kind == "scalar":
+            if kind == "scalar" and t.is_float:
+                self.fscalars[nm] = self.b.bitcast(fn.args[k], ir.FloatType() if t.bits == 32 else ir.DoubleType())
+                k += 1
+            elif kind == "scalar":
                 v = fn.args[k]
                 st = fpir_type(t)
                 if st.bits < v.type.width:
@@ -231,6 +238,9 @@ class LoopNestCodegen:
                 self.buffers[name] = buf
                 return
             raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
+        if t.is_float and t.is_scalar:
+            self.fscalars[name] = FloatEmitter(self, node).emit(value)
+            return
         if t.is_vector:
             self.vlets[name] = self.to_term(value, node)
             return
@@ -364,6 +374,12 @@ class LoopNestCodegen:
     def _s_Store(self, s: H.Store) -> None:
         buf = self._buffer(s.buffer, s)
         t = s.value.type
+        if t.is_float and t.is_scalar and s.predicate is None:
+            val = FloatEmitter(self, s).emit(s.value)
+            idx = self.scalar(s.index, s)
+            base = self.b.bitcast(buf.ptr, ir.PointerType(val.type))
+            self.b.store(val, self.b.gep(base, [self.b.sext(idx, ir.IntType(64))]), align=1)
+            return
         et = fpir_type(t.elem, s)
         if t.is_scalar:
             if s.predicate is not None:
@@ -770,7 +786,21 @@ class _Converter:
                 return const(0, u1)
         return None
 
+    def _float_scalar(self, e: H.Expr, convert) -> Term:  # type: ignore[no-untyped-def]
+        """An integer-valued expression computed in floating point (a cast of a float, a comparison of
+        floats): emitted now as scalar code (codegen_float.py) and bound to a scalar name."""
+        if e.type.is_vector:
+            raise Unsupported(f"vector floating-point expression {_show(e)} (float code is compiled for "
+                              "scalars only)", self.node)
+        st = fpir_type(e.type.elem, self.node)
+        v = convert(FloatEmitter(self.cg, self.node), st)
+        name = f"fconv{next(self.cg._leaf_ids)}"
+        self.cg.scalars[name] = (v, st)
+        return var(name, st)
+
     def _e_Cast(self, e: H.Cast) -> Term:
+        if e.value.type.is_float:
+            return self._float_scalar(e, lambda fe, st: float_to_int(fe.b, fe.emit(e.value), st.signed, st.bits))
         x = self.go(e.value)
         t = fpir_type(e.type.elem, self.node)
         if t.bits == 1 and x.type.bits > 1:
@@ -787,6 +817,8 @@ class _Converter:
         op = BINOPS.get(e.op)
         if op is None:
             raise Unsupported(f"operator {e.op}", self.node)
+        if involves_float(e):  # a comparison of floats
+            return self._float_scalar(e, lambda fe, st: fe.emit(e))
         a, b = self.go(e.a), self.go(e.b)
         return make(op, a, b)
 
@@ -873,6 +905,9 @@ class _Converter:
             return const(self.cg._buffer_of(e.args[0], self.node).dimensions, i32)
         if n == "_halide_buffer_get_device_dirty":
             return const(0, u1)
+        if n == "saturating_cast" and e.args[0].type.is_float:
+            return self._float_scalar(e, lambda fe, st: saturating_float_to_int(fe.b, fe.emit(e.args[0]), st.signed,
+                                                                                 st.bits))
         if n == "saturating_cast":
             return make("saturating_cast", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
         if n in ("reinterpret",):
