@@ -17,6 +17,7 @@ constants) are broadcasts, the same at every lane.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
@@ -32,6 +33,8 @@ def symbol(t: Term) -> z3.BitVecRef:
 
 
 def to_z3(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None) -> z3.BitVecRef:
+    if has_lane_ops(term):
+        return to_z3_lane(term, 0, _with_broadcasts(term, env))
     env = dict(env or {})
     memo: dict[int, z3.BitVecRef] = {}
     for t in term.walk():
@@ -48,6 +51,19 @@ def to_z3(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None) -> z3.Bi
                 body, names = template(t.op, tuple(a.type for a in t.args), t.type)
                 memo[id(t)] = to_z3(body, dict(zip(names, args)))
     return memo[id(term)]
+
+
+#: Variables named like the verifier's constant wildcards (c0, c1, ...) and computed constants (k1, ...)
+#: are broadcasts: one symbol for every lane.
+BROADCAST_NAME = re.compile(r"^[ck][0-9]+$")
+
+
+def _with_broadcasts(term: Term, env: Optional[Mapping[str, z3.BitVecRef]]) -> dict[str, z3.BitVecRef]:
+    out = dict(env or {})
+    for v in term.variables():
+        if v.name not in out and BROADCAST_NAME.match(v.name):
+            out[v.name] = symbol(v)
+    return out
 
 
 def has_lane_ops(term: Term) -> bool:
@@ -146,7 +162,8 @@ def equivalent(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), timeout_ms: 
     lanes = has_lane_ops(a) or has_lane_ops(b)
     used: dict[str, tuple[Term, int]] = {}
     if lanes:
-        names = {v.name for v in a.variables() + b.variables()} - set(env or {})
+        env = _with_broadcasts(b, _with_broadcasts(a, env))
+        names = {v.name for v in a.variables() + b.variables()} - set(env)
         from z3.z3util import get_vars
 
         if any(str(v) in names for c in assume for v in get_vars(c)):
