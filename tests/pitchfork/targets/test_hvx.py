@@ -55,7 +55,7 @@ def test_rule_file_loads_and_names_only_declared_instructions() -> None:
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
 def test_rule_verifies(rule) -> None:  # type: ignore[no-untyped-def]
-    result = verify_rule(rule, timeout_ms=60000)
+    result = verify_rule(rule, rlimit=150_000_000)
     assert result.status == "VALID", f"{rule.text()}: {result.summary()}"
 
 
