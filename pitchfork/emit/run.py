@@ -83,7 +83,6 @@ class ToolMissing(RunError):
 class Toolchain:
     cc: list[str]  # compile + link command prefix (sources, objects and -o appended)
     run: list[str]  # emulator command prefix (the executable appended)
-    libs: tuple[str, ...] = ()  # libraries linked after the objects
 
 
 def _which(names: Sequence[str], package: str) -> str:
@@ -105,8 +104,7 @@ def check_tools(target: Target | str) -> Toolchain | None:
         if not os.path.exists("/usr/aarch64-linux-gnu/lib/libc.a"):
             raise ToolMissing("/usr/aarch64-linux-gnu/lib/libc.a", "libc6-dev-arm64-cross")
         # Static linking: no dynamic loader to emulate (faster) and no -L sysroot needed by qemu.
-        # libm: kernels with float math (camera_pipe's pow) call powf, as Halide's code does.
-        return Toolchain([gcc, "-O1", "-static"], [qemu], ("-lm",))
+        return Toolchain([gcc, "-O1", "-static"], [qemu])
     clang = _which(["clang", *(f"clang-{v}" for v in range(22, 13, -1))], "clang")
     lld = _which(["ld.lld", *(f"ld.lld-{v}" for v in range(22, 13, -1))], "lld")
     qemu = _which(["qemu-hexagon", "qemu-hexagon-static"], "qemu-user")
@@ -298,7 +296,7 @@ def _run_qemu(
             f.write(harness.c_source(plan, freestanding=target.name == "hvx128"))
         with open(s_path, "w") as f:
             f.write(harness.blob_asm(in_path, out_path))
-        build = [*tools.cc, c_path, s_path, *objs, *tools.libs, "-o", exe]
+        build = [*tools.cc, c_path, s_path, *objs, "-o", exe]
         p = subprocess.run(build, check=False, capture_output=True, text=True, cwd=d)
         if p.returncode != 0:
             raise RunError(f"building the {target.name} harness failed:\n$ {' '.join(build)}\n{p.stderr}")

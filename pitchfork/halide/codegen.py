@@ -43,6 +43,7 @@ from pitchfork.emit.expr import ExprEmitter, vec_type
 from pitchfork.halide import ir as H
 from pitchfork.halide.capture import ArgInfo, CapturedStmt
 from pitchfork.halide.codegen_float import FloatEmitter, float_to_int, involves_float, saturating_float_to_int
+from pitchfork.halide.codegen_reduce import REDUCE_OPS, check_reduce, split_reduce
 from pitchfork.halide.htypes import HType
 
 if TYPE_CHECKING:
@@ -80,9 +81,6 @@ STACK_LIMIT = 64 * 1024
 # Bit counts (no FPIR op): emitted with LLVM's intrinsics, the argument selected on its own. Halide's
 # count_leading_zeros(0) is the bit width, which is llvm.ctlz with is_zero_poison = false.
 BIT_COUNTS = {"count_leading_zeros": "ctlz", "count_trailing_zeros": "cttz", "popcount": "ctpop"}
-# Halide VectorReduce operators -> the FPIR op that combines two partial results
-REDUCE_OPS = {"add": "add", "saturating_add": "saturating_add", "mul": "mul", "min": "min", "max": "max",
-              "and": "and", "or": "or"}
 IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
 
 
@@ -688,24 +686,32 @@ class LoopNestCodegen:
 
     def _reduce(self, e: H.VectorReduce, leaf: Leaf, node: H.Node) -> ir.Value:
         """`vector_reduce_<op>`: output lane i combines input lanes [i*f, (i+1)*f), f = in/out lanes.
-        The input is selected as its own expression; the f strided slices are combined with FPIR ops
-        (exact Halide semantics, e.g. a wrapping add, signed/unsigned min by type)."""
+        To several lanes: the f strided slices combined as one lane-wise expression (codegen_reduce),
+        selected whole. To one lane: the value selected on its own, then a halving tree of FPIR ops
+        (exact Halide semantics: a wrapping add, signed/unsigned min by type, ...)."""
+        if leaf.lanes > 1:  # not reached from to_term (which inlines these), kept for direct callers
+            return self.vector(split_reduce(e), node)
         v = self.vector(e.value, node)
-        n, m = e.value.type.lanes, leaf.lanes
-        f = n // m
-        undef = ir.Constant(v.type, ir.Undefined)
-        env: dict[str, ir.Value] = {}
-        acc: Optional[Term] = None
-        for j in range(f):
-            name = f"r{j}"
-            idx = ir.Constant(ir.VectorType(ir.IntType(32), m), [i * f + j for i in range(m)])
-            env[name] = self.b.shuffle_vector(v, undef, idx)
-            t = var(name, leaf.type)
-            acc = t if acc is None else make(REDUCE_OPS[e.op], acc, t)
-        assert acc is not None
+        lanes = e.value.type.lanes
         from pitchfork.lower import expand_fpir
 
-        return ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
+        while lanes > 1:
+            # Halve while the width is even; an odd width combines all its lanes in one step.
+            parts = 2 if lanes % 2 == 0 else lanes
+            m = lanes // parts
+            undef = ir.Constant(v.type, ir.Undefined)
+            env: dict[str, ir.Value] = {}
+            acc: Optional[Term] = None
+            for j in range(parts):
+                name = f"r{j}"
+                idx = ir.Constant(ir.VectorType(ir.IntType(32), m), [j * m + i for i in range(m)])
+                env[name] = self.b.shuffle_vector(v, undef, idx)
+                t = var(name, leaf.type)
+                acc = t if acc is None else make(REDUCE_OPS[e.op], acc, t)
+            assert acc is not None
+            v = ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
+            lanes = m
+        return v
 
 
 def _ident(name: str) -> str:
@@ -863,8 +869,13 @@ class _Converter:
         return self._leaf_or_scalar("shuffle", e)
 
     def _e_VectorReduce(self, e: H.VectorReduce) -> Term:
-        if e.op not in REDUCE_OPS:
-            raise Unsupported(f"vector_reduce_{e.op}", self.node)
+        why = check_reduce(e)
+        if why is not None:
+            raise Unsupported(why, self.node)
+        if e.type.is_vector:
+            # Inline, so the selector sees the reduction together with what consumes it (an
+            # accumulation `acc + sum of products` is one expression).
+            return self.go(split_reduce(e))
         return self._leaf_or_scalar("reduce", e)
 
     def _leaf_or_scalar(self, kind: str, e: H.Expr) -> Term:

@@ -11,9 +11,10 @@ Semantics (what the numpy references reproduce): every operation is one IEEE-754
 statement's order, with no fast-math flags, so LLVM neither contracts a*b+c into an FMA nor
 reassociates (Halide's simplifier has already folded and reordered constants in the statement we
 compile). `min`/`max` are `a < b ? a : b` / `a > b ? a : b`; casts to integers truncate toward zero
-(fptosi/fptoui: out-of-range values are undefined, as in Halide); `pow_f32` calls the C library's
-`powf` (x86: the process's libm; arm64: libm linked statically into the qemu harness). The
-bare-metal Hexagon harness has no libm, so a call to a float math function is refused there.
+(fptosi/fptoui: out-of-range values are undefined, as in Halide); `pow_f32` is pitchfork's own
+float32-only powf (pitchfork/halide/powf.py, the same on every target: Hexagon has no libm in our
+harness and no double multiply in hardware), within one ulp of the correctly rounded result. Other
+float math calls are refused by name.
 
 Vector float expressions are refused with `Unsupported` naming them (no benchmark vectorizes
 floats; camera_pipe's float tables are scalar loops computed at root).
@@ -31,8 +32,6 @@ from pitchfork.halide.htypes import HType
 if TYPE_CHECKING:
     from pitchfork.halide.codegen import LoopNestCodegen
 
-#: Halide float math intrinsics -> the C library function called (float32 versions).
-LIBM = {"pow_f32": "powf"}
 _IDENTITY = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
 _CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
 
@@ -156,14 +155,11 @@ class FloatEmitter:
     def _e_Call(self, e: H.Call) -> ir.Value:
         if e.name in _IDENTITY:
             return self.emit(e.args[0])
-        fn = LIBM.get(e.name)
-        if fn is None:
-            raise self._unsupported(f"floating-point call {e.name}")
-        if self.cg.target == "hvx128":
-            raise self._unsupported(f"{e.name} on hvx128 (the bare-metal Hexagon harness has no C math library)")
-        args = [self.emit(a) for a in e.args]
-        t = float_ir_type(e.type)
-        return self.b.call(self.cg._intrinsic(fn, t, [a.type for a in args]), args)
+        if e.name == "pow_f32":
+            from pitchfork.halide.powf import powf_function
+
+            return self.b.call(powf_function(self.cg.module), [self.emit(a) for a in e.args])
+        raise self._unsupported(f"floating-point call {e.name}")
 
 
 def float_to_int(b: ir.IRBuilder, v: ir.Value, signed: bool, bits: int) -> ir.Value:

@@ -29,11 +29,8 @@ _HALIDE: dict[tuple[str, str, int, tuple[int, ...]], np.ndarray] = {}
 
 
 #: (benchmark, ISA) pairs that cannot compile without fallback yet, and why (strict: an unexpected
-#: pass fails, so this list cannot go stale).
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("camera_pipe", "hvx128"): "pow_f32 (the tone curve) needs a C math library; the bare-metal Hexagon "
-                               "harness has none (codegen_float.py)",
-}
+#: pass fails, so this list cannot go stale). Empty: every benchmark compiles on every ISA.
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 
 def _isa_param(isa: str) -> Any:
