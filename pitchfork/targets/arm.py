@@ -20,7 +20,8 @@ tests/pitchfork/targets/test_arm.py): the register shift instructions (urshl, sr
 read only the low byte of each shift lane as a signed amount, so their meaning sign-extends that
 byte; `sabd` returns the unsigned difference. The dot products (udot/sdot, feature `dotprod`) combine lanes:
 lane j of the i32 accumulator adds the four products of byte lanes 4j..4j+3, declared with
-`vector_reduce_add_x4` and operand lanes (1, 4, 4).
+`vector_reduce_add_x4` and operand lanes (1, 4, 4); the pairwise adds (uaddlp/saddlp/uadalp/sadalp/addp)
+likewise with `vector_reduce_add_x2`.
 """
 
 from __future__ import annotations
@@ -585,3 +586,48 @@ def _dot_semantics(sg: Signature) -> str:
 target_op("arm.udot", ["u32, u8, u8 -> u32", "i32, u8, u8 -> i32"], _dot_semantics, _dot("udot"),
           llvm=f"{NEON}.udot", lanes=(1, 4, 4))
 target_op("arm.sdot", ["i32, i8, i8 -> i32"], _dot_semantics, _dot("sdot"), llvm=f"{NEON}.sdot", lanes=(1, 4, 4))
+
+
+# ---------------------------------------------------------------------------------------------
+# Pairwise adds (lane-combining by 2): uaddlp/saddlp widen, uadalp/sadalp accumulate, addp keeps the type
+
+
+def _pairwise_long(op: str, accumulate: bool) -> Emit:
+    """`<op>.v<n>i<2b>.v<2n>i<b>` per 128-bit source register; the accumulating form adds it to the
+    accumulator, which LLVM fuses into uadalp/sadalp."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        src = t.args[-1].type.bits
+        n = 64 // src  # result lanes per 128-bit source register
+        name = f"{NEON}.{op}.v{n}i{2 * src}.v{2 * n}i{src}"
+        parts = [em.call(name, _vec(2 * src, n), [x]) for x in em.split(args[-1], 2 * n)]
+        if accumulate:
+            parts = [em.b.add(a, p) for a, p in zip(em.split(args[0], n), parts)]
+        return em.concat(parts, em.lanes)
+
+    return emit
+
+
+def _addp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    """addp Vd, Vn, Vm = the pair sums of Vn then of Vm: one instruction per two source registers."""
+    bits = t.type.bits
+    n = 128 // bits
+    xs = em.split(args[0], n)
+    if len(xs) % 2:
+        xs.append(xs[-1])  # a padding register: its sums land in lanes beyond the result
+    parts = [em.call(f"{NEON}.addp.v{n}i{bits}", _vec(bits, n), [a, b]) for a, b in zip(xs[::2], xs[1::2])]
+    return em.concat(parts, em.lanes)
+
+
+target_op("arm.uaddlp", ["u8 -> u16", "u16 -> u32", "u32 -> u64"], lambda sg: f"vector_reduce_add_x2({sg.result.name}(x))",
+          _pairwise_long("uaddlp", False), llvm=f"{NEON}.uaddlp", lanes=(2,))
+target_op("arm.saddlp", ["i8 -> i16", "i16 -> i32", "i32 -> i64"], lambda sg: f"vector_reduce_add_x2({sg.result.name}(x))",
+          _pairwise_long("saddlp", False), llvm=f"{NEON}.saddlp", lanes=(2,))
+target_op("arm.uadalp", ["u16, u8 -> u16", "u32, u16 -> u32", "u64, u32 -> u64"],
+          lambda sg: f"x + vector_reduce_add_x2({sg.result.name}(y))", _pairwise_long("uaddlp", True),
+          llvm=f"add + {NEON}.uaddlp (uadalp)", lanes=(1, 2))
+target_op("arm.sadalp", ["i16, i8 -> i16", "i32, i16 -> i32", "i64, i32 -> i64"],
+          lambda sg: f"x + vector_reduce_add_x2({sg.result.name}(y))", _pairwise_long("saddlp", True),
+          llvm=f"add + {NEON}.saddlp (sadalp)", lanes=(1, 2))
+target_op("arm.addp", _same((*U8_64, *I8_64), 1), "vector_reduce_add_x2(x)", _addp, llvm=f"{NEON}.addp",
+          lanes=(2,))

@@ -39,7 +39,8 @@ from pitchfork.targets.base import rule_combines_lanes, sig, target_ops
 REG_BITS = {"x86-avx2": 256, "arm64": 128, "hvx128": 1024}
 PREFIX = {"x86-avx2": "x86", "arm64": "arm", "hvx128": "hvx"}
 MNEMONIC = {"arm.udot": "udot", "arm.sdot": "sdot", "x86.pmaddwd_pairs": "vpmaddwd",
-            "x86.pmaddubsw_pairs": "vpmaddubsw", "hvx.vrmpy": "vrmpy"}
+            "x86.pmaddubsw_pairs": "vpmaddubsw", "hvx.vrmpy": "vrmpy", "arm.uaddlp": "uaddlp",
+            "arm.saddlp": "saddlp", "arm.uadalp": "uadalp", "arm.sadalp": "sadalp", "arm.addp": "addp"}
 
 # (expression, mnemonic regex in the isel=pitchfork code); together they fire every lane-combining rule.
 EXAMPLES: dict[str, list[tuple[str, str]]] = {
@@ -56,6 +57,12 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("vector_reduce_add_x4(i32(a_u8))", "udot"),
         ("c_u32 + arm.udot(0, a_u8, b_u8)", "udot"),
         ("c_i32 + arm.sdot(0, a_i8, b_i8)", "sdot"),
+        ("vector_reduce_add_x2(u16(a_u8))", "uaddlp"),
+        ("vector_reduce_add_x2(i64(a_i32))", "saddlp"),
+        ("c_u32 + vector_reduce_add_x2(u32(a_u16))", "uadalp"),
+        ("c_i16 + vector_reduce_add_x2(i16(a_i8))", "sadalp"),
+        ("vector_reduce_add_x2(a_i32)", "addp"),
+        ("vector_reduce_add_x2(a_u8)", "addp"),
     ],
     "x86-avx2": [
         ("vector_reduce_add_x2(widening_mul(a_i16, b_i16))", "vpmaddwd"),
