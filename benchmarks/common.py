@@ -11,7 +11,9 @@ Calling convention (the same as `pitchfork.compile(...)(*values, size=...)`):
     call order. Scalar `Param`s are arguments, not baked in: `pset` only chooses schedule-affecting
     choices, if a benchmark has any (most ignore it).
   * `make_inputs(rng, size, pset)` returns one value per arg, in order: numpy arrays for ImageParams
-    (numpy axis order, i.e. reversed Halide dims), Python ints for Params.
+    (numpy axis order, i.e. reversed Halide dims), Python ints for Params (floats for f32 Params).
+    An input whose buffer min is not 0 (gaussian3x3: min (-1, -1)) is an `hl.Buffer` that owns its
+    memory, with the min set; `np.asarray(buf)` gives its data.
   * `output_size(size, pset)` gives the Halide extents `[x, y, ...]` of the output for an input size.
   * `reference(values, pset)` is the numpy int64 reference (SPEC 1.7) returning the output array.
 """
@@ -59,6 +61,18 @@ class Benchmark:
     quick_size: tuple[int, ...]
     #: the FPIR idioms the SPEC expects (documentation for the report)
     idioms: tuple[str, ...] = field(default=())
+    #: the ISAs whose schedule allows `odd_size` (conv3x3*: the CPU schedules, not HVX's RoundUp tiles)
+    odd_size_isas: tuple[str, ...] = ISAS
+    #: for a benchmark whose algorithm differs per ISA (camera_pipe's HVX tone curve): the reference
+    #: `(values, pset, isa) -> array`; `expected()` uses it instead of `reference` when set
+    isa_reference: Callable[[Sequence[Any], ParamSet, str], np.ndarray] | None = None
+
+
+def expected(b: Benchmark, values: Sequence[Any], pset: ParamSet, isa: str) -> np.ndarray:
+    """The numpy reference output of benchmark `b` as built for `isa`."""
+    if b.isa_reference is not None:
+        return b.isa_reference(values, pset, isa)
+    return b.reference(values, pset)
 
 
 # ---- numpy reference helpers (SPEC 1.7): int64 everywhere, explicit wrap / saturation ----------
@@ -116,6 +130,9 @@ def halide_realize(func: Any, args: Sequence[Any], values: Sequence[Any], size: 
     keep = []
     for a, v in zip(args, values):
         if isinstance(a, hl.ImageParam):
+            if isinstance(v, hl.Buffer):  # keeps its min
+                a.set(v)
+                continue
             arr = np.ascontiguousarray(v)
             buf = hl.Buffer(arr)
             keep.append((arr, buf))  # param.set does not keep the array alive (SPEC 1.7)

@@ -53,6 +53,8 @@ def _one_line(e: BaseException) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="pitchfork", description="Fixed-point instruction selection (PITCHFORK)")
+    parser.add_argument("--no-synthesized", action="store_true",
+                        help="hand-written rules only (ignore rules/synthesized/)")
     sub = parser.add_subparsers(dest="command", required=True)
     handlers = {}
     for mod in _commands():
@@ -63,6 +65,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse printed usage and one error line (or --help)
         return e.code if isinstance(e.code, int) else EXIT_USAGE
+    from pitchfork.synthesized import configure
+
+    configure(enabled=not args.no_synthesized)
     try:
         return int(handlers[args.command](args) or 0)
     except KeyboardInterrupt:

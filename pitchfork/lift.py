@@ -1,6 +1,7 @@
 """Lifting: rewrite integer vector expressions into FPIR with the lifting TRS (paper section 3.2).
 
-The rule set is every `rules/lift/*.rules` file plus `rules/synthesized/lift*.rules`, loaded once.
+The rule set is every `rules/lift/*.rules` file plus `rules/synthesized/lift.rules` (unless turned
+off or filtered through `pitchfork.synthesized.configure`), loaded once per setting.
 `lift(term)` rewrites bottom-up to a fixed point under the target-agnostic cost; the result is
 semantically identical to the input (every rule is verified; see synth/verify.py).
 """
@@ -19,27 +20,34 @@ RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 
 
 def lift_rule_files(include_synthesized: bool = True) -> list[Path]:
+    from pitchfork.synthesized import synthesized_files
+
     files = sorted((RULES_DIR / "lift").glob("*.rules"))
     if include_synthesized:
-        files += sorted((RULES_DIR / "synthesized").glob("lift*.rules"))
+        files += synthesized_files("lift")
     return files
 
 
-def lift_rules(include_synthesized: bool = True, exclude_from: Optional[str] = None) -> RuleSet:
-    """The lifting rules; `exclude_from` drops rules learned from that benchmark (leave-one-out, see
-    pitchfork/trs/provenance.py). Defaults to the benchmark excluded by the current context."""
-    from pitchfork.trs.provenance import excluded_benchmark
+def lift_rules(include_synthesized: Optional[bool] = None,
+               exclude_from: Optional[str | Iterable[str]] = None) -> RuleSet:
+    """Hand-written lifting rules plus the synthesized ones. `include_synthesized` defaults to the
+    `--no-synthesized` switch (pitchfork.synthesized); synthesized rules learned from `exclude_from`,
+    from the benchmark excluded by the current context (pitchfork/trs/provenance.py) or from those
+    set with `pitchfork.synthesized.configure(exclude_from=...)` are left out (leave-one-out)."""
+    from pitchfork.synthesized import effective
 
-    return _lift_rules(include_synthesized, exclude_from or excluded_benchmark())
+    inc, excl = effective(include_synthesized, exclude_from)
+    return _lift_rules(inc, excl)
 
 
-@lru_cache(maxsize=8)
-def _lift_rules(include_synthesized: bool, exclude_from: Optional[str]) -> RuleSet:
-    if exclude_from is None:
-        return RuleSet.from_files(lift_rule_files(include_synthesized))
-    from pitchfork.trs.provenance import load_filtered
+@lru_cache(maxsize=32)
+def _lift_rules(include_synthesized: bool, exclude_from: frozenset[str]) -> RuleSet:
+    from pitchfork.synthesized import SynthConfig, synthesized_rules
+    from pitchfork.trs.rules import load_rule_file
 
-    return RuleSet(load_filtered(lift_rule_files(include_synthesized), exclude_from))
+    rules = [r for p in lift_rule_files(False) for r in load_rule_file(p)]
+    rules += synthesized_rules("lift", SynthConfig(include_synthesized, exclude_from))
+    return RuleSet(rules)
 
 
 def lifter(rules: Optional[RuleSet] = None, trace: bool = False) -> Rewriter:

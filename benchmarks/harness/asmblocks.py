@@ -14,8 +14,9 @@ named by the nearest preceding `loopN(label, ...)` set-up.
 
 Invariants: the counter snippets preserve every register and flag the original code can observe
 (x86: only `mov`/`lea` through a save slot, no flag writes; AArch64: x0/x1 pushed below `sp`, which has
-no red zone on AArch64 Linux, and `add` without `s`; Hexagon: r0 through a save slot in whole packets of
-their own, no predicate writes); blocks are numbered in text order.
+no red zone on AArch64 Linux, and `add` without `s`; Hexagon: a packet jumping to an out-of-line stub
+that updates the counter through r0 and a save slot and jumps back, no predicate writes; a jump out of
+and back into a hardware-loop body leaves the loop registers alone); blocks are numbered in text order.
 """
 
 from __future__ import annotations
@@ -262,8 +263,17 @@ def _snippet(i: int, syntax: Syntax) -> list[str]:
         return ["\tstp x0, x1, [sp, #-16]!", f"\tadrp x0, {COUNTERS}+{off}",
                 f"\tadd x0, x0, :lo12:{COUNTERS}+{off}", "\tldr w1, [x0]", "\tadd w1, w1, #1", "\tstr w1, [x0]",
                 "\tldp x0, x1, [sp], #16"]
-    return [f"\t{{ memw(##{SAVE}) = r0 }}", f"\t{{ r0 = memw(##{COUNTERS}+{off}) }}", "\t{ r0 = add(r0,#1) }",
-            f"\t{{ memw(##{COUNTERS}+{off}) = r0 }}", f"\t{{ r0 = memw(##{SAVE}) }}"]
+    # Hexagon: one packet in line (a jump to an out-of-line stub and back). Growing the code more moves
+    # short-range branches (new-value compare-jumps) out of range, and llvm-mc then crashes relaxing
+    # packets that have no room for a constant extender.
+    return [f"\t{{ jump .Lpf_stub{i} }}", f".Lpf_ret{i}:"]
+
+
+def _hexagon_stub(i: int) -> list[str]:
+    off = 4 * i
+    return [f".Lpf_stub{i}:", f"\t{{ memw(##{SAVE}) = r0 }}", f"\t{{ r0 = memw(##{COUNTERS}+{off}) }}",
+            "\t{ r0 = add(r0,#1) }", f"\t{{ memw(##{COUNTERS}+{off}) = r0 }}",
+            f"\t{{ r0 = memw(##{SAVE})", f"\t  jump .Lpf_ret{i} }}"]
 
 
 def instrument(text: str, function: str, syntax: Syntax) -> tuple[str, list[Block]]:
@@ -279,6 +289,8 @@ def instrument(text: str, function: str, syntax: Syntax) -> tuple[str, list[Bloc
         out += inserts.get(ln, [])
         out.append(line)
     out += inserts.get(len(lines), [])
+    if syntax == "hvx128":
+        out += ["\t.text", "\t.p2align 4"] + [ln for blk in blocks for ln in _hexagon_stub(blk.index)]
     out += ["\t.bss", "\t.p2align 3", f"\t.globl {COUNTERS}", f"{COUNTERS}:", f"\t.space {4 * max(len(blocks), 1)}",
             f"{SAVE}:", "\t.space 8", ""]
     return "\n".join(out), blocks

@@ -45,6 +45,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1)
 
 
+def command_line(args: argparse.Namespace, prog: str = "pitchfork bench") -> str:
+    """The command that reproduces `args` (options in canonical spelling)."""
+    parts = [prog]
+    if args.quick:
+        parts.append("--quick")
+    for b in _split(args.bench):
+        parts += ["--bench", b]
+    for i in _split(args.isa):
+        parts += ["--isa", i]
+    if args.reps is not None:
+        parts += ["--reps", str(args.reps)]
+    if args.static_size != "quick":
+        parts += ["--static-size", args.static_size]
+    if args.exclude_rules_from:
+        parts += ["--exclude-rules-from", args.exclude_rules_from]
+    if Path(args.output_dir).resolve() != DEFAULT_OUT:
+        parts += ["-o", str(args.output_dir)]
+    if args.seed != 1:
+        parts += ["--seed", str(args.seed)]
+    return " ".join([prog, *(shlex.quote(p) for p in parts[1:])])
+
+
 def _split(items: Sequence[str]) -> list[str]:
     return [x.strip() for it in items for x in it.split(",") if x.strip()]
 
@@ -137,19 +159,13 @@ def run_worker(job: dict[str, Any], timeout: float, on_progress: Any) -> list[di
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m benchmarks") -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from benchmarks import registry
-    from benchmarks.harness import report
-
     ap = argparse.ArgumentParser(prog=prog, description="PITCHFORK vs LLVM alone vs Halide 21 on the SPEC benchmarks")
     add_arguments(ap)
     args = ap.parse_args(argv)
-    return run(args, " ".join([prog, *map(shlex.quote, argv if argv is not None else sys.argv[1:])]))
+    return run(args, command_line(args, prog))
 
 
-def run(args: argparse.Namespace, command: str) -> int:
+def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -212,7 +228,7 @@ def run(args: argparse.Namespace, command: str) -> int:
                 bad = [r for r in got if r["status"] != "ok"]
                 progress.update(sub, step="ok" if not bad else f"[red]{len(bad)} failed[/]", total=1, completed=1)
                 progress.advance(total)
-    meta = {"command": command, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    meta = {"command": command or command_line(args), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "seconds": round(time.time() - t_start, 1), "quick": bool(args.quick), "reps": reps,
             "static_size": "quick" if args.quick else args.static_size, "sizes": sizes,
             "exclude_rules_from": args.exclude_rules_from, "benchmarks": benches, "isas": isas,

@@ -84,6 +84,8 @@ class HarnessSpec:
     decls: list[str] = field(default_factory=list)
     blob: bytearray = field(default_factory=bytearray)
     out_bytes: int = 0
+    #: (offset in the output area, dtype, shape) of each output buffer, in argument order
+    outputs: list[tuple[int, np.dtype, tuple[int, ...]]] = field(default_factory=list)
 
     def add_input(self, data: bytes) -> str:
         off = -(-len(self.blob) // 128) * 128
@@ -91,9 +93,11 @@ class HarnessSpec:
         self.blob.extend(data)
         return f"((unsigned char *)pf_in + {off})"
 
-    def add_output(self, nbytes: int) -> str:
+    def add_output(self, nbytes: int, dtype: np.dtype = np.dtype(np.uint8),
+                   shape: tuple[int, ...] | None = None) -> str:
         off = self.out_bytes
         self.out_bytes = off + -(-max(nbytes, 1) // 128) * 128 + 128
+        self.outputs.append((off, np.dtype(dtype), shape if shape is not None else (nbytes // np.dtype(dtype).itemsize,)))
         return f"(pf_outmem + {off})"
 
 
@@ -113,8 +117,9 @@ def our_kernel_spec(function: str, args: Sequence[Any]) -> HarnessSpec:
     spec = HarnessSpec(function, "void")
     for a in args:
         if isinstance(a, Buffer):
-            data = np.ascontiguousarray(a.array).tobytes()
-            expr = spec.add_output(len(data)) if a.is_output else spec.add_input(data)
+            arr = np.ascontiguousarray(a.array)
+            data = arr.tobytes()
+            expr = spec.add_output(len(data), arr.dtype, arr.shape) if a.is_output else spec.add_input(data)
             spec.args.append(CArg("void *", expr))
         else:
             spec.args.append(CArg("int" if a.bits == 32 else "long long", f"{a.signed_value}LL"))
@@ -133,13 +138,13 @@ def halide_kernel_spec(function: str, values: Sequence[Any], params: Sequence[An
     spec = HarnessSpec(function, "int", decls=[_HALIDE_DECLS])
     nbuf = 0
 
-    def hbuf(expr: str, dtype: np.dtype, extents: Sequence[int]) -> str:
+    def hbuf(expr: str, dtype: np.dtype, extents: Sequence[int], mins: Sequence[int] | None = None) -> str:
         nonlocal nbuf
         k = nbuf
         nbuf += 1
         dims, stride = [], 1
-        for e in extents:
-            dims.append(f"{{0, {int(e)}, {stride}, 0}}")
+        for d, e in enumerate(extents):
+            dims.append(f"{{{int(mins[d]) if mins else 0}, {int(e)}, {stride}, 0}}")
             stride *= int(e)
         code = _HL_CODE[dtype.kind]
         spec.decls.append(f"static struct halide_dimension_t pf_dim{k}[] = {{{', '.join(dims)}}};")
@@ -150,8 +155,9 @@ def halide_kernel_spec(function: str, values: Sequence[Any], params: Sequence[An
     for p, v in zip(params, values):
         if isinstance(p, hl.ImageParam):
             arr = np.ascontiguousarray(v)
+            mins = [v.dim(d).min() for d in range(v.dimensions())] if isinstance(v, hl.Buffer) else None
             spec.args.append(CArg("struct halide_buffer_t *",
-                                  hbuf(spec.add_input(arr.tobytes()), arr.dtype, list(reversed(arr.shape)))))
+                                  hbuf(spec.add_input(arr.tobytes()), arr.dtype, list(reversed(arr.shape)), mins)))
         else:
             t = p.type()
             if t.is_float():
@@ -161,8 +167,8 @@ def halide_kernel_spec(function: str, values: Sequence[Any], params: Sequence[An
                 ctype = ("unsigned " if t.is_uint() or t.is_bool() else "signed ") + ctype
                 spec.args.append(CArg(ctype, f"({ctype}){int(v)}LL"))
     nbytes = int(np.prod(out_size)) * np.dtype(out_dtype).itemsize
-    spec.args.append(CArg("struct halide_buffer_t *", hbuf(spec.add_output(nbytes), np.dtype(out_dtype),
-                                                           out_size)))
+    out_expr = spec.add_output(nbytes, np.dtype(out_dtype), tuple(reversed([int(e) for e in out_size])))
+    spec.args.append(CArg("struct halide_buffer_t *", hbuf(out_expr, np.dtype(out_dtype), out_size)))
     return spec
 
 
@@ -185,11 +191,15 @@ def c_source(spec: HarnessSpec, n_counters: int, freestanding: bool, pool_bytes:
              "void halide_free(void *uc, void *p) { (void)uc; (void)p; }",
              "int qurt_hvx_lock(int m) { (void)m; return 0; }",
              "int qurt_hvx_unlock(void) { return 0; }",
-             "static int pf_main(void) {",
-             f"  pf_kernel({call});",
-             f"  const unsigned char *p = (const unsigned char *)pf_cnt; pf_size n = {4 * n_counters};",
+             "static int pf_put(const void *q, pf_size n) {",
+             "  const unsigned char *p = q;",
              "  while (n > 0) { long w = pf_sys_write(p, n); if (w <= 0) return 3; p += w; n -= (pf_size)w; }",
-             "  return 0;", "}"]
+             "  return 0; }",
+             "static int pf_main(void) {",
+             "  int ret = 0;",
+             f"  {'ret = ' if spec.returns == 'int' else ''}pf_kernel({call});",
+             f"  return pf_put(&ret, 4) | pf_put(pf_cnt, {4 * n_counters}) | pf_put(pf_outmem, {spec.out_bytes});",
+             "}"]
     return "\n".join(lines) + "\n"
 
 
@@ -206,9 +216,27 @@ def _toolchain(isa: str) -> tuple[list[str], list[str]]:
     return [*tc.cc, "-Wl,--unresolved-symbols=ignore-all"], list(tc.run)
 
 
+@dataclass
+class CountedRun:
+    """One instrumented run: the function's blocks, their execution counts, the kernel's return value
+    (0 for void kernels) and the output buffers it wrote (in argument order)."""
+
+    blocks: list[Block]
+    counts: np.ndarray
+    returned: int
+    outputs: list[np.ndarray]
+
+
 def block_counts(asm: str, function: str, isa: Syntax, spec: HarnessSpec, *, timeout: float = 900.0,
                  pool_bytes: int = 64 << 20) -> tuple[list[Block], np.ndarray]:
     """Run `function` of `asm` once under its target's harness; return its blocks and their counts."""
+    run = counted_run(asm, function, isa, spec, timeout=timeout, pool_bytes=pool_bytes)
+    return run.blocks, run.counts
+
+
+def counted_run(asm: str, function: str, isa: Syntax, spec: HarnessSpec, *, timeout: float = 900.0,
+                pool_bytes: int = 64 << 20) -> CountedRun:
+    """Run `function` of `asm` once under its target's harness (see `CountedRun`)."""
     text, blocks = instrument(asm, function, isa)
     cc, run = _toolchain(isa)
     with tempfile.TemporaryDirectory(prefix=f"pf-bench-{isa}-") as d:
@@ -235,10 +263,18 @@ def block_counts(asm: str, function: str, isa: Syntax, spec: HarnessSpec, *, tim
             p2 = subprocess.run([*run, exe], capture_output=True, cwd=d, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise StaticError(f"{isa}: the counting run exceeded {timeout:.0f} s") from None
-    if p2.returncode != 0 or len(p2.stdout) != 4 * len(blocks):
+    n = 4 * len(blocks)
+    if p2.returncode != 0 or len(p2.stdout) != 4 + n + spec.out_bytes:
         raise StaticError(f"{isa}: counting run failed (status {p2.returncode}, {len(p2.stdout)} bytes): "
                           f"{p2.stderr.decode(errors='replace')[-1000:]}")
-    return blocks, np.frombuffer(p2.stdout, dtype=np.uint32).astype(np.int64)
+    ret = int(np.frombuffer(p2.stdout[:4], dtype=np.int32)[0])
+    counts = np.frombuffer(p2.stdout[4 : 4 + n], dtype=np.uint32).astype(np.int64)
+    area = p2.stdout[4 + n :]
+    outs = []
+    for off, dt, shape in spec.outputs:
+        size = int(np.prod(shape)) * dt.itemsize
+        outs.append(np.frombuffer(area[off : off + size], dtype=dt).reshape(shape).copy())
+    return CountedRun(blocks, counts, ret, outs)
 
 
 # ---- costing ------------------------------------------------------------------------------------

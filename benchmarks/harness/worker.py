@@ -54,6 +54,12 @@ def _compile_stats(prog: Any) -> dict[str, Any]:
     return {"compile": comp, "rules_fired": dict(st.rules_fired), "vector_expressions": st.vector_expressions}
 
 
+def _check_output(outputs: list[np.ndarray], reference: np.ndarray) -> None:
+    """The counted run must have computed the right answer, or its counts mean nothing."""
+    if len(outputs) != 1 or outputs[0].shape != reference.shape or not np.array_equal(outputs[0], reference):
+        raise RuntimeError("the counted run's output differs from the numpy reference")
+
+
 def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     from benchmarks import registry
     from benchmarks.harness import halide21, static
@@ -123,10 +129,25 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             for v, t in timings.items():
                 rows[v]["time"] = t.to_json()
         del runners, kernels
+        if ssize != size:  # also time at the static size: the x86 validation compares like with like
+            _progress(step="timing at the static size")
+            try:
+                sv = bench.make_inputs(np.random.default_rng(job.get("seed", 1)), ssize, pset)
+                so = bench.output_size(ssize, pset)
+                small = {isel: direct_kernel(p, sv, so).run for isel, p in progs.items()
+                         if "time" in rows[isel]}
+                if "time" in rows["halide21"]:
+                    small["halide21"] = halide21.halide_runner(bench, pset, sv, so).run
+                for v, t in time_interleaved(small, max(job["reps"], 5)).items():
+                    rows[v]["time_static_size"] = t.to_json()
+            except Exception as e:  # noqa: BLE001
+                for v in VARIANTS:
+                    rows[v]["static_error"] = f"timing at the static size: {_err(e)}"
     # ---- static estimate ---------------------------------------------------------------------
     svalues = bench.make_inputs(np.random.default_rng(job.get("seed", 1)), ssize, pset)
     sout = bench.output_size(ssize, pset)
     mcpu = static.MCA_CPU.get(isa) or static.host_mcpu()
+    reference = np.asarray(bench.reference(svalues, pset))
     for isel, prog in progs.items():
         if rows[isel]["status"] != "ok" and "compile" in " ".join(rows[isel]["errors"]):
             continue
@@ -134,8 +155,13 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
         try:
             spec = static.our_kernel_spec(prog.name, kernel_args(prog, svalues, sout))
             t0 = time.perf_counter()
-            blocks, counts = static.block_counts(prog.assembly(), prog.name, isa, spec)
-            est = static.estimate(blocks, counts, isa, mcpu)
+            run = static.counted_run(prog.assembly(), prog.name, isa, spec)
+            err = int(run.outputs[0][0])
+            if err:
+                raise static.StaticError(f"the counted run failed Halide assertion #{err}: "
+                                         f"{prog.assertions.get(err, '(unknown)')}")
+            _check_output(run.outputs[1:], reference)
+            est = static.estimate(run.blocks, run.counts, isa, mcpu)
             rows[isel]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
                                     "seconds": time.perf_counter() - t0}
         except Exception as e:  # noqa: BLE001
@@ -148,8 +174,11 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             rows["halide21"]["compile"] = {"total": ha.compile_seconds, "what": "compile_to_assembly"}
         spec = static.halide_kernel_spec(fn, svalues, ha.args, ha.out_dtype, sout)
         t0 = time.perf_counter()
-        blocks, counts = static.block_counts(ha.asm, fn, isa, spec)
-        est = static.estimate(blocks, counts, isa, mcpu)
+        run = static.counted_run(ha.asm, fn, isa, spec)
+        if run.returned:
+            raise static.StaticError(f"Halide's pipeline returned error {run.returned} in the counted run")
+        _check_output(run.outputs, reference)
+        est = static.estimate(run.blocks, run.counts, isa, mcpu)
         rows["halide21"]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
                                       "seconds": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001

@@ -20,9 +20,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     from benchmarks.harness.run import run as run_bench
 
-    return run_bench(args, "pitchfork bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"]
-                     else "pitchfork bench")
+    return run_bench(args)

@@ -13,7 +13,8 @@ from typing import Optional, Sequence
 
 from llvmlite import ir
 
-from fpir.term import Term
+from fpir.ops import OPS, make
+from fpir.term import Term, var
 from fpir.types import ScalarType
 from pitchfork.emit.expr import ExprEmitter, vec_type
 
@@ -22,8 +23,34 @@ def storage_type(t: ScalarType) -> ScalarType:
     return ScalarType(False, 8) if t.bits == 1 else t
 
 
+def distinct_variables(term: Term, var_order: Sequence[Term]) -> tuple[Term, list[Term]]:
+    """`v1_i16` and `v1_i32` are two variables (in FPIR text the type is part of a variable's name),
+    but the emitter binds operand values by name: give variables whose names clash their typed names."""
+    types: dict[str, set[object]] = {}
+    for t in [*term.walk(), *var_order]:
+        if t.op == "var":
+            types.setdefault(t.name, set()).add(t.type)
+    clash = {n for n, ts in types.items() if len(ts) > 1}
+    if not clash:
+        return term, list(var_order)
+
+    def rename(v: Term) -> Term:
+        return var(f"{v.name}_{v.type.name}", v.type) if v.name in clash else v
+
+    memo: dict[int, Term] = {}
+    for t in term.walk():
+        if t.op == "var":
+            memo[id(t)] = rename(t)
+        elif t.args:
+            memo[id(t)] = make(t.op, *[memo[id(a)] for a in t.args], type=t.type if OPS[t.op].explicit_type else None)
+        else:
+            memo[id(t)] = t
+    return memo[id(term)], [rename(v) for v in var_order]
+
+
 def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, var_order: Sequence[Term],
                           target: Optional[object] = None) -> ir.Function:
+    term, var_order = distinct_variables(term, var_order)
     ptr = ir.PointerType(ir.IntType(8))
     i64 = ir.IntType(64)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr] * (1 + len(var_order)) + [i64]), name=name)

@@ -50,7 +50,19 @@ def main(job_path: str) -> int:
 
         with open(job["pipeline"], "rb") as f:
             data = f.read()
-        pipeline = hl.deserialize_pipeline(data, hl.deserialize_parameters(data))
+        params = hl.deserialize_parameters(data)
+        # what serialization drops (capture.argument_constraints): Param ranges, host alignments
+        for name, c in job.get("constraints", {}).items():
+            p = params.get(name)
+            if p is None:
+                continue
+            if "host_alignment" in c:
+                p.set_host_alignment(c["host_alignment"])
+            if "min" in c:
+                p.set_min_value(hl.cast(p.type(), c["min"]))
+            if "max" in c:
+                p.set_max_value(hl.cast(p.type(), c["max"]))
+        pipeline = hl.deserialize_pipeline(data, params)
         args = _arguments(hl, pipeline, job["args"])
         target = hl.Target(job["target"])
         pipeline.compile_to_lowered_stmt(job["stmt_out"], args, hl.StmtOutputFormat.Text, target)

@@ -8,8 +8,9 @@ This module adds, in the same object, the function a Halide AOT user calls:
 
     int name(struct halide_buffer_t *in..., <scalar params by value>, struct halide_buffer_t *out...)
 
-(arguments in the pipeline's order, outputs last, scalars with their C type), and
-`int name_argv(void **args)` (buffers as `halide_buffer_t *`, scalars as pointers to their value).
+(arguments in the pipeline's order, outputs last, scalars with their C type),
+`int name_argv(void **args)` (buffers as `halide_buffer_t *`, scalars as pointers to their value) and
+`const struct halide_filter_metadata_t *name_metadata()` (names, kinds, dimensions, types, target).
 
 What the entry does is Halide's own prologue, taken from the captured statement rather than
 re-invented: the statement logged before "Finding intrinsics" starts with Halide's argument checks
@@ -116,8 +117,8 @@ def abi_arguments(captured: CapturedStmt) -> list[AbiArg]:
 
 
 def header_text(name: str, args: list[AbiArg]) -> str:
-    """The C header Halide's `compile_to_header` writes for this signature (its interface part; no
-    metadata function: see the module docstring of pitchfork/halide/abi.py)."""
+    """The C header Halide's `compile_to_header` writes for this signature: its interface part
+    (Halide's also carries a copy of HalideRuntime.h; include that for the struct definitions)."""
     guard = "HALIDE__" + re.sub(r"[^A-Za-z0-9]", "_", name) + "_h"
     params = ", ".join(f"{a.c_type}{'' if a.c_type.endswith('*') else ' '}{a.c_name}" for a in args)
     return f"""#ifndef {guard}
@@ -131,6 +132,7 @@ def header_text(name: str, args: list[AbiArg]) -> str:
 // The object needs no Halide runtime; `halide_error` is defined weak (it prints to stderr) and an
 // application may define its own. struct halide_buffer_t is defined in HalideRuntime.h.
 struct halide_buffer_t;
+struct halide_filter_metadata_t;
 
 #ifndef HALIDE_MUST_USE_RESULT
 #ifdef __has_attribute
@@ -160,6 +162,9 @@ int {name}({params});
 HALIDE_FUNCTION_ATTRS
 int {name}_argv(void **args);
 
+HALIDE_FUNCTION_ATTRS
+const struct halide_filter_metadata_t *{name}_metadata();
+
 #ifdef __cplusplus
 }}  // extern "C"
 #endif
@@ -173,7 +178,8 @@ int {name}_argv(void **args);
 
 
 class EntryBuilder:
-    """Builds `name` and `name_argv` into `module`, calling the (declared) kernel `kernel_name(name)`."""
+    """Builds `name`, `name_argv` and `name_metadata` into `module`; `name` calls the (declared)
+    kernel `kernel_name(name)`."""
 
     def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, name: str,
                  assertions: dict[int, str], module: ir.Module) -> None:
@@ -226,6 +232,7 @@ class EntryBuilder:
         if not self._walk(self.stmt):
             self.b.ret(ir.Constant(I32, 0))
         self._argv()
+        self._metadata()
 
     # ---- buffer fields -----------------------------------------------------------------------
     def _struct(self, buf: ir.Value) -> ir.Value:
@@ -458,6 +465,38 @@ class EntryBuilder:
         b.ret(b.call(self.fn, vals))
 
 
+    def _metadata(self) -> None:
+        """`const struct halide_filter_metadata_t *name_metadata()`: version 1, the arguments' names,
+        kinds, dimensions and types, the target string and the function name. Scalar defaults, ranges,
+        estimates and buffer estimates are null (the captured pipeline does not carry them)."""
+        import halide as hl
+
+        from pitchfork.halide.capture import TARGET_ALIASES
+
+        arg_t = ir.LiteralStructType([PTR, I32, I32, I32, PTR, PTR, PTR, PTR, PTR])
+        null = ir.Constant(PTR, None)
+        kinds = {"scalar": 0, "input_buffer": 1, "output_buffer": 2}
+        entries = []
+        for a in self.args:
+            code = {"int": 0, "uint": 1, "float": 2, "handle": 3, "bfloat": 4}[a.type.code]
+            t = code | a.type.bits << 8 | 1 << 16
+            entries.append(ir.Constant(arg_t, [self.fmt.cstring(re.sub(r"\$\d+$", "", a.name)),
+                                               ir.Constant(I32, kinds[a.kind]), ir.Constant(I32, a.dimensions),
+                                               ir.Constant(I32, t), null, null, null, null, null]))
+        arr_t = ir.ArrayType(arg_t, len(entries))
+        arr = ir.GlobalVariable(self.module, arr_t, name=f"{self.name}.metadata_arguments")
+        arr.global_constant, arr.linkage, arr.initializer = True, "internal", ir.Constant(arr_t, entries)
+        meta_t = ir.LiteralStructType([I32, I32, PTR, PTR, PTR])
+        target = hl.Target(TARGET_ALIASES.get(self.target, self.target)).to_string()
+        meta = ir.GlobalVariable(self.module, meta_t, name=f"{self.name}.metadata")
+        meta.global_constant, meta.linkage = True, "internal"
+        meta.initializer = ir.Constant(meta_t, [ir.Constant(I32, 1), ir.Constant(I32, len(entries)),
+                                                arr.bitcast(PTR), self.fmt.cstring(target),
+                                                self.fmt.cstring(self.name)])
+        fn = ir.Function(self.module, ir.FunctionType(PTR, []), name=f"{self.name}_metadata")
+        ir.IRBuilder(fn.append_basic_block("entry")).ret(meta.bitcast(PTR))
+
+
 def _fit(b: ir.IRBuilder, v: ir.Value, bits: int, signed: bool = True) -> ir.Value:
     w = v.type.width
     if w == bits:
@@ -591,7 +630,7 @@ __all__ = ["AbiArg", "AbiError", "EntryBuilder", "abi_arguments", "aot_ir", "aot
 
 def library_symbols(name: str) -> list[str]:
     """The global symbols the AOT object defines."""
-    return [name, f"{name}_argv", "halide_error"]
+    return [name, f"{name}_argv", f"{name}_metadata", "halide_error"]
 
 
 def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path]:

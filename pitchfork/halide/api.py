@@ -124,28 +124,30 @@ class CompiledPipeline:
         `np.asarray(func.realize(size))` (a tuple of them for a pipeline with several outputs)."""
         if self.module is None:
             return self._run_halide(inputs, size)
-        from pitchfork.emit.run import Buffer, Call, Scalar, run_calls
+        return run_many([(self, inputs, size)])[0]
 
-        assert self.captured is not None
+    def bind(self, inputs: Sequence[Any], size: Optional[Sequence[int]] = None) -> Any:
+        """The `pitchfork.emit.run.Call` that runs this pipeline on `inputs` (see `__call__`); `run_many`
+        runs several of them in one emulator run."""
+        from pitchfork.emit.run import Buffer, Call, Scalar
+
+        assert self.captured is not None and self.module is not None
         args: list[Any] = [Buffer(np.zeros(1, np.int32), is_output=True)]
         if len(inputs) != len(self.captured.arguments):
             names = ", ".join(a.name for a in self.captured.arguments)
             raise TypeError(f"{self.name} takes {len(self.captured.arguments)} inputs ({names}), got {len(inputs)}")
-        keep = []
         first_extents: Optional[list[int]] = None
         for a, value in zip(self.captured.arguments, inputs):
-            if a.kind == "scalar":  # refuse what Halide's Param.set refuses (pitchfork/halide/params.py)
-                v = scalar_value(a.name, a.type.code, a.type.bits, value)
-                args.append(Scalar(v, 64 if a.type.bits == 64 else 32))
+            if a.kind == "scalar":
+                args.append(_scalar_arg(a, value))
                 continue
             arr, mins = _as_array(value)
-            want = fpir_type(a.type.elem).np_dtype
+            want = _elem_dtype(a.type.elem)
             if arr.dtype != want:
                 raise TypeError(f"input {a.name} must be {want}, got {arr.dtype}")
             if arr.ndim != a.dimensions:
                 raise TypeError(f"input {a.name} must have {a.dimensions} dimensions, got {arr.ndim}")
-            keep.append(arr)
-            args.append(Buffer(arr))
+            args.append(Buffer(arr))  # Buffer keeps its own reference to the array
             extents = list(reversed(arr.shape))
             strides = list(reversed([s // arr.itemsize for s in arr.strides]))
             for d in range(arr.ndim):
@@ -153,22 +155,29 @@ class CompiledPipeline:
             if first_extents is None:
                 first_extents = extents
         outs = self.captured.outputs
-        size = list(size) if size is not None else first_extents
-        for out in outs:
-            if size is None or len(size) != out.dimensions:
-                raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
-        assert size is not None
+        size = self._output_size(size, first_extents)
         shape = tuple(reversed(size))
-        if 0 in size:  # nothing to compute: an empty result, as realize() gives (no assertion on strides)
-            empty = tuple(np.zeros(shape, fpir_type(o.types[0].elem).np_dtype) for o in outs)
-            return empty[0] if len(empty) == 1 else empty
         for out in outs:
             args.append(Buffer(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype), is_output=True))
             stride = 1
             for d in range(out.dimensions):
                 args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
                 stride *= size[d]
-        err, *results = run_calls(self.module, self.target, [Call(self.name, args)])[0]
+        return Call(self.name, args)
+
+    def _output_size(self, size: Optional[Sequence[int]], first_extents: Optional[list[int]]) -> list[int]:
+        assert self.captured is not None
+        size = list(size) if size is not None else first_extents
+        for out in self.captured.outputs:
+            if size is None or len(size) != out.dimensions:
+                raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
+        assert size is not None
+        return size
+
+    def unpack(self, outputs: Sequence[np.ndarray]) -> Any:
+        """The result of `__call__` from the output buffers of a `bind` call; raises RuntimeError
+        quoting the Halide assertion that failed, if one did."""
+        err, *results = outputs
         code = int(err[0])
         if code != 0:
             what = self.assertions.get(code, "")
@@ -213,6 +222,63 @@ class CompiledPipeline:
         if isinstance(out, (tuple, list)):  # several outputs (or a Tuple-valued Func)
             return tuple(np.asarray(b).copy() for b in out)
         return np.asarray(out).copy()
+
+
+def run_many(runs: Sequence[tuple[CompiledPipeline, Sequence[Any], Optional[Sequence[int]]]]) -> list[Any]:
+    """Run `(pipeline, inputs, size)` triples, returning what each `pipeline(*inputs, size=size)` would.
+
+    Pipelines compiled by PITCHFORK for the same target run together: one JIT engine on x86, one
+    harness build and one emulator run under qemu (compiling is what costs; this keeps the runs cheap).
+    Their names must be distinct. Halide fallbacks run one by one. A failed assertion in any run
+    raises RuntimeError for the first one that failed.
+    """
+    from pitchfork.emit.run import run_calls
+
+    results: list[Any] = [None] * len(runs)
+    by_target: dict[str, list[int]] = {}
+    for k, (prog, inputs, size) in enumerate(runs):
+        if prog.module is None:
+            results[k] = prog._run_halide(inputs, size)
+        else:
+            by_target.setdefault(prog.target, []).append(k)
+    for target, ks in by_target.items():
+        mods: list[CompiledModule] = []
+        for k in ks:
+            if all(m is not runs[k][0].module for m in mods):
+                mods.append(runs[k][0].module)  # type: ignore[arg-type]
+        calls = {k: runs[k][0].bind(runs[k][1], runs[k][2]) for k in ks}
+        for k, call in list(calls.items()):
+            empty = [b.array for b in call.outputs[1:]]
+            if any(e.size == 0 for e in empty):
+                # Nothing to compute: the empty result realize() gives (not run, so no assertion on strides).
+                results[k] = empty[0] if len(empty) == 1 else tuple(empty)
+                del calls[k]
+        for k, outs in zip(calls, run_calls(mods, target, list(calls.values()))):
+            results[k] = runs[k][0].unpack(outs)
+    return results
+
+
+def _elem_dtype(t: Any) -> Any:
+    """The numpy dtype of a buffer element type (integers through FPIR's types, plus float32/64)."""
+    if t.code == "float" and t.bits in (32, 64):
+        return np.dtype(f"float{t.bits}")
+    return fpir_type(t).np_dtype
+
+
+def _scalar_arg(a: Any, value: Any) -> Any:
+    """A scalar parameter's call argument: integers as i32/i64 values; an f32 parameter as the i32
+    bit pattern of the float32 value (the kernel reinterprets it), an f64 one as the i64 pattern."""
+    from pitchfork.emit.run import Scalar
+
+    if a.type.code == "float":
+        if a.type.bits == 32:
+            return Scalar(int(np.array(value, np.float32).view(np.int32)), 32)
+        if a.type.bits == 64:
+            return Scalar(int(np.array(value, np.float64).view(np.int64)), 64)
+        raise TypeError(f"{a.name}: float{a.type.bits} parameters are not supported")
+    # refuse what Halide's Param.set refuses (pitchfork/halide/params.py)
+    v = scalar_value(a.name, a.type.code, a.type.bits, value)
+    return Scalar(v, 64 if a.type.bits == 64 else 32)
 
 
 def _np_dtype(t: Any) -> str:

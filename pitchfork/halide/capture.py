@@ -19,6 +19,8 @@ bindings changes it later (the `debug` target feature only adds runtime tracing)
   user's process and stderr are untouched, and a Halide abort (LLVM asserts are fatal) kills only the
   child; the statement is recovered if the log got that far. Costs ~0.2 s per target. Embedded
   `hl.Buffer`s and extern stages serialize too; a pipeline Halide cannot serialize raises.
+  Serialization drops Param ranges and ImageParam host alignments (`argument_constraints`); the
+  worker restores them, so the statement keeps Halide's checks on them.
 * **in-process**: if this process's Halide already logs lowering (the user set `HL_DEBUG_CODEGEN`
   before using Halide, or called `enable_inprocess_capture()` first), the log is read from file
   descriptor 2, redirected to a temporary file around `compile_to_lowered_stmt`. Every other compile
@@ -293,6 +295,34 @@ def argument_info(args: Sequence[Any]) -> tuple[ArgInfo, ...]:
     return tuple(out)
 
 
+def argument_constraints(args: Sequence[Any]) -> dict[str, dict[str, int]]:
+    """What `hl.serialize_pipeline` drops and Halide's checks depend on, by argument name: a scalar
+    Param's constant `min`/`max` (`set_range`: Halide asserts them, halide_error_param_too_small/large)
+    and an ImageParam's `host_alignment` (halide_error_unaligned_host_ptr). The subprocess worker puts
+    them back on the deserialized parameters."""
+    import halide as hl
+
+    out: dict[str, dict[str, int]] = {}
+    for a in args:
+        param = a.parameter() if isinstance(a, (hl.ImageParam, hl.Param)) else None
+        if param is None:
+            continue
+        c: dict[str, int] = {}
+        if param.is_buffer():
+            if param.host_alignment() != param.type().bytes():
+                c["host_alignment"] = int(param.host_alignment())
+        else:
+            for key, e in (("min", param.min_value()), ("max", param.max_value())):
+                if e.defined():
+                    try:
+                        c[key] = int(hl.evaluate(e))
+                    except Exception:  # noqa: BLE001 - a non-constant bound is not transferred
+                        pass
+        if c:
+            out[param.name()] = c
+    return out
+
+
 def output_info(pipeline: hl.Pipeline) -> tuple[OutputInfo, ...]:
     return tuple(
         OutputInfo(f.name(), tuple(HType.from_halide(t) for t in f.types()), f.dimensions())
@@ -381,7 +411,8 @@ def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str) 
 
 
 def _capture_subprocess(
-    data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float
+    data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
+    constraints: dict[str, dict[str, int]] | None = None,
 ) -> tuple[str, str, str]:
     """Lower in a fresh interpreter; returns (log, lowered statement, error description or "")."""
     with tempfile.TemporaryDirectory(prefix="pitchfork-capture-") as d:
@@ -402,6 +433,7 @@ def _capture_subprocess(
                 }
                 for a in arguments
             ],
+            "constraints": constraints or {},
         }
         (dp / "job.json").write_text(json.dumps(job))
         env = dict(os.environ, HL_DEBUG_CODEGEN=DEBUG_CODEGEN)
@@ -494,11 +526,27 @@ def capture_stmts(
         data = hl.serialize_pipeline(pipeline)
         assert isinstance(data, bytes)
         with ThreadPoolExecutor(max_workers=max(1, min(len(resolved), os.cpu_count() or 1))) as ex:
-            pairs = list(ex.map(lambda r: _capture_subprocess(data, arguments, r, timeout), resolved))
-    return {
+            constraints = argument_constraints(args)
+            pairs = list(ex.map(lambda r: _capture_subprocess(data, arguments, r, timeout, constraints), resolved))
+    caps = {
         k: _build(log, lowered, error, r, arguments, outputs, how)
         for k, r, (log, lowered, error) in zip(keys, resolved, pairs, strict=True)
     }
+    return {k: _exact_floats(cap, pipeline, args) for k, cap in caps.items()}
+
+
+def _exact_floats(cap: CapturedStmt, pipeline: hl.Pipeline, args: Sequence[Any]) -> CapturedStmt:
+    """The statement with exact float32 constants (Halide prints them with 6 decimals; see
+    pitchfork/halide/float_literals.py)."""
+    import dataclasses
+
+    from pitchfork.halide.float_literals import InexactFloatLiteral, exact_statement
+
+    try:
+        text = exact_statement(cap.text, pipeline, args, cap.target)
+    except InexactFloatLiteral as e:
+        raise CaptureError(str(e)) from None
+    return cap if text == cap.text else dataclasses.replace(cap, text=text)
 
 
 def capture_stmt(

@@ -6,7 +6,7 @@ import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Optional
 
 from fpir.ops import spec
 from fpir.term import Term
@@ -63,22 +63,25 @@ def target_cost(term: Term) -> tuple[int, int, int]:
     return _TARGET_COST(term)  # type: ignore[return-value]
 
 
-def load_target(name: str, exclude_from: str | None = None) -> TargetInfo:
-    """The target's instruction table, lowering rules and cost. `exclude_from` (default: the benchmark
-    excluded by the current context, pitchfork/trs/provenance.py) drops rules learned from it."""
-    from pitchfork.trs.provenance import excluded_benchmark
+def load_target(name: str, include_synthesized: Optional[bool] = None,
+                exclude_from: Optional[str | Iterable[str]] = None) -> TargetInfo:
+    """The target's instruction table, lowering rules (rules/lower/<isa>.rules plus the synthesized
+    rules/synthesized/lower_<isa>.rules) and cost. Synthesized rules follow the same switches as
+    lifting (`pitchfork.synthesized.effective`: --no-synthesized, leave-one-out exclusion)."""
+    from pitchfork.synthesized import effective
 
-    return _load_target(canonical(name), exclude_from or excluded_benchmark())
+    inc, excl = effective(include_synthesized, exclude_from)
+    return _load_target(canonical(name), inc, excl)
 
 
 @lru_cache(maxsize=None)
-def _load_target(name: str, exclude_from: str | None) -> TargetInfo:
+def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[str]) -> TargetInfo:
+    from pitchfork.synthesized import SynthConfig, synthesized_rules
+    from pitchfork.trs.rules import load_rule_file
+
     module, stem = ISAS[name]
     importlib.import_module(module)
     path = RULES_DIR / "lower" / f"{stem}.rules"
-    paths = [path] if path.exists() else []
-    if exclude_from is None:
-        return TargetInfo(name, RuleSet.from_files(paths), target_cost)
-    from pitchfork.trs.provenance import load_filtered
-
-    return TargetInfo(name, RuleSet(load_filtered(paths, exclude_from)), target_cost)
+    rules = load_rule_file(path) if path.exists() else []
+    rules += synthesized_rules(f"lower_{stem}", SynthConfig(include_synthesized, exclude_from))
+    return TargetInfo(name, RuleSet(rules), target_cost)

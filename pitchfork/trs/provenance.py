@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 _EXCLUDED: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("pitchfork_excluded", default=None)
-_FROM = re.compile(r"#.*?\bfrom:\s*([\w\-, ]+)")
+_FROM = re.compile(r"#\s*from:\s*([\w\-, ]+)")
 
 
 def excluded_benchmark() -> Optional[str]:

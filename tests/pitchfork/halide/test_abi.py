@@ -22,7 +22,7 @@ import pytest
 
 from pitchfork.emit.run import tools_available
 from pitchfork.halide.abi import header_text, static_library
-from abi_driver import Buf, Case, build_and_run, driver_source, parse_results
+from pitchfork.halide.abi_driver import Buf, Case, build_and_run, driver_source, parse_results, run_driver
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).with_name("data")
@@ -103,7 +103,7 @@ def pitchfork_library(gen: str, target: str, out: Path) -> Path:
 def halide_library(gen: str, target: str, out: Path) -> Path:
     path, cls, params, _, _ = GENERATORS[gen]
     name = f"{gen}_hl_{target.replace('-', '_')}"
-    code = ("from pathlib import Path; from abi_driver import halide_library; "
+    code = ("from pathlib import Path; from pitchfork.halide.abi_driver import halide_library; "
             f"halide_library({path!r}, {cls!r}, {target!r}, {name!r}, Path({str(out)!r}), {params!r})")
     _run([sys.executable, "-c", code])
     return out / f"{name}.a"
@@ -188,6 +188,41 @@ def test_header_declares_what_halide_declares(workdir: Path) -> None:
 
         assert decls(ours, f"{gen}_pf_x86_avx2") == decls(theirs, f"{gen}_hl_x86_avx2")
         assert len(decls(ours, f"{gen}_pf_x86_avx2")) == 2  # name and name_argv
+        meta = [line for line in ours.splitlines() if "_metadata()" in line]
+        assert meta == [f"const struct halide_filter_metadata_t *{gen}_pf_x86_avx2_metadata();"]
+        assert meta[0].replace("_pf_", "_hl_") in theirs
+
+
+def test_metadata_and_argv_match_halide(workdir: Path) -> None:
+    """name_metadata() describes the arguments as Halide's does; name_argv() calls the entry point."""
+    from pitchfork.halide.abi_driver import HALIDE_INCLUDE
+
+    libs = [pitchfork_library("scaled_avg", "x86-avx2", workdir), halide_library("scaled_avg", "x86-avx2", workdir)]
+    src = workdir / "metadata.c"
+    lines = ['#include <stdio.h>', '#include "HalideRuntime.h"']
+    for lib in libs:
+        lines += [f"extern const struct halide_filter_metadata_t *{lib.stem}_metadata(void);",
+                  f"extern int {lib.stem}_argv(void **);"]
+    lines.append("static void show(const struct halide_filter_metadata_t *m) {")
+    lines.append('  printf("v%d n%d %s\\n", m->version, m->num_arguments, m->target);')
+    lines.append("  for (int i = 0; i < m->num_arguments; ++i) { const struct halide_filter_argument_t *a = "
+                 "&m->arguments[i]; printf(\"%s %d %d %d %d %d\\n\", a->name, a->kind, a->dimensions, "
+                 "a->type.code, a->type.bits, a->type.lanes); } }")
+    lines.append("int main(void) { halide_dimension_t d[2] = {{0, 8, 1, 0}, {0, 2, 8, 0}}; uint8_t g = 3, mem[64];")
+    lines.append("  halide_buffer_t in = {0}; in.type.code = 2; in.type.bits = 32; in.type.lanes = 1;"
+                 " in.dimensions = 2; in.dim = d; in.host = mem; halide_buffer_t out = in; void *args[3] = {&in, &g, &out};")
+    for lib in libs:
+        lines.append(f'  show({lib.stem}_metadata()); printf("argv %d\\n", {lib.stem}_argv(args));')
+    lines.append("  return 0; }")
+    src.write_text("\n".join(lines) + "\n")
+    exe = workdir / "metadata"
+    subprocess.run(["gcc", f"-I{HALIDE_INCLUDE}", str(src), *map(str, libs), "-lpthread", "-ldl", "-o", str(exe)],
+                   check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("argv")
+    ours, theirs = out[0], out[1].split("\n", 1)[1]
+    assert ours.split("\n", 1)[1] == theirs.split("\n", 1)[1]  # per argument: name kind dims type
+    assert ours.startswith("v1 n3 x86-64-linux")
+    assert "argv -3" in "argv" + out[1] and "argv -3" in "argv" + out[2]  # float32 input: bad_type
 
 
 def test_default_halide_error_prints(workdir: Path) -> None:
@@ -202,13 +237,28 @@ def test_default_halide_error_prints(workdir: Path) -> None:
                    "  a.host = in; a.type.code = halide_type_int; a.type.bits = 8; a.type.lanes = 1;\n"
                    "  a.dimensions = 2; a.dim = d; b = a; b.host = out; b.type.code = halide_type_uint;\n"
                    f"  return -{lib.stem}(&a, &b);\n}}\n")
-    from abi_driver import HALIDE_INCLUDE
+    from pitchfork.halide.abi_driver import HALIDE_INCLUDE
 
     exe = workdir / "default_error"
     subprocess.run(["gcc", f"-I{HALIDE_INCLUDE}", str(src), str(lib), "-o", str(exe)], check=True)
     p = subprocess.run([str(exe)], capture_output=True, text=True)
     assert p.returncode == 3  # halide_error_code_bad_type
-    assert p.stderr == "Input buffer input has type uint8 but type of the buffer passed in is int8\n"
+    # Halide's default handler prints the same line, then aborts; ours returns the code
+    assert p.stderr == "Error: Input buffer input has type uint8 but type of the buffer passed in is int8\n"
+
+
+def test_hexagon_default_halide_error_prints(workdir: Path) -> None:
+    """The weak default on Hexagon (no libc: the Linux write system call) under qemu-hexagon."""
+    if not tools_available("hvx128"):
+        pytest.skip("no Hexagon toolchain")
+    lib = pitchfork_library("sobel", "hvx128", workdir)
+    cases = [c for c in SOBEL_CASES if c.name in ("bad_type", "plain")]
+    d = workdir / "hexagon_default_error"
+    d.mkdir(exist_ok=True)
+    p = run_driver("hvx128", driver_source(cases, [lib.stem], [], True, handler=False), [lib], d)
+    results = parse_results(p.stdout, cases, 1)
+    assert [r[0].rc for r in results] == [0, -3]
+    assert p.stderr.decode() == "Error: Input buffer input has type uint8 but type of the buffer passed in is uint16\n"
 
 
 def test_static_library_index_and_header_text() -> None:
@@ -223,3 +273,91 @@ def test_static_library_index_and_header_text() -> None:
     h = header_text("f", [AbiArg("input", "input_buffer", HType("uint", 8), 2), AbiArg("k", "scalar", HType("int", 16), 0),
                           AbiArg("f$2", "output_buffer", HType("uint", 8), 2)])
     assert "int f(struct halide_buffer_t *_input_buffer, int16_t _k, struct halide_buffer_t *_f_buffer);" in h
+
+
+def test_compile_api_object_file_and_header(tmp_path: Path) -> None:
+    """`pitchfork.compile(...)` (no generator): `.object_file()` holds the Halide-ABI entry point that
+    `.header()` declares; a C program calls it on a window with nonzero mins (numpy reference)."""
+    import numpy as np
+
+    import pitchfork
+    from pitchfork.halide.abi_driver import HALIDE_INCLUDE
+    from pitchfork.halide.examples import sobel3x3, sobel3x3_reference
+
+    f, args = sobel3x3(32)
+    prog = pitchfork.compile(f, args, target="x86-avx2", name="sobel_api", fallback=False)
+    prog.object_file(tmp_path / "sobel_api.o")
+    (tmp_path / "sobel_api.h").write_text(prog.header())
+    img = np.random.default_rng(3).integers(0, 256, (12, 70), dtype=np.uint8)
+    (tmp_path / "in.bin").write_bytes(img.tobytes())
+    (tmp_path / "main.c").write_text(r"""
+#include <stdio.h>
+#include "HalideRuntime.h"
+#include "sobel_api.h"
+int main(void) {
+  static unsigned char in[12 * 70], out[8 * 64];
+  FILE *f = fopen("in.bin", "rb"); if (fread(in, 1, sizeof in, f) != sizeof in) return 9; fclose(f);
+  halide_dimension_t di[2] = {{-5, 70, 1, 0}, {100, 12, 70, 0}}, dout[2] = {{-2, 64, 1, 0}, {102, 8, 64, 0}};
+  halide_buffer_t a = {0}, b = {0};
+  a.host = in; a.type.code = halide_type_uint; a.type.bits = 8; a.type.lanes = 1; a.dimensions = 2; a.dim = di;
+  b = a; b.host = out; b.dim = dout;
+  int rc = sobel_api(&a, &b);
+  fwrite(out, 1, sizeof out, stdout);
+  return rc;
+}
+""")
+    exe = tmp_path / "main"
+    subprocess.run(["gcc", f"-I{HALIDE_INCLUDE}", f"-I{tmp_path}", str(tmp_path / "main.c"),
+                    str(tmp_path / "sobel_api.o"), "-o", str(exe)], check=True)
+    p = subprocess.run([str(exe)], capture_output=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    got = np.frombuffer(p.stdout, dtype=np.uint8).reshape(8, 64)
+    # output (x, y) in [-2, 62) x [102, 110) of an input covering [-5, 65) x [100, 112), edges repeated
+    assert np.array_equal(got, sobel3x3_reference(img)[2:10, 3:67])
+
+
+def _rq_in(**k) -> Buf:  # int16 input, 100 x 3, dense
+    return Buf(((0, 100, 1), (0, 3, 100)), **{"type": "int16", "alloc": 640, **k})
+
+
+def _rq_out(**k) -> Buf:  # int8 output, 100 x 3
+    return Buf(((0, 100, 1), (0, 3, 100)), **{"type": 0 | 8 << 8 | 1 << 16, "alloc": 300, **k})
+
+
+REQUANT_CASES = [  # (inp, mult: int32 in [-1000, 1000], shift: uint8 in [1, 15], output)
+    Case("plain", (_rq_in(), 77, 4, _rq_out())),
+    Case("mult_too_large", (_rq_in(), 5000, 4, _rq_out())),
+    Case("mult_too_small", (_rq_in(), -5000, 4, _rq_out())),
+    Case("shift_too_small", (_rq_in(), 7, 0, _rq_out())),
+    Case("both_params_bad", (_rq_in(), -5000, 99, _rq_out())),
+    Case("min_constraint", (Buf(((3, 100, 1), (0, 3, 100)), type="int16", alloc=640), 7, 2, _rq_out())),
+    Case("unaligned_host", (_rq_in(offset=2), 7, 2, _rq_out())),
+    Case("unaligned_and_bad_param", (_rq_in(offset=2), 5000, 2, _rq_out())),
+    Case("unaligned_and_bad_type", (_rq_in(offset=2, type="uint16"), 7, 2, _rq_out())),
+    Case("unaligned_and_null_output_host", (_rq_in(offset=2), 7, 4, _rq_out(host=False, device=1))),
+    Case("bad_param_and_dirty_output", (_rq_in(), 5000, 4, _rq_out(flags=2))),
+    Case("negative_extent", (_rq_in(), 7, 2, Buf(((0, -4, 1), (0, 3, 100)), type=0 | 8 << 8 | 1 << 16, alloc=300))),
+    Case("bounds_query_output", (_rq_in(), 7, 2, _rq_out(host=False))),
+]
+
+
+def test_param_ranges_and_host_alignment_same_as_halide(workdir: Path) -> None:
+    """Param.set_range and ImageParam.set_host_alignment checks (which Halide's serialization drops and
+    the capture restores): same codes, messages and order of checks as Halide's library (x86)."""
+    script = str(DATA / "requant_pipeline.py")
+    for who in ("pitchfork", "halide"):
+        _run([sys.executable, script, who, str(workdir), f"requant_{who}"])
+    libs = [workdir / "requant_pitchfork.a", workdir / "requant_halide.a"]
+    d = workdir / "requant"
+    d.mkdir(exist_ok=True)
+    src = driver_source(REQUANT_CASES, ["requant_pitchfork", "requant_halide"], ["int32_t", "uint8_t"], False)
+    results = parse_results(build_and_run("x86-avx2", src, libs, d), REQUANT_CASES, 2)
+    codes = {c.name: r[0].rc for c, r in zip(REQUANT_CASES, results)}
+    assert codes == {"plain": 0, "mult_too_large": -10, "mult_too_small": -9, "shift_too_small": -9,
+                     "both_params_bad": -10, "min_constraint": -4, "unaligned_host": -24,
+                     "unaligned_and_bad_param": -24, "unaligned_and_bad_type": -3,
+                     "unaligned_and_null_output_host": -24, "bad_param_and_dirty_output": -44,
+                     "negative_extent": -28, "bounds_query_output": 0}
+    for case, (ours, theirs) in zip(REQUANT_CASES, results):
+        assert (ours.rc, ours.message, ours.outputs, ours.shapes) == \
+            (theirs.rc, theirs.message, theirs.outputs, theirs.shapes), case.name

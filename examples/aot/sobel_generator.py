@@ -1,0 +1,38 @@
+"""The Sobel filter as an ordinary Halide Python generator. Nothing here knows about PITCHFORK:
+
+    python3 sobel_generator.py -g sobel -f sobel_halide -o build -e static_library,h target=host   # Halide
+    python3 -m pitchfork compile sobel_generator.py:Sobel --target x86-avx2 --name sobel_pitchfork -o build
+"""
+
+import halide as hl
+
+x, y, xi, yi = hl.vars("x y xi yi")
+
+
+@hl.generator(name="sobel")
+class Sobel:
+    input = hl.InputBuffer(hl.UInt(8), 2)
+    output = hl.OutputBuffer(hl.UInt(8), 2)
+
+    def generate(self):
+        edge = hl.BoundaryConditions.repeat_edge(self.input)
+        v = hl.Func("v")
+        v[x, y] = hl.u16(edge[x, y])
+        hx = hl.Func("hx")
+        hx[x, y] = v[x - 1, y] + 2 * v[x, y] + v[x + 1, y]
+        hy = hl.Func("hy")
+        hy[x, y] = v[x, y - 1] + 2 * v[x, y] + v[x, y + 1]
+        sx = hl.Func("sx")
+        sx[x, y] = hl.absd(hx[x, y - 1], hx[x, y + 1])
+        sy = hl.Func("sy")
+        sy[x, y] = hl.absd(hy[x - 1, y], hy[x + 1, y])
+        self.output[x, y] = hl.u8(hl.clamp(sx[x, y] + sy[x, y], 0, 255))
+
+        lanes = self.natural_vector_size(hl.UInt(8))
+        self.output.tile(x, y, xi, yi, lanes, 4, hl.TailStrategy.RoundUp).vectorize(xi).unroll(yi)
+        ex = edge.args()[0]
+        edge.compute_at(self.output, y).align_storage(ex, 128).vectorize(ex, lanes, hl.TailStrategy.RoundUp)
+
+
+if __name__ == "__main__":
+    hl.main()

@@ -1,0 +1,311 @@
+"""Generalizing a synthesized pair (left term, right term) into a rule (paper section 4.3).
+
+Every attempt is a rule text that `synth.verify.verify_rule` must prove VALID at every type instance
+it can match before it is accepted; the most general VALID attempt wins, and a pair whose every
+attempt fails is rejected (nothing unverified is ever returned).
+
+1. Constants: every constant of the left side becomes a typed constant wildcard (`c0_u8`); a
+   right-side constant equal to one becomes that wildcard (`c0`), or a relation to it: `log2(c0)`
+   (with `is_pow2(c0)`), `1 << c0` (the `c1 == 2**c0` relation), `c0 - 1`, `c0 + 1`. Tried first with
+   no predicate on the constants; if that fails, each constant's range of validity is found by binary
+   search over its type (values on each side of the observed one) and written as a predicate; if that
+   fails too, constants are pinned to their observed values (`c0 == 6`).
+2. Types: every concrete type becomes a type variable; the type of the first variable is `T` and every
+   other type is stated relative to it (`A == signed(wide(T))`), constant bounds that equal a type's
+   `bits`, `bits - 1`, `tmax` or `tmin` are written that way. Tried polymorphic in width and sign,
+   then with T's signedness fixed; else the monomorphic rule stays.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from fpir.ops import spec
+from fpir.term import Term
+from fpir.types import ScalarType
+from pitchfork.trs.rules import RuleFileError, parse_rule
+from synth.verify import verify_rule
+
+_PREC = {"or": 3, "xor": 4, "and": 5, "eq": 6, "ne": 6, "lt": 7, "le": 7, "gt": 7, "ge": 7, "shl": 8, "shr": 8,
+         "add": 9, "sub": 9, "mul": 10, "div": 10, "mod": 10}
+ATOM = 12
+VERIFY_RLIMIT = 40_000_000  # Z3 resource units per query (synth.verify), not milliseconds
+MAX_SEARCH_BITS = 32
+
+
+@dataclass(frozen=True)
+class Generalized:
+    text: str  # "lhs -> rhs [if pred]" without a name
+    level: str  # "polymorphic" | "signed-fixed" | "monomorphic"
+    constants: str  # "symbolic" | "ranged" | "pinned" | "none"
+    instances: int
+    verdict: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing rule sides
+
+
+def side_text(t: Term, const_text: Callable[[Term, Optional[ScalarType]], str]) -> str:
+    """Rule-side text: casts and typed ops as `op<t>(...)`, constants through `const_text(term,
+    hinted type)`, infix operators where FPIR text has them."""
+    return _fmt(t, const_text)[0]
+
+
+def _fmt(t: Term, ct: Callable[[Term, Optional[ScalarType]], str]) -> tuple[str, int]:
+    if t.is_var:
+        return f"{t.name}_{t.type.name}", ATOM
+    if t.is_const:
+        return ct(t, None), ATOM
+    s = spec(t.op)
+    known = [None if a.is_const else a.type for a in t.args]
+    parts: list[tuple[str, int]] = []
+    for i, a in enumerate(t.args):
+        if a.is_const:
+            hint = s.arg_hint(i, known, t.type if s.explicit_type else None) if s.arg_hint else None
+            text = ct(a, hint)
+            parts.append((text, ATOM if re.fullmatch(r"[A-Za-z0-9_]+", text) else 0))
+        else:
+            parts.append(_fmt(a, ct))
+    if t.op in _PREC:
+        prec = _PREC[t.op]
+        (lt, lp), (rt, rp) = parts
+        return f"{lt if lp >= prec else f'({lt})'} {s.symbol} {rt if rp > prec else f'({rt})'}", prec
+    if t.op == "not":
+        return f"~({parts[0][0]})", ATOM
+    inner = ", ".join(p[0] for p in parts)
+    if s.explicit_type:
+        return f"{t.op}<{t.type.name}>({inner})", ATOM
+    return f"{t.op}({inner})", ATOM
+
+
+# ---------------------------------------------------------------------------------------------
+# Constants
+
+
+def _lhs_constants(lhs: Term) -> list[Term]:
+    out: list[Term] = []
+
+    def visit(t: Term) -> None:
+        if t.is_const and t not in out:
+            out.append(t)
+        for a in t.args:
+            visit(a)
+
+    visit(lhs)
+    return out
+
+
+def _rhs_const(value: int, consts: list[Term]) -> tuple[str, list[str]]:
+    """Text for a right-side constant and the predicates the relation needs."""
+    for i, c in enumerate(consts):
+        if c.value == value:
+            return f"c{i}", []
+    for i, c in enumerate(consts):
+        v = c.value
+        if v > 0 and v & (v - 1) == 0 and v.bit_length() - 1 == value:
+            return f"log2(c{i})", [f"is_pow2(c{i})"]
+        if 0 <= v < 64 and value == 1 << v:
+            return f"1 << c{i}", []
+        if value == v - 1:
+            return f"c{i} - 1", []
+        if value == v + 1:
+            return f"c{i} + 1", []
+    return str(value), []
+
+
+def _texts(lhs: Term, rhs: Term) -> tuple[str, str, list[str], list[Term]]:
+    consts = _lhs_constants(lhs)
+    names = {c: f"c{i}_{c.type.name}" for i, c in enumerate(consts)}
+    preds: list[str] = []
+
+    def lct(t: Term, hint: Optional[ScalarType]) -> str:
+        return names[t]
+
+    def rct(t: Term, hint: Optional[ScalarType]) -> str:
+        text, ps = _rhs_const(t.value, consts)
+        m = re.fullmatch(r"c(\d+)", text)
+        if m and consts[int(m.group(1))].type != t.type:
+            # The constant is re-typed on the right: state the range where it fits (the rule cannot
+            # fire outside it anyway; the predicate makes that explicit and lets types generalize it).
+            lo, hi = max(t.type.min, consts[int(m.group(1))].type.min), min(t.type.max, consts[int(m.group(1))].type.max)
+            ps = ps + [f"{text} >= {lo}", f"{text} <= {hi}"]
+        preds.extend(p for p in ps if p not in preds)
+        if hint != t.type:
+            return f"cast<{t.type.name}>({text})" if hint is not None or not text.lstrip("-").isdigit() else text
+        return text
+
+    lt = side_text(lhs, lct)
+    rt = side_text(rhs, rct)
+    return lt, rt, preds, consts
+
+
+def _verify(text: str) -> tuple[bool, int, str]:
+    try:
+        rule = parse_rule("g: " + text)
+    except RuleFileError as e:
+        return False, 0, f"parse: {e.message}"
+    res = verify_rule(rule, VERIFY_RLIMIT)
+    return res.status == "VALID", len(res.instances), res.summary()
+
+
+def _join(lhs: str, rhs: str, preds: list[str]) -> str:
+    return f"{lhs} -> {rhs}" + (f" if {' && '.join(preds)}" if preds else "")
+
+
+def _range(lhs: str, rhs: str, preds: list[str], i: int, c: Term, pinned: list[str]) -> Optional[tuple[int, int]]:
+    """The widest [lo, hi] around c's value for which the rule verifies (others pinned), by binary
+    search on each side (assumes validity is an interval, which the final check confirms)."""
+    t, v = c.type, c.value
+    if t.bits > MAX_SEARCH_BITS:
+        return None
+    name = f"c{i}"
+
+    def ok(lo: int, hi: int) -> bool:
+        return _verify(_join(lhs, rhs, preds + pinned + [f"{name} >= {lo}", f"{name} <= {hi}"]))[0]
+
+    if not ok(v, v):
+        return None
+    lo_good, lo_bad = v, t.min - 1  # ok(lo_good, v) holds; find the smallest lo
+    while lo_good - lo_bad > 1:
+        mid = (lo_good + lo_bad) // 2
+        if ok(mid, v):
+            lo_good = mid
+        else:
+            lo_bad = mid
+    hi_good, hi_bad = v, t.max + 1
+    while hi_bad - hi_good > 1:
+        mid = (hi_good + hi_bad) // 2
+        if ok(v, mid):
+            hi_good = mid
+        else:
+            hi_bad = mid
+    return lo_good, hi_good
+
+
+def _bound_preds(name: str, t: ScalarType, lo: int, hi: int) -> list[str]:
+    if lo == hi:
+        return [f"{name} == {lo}"]
+    out = []
+    if lo > t.min:
+        out.append(f"{name} >= {lo}")
+    if hi < t.max:
+        out.append(f"{name} <= {hi}")
+    return out
+
+
+def generalize_constants(lhs: Term, rhs: Term) -> Optional[tuple[str, str, list[str], str]]:
+    """(lhs text, rhs text, predicates, how) of the most general VALID constant treatment, or None."""
+    lt, rt, rel, consts = _texts(lhs, rhs)
+    if not consts:
+        return (lt, rt, rel, "none") if _verify(_join(lt, rt, rel))[0] else None
+    if _verify(_join(lt, rt, rel))[0]:
+        return lt, rt, rel, "symbolic"
+    pins = [f"c{i} == {c.value}" for i, c in enumerate(consts)]
+    ranged: list[str] = []
+    for i, c in enumerate(consts):
+        others = [p for j, p in enumerate(pins) if j != i]
+        r = _range(lt, rt, rel, i, c, others)
+        if r is None:
+            ranged.append(pins[i])
+        else:
+            ranged.extend(_bound_preds(f"c{i}", c.type, *r))
+    if ranged != pins and _verify(_join(lt, rt, rel + ranged))[0]:
+        return lt, rt, rel + ranged, "ranged"
+    if _verify(_join(lt, rt, rel + pins))[0]:
+        return lt, rt, rel + pins, "pinned"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Types
+
+_TYPE_TOKEN = re.compile(r"(?<=_)([ui](?:8|16|32|64|1))\b|(?<=<)([ui](?:8|16|32|64|1))(?=>)")
+
+
+def _relation(u: ScalarType, base: ScalarType, tname: str) -> Optional[str]:
+    expr = tname
+    ratio = u.bits / base.bits
+    steps = {0.5: ["narrow"], 1: [], 2: ["wide"], 4: ["wide", "wide"], 8: ["wide", "wide", "wide"]}.get(ratio)
+    if steps is None:
+        return None
+    for s in steps:
+        expr = f"{s}({expr})"
+    if u.signed != base.signed:
+        expr = f"{'signed' if u.signed else 'unsigned'}({expr})"
+    return expr
+
+
+def generalize_types(text_lhs: str, text_rhs: str, preds: list[str], first_var: ScalarType) -> list[tuple[str, str]]:
+    """Type-generalized attempts, most general first: (rule text, level)."""
+    types: list[ScalarType] = []
+    for m in _TYPE_TOKEN.finditer(text_lhs + " " + text_rhs):
+        name = m.group(1) or m.group(2)
+        from fpir.types import parse_type
+
+        t = parse_type(name)
+        if t not in types:
+            types.append(t)
+    if not types or any(t.bits == 1 for t in types):
+        return []
+    base = first_var
+    var_names = iter("ABCDEFGHJKLMNPQRSUVWXYZ")
+    names: dict[ScalarType, str] = {base: "T"}
+    rels: list[str] = []
+    for t in types:
+        if t in names:
+            continue
+        rel = _relation(t, base, "T")
+        if rel is None:
+            return []
+        n = next(var_names)
+        names[t] = n
+        rels.append(f"{n} == {rel}")
+
+    def sub(text: str) -> str:
+        return _TYPE_TOKEN.sub(lambda m: names[__import__("fpir.types", fromlist=["parse_type"]).parse_type(
+            m.group(1) or m.group(2))], text)
+
+    # constant bounds stated through the types
+    sym_preds = []
+    for p in preds:
+        m = re.fullmatch(r"(c\d+) (>=|<=|==) (-?\d+)", p)
+        if m and int(m.group(3)) not in (-1, 0, 1):
+            b = int(m.group(3))
+            for t, n in names.items():
+                cands = {t.bits: f"bits({n})", t.bits - 1: f"bits({n}) - 1", t.max: f"tmax({n})",
+                         t.min: f"tmin({n})"}
+                if b in cands:
+                    p = f"{m.group(1)} {m.group(2)} {cands[b]}"
+                    break
+        sym_preds.append(p)
+    lhs_g, rhs_g = sub(text_lhs), sub(text_rhs)
+    sign = f"is_{'signed' if base.signed else 'unsigned'}(T)"
+    return [(_join(lhs_g, rhs_g, rels + sym_preds), "polymorphic"),
+            (_join(lhs_g, rhs_g, rels + sym_preds + [sign]), "signed-fixed")]
+
+
+def generalize(lhs: Term, rhs: Term, try_types: bool = True) -> Optional[Generalized]:
+    """The most general verified rule for lhs == rhs, or None (see module doc)."""
+    cg = generalize_constants(lhs, rhs)
+    if cg is None:
+        return None
+    lt, rt, preds, how = cg
+    vars_ = [t for t in _preorder(lhs) if t.is_var]
+    if try_types and vars_:
+        for text, level in generalize_types(lt, rt, preds, vars_[0].type):
+            ok, n, summary = _verify(text)
+            if ok:
+                return Generalized(text, level, how, n, summary)
+    text = _join(lt, rt, preds)
+    ok, n, summary = _verify(text)
+    return Generalized(text, "monomorphic", how, n, summary) if ok else None
+
+
+def _preorder(t: Term) -> list[Term]:
+    out = [t]
+    for a in t.args:
+        out.extend(_preorder(a))
+    return out

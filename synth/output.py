@@ -1,0 +1,136 @@
+"""Selecting and writing synthesized rules (rules/synthesized/*.rules).
+
+From the task results of one stage (lifting, or lowering for one ISA), candidates are considered
+most general first (polymorphic, then signedness-fixed, then monomorphic; symbolic constants before
+ranged before pinned), then most frequent in the corpus. A candidate is dropped when
+
+* its text (name aside) is already a rule, or
+* it is subsumed: the rules kept so far (hand-written, previously synthesized, and this run's)
+  already rewrite its example left side to something at most as cheap as its right side, or
+* it does not verify again (`synth.verify.verify_rule`, every type instance) just before writing.
+
+Rules are written one per line, ordered by the cost of their example right side, named
+`synth_<stage>_<hash of text>` (stable across runs), with provenance as a trailing comment:
+`# from: sobel3x3,add; count: 9; cost: (48, 4) -> (32, 2); verdict: VALID (3 type instances); z3 4.x`.
+Rules already in the file are kept (a re-run adds to them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+import z3
+
+from fpir.term import Term
+from fpir.text import parse
+from pitchfork.trs.rules import Rule, RuleFileError, RuleSet, parse_rule, parse_rules
+from synth.verify import verify_rule
+
+LEVEL_ORDER = {"polymorphic": 0, "signed-fixed": 1, "monomorphic": 2}
+CONST_ORDER = {"symbolic": 0, "none": 0, "ranged": 1, "pinned": 2}
+VERIFY_RLIMIT = 60_000_000  # Z3 resource units per query (synth.verify), not milliseconds
+
+
+@dataclass(frozen=True)
+class Candidate:
+    text: str  # "lhs -> rhs [if pred]"
+    example: str  # the monomorphic left side it was synthesized for
+    rhs_cost: tuple
+    sources: tuple[str, ...]
+    count: int
+    level: str
+    constants: str
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    candidate: Candidate
+    outcome: str  # "written" | "duplicate" | "subsumed" | "unverified" | "invalid-text"
+    name: str = ""
+    detail: str = ""
+
+
+def rule_name(stage: str, text: str) -> str:
+    return f"synth_{stage}_{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+
+
+def _body(rule: Rule) -> str:
+    return rule.text().split(":", 1)[1].strip()
+
+
+def select(candidates: Sequence[Candidate], stage: str, existing: Sequence[Rule],
+           rewrite_cost: Callable[[RuleSet, Term], tuple]) -> list[Decision]:
+    """Decide every candidate (see module doc); `rewrite_cost(rules, term)` is the cost of what the
+    stage's rewriter (with those rules) makes of a term."""
+    order = sorted(candidates, key=lambda c: (LEVEL_ORDER.get(c.level, 3), CONST_ORDER.get(c.constants, 3),
+                                              -c.count, c.rhs_cost, c.text))
+    kept: list[Rule] = list(existing)
+    bodies = {_body(r) for r in existing}
+    names = {r.name for r in existing}
+    out: list[Decision] = []
+    for c in order:
+        name = rule_name(stage, c.text)
+        try:
+            rule = parse_rule(f"{name}: {c.text}", "<synthesized>", 1)
+        except RuleFileError as e:
+            out.append(Decision(c, "invalid-text", detail=e.message))
+            continue
+        if _body(rule) in bodies or name in names:
+            out.append(Decision(c, "duplicate"))
+            continue
+        example = parse(c.example)
+        have = rewrite_cost(RuleSet(list(kept)), example)
+        if have <= c.rhs_cost:
+            out.append(Decision(c, "subsumed", detail=f"existing rules reach cost {have}"))
+            continue
+        res = verify_rule(rule, VERIFY_RLIMIT)
+        if res.status != "VALID":
+            out.append(Decision(c, "unverified", detail=res.summary()))
+            continue
+        with_it = rewrite_cost(RuleSet(kept + [rule]), example)
+        if with_it > c.rhs_cost:
+            out.append(Decision(c, "subsumed", detail=f"does not fire on its example (cost {with_it})"))
+            continue
+        kept.append(rule)
+        bodies.add(_body(rule))
+        names.add(name)
+        out.append(Decision(c, "written", name, res.summary()))
+    return out
+
+
+def provenance_comment(c: Candidate, verdict: str) -> str:
+    return (f"# from: {','.join(c.sources)}; count: {c.count}; cost: {c.rhs_cost}; level: {c.level}/{c.constants}; "
+            f"verdict: {verdict}; z3 {z3.get_version_string()}")
+
+
+def write_rules(path: Path, decisions: Iterable[Decision], header: str) -> int:
+    """Append the written decisions to the file (keeping its rules), ordered by cost; returns the
+    number of rules in the file."""
+    old_lines: list[str] = []
+    if path.exists():
+        old_lines = [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+    new = sorted((d for d in decisions if d.outcome == "written"), key=lambda d: (d.candidate.rhs_cost, d.name))
+    lines = old_lines + [f"{d.name}: {d.candidate.text}  {provenance_comment(d.candidate, d.detail)}" for d in new]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header.rstrip() + "\n\n" + "\n".join(lines) + ("\n" if lines else ""))
+    parse_rules(path.read_text(), str(path))  # the file stays loadable
+    return len(lines)
+
+
+def existing_rules(path: Path) -> list[Rule]:
+    return parse_rules(path.read_text(), str(path)) if path.exists() else []
+
+
+def parse_cost(v: Any) -> tuple:
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,)
+
+
+def candidate_from(result: dict[str, Any], sources: Sequence[str], count: int) -> Optional[Candidate]:
+    if result.get("status") != "synthesized" or "rule" not in result:
+        return None
+    return Candidate(result["rule"], result["seen"], parse_cost(result["rhs_cost"]), tuple(sorted(sources)), count,
+                     result.get("level", "monomorphic"), result.get("constants", "none"), result.get("verdict", ""))

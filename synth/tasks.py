@@ -1,0 +1,216 @@
+"""One synthesis task: a left side, the current TRS's result for it, a search, a generalization.
+
+A task is a pure function of its `Task` (kind, ISA, canonical left side, budgets) returning a
+JSON-serialisable `dict`, so the driver can cache it on disk, run it in local processes or on a
+Dask cluster, and get the same answer everywhere.
+
+* lifting: the rewriter sees a node after its children were lifted, so the rule's left side is the
+  corpus entry with its children lifted (`seen`); the cost to beat is that of what the lifting TRS
+  makes of it; the grammar is every primitive and FPIR op over the entry's types (and their narrow
+  and sign-flipped variants), its variables and constants (and values derived from them).
+* lowering (per ISA): the left side is a cut of a lifted expression, its children lowered by the
+  ISA's TRS; the cost to beat is the target cost of what lowering plus the generic expansion makes of
+  it; the grammar is the ISA's instructions and the primitive ops; only strictly fewer instructions
+  count as better.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Optional
+
+from fpir.ops import OPS
+from fpir.term import Term
+from fpir.text import parse, to_text
+from fpir.types import ScalarType, u1
+from synth.corpus import canonical, rebuild
+from synth.search import Grammar, constant_leaves, lhs_types, synthesize
+
+SKIP_LIFT_OPS = frozenset({"div", "mod", "var", "const"})
+BOOL_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "select"})
+LOWER_PRIMS = ("add", "sub", "mul", "min", "max", "and", "or", "xor", "not", "shl", "shr", "abs", "cast",
+               "reinterpret")
+#: bumped whenever grammars or acceptance conditions change, so cached results of older searches
+#: are not reused
+SEARCH_VERSION = {"lift": 2, "lower": 3}
+ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
+
+
+@dataclass(frozen=True)
+class Task:
+    kind: str  # "lift" | "lower"
+    isa: str  # "" for lifting
+    lhs: str  # canonical text of the corpus entry
+    max_terms: int = 40_000
+    rlimit: int = 20_000_000
+    generalize: bool = True
+    #: names of existing rules to leave out of the baseline TRS (to show that synthesis finds them)
+    hide: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        hide = ",".join(self.hide)
+        return (f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
+                f"{int(self.generalize)}|{hide}")
+
+
+def _without(rules: "RuleSet", hide: tuple[str, ...]) -> "RuleSet":
+    from pitchfork.trs.rules import RuleSet
+
+    return rules if not hide else RuleSet([r for r in rules.rules if r.name not in hide])
+
+
+def _bits_level(ts: tuple[ScalarType, ...]) -> int:
+    return sum(max(1, t.bits // 8) for t in ts)
+
+
+def _explicit_forms(op: str, types: set[ScalarType]) -> list[tuple[str, Optional[ScalarType]]]:
+    if OPS[op].explicit_type:
+        return [(op, t) for t in sorted(types, key=lambda x: (x.bits, x.signed))]
+    return [(op, None)]
+
+
+def free_reinterpret_width(term: Term) -> int:
+    """The width part of the lifting cost with reinterprets free (they are on every target)."""
+    return sum(sum(a.type.bits for a in t.args) for t in term.walk() if t.args and t.op != "reinterpret")
+
+
+def op_count(term: Term) -> int:
+    """Operations other than reinterprets: a lifting rule must not add instructions (the width-first
+    cost would otherwise trade `min(x_u16, 255)` for a narrowing and a widening)."""
+    return sum(1 for t in term.walk() if t.args and t.op != "reinterpret")
+
+
+def lifting_grammar(lhs: Term, current: Term) -> Grammar:
+    """Candidates must beat `current` under the lifting cost and also with reinterprets free, so a
+    rule never trades a free reinterpret for a different (not cheaper) instruction."""
+    from pitchfork.cost import cost
+
+    base = lhs_types(lhs)
+    types = set(base)
+    for t in base:
+        if t.bits > 1:
+            types.add(t.with_sign(not t.signed))
+            if t.bits > 8:
+                types.add(t.narrow())
+    forms: list[tuple[str, Optional[ScalarType]]] = []
+    used = {t.op for t in lhs.walk()}
+    for name, s in OPS.items():
+        if s.kind not in ("primitive", "fpir") or name in SKIP_LIFT_OPS:
+            continue
+        # Primitive ops only where the left side uses them (a cheaper form is made of FPIR ops; a
+        # primitive it does not use rarely helps and multiplies the search space).
+        if s.kind == "primitive" and name not in used and name not in ("cast", "reinterpret"):
+            continue
+        if name in BOOL_OPS and u1 not in types:
+            continue
+        forms += _explicit_forms(name, {t for t in types if t.bits > 1})
+    leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types))
+    limit = free_reinterpret_width(current)
+    ops = op_count(current)
+    return Grammar(leaves, tuple(forms), frozenset(types), cost,
+                   lambda op, ts: _bits_level(ts), lambda c: c[0] // 8,
+                   lambda t: free_reinterpret_width(t) < limit and op_count(t) <= ops)
+
+
+def lowering_grammar(lhs: Term, isa: str) -> Grammar:
+    from pitchfork.targets import load_target, target_cost
+
+    load_target(isa)
+    types = set(lhs_types(lhs))
+    for t in list(types):
+        if t.bits > 1:
+            types.add(t.with_sign(not t.signed))
+    forms: list[tuple[str, Optional[ScalarType]]] = []
+    prefix = ISA_PREFIX[isa]
+    for name, s in OPS.items():
+        if s.kind == "target" and name.startswith(prefix):
+            forms.append((name, None))
+    used = {t.op for t in lhs.walk()}
+    for name in LOWER_PRIMS:
+        if name != "reinterpret" and (name in used or name in ("cast", "add", "shl", "shr")):
+            forms += _explicit_forms(name, {t for t in types if t.bits > 1})
+    forms += _explicit_forms("reinterpret", {t for t in types if t.bits > 1})  # level 0: last
+
+    def level(op: str, ts: tuple[ScalarType, ...]) -> int:
+        s = OPS[op]
+        if s.kind == "target":
+            return int(s.meta.get("cost", 1))
+        return 0 if op == "reinterpret" else 1
+
+    leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types))
+    return Grammar(leaves, tuple(forms), frozenset(types), target_cost, level, lambda c: c[0] - 1)
+
+
+def _lift_side(term: Term, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
+    """(what the lifting rewriter sees at the root: children lifted, what it makes of it)."""
+    from pitchfork.lift import lift, lift_rules
+
+    rules = _without(lift_rules(), hide)
+    seen = rebuild(term, [lift(a, rules) for a in term.args])
+    return seen, lift(term, rules)
+
+
+def _lower_side(term: Term, isa: str, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
+    from pitchfork.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.targets import load_target
+    from pitchfork.trs.rewriter import Rewriter
+
+    info = load_target(isa)
+    rw = Rewriter(_without(info.rules, hide), cost=info.cost)
+    seen = rebuild(term, [rw.rewrite(a) for a in term.args])
+    return seen, expand_fpir(rw.rewrite(term), TARGET_MAX_BITS.get(isa, 64))
+
+
+def run_task(task: Task) -> dict[str, Any]:
+    """Run one task; never raises (an internal error is a rejection with its reason)."""
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"task": asdict(task), "key": task.key, "status": "error", "seconds": 0.0}
+    try:
+        out.update(_run(task))
+    except Exception as e:  # noqa: BLE001 - a task's failure is data for the summary, not a crash
+        out.update(status="error", reason=f"{type(e).__name__}: {e}")
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
+
+
+def _run(task: Task) -> dict[str, Any]:
+    from synth.generalize import generalize
+
+    term = parse(task.lhs)
+    if task.kind == "lift":
+        from pitchfork.cost import cost
+
+        seen, cur = _lift_side(term, task.hide)
+        grammar = lifting_grammar(seen, cur)
+        bound = cost(cur)
+    else:
+        from pitchfork.targets import target_cost
+
+        seen, cur = _lower_side(term, task.isa, task.hide)
+        grammar = lowering_grammar(seen, task.isa)
+        c = target_cost(cur)
+        bound = (c[0], 0, 0)  # strictly fewer instructions
+    seen = canonical(seen)
+    info: dict[str, Any] = {"seen": to_text(seen), "current": to_text(cur), "bound": list(bound)}
+    if not seen.args or not cur.args:
+        return {**info, "status": "trivial"}
+    t1 = time.perf_counter()
+    res = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit)
+    info.update(search_seconds=round(time.perf_counter() - t1, 3), terms=res.terms, solver_calls=res.solver_calls,
+                rounds=res.rounds)
+    if res.status != "found":
+        status = {"exhausted": "optimal", "budget": "budget", "solver": "solver"}[res.status]
+        return {**info, "status": status, "reason": res.detail}
+    assert res.rhs is not None
+    info.update(rhs=to_text(res.rhs), rhs_cost=list(grammar.cost(res.rhs)))
+    if not task.generalize:
+        return {**info, "status": "synthesized"}
+    t2 = time.perf_counter()
+    g = generalize(seen, res.rhs)
+    info["generalize_seconds"] = round(time.perf_counter() - t2, 3)
+    if g is None:
+        return {**info, "status": "rejected", "reason": "no generalization attempt verified"}
+    return {**info, "status": "synthesized", "rule": g.text, "level": g.level, "constants": g.constants,
+            "instances": g.instances, "verdict": g.verdict}

@@ -1,0 +1,214 @@
+"""Basic blocks, loops and counter instrumentation on small known assembly (all three syntaxes), and
+the count-weighted estimate built from them."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from benchmarks.harness.asmblocks import find_loops, instrument, split_blocks
+from benchmarks.harness import static
+
+X86 = """\
+	.text
+	.globl	f
+f:                                      # @f
+	xorl	%eax, %eax
+	testq	%rdx, %rdx
+	jle	.LBB0_4
+.LBB0_1:                                # %outer
+	xorl	%ecx, %ecx
+.LBB0_2:                                # %inner
+	vpaddw	(%rsi,%rcx,2), %ymm0, %ymm0
+	addq	$16, %rcx
+	cmpq	%rdx, %rcx
+	jl	.LBB0_2
+# %bb.3:
+	incq	%rax
+	cmpq	$4, %rax
+	jne	.LBB0_1
+.LBB0_4:
+	vzeroupper
+	retq
+.Lfunc_end0:
+	.size	f, .Lfunc_end0-f
+"""
+
+ARM = """\
+f:
+	mov x8, xzr
+.LBB0_1:
+	ldr q0, [x1, x8]
+	uabd v0.16b, v0.16b, v1.16b   // bic-like names are not branches
+	bic v2.16b, v2.16b, v0.16b
+	add x8, x8, #16
+	cmp x8, x2
+	b.lt .LBB0_1
+	ret
+.Lfunc_end0:
+"""
+
+HEX = """\
+f:
+	{
+		loop0(.LBB0_2,r2)
+		r3 = #0
+	}
+	.p2align 4
+.LBB0_2:
+	{
+		v0 = vmem(r1+#0)
+		r1 = add(r1,#128)
+	}
+	{
+		v1.ub = vabsdiff(v0.ub,v2.ub)
+		vmem(r0++#1) = v1.new
+	} :endloop0
+	{
+		p0 = cmp.eq(r3,#0)
+		if (p0.new) jump:nt .LBB0_4
+	}
+	{
+		r3 = add(r3,#1)
+	}
+.LBB0_4:
+	{
+		jumpr r31
+	}
+.Lfunc_end0:
+"""
+
+
+def test_x86_blocks_and_nested_loops() -> None:
+    blocks = split_blocks(X86, "f", "x86-avx2")
+    assert [b.label for b in blocks] == [None, ".LBB0_1", ".LBB0_2", None, ".LBB0_4"]
+    assert blocks[2].instructions[-1] == "jl .LBB0_2" and blocks[2].targets == (".LBB0_2",)
+    assert blocks[4].falls_through is False  # ends in retq
+    loops = find_loops(blocks)
+    assert [(lp.header, lp.first, lp.last, lp.innermost) for lp in loops] == [
+        (".LBB0_1", 1, 3, False), (".LBB0_2", 2, 2, True)]
+
+
+def test_arm_bic_is_not_a_branch_and_one_block_loop() -> None:
+    blocks = split_blocks(ARM, "f", "arm64")
+    assert [b.label for b in blocks] == [None, ".LBB0_1", None]
+    assert len(blocks[1].instructions) == 6
+    assert [(lp.header, lp.innermost) for lp in find_loops(blocks)] == [(".LBB0_1", True)]
+
+
+def test_hexagon_packets_hardware_loop_and_branches() -> None:
+    blocks = split_blocks(HEX, "f", "hvx128")
+    assert [b.label for b in blocks] == [None, ".LBB0_2", None, None, ".LBB0_4"]
+    loop_block = blocks[1]
+    assert len(loop_block.packets) == 2 and loop_block.targets == (".LBB0_2",)  # :endloop0 -> loop0's label
+    assert blocks[2].targets == (".LBB0_4",) and blocks[2].falls_through
+    assert [(lp.header, lp.first, lp.last) for lp in find_loops(blocks)] == [(".LBB0_2", 1, 1)]
+
+
+@pytest.mark.parametrize("syntax,text", [("x86-avx2", X86), ("arm64", ARM), ("hvx128", HEX)])
+def test_instrument_puts_one_counter_at_each_block_start(syntax: str, text: str) -> None:
+    out, blocks = instrument(text, "f", syntax)  # type: ignore[arg-type]
+    lines = out.splitlines()
+    for b in blocks:
+        # the snippet for block i is the only reference to pf_cnt+4i
+        assert sum(f"pf_cnt+{4 * b.index}" in ln and "add" not in ln.split("pf_cnt")[0][-6:] for ln in lines) >= 1
+    # the label of the inner loop is directly followed by its counter
+    label = {"x86-avx2": ".LBB0_2:", "arm64": ".LBB0_1:", "hvx128": ".LBB0_2:"}[syntax]
+    i = next(k for k, ln in enumerate(lines) if ln.startswith(label))
+    assert "pf_save" in lines[i + 1] or "stp x0, x1" in lines[i + 1] or "jump .Lpf_stub" in lines[i + 1]
+    assert any(ln.startswith("pf_cnt:") for ln in lines)
+
+
+def test_regions_cover_every_block_that_ran_and_weight_by_count() -> None:
+    blocks = split_blocks(X86, "f", "x86-avx2")
+    counts = np.array([1, 4, 400, 4, 0])
+    regs = static.regions(blocks, counts)
+    assert [(r.first, r.last, r.count) for r in regs] == [(0, 0, 1), (1, 1, 4), (2, 2, 400), (3, 3, 4)]
+    hblocks = split_blocks(HEX, "f", "hvx128")
+    est = static.estimate(hblocks, np.array([1, 10, 1, 0, 1]), "hvx128")
+    assert est.unit == "packets" and est.total == 1 * 1 + 10 * 2 + 1 * 1 + 0 * 1 + 1 * 1
+    (loop,) = est.loops
+    assert loop["header_count"] == 10 and loop["weighted"] == 20 and loop["innermost"]
+    assert est.histogram["vabsdiff"] == 10 and est.histogram["vmem(st)"] == 10
+
+
+@pytest.mark.skipif(not shutil.which(static.llvm_tool("llvm-mca")) and not static.os.path.exists(
+    static.os.path.join(static.LLVM_BIN, "llvm-mca")), reason="llvm-mca (llvm-22) not installed")
+def test_mca_cycles_scale_with_the_work() -> None:
+    one = ["vpaddw %ymm1, %ymm0, %ymm0"]
+    four = ["vpaddw %ymm1, %ymm0, %ymm0"] * 4  # a dependency chain: 4x the latency
+    c1, c4 = static.mca_cycles([one, four], "x86-avx2", "znver3")
+    assert c1 is not None and c4 is not None and 3.5 < c4 / c1 < 4.5
+
+
+def test_counted_run_on_arm_matches_the_loop_trip_count() -> None:
+    """A hand-written AArch64 kernel run under qemu: the counts are exact."""
+    from pitchfork.emit.run import tools_available
+
+    if not tools_available("arm64"):
+        pytest.skip("qemu-aarch64 / aarch64 gcc not installed")
+    asm = """\
+	.text
+	.globl	f
+	.p2align	2
+f:
+	mov x8, xzr
+.LBB0_1:
+	add x8, x8, #1
+	cmp x8, x1
+	b.lt .LBB0_1
+	str x8, [x0]
+	ret
+.Lfunc_end0:
+	.size f, .Lfunc_end0-f
+"""
+    spec = static.HarnessSpec("f", "void")
+    spec.args = [static.CArg("void *", spec.add_output(8, np.dtype(np.int64))), static.CArg("long long", "37LL")]
+    run = static.counted_run(asm, "f", "arm64", spec)
+    assert [b.label for b in run.blocks] == [None, ".LBB0_1", None]
+    assert run.counts.tolist() == [1, 37, 1]
+    assert run.outputs[0].tolist() == [37] and run.returned == 0
+
+
+def test_counted_run_on_hexagon_hardware_loop_is_exact() -> None:
+    """The out-of-line counter stubs leave a hardware loop's trip count and the result unchanged."""
+    from pitchfork.emit.run import tools_available
+
+    if not tools_available("hvx128"):
+        pytest.skip("qemu-hexagon / clang / lld not installed")
+    asm = """\
+	.text
+	.globl	f
+	.p2align	4
+f:
+	{
+		loop0(.LBB0_1,r1)
+		r2 = #0
+	}
+.LBB0_1:
+	{
+		r2 = add(r2,#3)
+	} :endloop0
+	{
+		p0 = cmp.gt(r2,#100)
+		if (p0.new) jump:nt .LBB0_3
+	}
+	{
+		r2 = add(r2,#1000)
+	}
+.LBB0_3:
+	{
+		memw(r0+#0) = r2
+		jumpr r31
+	}
+.Lfunc_end0:
+	.size f, .Lfunc_end0-f
+"""
+    spec = static.HarnessSpec("f", "void")
+    spec.args = [static.CArg("void *", spec.add_output(4, np.dtype(np.int32))), static.CArg("int", "37")]
+    run = static.counted_run(asm, "f", "hvx128", spec)
+    assert [b.label for b in run.blocks] == [None, ".LBB0_1", None, None, ".LBB0_3"]
+    assert run.counts.tolist() == [1, 37, 1, 0, 1]  # 3 * 37 > 100: the add of 1000 is skipped
+    assert run.outputs[0].tolist() == [111]

@@ -1,0 +1,107 @@
+"""pitchfork-synth end to end at CI size: a quick run writes only verified rules; a second run
+resumes from the cache without redoing finished work; the same tasks run on a local Dask cluster;
+the CLI reports malformed expression files as file:line:col; synthesized rules load by default and
+are switched off / filtered by provenance."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pitchfork.trs.rules import load_rule_file
+from synth.cli import main as synth_main
+from synth.driver import Cache, Options, run
+from synth.verify import verify_rule
+
+EXPRS = """# a user pipeline
+i16(a_u8) << 6
+u8(u16(a_u8) * 2)
+"""
+
+
+def _opts(tmp: Path, **kw: object) -> Options:
+    tmp.mkdir(parents=True, exist_ok=True)
+    f = tmp / "exprs.txt"
+    f.write_text(EXPRS)
+    base = Options(benchmarks=(), files=(str(f),), isas=("arm64",), max_lhs=8, max_terms=1500,
+                   cache_dir=tmp / "cache", out_dir=tmp / "out", progress=False)
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+def test_quick_run_writes_only_verified_rules_and_resumes_from_cache(tmp_path: Path) -> None:
+    # with the section 4.1 rule and umlal_shl hidden, there is something to find
+    opts = _opts(tmp_path, hide=("widening_shl_of_cast", "umlal_shl"))
+    first = run(opts)
+    lift = first.stages["lift"]
+    assert lift.seen == 8 and lift.run == 8 and lift.cached == 0
+    assert lift.written >= 1
+    written = [r for path in (tmp_path / "out").glob("*.rules") for r in load_rule_file(path)]
+    assert any("widening_shl" in r.rhs for r in written)
+    for rule in written:
+        assert verify_rule(rule).status == "VALID", rule.text()
+    text = (tmp_path / "out" / "lift.rules").read_text()
+    assert "# from: exprs; count: 1;" in text and "verdict: VALID" in text
+    lines = (tmp_path / "cache" / "tasks.jsonl").read_text().splitlines()
+    # an interrupted run leaves a cut line behind: it is ignored, the task is simply redone
+    (tmp_path / "cache" / "tasks.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])
+    second = run(replace(opts, max_lhs=9))
+    stages = [k for k in second.stages if k != "corpus"]
+    assert all(second.stages[k].cached + second.stages[k].run == second.stages[k].seen for k in stages)
+    # the new left sides, plus the task whose cache line was cut: nothing else is redone
+    new = sum(second.stages[k].seen - first.stages[k].seen for k in stages)
+    assert sum(second.stages[k].run for k in stages) == new + 1
+    assert len(Cache(tmp_path / "cache").data) >= len(lines)
+
+
+def test_same_tasks_on_a_local_dask_cluster(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    local = run(_opts(tmp_path / "a", stages=("lift",), max_lhs=2, write=False))
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  memory_limit="1GiB") as cluster:
+        remote = run(_opts(tmp_path / "b", stages=("lift",), max_lhs=2, write=False,
+                           cluster=cluster.scheduler_address))
+    assert remote.stages["lift"].run == 2
+    strip = lambda rs: sorted((r["key"], r["status"], r.get("rhs"), r.get("rule")) for r in rs)  # noqa: E731
+    assert strip(remote.results["lift"]) == strip(local.results["lift"])
+
+
+def test_cli_reports_malformed_lines_and_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "bad.txt"
+    f.write_text("u16(a_u8) + u16(b_u8)\nu16(a_u8) +* 3\n")
+    code = synth_main(["--from", str(f), "--stage", "lift", "--max-lhs", "1", "--max-terms", "500",
+                       "--no-progress", "--no-write", "--cache", str(tmp_path / "c")])
+    out = capsys.readouterr()
+    assert code == 1
+    assert f"{f}:2:" in out.err
+    assert "lift" in out.out and "1 " in out.out
+
+
+def test_quick_cli_on_a_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = synth_main(["--quick", "--max-lhs", "2", "--max-terms", "800", "--isa", "arm64", "--no-progress",
+                       "--cache", str(tmp_path / "c"), "--out", str(tmp_path / "o")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "lower:arm64" in out and "rules/minute" in out
+    assert (tmp_path / "o" / "lift.rules").exists()
+
+
+def test_loader_switches(tmp_path: Path) -> None:
+    from pitchfork.synthesized import load_rules, provenance, rules_config, synthesized_rules
+
+    p = tmp_path / "lift.rules"
+    p.write_text("a1: x_u8 + 0 -> x_u8  # from: add,mul; verdict: VALID\n"
+                 "a2: x_u8 * 1 -> x_u8  # from: sobel3x3; verdict: VALID\n")
+    assert [r.name for r in load_rules(p)] == ["a1", "a2"]
+    assert [r.name for r in load_rules(p, exclude_from=["add"])] == ["a2"]
+    assert provenance(p.read_text().splitlines()[0]) == ("add", "mul")
+    with rules_config(enabled=False):
+        assert synthesized_rules("lift") == []
+    from pitchfork.lift import lift_rules
+
+    with rules_config(enabled=False):
+        hand = len(lift_rules())
+    assert len(lift_rules()) >= hand
+    assert len(lift_rules(False)) == hand
