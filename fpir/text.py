@@ -25,7 +25,7 @@ from typing import Any, Generator, Optional, Union
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from fpir.ops import OPS, make, spec
+from fpir.ops import OPS, known_op, make, spec
 from fpir.term import Term, const, var
 from fpir.trampoline import trampoline
 from fpir.types import FPIRTypeError, ScalarType, i32, is_type_name, parse_type, u1
@@ -285,7 +285,7 @@ class _Elaborator:
         ttype = self.type_param(node)
         if ttype is None and is_type_name(name):
             ttype, name = parse_type(name), "cast"
-        if name not in OPS:
+        if not known_op(name):
             raise self.error(node, f"unknown operation {name!r}")
         s = spec(name)
         if s.explicit_type and ttype is None:

@@ -18,8 +18,9 @@ three), the measure the paper's Figure 3 compares. Emission:
 Hardware facts encoded in the meanings (checked by running under qemu-aarch64 in
 tests/pitchfork/targets/test_arm.py): the register shift instructions (urshl, srshl, sqshl, uqshl)
 read only the low byte of each shift lane as a signed amount, so their meaning sign-extends that
-byte; `sabd` returns the unsigned difference. Dot products (udot/sdot) are not lane-wise (four
-products per output lane), so they cannot be declared as lane-wise instructions and are left out.
+byte; `sabd` returns the unsigned difference. The dot products (udot/sdot, feature `dotprod`) combine lanes:
+lane j of the i32 accumulator adds the four products of byte lanes 4j..4j+3, declared with
+`vector_reduce_add_x4` and operand lanes (1, 4, 4).
 """
 
 from __future__ import annotations
@@ -557,3 +558,30 @@ target_op(
     _narrowing_shift("sqrshrun"),
     llvm=f"{NEON}.sqrshrun",
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# Dot products (lane-combining, ISA_INTRINSICS.md 2.2): acc[j] += sum_k y[4j+k] * z[4j+k]
+
+
+def _dot(op: str) -> Emit:
+    """udot/sdot `<op>.v4i32.v16i8(acc, a, b)` per 128-bit register (v2i32.v8i8 when the result fits
+    in 64 bits); the byte operands arrive with 4x the result's lanes."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        n = 2 if em.lanes * 32 <= 64 else 4
+        accs, ys, zs = em.split(args[0], n), em.split(args[1], 4 * n), em.split(args[2], 4 * n)
+        name = f"{NEON}.{op}.v{n}i32.v{4 * n}i8"
+        parts = [em.call(name, _vec(32, n), [a, y, z]) for a, y, z in zip(accs, ys, zs)]
+        return em.concat(parts, em.lanes)
+
+    return emit
+
+
+def _dot_semantics(sg: Signature) -> str:
+    return f"x + vector_reduce_add_x4({sg.result.name}(widening_mul(y, z)))"
+
+
+target_op("arm.udot", ["u32, u8, u8 -> u32", "i32, u8, u8 -> i32"], _dot_semantics, _dot("udot"),
+          llvm=f"{NEON}.udot", lanes=(1, 4, 4))
+target_op("arm.sdot", ["i32, i8, i8 -> i32"], _dot_semantics, _dot("sdot"), llvm=f"{NEON}.sdot", lanes=(1, 4, 4))
