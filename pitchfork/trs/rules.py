@@ -130,8 +130,11 @@ def parse_rule(text: str, source: str = "<string>", line: int = 1) -> Rule:
                          source, line, pred_start + 2) from None
     _check_type_variables(name, text, rest_start, arrow, source, line)
     wilds = set().union(*[pattern_wildcards(p) for p in patterns])
-    for used in _names(rhs_raw) | (_names(pred_raw) if pred_raw else set()):
-        base = used if _CWILD_RE.match(used) else split_wildcard(used)[0]
+    for used in sorted(_names(rhs_raw) | (_names(pred_raw) if pred_raw else set())):
+        try:
+            base = used if _CWILD_RE.match(used) else split_wildcard(used)[0]
+        except FPIRTypeError as e:
+            raise RuleFileError(source, line, max(text.find(used, arrow), arrow) + 1, f"rule {name}: {e}") from None
         if base not in wilds:
             raise RuleFileError(source, line, rest_start + 1, f"rule {name}: {used!r} is not bound by the left side")
     return Rule(name, " ".join(lhs_text.split()), " ".join(rhs_text.split()),

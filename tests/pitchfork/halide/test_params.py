@@ -119,10 +119,19 @@ def test_compiled_pipeline_refuses_bad_scalars(add_k: tuple) -> None:
 
 
 def test_fallback_refuses_the_same_values() -> None:
-    inp = hl.ImageParam(hl.Float(32), 1, "inp")
+    from pitchfork.halide.params import halide_scalar_value
+
     k = hl.Param(hl.UInt(8), "k")
+    assert halide_scalar_value(k, np.float32(2.0)) == 2 and halide_scalar_value(k, -1) == 255
+    with pytest.raises(ParamValueError, match="parameter k: the value 256"):
+        halide_scalar_value(k, 256)
+    with pytest.raises(ParamTypeError, match=r"parameter g \(float32\) needs a number"):
+        halide_scalar_value(hl.Param(hl.Float(32), "g"), "1.5")
+    # Through a compiled pipeline that falls back (float vectors)
+    inp = hl.ImageParam(hl.Float(32), 1, "inp")
     f = hl.Func("f32k")
     f[x] = inp[x] + hl.cast(hl.Float(32), k)
+    f.vectorize(x, 8)
     with pytest.warns(PitchforkFallbackWarning):
         prog = pitchfork.compile(f, [inp, k])
     a = np.zeros(8, np.float32)
