@@ -119,8 +119,14 @@ def _machine() -> dict[str, Any]:
         pass
     from benchmarks.harness.static import host_mcpu
 
+    from benchmarks.harness.measure import call_overheads
+
+    try:
+        overheads: dict[str, float] = call_overheads()
+    except Exception:  # noqa: BLE001 - informative only
+        overheads = {}
     return {"cpu": cpu, "llvm_host_cpu": host_mcpu(), "cores": os.cpu_count(), "platform": platform.platform(),
-            "load_average": os.getloadavg()}
+            "load_average": os.getloadavg(), "call_overhead_us": overheads}
 
 
 def run_worker(job: dict[str, Any], timeout: float, on_progress: Any) -> list[dict[str, Any]]:
