@@ -31,7 +31,7 @@ from synth.verify import verify_rule
 _PREC = {"or": 3, "xor": 4, "and": 5, "eq": 6, "ne": 6, "lt": 7, "le": 7, "gt": 7, "ge": 7, "shl": 8, "shr": 8,
          "add": 9, "sub": 9, "mul": 10, "div": 10, "mod": 10}
 ATOM = 12
-VERIFY_MS = 20000
+VERIFY_RLIMIT = 40_000_000  # Z3 resource units per query (synth.verify), not milliseconds
 MAX_SEARCH_BITS = 32
 
 
@@ -147,7 +147,7 @@ def _verify(text: str) -> tuple[bool, int, str]:
         rule = parse_rule("g: " + text)
     except RuleFileError as e:
         return False, 0, f"parse: {e.message}"
-    res = verify_rule(rule, VERIFY_MS)
+    res = verify_rule(rule, VERIFY_RLIMIT)
     return res.status == "VALID", len(res.instances), res.summary()
 
 
@@ -186,6 +186,8 @@ def _range(lhs: str, rhs: str, preds: list[str], i: int, c: Term, pinned: list[s
 
 
 def _bound_preds(name: str, t: ScalarType, lo: int, hi: int) -> list[str]:
+    if lo == hi:
+        return [f"{name} == {lo}"]
     out = []
     if lo > t.min:
         out.append(f"{name} >= {lo}")
@@ -270,7 +272,7 @@ def generalize_types(text_lhs: str, text_rhs: str, preds: list[str], first_var: 
     sym_preds = []
     for p in preds:
         m = re.fullmatch(r"(c\d+) (>=|<=|==) (-?\d+)", p)
-        if m and m.group(2) != "==" and int(m.group(3)) not in (-1, 0, 1):
+        if m and int(m.group(3)) not in (-1, 0, 1):
             b = int(m.group(3))
             for t, n in names.items():
                 cands = {t.bits: f"bits({n})", t.bits - 1: f"bits({n}) - 1", t.max: f"tmax({n})",

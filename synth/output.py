@@ -31,7 +31,7 @@ from synth.verify import verify_rule
 
 LEVEL_ORDER = {"polymorphic": 0, "signed-fixed": 1, "monomorphic": 2}
 CONST_ORDER = {"symbolic": 0, "none": 0, "ranged": 1, "pinned": 2}
-VERIFY_MS = 30000
+VERIFY_RLIMIT = 60_000_000  # Z3 resource units per query (synth.verify), not milliseconds
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def select(candidates: Sequence[Candidate], stage: str, existing: Sequence[Rule]
         if have <= c.rhs_cost:
             out.append(Decision(c, "subsumed", detail=f"existing rules reach cost {have}"))
             continue
-        res = verify_rule(rule, VERIFY_MS)
+        res = verify_rule(rule, VERIFY_RLIMIT)
         if res.status != "VALID":
             out.append(Decision(c, "unverified", detail=res.summary()))
             continue

@@ -54,6 +54,10 @@ def bind(args: Sequence[Any], values: Sequence[Any]) -> list[Any]:
     keep: list[Any] = []
     for a, v in zip(args, values):
         if isinstance(a, hl.ImageParam):
+            if isinstance(v, hl.Buffer):  # keeps its min (gaussian3x3's input starts at (-1, -1))
+                keep.append(v)
+                a.set(v)
+                continue
             arr = np.ascontiguousarray(v)
             buf = hl.Buffer(arr)
             keep += [arr, buf]  # param.set does not keep the array alive (SPEC 1.7)

@@ -178,7 +178,8 @@ const struct halide_filter_metadata_t *{name}_metadata();
 
 
 class EntryBuilder:
-    """Builds `name` and `name_argv` into `module`, calling the (declared) kernel `kernel_name(name)`."""
+    """Builds `name`, `name_argv` and `name_metadata` into `module`; `name` calls the (declared)
+    kernel `kernel_name(name)`."""
 
     def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, name: str,
                  assertions: dict[int, str], module: ir.Module) -> None:

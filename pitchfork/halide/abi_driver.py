@@ -76,18 +76,20 @@ def _c_prelude(freestanding: bool) -> str:
 
 
 def driver_source(cases: Sequence[Case], functions: Sequence[str], scalar_types: Sequence[str],
-                  freestanding: bool, repeat: int = 0) -> str:
+                  freestanding: bool, repeat: int = 0, handler: bool = True) -> str:
     """C source calling each of `functions` (same signature; scalar params of C types `scalar_types`,
-    in order) on every case. With `repeat` > 0 the program instead times `repeat` calls of the first
-    case per function and prints nanoseconds per call (hosted only)."""
+    in order) on every case. With `repeat` > 0 the program instead times `repeat` calls of each
+    case per function and prints nanoseconds per call (hosted only). `handler=False` leaves
+    `halide_error` to the libraries' weak defaults (messages then go to stderr, not the report)."""
     out = [_c_prelude(freestanding)]
     out.append("\n".join(f"extern int {f}();" for f in functions))
-    out.append(r"""
-static char pf_msg[4096]; static unsigned pf_msg_len;
-void halide_error(void *uc, const char *msg) {
+    out.append("static char pf_msg[4096]; static unsigned pf_msg_len;")
+    if handler:
+        out.append(r"""void halide_error(void *uc, const char *msg) {
   (void)uc; pf_msg_len = 0;
   while (msg[pf_msg_len] && pf_msg_len < sizeof pf_msg) { pf_msg[pf_msg_len] = msg[pf_msg_len]; pf_msg_len++; }
-}
+}""")
+    out.append(r"""
 static void put(const void *p, pf_size n) {
   const pf_u8 *q = p;
   while (n > 0) { long w = pf_sys_write(q, n); if (w <= 0) return; q += w; n -= (pf_size)w; }
@@ -213,6 +215,12 @@ def parse_results(data: bytes, cases: Sequence[Case], n_functions: int) -> list[
 def build_and_run(target: str, source: str, libs: Sequence[Path], workdir: Path,
                   timeout: float = 300.0) -> bytes:
     """Compile the driver for `target`, link `libs`, run it (natively or under qemu); its stdout."""
+    return run_driver(target, source, libs, workdir, timeout).stdout
+
+
+def run_driver(target: str, source: str, libs: Sequence[Path], workdir: Path,
+               timeout: float = 300.0) -> subprocess.CompletedProcess:
+    """`build_and_run`, returning the finished process (stdout bytes, stderr bytes)."""
     src = workdir / "driver.c"
     src.write_text(source)
     exe = workdir / "driver"
@@ -234,7 +242,7 @@ def build_and_run(target: str, source: str, libs: Sequence[Path], workdir: Path,
     p2 = subprocess.run(run, capture_output=True, cwd=workdir, timeout=timeout)
     if p2.returncode != 0:
         raise RuntimeError(f"driver exited with {p2.returncode}: {p2.stderr.decode(errors='replace')[-2000:]}")
-    return p2.stdout
+    return p2
 
 
 def halide_library(gen_file: str, cls: str, target: str, name: str, out_dir: Path,

@@ -1,7 +1,7 @@
 """The little runtime a Halide-ABI entry point needs, emitted as LLVM IR next to it (no Halide runtime).
 
-* `halide_error(void *user_context, const char *msg)`: a WEAK default that writes `msg` and a newline
-  to stderr (libc `write` on x86/AArch64 Linux; the Linux `write` system call through `trap0(#1)` on
+* `halide_error(void *user_context, const char *msg)`: a WEAK default that writes "Error: ", `msg` and
+  a newline to stderr, as Halide's default handler does (libc `write` on x86/AArch64 Linux; the Linux `write` system call through `trap0(#1)` on
   Hexagon, where there is no libc). An application overrides it by defining its own `halide_error`, as
   with Halide's runtime (HalideRuntime.h: "you can also override it by simply defining your own
   halide_error"). Unlike Halide's default handler it never aborts: the entry point returns the error.
@@ -193,6 +193,8 @@ class Formatter:
         fn.linkage = "weak"
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         msg = fn.args[1]
+        prefix = "Error: "  # as Halide's default handler prints (which then aborts; this one returns)
+        self._write2(b, self.cstring(prefix), ir.Constant(I64, len(prefix)))
         n = self._strlen(b, fn, msg)
         self._write2(b, msg, n)
         nl = b.alloca(I8)

@@ -142,7 +142,7 @@ class CompiledPipeline:
                 args.append(_scalar_arg(a, value))
                 continue
             arr, mins = _as_array(value)
-            want = fpir_type(a.type.elem).np_dtype
+            want = _elem_dtype(a.type.elem)
             if arr.dtype != want:
                 raise TypeError(f"input {a.name} must be {want}, got {arr.dtype}")
             if arr.ndim != a.dimensions:
@@ -256,6 +256,13 @@ def run_many(runs: Sequence[tuple[CompiledPipeline, Sequence[Any], Optional[Sequ
         for k, outs in zip(calls, run_calls(mods, target, list(calls.values()))):
             results[k] = runs[k][0].unpack(outs)
     return results
+
+
+def _elem_dtype(t: Any) -> Any:
+    """The numpy dtype of a buffer element type (integers through FPIR's types, plus float32/64)."""
+    if t.code == "float" and t.bits in (32, 64):
+        return np.dtype(f"float{t.bits}")
+    return fpir_type(t).np_dtype
 
 
 def _scalar_arg(a: Any, value: Any) -> Any:

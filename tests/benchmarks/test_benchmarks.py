@@ -18,13 +18,19 @@ import pytest
 
 import pitchfork
 from benchmarks import registry
-from benchmarks.common import Benchmark, halide_realize
+from benchmarks.common import Benchmark, expected, halide_realize
 from pitchfork.emit.run import tools_available
 from pitchfork.halide.api import run_many
+from pitchfork.halide.codegen import Unsupported
 
 #: Halide's realize depends on the benchmark, ISA (schedule), parameter set and input only; both isels of
 #: a benchmark x ISA share it when they run in the same worker.
 _HALIDE: dict[tuple[str, str, int, tuple[int, ...]], np.ndarray] = {}
+
+
+#: (benchmark, ISA) pairs that cannot compile without fallback yet, and why (strict: an unexpected
+#: pass fails, so this list cannot go stale). Empty: every benchmark compiles on every ISA.
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 
 def _isa_param(isa: str) -> Any:
@@ -51,7 +57,9 @@ def _halide(b: Benchmark, isa: str, pi: int, size: tuple[int, ...], values: list
 @pytest.mark.parametrize("isel", ["pitchfork", "llvm"])
 @pytest.mark.parametrize("isa", [_isa_param(i) for i in ("x86-avx2", "arm64", "hvx128")])
 @pytest.mark.parametrize("name", registry.available())
-def test_benchmark_bit_exact(name: str, isa: str, isel: str) -> None:
+def test_benchmark_bit_exact(name: str, isa: str, isel: str, request: pytest.FixtureRequest) -> None:
+    if (name, isa) in KNOWN_GAPS:
+        request.node.add_marker(pytest.mark.xfail(reason=KNOWN_GAPS[name, isa], raises=Unsupported, strict=True))
     b = registry.get(name)
     sizes = [b.test_size] + ([b.odd_size] if b.odd_size is not None and isa in b.odd_size_isas else [])
     runs, cases = [], []
@@ -67,7 +75,7 @@ def test_benchmark_bit_exact(name: str, isa: str, isel: str) -> None:
     failures = []
     for (pi, size, values), got in zip(cases, outs):
         pset = b.param_sets[pi]
-        want = b.reference(values, pset)
+        want = expected(b, values, pset, isa)
         hal = _halide(b, isa, pi, size, values)
         where = f"{name} {isa} isel={isel} pset {pi} {pset} size {size}"
         assert got.shape == want.shape and got.dtype == want.dtype, \

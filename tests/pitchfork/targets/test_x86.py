@@ -228,7 +228,7 @@ def rules() -> list:
 
 @pytest.mark.parametrize("rule", rules(), ids=lambda r: r.name)
 def test_rule_verifies(rule) -> None:  # type: ignore[no-untyped-def]
-    result = verify_rule(rule, timeout_ms=120000)
+    result = verify_rule(rule, rlimit=300_000_000)
     assert result.status == "VALID", f"{rule.text()}\n{result.summary()}"
 
 
