@@ -29,6 +29,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="CI-sized run: sobel3x3, at most --max-lhs 6 per stage")
     p.add_argument("--max-lhs", type=int, default=0, help="left sides per stage, most frequent first (0: all)")
     p.add_argument("--max-nodes", type=int, default=10, help="nodes per left side (default 10)")
+    p.add_argument("--max-vars", type=int, default=3, help="skip left sides with more variables (default 3)")
     p.add_argument("--max-terms", type=int, default=8000, help="enumerated terms per CEGIS round and left side")
     p.add_argument("--rlimit", type=int, default=20_000_000, help="Z3 resource limit per query")
     p.add_argument("--jobs", "-j", type=int, default=1, help="local worker processes")
@@ -57,7 +58,7 @@ def options(args: argparse.Namespace) -> Options:
     elif args.files:
         benches = ()
     else:
-        benches = tuple(registry.available())
+        benches = tuple(_available(registry))
     from pitchfork.targets import canonical
 
     try:
@@ -68,7 +69,7 @@ def options(args: argparse.Namespace) -> Options:
         if not Path(f).is_file():
             raise SystemExit(f"pitchfork-synth: no such file: {f}")
     o = Options(benchmarks=benches, files=tuple(args.files), isas=isas, stages=tuple(args.stage) or Options.stages,
-                max_nodes=args.max_nodes, max_lhs=args.max_lhs or (6 if args.quick else 0),
+                max_nodes=args.max_nodes, max_vars=args.max_vars, max_lhs=args.max_lhs or (6 if args.quick else 0),
                 max_terms=args.max_terms, rlimit=args.rlimit, jobs=args.jobs, cluster=args.cluster,
                 time_limit=args.time_limit, write=not args.no_write, progress=not args.no_progress,
                 hide=tuple(args.hide_rule))
@@ -77,6 +78,19 @@ def options(args: argparse.Namespace) -> Options:
     if args.out is not None:
         o = _with(o, out_dir=args.out)
     return o
+
+
+def _available(registry: object) -> list[str]:
+    """Benchmarks whose module imports (one that is broken is reported and skipped)."""
+    out = []
+    for name in registry.NAMES:  # type: ignore[attr-defined]
+        try:
+            registry.get(name)  # type: ignore[attr-defined]
+        except Exception as e:  # noqa: BLE001
+            print(f"pitchfork-synth: benchmark {name} skipped ({type(e).__name__}: {e})", file=sys.stderr)
+            continue
+        out.append(name)
+    return out
 
 
 def _with(o: Options, **kw: object) -> Options:

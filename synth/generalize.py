@@ -186,6 +186,8 @@ def _range(lhs: str, rhs: str, preds: list[str], i: int, c: Term, pinned: list[s
 
 
 def _bound_preds(name: str, t: ScalarType, lo: int, hi: int) -> list[str]:
+    if lo == hi:
+        return [f"{name} == {lo}"]
     out = []
     if lo > t.min:
         out.append(f"{name} >= {lo}")
@@ -270,7 +272,7 @@ def generalize_types(text_lhs: str, text_rhs: str, preds: list[str], first_var: 
     sym_preds = []
     for p in preds:
         m = re.fullmatch(r"(c\d+) (>=|<=|==) (-?\d+)", p)
-        if m and m.group(2) != "==" and int(m.group(3)) not in (-1, 0, 1):
+        if m and int(m.group(3)) not in (-1, 0, 1):
             b = int(m.group(3))
             for t, n in names.items():
                 cands = {t.bits: f"bits({n})", t.bits - 1: f"bits({n}) - 1", t.max: f"tmax({n})",

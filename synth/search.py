@@ -211,7 +211,9 @@ class _Round:
 
     def _build(self, op: str, rtype: Optional[ScalarType], args: Sequence[tuple[Term, np.ndarray]], level: int) -> None:
         if all(a.is_const for a, _ in args):
-            return  # folds to a constant: the leaves already hold the useful ones
+            return  # folds to a constant (casts and reinterprets of one too): the leaves hold the useful ones
+        if op in ("reinterpret", "cast") and args[0][0].op in ("reinterpret", "cast"):
+            return  # a cast of a cast: one cast (or none) says the same
         if op.startswith("extending_") and any(a.is_const for a, _ in args):
             return  # x * widen(c) is x * c: only the cost model's input widths would prefer it
         if op in ("mul", "widening_mul", "extending_mul") and any(a.is_const and _pow2(a.value) for a, _ in args):
@@ -234,8 +236,9 @@ class _Round:
             for leaf in g.leaves:
                 v = self.env[leaf.name] if leaf.is_var else _eval_node(leaf, [], {})
                 self._add(leaf, np.broadcast_to(np.asarray(v), (self.n,)), 0)
-        keys = list(self.bank.keys())
         for op, rtype in g.forms:
+            # keys per form: a level-0 op (reinterpret, for targets) applies to this level's new terms
+            keys = list(self.bank.keys())
             s = OPS[op]
             if s.arity == 1:
                 for (la, ta) in keys:

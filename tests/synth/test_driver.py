@@ -61,7 +61,8 @@ def test_same_tasks_on_a_local_dask_cluster(tmp_path: Path) -> None:
     local = run(_opts(tmp_path / "a", stages=("lift",), max_lhs=2, write=False))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   memory_limit="1GiB") as cluster:
-        remote = run(_opts(tmp_path / "b", stages=("lift",), max_lhs=2, write=False, cluster=cluster.scheduler_address))
+        remote = run(_opts(tmp_path / "b", stages=("lift",), max_lhs=2, write=False,
+                           cluster=cluster.scheduler_address))
     assert remote.stages["lift"].run == 2
     strip = lambda rs: sorted((r["key"], r["status"], r.get("rhs"), r.get("rule")) for r in rs)  # noqa: E731
     assert strip(remote.results["lift"]) == strip(local.results["lift"])
@@ -70,8 +71,8 @@ def test_same_tasks_on_a_local_dask_cluster(tmp_path: Path) -> None:
 def test_cli_reports_malformed_lines_and_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "bad.txt"
     f.write_text("u16(a_u8) + u16(b_u8)\nu16(a_u8) +* 3\n")
-    code = synth_main(["--from", str(f), "--stage", "lift", "--max-lhs", "1", "--max-terms", "500", "--no-progress",
-                       "--no-write", "--cache", str(tmp_path / "c")])
+    code = synth_main(["--from", str(f), "--stage", "lift", "--max-lhs", "1", "--max-terms", "500",
+                       "--no-progress", "--no-write", "--cache", str(tmp_path / "c")])
     out = capsys.readouterr()
     assert code == 1
     assert f"{f}:2:" in out.err

@@ -28,7 +28,8 @@ def test_section_4_1_lifting_rule_rediscovered_and_generalized_with_its_range() 
 
 
 def test_section_4_2_umlal_rule_rediscovered_on_arm() -> None:
-    r = run_task(Task("lower", "arm64", "v0_u16 + widening_shl(v1_u8, 1)", max_terms=4000, hide=("umlal_shl",)))
+    r = run_task(Task("lower", "arm64", "v0_u16 + widening_shl(v1_u8, 1)", max_terms=4000,
+                      hide=("umlal_shl",)))
     assert r["status"] == "synthesized", r
     assert r["rhs"] == "arm.umlal(v0_u16, v1_u8, 2)"
     assert "1 << c0" in r["rule"] and "arm.umlal" in r["rule"]  # the c1 == 2**c0 relation
