@@ -104,17 +104,30 @@ def _forbidden(t: Term) -> bool:
         if u.op.startswith("extending_") and any(a.is_const for a in u.args):
             return True
         if u.op in ("mul", "widening_mul", "extending_mul") and any(
-                a.is_const and a.value > 0 and a.value & (a.value - 1) == 0 for a in u.args):
+            a.is_const and a.value > 0 and a.value & (a.value - 1) == 0 for a in u.args
+        ):
             return True
     return False
 
 
-def select(candidates: Sequence[Candidate], stage: str, existing: Sequence[Rule],
-           rewrite_cost: Callable[[RuleSet, Term], tuple]) -> list[Decision]:
+def select(
+    candidates: Sequence[Candidate],
+    stage: str,
+    existing: Sequence[Rule],
+    rewrite_cost: Callable[[RuleSet, Term], tuple],
+) -> list[Decision]:
     """Decide every candidate (see module doc); `rewrite_cost(rules, term)` is the cost of what the
     stage's rewriter (with those rules) makes of a term."""
-    order = sorted(candidates, key=lambda c: (LEVEL_ORDER.get(c.level, 3), CONST_ORDER.get(c.constants, 3),
-                                              -c.count, c.rhs_cost, c.text))
+    order = sorted(
+        candidates,
+        key=lambda c: (
+            LEVEL_ORDER.get(c.level, 3),
+            CONST_ORDER.get(c.constants, 3),
+            -c.count,
+            c.rhs_cost,
+            c.text,
+        ),
+    )
     kept: list[Rule] = list(existing)
     bodies = {_body(r) for r in existing}
     names = {r.name for r in existing}
@@ -155,8 +168,11 @@ def select(candidates: Sequence[Candidate], stage: str, existing: Sequence[Rule]
 
 
 def provenance_comment(c: Candidate, verdict: str) -> str:
-    return (f"# from: {','.join(c.sources)}; count: {c.count}; cost: {c.rhs_cost}; level: {c.level}/{c.constants}; "
-            f"verdict: {verdict}; z3 {z3.get_version_string()}")
+    return (
+        f"# from: {','.join(c.sources)}; count: {c.count}; cost: {c.rhs_cost}; "
+        f"level: {c.level}/{c.constants}; "
+        f"verdict: {verdict}; z3 {z3.get_version_string()}"
+    )
 
 
 def write_rules(path: Path, decisions: Iterable[Decision], header: str) -> int:
@@ -165,8 +181,12 @@ def write_rules(path: Path, decisions: Iterable[Decision], header: str) -> int:
     old_lines: list[str] = []
     if path.exists():
         old_lines = [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    new = sorted((d for d in decisions if d.outcome == "written"), key=lambda d: (d.candidate.rhs_cost, d.name))
-    lines = old_lines + [f"{d.name}: {d.candidate.text}  {provenance_comment(d.candidate, d.detail)}" for d in new]
+    new = sorted(
+        (d for d in decisions if d.outcome == "written"), key=lambda d: (d.candidate.rhs_cost, d.name)
+    )
+    lines = old_lines + [
+        f"{d.name}: {d.candidate.text}  {provenance_comment(d.candidate, d.detail)}" for d in new
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(header.rstrip() + "\n\n" + "\n".join(lines) + ("\n" if lines else ""))
     parse_rules(path.read_text(), str(path))  # the file stays loadable
@@ -184,5 +204,13 @@ def parse_cost(v: Any) -> tuple:
 def candidate_from(result: dict[str, Any], sources: Sequence[str], count: int) -> Optional[Candidate]:
     if result.get("status") != "synthesized" or "rule" not in result:
         return None
-    return Candidate(result["rule"], result["seen"], parse_cost(result["rhs_cost"]), tuple(sorted(sources)), count,
-                     result.get("level", "monomorphic"), result.get("constants", "none"), result.get("verdict", ""))
+    return Candidate(
+        result["rule"],
+        result["seen"],
+        parse_cost(result["rhs_cost"]),
+        tuple(sorted(sources)),
+        count,
+        result.get("level", "monomorphic"),
+        result.get("constants", "none"),
+        result.get("verdict", ""),
+    )

@@ -29,8 +29,10 @@ def test_mixed_sign_rules_that_capture_constants_are_rejected() -> None:
     rule = parse_rule("x: cast<A>(v0_T) * v1_A -> extending_mul(v1_A, v0_T) if A == signed(wide(T))")
     why = constant_regression(rule, parse("i16(v0_u8) * v1_i16"), HAND)
     assert why is not None and "extending_mul(i16(2), v0_u8)" in why
-    ok = parse_rule("y: cast<A>(v0_T) << c0_A -> reinterpret<A>(widening_shl(v0_T, c0)) "
-                    "if A == signed(wide(T)) && c0 >= 0 && c0 <= tmax(T)")
+    ok = parse_rule(
+        "y: cast<A>(v0_T) << c0_A -> reinterpret<A>(widening_shl(v0_T, c0)) "
+        "if A == signed(wide(T)) && c0 >= 0 && c0 <= tmax(T)"
+    )
     assert constant_regression(ok, parse("i16(v0_u8) << 6"), HAND) is None
 
 
@@ -39,7 +41,9 @@ def test_duplicates_and_subsumed_candidates_are_not_written(tmp_path: Path) -> N
     body = hand_text.text().split(":", 1)[1].strip()
     dup = _cand(body, "i16(v0_u8) << 6", (32, 2))
     # a monomorphic instance of a hand-written rule: the TRS already reaches that cost
-    sub = _cand("cast<u16>(v0_u8) << c0_u16 -> widening_shl(v0_u8, c0) if c0 == 3", "u16(v0_u8) << 3", (16, 2))
+    sub = _cand(
+        "cast<u16>(v0_u8) << c0_u16 -> widening_shl(v0_u8, c0) if c0 == 3", "u16(v0_u8) << 3", (16, 2)
+    )
     decisions = select([dup, sub], "lift", HAND, _lift_cost)
     assert sorted(d.outcome for d in decisions) == ["duplicate", "subsumed"]
     path = tmp_path / "lift.rules"
@@ -48,8 +52,12 @@ def test_duplicates_and_subsumed_candidates_are_not_written(tmp_path: Path) -> N
 
 def test_written_rules_parse_with_provenance(tmp_path: Path) -> None:
     hidden = [r for r in HAND if r.name != "widening_shl_of_cast"]
-    c = _cand("cast<A>(v0_T) << c0_A -> reinterpret<A>(widening_shl(v0_T, c0)) "
-              "if A == signed(wide(T)) && c0 >= 0 && c0 <= tmax(T)", "i16(v0_u8) << 6", (32, 2))
+    c = _cand(
+        "cast<A>(v0_T) << c0_A -> reinterpret<A>(widening_shl(v0_T, c0)) "
+        "if A == signed(wide(T)) && c0 >= 0 && c0 <= tmax(T)",
+        "i16(v0_u8) << 6",
+        (32, 2),
+    )
     decisions = select([c], "lift", hidden, _lift_cost)
     assert [d.outcome for d in decisions] == ["written"], decisions
     path = tmp_path / "lift.rules"
