@@ -283,8 +283,12 @@ def generalize_types(text_lhs: str, text_rhs: str, preds: list[str], first_var: 
         sym_preds.append(p)
     lhs_g, rhs_g = sub(text_lhs), sub(text_rhs)
     sign = f"is_{'signed' if base.signed else 'unsigned'}(T)"
+    # Capped at the observed width or 16 bits: 32- and 64-bit instances of multiplier identities can
+    # exceed the solver's resource limit (UNKNOWN is not VALID), narrower ones are what DSP code uses.
+    cap = f"bits(T) <= {max(16, base.bits)}"
     return [(_join(lhs_g, rhs_g, rels + sym_preds), "polymorphic"),
-            (_join(lhs_g, rhs_g, rels + sym_preds + [sign]), "signed-fixed")]
+            (_join(lhs_g, rhs_g, rels + sym_preds + [sign]), "signed-fixed"),
+            (_join(lhs_g, rhs_g, rels + sym_preds + [sign, cap]), "width-capped")]
 
 
 def generalize(lhs: Term, rhs: Term, try_types: bool = True) -> Optional[Generalized]:
