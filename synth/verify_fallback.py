@@ -82,8 +82,15 @@ def _bool(c: z3.BoolRef) -> Val:
     return (z3.If(c, z3.IntVal(1), z3.IntVal(0)), 0, 1)
 
 
-def _shift(t: Term, a: Val, left: bool) -> Val:
-    k = _const_value(t.args[1])
+def _known(t: Term, v: Val) -> Optional[int]:
+    """The operand's value when it is a constant, also one reached through an op's definition
+    (a template variable bound to a constant has equal bounds)."""
+    k = _const_value(t)
+    return k if k is not None else (v[1] if v[1] == v[2] else None)
+
+
+def _shift(t: Term, a: Val, amount: Val, left: bool) -> Val:
+    k = _known(t.args[1], amount)
     if k is None:
         raise Unsupported(f"{t.op} by a variable amount")
     if k < 0:
@@ -97,7 +104,7 @@ def _shift(t: Term, a: Val, left: bool) -> Val:
 
 def _and(t: Term, a: Val, b: Val) -> Val:
     for i, other in ((1, a), (0, b)):
-        k = _const_value(t.args[i])
+        k = _known(t.args[i], (a, b)[i])
         if k is None:
             continue
         if k == -1 or k == (1 << t.type.bits) - 1:
@@ -142,9 +149,9 @@ def _node(t: Term, args: list[Val]) -> Val:
         a, lo, hi = args[0]
         return (z3.If(a < 0, -a, a), 0, max(abs(lo), abs(hi)))
     if op == "shl":
-        return _shift(t, args[0], True)
+        return _shift(t, args[0], args[1], True)
     if op == "shr":
-        return _shift(t, args[0], False)
+        return _shift(t, args[0], args[1], False)
     if op == "and":
         return _and(t, args[0], args[1])
     raise Unsupported(f"op {op}")
