@@ -63,6 +63,16 @@ class Benchmark:
     idioms: tuple[str, ...] = field(default=())
     #: the ISAs whose schedule allows `odd_size` (conv3x3*: the CPU schedules, not HVX's RoundUp tiles)
     odd_size_isas: tuple[str, ...] = ISAS
+    #: for a benchmark whose algorithm differs per ISA (camera_pipe's HVX tone curve): the reference
+    #: `(values, pset, isa) -> array`; `expected()` uses it instead of `reference` when set
+    isa_reference: Callable[[Sequence[Any], ParamSet, str], np.ndarray] | None = None
+
+
+def expected(b: Benchmark, values: Sequence[Any], pset: ParamSet, isa: str) -> np.ndarray:
+    """The numpy reference output of benchmark `b` as built for `isa`."""
+    if b.isa_reference is not None:
+        return b.isa_reference(values, pset, isa)
+    return b.reference(values, pset)
 
 
 # ---- numpy reference helpers (SPEC 1.7): int64 everywhere, explicit wrap / saturation ----------

@@ -44,6 +44,7 @@ class Options:
     max_nodes: int = 10
     max_lhs: int = 0  # per stage, most frequent first; 0 = all
     min_ops: int = 1
+    max_vars: int = 3  # left sides with more variables are skipped (a cheaper form rarely exists)
     max_terms: int = 8000
     rlimit: int = 20_000_000
     jobs: int = 1
@@ -124,16 +125,22 @@ class Cache:
 # Execution
 
 
-def execute(tasks: Sequence[Task], cache: Cache, opts: Options, label: str,
-            on_result: Callable[[dict[str, Any]], None]) -> tuple[int, int, int]:
-    """Run the tasks not in the cache; returns (cached, run, not run)."""
+def execute(
+    tasks: Sequence[Task],
+    cache: Cache,
+    opts: Options,
+    label: str,
+    on_result: Callable[[dict[str, Any]], None],
+    deadline: Optional[float] = None,
+) -> tuple[int, int, int]:
+    """Run the tasks not in the cache, handing out none after `deadline` (time.monotonic());
+    returns (cached, run, not run)."""
     todo = [t for t in tasks if cache.get(t.key) is None]
     cached = len(tasks) - len(todo)
     for t in tasks:
         hit = cache.get(t.key)
         if hit is not None:
             on_result(hit)
-    deadline = time.monotonic() + opts.time_limit if opts.time_limit > 0 else None
     done = 0
     with _progress(opts.progress) as prog:
         bar = prog.add_task(label, total=len(tasks), completed=cached) if prog else None
@@ -212,8 +219,13 @@ def _progress(enabled: bool) -> Any:
         return _NoProgress()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=False,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,7 +236,7 @@ def lift_tasks(corpus: Corpus, opts: Options) -> tuple[list[Task], dict[str, tup
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
     for e in corpus.entries():
-        if sum(1 for t in e.term.walk() if t.args) < opts.min_ops:
+        if sum(1 for t in e.term.walk() if t.args) < opts.min_ops or len(e.term.variables()) > opts.max_vars:
             continue
         task = Task("lift", "", e.key, opts.max_terms, opts.rlimit, hide=opts.hide)
         tasks.append(task)
@@ -232,7 +244,9 @@ def lift_tasks(corpus: Corpus, opts: Options) -> tuple[list[Task], dict[str, tup
     return _limit(tasks, opts), origin
 
 
-def lower_tasks(corpus: Corpus, isa: str, opts: Options) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
+def lower_tasks(
+    corpus: Corpus, isa: str, opts: Options
+) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
     """Cuts of the lifted whole expressions that contain an FPIR op."""
     from pitchfork.lift import lift
 
@@ -245,14 +259,25 @@ def lower_tasks(corpus: Corpus, isa: str, opts: Options) -> tuple[list[Task], di
     for e in lowered.entries():
         if not any(t.args and spec(t.op).kind == "fpir" for t in e.term.walk()):
             continue
+        if len(e.term.variables()) > opts.max_vars:
+            continue
         task = Task("lower", isa, e.key, opts.max_terms, opts.rlimit, hide=opts.hide)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     return _limit(tasks, opts), origin
 
 
+def _fixed_point_first(task: Task) -> int:
+    """0 for left sides with a cast or an element narrower than 32 bits (fixed-point code), 1 for
+    the rest (mostly index arithmetic): with a --max-lhs budget the former go first."""
+    t = parse(task.lhs)
+    small = any(x.type.bits < 32 or x.op in ("cast", "reinterpret", "saturating_cast") for x in t.walk())
+    return 0 if small else 1
+
+
 def _limit(tasks: list[Task], opts: Options) -> list[Task]:
-    return tasks[: opts.max_lhs] if opts.max_lhs > 0 else tasks
+    ordered = sorted(tasks, key=_fixed_point_first)  # stable: frequency order kept within each group
+    return ordered[: opts.max_lhs] if opts.max_lhs > 0 else ordered
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,7 +296,9 @@ def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
     from pitchfork.targets import target_cost
 
     def lower_cost(rules: Any, t: Term) -> tuple:
-        c = target_cost(expand_fpir(Rewriter(rules, cost=target_cost).rewrite(t), TARGET_MAX_BITS.get(isa, 64)))
+        c = target_cost(
+            expand_fpir(Rewriter(rules, cost=target_cost).rewrite(t), TARGET_MAX_BITS.get(isa, 64))
+        )
         return (c[0], 0, 0)
 
     return lower_cost
@@ -292,21 +319,30 @@ def _base_rules(stage: str, hide: tuple[str, ...]) -> list[Any]:
 
 HEADERS = {
     "lift": "# Lifting rules synthesized by pitchfork-synth (synth/): do not edit by hand; re-run it.\n"
-            "# Each rule was proven by Z3 at every type instance it can match (synth/verify.py).",
-    "lower": "# {isa} lowering rules synthesized by pitchfork-synth (synth/): do not edit by hand; re-run it.\n"
-             "# Each rule was proven by Z3 at every type instance it can match (synth/verify.py).",
+    "# Each rule was proven by Z3 at every type instance it can match (synth/verify.py).",
+    "lower": "# {isa} lowering rules synthesized by pitchfork-synth (synth/): do not edit by hand; "
+    "re-run it.\n"
+    "# Each rule was proven by Z3 at every type instance it can match (synth/verify.py).",
 }
 
 
 def run(opts: Options) -> RunReport:
     t_start = time.perf_counter()
+    deadline = time.monotonic() + opts.time_limit if opts.time_limit > 0 else None
     report = RunReport()
     cache = Cache(opts.cache_dir)
     t0 = time.perf_counter()
-    exprs = {b: cache.corpus(b, opts.corpus_isas) for b in opts.benchmarks}
-    corpus = build_corpus(opts.benchmarks, opts.files, opts.corpus_isas, opts.max_nodes, exprs)
+    exprs: dict[str, list[Term]] = {}
+    for b in opts.benchmarks:
+        try:
+            exprs[b] = cache.corpus(b, opts.corpus_isas)
+        except Exception as e:  # noqa: BLE001 - one benchmark the frontend cannot take must not stop the run
+            report.corpus_errors.append(
+                f"{b}: skipped ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
+            )
+    corpus = build_corpus(list(exprs), opts.files, opts.corpus_isas, opts.max_nodes, exprs)
     report.corpus_entries = len(corpus)
-    report.corpus_errors = list(corpus.errors)
+    report.corpus_errors += list(corpus.errors)
     report.stages["corpus"] = StageStats(seen=len(corpus), seconds=time.perf_counter() - t0)
 
     plans: list[tuple[str, list[Task], dict[str, tuple[set[str], int]]]] = []
@@ -325,11 +361,12 @@ def run(opts: Options) -> RunReport:
         def on_result(r: dict[str, Any], st: StageStats = st, results: list = results) -> None:
             results.append(r)
             st.outcomes[r.get("status", "error")] += 1
-            if r.get("status") == "synthesized" and (r.get("level") != "monomorphic" or
-                                                     r.get("constants") not in ("pinned", "none")):
+            if r.get("status") == "synthesized" and (
+                r.get("level") != "monomorphic" or r.get("constants") not in ("pinned", "none")
+            ):
                 st.generalized += 1
 
-        st.cached, st.run, st.not_run = execute(tasks, cache, opts, stage, on_result)
+        st.cached, st.run, st.not_run = execute(tasks, cache, opts, stage, on_result, deadline)
         report.results[stage] = results
         st.seconds = time.perf_counter() - t0
         if opts.write:
@@ -344,7 +381,9 @@ def run(opts: Options) -> RunReport:
                 path, header = opts.out_dir / "lift.rules", HEADERS["lift"]
             else:
                 isa = stage.split(":", 1)[1]
-                path, header = opts.out_dir / f"lower_{ISA_STEMS[isa]}.rules", HEADERS["lower"].format(isa=isa)
+                path, header = opts.out_dir / f"lower_{ISA_STEMS[isa]}.rules", HEADERS["lower"].format(
+                    isa=isa
+                )
             base = _base_rules(stage, opts.hide)
             names = {r.name for r in base}
             base += [r for r in existing_rules(path) if r.name not in names]  # the output file's own rules

@@ -7,6 +7,10 @@ symbolic constants, computed constants on the right side become fresh variables 
 defining expression, and bounds predicates become assumptions on the inputs (sound because the
 bounds analysis is). Z3 then proves `predicate => before == after` bit-exactly, or returns a
 counterexample. A rule is VALID only if every instance is.
+
+Every Z3 query is bounded by a resource limit (`rlimit`, Z3's deterministic step count) and runs in a
+fresh context, never by wall-clock time, so a verdict does not depend on machine load or on which
+rules were verified before in the same process.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import z3
 from fpir.term import Term, const, var
 from fpir.text import FPIRSyntaxError, Raw, _Elaborator
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
-from fpir.z3enc import Verdict, equivalent
+from fpir.z3enc import DEFAULT_RLIMIT, Verdict, equivalent, isolated_solver
 from pitchfork.trs.pattern import _CWILD_RE, parse_type_expr, split_wildcard
 from pitchfork.trs.predicate import PredicateError, Z3Domain, evaluate, is_const_expr
 from pitchfork.trs.rules import Rule
@@ -144,7 +148,8 @@ def _describe(tvars: dict[str, ScalarType]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(tvars.items())) or "(monomorphic)"
 
 
-def verify_rule(rule: Rule, timeout_ms: int = 30000) -> RuleResult:
+def verify_rule(rule: Rule, rlimit: int = DEFAULT_RLIMIT) -> RuleResult:
+    """Verify every type instance of `rule`; each Z3 query may spend up to `rlimit` resource units."""
     tv = type_variables(rule)
     results: list[InstanceResult] = []
     for combo in itertools.product(USER_TYPES, repeat=len(tv)):
@@ -177,12 +182,7 @@ def verify_rule(rule: Rule, timeout_ms: int = 30000) -> RuleResult:
                 continue
             assume = [pred, *dom.side, *builder.assumptions]
             env, reparam = _reparametrize(symbols, builder.defs, assume)
-            verdict = _prove(lhs, rhs, reparam, timeout_ms, env, symbols)
-            if verdict.status == "UNKNOWN":
-                # Multiplier identities time out when bit-blasted: see synth/verify_fallback.py.
-                from synth.verify_fallback import fallback
-
-                verdict = fallback(lhs, rhs, assume, timeout_ms) or verdict
+            verdict = _prove(lhs, rhs, assume, reparam, rlimit, env, symbols)
             results.append(InstanceResult(_describe(tvars), verdict))
     if not results:
         # A rule that can never fire is a mistake (a typo in a type, a predicate false for every
@@ -192,31 +192,40 @@ def verify_rule(rule: Rule, timeout_ms: int = 30000) -> RuleResult:
     return RuleResult(rule, tuple(results))
 
 
-QUICK_MS = 1000
+QUICK_RLIMIT = 2_000_000  # what the first, direct query gets (most rules need far less)
 SPLIT_LIMIT = 160
 
 
-def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], timeout_ms: int, env: dict[str, z3.BitVecRef],
-           symbols: dict[str, tuple[z3.BitVecRef, ScalarType]]) -> Verdict:
-    """equivalent(), with a case split on a rule constant when the direct query is slow.
+def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.BoolRef], rlimit: int,
+           env: dict[str, z3.BitVecRef], symbols: dict[str, tuple[z3.BitVecRef, ScalarType]]) -> Verdict:
+    """Cheapest proof first: equivalent() with a small budget; the multiplier fallbacks of
+    synth/verify_fallback.py (multiplication uninterpreted, then integer arithmetic), which prove
+    multiplier identities bit-blasting cannot afford; a case split on a rule constant (an eighth of
+    the budget per case); the direct query with the whole budget. `reparam` is `assume` with constant
+    wildcards expressed through `env` (_reparametrize), which the bit-vector queries use.
 
     Wide dividers and shifters by a symbolic amount (`x_u64 / c0` against `x_u64 >> log2(c0)`) defeat
     bit-blasting, but each value of the constant gives a query Z3 answers in milliseconds. A constant
     (a constant wildcard, a computed right-side constant or a log2 witness) whose admissible values the
     assumptions limit to at most SPLIT_LIMIT is enumerated exhaustively, so the split is exact.
     """
-    quick = equivalent(lhs, rhs, assume, min(timeout_ms, QUICK_MS), env)
+    from synth.verify_fallback import fallback
+
+    quick = equivalent(lhs, rhs, reparam, min(rlimit, QUICK_RLIMIT), env)
     if quick.status != "UNKNOWN":
         return quick
-    split = _split_on_constant(lhs, rhs, assume, timeout_ms, env, symbols)
+    decisive = fallback(lhs, rhs, assume, rlimit)
+    if decisive is not None:
+        return decisive
+    split = _split_on_constant(lhs, rhs, reparam, max(QUICK_RLIMIT, rlimit // 8), env, symbols)
     if split is not None and split.status != "UNKNOWN":
         return split
-    if timeout_ms > QUICK_MS:
-        return equivalent(lhs, rhs, assume, timeout_ms, env)
+    if rlimit > QUICK_RLIMIT:
+        return equivalent(lhs, rhs, reparam, rlimit, env)
     return quick
 
 
-def _split_on_constant(lhs: Term, rhs: Term, assume: list[z3.BoolRef], timeout_ms: int,
+def _split_on_constant(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,
                        env: dict[str, z3.BitVecRef],
                        symbols: dict[str, tuple[z3.BitVecRef, ScalarType]]) -> Optional[Verdict]:
     from z3.z3util import get_vars
@@ -236,7 +245,7 @@ def _split_on_constant(lhs: Term, rhs: Term, assume: list[z3.BoolRef], timeout_m
         return None
     sym, values = best
     for val in values:
-        verdict = equivalent(lhs, rhs, [*assume, sym == val], timeout_ms, env)
+        verdict = equivalent(lhs, rhs, [*assume, sym == val], rlimit, env)
         if verdict.status != "VALID":
             return verdict
     return Verdict("VALID")
@@ -244,9 +253,8 @@ def _split_on_constant(lhs: Term, rhs: Term, assume: list[z3.BoolRef], timeout_m
 
 def _enumerate(sym: z3.ExprRef, assume: list[z3.BoolRef]) -> Optional[list[z3.ExprRef]]:
     """All values sym can take under the assumptions, or None if there are more than SPLIT_LIMIT."""
-    s = z3.Solver()
-    s.set("timeout", QUICK_MS)
-    s.add(*assume)
+    s, ctx = isolated_solver(assume, QUICK_RLIMIT)
+    local = sym.translate(ctx)
     values: list[z3.ExprRef] = []
     while len(values) <= SPLIT_LIMIT:
         r = s.check()
@@ -254,9 +262,9 @@ def _enumerate(sym: z3.ExprRef, assume: list[z3.BoolRef]) -> Optional[list[z3.Ex
             return values
         if r != z3.sat:
             return None
-        val = s.model().eval(sym, model_completion=True)
-        values.append(val)
-        s.add(sym != val)
+        val = s.model().eval(local, model_completion=True)
+        values.append(val.translate(sym.ctx))
+        s.add(local != val)
     return None
 
 
@@ -290,16 +298,16 @@ def _reparametrize(symbols: dict[str, tuple[z3.BitVecRef, ScalarType]],
 def _verify_text(args: tuple[str, str, int, int]) -> RuleResult:
     from pitchfork.trs.rules import parse_rule
 
-    text, source, line, timeout = args
-    return verify_rule(parse_rule(text, source, line), timeout)
+    text, source, line, rlimit = args
+    return verify_rule(parse_rule(text, source, line), rlimit)
 
 
-def verify_rules(rules: Sequence[Rule], timeout_ms: int = 30000, jobs: int = 1,
+def verify_rules(rules: Sequence[Rule], rlimit: int = DEFAULT_RLIMIT, jobs: int = 1,
                  progress: Optional[object] = None) -> Iterable[RuleResult]:
     """Verify rules, in parallel processes when jobs > 1; yields results in order."""
     if jobs <= 1:
         for r in rules:
-            yield verify_rule(r, timeout_ms)
+            yield verify_rule(r, rlimit)
         return
     with ProcessPoolExecutor(max_workers=jobs) as ex:
-        yield from ex.map(_verify_text, [(r.text(), r.source, r.line, timeout_ms) for r in rules])
+        yield from ex.map(_verify_text, [(r.text(), r.source, r.line, rlimit) for r in rules])

@@ -2,8 +2,8 @@
 
 Bit-blasting cannot prove that two differently built 32- or 64-bit multipliers agree, or even reason
 about one 128-bit multiplier inside a large formula, within any reasonable time, so
-`fpir.z3enc.equivalent` answers UNKNOWN (timeout) for rules such as the two-word expansion of a
-64-bit mul_shr. `synth.verify.verify_rule` then tries, in order:
+`fpir.z3enc.equivalent` answers UNKNOWN (resource limit reached) for rules such as the two-word expansion of a
+64-bit mul_shr. `synth.verify.verify_rule` tries these after a cheap direct query, in order:
 
 1. `equivalent_uf`: the same bit-vector formula with every multiplication replaced by an
    uninterpreted function of the same width. This over-approximates (any model of the original is a
@@ -30,7 +30,7 @@ import z3
 from fpir.ops import spec, template
 from fpir.term import Term
 from fpir.types import ScalarType
-from fpir.z3enc import Verdict, to_z3
+from fpir.z3enc import DEFAULT_RLIMIT, Verdict, isolated_solver, to_z3, unknown_reason
 
 
 class Unsupported(ValueError):
@@ -82,8 +82,15 @@ def _bool(c: z3.BoolRef) -> Val:
     return (z3.If(c, z3.IntVal(1), z3.IntVal(0)), 0, 1)
 
 
-def _shift(t: Term, a: Val, left: bool) -> Val:
-    k = _const_value(t.args[1])
+def _known(t: Term, v: Val) -> Optional[int]:
+    """The operand's value when it is a constant, also one reached through an op's definition
+    (a template variable bound to a constant has equal bounds)."""
+    k = _const_value(t)
+    return k if k is not None else (v[1] if v[1] == v[2] else None)
+
+
+def _shift(t: Term, a: Val, amount: Val, left: bool) -> Val:
+    k = _known(t.args[1], amount)
     if k is None:
         raise Unsupported(f"{t.op} by a variable amount")
     if k < 0:
@@ -97,7 +104,7 @@ def _shift(t: Term, a: Val, left: bool) -> Val:
 
 def _and(t: Term, a: Val, b: Val) -> Val:
     for i, other in ((1, a), (0, b)):
-        k = _const_value(t.args[i])
+        k = _known(t.args[i], (a, b)[i])
         if k is None:
             continue
         if k == -1 or k == (1 << t.type.bits) - 1:
@@ -142,9 +149,9 @@ def _node(t: Term, args: list[Val]) -> Val:
         a, lo, hi = args[0]
         return (z3.If(a < 0, -a, a), 0, max(abs(lo), abs(hi)))
     if op == "shl":
-        return _shift(t, args[0], True)
+        return _shift(t, args[0], args[1], True)
     if op == "shr":
-        return _shift(t, args[0], False)
+        return _shift(t, args[0], args[1], False)
     if op == "and":
         return _and(t, args[0], args[1])
     raise Unsupported(f"op {op}")
@@ -168,7 +175,7 @@ def to_int(term: Term, env: Mapping[str, Val]) -> Val:
     return memo[id(term)]
 
 
-def equivalent_int(a: Term, b: Term, timeout_ms: int = 20000) -> Verdict:
+def equivalent_int(a: Term, b: Term, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     """Prove a == b over the integers; UNKNOWN if an op is not modelled or Z3 gives up."""
     if a.type != b.type:
         return Verdict("INVALID", reason=f"types differ: {a.type} vs {b.type}")
@@ -176,7 +183,7 @@ def equivalent_int(a: Term, b: Term, timeout_ms: int = 20000) -> Verdict:
     for mode in ("linear", "mod"):
         _MODE[0] = mode
         try:
-            verdict = _equivalent_int(a, b, max(1000, timeout_ms // 2))
+            verdict = _equivalent_int(a, b, max(1000, rlimit // 2))
         finally:
             _MODE[0] = "mod"
         if verdict.status != "UNKNOWN" or "encoding" in verdict.reason:
@@ -184,7 +191,7 @@ def equivalent_int(a: Term, b: Term, timeout_ms: int = 20000) -> Verdict:
     return verdict
 
 
-def _equivalent_int(a: Term, b: Term, timeout_ms: int) -> Verdict:
+def _equivalent_int(a: Term, b: Term, rlimit: int) -> Verdict:
     _DIVMOD.clear()
     _SIDE.clear()
     variables = {v.name: v for v in a.variables() + b.variables()}
@@ -193,21 +200,17 @@ def _equivalent_int(a: Term, b: Term, timeout_ms: int) -> Verdict:
         za, zb = to_int(a, env)[0], to_int(b, env)[0]
     except Unsupported as e:
         return Verdict("UNKNOWN", reason=f"integer encoding: {e}")
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
-    for n, v in variables.items():
-        s.add(env[n][0] >= v.type.min, env[n][0] <= v.type.max)
-    s.add(*_SIDE)
-    s.add(za != zb)
+    ranges = [c for n, v in variables.items() for c in (env[n][0] >= v.type.min, env[n][0] <= v.type.max)]
+    s, ctx = isolated_solver([*ranges, *_SIDE, za != zb], rlimit)
     r = s.check()
     if r == z3.unsat:
         return Verdict("VALID", reason="integer arithmetic")
     if r == z3.unknown:
-        return Verdict("UNKNOWN", reason=f"integer arithmetic: {s.reason_unknown() or 'unknown'}")
+        return Verdict("UNKNOWN", reason=f"integer arithmetic: {unknown_reason(s)}")
     m = s.model()
-    cex = {n: m.eval(env[n][0], model_completion=True).as_long() for n in variables}
-    return Verdict("INVALID", cex, lhs_value=m.eval(za, model_completion=True).as_long(),
-                   rhs_value=m.eval(zb, model_completion=True).as_long())
+    cex = {n: m.eval(env[n][0].translate(ctx), model_completion=True).as_long() for n in variables}
+    return Verdict("INVALID", cex, lhs_value=m.eval(za.translate(ctx), model_completion=True).as_long(),
+                   rhs_value=m.eval(zb.translate(ctx), model_completion=True).as_long())
 
 
 def _abstract_mul(e: z3.ExprRef, funcs: dict[int, z3.FuncDeclRef], pairs: dict[int, tuple]) -> z3.ExprRef:
@@ -243,7 +246,7 @@ def _abstract_mul(e: z3.ExprRef, funcs: dict[int, z3.FuncDeclRef], pairs: dict[i
     return z3.substitute(e, *subs) if subs else e
 
 
-def equivalent_uf(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), timeout_ms: int = 20000) -> Verdict:
+def equivalent_uf(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     """Prove a == b with multiplication uninterpreted (sound: UNSAT here implies UNSAT with bvmul)."""
     if a.type.bits != b.type.bits:
         return Verdict("INVALID", reason=f"types differ: {a.type} vs {b.type}")
@@ -251,25 +254,24 @@ def equivalent_uf(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), timeout_m
     pairs: dict[int, tuple] = {}
     za = _abstract_mul(to_z3(a), funcs, pairs)
     zb = _abstract_mul(to_z3(b), funcs, pairs)
-    s = z3.Solver()
-    s.set("timeout", timeout_ms)
-    s.add(*[_abstract_mul(x, funcs, pairs) for x in assume])
-    s.add(za != zb)
+    if not pairs:  # nothing to abstract: the query would repeat the bit-vector one
+        return Verdict("UNKNOWN", reason="no multiplication to abstract")
+    s, _ = isolated_solver([*[_abstract_mul(x, funcs, pairs) for x in assume], za != zb], rlimit)
     r = s.check()
     if r == z3.unsat:
         return Verdict("VALID", reason="multiplication uninterpreted")
     # sat may be spurious (the abstraction allows any product): never report it as INVALID
     return Verdict("UNKNOWN", reason="uninterpreted multiplication: " + (
-        "not provable this way" if r == z3.sat else (s.reason_unknown() or "unknown")))
+        "not provable this way" if r == z3.sat else unknown_reason(s)))
 
 
-def fallback(a: Term, b: Term, assume: Sequence[z3.BoolRef], timeout_ms: int) -> Optional[Verdict]:
+def fallback(a: Term, b: Term, assume: Sequence[z3.BoolRef], rlimit: int) -> Optional[Verdict]:
     """A decisive verdict from the fallbacks, or None."""
-    v = equivalent_uf(a, b, assume, timeout_ms)
+    v = equivalent_uf(a, b, assume, rlimit)
     if v.status == "VALID":
         return v
     if all(z3.is_true(z3.simplify(x)) for x in assume):
-        v = equivalent_int(a, b, timeout_ms)
+        v = equivalent_int(a, b, rlimit)
         if v.status != "UNKNOWN":
             return v
     return None

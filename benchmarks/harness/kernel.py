@@ -20,43 +20,17 @@ import numpy as np
 
 from pitchfork.emit.harness import ALIGN, Buffer, Scalar
 from pitchfork.halide.api import CompiledPipeline
-from pitchfork.halide.codegen import fpir_type
 
 
 def kernel_args(prog: CompiledPipeline, values: Sequence[Any], size: Sequence[int]) -> list[Buffer | Scalar]:
     """The raw argument list of `prog`'s kernel for inputs `values` and output extents `size`.
 
     The first argument is the i32 error slot; output buffers are zero-filled arrays (outputs, like the
-    error slot, are `Buffer.output`)."""
+    error slot, are `Buffer.output`). This is `CompiledPipeline.bind`'s list itself (buffer mins of
+    `hl.Buffer` inputs, f32 parameters as their bit patterns, Param values checked as Halide does)."""
     if prog.module is None or prog.captured is None:
         raise ValueError(f"{prog.name}: a Halide fallback has no PITCHFORK kernel")
-    cap = prog.captured
-    if len(values) != len(cap.arguments):
-        raise TypeError(f"{prog.name} takes {len(cap.arguments)} inputs, got {len(values)}")
-    args: list[Buffer | Scalar] = [Buffer.output(np.zeros(1, np.int32))]
-    for a, value in zip(cap.arguments, values):
-        if a.kind == "scalar":
-            args.append(Scalar(int(value), 64 if a.type.bits == 64 else 32))
-            continue
-        arr = np.ascontiguousarray(value)
-        want = fpir_type(a.type.elem).np_dtype
-        if arr.dtype != want or arr.ndim != a.dimensions:
-            raise TypeError(f"input {a.name} must be a {a.dimensions}-d {want} array, got {arr.ndim}-d {arr.dtype}")
-        args.append(Buffer.input(arr))
-        extents = list(reversed(arr.shape))
-        strides = list(reversed([s // arr.itemsize for s in arr.strides]))
-        for d in range(arr.ndim):
-            args += [Scalar(0), Scalar(extents[d]), Scalar(strides[d])]
-    shape = tuple(reversed(list(size)))
-    for out in cap.outputs:
-        if len(size) != out.dimensions:
-            raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
-        args.append(Buffer.output(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype)))
-        stride = 1
-        for d in range(out.dimensions):
-            args += [Scalar(0), Scalar(int(size[d])), Scalar(stride)]
-            stride *= int(size[d])
-    return args
+    return list(prog.bind(values, size).args)
 
 
 def aligned_copy(a: np.ndarray) -> np.ndarray:

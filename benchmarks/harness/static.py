@@ -138,13 +138,13 @@ def halide_kernel_spec(function: str, values: Sequence[Any], params: Sequence[An
     spec = HarnessSpec(function, "int", decls=[_HALIDE_DECLS])
     nbuf = 0
 
-    def hbuf(expr: str, dtype: np.dtype, extents: Sequence[int]) -> str:
+    def hbuf(expr: str, dtype: np.dtype, extents: Sequence[int], mins: Sequence[int] | None = None) -> str:
         nonlocal nbuf
         k = nbuf
         nbuf += 1
         dims, stride = [], 1
-        for e in extents:
-            dims.append(f"{{0, {int(e)}, {stride}, 0}}")
+        for d, e in enumerate(extents):
+            dims.append(f"{{{int(mins[d]) if mins else 0}, {int(e)}, {stride}, 0}}")
             stride *= int(e)
         code = _HL_CODE[dtype.kind]
         spec.decls.append(f"static struct halide_dimension_t pf_dim{k}[] = {{{', '.join(dims)}}};")
@@ -155,8 +155,9 @@ def halide_kernel_spec(function: str, values: Sequence[Any], params: Sequence[An
     for p, v in zip(params, values):
         if isinstance(p, hl.ImageParam):
             arr = np.ascontiguousarray(v)
+            mins = [v.dim(d).min() for d in range(v.dimensions())] if isinstance(v, hl.Buffer) else None
             spec.args.append(CArg("struct halide_buffer_t *",
-                                  hbuf(spec.add_input(arr.tobytes()), arr.dtype, list(reversed(arr.shape)))))
+                                  hbuf(spec.add_input(arr.tobytes()), arr.dtype, list(reversed(arr.shape)), mins)))
         else:
             t = p.type()
             if t.is_float():
@@ -254,7 +255,7 @@ def counted_run(asm: str, function: str, isa: Syntax, spec: HarnessSpec, *, time
         with open(os.path.join(d, "harness.c"), "w") as f:
             f.write(c_source(spec, len(blocks), isa == "hvx128", pool_bytes))
         exe = os.path.join(d, "run")
-        build = [*cc, "harness.c", "blob.s", o_path, "-o", exe]
+        build = [*cc, "harness.c", "blob.s", o_path, "-o", exe] + ([] if isa == "hvx128" else ["-lm"])
         p = subprocess.run(build, capture_output=True, text=True, cwd=d)
         if p.returncode:
             raise StaticError(f"linking the {isa} counting harness failed:\n$ {' '.join(build)}\n{p.stderr[-3000:]}")

@@ -31,7 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="*", metavar="RULEFILE",
                    help="rule files (default: rules/lift, rules/synthesized and rules/lower)")
     p.add_argument("--jobs", "-j", type=int, default=2, help="parallel verifier processes (default 2)")
-    p.add_argument("--timeout", type=int, default=30000, metavar="MS", help="Z3 timeout per query in ms")
+    p.add_argument("--rlimit", type=int, default=60_000_000, metavar="N",
+                   help="Z3 resource limit per query (deterministic steps, about 2-3 million per second; "
+                        "verdicts do not depend on machine load)")
     p.add_argument("--rule", action="append", default=[], metavar="NAME",
                    help="only verify this rule (repeatable)")
     p.add_argument("--allow-unknown", action="store_true",
@@ -75,10 +77,10 @@ def _verify_one(args: tuple[str, str, int, int]) -> object:
     from pitchfork.trs.rules import parse_rule
     from synth.verify import verify_rule
 
-    text, source, line, timeout = args
+    text, source, line, rlimit = args
     rule = parse_rule(text, source, line)
     try:
-        return verify_rule(rule, timeout)
+        return verify_rule(rule, rlimit)
     except Exception as e:  # noqa: BLE001 - one broken rule must not stop the run
         from fpir.z3enc import Verdict
         from synth.verify import InstanceResult, RuleResult
@@ -130,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         rules = [r for r in rules if r.name in set(args.rule)]
     t0 = time.perf_counter()
-    results = _run_all(rules, args.jobs, args.timeout, not args.no_progress and len(rules) > 1, out)
+    results = _run_all(rules, args.jobs, args.rlimit, not args.no_progress and len(rules) > 1, out)
     counts = {"VALID": 0, "INVALID": 0, "UNKNOWN": 0}
     for rule, res in zip(rules, results):
         status = res.status  # type: ignore[attr-defined]
@@ -152,11 +154,11 @@ def _line(out: object, rule: object, res: object) -> None:
     out.print(f"[{STYLE[status]}]{status:<7}[/] {escape(rule.name)}  {escape(describe(res))}")  # type: ignore
 
 
-def _run_all(rules: list, jobs: int, timeout: int, progress: bool, out: object) -> list:
+def _run_all(rules: list, jobs: int, rlimit: int, progress: bool, out: object) -> list:
     """Verify in parallel; print each rule's line (in file order) as soon as it and its predecessors end."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    tasks = [(r.text(), r.source, r.line, timeout) for r in rules]
+    tasks = [(r.text(), r.source, r.line, rlimit) for r in rules]
     results: list[object | None] = [None] * len(rules)
     printed = 0
     bar = Progress(TextColumn("verifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

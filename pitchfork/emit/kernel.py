@@ -1,7 +1,9 @@
 """Element-wise kernels: one LLVM function that evaluates an expression over whole buffers.
 
 `void <name>(ptr out, ptr in_0, ..., ptr in_k, i64 n)` computes `lanes` elements per iteration for
-n elements (n a multiple of `lanes`). Inputs are the term's variables in `var_order`; u1 values are
+n elements (n a multiple of `lanes`). An input read by a lane-combining op (`vector_reduce_add_x4`, udot)
+has that many elements per output element (`input_factors`): the kernel reads lanes x factor of it per
+iteration, so in_k holds n x factor elements. Inputs are the term's variables in `var_order`; u1 values are
 stored one byte each. Loads and stores claim alignment 1: numpy buffers and qemu harness buffers give
 no stronger guarantee, and on HVX an over-claimed alignment silently reads the wrong bytes.
 Used by the `select` CLI, the differential tests and the benchmarks' expression-level reports.
@@ -13,7 +15,8 @@ from typing import Optional, Sequence
 
 from llvmlite import ir
 
-from fpir.term import Term
+from fpir.ops import OPS, make
+from fpir.term import Term, var
 from fpir.types import ScalarType
 from pitchfork.emit.expr import ExprEmitter, vec_type
 
@@ -22,8 +25,46 @@ def storage_type(t: ScalarType) -> ScalarType:
     return ScalarType(False, 8) if t.bits == 1 else t
 
 
+def input_factors(term: Term) -> dict[str, int]:
+    """Elements of each variable per element of the term (1 unless read through a lane-combining op)."""
+    from pitchfork.emit.expr import _schedule
+
+    out: dict[str, int] = {}
+    for t, lanes in _schedule(term, 1):
+        if t.is_var:
+            if out.setdefault(t.name, lanes) != lanes:
+                raise ValueError(f"variable {t.name} is read at {out[t.name]} and {lanes} lanes per result lane")
+    return out
+
+
+def distinct_variables(term: Term, var_order: Sequence[Term]) -> tuple[Term, list[Term]]:
+    """`v1_i16` and `v1_i32` are two variables (in FPIR text the type is part of a variable's name),
+    but the emitter binds operand values by name: give variables whose names clash their typed names."""
+    types: dict[str, set[object]] = {}
+    for t in [*term.walk(), *var_order]:
+        if t.op == "var":
+            types.setdefault(t.name, set()).add(t.type)
+    clash = {n for n, ts in types.items() if len(ts) > 1}
+    if not clash:
+        return term, list(var_order)
+
+    def rename(v: Term) -> Term:
+        return var(f"{v.name}_{v.type.name}", v.type) if v.name in clash else v
+
+    memo: dict[int, Term] = {}
+    for t in term.walk():
+        if t.op == "var":
+            memo[id(t)] = rename(t)
+        elif t.args:
+            memo[id(t)] = make(t.op, *[memo[id(a)] for a in t.args], type=t.type if OPS[t.op].explicit_type else None)
+        else:
+            memo[id(t)] = t
+    return memo[id(term)], [rename(v) for v in var_order]
+
+
 def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, var_order: Sequence[Term],
                           target: Optional[object] = None) -> ir.Function:
+    term, var_order = distinct_variables(term, var_order)
     ptr = ir.PointerType(ir.IntType(8))
     i64 = ir.IntType(64)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr] * (1 + len(var_order)) + [i64]), name=name)
@@ -37,12 +78,15 @@ def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, 
     i = b.phi(i64, "i")
     i.add_incoming(ir.Constant(i64, 0), entry)
     env = {}
+    factors = input_factors(term)
     for v, p in zip(var_order, in_ps):
         st = storage_type(v.type)
-        addr = b.gep(b.bitcast(p, ir.PointerType(ir.IntType(st.bits))), [i])
-        val = b.load(b.bitcast(addr, ir.PointerType(vec_type(st, lanes))), align=1)
+        f = factors.get(v.name, 1)
+        at = i if f == 1 else b.mul(i, ir.Constant(i64, f))
+        addr = b.gep(b.bitcast(p, ir.PointerType(ir.IntType(st.bits))), [at])
+        val = b.load(b.bitcast(addr, ir.PointerType(vec_type(st, lanes * f))), align=1)
         if v.type.bits == 1:
-            val = b.icmp_unsigned("!=", val, ir.Constant(val.type, [0] * lanes))
+            val = b.icmp_unsigned("!=", val, ir.Constant(val.type, [0] * (lanes * f)))
         env[v.name] = val
     em = ExprEmitter(b, lanes, env, target)
     result = em.emit(term)

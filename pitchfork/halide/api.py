@@ -39,7 +39,7 @@ from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
 from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.errors import UsageError
-from pitchfork.halide.checks import check_arguments, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
+from pitchfork.halide.checks import check_arguments, refuse_deep_statement, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
 from pitchfork.halide.params import halide_scalar_value, scalar_value
 from pitchfork.halide.stmt import HalideParseError
 from pitchfork.targets import canonical
@@ -166,7 +166,7 @@ class CompiledPipeline:
                 args.append(_scalar_arg(a, value))
                 continue
             arr, mins = _as_array(value)
-            want = fpir_type(a.type.elem).np_dtype
+            want = _elem_dtype(a.type.elem)
             if arr.dtype != want:
                 raise TypeError(f"input {a.name} must be {want}, got {arr.dtype}")
             if arr.ndim != a.dimensions:
@@ -320,6 +320,13 @@ def run_many(runs: Sequence[tuple[CompiledPipeline, Sequence[Any], Optional[Sequ
     return results
 
 
+def _elem_dtype(t: Any) -> Any:
+    """The numpy dtype of a buffer element type (integers through FPIR's types, plus float32/64)."""
+    if t.code == "float" and t.bits in (32, 64):
+        return np.dtype(f"float{t.bits}")
+    return fpir_type(t).np_dtype
+
+
 def _scalar_arg(a: Any, value: Any) -> Any:
     """A scalar parameter's call argument: integers as i32/i64 values; an f32 parameter as the i32
     bit pattern of the float32 value (the kernel reinterprets it), an f64 one as the i64 pattern."""
@@ -381,6 +388,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         refuse_extern_stages(captured.text, name)
         stats.capture_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
+        refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         stmt = captured.parse()
         refuse_huge_vectors(stmt, name)
         cg = LoopNestCodegen(captured, stmt, target, isel, name)

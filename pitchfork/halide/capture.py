@@ -528,10 +528,25 @@ def capture_stmts(
         with ThreadPoolExecutor(max_workers=max(1, min(len(resolved), os.cpu_count() or 1))) as ex:
             constraints = argument_constraints(args)
             pairs = list(ex.map(lambda r: _capture_subprocess(data, arguments, r, timeout, constraints), resolved))
-    return {
+    caps = {
         k: _build(log, lowered, error, r, arguments, outputs, how)
         for k, r, (log, lowered, error) in zip(keys, resolved, pairs, strict=True)
     }
+    return {k: _exact_floats(cap, pipeline, args) for k, cap in caps.items()}
+
+
+def _exact_floats(cap: CapturedStmt, pipeline: hl.Pipeline, args: Sequence[Any]) -> CapturedStmt:
+    """The statement with exact float32 constants (Halide prints them with 6 decimals; see
+    pitchfork/halide/float_literals.py)."""
+    import dataclasses
+
+    from pitchfork.halide.float_literals import InexactFloatLiteral, exact_statement
+
+    try:
+        text = exact_statement(cap.text, pipeline, args, cap.target)
+    except InexactFloatLiteral as e:
+        raise CaptureError(str(e)) from None
+    return cap if text == cap.text else dataclasses.replace(cap, text=text)
 
 
 def capture_stmt(

@@ -40,12 +40,14 @@ from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
 
-from fpir.ops import make
+from fpir.ops import REDUCE_COMBINE, make, reduce_op
 from fpir.term import Term, const, var
 from fpir.types import ScalarType, i32, u1
 from pitchfork.emit.expr import ExprEmitter, vec_type
 from pitchfork.halide import ir as H
 from pitchfork.halide.capture import ArgInfo, CapturedStmt
+from pitchfork.halide.codegen_float import FloatEmitter, float_to_int, involves_float, saturating_float_to_int
+from pitchfork.halide.codegen_reduce import REDUCE_OPS, check_reduce, split_reduce
 from pitchfork.halide.htypes import HType
 from pitchfork.halide.scalars import ScalarEmitter
 
@@ -87,9 +89,6 @@ ALLOC_ALIGN = 128
 # Bit counts (no FPIR op): emitted with LLVM's intrinsics, the argument selected on its own. Halide's
 # count_leading_zeros(0) is the bit width, which is llvm.ctlz with is_zero_poison = false.
 BIT_COUNTS = {"count_leading_zeros": "ctlz", "count_trailing_zeros": "cttz", "popcount": "ctpop"}
-# Halide VectorReduce operators -> the FPIR op that combines two partial results
-REDUCE_OPS = {"add": "add", "saturating_add": "saturating_add", "mul": "mul", "min": "min", "max": "max",
-              "and": "and", "or": "or"}
 IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
 
 
@@ -161,7 +160,8 @@ class LoopNestCodegen:
         layout: list[tuple[str, str, int, HType]] = []
         for a in self.captured.arguments:
             if a.kind == "scalar":
-                fpir_type(a.type)
+                if not a.type.is_float:  # a float parameter is passed as its bit pattern (i32/i64)
+                    fpir_type(a.type)
                 arg_types.append(ir.IntType(64 if a.type.bits == 64 else 32))
                 layout.append(("scalar", a.name, 0, a.type))
             else:
@@ -181,6 +181,8 @@ class LoopNestCodegen:
         self.b = ir.IRBuilder(entry)
         self.err = fn.args[0]
         self.scalars: dict[str, tuple[ir.Value, ScalarType]] = {}
+        #: scalar float values (parameters and lets), by name (see codegen_float.py)
+        self.fscalars: dict[str, ir.Value] = {}
         self.vlets: dict[str, Term] = {}
         self.buffers: dict[str, BufferInfo] = {}
         fn.args[0].name = "err"
@@ -194,7 +196,10 @@ class LoopNestCodegen:
             k += 1 + (3 * dims if kind == "buffer" else 0)
         k = 1
         for kind, nm, dims, t in layout:
-            if kind == "scalar":
+            if kind == "scalar" and t.is_float:
+                self.fscalars[nm] = self.b.bitcast(fn.args[k], ir.FloatType() if t.bits == 32 else ir.DoubleType())
+                k += 1
+            elif kind == "scalar":
                 v = fn.args[k]
                 st = fpir_type(t)
                 if st.bits < v.type.width:
@@ -250,6 +255,9 @@ class LoopNestCodegen:
                 self.buffers[name] = buf
                 return
             raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
+        if t.is_float and t.is_scalar:
+            self.fscalars[name] = FloatEmitter(self, node).emit(value)
+            return
         if t.is_vector:
             self.vlets[name] = self.to_term(value, node)
             return
@@ -410,6 +418,12 @@ class LoopNestCodegen:
     def _s_Store(self, s: H.Store) -> None:
         buf = self._buffer(s.buffer, s)
         t = s.value.type
+        if t.is_float and t.is_scalar and s.predicate is None:
+            val = FloatEmitter(self, s).emit(s.value)
+            idx = self.scalar(s.index, s)
+            base = self.b.bitcast(buf.ptr, ir.PointerType(val.type))
+            self.b.store(val, self.b.gep(base, [self.b.sext(idx, ir.IntType(64))]), align=1)
+            return
         et = fpir_type(t.elem, s)
         if t.is_scalar:
             if s.predicate is not None:
@@ -760,24 +774,32 @@ class LoopNestCodegen:
 
     def _reduce(self, e: H.VectorReduce, leaf: Leaf, node: H.Node) -> ir.Value:
         """`vector_reduce_<op>`: output lane i combines input lanes [i*f, (i+1)*f), f = in/out lanes.
-        The input is selected as its own expression; the f strided slices are combined with FPIR ops
-        (exact Halide semantics, e.g. a wrapping add, signed/unsigned min by type)."""
+        To several lanes: the f strided slices combined as one lane-wise expression (codegen_reduce),
+        selected whole. To one lane: the value selected on its own, then a halving tree of FPIR ops
+        (exact Halide semantics: a wrapping add, signed/unsigned min by type, ...)."""
+        if leaf.lanes > 1:  # not reached from to_term (which inlines these), kept for direct callers
+            return self.vector(split_reduce(e), node)
         v = self.vector(e.value, node)
-        n, m = e.value.type.lanes, leaf.lanes
-        f = n // m
-        undef = ir.Constant(v.type, ir.Undefined)
-        env: dict[str, ir.Value] = {}
-        acc: Optional[Term] = None
-        for j in range(f):
-            name = f"r{j}"
-            idx = ir.Constant(ir.VectorType(ir.IntType(32), m), [i * f + j for i in range(m)])
-            env[name] = self.b.shuffle_vector(v, undef, idx)
-            t = var(name, leaf.type)
-            acc = t if acc is None else make(REDUCE_OPS[e.op], acc, t)
-        assert acc is not None
+        lanes = e.value.type.lanes
         from pitchfork.lower import expand_fpir
 
-        return ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
+        while lanes > 1:
+            # Halve while the width is even; an odd width combines all its lanes in one step.
+            parts = 2 if lanes % 2 == 0 else lanes
+            m = lanes // parts
+            undef = ir.Constant(v.type, ir.Undefined)
+            env: dict[str, ir.Value] = {}
+            acc: Optional[Term] = None
+            for j in range(parts):
+                name = f"r{j}"
+                idx = ir.Constant(ir.VectorType(ir.IntType(32), m), [j * m + i for i in range(m)])
+                env[name] = self.b.shuffle_vector(v, undef, idx)
+                t = var(name, leaf.type)
+                acc = t if acc is None else make(REDUCE_OPS[e.op], acc, t)
+            assert acc is not None
+            v = ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
+            lanes = m
+        return v
 
 
 def _ident(name: str) -> str:
@@ -858,7 +880,21 @@ class _Converter:
                 return const(0, u1)
         return None
 
+    def _float_scalar(self, e: H.Expr, convert) -> Term:  # type: ignore[no-untyped-def]
+        """An integer-valued expression computed in floating point (a cast of a float, a comparison of
+        floats): emitted now as scalar code (codegen_float.py) and bound to a scalar name."""
+        if e.type.is_vector:
+            raise Unsupported(f"vector floating-point expression {_show(e)} (float code is compiled for "
+                              "scalars only)", self.node)
+        st = fpir_type(e.type.elem, self.node)
+        v = convert(FloatEmitter(self.cg, self.node), st)
+        name = f"fconv{next(self.cg._leaf_ids)}"
+        self.cg.scalars[name] = (v, st)
+        return var(name, st)
+
     def _e_Cast(self, e: H.Cast) -> Term:
+        if e.value.type.is_float:
+            return self._float_scalar(e, lambda fe, st: float_to_int(fe.b, fe.emit(e.value), st.signed, st.bits))
         x = self.go(e.value)
         t = fpir_type(e.type.elem, self.node)
         if t.bits == 1 and x.type.bits > 1:
@@ -875,6 +911,8 @@ class _Converter:
         op = BINOPS.get(e.op)
         if op is None:
             raise Unsupported(f"operator {e.op}", self.node)
+        if involves_float(e):  # a comparison of floats
+            return self._float_scalar(e, lambda fe, st: fe.emit(e))
         a, b = self.go(e.a), self.go(e.b)
         return make(op, a, b)
 
@@ -920,8 +958,18 @@ class _Converter:
         return self._leaf_or_scalar("shuffle", e)
 
     def _e_VectorReduce(self, e: H.VectorReduce) -> Term:
-        if e.op not in REDUCE_OPS:
-            raise Unsupported(f"vector_reduce_{e.op}", self.node)
+        why = check_reduce(e)
+        if why is not None:
+            raise Unsupported(why, self.node)
+        n, m = e.value.type.lanes, e.type.lanes
+        if e.type.is_vector and self.cg.isel == "pitchfork" and e.op in REDUCE_COMBINE and n % m == 0:
+            # A lane-combining FPIR term over its operand's term, so lifting and lowering see both (a dot
+            # product becomes udot/vrmpy/pmaddwd); a reduction no rule takes is expanded generically.
+            return make(reduce_op(e.op, n // m), self.go(e.value))
+        if e.type.is_vector:
+            # Inline, so the selector sees the reduction together with what consumes it (an
+            # accumulation `acc + sum of products` is one expression).
+            return self.go(split_reduce(e))
         return self._leaf_or_scalar("reduce", e)
 
     def _leaf_or_scalar(self, kind: str, e: H.Expr) -> Term:
@@ -957,6 +1005,9 @@ class _Converter:
             return const(self.cg._buffer_of(e.args[0], self.node).dimensions, i32)
         if n == "_halide_buffer_get_device_dirty":
             return const(0, u1)
+        if n == "saturating_cast" and e.args[0].type.is_float:
+            return self._float_scalar(e, lambda fe, st: saturating_float_to_int(fe.b, fe.emit(e.args[0]), st.signed,
+                                                                                 st.bits))
         if n == "saturating_cast":
             return make("saturating_cast", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
         if n in ("reinterpret",):

@@ -509,6 +509,51 @@ _declare("hvx.vmpyhss", ["i16, i16 -> i16"], "mul_shr(x, y, 15)", _vmpyhss, ONE,
          "vmpyhss (Rt.h = constant y); else vmpyhv + vasrwhsat #15")
 
 
+# ---- dot products (lane-combining): acc[j] + sum_k y[4j+k] * z[4j+k] -------------------------------
+_VRMPY = {("u32", "u8", "u8"): "vrmpyubv.acc", ("i32", "u8", "u8"): "vrmpyubv.acc",
+          ("i32", "i8", "i8"): "vrmpybv.acc", ("i32", "u8", "i8"): "vrmpybusv.acc"}
+
+
+def _vrmpy(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    """vrmpy(Vu, Vv) accumulate forms, one register of 32 words per 128 bytes of each operand."""
+    name = _VRMPY[tuple(a.type.name for a in t.args)]  # type: ignore[index]
+    rt = _vec(32, REG_BITS // 32)
+    accs, ys, zs = (em.split(a, REG_BITS // b) for a, b in zip(args, (32, 8, 8)))
+    return em.concat([em.hvx_call(name, [a, y, z], rt) for a, y, z in zip(accs, ys, zs)], em.lanes)
+
+
+def _vrmpy_semantics(sg: Signature) -> str:
+    return f"x + vector_reduce_add_x4({sg.result.name}(widening_mul(y, z)))"
+
+
+target_op("hvx.vrmpy", [f"{a}, {y}, {z} -> {a}" for a, y, z in _VRMPY], _vrmpy_semantics, _vrmpy, cost=ONE,
+          llvm="llvm.hexagon.V6.vrmpyubv.acc / vrmpybv.acc / vrmpybusv.acc", lanes=(1, 4, 4))
+
+
+# ---- 32 x 32 high multiplies (the requantize multiply) --------------------------------------------
+# A 32-bit product's high word from two 32 x 16 multiplies: b = bh * 2^16 + bl (bh signed, bl unsigned),
+# so (a * b) >> 31 = (a * bh + ((a * bl) >> 16)) >> 15 exactly (the floors compose). vmpye gives the
+# inner term, vmpyo's shift-accumulate form adds a * bh to it and shifts (saturating: only
+# tmin * tmin overflows); the :rnd form adds 2^14 first, which is rounding_mul_shr(a, b, 31).
+_VMPYE = {("i32", "i32"): "vmpyewuh"}
+_declare("hvx.vmpye", ["i32, i32 -> i32"], "i32((i64(x) * i64(y & 65535)) >> 16)", _lanewise(_VMPYE), ONE,
+         "vmpyewuh: Vd.w = vmpye(Vu.w, Vv.uh) (the even, unsigned halfword of each word of Vv)", "lanewise")
+_VMPYO = {("i32", "i32"): "vmpyowh"}
+_declare("hvx.vmpyo", ["i32, i32 -> i32"], "saturating_cast<i32>((i64(x) * i64(y >> 16)) >> 15)",
+         _lanewise(_VMPYO), ONE, "vmpyowh: Vd.w = vmpyo(Vu.w, Vv.h):<<1:sat (the odd halfword)", "lanewise")
+_VMPYO_RND = {("i32", "i32"): "vmpyowh.rnd"}
+_declare("hvx.vmpyo_rnd", ["i32, i32 -> i32"], "saturating_cast<i32>((i64(x) * i64(y >> 16) + 16384) >> 15)",
+         _lanewise(_VMPYO_RND), ONE, "vmpyowh.rnd: Vd.w = vmpyo(Vu.w, Vv.h):<<1:rnd:sat", "lanewise")
+_VMPYO_SACC = {("i32", "i32", "i32"): "vmpyowh.sacc"}
+_declare("hvx.vmpyo_sacc", ["i32, i32, i32 -> i32"], "saturating_cast<i32>((i64(x) + i64(y) * i64(z >> 16)) >> 15)",
+         _lanewise(_VMPYO_SACC), ONE, "vmpyowh.sacc: Vx.w += vmpyo(Vu.w, Vv.h):<<1:sat:shift", "lanewise")
+_VMPYO_RND_SACC = {("i32", "i32", "i32"): "vmpyowh.rnd.sacc"}
+_declare("hvx.vmpyo_rnd_sacc", ["i32, i32, i32 -> i32"],
+         "saturating_cast<i32>((i64(x) + i64(y) * i64(z >> 16) + 16384) >> 15)",
+         _lanewise(_VMPYO_RND_SACC), ONE, "vmpyowh.rnd.sacc: Vx.w += vmpyo(Vu.w, Vv.h):<<1:rnd:sat:shift",
+         "lanewise")
+
+
 def instruction_names() -> list[str]:
     from pitchfork.targets.base import target_ops
 

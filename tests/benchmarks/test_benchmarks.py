@@ -18,13 +18,25 @@ import pytest
 
 import pitchfork
 from benchmarks import registry
-from benchmarks.common import Benchmark, halide_realize
+from benchmarks.common import Benchmark, expected, halide_realize
 from pitchfork.emit.run import tools_available
 from pitchfork.halide.api import run_many
 
 #: Halide's realize depends on the benchmark, ISA (schedule), parameter set and input only; both isels of
 #: a benchmark x ISA share it when they run in the same worker.
 _HALIDE: dict[tuple[str, str, int, tuple[int, ...]], np.ndarray] = {}
+
+
+#: Known failures, keyed by (benchmark, ISA, isel), with what happens. "xfail": the test runs and must
+#: fail (strict: an unexpected pass fails, so the entry cannot go stale). "crash": LLVM aborts the
+#: process (an assertion in its backend), which would take the whole test run down, so it is skipped.
+#: Empty means every benchmark compiles without fallback and is bit-exact everywhere.
+_DW_HVX = ("LLVM 22's Hexagon backend asserts (TargetRegisterInfo.cpp: \"Couldn't find the register class\") "
+           "compiling depthwise_conv's kernel, with either isel")
+KNOWN_GAPS: dict[tuple[str, str, str], tuple[str, str]] = {
+    ("depthwise_conv", "hvx128", "pitchfork"): ("crash", _DW_HVX),
+    ("depthwise_conv", "hvx128", "llvm"): ("crash", _DW_HVX),
+}
 
 
 def _isa_param(isa: str) -> Any:
@@ -51,7 +63,12 @@ def _halide(b: Benchmark, isa: str, pi: int, size: tuple[int, ...], values: list
 @pytest.mark.parametrize("isel", ["pitchfork", "llvm"])
 @pytest.mark.parametrize("isa", [_isa_param(i) for i in ("x86-avx2", "arm64", "hvx128")])
 @pytest.mark.parametrize("name", registry.available())
-def test_benchmark_bit_exact(name: str, isa: str, isel: str) -> None:
+def test_benchmark_bit_exact(name: str, isa: str, isel: str, request: pytest.FixtureRequest) -> None:
+    kind, why = KNOWN_GAPS.get((name, isa, isel), ("", ""))
+    if kind == "crash":
+        pytest.skip(f"known LLVM abort: {why}")
+    if kind == "xfail":
+        request.node.add_marker(pytest.mark.xfail(reason=why, strict=True))
     b = registry.get(name)
     sizes = [b.test_size] + ([b.odd_size] if b.odd_size is not None and isa in b.odd_size_isas else [])
     runs, cases = [], []
@@ -67,7 +84,7 @@ def test_benchmark_bit_exact(name: str, isa: str, isel: str) -> None:
     failures = []
     for (pi, size, values), got in zip(cases, outs):
         pset = b.param_sets[pi]
-        want = b.reference(values, pset)
+        want = expected(b, values, pset, isa)
         hal = _halide(b, isa, pi, size, values)
         where = f"{name} {isa} isel={isel} pset {pi} {pset} size {size}"
         assert got.shape == want.shape and got.dtype == want.dtype, \

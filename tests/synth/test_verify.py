@@ -21,7 +21,7 @@ from synth.verify import RuleResult, _Instance, verify_rule, verify_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
-LIFT_FILES = sorted((ROOT / "rules" / "lift").glob("*.rules")) + sorted((ROOT / "rules" / "synthesized").glob("*.rules"))
+LIFT_FILES = sorted((ROOT / "rules" / "lift").glob("*.rules")) + sorted((ROOT / "rules" / "synthesized").glob("lift*.rules"))
 LIFT_RULES = [r for f in LIFT_FILES for r in load_rule_file(f)]
 UNSOUND = load_rule_file(DATA / "unsound.rules")
 
@@ -31,7 +31,7 @@ UNSOUND = load_rule_file(DATA / "unsound.rules")
 
 @pytest.fixture(scope="module")
 def lift_results() -> dict[str, RuleResult]:
-    return {res.rule.name: res for res in verify_rules(LIFT_RULES, timeout_ms=30000, jobs=2)}
+    return {res.rule.name: res for res in verify_rules(LIFT_RULES, rlimit=60_000_000, jobs=2)}
 
 
 @pytest.mark.slow
@@ -66,7 +66,7 @@ def _instances(rule: Rule, types: str) -> list[tuple]:
 
 @pytest.mark.parametrize("rule", UNSOUND, ids=[r.name for r in UNSOUND])
 def test_unsound_rule_is_invalid_with_a_real_counterexample(rule: Rule) -> None:
-    res = verify_rule(rule, timeout_ms=30000)
+    res = verify_rule(rule, rlimit=60_000_000)
     assert res.status == "INVALID", res.summary()
     bad = [i for i in res.instances if i.verdict.status == "INVALID"]
     checked = 0
@@ -147,10 +147,10 @@ def test_cli_strict_unknown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     # True (y | 1 is never 0), but a 64-bit divider cannot be bit-blasted within 1 ms.
     f = tmp_path / "hard.rules"
     f.write_text("hard: x_u64 / (y_u64 | 1) * (y_u64 | 1) + x_u64 % (y_u64 | 1) -> x_u64\n")
-    assert cli_main(["verify", str(f), "--timeout", "1", "--jobs", "1"]) == 5  # EXIT_UNKNOWN
+    assert cli_main(["verify", str(f), "--rlimit", "1", "--jobs", "1"]) == 5  # EXIT_UNKNOWN
     out = capsys.readouterr().out
     assert out.startswith("UNKNOWN hard")
-    assert cli_main(["verify", str(f), "--timeout", "1", "--jobs", "1", "--allow-unknown"]) == 0
+    assert cli_main(["verify", str(f), "--rlimit", "1", "--jobs", "1", "--allow-unknown"]) == 0
 
 
 def test_cli_default_files_as_subprocess() -> None:

@@ -64,7 +64,7 @@ def sample_instances(rule: Rule) -> Iterator[tuple[str, Term, dict[str, tuple[in
             except (FPIRTypeError, FPIRSyntaxError, PredicateError):
                 continue
             s = z3.Solver()
-            s.set("timeout", 5000)
+            s.set("rlimit", 20_000_000)  # deterministic, unlike a timeout
             s.add(z3.BoolVal(pred) if isinstance(pred, bool) else pred, *dom.side, *builder.assumptions)
             if s.check() != z3.sat:
                 continue

@@ -1,0 +1,31 @@
+"""pitchfork.emit.kernel: variables that share a name at different types are distinct kernel inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fpir.text import parse
+from pitchfork.emit.kernel import add_expression_kernel, new_module
+from pitchfork.emit.machine import compile_module
+from pitchfork.emit.run import Buffer, Call, Scalar, run_calls
+from pitchfork.lower import select_instructions
+from pitchfork.select_batch import kernel_variables
+
+
+def test_same_name_different_types_are_two_inputs() -> None:
+    # Issue 11 (4a): this crashed emission with "value for v1 has type <8 x i32>, expected <8 x i16>".
+    term = parse("i32(v1_i16) * 3 + v1_i32")
+    final = select_instructions(term, "x86-avx2", "pitchfork").final
+    inputs = kernel_variables(final)
+    assert [(v.name, v.type.name) for v in inputs] == [("v1", "i16"), ("v1", "i32")]
+    m = new_module("clash")
+    add_expression_kernel(m, "k", final, 8, inputs)
+    rng = np.random.default_rng(4)
+    a = rng.integers(-(1 << 15), 1 << 15, 64).astype(np.int16)
+    b = rng.integers(-(1 << 31), 1 << 31, 64).astype(np.int32)
+    out = np.zeros(64, dtype=np.int32)
+    ((got, *_),) = run_calls(compile_module(str(m), "x86-avx2"), "x86-avx2",
+                             [Call("k", [Buffer.output(out), Buffer.input(a), Buffer.input(b), Scalar(64, 64)])])
+    want = (a.astype(np.int64) * 3 + b).astype(np.int64)
+    want = ((want + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+    assert np.array_equal(got, want)
