@@ -166,6 +166,13 @@ signed / unsigned type of the same width.
   PITCHFORK's Halide frontend translates Halide's `<<`, `>>`, `shift_left` and `shift_right` to `shl`/`shr`
   with the definition above, so for those inputs a compiled pipeline gives 0 / -1 where `realize()` may
   give something else; both are executions of a program whose result Halide leaves undefined.
+* **lane-combining** primitives `vector_reduce_<op>_x<f>` (op = add, min, max, saturating_add; f = 2 ... 256,
+  e.g. `vector_reduce_add_x4(x)`) are Halide's `VectorReduce`: the operand has f times the lanes of the
+  result, and result lane j is the left fold of the lane-wise op over operand lanes fj .. fj+f-1. The factor
+  is part of the name, so a rule states the grouping it matches. Their only semantics is that (op, f) pair:
+  the interpreter folds the last array axis, Z3 encodes lane 0 over f independent lane symbols per input
+  (`x`, `x@1`, ...: proving lane 0 proves every lane), bounds fold the op's interval. Target instructions that
+  combine lanes (udot, vrmpy, pmaddwd) are defined with these ops. Factors 2 and 4 are listed below.
 * **fpir** ops are the fixed-point instructions of the paper's Table 1 (plus `saturating_shl`, section 8.4).
   Each one is *defined* as a term over earlier ops; the definitions below are printed from the very templates
   the interpreter, the Z3 encoding and the bounds analysis expand.
@@ -173,7 +180,8 @@ signed / unsigned type of the same width.
 
 
 def render() -> str:
-    specs = [s for s in OPS.values() if s.kind in ("primitive", "fpir")]
+    # Reduction factors beyond DOCUMENTED_FACTORS are registered on first use: not part of the document.
+    specs = [s for s in OPS.values() if s.kind in ("primitive", "fpir") and s.meta.get("documented", True)]
     out = [HEADER]
     out.append("| op | kind | arity | syntax |")
     out.append("|---|---|---|---|")

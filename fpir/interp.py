@@ -1,7 +1,9 @@
-"""numpy interpreter for FPIR terms: exact, lane-wise, for every type.
+"""numpy interpreter for FPIR terms: exact, for every type.
 
 `evaluate(term, env)` maps variable names to numpy arrays (or Python ints, broadcast) and returns an
-array of the term's dtype. Primitive ops use the op table's exact numpy semantics; FPIR and target
+array of the term's dtype. The last axis is the lane axis: lane-wise ops broadcast over every axis, and a
+lane-combining op (`vector_reduce_<op>_x<f>`) folds each group of f adjacent entries of the last axis
+(an operand without lanes, a 0-d array, is a broadcast: its f copies are folded). Primitive ops use the op table's exact numpy semantics; FPIR and target
 ops are evaluated through their definition templates, so there is no second copy of their meaning.
 Shared sub-terms are evaluated once.
 """
@@ -46,7 +48,30 @@ def _eval_node(t: Term, args: list[np.ndarray], env: Mapping[str, Any]) -> np.nd
     if t.op == "const":
         return np.asarray(t.value, dtype=t.type.np_dtype) if t.type.bits <= 64 else np.asarray(t.value, dtype=object)
     s = spec(t.op)
+    if s.reduce is not None:
+        return _reduce(s.reduce[0], s.reduce[1], args[0], t.type)
+    return _apply(t.op, args, [a.type for a in t.args], t.type)
+
+
+def _apply(op: str, args: list[np.ndarray], types: list[ScalarType], rt: ScalarType) -> np.ndarray:
+    s = spec(op)
     if s.np_impl is not None:
-        return s.np_impl(args, [a.type for a in t.args], t.type)
-    body, names = template(t.op, tuple(a.type for a in t.args), t.type)
+        return s.np_impl(args, types, rt)
+    body, names = template(op, tuple(types), rt)
     return evaluate(body, dict(zip(names, args)))
+
+
+def _reduce(combine: str, f: int, x: np.ndarray, t: ScalarType) -> np.ndarray:
+    """Left fold of the lane-wise op `combine` over each group of f adjacent lanes (last axis)."""
+    x = np.asarray(x)
+    scalar = x.ndim == 0
+    if scalar:
+        x = np.broadcast_to(x, (f,))
+    n = x.shape[-1]
+    if n % f:
+        raise FPIRTypeError(f"vector_reduce by {f} of {n} lanes: the lane count must be a multiple of {f}")
+    groups = x.reshape(x.shape[:-1] + (n // f, f))
+    acc = groups[..., 0]
+    for k in range(1, f):
+        acc = np.asarray(_apply(combine, [acc, groups[..., k]], [t, t], t))
+    return acc.reshape(()) if scalar else acc

@@ -51,8 +51,22 @@ class OpSpec:
     arg_hint: Optional[ArgHint] = None
     # Ops whose text is an infix/prefix operator.
     symbol: Optional[str] = None
+    # Lane structure. `arg_lanes[i]` is how many lanes of argument i make one lane of the result (empty:
+    # every argument is lane-wise, 1). A lane-combining primitive (`vector_reduce_<op>_x<f>`) carries
+    # `reduce = (combine, f)`: result lane j is the left fold of the lane-wise op `combine` over argument
+    # lanes j*f .. j*f+f-1. That pair is the op's whole meaning; interp, z3enc and bounds fold with it.
+    arg_lanes: tuple[int, ...] = ()
+    reduce: Optional[tuple[str, int]] = None
     # Extra metadata used by targets (LLVM intrinsic name etc.).
     meta: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def lane_factor(self, i: int) -> int:
+        """Lanes of argument i per result lane (1 for lane-wise ops)."""
+        return self.arg_lanes[i] if self.arg_lanes else 1
+
+    @property
+    def combines_lanes(self) -> bool:
+        return any(f != 1 for f in self.arg_lanes)
 
 
 OPS: dict[str, OpSpec] = {}
@@ -69,7 +83,20 @@ def spec(name: str) -> OpSpec:
     try:
         return OPS[name]
     except KeyError:
+        m = _REDUCE_RE.match(name)
+        if m and 2 <= int(m.group(2)) <= MAX_REDUCE_FACTOR:
+            # Any factor of a reduction family exists; the documented ones are registered up front.
+            return _register_reduce(m.group(1), int(m.group(2)), documented=False)
         raise FPIRTypeError(f"unknown op {name!r}") from None
+
+
+def known_op(name: str) -> bool:
+    """True if `name` is an op (registering a reduction family member on first use)."""
+    try:
+        spec(name)
+        return True
+    except FPIRTypeError:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -849,5 +876,40 @@ _fpir("rounding_mul_shr", 3, _mul_shr_rule("rounding_mul_shr"),
 _fpir("saturating_shl", 2, _shift_rule("saturating_shl"),
       "saturating_cast<T>(widening_shl(x, y)) (section 8.4).", _def_saturating_shl, hint=_hint_shift)
 
-PRIMITIVE_OPS = tuple(n for n, s in OPS.items() if s.kind == "primitive")
+
+# ---------------------------------------------------------------------------------------------
+# Lane-combining ops: `vector_reduce_<op>_x<f>(x)` (Halide's VectorReduce with factor f = operand lanes /
+# result lanes). The factor is part of the op name, so a rule's pattern states which grouping it matches,
+# and every consumer knows the lane count of each argument relative to the result (OpSpec.arg_lanes).
+
+REDUCE_COMBINE = {"add": "add", "min": "min", "max": "max", "saturating_add": "saturating_add"}
+DOCUMENTED_FACTORS = (2, 4)
+MAX_REDUCE_FACTOR = 256
+_REDUCE_RE = __import__("re").compile(r"^vector_reduce_(add|min|max|saturating_add)_x(\d+)$")
+
+
+def reduce_op(kind: str, factor: int) -> str:
+    """The op name reducing groups of `factor` adjacent lanes with `kind` (add, min, max, saturating_add)."""
+    return spec(f"vector_reduce_{kind}_x{factor}").name
+
+
+def _register_reduce(kind: str, f: int, documented: bool = True) -> OpSpec:
+    combine = REDUCE_COMBINE[kind]
+    what = {"add": "wrapping sum", "min": "minimum", "max": "maximum",
+            "saturating_add": "saturating sum (saturating_add folded left to right)"}[kind]
+    return register(OpSpec(
+        f"vector_reduce_{kind}_x{f}", 1, "primitive", _same_int(f"vector_reduce_{kind}_x{f}"),
+        f"Lane j of the result is the {what} of operand lanes {f}j .. {f}j+{f - 1}: the operand has {f} times "
+        f"the result's lanes (Halide's VectorReduce with factor {f}; any factor 2..{MAX_REDUCE_FACTOR} exists "
+        f"as vector_reduce_{kind}_x<f>).",
+        arg_lanes=(f,), reduce=(combine, f), meta={"documented": documented}))
+
+
+for _kind in REDUCE_COMBINE:
+    for _f in DOCUMENTED_FACTORS:
+        _register_reduce(_kind, _f)
+
+PRIMITIVE_OPS = tuple(n for n, s in OPS.items() if s.kind == "primitive" and s.reduce is None)
+#: The documented lane-combining ops (other factors are registered on first use by `spec`).
+REDUCE_OPS = tuple(n for n, s in OPS.items() if s.reduce is not None)
 FPIR_OPS = tuple(n for n, s in OPS.items() if s.kind == "fpir")

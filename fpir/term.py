@@ -86,8 +86,12 @@ class Term:
                     stack.append((a, False))
 
     def size(self) -> int:
-        """Number of nodes in the tree (shared sub-terms counted once per use)."""
-        return 1 + sum(a.size() for a in self.args)
+        """Number of nodes in the tree (shared sub-terms counted once per use); bottom-up over the
+        distinct sub-terms, so neither deep nor heavily shared terms are a problem."""
+        sizes: dict[int, int] = {}
+        for t in self.walk():
+            sizes[id(t)] = 1 + sum(sizes[id(a)] for a in t.args)
+        return sizes[id(self)]
 
     def variables(self) -> list[Term]:
         return [t for t in self.walk() if t.is_var]

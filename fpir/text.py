@@ -11,19 +11,23 @@
   precedence (`&&`, `||`, `!` are accepted for u1 operands).
 
 Invariant: `parse(to_text(t)) is t` for every term (terms are interned). Errors carry line/column.
+No pass here recurses on the depth of the expression: the LALR parser builds the raw tree bottom-up
+as it reduces (lark's inline transformer), elaboration runs on an explicit stack of generators, and
+printing is a post-order walk, so 10,000-node expressions (chains, nests, unary towers) are fine.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Optional, Union
+from dataclasses import dataclass, field
+from typing import Any, Generator, Optional, Union
 
-from lark import Lark, Token, Transformer, Tree, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from fpir.ops import OPS, make, spec
+from fpir.ops import OPS, known_op, make, spec
 from fpir.term import Term, const, var
+from fpir.trampoline import trampoline
 from fpir.types import FPIRTypeError, ScalarType, i32, is_type_name, parse_type, u1
 
 
@@ -71,7 +75,6 @@ COMMENT: /#[^\n]*/
 %ignore COMMENT
 """
 
-_PARSER = Lark(GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=False)
 
 BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "<<": "shl", ">>": "shr",
           "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -90,20 +93,20 @@ class Raw:
     line: int
     column: int
     tparam_text: Optional[str] = None
+    #: Some sub-tree is a name; computed once from the children (O(1) per node, no recursion).
+    has_names: bool = field(init=False, compare=False, repr=False, default=False)
 
-    @property
-    def has_names(self) -> bool:
-        if self.kind == "name":
-            return True
-        return any(a.has_names for a in self.args)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "has_names", self.kind == "name" or any(a.has_names for a in self.args))
 
 
 def _pos(meta: Any) -> tuple[int, int]:
     return (getattr(meta, "line", 0) or 0, getattr(meta, "column", 0) or 0)
 
 
-@v_args(meta=True)
-class _ToRaw(Transformer):
+class _ToRaw:
+    """One method per grammar rule: (meta, transformed children) -> Raw. Driven by `_transform`."""
+
     def int(self, meta: Any, children: list[Token]) -> Raw:
         return Raw("int", str(children[0]), (), *_pos(meta))
 
@@ -155,14 +158,36 @@ def _end_position(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
+_PARSER = Lark(GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+_TO_RAW = _ToRaw()
+
+
+def _transform(tree: Tree) -> Raw:
+    """The parse tree as Raw, post-order on an explicit stack (lark's recursive Transformer would hit
+    Python's recursion limit on a 10,000-deep expression; the LALR parser itself does not recurse)."""
+    done: list[Any] = []  # transformed children, in order
+    stack: list[tuple[Any, bool]] = [(tree, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if not isinstance(node, Tree):
+            done.append(node)  # a Token
+            continue
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(node.children))
+            continue
+        n = len(node.children)
+        children = done[len(done) - n:] if n else []
+        del done[len(done) - n:]
+        done.append(getattr(_TO_RAW, str(node.data))(node.meta, children))
+    return done[0]
+
+
 def parse_raw(text: str, source: str = "<expr>") -> Raw:
     try:
-        tree = _PARSER.parse(text)
-        return _ToRaw().transform(tree)
-    except VisitError as e:
-        if isinstance(e.orig_exc, FPIRSyntaxError):
-            raise FPIRSyntaxError(e.orig_exc.message, e.orig_exc.line, e.orig_exc.column, source) from None
-        raise
+        return _transform(_PARSER.parse(text))
+    except FPIRSyntaxError as e:
+        raise FPIRSyntaxError(e.message, e.line, e.column, source) from None
     except UnexpectedEOF as e:
         raise FPIRSyntaxError("unexpected end of input", *_end_position(text), source) from None
     except UnexpectedCharacters as e:
@@ -218,20 +243,25 @@ class _Elaborator:
             raise self.error(node, str(e)) from None
 
     def elab(self, node: Raw, expected: Optional[ScalarType]) -> Term:
+        """The typed term for `node`. `_elab` is recursive in form but run by `trampoline`: each
+        sub-expression is a `yield (child, expected type)`, so depth costs heap, not stack frames."""
+        return trampoline(self._elab, node, expected)
+
+    def _elab(self, node: Raw, expected: Optional[ScalarType]) -> Generator[tuple[Raw, Optional[ScalarType]], Term, Term]:
         c = self.constant(node, expected)
         if c is not None:
             return c
         if node.kind == "name":
             return self.name(node)
         if node.kind == "neg":
-            x = self.elab(node.args[0], expected)
+            x = yield (node.args[0], expected)
             return self.apply(node, "sub", [const(0, x.type), x])
         if node.kind == "lnot":
-            x = self.elab(node.args[0], u1)
+            x = yield (node.args[0], u1)
             if x.type != u1:
                 raise self.error(node, f"'!' needs a u1 operand, got {x.type}")
             return self.apply(node, "not", [x])
-        return self.call(node, expected)
+        return (yield from self.call(node, expected))
 
     def name(self, node: Raw) -> Term:
         if node.text in self.env:
@@ -241,19 +271,21 @@ class _Elaborator:
             raise self.error(node, f"unknown name {node.text!r} (variables are written name_type, e.g. a_u8)")
         return var(m.group(1), parse_type(m.group(2)))
 
-    def call(self, node: Raw, expected: Optional[ScalarType]) -> Term:
+    def call(self, node: Raw, expected: Optional[ScalarType]) -> Generator[tuple[Raw, Optional[ScalarType]], Term, Term]:
         name, args = node.text, node.args
         if name in ("lor", "land"):
-            terms = [self.elab(a, u1) for a in args]
+            terms = []
+            for a in args:
+                terms.append((yield (a, u1)))
             if any(t.type != u1 for t in terms):
                 raise self.error(node, f"'{'||' if name == 'lor' else '&&'}' needs u1 operands")
             return self.apply(node, "or" if name == "lor" else "and", terms)
         if name == "x" and len(args) == 1 and node.tparam_text is None:
-            return self.elab(args[0], expected)  # the paper's broadcast notation x(c)
+            return (yield (args[0], expected))  # the paper's broadcast notation x(c)
         ttype = self.type_param(node)
         if ttype is None and is_type_name(name):
             ttype, name = parse_type(name), "cast"
-        if name not in OPS:
+        if not known_op(name):
             raise self.error(node, f"unknown operation {name!r}")
         s = spec(name)
         if s.explicit_type and ttype is None:
@@ -268,14 +300,14 @@ class _Elaborator:
         for i, a in enumerate(args):
             if not self.is_constant_expr(a):
                 h = hint(i, [None] * len(args), inner_expected) if hint else None
-                terms[i] = self.elab(a, h)
+                terms[i] = yield (a, h)
         known = [t.type if t is not None else None for t in terms]
         for i, a in enumerate(args):
             if terms[i] is None:
                 h = hint(i, known, inner_expected) if hint else None
                 if h is None and hint:  # e.g. rounding_shr(u8(255), 8): use the constants typed so far
                     h = hint(i, [t.type if t is not None else None for t in terms], inner_expected)
-                terms[i] = self.elab(a, h)
+                terms[i] = yield (a, h)
         return self.apply(node, name, terms, ttype)  # type: ignore[arg-type]
 
     def apply(self, node: Raw, op: str, terms: list[Term], ttype: Optional[ScalarType] = None) -> Term:

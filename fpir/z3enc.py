@@ -4,6 +4,13 @@ A term of type t becomes a bit-vector expression of width bits(t); a variable `x
 bit-vector symbol `x` of width 8 (u1 is a 1-bit vector). Primitive ops use the op table's Z3
 semantics; FPIR and target ops are encoded through their definitions, like the interpreter.
 
+Lane-combining terms (an op with `arg_lanes`, e.g. `vector_reduce_add_x4` or `udot`) are encoded lane by
+lane (`to_z3_lane`): lane 0 of the result, where the operand of a factor-f op is read at lanes 0..f-1
+(nested: lane j of a factor-f operand reads lanes j*f .. j*f+f-1), and lane k of a variable `x` is its own
+symbol (`x` for lane 0, `x@k` otherwise). Every result lane has the same structure over its own disjoint
+group of independent inputs, so proving lane 0 proves them all. Constants (and `env` entries: rule
+constants) are broadcasts, the same at every lane.
+
 `equivalent(a, b, assume=...)` answers with a `Verdict`: VALID, INVALID with a counterexample
 (concrete integer inputs, interpreted in each variable's signedness) or UNKNOWN with the reason.
 
@@ -15,6 +22,7 @@ instead of a timeout. The same query therefore gets the same answer on an idle o
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
@@ -53,6 +61,8 @@ def symbol(t: Term) -> z3.BitVecRef:
 
 
 def to_z3(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None) -> z3.BitVecRef:
+    if has_lane_ops(term):
+        return to_z3_lane(term, 0, _with_broadcasts(term, env))
     env = dict(env or {})
     memo: dict[int, z3.BitVecRef] = {}
     for t in term.walk():
@@ -69,6 +79,80 @@ def to_z3(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None) -> z3.Bi
                 body, names = template(t.op, tuple(a.type for a in t.args), t.type)
                 memo[id(t)] = to_z3(body, dict(zip(names, args)))
     return memo[id(term)]
+
+
+#: Variables named like the verifier's constant wildcards (c0, c1, ...) and computed constants (k1, ...)
+#: are broadcasts: one symbol for every lane.
+BROADCAST_NAME = re.compile(r"^[ck][0-9]+$")
+
+
+def _with_broadcasts(term: Term, env: Optional[Mapping[str, z3.BitVecRef]]) -> dict[str, z3.BitVecRef]:
+    out = dict(env or {})
+    for v in term.variables():
+        if v.name not in out and BROADCAST_NAME.match(v.name):
+            out[v.name] = symbol(v)
+    return out
+
+
+def has_lane_ops(term: Term) -> bool:
+    """True if some op of the term combines lanes (its result lane count differs from an operand's)."""
+    return any(t.args and spec(t.op).combines_lanes for t in term.walk())
+
+
+def lane_symbol(t: Term, lane: int) -> z3.BitVecRef:
+    return z3.BitVec(t.name if lane == 0 else f"{t.name}@{lane}", t.type.bits)
+
+
+def to_z3_lane(term: Term, lane: int = 0, env: Optional[Mapping[str, z3.BitVecRef]] = None,
+               memo: Optional[dict[tuple[int, int], z3.BitVecRef]] = None,
+               used: Optional[dict[str, tuple[Term, int]]] = None) -> z3.BitVecRef:
+    """The Z3 value of lane `lane` of the term; `used` collects the (variable, lane) symbols read."""
+    env = env or {}
+    memo = {} if memo is None else memo
+    key = (id(term), lane)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    t = term
+    if t.op == "var":
+        if t.name in env:
+            r = env[t.name]
+        else:
+            r = lane_symbol(t, lane)
+            if used is not None:
+                used[str(r)] = (t, lane)
+    elif t.op == "const":
+        r = z3.BitVecVal(t.value % (1 << t.type.bits), t.type.bits)
+    else:
+        s = spec(t.op)
+        if s.reduce is not None:
+            combine, f = s.reduce
+            parts = [to_z3_lane(t.args[0], lane * f + k, env, memo, used) for k in range(f)]
+            r = parts[0]
+            for p in parts[1:]:
+                r = _apply(combine, [r, p], t.type)
+        elif s.combines_lanes:
+            # A target instruction combining lanes: its definition over the actual operands.
+            from fpir.ops import expansion
+
+            r = to_z3_lane(expansion(t), lane, env, memo, used)
+        else:
+            args = [to_z3_lane(a, lane, env, memo, used) for a in t.args]
+            if s.z3_impl is not None:
+                r = s.z3_impl(args, [a.type for a in t.args], t.type)
+            else:
+                body, names = template(t.op, tuple(a.type for a in t.args), t.type)
+                r = to_z3(body, dict(zip(names, args)))
+    memo[key] = r
+    return r
+
+
+def _apply(op: str, args: list[z3.BitVecRef], t: ScalarType) -> z3.BitVecRef:
+    s = spec(op)
+    if s.z3_impl is not None:
+        return s.z3_impl(args, [t] * len(args), t)
+    body, names = template(op, (t,) * len(args), t)
+    return to_z3(body, dict(zip(names, args)))
 
 
 def signed_value(v: int, t: ScalarType) -> int:
@@ -103,7 +187,20 @@ def equivalent(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), rlimit: int 
     """Prove a == b for all inputs satisfying `assume` (bit-exact), within `rlimit` Z3 resource units."""
     if a.type.bits != b.type.bits:
         return Verdict("INVALID", reason=f"types differ: {a.type} vs {b.type}")
-    za, zb = to_z3(a, env), to_z3(b, env)
+    lanes = has_lane_ops(a) or has_lane_ops(b)
+    used: dict[str, tuple[Term, int]] = {}
+    if lanes:
+        env = _with_broadcasts(b, _with_broadcasts(a, env))
+        names = {v.name for v in a.variables() + b.variables()} - set(env)
+        from z3.z3util import get_vars
+
+        if any(str(v) in names for c in assume for v in get_vars(c)):
+            # An assumption about a lane-wise input would constrain lane 0 only.
+            return Verdict("UNKNOWN", reason="assumptions about inputs of a lane-combining op are not supported")
+        memo: dict[tuple[int, int], z3.BitVecRef] = {}
+        za, zb = to_z3_lane(a, 0, env, memo, used), to_z3_lane(b, 0, env, memo, used)
+    else:
+        za, zb = to_z3(a, env), to_z3(b, env)
     solver, ctx = isolated_solver([*assume, za != zb], rlimit)
     r = solver.check()
     if r == z3.unsat:
@@ -112,7 +209,10 @@ def equivalent(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), rlimit: int 
         return Verdict("UNKNOWN", reason=unknown_reason(solver))
     m = solver.model()
     cex: dict[str, int] = {}
-    for v in {t.name: t for t in a.variables() + b.variables()}.values():
+    for name, (v, _lane) in used.items():
+        val = m.eval(z3.BitVec(name, v.type.bits).translate(ctx), model_completion=True).as_long()
+        cex[name] = signed_value(val, v.type)
+    for v in ({} if lanes else {t.name: t for t in a.variables() + b.variables()}).values():
         sym = env[v.name] if env and v.name in env else symbol(v)
         val = m.eval(sym.translate(ctx), model_completion=True).as_long()
         cex[v.name] = signed_value(val, v.type)

@@ -13,6 +13,7 @@ from typing import Mapping, Optional
 
 from fpir.ops import spec, template
 from fpir.term import Term
+from fpir.types import ScalarType
 
 Interval = tuple[int, int]
 _CACHE: dict[Term, Interval] = {}
@@ -39,12 +40,29 @@ def _node(t: Term, ivs: list[Interval], env: Mapping[str, Interval]) -> Interval
         return (t.value, t.value)
     s = spec(t.op)
     types = [a.type for a in t.args]
-    if s.interval is not None:
+    if s.reduce is not None:
+        # Lane-combining: fold the combining op's interval over the f lanes of a group.
+        combine, f = s.reduce
+        lo, hi = ivs[0]
+        for _ in range(f - 1):
+            lo, hi = _node_of(combine, [(lo, hi), ivs[0]], t.type)
+    elif s.interval is not None:
         lo, hi = s.interval(ivs, types, t.type)
     else:
         body, names = template(t.op, tuple(types), t.type)
         lo, hi = _analyse(body, dict(zip(names, ivs)), {})
     return (max(lo, t.type.min), min(hi, t.type.max))
+
+
+def _node_of(op: str, ivs: list[Interval], t: ScalarType) -> Interval:
+    s = spec(op)
+    types = [t] * len(ivs)
+    if s.interval is not None:
+        lo, hi = s.interval(ivs, types, t)
+    else:
+        body, names = template(op, tuple(types), t)
+        lo, hi = _analyse(body, dict(zip(names, ivs)), {})
+    return (max(lo, t.min), min(hi, t.max))
 
 
 def clear_cache() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from fpir.term import Term
+from pitchfork.dagcost import DagCost
 
 Cost = tuple[int, int]
 
@@ -35,20 +36,10 @@ def node_cost(t: Term) -> Cost:
     return (sum(a.type.bits for a in t.args), OP_RANK.get(t.op, DEFAULT_RANK))
 
 
-_CACHE: dict[Term, Cost] = {}
+_DAG_COST = DagCost(node_cost, 2)
 
 
 def cost(term: Term) -> Cost:
-    """Cost of the term DAG (each distinct sub-term once). Terms are interned, so it is cached."""
-    hit = _CACHE.get(term)
-    if hit is not None:
-        return hit
-    width = rank = 0
-    for t in term.walk():
-        w, r = node_cost(t)
-        width += w
-        rank += r
-    if len(_CACHE) > 1_000_000:
-        _CACHE.clear()
-    _CACHE[term] = (width, rank)
-    return (width, rank)
+    """Cost of the term DAG (each distinct sub-term once; for terms above pitchfork.dagcost.EXACT_LIMIT
+    nodes, each use once). Terms are interned, so it is cached."""
+    return _DAG_COST(term)  # type: ignore[return-value]

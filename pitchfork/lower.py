@@ -26,10 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Generator, Optional
 
 from fpir.ops import OPS, expansion, make, spec
 from fpir.term import Term
+from fpir.trampoline import trampoline
 from pitchfork.bounds import bounds
 from pitchfork.trs.pattern import Bindings, match
 from pitchfork.trs.rewriter import Rewriter, RewriteStats
@@ -56,9 +57,16 @@ def widest(term: Term) -> int:
     """The widest element type (bits) of any node of the term."""
     hit = _WIDTH.get(term)
     if hit is None:
-        for t in term.walk():
-            if t not in _WIDTH:
+        stack: list[tuple[Term, bool]] = [(term, False)]
+        while stack:  # post-order, entering only sub-terms not known yet (linear in new nodes)
+            t, ready = stack.pop()
+            if t in _WIDTH:
+                continue
+            if ready:
                 _WIDTH[t] = max([t.type.bits] + [_WIDTH[a] for a in t.args])
+                continue
+            stack.append((t, True))
+            stack.extend((a, False) for a in t.args if a not in _WIDTH)
         hit = _WIDTH[term]
     return hit
 
@@ -114,26 +122,9 @@ def expand_fpir(term: Term, max_bits: Optional[int] = DEFAULT_MAX_BITS) -> Term:
             return None
         return max([max_bits, t.type.bits] + [a.type.bits for a in t.args])
 
-    def plain(t: Term) -> Term:
-        args = [go(a) for a in t.args]
-        if all(a is b for a, b in zip(args, t.args)):
-            return _fold(t)
-        s = spec(t.op)
-        return _fold(make(t.op, *args, type=t.type if s.explicit_type else None))
-
-    def choose(t: Term) -> Term:
-        """t has expanded arguments and an FPIR op at its root."""
-        limit = allowed(t)
-        first: Optional[Term] = None
-        for rhs in _candidates(t):
-            full = go(rhs)
-            if limit is None or widest(full) <= limit:
-                return full
-            if first is None:
-                first = full
-        return first if first is not None else go(expansion(t))
-
-    def go(t: Term) -> Term:
+    # Recursive in form (`yield x` is "expand x"), run on an explicit stack by fpir/trampoline.py so
+    # that 10,000-deep terms are fine.
+    def go(t: Term) -> Generator[Term, Term, Term]:
         hit = memo.get(t)
         if hit is not None:
             return hit
@@ -141,21 +132,40 @@ def expand_fpir(term: Term, max_bits: Optional[int] = DEFAULT_MAX_BITS) -> Term:
             cur = t
         else:
             kind = spec(t.op).kind
-            cur = plain(t)
-            if cur.args and spec(cur.op).kind == "fpir":  # (plain may fold a node to a constant)
-                cur = choose(cur)
+            args = []
+            for a in t.args:
+                args.append((yield a))
+            if all(a is b for a, b in zip(args, t.args)):
+                cur = _fold(t)
+            else:
+                cur = _fold(make(t.op, *args, type=t.type if spec(t.op).explicit_type else None))
+            if cur.args and spec(cur.op).kind == "fpir":  # (folding may leave a constant)
+                # cur has expanded arguments and an FPIR op at its root
+                limit = allowed(cur)
+                first: Optional[Term] = None
+                chosen: Optional[Term] = None
+                for rhs in _candidates(cur):
+                    full = yield rhs
+                    if limit is None or widest(full) <= limit:
+                        chosen = full
+                        break
+                    if first is None:
+                        first = full
+                if chosen is None:
+                    chosen = first if first is not None else (yield expansion(cur))
+                cur = chosen
             elif kind == "primitive" and max_bits is not None and t.op in generic_rules().index:
                 limit = max(max_bits, t.type.bits)
                 if widest(cur) > limit:
                     for rhs in _candidates(t):
-                        fused = go(rhs)
+                        fused = yield rhs
                         if widest(fused) <= limit:
                             cur = fused
                             break
         memo[t] = cur
         return cur
 
-    return go(term)
+    return trampoline(go, term, shortcut=memo.get)
 
 
 @dataclass

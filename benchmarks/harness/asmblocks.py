@@ -13,10 +13,12 @@ grouped in `{ ... }` packets; a packet that branches (a `jump`, `jumpr`, `deallo
 named by the nearest preceding `loopN(label, ...)` set-up.
 
 Invariants: the counter snippets preserve every register and flag the original code can observe
-(x86: only `mov`/`lea` through a save slot, no flag writes; AArch64: x0/x1 pushed below `sp`, which has
-no red zone on AArch64 Linux, and `add` without `s`; Hexagon: a packet jumping to an out-of-line stub
-that updates the counter through r0 and a save slot and jumps back, no predicate writes; a jump out of
-and back into a hardware-loop body leaves the loop registers alone); blocks are numbered in text order.
+(x86: in line, only `mov`/`lea` through a save slot, no flag writes; AArch64 and Hexagon: a branch to an
+out-of-line stub that counts and branches back, so the code grows by one instruction per block and
+short-range branches stay in range. AArch64 stubs push x0/x1 below `sp` (no red zone on AArch64 Linux)
+and use `add` without `s`; Hexagon stubs go through r0 and a save slot, no predicate writes, and a jump
+out of and back into a hardware-loop body leaves the loop registers alone); blocks are numbered in text
+order.
 """
 
 from __future__ import annotations
@@ -259,21 +261,37 @@ def _snippet(i: int, syntax: Syntax) -> list[str]:
     if syntax == "x86-avx2":
         return [f"\tmovq %rax, {SAVE}(%rip)", f"\tmovl {COUNTERS}+{off}(%rip), %eax", "\tleal 1(%rax), %eax",
                 f"\tmovl %eax, {COUNTERS}+{off}(%rip)", f"\tmovq {SAVE}(%rip), %rax"]
-    if syntax == "arm64":
-        return ["\tstp x0, x1, [sp, #-16]!", f"\tadrp x0, {COUNTERS}+{off}",
-                f"\tadd x0, x0, :lo12:{COUNTERS}+{off}", "\tldr w1, [x0]", "\tadd w1, w1, #1", "\tstr w1, [x0]",
-                "\tldp x0, x1, [sp], #16"]
+    if syntax == "arm64":  # in line: one branch to an out-of-line stub (see _stub)
+        return [f"\tb .Lpf_stub{i}", f".Lpf_ret{i}:"]
     # Hexagon: one packet in line (a jump to an out-of-line stub and back). Growing the code more moves
-    # short-range branches (new-value compare-jumps) out of range, and llvm-mc then crashes relaxing
-    # packets that have no room for a constant extender.
+    # short-range branches (new-value compare-jumps; AArch64's tbz/cbz) out of range, and the assembler
+    # then fails (AArch64) or crashes (Hexagon, relaxing packets with no room for a constant extender).
     return [f"\t{{ jump .Lpf_stub{i} }}", f".Lpf_ret{i}:"]
 
 
-def _hexagon_stub(i: int) -> list[str]:
+def _stub(i: int, syntax: Syntax) -> list[str]:
     off = 4 * i
+    if syntax == "arm64":
+        return [f".Lpf_stub{i}:", "\tstp x0, x1, [sp, #-16]!", f"\tadrp x0, {COUNTERS}+{off}",
+                f"\tadd x0, x0, :lo12:{COUNTERS}+{off}", "\tldr w1, [x0]", "\tadd w1, w1, #1", "\tstr w1, [x0]",
+                "\tldp x0, x1, [sp], #16", f"\tb .Lpf_ret{i}"]
     return [f".Lpf_stub{i}:", f"\t{{ memw(##{SAVE}) = r0 }}", f"\t{{ r0 = memw(##{COUNTERS}+{off}) }}",
             "\t{ r0 = add(r0,#1) }", f"\t{{ memw(##{COUNTERS}+{off}) = r0 }}",
             f"\t{{ r0 = memw(##{SAVE})", f"\t  jump .Lpf_ret{i} }}"]
+
+
+_A64_SHORT = re.compile(r"^\s*(tbz|tbnz|cbz|cbnz)\s+(.*),\s*([A-Za-z_.$][\w.$]*)\s*(//.*)?$")
+_INVERT = {"tbz": "tbnz", "tbnz": "tbz", "cbz": "cbnz", "cbnz": "cbz"}
+
+
+def _long_branch(line: str, ln: int) -> list[str]:
+    """AArch64 `tbz`/`cbz` and friends reach only +-32 KiB / +-1 MiB, and the counters grow the code: each
+    becomes the inverted test over an unconditional `b` (same flags, same targets, same counts)."""
+    m = _A64_SHORT.match(line)
+    if not m:
+        return [line]
+    op, operands, target = m.group(1), m.group(2), m.group(3)
+    return [f"\t{_INVERT[op]} {operands}, .Lpf_skip{ln}", f"\tb {target}", f".Lpf_skip{ln}:"]
 
 
 def instrument(text: str, function: str, syntax: Syntax) -> tuple[str, list[Block]]:
@@ -287,10 +305,10 @@ def instrument(text: str, function: str, syntax: Syntax) -> tuple[str, list[Bloc
     out: list[str] = []
     for ln, line in enumerate(lines):
         out += inserts.get(ln, [])
-        out.append(line)
+        out += _long_branch(line, ln) if syntax == "arm64" else [line]
     out += inserts.get(len(lines), [])
-    if syntax == "hvx128":
-        out += ["\t.text", "\t.p2align 4"] + [ln for blk in blocks for ln in _hexagon_stub(blk.index)]
+    if syntax != "x86-avx2":  # (x86 assemblers relax every jump, so x86 counters stay in line)
+        out += ["\t.text", "\t.p2align 4"] + [ln for blk in blocks for ln in _stub(blk.index, syntax)]
     out += ["\t.bss", "\t.p2align 3", f"\t.globl {COUNTERS}", f"{COUNTERS}:", f"\t.space {4 * max(len(blocks), 1)}",
             f"{SAVE}:", "\t.space 8", ""]
     return "\n".join(out), blocks

@@ -129,6 +129,7 @@ def halide_assembly(bench: Benchmark, pset: ParamSet, isa: str, function: str) -
             s = os.path.join(d, f"{function}.s")
             cmd = [llvm_tool("llc"), "-O3", "-mtriple=hexagon-unknown-linux-musl", "-mcpu=hexagonv66",
                    "-mattr=+hvxv66,+hvx-length128b", "-hexagon-small-data-threshold=0",
+                   "-hvc-vi=false",  # the HVX idiom pass our own compile disables too (machine.py)
                    "-relocation-model=static", ll, "-o", s]
             p = subprocess.run(cmd, capture_output=True, text=True)
             secs = time.perf_counter() - t0

@@ -59,3 +59,34 @@ def time_interleaved(runners: Mapping[str, Callable[[], None]], reps: int, warmu
         if on_rep is not None:
             on_rep(r + 1)
     return {n: summarize(s) for n, s in samples.items()}
+
+
+def call_overheads(reps: int = 300) -> dict[str, float]:
+    """Median per-call cost (µs) of the two calling paths with (almost) no work behind them: a ctypes
+    call with 24 arguments (our kernels) and Halide's Python `realize` into a preallocated 8-element
+    buffer (Halide 21). It matters only for kernels of a few hundred µs or less (the quick sizes)."""
+    import ctypes
+
+    import halide as hl
+
+    libc = ctypes.CDLL(None)
+    addr = ctypes.cast(libc.getpid, ctypes.c_void_p).value
+    fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 8 + [ctypes.c_int32] * 16))(addr)
+    vals = [0] * 24
+
+    def ours() -> None:
+        fn(*vals)
+
+    x = hl.Var("x")
+    f = hl.Func("overhead")
+    f[x] = hl.cast(hl.UInt(8), x)
+    pipe = hl.Pipeline(f)
+    target = hl.Target("x86-64-linux-avx-avx2-fma-sse41")
+    pipe.compile_jit(target)
+    buf = pipe.realize([8], target)
+
+    def halide() -> None:
+        pipe.realize(buf)
+
+    t = time_interleaved({"ctypes_call_us": ours, "halide_realize_us": halide}, reps, warmup=5)
+    return {k: v.median_ms * 1e3 for k, v in t.items()}

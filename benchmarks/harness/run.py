@@ -119,11 +119,27 @@ def _machine() -> dict[str, Any]:
         pass
     from benchmarks.harness.static import host_mcpu
 
+    from benchmarks.harness.measure import call_overheads
+
+    try:
+        overheads: dict[str, float] = call_overheads()
+    except Exception:  # noqa: BLE001 - informative only
+        overheads = {}
     return {"cpu": cpu, "llvm_host_cpu": host_mcpu(), "cores": os.cpu_count(), "platform": platform.platform(),
-            "load_average": os.getloadavg()}
+            "load_average": os.getloadavg(), "call_overhead_us": overheads}
 
 
 def run_worker(job: dict[str, Any], timeout: float, on_progress: Any) -> list[dict[str, Any]]:
+    """Run one worker process. If it dies (an LLVM or Halide abort), each contender is run again in a
+    worker of its own, so one contender's crash fails only its own row."""
+    rows = _run_worker(job, timeout, on_progress)
+    variants = job.get("variants", VARIANTS)
+    if len(variants) > 1 and all(r.get("died") for r in rows):
+        rows = [r for v in variants for r in _run_worker({**job, "variants": [v]}, timeout, on_progress)]
+    return rows
+
+
+def _run_worker(job: dict[str, Any], timeout: float, on_progress: Any) -> list[dict[str, Any]]:
     """Run one worker process; failure rows if it crashes, times out or writes nothing."""
     with tempfile.TemporaryDirectory(prefix="pf-bench-job-") as d:
         jp, rp = os.path.join(d, "job.json"), os.path.join(d, "rows.json")
@@ -154,8 +170,8 @@ def run_worker(job: dict[str, Any], timeout: float, on_progress: Any) -> list[di
         errlog.seek(0)
         tail = errlog.read().strip().splitlines()[-3:]
         why = why or f"worker died (status {rc}): {' | '.join(tail)}"[:600]
-    return [{"bench": job["bench"], "isa": job["isa"], "variant": v, "status": "failed", "errors": [why]}
-            for v in VARIANTS]
+    return [{"bench": job["bench"], "isa": job["isa"], "variant": v, "status": "failed", "errors": [why],
+             "died": True} for v in job.get("variants", VARIANTS)]
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m benchmarks") -> int:

@@ -255,7 +255,7 @@ def counted_run(asm: str, function: str, isa: Syntax, spec: HarnessSpec, *, time
         with open(os.path.join(d, "harness.c"), "w") as f:
             f.write(c_source(spec, len(blocks), isa == "hvx128", pool_bytes))
         exe = os.path.join(d, "run")
-        build = [*cc, "harness.c", "blob.s", o_path, "-o", exe]
+        build = [*cc, "harness.c", "blob.s", o_path, "-o", exe] + ([] if isa == "hvx128" else ["-lm"])
         p = subprocess.run(build, capture_output=True, text=True, cwd=d)
         if p.returncode:
             raise StaticError(f"linking the {isa} counting harness failed:\n$ {' '.join(build)}\n{p.stderr[-3000:]}")

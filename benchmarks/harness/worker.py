@@ -68,12 +68,13 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     from pitchfork.trs.provenance import excluding_rules_from
 
     name, isa = job["bench"], job["isa"]
+    want = [v for v in VARIANTS if v in job.get("variants", VARIANTS)]
     bench = registry.get(name)
     pset = bench.param_sets[job.get("param_set", 0)]
     size = list(bench.quick_size if job["quick"] else bench.timing_size)
     ssize = list(bench.quick_size if job["static_size"] == "quick" else size)
     rows: dict[str, dict[str, Any]] = {v: {"bench": name, "isa": isa, "variant": v, "status": "ok", "errors": [],
-                                           "size": size, "static_size": ssize} for v in VARIANTS}
+                                           "size": size, "static_size": ssize} for v in want}
 
     def fail(v: str, what: str, e: BaseException) -> None:
         rows[v]["status"] = "failed"
@@ -81,7 +82,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
 
     progs: dict[str, Any] = {}
     with excluding_rules_from(job.get("exclude_rules_from")):
-        for isel in ISELS:
+        for isel in [i for i in ISELS if i in want]:
             _progress(step=f"compile {isel}")
             try:
                 progs[isel] = _compile(bench, pset, isa, isel)
@@ -105,15 +106,17 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                 runners[isel] = k.run
             except Exception as e:  # noqa: BLE001
                 fail(isel, "run", e)
-        _progress(step="halide21 jit")
-        try:
-            h = halide21.halide_runner(bench, pset, values, out_size)
-            h.run()
-            runners["halide21"] = h.run
-            rows["halide21"]["compile"] = {"total": h.compile_seconds, "what": "compile_jit"}
-        except Exception as e:  # noqa: BLE001
-            fail("halide21", "jit", e)
-            h = None
+        h = None
+        if "halide21" in want:
+            _progress(step="halide21 jit")
+            try:
+                h = halide21.halide_runner(bench, pset, values, out_size)
+                h.run()
+                runners["halide21"] = h.run
+                rows["halide21"]["compile"] = {"total": h.compile_seconds, "what": "compile_jit"}
+            except Exception as e:  # noqa: BLE001
+                fail("halide21", "jit", e)
+                h = None
         if h is not None:
             ref = h.result()
             for isel, k in kernels.items():
@@ -136,12 +139,12 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                 so = bench.output_size(ssize, pset)
                 small = {isel: direct_kernel(p, sv, so).run for isel, p in progs.items()
                          if "time" in rows[isel]}
-                if "time" in rows["halide21"]:
+                if "time" in rows.get("halide21", {}):
                     small["halide21"] = halide21.halide_runner(bench, pset, sv, so).run
                 for v, t in time_interleaved(small, max(job["reps"], 5)).items():
                     rows[v]["time_static_size"] = t.to_json()
             except Exception as e:  # noqa: BLE001
-                for v in VARIANTS:
+                for v in rows:
                     rows[v]["static_error"] = f"timing at the static size: {_err(e)}"
     # ---- static estimate ---------------------------------------------------------------------
     svalues = bench.make_inputs(np.random.default_rng(job.get("seed", 1)), ssize, pset)
@@ -166,26 +169,27 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                                     "seconds": time.perf_counter() - t0}
         except Exception as e:  # noqa: BLE001
             rows[isel]["static_error"] = _err(e)
-    _progress(step="static halide21")
-    try:
-        fn = f"{name}_halide21"
-        ha = halide21.halide_assembly(bench, pset, isa, fn)
-        if isa != "x86-avx2":
-            rows["halide21"]["compile"] = {"total": ha.compile_seconds, "what": "compile_to_assembly"}
-        spec = static.halide_kernel_spec(fn, svalues, ha.args, ha.out_dtype, sout)
-        t0 = time.perf_counter()
-        run = static.counted_run(ha.asm, fn, isa, spec)
-        if run.returned:
-            raise static.StaticError(f"Halide's pipeline returned error {run.returned} in the counted run")
-        _check_output(run.outputs, reference)
-        est = static.estimate(run.blocks, run.counts, isa, mcpu)
-        rows["halide21"]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
-                                      "seconds": time.perf_counter() - t0}
-    except Exception as e:  # noqa: BLE001
-        rows["halide21"]["static_error"] = _err(e)
-        if isa != "x86-avx2":
-            fail("halide21", "assembly", e)
-    for isel in ISELS:  # on arm64/hvx128 the static estimate is the result
+    if "halide21" in want:
+        _progress(step="static halide21")
+        try:
+            fn = f"{name}_halide21"
+            ha = halide21.halide_assembly(bench, pset, isa, fn)
+            if isa != "x86-avx2":
+                rows["halide21"]["compile"] = {"total": ha.compile_seconds, "what": "compile_to_assembly"}
+            spec = static.halide_kernel_spec(fn, svalues, ha.args, ha.out_dtype, sout)
+            t0 = time.perf_counter()
+            run = static.counted_run(ha.asm, fn, isa, spec)
+            if run.returned:
+                raise static.StaticError(f"Halide's pipeline returned error {run.returned} in the counted run")
+            _check_output(run.outputs, reference)
+            est = static.estimate(run.blocks, run.counts, isa, mcpu)
+            rows["halide21"]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
+                                          "seconds": time.perf_counter() - t0}
+        except Exception as e:  # noqa: BLE001
+            rows["halide21"]["static_error"] = _err(e)
+            if isa != "x86-avx2":
+                fail("halide21", "assembly", e)
+    for isel in [i for i in ISELS if i in rows]:  # on arm64/hvx128 the static estimate is the result
         if isa != "x86-avx2" and rows[isel]["status"] == "ok" and "static" not in rows[isel]:
             fail(isel, "static", RuntimeError(rows[isel].get("static_error", "no estimate")))
     return list(rows.values())
@@ -200,7 +204,7 @@ def main(argv: list[str]) -> int:
     except Exception as e:  # noqa: BLE001 - e.g. the benchmark module does not import
         traceback.print_exc()
         rows = [{"bench": job["bench"], "isa": job["isa"], "variant": v, "status": "failed",
-                 "errors": [f"setup: {_err(e)}"]} for v in VARIANTS]
+                 "errors": [f"setup: {_err(e)}"]} for v in job.get("variants", VARIANTS)]
     with open(out_path, "w") as f:
         json.dump(rows, f)
     return 0

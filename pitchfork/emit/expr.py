@@ -39,7 +39,7 @@ class ExprEmitter:
         self.env = env
         self.target = target
         self.module: ir.Module = builder.module
-        self._memo: dict[Term, ir.Value] = {}
+        self._memo: dict[tuple[Term, int], ir.Value] = {}
 
     # ---- helpers -------------------------------------------------------------------------
     def vt(self, t: ScalarType, lanes: Optional[int] = None) -> ir.VectorType:
@@ -132,10 +132,18 @@ class ExprEmitter:
 
     # ---- emission ------------------------------------------------------------------------
     def emit(self, term: Term) -> ir.Value:
-        for t in term.walk():
-            if t not in self._memo:
-                self._memo[t] = self._node(t)
-        return self._memo[term]
+        """The value of `term` at this emitter's lane count. Operands of lane-combining ops are emitted at
+        their own lane count (result lanes x the op's factor for that operand), so values are memoized
+        per (term, lanes)."""
+        top = self.lanes
+        try:
+            for t, lanes in _schedule(term, top):
+                if (t, lanes) not in self._memo:
+                    self.lanes = lanes
+                    self._memo[(t, lanes)] = self._node(t)
+        finally:
+            self.lanes = top
+        return self._memo[(term, top)]
 
     def _node(self, t: Term) -> ir.Value:
         if t.op == "var":
@@ -145,15 +153,36 @@ class ExprEmitter:
             return v
         if t.op == "const":
             return self.splat(t.value, t.type)
-        args = [self._memo[a] for a in t.args]
         s = spec(t.op)
+        args = [self._memo[(a, self.lanes * s.lane_factor(i))] for i, a in enumerate(t.args)]
         if s.kind == "target":
             return s.meta["emit"](self, args, t)
         if s.kind == "fpir":
             from pitchfork.lower import expand_fpir
 
             return self.emit(expand_fpir(t))
+        if s.reduce is not None:
+            return self.reduce_lanes(s.reduce[0], s.reduce[1], args[0], t.type)
         return getattr(self, f"_p_{t.op}")(t, args)
+
+    def reduce_lanes(self, combine: str, f: int, v: ir.Value, t: ScalarType) -> ir.Value:
+        """The generic lowering of a lane-combining op (what every ISA gets): the f strided slices of v
+        (slice k holds lanes k, f+k, 2f+k, ...) folded left to right with the lane-wise op `combine`."""
+        from fpir.ops import make
+        from fpir.term import var
+        from pitchfork.lower import expand_fpir
+
+        m = self.lanes
+        undef = ir.Constant(v.type, ir.Undefined)
+        env: dict[str, ir.Value] = {}
+        acc: Optional[Term] = None
+        for k in range(f):
+            name = f"lane{k}"
+            env[name] = self.b.shuffle_vector(v, undef, _mask([j * f + k for j in range(m)]))
+            x = var(name, t)
+            acc = x if acc is None else make(combine, acc, x)
+        assert acc is not None
+        return ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
 
     # primitives ---------------------------------------------------------------------------
     def _p_add(self, t: Term, a: list) -> ir.Value:
@@ -325,6 +354,27 @@ class ExprEmitter:
             res = self.b.select(rneg, self.b.select(ypos, self.b.add(r, y), self.b.sub(r, y)), r)
             res = self.b.select(ism1, zero, res)
         return self.b.select(is0, zero, res)
+
+
+def _schedule(term: Term, lanes: int) -> list[tuple[Term, int]]:
+    """Post-order (term, lane count) pairs needed to emit `term` at `lanes` lanes."""
+    out: list[tuple[Term, int]] = []
+    seen: set[tuple[Term, int]] = set()
+    stack: list[tuple[Term, int, bool]] = [(term, lanes, False)]
+    while stack:
+        t, n, expanded = stack.pop()
+        if expanded:
+            out.append((t, n))
+            continue
+        if (t, n) in seen:
+            continue
+        seen.add((t, n))
+        stack.append((t, n, True))
+        if t.args:
+            s = spec(t.op)
+            for i in reversed(range(len(t.args))):
+                stack.append((t.args[i], n * s.lane_factor(i), False))
+    return out
 
 
 def _mask(idx: list[int]) -> ir.Constant:

@@ -1,7 +1,9 @@
 """Element-wise kernels: one LLVM function that evaluates an expression over whole buffers.
 
 `void <name>(ptr out, ptr in_0, ..., ptr in_k, i64 n)` computes `lanes` elements per iteration for
-n elements (n a multiple of `lanes`). Inputs are the term's variables in `var_order`; u1 values are
+n elements (n a multiple of `lanes`). An input read by a lane-combining op (`vector_reduce_add_x4`, udot)
+has that many elements per output element (`input_factors`): the kernel reads lanes x factor of it per
+iteration, so in_k holds n x factor elements. Inputs are the term's variables in `var_order`; u1 values are
 stored one byte each. Loads and stores claim alignment 1: numpy buffers and qemu harness buffers give
 no stronger guarantee, and on HVX an over-claimed alignment silently reads the wrong bytes.
 Used by the `select` CLI, the differential tests and the benchmarks' expression-level reports.
@@ -21,6 +23,18 @@ from pitchfork.emit.expr import ExprEmitter, vec_type
 
 def storage_type(t: ScalarType) -> ScalarType:
     return ScalarType(False, 8) if t.bits == 1 else t
+
+
+def input_factors(term: Term) -> dict[str, int]:
+    """Elements of each variable per element of the term (1 unless read through a lane-combining op)."""
+    from pitchfork.emit.expr import _schedule
+
+    out: dict[str, int] = {}
+    for t, lanes in _schedule(term, 1):
+        if t.is_var:
+            if out.setdefault(t.name, lanes) != lanes:
+                raise ValueError(f"variable {t.name} is read at {out[t.name]} and {lanes} lanes per result lane")
+    return out
 
 
 def distinct_variables(term: Term, var_order: Sequence[Term]) -> tuple[Term, list[Term]]:
@@ -107,13 +121,16 @@ def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, 
     i = b.phi(i64, "i")
     i.add_incoming(ir.Constant(i64, 0), entry)
     env = {}
+    factors = input_factors(term)
     for v, p in zip(var_order, in_ps):
         st = storage_type(v.type)
-        addr = b.gep(b.bitcast(p, ir.PointerType(ir.IntType(st.bits))), [i])
-        val = b.load(b.bitcast(addr, ir.PointerType(vec_type(st, lanes))), align=1)
-        val = _pad(b, val, width)
+        f = factors.get(v.name, 1)
+        at = i if f == 1 else b.mul(i, ir.Constant(i64, f))
+        addr = b.gep(b.bitcast(p, ir.PointerType(ir.IntType(st.bits))), [at])
+        val = b.load(b.bitcast(addr, ir.PointerType(vec_type(st, lanes * f))), align=1)
+        val = _pad(b, val, width * f)
         if v.type.bits == 1:
-            val = b.icmp_unsigned("!=", val, ir.Constant(val.type, [0] * width))
+            val = b.icmp_unsigned("!=", val, ir.Constant(val.type, [0] * (width * f)))
         env[v.name] = val
     em = ExprEmitter(b, width, env, target)
     result = em.emit(term)

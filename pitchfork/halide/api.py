@@ -34,7 +34,7 @@ from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
 from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.errors import UsageError
-from pitchfork.halide.checks import check_arguments, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
+from pitchfork.halide.checks import check_arguments, refuse_deep_statement, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
 from pitchfork.halide.params import halide_scalar_value, scalar_value
 from pitchfork.halide.stmt import HalideParseError
 from pitchfork.targets import canonical
@@ -326,6 +326,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         refuse_extern_stages(captured.text, name)
         stats.capture_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
+        refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         stmt = captured.parse()
         refuse_huge_vectors(stmt, name)
         cg = LoopNestCodegen(captured, stmt, target, isel, name)

@@ -72,3 +72,40 @@ def refuse_huge_vectors(stmt: Any, name: str) -> None:
     if widest > MAX_LANES:
         raise UsageError(f"{name}: the schedule makes vectors of {widest} lanes (vectorize factor); "
                          f"PITCHFORK supports at most {MAX_LANES}")
+
+
+#: Deepest parenthesis nesting of the captured statement that the Halide frontend takes on. The
+#: statement parser (stmt.py) and the expression translation (codegen.py) recurse once or twice per
+#: level; Halide prints every binary operation in parentheses, so nesting is expression depth. Deeper
+#: pipelines go to Halide's own compiler with a reason (the FPIR passes after them are iterative).
+MAX_NESTING = 200
+
+
+def statement_nesting(text: str) -> int:
+    """Deepest parenthesis nesting of a statement text, outside string literals."""
+    depth = deepest = 0
+    in_string = False
+    prev = ""
+    for ch in text:
+        if in_string:
+            if ch == '"' and prev != "\\":
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+        prev = ch
+    return deepest
+
+
+def refuse_deep_statement(text: str) -> None:
+    """Raise codegen.Unsupported (so `compile` falls back to Halide, saying why) for a statement nested
+    deeper than MAX_NESTING."""
+    from pitchfork.halide.codegen import Unsupported
+
+    n = statement_nesting(text)
+    if n > MAX_NESTING:
+        raise Unsupported(f"expression nested {n} deep (PITCHFORK's Halide frontend takes at most {MAX_NESTING})")

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
 
-from fpir.ops import make
+from fpir.ops import REDUCE_COMBINE, make, reduce_op
 from fpir.term import Term, const, var
 from fpir.types import ScalarType, i32, u1
 from pitchfork.emit.expr import ExprEmitter, vec_type
@@ -872,6 +872,11 @@ class _Converter:
         why = check_reduce(e)
         if why is not None:
             raise Unsupported(why, self.node)
+        n, m = e.value.type.lanes, e.type.lanes
+        if e.type.is_vector and self.cg.isel == "pitchfork" and e.op in REDUCE_COMBINE and n % m == 0:
+            # A lane-combining FPIR term over its operand's term, so lifting and lowering see both (a dot
+            # product becomes udot/vrmpy/pmaddwd); a reduction no rule takes is expanded generically.
+            return make(reduce_op(e.op, n // m), self.go(e.value))
         if e.type.is_vector:
             # Inline, so the selector sees the reduction together with what consumes it (an
             # accumulation `acc + sum of products` is one expression).

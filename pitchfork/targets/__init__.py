@@ -10,6 +10,7 @@ from typing import Callable, Iterable, Optional
 
 from fpir.ops import spec
 from fpir.term import Term
+from pitchfork.dagcost import DagCost
 from pitchfork.trs.rules import RuleSet
 
 RULES_DIR = Path(__file__).resolve().parent.parent.parent / "rules"
@@ -37,25 +38,29 @@ def canonical(name: str) -> str:
     return name
 
 
+def _target_node_cost(t: Term) -> tuple[int, int, int]:
+    if not t.args:
+        return (0, 0, 0)
+    s = spec(t.op)
+    width = sum(a.type.bits for a in t.args)
+    if s.kind == "target":
+        return (s.meta.get("cost", 1), width, 0)
+    if s.kind == "fpir":
+        return (UNLOWERED_FPIR_COST, width, 0)
+    one = 0 if t.op == "reinterpret" else 1
+    return (one, width, one)
+
+
+_TARGET_COST = DagCost(_target_node_cost, 3)
+
+
 def target_cost(term: Term) -> tuple[int, int, int]:
     """Target cost: instructions first (target ops by their declared cost, an FPIR op left for the
     generic expansion as several instructions), then input bit widths, then the number of primitive
     ops (so that, all else equal, a target instruction replaces the primitive op it implements, like
-    Neon `abs` for `abs`)."""
-    total = width = primitives = 0
-    for t in term.walk():
-        if not t.args:
-            continue
-        s = spec(t.op)
-        if s.kind == "target":
-            total += s.meta.get("cost", 1)
-        elif s.kind == "fpir":
-            total += UNLOWERED_FPIR_COST
-        else:
-            total += 0 if t.op == "reinterpret" else 1
-            primitives += 0 if t.op == "reinterpret" else 1
-        width += sum(a.type.bits for a in t.args)
-    return (total, width, primitives)
+    Neon `abs` for `abs`). Summed over the distinct nodes (over every use above
+    pitchfork.dagcost.EXACT_LIMIT nodes), cached per term."""
+    return _TARGET_COST(term)  # type: ignore[return-value]
 
 
 def load_target(name: str, include_synthesized: Optional[bool] = None,

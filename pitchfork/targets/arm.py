@@ -18,8 +18,10 @@ three), the measure the paper's Figure 3 compares. Emission:
 Hardware facts encoded in the meanings (checked by running under qemu-aarch64 in
 tests/pitchfork/targets/test_arm.py): the register shift instructions (urshl, srshl, sqshl, uqshl)
 read only the low byte of each shift lane as a signed amount, so their meaning sign-extends that
-byte; `sabd` returns the unsigned difference. Dot products (udot/sdot) are not lane-wise (four
-products per output lane), so they cannot be declared as lane-wise instructions and are left out.
+byte; `sabd` returns the unsigned difference. The dot products (udot/sdot, feature `dotprod`) combine lanes:
+lane j of the i32 accumulator adds the four products of byte lanes 4j..4j+3, declared with
+`vector_reduce_add_x4` and operand lanes (1, 4, 4); the pairwise adds (uaddlp/saddlp/uadalp/sadalp/addp)
+likewise with `vector_reduce_add_x2`.
 """
 
 from __future__ import annotations
@@ -557,3 +559,75 @@ target_op(
     _narrowing_shift("sqrshrun"),
     llvm=f"{NEON}.sqrshrun",
 )
+
+
+# ---------------------------------------------------------------------------------------------
+# Dot products (lane-combining, ISA_INTRINSICS.md 2.2): acc[j] += sum_k y[4j+k] * z[4j+k]
+
+
+def _dot(op: str) -> Emit:
+    """udot/sdot `<op>.v4i32.v16i8(acc, a, b)` per 128-bit register (v2i32.v8i8 when the result fits
+    in 64 bits); the byte operands arrive with 4x the result's lanes."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        n = 2 if em.lanes * 32 <= 64 else 4
+        accs, ys, zs = em.split(args[0], n), em.split(args[1], 4 * n), em.split(args[2], 4 * n)
+        name = f"{NEON}.{op}.v{n}i32.v{4 * n}i8"
+        parts = [em.call(name, _vec(32, n), [a, y, z]) for a, y, z in zip(accs, ys, zs)]
+        return em.concat(parts, em.lanes)
+
+    return emit
+
+
+def _dot_semantics(sg: Signature) -> str:
+    return f"x + vector_reduce_add_x4({sg.result.name}(widening_mul(y, z)))"
+
+
+target_op("arm.udot", ["u32, u8, u8 -> u32", "i32, u8, u8 -> i32"], _dot_semantics, _dot("udot"),
+          llvm=f"{NEON}.udot", lanes=(1, 4, 4))
+target_op("arm.sdot", ["i32, i8, i8 -> i32"], _dot_semantics, _dot("sdot"), llvm=f"{NEON}.sdot", lanes=(1, 4, 4))
+
+
+# ---------------------------------------------------------------------------------------------
+# Pairwise adds (lane-combining by 2): uaddlp/saddlp widen, uadalp/sadalp accumulate, addp keeps the type
+
+
+def _pairwise_long(op: str, accumulate: bool) -> Emit:
+    """`<op>.v<n>i<2b>.v<2n>i<b>` per 128-bit source register; the accumulating form adds it to the
+    accumulator, which LLVM fuses into uadalp/sadalp."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        src = t.args[-1].type.bits
+        n = 64 // src  # result lanes per 128-bit source register
+        name = f"{NEON}.{op}.v{n}i{2 * src}.v{2 * n}i{src}"
+        parts = [em.call(name, _vec(2 * src, n), [x]) for x in em.split(args[-1], 2 * n)]
+        if accumulate:
+            parts = [em.b.add(a, p) for a, p in zip(em.split(args[0], n), parts)]
+        return em.concat(parts, em.lanes)
+
+    return emit
+
+
+def _addp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    """addp Vd, Vn, Vm = the pair sums of Vn then of Vm: one instruction per two source registers."""
+    bits = t.type.bits
+    n = 128 // bits
+    xs = em.split(args[0], n)
+    if len(xs) % 2:
+        xs.append(xs[-1])  # a padding register: its sums land in lanes beyond the result
+    parts = [em.call(f"{NEON}.addp.v{n}i{bits}", _vec(bits, n), [a, b]) for a, b in zip(xs[::2], xs[1::2])]
+    return em.concat(parts, em.lanes)
+
+
+target_op("arm.uaddlp", ["u8 -> u16", "u16 -> u32", "u32 -> u64"], lambda sg: f"vector_reduce_add_x2({sg.result.name}(x))",
+          _pairwise_long("uaddlp", False), llvm=f"{NEON}.uaddlp", lanes=(2,))
+target_op("arm.saddlp", ["i8 -> i16", "i16 -> i32", "i32 -> i64"], lambda sg: f"vector_reduce_add_x2({sg.result.name}(x))",
+          _pairwise_long("saddlp", False), llvm=f"{NEON}.saddlp", lanes=(2,))
+target_op("arm.uadalp", ["u16, u8 -> u16", "u32, u16 -> u32", "u64, u32 -> u64"],
+          lambda sg: f"x + vector_reduce_add_x2({sg.result.name}(y))", _pairwise_long("uaddlp", True),
+          llvm=f"add + {NEON}.uaddlp (uadalp)", lanes=(1, 2))
+target_op("arm.sadalp", ["i16, i8 -> i16", "i32, i16 -> i32", "i64, i32 -> i64"],
+          lambda sg: f"x + vector_reduce_add_x2({sg.result.name}(y))", _pairwise_long("saddlp", True),
+          llvm=f"add + {NEON}.saddlp (sadalp)", lanes=(1, 2))
+target_op("arm.addp", _same((*U8_64, *I8_64), 1), "vector_reduce_add_x2(x)", _addp, llvm=f"{NEON}.addp",
+          lanes=(2,))

@@ -2,7 +2,8 @@
 
 A target instruction is an op of kind "target" in the FPIR op table (`fpir.ops.OPS`), named
 `<isa>.<mnemonic>` (e.g. `arm.uabd`). It is *lane-wise*: its meaning is a term over its operands,
-written in FPIR text (`semantics`, over `x`, `y`, `z`), so the interpreter, Z3 (and so the
+written in FPIR text (`semantics`, over `x`, `y`, `z`; a lane-combining one declares each operand's
+lanes per result lane and uses the `vector_reduce_*` ops), so the interpreter, Z3 (and so the
 verification of lowering rules) and the bounds analysis treat it like any other op. Its `emit`
 function produces LLVM IR for any lane count: it splits operands into native registers, calls the
 intrinsic (or emits the exact generic IR pattern LLVM selects the instruction from) and restores
@@ -55,14 +56,16 @@ def substitute(term: Term, mapping: dict[str, Term]) -> Term:
 
 
 def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[Signature], str], emit: Emitter,
-              cost: int = 1, doc: str = "", llvm: str = "") -> OpSpec:
+              cost: int = 1, doc: str = "", llvm: str = "", lanes: Sequence[int] = ()) -> OpSpec:
     """Declare (and register) one target instruction.
 
     `signatures` lists the operand/result types it accepts ('u16, u8, u8 -> u16'); `semantics` is FPIR
     text over operands x, y, z (types given by the signature), or a function from the signature to
     that text when the meaning depends on the width (`sqdmulh` is `mul_shr(x, y, bits - 1)`); `cost`
     is its cost per native register in the target's cost model; `llvm` names the intrinsic or
-    generic pattern (documentation).
+    generic pattern (documentation). `lanes` declares a lane-combining instruction: argument i has
+    lanes[i] lanes per result lane (udot: (1, 4, 4)), and its semantics use the matching
+    `vector_reduce_*_x<f>` ops; the emitter then receives each operand at its own lane count.
     """
     sigs = [sig(s) for s in signatures]
     sem_text = {s: semantics if isinstance(semantics, str) else semantics(s) for s in sigs}
@@ -88,15 +91,18 @@ def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[S
         return substitute(body, {PARAMS[i]: a for i, a in enumerate(args)})
 
     def hint(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-        for s in sigs:
-            if all(k is None or k == a for k, a in zip(known, s.args)):
-                return s.args[i]
+        for want in ((expected,) if expected is not None else ()) + (None,):
+            for s in sigs:
+                if want is not None and s.result != want:
+                    continue
+                if all(k is None or k == a for k, a in zip(known, s.args)):
+                    return s.args[i]
         return None
 
     sem_doc = semantics if isinstance(semantics, str) else "; ".join(
         f"{text}: {sem_text[s]}" for text, s in zip(signatures, sigs))
     spec_ = OpSpec(name, len(sigs[0].args), "target", type_rule, doc or sem_doc, definition=definition,
-                   arg_hint=hint, meta={"emit": emit, "cost": cost, "llvm": llvm, "semantics": sem_doc,
+                   arg_hint=hint, arg_lanes=tuple(lanes), meta={"emit": emit, "cost": cost, "llvm": llvm, "semantics": sem_doc,
                                         "signatures": tuple(signatures)})
     if name in OPS:
         return OPS[name]
@@ -116,3 +122,15 @@ def semantics_check(name: str) -> list[tuple[Signature, Term]]:
         args = [var(PARAMS[i], t) for i, t in enumerate(sg.args)]
         out.append((sg, s.definition(args, sg.result)))  # type: ignore[misc]
     return out
+
+
+def rule_combines_lanes(rule: Any) -> bool:
+    """True if a rule's text names a lane-combining op (vector_reduce_*, udot, vrmpy, pmaddwd_pairs):
+    such rules and instructions are exercised by tests/pitchfork/targets/test_horizontal.py, whose
+    kernels feed each operand at its own lane count."""
+    import re
+
+    from fpir.ops import known_op, spec
+
+    names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*(?=\()", rule.text()))
+    return any(known_op(n) and spec(n).combines_lanes for n in names)

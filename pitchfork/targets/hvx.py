@@ -509,6 +509,27 @@ _declare("hvx.vmpyhss", ["i16, i16 -> i16"], "mul_shr(x, y, 15)", _vmpyhss, ONE,
          "vmpyhss (Rt.h = constant y); else vmpyhv + vasrwhsat #15")
 
 
+# ---- dot products (lane-combining): acc[j] + sum_k y[4j+k] * z[4j+k] -------------------------------
+_VRMPY = {("u32", "u8", "u8"): "vrmpyubv.acc", ("i32", "u8", "u8"): "vrmpyubv.acc",
+          ("i32", "i8", "i8"): "vrmpybv.acc", ("i32", "u8", "i8"): "vrmpybusv.acc"}
+
+
+def _vrmpy(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    """vrmpy(Vu, Vv) accumulate forms, one register of 32 words per 128 bytes of each operand."""
+    name = _VRMPY[tuple(a.type.name for a in t.args)]  # type: ignore[index]
+    rt = _vec(32, REG_BITS // 32)
+    accs, ys, zs = (em.split(a, REG_BITS // b) for a, b in zip(args, (32, 8, 8)))
+    return em.concat([em.hvx_call(name, [a, y, z], rt) for a, y, z in zip(accs, ys, zs)], em.lanes)
+
+
+def _vrmpy_semantics(sg: Signature) -> str:
+    return f"x + vector_reduce_add_x4({sg.result.name}(widening_mul(y, z)))"
+
+
+target_op("hvx.vrmpy", [f"{a}, {y}, {z} -> {a}" for a, y, z in _VRMPY], _vrmpy_semantics, _vrmpy, cost=ONE,
+          llvm="llvm.hexagon.V6.vrmpyubv.acc / vrmpybv.acc / vrmpybusv.acc", lanes=(1, 4, 4))
+
+
 # ---- 32 x 32 high multiplies (the requantize multiply) --------------------------------------------
 # A 32-bit product's high word from two 32 x 16 multiplies: b = bh * 2^16 + bl (bh signed, bl unsigned),
 # so (a * b) >> 31 = (a * bh + ((a * bl) >> 16)) >> 15 exactly (the floors compose). vmpye gives the

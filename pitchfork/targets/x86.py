@@ -10,8 +10,11 @@ Cost = fused-domain uops per 256-bit result register on Haswell/Skylake (Intel o
 uops.info), including the lane-order fix-ups the emitter adds (a pack is vpack + vpermq, so 2). The
 generic cost model prices a primitive op at 1 and an FPIR op left for the generic expansion at 8.
 
-Instructions that are not lane-wise (vpsadbw, vphaddw) are not declared: a lowering rule rewrites a
-lane-wise term, and a horizontal reduction has no lane-wise meaning.
+The horizontal forms `x86.pmaddwd_pairs` / `x86.pmaddubsw_pairs` are the instructions as the hardware
+defines them: lane j of the result combines operand lanes 2j and 2j+1 (declared with
+`vector_reduce_*_x2` and operand lanes (2, 2)), so a Halide `vector_reduce_add` of products lowers to one
+instruction per register with no interleave; `x86.psadbw` sums eight absolute byte differences into each
+u64 lane. vphaddw is not declared.
 """
 
 from __future__ import annotations
@@ -156,3 +159,30 @@ target_op("x86.pmaddwd", ["i16, i16, i16, i16 -> i32"], "widening_mul(x, y) + wi
           _pair_dot("llvm.x86.avx2.pmadd.wd", 16), cost=5, llvm="operand interleave + llvm.x86.avx2.pmadd.wd")
 target_op("x86.pmaddubsw", ["u8, i8, u8, i8 -> i16"], "saturating_add(widening_mul(x, y), widening_mul(z, w))",
           _pair_dot("llvm.x86.avx2.pmadd.ub.sw", 8), cost=5, llvm="operand interleave + llvm.x86.avx2.pmadd.ub.sw")
+
+
+def _pairs(intrinsic: str, bits: int) -> Emit:
+    """The horizontal pair instruction itself: operands arrive with twice the result's lanes."""
+    n = VECTOR_BITS // bits  # operand lanes per register
+
+    def emit(em, args, t):  # type: ignore[no-untyped-def]
+        out_t = _vt(2 * bits, n // 2)
+        xs, ys = em.split(args[0], n), em.split(args[1], n)
+        return em.concat([em.call(intrinsic, out_t, [x, y]) for x, y in zip(xs, ys)], em.lanes)
+
+    return emit
+
+
+target_op("x86.pmaddwd_pairs", ["i16, i16 -> i32"], "vector_reduce_add_x2(widening_mul(x, y))",
+          _pairs("llvm.x86.avx2.pmadd.wd", 16), cost=1, llvm="llvm.x86.avx2.pmadd.wd", lanes=(2, 2))
+target_op("x86.pmaddubsw_pairs", ["u8, i8 -> i16"], "vector_reduce_saturating_add_x2(widening_mul(x, y))",
+          _pairs("llvm.x86.avx2.pmadd.ub.sw", 8), cost=1, llvm="llvm.x86.avx2.pmadd.ub.sw", lanes=(2, 2))
+
+
+def _psadbw(em, args, t):  # type: ignore[no-untyped-def]
+    xs, ys = em.split(args[0], 32), em.split(args[1], 32)
+    return em.concat([em.call("llvm.x86.avx2.psad.bw", _vt(64, 4), [x, y]) for x, y in zip(xs, ys)], em.lanes)
+
+
+target_op("x86.psadbw", ["u8, u8 -> u64"], "vector_reduce_add_x8(u64(absd(x, y)))", _psadbw, cost=1,
+          llvm="llvm.x86.avx2.psad.bw", lanes=(8, 8))

@@ -21,7 +21,7 @@ from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
-from fpir.ops import OPS, spec
+from fpir.ops import OPS, known_op, spec
 from fpir.term import Term
 from fpir.text import Raw, _int_value
 from fpir.types import FPIRTypeError, ScalarType, is_type_name, parse_type
@@ -199,7 +199,7 @@ def compile_pattern(node: Raw) -> list[Pattern]:
         ttype, name = TypeExpr("concrete", concrete=parse_type(name)), "cast"
     if name in ("lor", "land"):
         name = "or" if name == "lor" else "and"
-    if name not in OPS:
+    if not known_op(name):
         raise FPIRTypeError(f"unknown operation {name!r}")
     s = spec(name)
     if len(node.args) != s.arity:

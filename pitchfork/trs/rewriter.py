@@ -13,10 +13,11 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Generator, Optional
 
 from fpir.ops import make, spec
 from fpir.term import Term
+from fpir.trampoline import trampoline
 from fpir.types import FPIRTypeError
 from pitchfork.bounds import bounds as default_bounds
 from pitchfork.cost import cost as default_cost
@@ -49,16 +50,22 @@ class Rewriter:
             self.stats.seconds += time.perf_counter() - t0
 
     def _go(self, t: Term) -> Term:
+        # Recursive in form, run on an explicit stack (fpir/trampoline.py): terms 10,000 deep are fine.
+        return trampoline(self._visit, t, shortcut=self._memo.get)
+
+    def _visit(self, t: Term) -> Generator[Term, Term, Term]:
         hit = self._memo.get(t)
         if hit is not None:
             return hit
         if t.args:
-            args = [self._go(a) for a in t.args]
+            args = []
+            for a in t.args:
+                args.append((yield a))
             cur = t if all(a is b for a, b in zip(args, t.args)) else _rebuild(t, args)
         else:
             cur = t
         best = self._best(cur)
-        result = self._go(best) if best is not None else cur
+        result = (yield best) if best is not None else cur
         self._memo[t] = result
         self._memo[result] = result
         return result

@@ -113,6 +113,10 @@ def parse_rule(text: str, source: str = "<string>", line: int = 1) -> Rule:
     lhs_raw = raw(lhs_text, rest_start)
     rhs_raw = raw(rhs_text, arrow + 2)
     pred_raw = raw(pred_text, pred_start + 2) if pred_text is not None else None
+    for part, offset in ((lhs_raw, rest_start), (rhs_raw, arrow + 2), (pred_raw, pred_start + 2)):
+        if part is not None and _depth(part) > MAX_RULE_DEPTH:
+            raise RuleFileError(source, line, offset + len(text[offset:]) - len(text[offset:].lstrip()) + 1,
+                                f"rule {name}: nested more than {MAX_RULE_DEPTH} deep")
     alts = tuple(expand_alternates(lhs_raw))
     try:
         patterns = tuple(p for a in alts for p in compile_pattern(a))
@@ -130,8 +134,11 @@ def parse_rule(text: str, source: str = "<string>", line: int = 1) -> Rule:
                          source, line, pred_start + 2) from None
     _check_type_variables(name, text, rest_start, arrow, source, line)
     wilds = set().union(*[pattern_wildcards(p) for p in patterns])
-    for used in _names(rhs_raw) | (_names(pred_raw) if pred_raw else set()):
-        base = used if _CWILD_RE.match(used) else split_wildcard(used)[0]
+    for used in sorted(_names(rhs_raw) | (_names(pred_raw) if pred_raw else set())):
+        try:
+            base = used if _CWILD_RE.match(used) else split_wildcard(used)[0]
+        except FPIRTypeError as e:
+            raise RuleFileError(source, line, max(text.find(used, arrow), arrow) + 1, f"rule {name}: {e}") from None
         if base not in wilds:
             raise RuleFileError(source, line, rest_start + 1, f"rule {name}: {used!r} is not bound by the left side")
     return Rule(name, " ".join(lhs_text.split()), " ".join(rhs_text.split()),
@@ -158,6 +165,20 @@ def _check_type_variables(name: str, text: str, lhs_start: int, arrow: int, sour
         if v not in bound:
             raise RuleFileError(source, line, arrow + off + 1,
                                 f"rule {name}: type variable {v} is not bound by the left side")
+
+
+#: Rules are patterns of a few operations; the pattern compiler, the matcher and the predicate
+#: evaluator recurse on them, so a rule nested deeper than this is refused when the file is read.
+MAX_RULE_DEPTH = 64
+
+
+def _depth(node: Raw) -> int:
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((a, d + 1) for a in n.args)
+    return deepest
 
 
 def _names(node: Raw) -> set[str]:

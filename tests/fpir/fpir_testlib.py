@@ -64,7 +64,8 @@ def instances(op: str, types: Sequence[ScalarType] = USER_TYPES) -> list[Instanc
 
 
 def semantic_ops() -> list[str]:
-    return [n for n, s in OPS.items() if s.kind in ("primitive", "fpir")]
+    """The lane-wise ops (the lane-combining vector_reduce_* ops have their own tests: test_fpir_reduce.py)."""
+    return [n for n, s in OPS.items() if s.kind in ("primitive", "fpir") and s.reduce is None]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,8 +23,8 @@ def test_docs_up_to_date() -> None:
 def test_docs_cover_every_op_and_definitions_parse() -> None:
     text = docs.render()
     for name, s in OPS.items():
-        if s.kind not in ("primitive", "fpir"):
-            continue
+        if s.kind not in ("primitive", "fpir") or not s.meta.get("documented", True):
+            continue  # reduction factors registered on first use (vector_reduce_add_x3) are not listed
         assert f"\n### {name}\n" in text
         assert s.doc in text
         for inst in docs.representative(s) if s.definition is not None else []:

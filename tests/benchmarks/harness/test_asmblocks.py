@@ -117,7 +117,7 @@ def test_instrument_puts_one_counter_at_each_block_start(syntax: str, text: str)
     # the label of the inner loop is directly followed by its counter
     label = {"x86-avx2": ".LBB0_2:", "arm64": ".LBB0_1:", "hvx128": ".LBB0_2:"}[syntax]
     i = next(k for k, ln in enumerate(lines) if ln.startswith(label))
-    assert "pf_save" in lines[i + 1] or "stp x0, x1" in lines[i + 1] or "jump .Lpf_stub" in lines[i + 1]
+    assert "pf_save" in lines[i + 1] or "stp x0, x1" in lines[i + 1] or ".Lpf_stub" in lines[i + 1]
     assert any(ln.startswith("pf_cnt:") for ln in lines)
 
 
@@ -212,3 +212,13 @@ f:
     assert [b.label for b in run.blocks] == [None, ".LBB0_1", None, None, ".LBB0_3"]
     assert run.counts.tolist() == [1, 37, 1, 0, 1]  # 3 * 37 > 100: the add of 1000 is skipped
     assert run.outputs[0].tolist() == [111]
+
+
+def test_arm_short_range_branches_become_inverted_test_over_b() -> None:
+    text = "f:\n\tcbz x0, .LBB0_2\n\tadd x1, x1, #1\n.LBB0_2:\n\tret\n.Lfunc_end0:\n"
+    out, blocks = instrument(text, "f", "arm64")
+    assert [b.label for b in blocks] == [None, None, ".LBB0_2"]
+    assert "\tcbnz x0, .Lpf_skip1" in out and "\tb .LBB0_2" in out
+    lines = out.splitlines()
+    k = lines.index(".Lpf_skip1:")
+    assert lines[k + 1] == "\tb .Lpf_stub1"  # the fall-through block is counted after the skip label

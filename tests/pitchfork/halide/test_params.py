@@ -119,10 +119,19 @@ def test_compiled_pipeline_refuses_bad_scalars(add_k: tuple) -> None:
 
 
 def test_fallback_refuses_the_same_values() -> None:
-    inp = hl.ImageParam(hl.Float(32), 1, "inp")
+    from pitchfork.halide.params import halide_scalar_value
+
     k = hl.Param(hl.UInt(8), "k")
+    assert halide_scalar_value(k, np.float32(2.0)) == 2 and halide_scalar_value(k, -1) == 255
+    with pytest.raises(ParamValueError, match="parameter k: the value 256"):
+        halide_scalar_value(k, 256)
+    with pytest.raises(ParamTypeError, match=r"parameter g \(float32\) needs a number"):
+        halide_scalar_value(hl.Param(hl.Float(32), "g"), "1.5")
+    # Through a compiled pipeline that falls back (float vectors)
+    inp = hl.ImageParam(hl.Float(32), 1, "inp")
     f = hl.Func("f32k")
     f[x] = inp[x] + hl.cast(hl.Float(32), k)
+    f.vectorize(x, 8)
     with pytest.warns(PitchforkFallbackWarning):
         prog = pitchfork.compile(f, [inp, k])
     a = np.zeros(8, np.float32)
@@ -224,3 +233,22 @@ def test_zero_size_input_gives_empty_result() -> None:
     want = np.asarray(f.realize([32, 0]))
     got = prog(a)
     assert got.shape == want.shape == (0, 32) and got.dtype == np.uint8
+
+
+def test_deeply_nested_pipeline_falls_back_with_the_reason() -> None:
+    """The statement parser and expression translation recurse per nesting level; past MAX_NESTING
+    the pipeline goes to Halide (same answer), saying why, instead of a RecursionError."""
+    from pitchfork.halide.checks import MAX_NESTING
+
+    inp = hl.ImageParam(hl.UInt(8), 1, "inp")
+    e = inp[x]
+    for i in range(1, 3 * MAX_NESTING // 2):
+        e = (e ^ inp[x + (i % 5)]) + hl.u8(i % 7) if i % 2 else e - inp[x + (i % 3)]
+    f = hl.Func("deep")
+    f[x] = e
+    f.vectorize(x, 16)
+    with pytest.warns(PitchforkFallbackWarning, match=rf"expression nested \d+ deep .*at most {MAX_NESTING}"):
+        prog = pitchfork.compile(f, [inp])
+    a = np.random.default_rng(0).integers(0, 256, 64 + 8, dtype=np.uint8)
+    inp.set(hl.Buffer(a))
+    assert np.array_equal(prog(a, size=[64]), np.asarray(f.realize([64])))

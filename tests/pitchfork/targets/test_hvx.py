@@ -66,7 +66,7 @@ def test_rule_verifies(rule) -> None:  # type: ignore[no-untyped-def]
 @needs_qemu
 @pytest.mark.qemu
 def test_every_instruction_matches_its_semantics_under_qemu() -> None:
-    names = sorted(s.name for s in target_ops("hvx"))
+    names = sorted(s.name for s in target_ops("hvx") if not s.combines_lanes)  # vrmpy: test_horizontal.py
     cases = instruction_cases(names)
     assert len(cases) > 1000
     failures = run_cases(cases, np.random.default_rng(20261121))

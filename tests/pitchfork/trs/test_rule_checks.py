@@ -61,3 +61,9 @@ def test_cli_exit_codes_for_rule_problems(tmp_path: Path, capsys: pytest.Capture
     b.write_bytes(b"r: x_u8 -> x_u8 # caf\xe9\n")
     assert cli_main(["verify", str(b)]) == 4
     assert "is not UTF-8 text" in capsys.readouterr().err
+
+
+def test_deep_rule_refused_with_location() -> None:
+    deep = "abs(" * 70 + "x_i8" + ")" * 70
+    with pytest.raises(RuleFileError, match=r"^f.rules:1:19: rule r: nested more than 64 deep$"):
+        parse_rules(f"r: x_i8 + y_i8 -> {deep}", "f.rules")

@@ -1,0 +1,203 @@
+"""Lane-combining instructions and reductions, run on every ISA (x86 JIT, qemu-aarch64, qemu-hexagon).
+
+* each lane-combining instruction (arm.udot/sdot, x86.pmaddwd_pairs/pmaddubsw_pairs, hvx.vrmpy), at every
+  signature and at several lane counts, runs bit-exactly against its declared semantics (fpir.interp) and
+  shows its mnemonic;
+* every lowering rule that names a lane-combining op is VALID (Z3, per lane group, every type instance),
+  fires on an example, and the example runs bit-exactly with isel=pitchfork (showing the instruction) and
+  isel=llvm;
+* the generic lowering of vector_reduce_{add,min,max,saturating_add} by several factors runs bit-exactly
+  on every ISA.
+
+Kernels read each operand at its own lane count (pitchfork.emit.kernel.input_factors): a factor-4 operand
+holds four elements per output element. One compile and one run per ISA.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import pitchfork.targets.arm  # noqa: F401 - registers the instructions
+import pitchfork.targets.hvx  # noqa: F401
+import pitchfork.targets.x86  # noqa: F401
+from fpir.interp import evaluate
+from fpir.ops import make
+from fpir.term import Term, var
+from fpir.text import parse, to_text
+from fpir.types import ScalarType
+from pitchfork.emit.kernel import add_expression_kernel, input_factors, new_module, storage_type
+from pitchfork.emit.machine import asm_instructions, compile_module
+from pitchfork.emit.run import Buffer, Call, Scalar, run_calls, tools_available
+from pitchfork.lower import select_instructions
+from pitchfork.targets import load_target
+from pitchfork.targets.base import rule_combines_lanes, sig, target_ops
+
+REG_BITS = {"x86-avx2": 256, "arm64": 128, "hvx128": 1024}
+PREFIX = {"x86-avx2": "x86", "arm64": "arm", "hvx128": "hvx"}
+MNEMONIC = {"arm.udot": "udot", "arm.sdot": "sdot", "x86.pmaddwd_pairs": "vpmaddwd",
+            "x86.pmaddubsw_pairs": "vpmaddubsw", "hvx.vrmpy": "vrmpy", "x86.psadbw": "vpsadbw", "arm.uaddlp": "uaddlp",
+            "arm.saddlp": "saddlp", "arm.uadalp": "uadalp", "arm.sadalp": "sadalp", "arm.addp": "addp"}
+
+# (expression, mnemonic regex in the isel=pitchfork code); together they fire every lane-combining rule.
+EXAMPLES: dict[str, list[tuple[str, str]]] = {
+    "arm64": [
+        ("c_u32 + vector_reduce_add_x4(u32(widening_mul(a_u8, b_u8)))", "udot"),
+        ("c_i32 + vector_reduce_add_x4(i32(u16(a_u8) * u16(b_u8)))", "udot"),
+        ("c_i32 + vector_reduce_add_x4(i32(widening_mul(a_i8, b_i8)))", "sdot"),
+        ("vector_reduce_add_x4(u32(widening_mul(a_u8, b_u8)))", "udot"),
+        ("vector_reduce_add_x4(i32(widening_mul(a_u8, b_u8)))", "udot"),
+        ("vector_reduce_add_x4(i32(i16(a_i8) * i16(b_i8)))", "sdot"),
+        ("c_u32 + vector_reduce_add_x4(u32(a_u8))", "udot"),
+        ("c_i32 + vector_reduce_add_x4(i32(a_u8))", "udot"),
+        ("vector_reduce_add_x4(u32(a_u8))", "udot"),
+        ("vector_reduce_add_x4(i32(a_u8))", "udot"),
+        ("c_u32 + arm.udot(0, a_u8, b_u8)", "udot"),
+        ("c_i32 + arm.sdot(0, a_i8, b_i8)", "sdot"),
+        ("vector_reduce_add_x2(u16(a_u8))", "uaddlp"),
+        ("vector_reduce_add_x2(i64(a_i32))", "saddlp"),
+        ("c_u32 + vector_reduce_add_x2(u32(a_u16))", "uadalp"),
+        ("c_i16 + vector_reduce_add_x2(i16(a_i8))", "sadalp"),
+        ("vector_reduce_add_x2(a_i32)", "addp"),
+        ("vector_reduce_add_x2(a_u8)", "addp"),
+    ],
+    "x86-avx2": [
+        ("vector_reduce_add_x2(widening_mul(a_i16, b_i16))", "vpmaddwd"),
+        ("c_i32 + vector_reduce_add_x2(i32(a_i16) * i32(b_i16))", "vpmaddwd"),
+        ("vector_reduce_saturating_add_x2(widening_mul(a_u8, b_i8))", "vpmaddubsw"),
+        ("vector_reduce_saturating_add_x2(widening_mul(b_i8, a_u8))", "vpmaddubsw"),
+        ("vector_reduce_add_x8(u64(absd(a_u8, b_u8)))", "vpsadbw"),
+        ("c_u64 + vector_reduce_add_x8(u64(absd(a_u8, b_u8)))", "vpsadbw"),
+    ],
+    "hvx128": [
+        ("c_u32 + vector_reduce_add_x4(u32(widening_mul(a_u8, b_u8)))", "vrmpy"),
+        ("c_i32 + vector_reduce_add_x4(i32(u16(a_u8) * u16(b_u8)))", "vrmpy"),
+        ("c_i32 + vector_reduce_add_x4(i32(widening_mul(a_i8, b_i8)))", "vrmpy"),
+        ("c_i32 + vector_reduce_add_x4(i32(widening_mul(a_u8, b_i8)))", "vrmpy"),
+        ("vector_reduce_add_x4(i32(widening_mul(a_u8, b_u8)))", "vrmpy"),
+        ("vector_reduce_add_x4(i32(widening_mul(a_i8, b_i8)))", "vrmpy"),
+        ("c_u32 + vector_reduce_add_x4(u32(a_u8))", "vrmpy"),
+        ("vector_reduce_add_x4(i32(a_u8))", "vrmpy"),
+        ("c_i32 + hvx.vrmpy(0, a_u8, b_i8)", "vrmpy"),
+    ],
+}
+# Generic lowering (no instruction expected): every reduction kind, odd factors, narrow and wide types.
+GENERIC = ["vector_reduce_add_x2(a_u8)", "vector_reduce_add_x3(a_i16)", "vector_reduce_max_x4(a_i8)",
+           "vector_reduce_min_x2(a_u32)", "vector_reduce_saturating_add_x2(a_i8)",
+           "vector_reduce_saturating_add_x4(a_u16)", "vector_reduce_add_x8(u16(a_u8))",
+           "vector_reduce_max_x2(vector_reduce_add_x2(a_i16))"]
+
+
+def _column(t: ScalarType, n: int, rng: np.random.Generator) -> np.ndarray:
+    dt = storage_type(t).np_dtype
+    col = rng.integers(t.min, t.max, size=n, endpoint=True, dtype=dt)
+    q = n // 4  # a block of extremes: every lane t.min, then every lane t.max (saturation, pmaddwd wrap)
+    col[:q // 2] = t.min
+    col[q // 2:q] = t.max
+    return col
+
+
+class _Batch:
+    def __init__(self, isa: str) -> None:
+        self.isa = isa
+        self.rng = np.random.default_rng(12)
+        self.kernels: list[tuple[str, str, Term, Term, int, dict[str, np.ndarray]]] = []
+
+    def add(self, label: str, emitted: Term, reference: Term, lanes: int, rows: int = 48) -> str:
+        name = f"k{len(self.kernels)}"
+        n = lanes * rows
+        factors = input_factors(reference)
+        args = {v.name: _column(v.type, n * factors[v.name], self.rng)
+                for v in sorted(set(reference.variables()), key=lambda v: v.name)}
+        self.kernels.append((name, label, emitted, reference, lanes, args))
+        return name
+
+    def run(self) -> tuple[str, list[str]]:
+        module = new_module()
+        for name, _, emitted, reference, lanes, args in self.kernels:
+            order = [v for v in sorted(set(reference.variables()), key=lambda v: v.name)]
+            add_expression_kernel(module, name, emitted, lanes, order)
+        cm = compile_module(str(module), self.isa, isolate=True)
+        calls = []
+        for name, _, _, reference, lanes, args in self.kernels:
+            n = len(next(iter(args.values()))) // input_factors(reference)[sorted(args)[0]]
+            out = np.zeros(n, dtype=storage_type(reference.type).np_dtype)
+            calls.append(Call(name, [Buffer.output(out), *[Buffer.input(args[k]) for k in sorted(args)],
+                                     Scalar(n, 64)]))
+        results = run_calls(cm, self.isa, calls)
+        bad = []
+        for (name, label, emitted, reference, lanes, args), res in zip(self.kernels, results):
+            got = res[0]
+            want = np.asarray(evaluate(reference, args)).astype(got.dtype)
+            if not np.array_equal(got, want):
+                i = int(np.flatnonzero(got != want)[0])
+                bad.append(f"{label} [{lanes} lanes] ({to_text(emitted)}): output {i}: got {got[i]}, want {want[i]}")
+        return cm.asm, bad  # type: ignore[attr-defined]
+
+
+def _isa(isa: str):  # type: ignore[no-untyped-def]
+    if isa == "x86-avx2":
+        return pytest.param(isa, id=isa)
+    return pytest.param(isa, id=isa, marks=[pytest.mark.qemu,
+                                            pytest.mark.skipif(not tools_available(isa), reason="no qemu")])
+
+
+def _horizontal_rules(isa: str) -> list:  # type: ignore[type-arg]
+    return [r for r in load_target(isa).rules.rules if rule_combines_lanes(r)]
+
+
+@pytest.mark.parametrize("isa", ["x86-avx2", "arm64", "hvx128"])
+def test_horizontal_rules_verify_and_fire(isa: str) -> None:
+    from synth.verify import verify_rule
+
+    rules = _horizontal_rules(isa)
+    assert rules, f"no lane-combining rules for {isa}"
+    bad = [f"{r.name}: {v.summary()}" for r in rules if (v := verify_rule(r)).status != "VALID"]
+    assert not bad, "\n".join(bad)
+    fired: Counter = Counter()
+    for text, _ in EXAMPLES[isa]:
+        fired.update(select_instructions(parse(text), isa, "pitchfork").lower_stats.fired)
+    unused = [r.name for r in rules if r.name not in fired]
+    assert not unused, f"rules no example fires: {unused}"
+
+
+@pytest.mark.parametrize("isa", [_isa(i) for i in ("x86-avx2", "arm64", "hvx128")])
+def test_horizontal_instructions_and_rules_run_bit_exactly(isa: str) -> None:
+    batch = _Batch(isa)
+    checks: list[tuple[str, str, str]] = []
+    for s in target_ops(PREFIX[isa]):
+        if not s.combines_lanes:
+            continue
+        for text in s.meta["signatures"]:
+            sg = sig(text)
+            term = make(s.name, *[var(n, t) for n, t in zip("abc", sg.args)])
+            native = REG_BITS[isa] // sg.result.bits
+            for lanes in (native, 3 * native, max(1, native // 2)):
+                k = batch.add(f"{s.name}({text})", term, term, lanes)
+                if lanes == native:
+                    checks.append((k, MNEMONIC[s.name], f"{s.name}({text})"))
+    for text, mn in EXAMPLES[isa]:
+        term = parse(text)
+        native = REG_BITS[isa] // term.type.bits
+        for isel in ("pitchfork", "llvm"):
+            final = select_instructions(term, isa, isel).final
+            k = batch.add(f"{isel}: {text}", final, term, native)
+            if isel == "pitchfork":
+                checks.append((k, mn, text))
+    for text in GENERIC:
+        term = parse(text)
+        for isel in ("pitchfork", "llvm"):
+            final = select_instructions(term, isa, isel).final
+            for lanes in (REG_BITS[isa] // term.type.bits, 5):
+                batch.add(f"{isel}: {text}", final, term, lanes)
+    asm, bad = batch.run()
+    assert not bad, "\n".join(bad[:30])
+    missing = []
+    for k, mn, label in checks:
+        ins = " ".join(asm_instructions(asm, k, target=isa))
+        if not re.search(rf"\b{mn}\b", ins):
+            missing.append(f"{label}: no {mn} in {ins[:400]}")
+    assert not missing, "\n".join(missing)
