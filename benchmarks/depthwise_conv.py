@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import halide as hl
 import numpy as np
 
-from benchmarks.common import V8, V16, Benchmark, ParamSet
+from benchmarks.common import V8, V16, V32, Benchmark, ParamSet
 from benchmarks.fixed_point import np_requantize, requantize
 
 SCALARS = ("in_zero", "filter_zero", "depth_multiplier", "stride_x", "stride_y", "dilation_x", "dilation_y",
@@ -77,7 +77,10 @@ def build(isa: str, pset: ParamSet) -> tuple[Any, list[Any]]:
     resampled.specialize(dm == 1)
     fzd.compute_at(out, co).store_in(hl.MemoryType.Stack) \
         .vectorize(c, V16[isa], hl.TailStrategy.GuardWithIf).unroll(c, 2, hl.TailStrategy.GuardWithIf)
-    off.compute_at(out, co).vectorize(c, v, hl.TailStrategy.GuardWithIf)
+    # HVX: the offsets (and the filter sums computed inside them) in one register of i32 lanes instead of
+    # V = 128: LLVM 22's Hexagon backend aborts ("Couldn't find the register class") on the 128-lane
+    # i32 multiply sum_f * in_zero fed by a loop-carried sum (reduced test case in the commit message).
+    off.compute_at(out, co).vectorize(c, V32[isa] if isa == "hvx128" else v, hl.TailStrategy.GuardWithIf)
     return out, [inp, filt, bias] + [p[n] for n in SCALARS]
 
 

@@ -46,13 +46,17 @@ def configure(enabled: Optional[bool] = None, exclude_from: Optional[Iterable[st
     """Set the process-wide switches (unspecified ones keep their value); returns the previous setting."""
     global _CONFIG
     prev = _CONFIG
-    _CONFIG = SynthConfig(prev.enabled if enabled is None else enabled,
-                          prev.exclude_from if exclude_from is None else frozenset(exclude_from))
+    _CONFIG = SynthConfig(
+        prev.enabled if enabled is None else enabled,
+        prev.exclude_from if exclude_from is None else frozenset(exclude_from),
+    )
     return prev
 
 
 @contextmanager
-def rules_config(enabled: Optional[bool] = None, exclude_from: Optional[Iterable[str]] = None) -> Iterator[SynthConfig]:
+def rules_config(
+    enabled: Optional[bool] = None, exclude_from: Optional[Iterable[str]] = None
+) -> Iterator[SynthConfig]:
     prev = configure(enabled, exclude_from)
     try:
         yield _CONFIG
@@ -60,8 +64,9 @@ def rules_config(enabled: Optional[bool] = None, exclude_from: Optional[Iterable
         configure(prev.enabled, prev.exclude_from)
 
 
-def effective(include_synthesized: Optional[bool] = None,
-              exclude_from: Optional[str | Iterable[str]] = None) -> tuple[bool, frozenset[str]]:
+def effective(
+    include_synthesized: Optional[bool] = None, exclude_from: Optional[str | Iterable[str]] = None
+) -> tuple[bool, frozenset[str]]:
     """(load synthesized rules?, benchmarks whose rules to drop) for a loader call: explicit arguments,
     the process-wide setting and the provenance context (pitchfork/trs/provenance.py) combined."""
     from pitchfork.trs.provenance import excluded_benchmark

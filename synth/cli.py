@@ -20,28 +20,62 @@ from synth.driver import QUICK_BENCHMARKS, Options, RunReport, run
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pitchfork-synth", description="Synthesize lifting and lowering rules (offline).")
-    p.add_argument("--benchmark", "-b", action="append", default=[], help="benchmark name (repeatable; default: all available)")
-    p.add_argument("--from", dest="files", action="append", default=[], metavar="FILE",
-                   help="expression file (one FPIR expression per line); with --from only, no benchmarks are used")
-    p.add_argument("--isa", action="append", default=[], help="lowering ISA (arm64, hvx128, x86-avx2; default: all)")
-    p.add_argument("--stage", action="append", choices=["lift", "lower"], default=[], help="stages (default: both)")
-    p.add_argument("--quick", action="store_true", help="CI-sized run: sobel3x3, at most --max-lhs 6 per stage")
-    p.add_argument("--max-lhs", type=int, default=0, help="left sides per stage, most frequent first (0: all)")
+    p = argparse.ArgumentParser(
+        prog="pitchfork-synth", description="Synthesize lifting and lowering rules (offline)."
+    )
+    p.add_argument(
+        "--benchmark",
+        "-b",
+        action="append",
+        default=[],
+        help="benchmark name (repeatable; default: all available)",
+    )
+    p.add_argument(
+        "--from",
+        dest="files",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="expression file (one FPIR expression per line); with --from only, no benchmarks are used",
+    )
+    p.add_argument(
+        "--isa", action="append", default=[], help="lowering ISA (arm64, hvx128, x86-avx2; default: all)"
+    )
+    p.add_argument(
+        "--stage", action="append", choices=["lift", "lower"], default=[], help="stages (default: both)"
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="CI-sized run: sobel3x3, at most --max-lhs 6 per stage"
+    )
+    p.add_argument(
+        "--max-lhs", type=int, default=0, help="left sides per stage, most frequent first (0: all)"
+    )
     p.add_argument("--max-nodes", type=int, default=10, help="nodes per left side (default 10)")
     p.add_argument("--max-vars", type=int, default=3, help="skip left sides with more variables (default 3)")
-    p.add_argument("--max-terms", type=int, default=8000, help="enumerated terms per CEGIS round and left side")
+    p.add_argument(
+        "--max-terms", type=int, default=8000, help="enumerated terms per CEGIS round and left side"
+    )
     p.add_argument("--rlimit", type=int, default=20_000_000, help="Z3 resource limit per query")
     p.add_argument("--jobs", "-j", type=int, default=1, help="local worker processes")
     p.add_argument("--cluster", metavar="ADDRESS", help="run the tasks on this Dask distributed scheduler")
-    p.add_argument("--time-limit", type=float, default=0.0, metavar="SECONDS",
-                   help="stop handing out tasks after this long (unfinished ones stay uncached)")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="stop handing out tasks after this long (unfinished ones stay uncached)",
+    )
     p.add_argument("--cache", type=Path, default=None, help="cache directory (default: .synth-cache/)")
     p.add_argument("--out", type=Path, default=None, help="output directory (default: rules/synthesized/)")
     p.add_argument("--no-write", action="store_true", help="search only; write no rule file")
     p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--hide-rule", action="append", default=[], metavar="NAME",
-                   help="leave this existing rule out of the baseline TRS (shows synthesis finding it)")
+    p.add_argument(
+        "--hide-rule",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="leave this existing rule out of the baseline TRS (shows synthesis finding it)",
+    )
     return p
 
 
@@ -51,7 +85,9 @@ def options(args: argparse.Namespace) -> Options:
     if args.benchmark:
         unknown = [b for b in args.benchmark if b not in registry.NAMES]
         if unknown:
-            raise SystemExit(f"pitchfork-synth: unknown benchmark {unknown[0]!r} (known: {', '.join(registry.NAMES)})")
+            raise SystemExit(
+                f"pitchfork-synth: unknown benchmark {unknown[0]!r} (known: {', '.join(registry.NAMES)})"
+            )
         benches = tuple(args.benchmark)
     elif args.quick:
         benches = QUICK_BENCHMARKS
@@ -68,11 +104,23 @@ def options(args: argparse.Namespace) -> Options:
     for f in args.files:
         if not Path(f).is_file():
             raise SystemExit(f"pitchfork-synth: no such file: {f}")
-    o = Options(benchmarks=benches, files=tuple(args.files), isas=isas, stages=tuple(args.stage) or Options.stages,
-                max_nodes=args.max_nodes, max_vars=args.max_vars, max_lhs=args.max_lhs or (6 if args.quick else 0),
-                max_terms=args.max_terms, rlimit=args.rlimit, jobs=args.jobs, cluster=args.cluster,
-                time_limit=args.time_limit, write=not args.no_write, progress=not args.no_progress,
-                hide=tuple(args.hide_rule))
+    o = Options(
+        benchmarks=benches,
+        files=tuple(args.files),
+        isas=isas,
+        stages=tuple(args.stage) or Options.stages,
+        max_nodes=args.max_nodes,
+        max_vars=args.max_vars,
+        max_lhs=args.max_lhs or (6 if args.quick else 0),
+        max_terms=args.max_terms,
+        rlimit=args.rlimit,
+        jobs=args.jobs,
+        cluster=args.cluster,
+        time_limit=args.time_limit,
+        write=not args.no_write,
+        progress=not args.no_progress,
+        hide=tuple(args.hide_rule),
+    )
     if args.cache is not None:
         o = _with(o, cache_dir=args.cache)
     if args.out is not None:
@@ -106,8 +154,19 @@ def summary(report: RunReport) -> str:
     from rich.table import Table
 
     table = Table(title=f"pitchfork-synth: {report.corpus_entries} corpus entries, {report.seconds:.1f} s")
-    for col in ("stage", "LHS seen", "cached", "run", "not run", "already optimal", "synthesized", "generalized",
-                "written", "rejected (why)", "seconds"):
+    for col in (
+        "stage",
+        "LHS seen",
+        "cached",
+        "run",
+        "not run",
+        "already optimal",
+        "synthesized",
+        "generalized",
+        "written",
+        "rejected (why)",
+        "seconds",
+    ):
         table.add_column(col, justify="right" if col not in ("stage", "rejected (why)") else "left")
     for name, st in report.stages.items():
         if name == "corpus":
@@ -116,10 +175,19 @@ def summary(report: RunReport) -> str:
         rejected = {k: v for k, v in st.outcomes.items() if k not in ("optimal", "synthesized", "trivial")}
         rejected.update({f"{k}": v for k, v in st.decisions.items() if k != "written"})
         why = ", ".join(f"{k} {v}" for k, v in sorted(rejected.items())) or "-"
-        table.add_row(name, str(st.seen), str(st.cached), str(st.run), str(st.not_run),
-                      str(st.outcomes.get("optimal", 0) + st.outcomes.get("trivial", 0)),
-                      str(st.outcomes.get("synthesized", 0)), str(st.generalized), str(st.written), why,
-                      f"{st.seconds:.1f}")
+        table.add_row(
+            name,
+            str(st.seen),
+            str(st.cached),
+            str(st.run),
+            str(st.not_run),
+            str(st.outcomes.get("optimal", 0) + st.outcomes.get("trivial", 0)),
+            str(st.outcomes.get("synthesized", 0)),
+            str(st.generalized),
+            str(st.written),
+            why,
+            f"{st.seconds:.1f}",
+        )
     buf = StringIO()
     Console(file=buf, width=160).print(table)
     return buf.getvalue()
@@ -136,7 +204,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{stage}: {report.stages[stage].written} new rule(s) -> {path}")
     minutes = report.seconds / 60
     total = sum(st.written for k, st in report.stages.items() if k != "corpus")
-    print(f"{total} rules written in {report.seconds:.1f} s ({total / minutes if minutes > 0 else 0:.2f} rules/minute)")
+    print(
+        f"{total} rules written in {report.seconds:.1f} s "
+        f"({total / minutes if minutes > 0 else 0:.2f} rules/minute)"
+    )
     return 1 if report.corpus_errors else 0
 
 

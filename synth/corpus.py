@@ -92,7 +92,9 @@ def cuts(term: Term, max_nodes: int = MAX_NODES) -> Iterator[Term]:
                 yield pattern
 
 
-def _cuts_at(t: Term, budget: int, memo: dict[tuple[Term, int], list[tuple[Term, int]]]) -> list[tuple[Term, int]]:
+def _cuts_at(
+    t: Term, budget: int, memo: dict[tuple[Term, int], list[tuple[Term, int]]]
+) -> list[tuple[Term, int]]:
     """Patterns rooted at t of at most `budget` nodes; cut children become variables named after
     their identity (renamed by `canonical`)."""
     if budget <= 0:
@@ -213,13 +215,20 @@ def read_expression_file(path: str | Path) -> tuple[list[Term], list[ExprFileErr
     return terms, errors
 
 
-def build_corpus(benchmarks: Iterable[str] = (), files: Iterable[str | Path] = (), isas: Sequence[str] = ("arm64",),
-                 max_nodes: int = MAX_NODES, expressions: Optional[dict[str, list[Term]]] = None) -> Corpus:
+def build_corpus(
+    benchmarks: Iterable[str] = (),
+    files: Iterable[str | Path] = (),
+    isas: Sequence[str] = ("arm64",),
+    max_nodes: int = MAX_NODES,
+    expressions: Optional[dict[str, list[Term]]] = None,
+) -> Corpus:
     """The corpus of the named benchmarks and expression files. `expressions` (source -> terms) can
     supply already captured benchmark expressions (the driver caches them on disk)."""
     corpus = Corpus()
     for name in benchmarks:
-        terms = expressions[name] if expressions and name in expressions else benchmark_expressions(name, isas)
+        terms = (
+            expressions[name] if expressions and name in expressions else benchmark_expressions(name, isas)
+        )
         for t in terms:
             corpus.add_expression(t, name, max_nodes)
     for f in files:

@@ -125,8 +125,14 @@ class Cache:
 # Execution
 
 
-def execute(tasks: Sequence[Task], cache: Cache, opts: Options, label: str,
-            on_result: Callable[[dict[str, Any]], None], deadline: Optional[float] = None) -> tuple[int, int, int]:
+def execute(
+    tasks: Sequence[Task],
+    cache: Cache,
+    opts: Options,
+    label: str,
+    on_result: Callable[[dict[str, Any]], None],
+    deadline: Optional[float] = None,
+) -> tuple[int, int, int]:
     """Run the tasks not in the cache, handing out none after `deadline` (time.monotonic());
     returns (cached, run, not run)."""
     todo = [t for t in tasks if cache.get(t.key) is None]
@@ -213,8 +219,13 @@ def _progress(enabled: bool) -> Any:
         return _NoProgress()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=False,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +244,9 @@ def lift_tasks(corpus: Corpus, opts: Options) -> tuple[list[Task], dict[str, tup
     return _limit(tasks, opts), origin
 
 
-def lower_tasks(corpus: Corpus, isa: str, opts: Options) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
+def lower_tasks(
+    corpus: Corpus, isa: str, opts: Options
+) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
     """Cuts of the lifted whole expressions that contain an FPIR op."""
     from pitchfork.lift import lift
 
@@ -283,7 +296,9 @@ def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
     from pitchfork.targets import target_cost
 
     def lower_cost(rules: Any, t: Term) -> tuple:
-        c = target_cost(expand_fpir(Rewriter(rules, cost=target_cost).rewrite(t), TARGET_MAX_BITS.get(isa, 64)))
+        c = target_cost(
+            expand_fpir(Rewriter(rules, cost=target_cost).rewrite(t), TARGET_MAX_BITS.get(isa, 64))
+        )
         return (c[0], 0, 0)
 
     return lower_cost
@@ -304,9 +319,10 @@ def _base_rules(stage: str, hide: tuple[str, ...]) -> list[Any]:
 
 HEADERS = {
     "lift": "# Lifting rules synthesized by pitchfork-synth (synth/): do not edit by hand; re-run it.\n"
-            "# Each rule was proven by Z3 at every type instance it can match (synth/verify.py).",
-    "lower": "# {isa} lowering rules synthesized by pitchfork-synth (synth/): do not edit by hand; re-run it.\n"
-             "# Each rule was proven by Z3 at every type instance it can match (synth/verify.py).",
+    "# Each rule was proven by Z3 at every type instance it can match (synth/verify.py).",
+    "lower": "# {isa} lowering rules synthesized by pitchfork-synth (synth/): do not edit by hand; "
+    "re-run it.\n"
+    "# Each rule was proven by Z3 at every type instance it can match (synth/verify.py).",
 }
 
 
@@ -321,7 +337,9 @@ def run(opts: Options) -> RunReport:
         try:
             exprs[b] = cache.corpus(b, opts.corpus_isas)
         except Exception as e:  # noqa: BLE001 - one benchmark the frontend cannot take must not stop the run
-            report.corpus_errors.append(f"{b}: skipped ({type(e).__name__}: {' '.join(str(e).split())[:200]})")
+            report.corpus_errors.append(
+                f"{b}: skipped ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
+            )
     corpus = build_corpus(list(exprs), opts.files, opts.corpus_isas, opts.max_nodes, exprs)
     report.corpus_entries = len(corpus)
     report.corpus_errors += list(corpus.errors)
@@ -343,8 +361,9 @@ def run(opts: Options) -> RunReport:
         def on_result(r: dict[str, Any], st: StageStats = st, results: list = results) -> None:
             results.append(r)
             st.outcomes[r.get("status", "error")] += 1
-            if r.get("status") == "synthesized" and (r.get("level") != "monomorphic" or
-                                                     r.get("constants") not in ("pinned", "none")):
+            if r.get("status") == "synthesized" and (
+                r.get("level") != "monomorphic" or r.get("constants") not in ("pinned", "none")
+            ):
                 st.generalized += 1
 
         st.cached, st.run, st.not_run = execute(tasks, cache, opts, stage, on_result, deadline)
@@ -362,7 +381,9 @@ def run(opts: Options) -> RunReport:
                 path, header = opts.out_dir / "lift.rules", HEADERS["lift"]
             else:
                 isa = stage.split(":", 1)[1]
-                path, header = opts.out_dir / f"lower_{ISA_STEMS[isa]}.rules", HEADERS["lower"].format(isa=isa)
+                path, header = opts.out_dir / f"lower_{ISA_STEMS[isa]}.rules", HEADERS["lower"].format(
+                    isa=isa
+                )
             base = _base_rules(stage, opts.hide)
             names = {r.name for r in base}
             base += [r for r in existing_rules(path) if r.name not in names]  # the output file's own rules

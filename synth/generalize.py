@@ -28,8 +28,24 @@ from fpir.types import ScalarType
 from pitchfork.trs.rules import RuleFileError, parse_rule
 from synth.verify import verify_rule
 
-_PREC = {"or": 3, "xor": 4, "and": 5, "eq": 6, "ne": 6, "lt": 7, "le": 7, "gt": 7, "ge": 7, "shl": 8, "shr": 8,
-         "add": 9, "sub": 9, "mul": 10, "div": 10, "mod": 10}
+_PREC = {
+    "or": 3,
+    "xor": 4,
+    "and": 5,
+    "eq": 6,
+    "ne": 6,
+    "lt": 7,
+    "le": 7,
+    "gt": 7,
+    "ge": 7,
+    "shl": 8,
+    "shr": 8,
+    "add": 9,
+    "sub": 9,
+    "mul": 10,
+    "div": 10,
+    "mod": 10,
+}
 ATOM = 12
 VERIFY_RLIMIT = 40_000_000  # Z3 resource units per query (synth.verify), not milliseconds
 MAX_SEARCH_BITS = 32
@@ -130,11 +146,15 @@ def _texts(lhs: Term, rhs: Term) -> tuple[str, str, list[str], list[Term]]:
         if m and consts[int(m.group(1))].type != t.type:
             # The constant is re-typed on the right: state the range where it fits (the rule cannot
             # fire outside it anyway; the predicate makes that explicit and lets types generalize it).
-            lo, hi = max(t.type.min, consts[int(m.group(1))].type.min), min(t.type.max, consts[int(m.group(1))].type.max)
+            lo, hi = max(t.type.min, consts[int(m.group(1))].type.min), min(
+                t.type.max, consts[int(m.group(1))].type.max
+            )
             ps = ps + [f"{text} >= {lo}", f"{text} <= {hi}"]
         preds.extend(p for p in ps if p not in preds)
         if hint != t.type:
-            return f"cast<{t.type.name}>({text})" if hint is not None or not text.lstrip("-").isdigit() else text
+            return (
+                f"cast<{t.type.name}>({text})" if hint is not None or not text.lstrip("-").isdigit() else text
+            )
         return text
 
     lt = side_text(lhs, lct)
@@ -155,7 +175,9 @@ def _join(lhs: str, rhs: str, preds: list[str]) -> str:
     return f"{lhs} -> {rhs}" + (f" if {' && '.join(preds)}" if preds else "")
 
 
-def _range(lhs: str, rhs: str, preds: list[str], i: int, c: Term, pinned: list[str]) -> Optional[tuple[int, int]]:
+def _range(
+    lhs: str, rhs: str, preds: list[str], i: int, c: Term, pinned: list[str]
+) -> Optional[tuple[int, int]]:
     """The widest [lo, hi] around c's value for which the rule verifies (others pinned), by binary
     search on each side (assumes validity is an interval, which the final check confirms)."""
     t, v = c.type, c.value
@@ -238,7 +260,9 @@ def _relation(u: ScalarType, base: ScalarType, tname: str) -> Optional[str]:
     return expr
 
 
-def generalize_types(text_lhs: str, text_rhs: str, preds: list[str], first_var: ScalarType) -> list[tuple[str, str]]:
+def generalize_types(
+    text_lhs: str, text_rhs: str, preds: list[str], first_var: ScalarType
+) -> list[tuple[str, str]]:
     """Type-generalized attempts, most general first: (rule text, level)."""
     types: list[ScalarType] = []
     for m in _TYPE_TOKEN.finditer(text_lhs + " " + text_rhs):
@@ -265,8 +289,12 @@ def generalize_types(text_lhs: str, text_rhs: str, preds: list[str], first_var: 
         rels.append(f"{n} == {rel}")
 
     def sub(text: str) -> str:
-        return _TYPE_TOKEN.sub(lambda m: names[__import__("fpir.types", fromlist=["parse_type"]).parse_type(
-            m.group(1) or m.group(2))], text)
+        return _TYPE_TOKEN.sub(
+            lambda m: names[
+                __import__("fpir.types", fromlist=["parse_type"]).parse_type(m.group(1) or m.group(2))
+            ],
+            text,
+        )
 
     # constant bounds stated through the types
     sym_preds = []
@@ -275,16 +303,26 @@ def generalize_types(text_lhs: str, text_rhs: str, preds: list[str], first_var: 
         if m and int(m.group(3)) not in (-1, 0, 1):
             b = int(m.group(3))
             for t, n in names.items():
-                cands = {t.bits: f"bits({n})", t.bits - 1: f"bits({n}) - 1", t.max: f"tmax({n})",
-                         t.min: f"tmin({n})"}
+                cands = {
+                    t.bits: f"bits({n})",
+                    t.bits - 1: f"bits({n}) - 1",
+                    t.max: f"tmax({n})",
+                    t.min: f"tmin({n})",
+                }
                 if b in cands:
                     p = f"{m.group(1)} {m.group(2)} {cands[b]}"
                     break
         sym_preds.append(p)
     lhs_g, rhs_g = sub(text_lhs), sub(text_rhs)
     sign = f"is_{'signed' if base.signed else 'unsigned'}(T)"
-    return [(_join(lhs_g, rhs_g, rels + sym_preds), "polymorphic"),
-            (_join(lhs_g, rhs_g, rels + sym_preds + [sign]), "signed-fixed")]
+    # Capped at the observed width or 16 bits: 32- and 64-bit instances of multiplier identities can
+    # exceed the solver's resource limit (UNKNOWN is not VALID), narrower ones are what DSP code uses.
+    cap = f"bits(T) <= {max(16, base.bits)}"
+    return [
+        (_join(lhs_g, rhs_g, rels + sym_preds), "polymorphic"),
+        (_join(lhs_g, rhs_g, rels + sym_preds + [sign]), "signed-fixed"),
+        (_join(lhs_g, rhs_g, rels + sym_preds + [sign, cap]), "width-capped"),
+    ]
 
 
 def generalize(lhs: Term, rhs: Term, try_types: bool = True) -> Optional[Generalized]:

@@ -7,6 +7,8 @@ ranged before pinned), then most frequent in the corpus. A candidate is dropped 
 * its text (name aside) is already a rule, or
 * it is subsumed: the rules kept so far (hand-written, previously synthesized, and this run's)
   already rewrite its example left side to something at most as cheap as its right side, or
+* (lifting) instantiating its example's variables with small constants makes it produce a form the
+  search itself never builds (`constant_regression`), or
 * it does not verify again (`synth.verify.verify_rule`, every type instance) just before writing.
 
 Rules are written one per line, ordered by the cost of their example right side, named
@@ -29,7 +31,7 @@ from fpir.text import parse
 from pitchfork.trs.rules import Rule, RuleFileError, RuleSet, parse_rule, parse_rules
 from synth.verify import verify_rule
 
-LEVEL_ORDER = {"polymorphic": 0, "signed-fixed": 1, "monomorphic": 2}
+LEVEL_ORDER = {"polymorphic": 0, "signed-fixed": 1, "width-capped": 2, "monomorphic": 3}
 CONST_ORDER = {"symbolic": 0, "none": 0, "ranged": 1, "pinned": 2}
 VERIFY_RLIMIT = 60_000_000  # Z3 resource units per query (synth.verify), not milliseconds
 
@@ -62,12 +64,70 @@ def _body(rule: Rule) -> str:
     return rule.text().split(":", 1)[1].strip()
 
 
-def select(candidates: Sequence[Candidate], stage: str, existing: Sequence[Rule],
-           rewrite_cost: Callable[[RuleSet, Term], tuple]) -> list[Decision]:
+def constant_regression(rule: Rule, example: Term, existing: Sequence[Rule]) -> Optional[str]:
+    """Why the lifting rule must not be kept, or None.
+
+    A term wildcard of a rule also matches a constant. The search never builds `extending_*` with a
+    constant operand nor a multiply by a power of two (the shift is the canonical form), but a rule
+    synthesized for `i16(x_u8) * y_i16` would fire on `i16(x_u8) * 4` and produce one. So each
+    variable of the example is replaced by small constants and the rule must not bring such a form
+    into the lifted result (the regression the paper saw on gaussian7x7 came from such a rule)."""
+    from fpir.ops import make, spec
+    from fpir.term import const
+    from pitchfork.trs.rewriter import Rewriter
+
+    def substitute(t: Term, m: dict[Term, Term]) -> Term:  # folding constants, as Halide's frontend does
+        if t in m:
+            return m[t]
+        if not t.args:
+            return t
+        args = [substitute(a, m) for a in t.args]
+        return make(t.op, *args, type=t.type if spec(t.op).explicit_type else None)
+
+    before, after = RuleSet(list(existing)), RuleSet(list(existing) + [rule])
+    for v in example.variables():
+        for value in (2, 3, 4):
+            if not v.type.contains(value):
+                continue
+            try:
+                t = substitute(example, {v: const(value, v.type)})
+            except (ValueError, TypeError):
+                continue
+            new = Rewriter(after).rewrite(t)
+            if _forbidden(new) and not _forbidden(Rewriter(before).rewrite(t)):
+                return f"with {v.name} = {value} it lifts to {new}"
+    return None
+
+
+def _forbidden(t: Term) -> bool:
+    for u in t.walk():
+        if u.op.startswith("extending_") and any(a.is_const for a in u.args):
+            return True
+        if u.op in ("mul", "widening_mul", "extending_mul") and any(
+            a.is_const and a.value > 0 and a.value & (a.value - 1) == 0 for a in u.args
+        ):
+            return True
+    return False
+
+
+def select(
+    candidates: Sequence[Candidate],
+    stage: str,
+    existing: Sequence[Rule],
+    rewrite_cost: Callable[[RuleSet, Term], tuple],
+) -> list[Decision]:
     """Decide every candidate (see module doc); `rewrite_cost(rules, term)` is the cost of what the
     stage's rewriter (with those rules) makes of a term."""
-    order = sorted(candidates, key=lambda c: (LEVEL_ORDER.get(c.level, 3), CONST_ORDER.get(c.constants, 3),
-                                              -c.count, c.rhs_cost, c.text))
+    order = sorted(
+        candidates,
+        key=lambda c: (
+            LEVEL_ORDER.get(c.level, 3),
+            CONST_ORDER.get(c.constants, 3),
+            -c.count,
+            c.rhs_cost,
+            c.text,
+        ),
+    )
     kept: list[Rule] = list(existing)
     bodies = {_body(r) for r in existing}
     names = {r.name for r in existing}
@@ -87,6 +147,11 @@ def select(candidates: Sequence[Candidate], stage: str, existing: Sequence[Rule]
         if have <= c.rhs_cost:
             out.append(Decision(c, "subsumed", detail=f"existing rules reach cost {have}"))
             continue
+        if stage == "lift":
+            why = constant_regression(rule, example, kept)
+            if why is not None:
+                out.append(Decision(c, "constant-regression", detail=why))
+                continue
         res = verify_rule(rule, VERIFY_RLIMIT)
         if res.status != "VALID":
             out.append(Decision(c, "unverified", detail=res.summary()))
@@ -103,8 +168,11 @@ def select(candidates: Sequence[Candidate], stage: str, existing: Sequence[Rule]
 
 
 def provenance_comment(c: Candidate, verdict: str) -> str:
-    return (f"# from: {','.join(c.sources)}; count: {c.count}; cost: {c.rhs_cost}; level: {c.level}/{c.constants}; "
-            f"verdict: {verdict}; z3 {z3.get_version_string()}")
+    return (
+        f"# from: {','.join(c.sources)}; count: {c.count}; cost: {c.rhs_cost}; "
+        f"level: {c.level}/{c.constants}; "
+        f"verdict: {verdict}; z3 {z3.get_version_string()}"
+    )
 
 
 def write_rules(path: Path, decisions: Iterable[Decision], header: str) -> int:
@@ -113,8 +181,12 @@ def write_rules(path: Path, decisions: Iterable[Decision], header: str) -> int:
     old_lines: list[str] = []
     if path.exists():
         old_lines = [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    new = sorted((d for d in decisions if d.outcome == "written"), key=lambda d: (d.candidate.rhs_cost, d.name))
-    lines = old_lines + [f"{d.name}: {d.candidate.text}  {provenance_comment(d.candidate, d.detail)}" for d in new]
+    new = sorted(
+        (d for d in decisions if d.outcome == "written"), key=lambda d: (d.candidate.rhs_cost, d.name)
+    )
+    lines = old_lines + [
+        f"{d.name}: {d.candidate.text}  {provenance_comment(d.candidate, d.detail)}" for d in new
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(header.rstrip() + "\n\n" + "\n".join(lines) + ("\n" if lines else ""))
     parse_rules(path.read_text(), str(path))  # the file stays loadable
@@ -132,5 +204,13 @@ def parse_cost(v: Any) -> tuple:
 def candidate_from(result: dict[str, Any], sources: Sequence[str], count: int) -> Optional[Candidate]:
     if result.get("status") != "synthesized" or "rule" not in result:
         return None
-    return Candidate(result["rule"], result["seen"], parse_cost(result["rhs_cost"]), tuple(sorted(sources)), count,
-                     result.get("level", "monomorphic"), result.get("constants", "none"), result.get("verdict", ""))
+    return Candidate(
+        result["rule"],
+        result["seen"],
+        parse_cost(result["rhs_cost"]),
+        tuple(sorted(sources)),
+        count,
+        result.get("level", "monomorphic"),
+        result.get("constants", "none"),
+        result.get("verdict", ""),
+    )

@@ -161,7 +161,8 @@ class _Round:
     bank: dict[tuple[int, ScalarType], list[tuple[Term, np.ndarray]]] = field(default_factory=dict)
     sigs: set = field(default_factory=set)
     rules: dict[tuple[str, Optional[ScalarType], tuple[ScalarType, ...]], Optional[ScalarType]] = field(
-        default_factory=dict)
+        default_factory=dict
+    )
 
     def run(self) -> Optional[Term]:
         g = self.grammar
@@ -197,7 +198,9 @@ class _Round:
                 raise _Budget()  # restart with the new example (caught by the CEGIS loop)
             self.unknown += 1
 
-    def _result_type(self, op: str, rtype: Optional[ScalarType], ts: tuple[ScalarType, ...]) -> Optional[ScalarType]:
+    def _result_type(
+        self, op: str, rtype: Optional[ScalarType], ts: tuple[ScalarType, ...]
+    ) -> Optional[ScalarType]:
         key = (op, rtype, ts)
         if key not in self.rules:
             try:
@@ -209,14 +212,18 @@ class _Round:
                 self.rules[key] = None
         return self.rules[key]
 
-    def _build(self, op: str, rtype: Optional[ScalarType], args: Sequence[tuple[Term, np.ndarray]], level: int) -> None:
+    def _build(
+        self, op: str, rtype: Optional[ScalarType], args: Sequence[tuple[Term, np.ndarray]], level: int
+    ) -> None:
         if all(a.is_const for a, _ in args):
             return  # folds to a constant (casts and reinterprets of one too): the leaves hold the useful ones
         if op in ("reinterpret", "cast") and args[0][0].op in ("reinterpret", "cast"):
             return  # a cast of a cast: one cast (or none) says the same
         if op.startswith("extending_") and any(a.is_const for a, _ in args):
             return  # x * widen(c) is x * c: only the cost model's input widths would prefer it
-        if op in ("mul", "widening_mul", "extending_mul") and any(a.is_const and _pow2(a.value) for a, _ in args):
+        if op in ("mul", "widening_mul", "extending_mul") and any(
+            a.is_const and _pow2(a.value) for a, _ in args
+        ):
             return  # the TRS's canonical form of a power-of-two multiply is a shift (shl_of_mul_pow2)
         try:
             t = make(op, *[a for a, _ in args], type=rtype, fold=False)
@@ -241,7 +248,7 @@ class _Round:
             keys = list(self.bank.keys())
             s = OPS[op]
             if s.arity == 1:
-                for (la, ta) in keys:
+                for la, ta in keys:
                     rt = self._result_type(op, rtype, (ta,))
                     if rt is None:
                         continue
@@ -250,8 +257,8 @@ class _Round:
                     for a in list(self.bank[(la, ta)]):
                         self._build(op, rtype, [a], level)
             elif s.arity == 2:
-                for (la, ta) in keys:
-                    for (lb, tb) in keys:
+                for la, ta in keys:
+                    for lb, tb in keys:
                         if op in COMMUTATIVE and (la, ta.name) > (lb, tb.name):
                             continue
                         rt = self._result_type(op, rtype, (ta, tb))
@@ -263,9 +270,9 @@ class _Round:
                             for b in (bank_b[i:] if same else bank_b):
                                 self._build(op, rtype, [a, b], level)
             elif s.arity == 3:
-                for (la, ta) in keys:
-                    for (lb, tb) in keys:
-                        for (lc, tc) in keys:
+                for la, ta in keys:
+                    for lb, tb in keys:
+                        for lc, tc in keys:
                             rt = self._result_type(op, rtype, (ta, tb, tc))
                             if rt is None or la + lb + lc + g.node_level(op, (ta, tb, tc)) != level:
                                 continue
@@ -275,8 +282,15 @@ class _Round:
                                         self._build(op, rtype, [a, b, c], level)
 
 
-def synthesize(lhs: Term, grammar: Grammar, bound: tuple, max_terms: int = 60_000, max_rounds: int = 8,
-               rlimit: int = DEFAULT_RLIMIT, extra_rows: Iterable[tuple[int, ...]] = ()) -> SearchResult:
+def synthesize(
+    lhs: Term,
+    grammar: Grammar,
+    bound: tuple,
+    max_terms: int = 60_000,
+    max_rounds: int = 8,
+    rlimit: int = DEFAULT_RLIMIT,
+    extra_rows: Iterable[tuple[int, ...]] = (),
+) -> SearchResult:
     """A term equal to lhs, cheaper than `bound`, or why there is none (see module doc)."""
     vars_ = sorted({v for v in lhs.variables()}, key=lambda v: v.name)
     rows = list(base_examples(tuple((v.name, v.type) for v in vars_))) + list(extra_rows)

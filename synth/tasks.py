@@ -29,8 +29,22 @@ from synth.search import Grammar, constant_leaves, lhs_types, synthesize
 
 SKIP_LIFT_OPS = frozenset({"div", "mod", "var", "const"})
 BOOL_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "select"})
-LOWER_PRIMS = ("add", "sub", "mul", "min", "max", "and", "or", "xor", "not", "shl", "shr", "abs", "cast",
-               "reinterpret")
+LOWER_PRIMS = (
+    "add",
+    "sub",
+    "mul",
+    "min",
+    "max",
+    "and",
+    "or",
+    "xor",
+    "not",
+    "shl",
+    "shr",
+    "abs",
+    "cast",
+    "reinterpret",
+)
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
 #: are not reused
 SEARCH_VERSION = {"lift": 2, "lower": 3}
@@ -51,8 +65,10 @@ class Task:
     @property
     def key(self) -> str:
         hide = ",".join(self.hide)
-        return (f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
-                f"{int(self.generalize)}|{hide}")
+        return (
+            f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
+            f"{int(self.generalize)}|{hide}"
+        )
 
 
 def _without(rules: "RuleSet", hide: tuple[str, ...]) -> "RuleSet":
@@ -109,9 +125,15 @@ def lifting_grammar(lhs: Term, current: Term) -> Grammar:
     leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types))
     limit = free_reinterpret_width(current)
     ops = op_count(current)
-    return Grammar(leaves, tuple(forms), frozenset(types), cost,
-                   lambda op, ts: _bits_level(ts), lambda c: c[0] // 8,
-                   lambda t: free_reinterpret_width(t) < limit and op_count(t) <= ops)
+    return Grammar(
+        leaves,
+        tuple(forms),
+        frozenset(types),
+        cost,
+        lambda op, ts: _bits_level(ts),
+        lambda c: c[0] // 8,
+        lambda t: free_reinterpret_width(t) < limit and op_count(t) <= ops,
+    )
 
 
 def lowering_grammar(lhs: Term, isa: str) -> Grammar:
@@ -198,8 +220,12 @@ def _run(task: Task) -> dict[str, Any]:
         return {**info, "status": "trivial"}
     t1 = time.perf_counter()
     res = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit)
-    info.update(search_seconds=round(time.perf_counter() - t1, 3), terms=res.terms, solver_calls=res.solver_calls,
-                rounds=res.rounds)
+    info.update(
+        search_seconds=round(time.perf_counter() - t1, 3),
+        terms=res.terms,
+        solver_calls=res.solver_calls,
+        rounds=res.rounds,
+    )
     if res.status != "found":
         status = {"exhausted": "optimal", "budget": "budget", "solver": "solver"}[res.status]
         return {**info, "status": status, "reason": res.detail}
@@ -212,5 +238,12 @@ def _run(task: Task) -> dict[str, Any]:
     info["generalize_seconds"] = round(time.perf_counter() - t2, 3)
     if g is None:
         return {**info, "status": "rejected", "reason": "no generalization attempt verified"}
-    return {**info, "status": "synthesized", "rule": g.text, "level": g.level, "constants": g.constants,
-            "instances": g.instances, "verdict": g.verdict}
+    return {
+        **info,
+        "status": "synthesized",
+        "rule": g.text,
+        "level": g.level,
+        "constants": g.constants,
+        "instances": g.instances,
+        "verdict": g.verdict,
+    }

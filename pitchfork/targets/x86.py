@@ -13,7 +13,8 @@ generic cost model prices a primitive op at 1 and an FPIR op left for the generi
 The horizontal forms `x86.pmaddwd_pairs` / `x86.pmaddubsw_pairs` are the instructions as the hardware
 defines them: lane j of the result combines operand lanes 2j and 2j+1 (declared with
 `vector_reduce_*_x2` and operand lanes (2, 2)), so a Halide `vector_reduce_add` of products lowers to one
-instruction per register with no interleave. vpsadbw and vphaddw are not declared yet.
+instruction per register with no interleave; `x86.psadbw` sums eight absolute byte differences into each
+u64 lane. vphaddw is not declared.
 """
 
 from __future__ import annotations
@@ -176,3 +177,12 @@ target_op("x86.pmaddwd_pairs", ["i16, i16 -> i32"], "vector_reduce_add_x2(wideni
           _pairs("llvm.x86.avx2.pmadd.wd", 16), cost=1, llvm="llvm.x86.avx2.pmadd.wd", lanes=(2, 2))
 target_op("x86.pmaddubsw_pairs", ["u8, i8 -> i16"], "vector_reduce_saturating_add_x2(widening_mul(x, y))",
           _pairs("llvm.x86.avx2.pmadd.ub.sw", 8), cost=1, llvm="llvm.x86.avx2.pmadd.ub.sw", lanes=(2, 2))
+
+
+def _psadbw(em, args, t):  # type: ignore[no-untyped-def]
+    xs, ys = em.split(args[0], 32), em.split(args[1], 32)
+    return em.concat([em.call("llvm.x86.avx2.psad.bw", _vt(64, 4), [x, y]) for x, y in zip(xs, ys)], em.lanes)
+
+
+target_op("x86.psadbw", ["u8, u8 -> u64"], "vector_reduce_add_x8(u64(absd(x, y)))", _psadbw, cost=1,
+          llvm="llvm.x86.avx2.psad.bw", lanes=(8, 8))

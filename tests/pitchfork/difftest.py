@@ -253,6 +253,23 @@ class Generator:
         return make("absd", row(), row())
 
 
+def random_reductions(count: int, seed: int = 0, max_depth: int = 3, max_bits: int = 64) -> list[Term]:
+    """Random terms under a random lane-combining op (`vector_reduce_<op>_x<f>`, f in 2, 3, 4, 8), some
+    of them accumulated (`acc + reduction`, the dot-product shape)."""
+    from fpir.ops import REDUCE_COMBINE, reduce_op
+
+    rng = random.Random(seed)
+    gen = Generator(rng, max_depth, max_bits=max_bits)
+    out = []
+    for _ in range(count):
+        body = gen.top(rng.choice([t for t in gen.types if t.bits > 1]))
+        r = make(reduce_op(rng.choice(sorted(REDUCE_COMBINE)), rng.choice([2, 3, 4, 8])), body)
+        if rng.random() < 0.3 and r.op.startswith("vector_reduce_add"):
+            r = make("add", var(f"acc{r.type.name}", r.type), r)  # its own name: read at result lanes
+        out.append(r)
+    return out
+
+
 def random_terms(count: int, seed: int = 0, max_depth: int = 4, max_bits: int = 64) -> list[Term]:
     """`count` random terms whose every node has at most `max_bits` bits (64: every user type)."""
     rng = random.Random(seed)
@@ -397,12 +414,12 @@ def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batc
     return res
 
 
-def _build(cs: list[tuple[int, Case]]) -> str:
+def _build(cs: list[tuple[int, Case]], target: str = "") -> str:
     from pitchfork.emit.kernel import add_expression_kernel, new_module
 
     m = new_module()
     for i, c in cs:
-        add_expression_kernel(m, f"k{i}", c.final, c.lanes, _kernel_vars(c.final))
+        add_expression_kernel(m, f"k{i}", c.final, c.lanes, _kernel_vars(c.final), target or None)
     return str(m)
 
 
@@ -413,7 +430,7 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
     indexed = list(enumerate(chunk))
     errors: list[str] = []
     try:
-        return indexed, [_compile(_build(indexed), target)], errors
+        return indexed, [_compile(_build(indexed, target), target)], errors
     except CompileError:
         pass
     good, mods = [], []
@@ -421,7 +438,7 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
         err = None
         for _ in range(2):  # LLVM's HVX backend asserts nondeterministically on some i64 code
             try:
-                mods.append(_compile(_build([(i, c)]), target))
+                mods.append(_compile(_build([(i, c)], target), target))
                 good.append((i, c))
                 err = None
                 break
@@ -435,6 +452,7 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
 
 def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: ignore[no-untyped-def]
     from pitchfork.emit.harness import Buffer, Call, Scalar
+    from pitchfork.emit.kernel import input_factors
     from pitchfork.emit.run import RunError, run_calls
 
     if not good:
@@ -442,7 +460,8 @@ def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: igno
     calls, envs = [], []
     for i, c in good:
         vs = _kernel_vars(c.term)
-        env = {v.name: input_values(nrng, v.type, c.n) for v in vs}
+        factors = input_factors(c.term)  # elements per output element (> 1 under a vector_reduce)
+        env = {v.name: input_values(nrng, v.type, c.n * factors.get(v.name, 1)) for v in vs}
         envs.append(env)
         out_t = c.term.type
         out = np.zeros(c.n, dtype=np.uint8 if out_t.bits == 1 else out_t.np_dtype)

@@ -34,12 +34,14 @@ def test_cut_size_limit_and_sharing() -> None:
 
 def test_expression_file_errors_have_positions_and_do_not_stop_reading(tmp_path: Path) -> None:
     f = tmp_path / "exprs.txt"
-    f.write_text("# my pipeline\n"
-                 "u16(a_u8) + u16(b_u8)\n"
-                 "u16(a_u8) +\n"
-                 "\n"
-                 "  nosuchop(a_u8, b_u8)\n"
-                 "u8(u16(a_u8) * 2)  # trailing comment\n")
+    f.write_text(
+        "# my pipeline\n"
+        "u16(a_u8) + u16(b_u8)\n"
+        "u16(a_u8) +\n"
+        "\n"
+        "  nosuchop(a_u8, b_u8)\n"
+        "u8(u16(a_u8) * 2)  # trailing comment\n"
+    )
     terms, errors = read_expression_file(f)
     assert [to_text(t) for t in terms] == ["u16(a_u8) + u16(b_u8)", "u8(u16(a_u8) * 2)"]
     assert [(e.line, e.column) for e in errors][0][0] == 3

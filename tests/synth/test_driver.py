@@ -26,8 +26,16 @@ def _opts(tmp: Path, **kw: object) -> Options:
     tmp.mkdir(parents=True, exist_ok=True)
     f = tmp / "exprs.txt"
     f.write_text(EXPRS)
-    base = Options(benchmarks=(), files=(str(f),), isas=("arm64",), max_lhs=8, max_terms=1500,
-                   cache_dir=tmp / "cache", out_dir=tmp / "out", progress=False)
+    base = Options(
+        benchmarks=(),
+        files=(str(f),),
+        isas=("arm64",),
+        max_lhs=8,
+        max_terms=1500,
+        cache_dir=tmp / "cache",
+        out_dir=tmp / "out",
+        progress=False,
+    )
     return replace(base, **kw)  # type: ignore[arg-type]
 
 
@@ -59,10 +67,12 @@ def test_quick_run_writes_only_verified_rules_and_resumes_from_cache(tmp_path: P
 def test_same_tasks_on_a_local_dask_cluster(tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     local = run(_opts(tmp_path / "a", stages=("lift",), max_lhs=2, write=False))
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  memory_limit="1GiB") as cluster:
-        remote = run(_opts(tmp_path / "b", stages=("lift",), max_lhs=2, write=False,
-                           cluster=cluster.scheduler_address))
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, memory_limit="1GiB"
+    ) as cluster:
+        remote = run(
+            _opts(tmp_path / "b", stages=("lift",), max_lhs=2, write=False, cluster=cluster.scheduler_address)
+        )
     assert remote.stages["lift"].run == 2
     strip = lambda rs: sorted((r["key"], r["status"], r.get("rhs"), r.get("rule")) for r in rs)  # noqa: E731
     assert strip(remote.results["lift"]) == strip(local.results["lift"])
@@ -71,8 +81,22 @@ def test_same_tasks_on_a_local_dask_cluster(tmp_path: Path) -> None:
 def test_cli_reports_malformed_lines_and_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "bad.txt"
     f.write_text("u16(a_u8) + u16(b_u8)\nu16(a_u8) +* 3\n")
-    code = synth_main(["--from", str(f), "--stage", "lift", "--max-lhs", "1", "--max-terms", "500",
-                       "--no-progress", "--no-write", "--cache", str(tmp_path / "c")])
+    code = synth_main(
+        [
+            "--from",
+            str(f),
+            "--stage",
+            "lift",
+            "--max-lhs",
+            "1",
+            "--max-terms",
+            "500",
+            "--no-progress",
+            "--no-write",
+            "--cache",
+            str(tmp_path / "c"),
+        ]
+    )
     out = capsys.readouterr()
     assert code == 1
     assert f"{f}:2:" in out.err
@@ -80,8 +104,22 @@ def test_cli_reports_malformed_lines_and_goes_on(tmp_path: Path, capsys: pytest.
 
 
 def test_quick_cli_on_a_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = synth_main(["--quick", "--max-lhs", "2", "--max-terms", "800", "--isa", "arm64", "--no-progress",
-                       "--cache", str(tmp_path / "c"), "--out", str(tmp_path / "o")])
+    code = synth_main(
+        [
+            "--quick",
+            "--max-lhs",
+            "2",
+            "--max-terms",
+            "800",
+            "--isa",
+            "arm64",
+            "--no-progress",
+            "--cache",
+            str(tmp_path / "c"),
+            "--out",
+            str(tmp_path / "o"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "lower:arm64" in out and "rules/minute" in out
@@ -92,8 +130,10 @@ def test_loader_switches(tmp_path: Path) -> None:
     from pitchfork.synthesized import load_rules, provenance, rules_config, synthesized_rules
 
     p = tmp_path / "lift.rules"
-    p.write_text("a1: x_u8 + 0 -> x_u8  # from: add,mul; verdict: VALID\n"
-                 "a2: x_u8 * 1 -> x_u8  # from: sobel3x3; verdict: VALID\n")
+    p.write_text(
+        "a1: x_u8 + 0 -> x_u8  # from: add,mul; verdict: VALID\n"
+        "a2: x_u8 * 1 -> x_u8  # from: sobel3x3; verdict: VALID\n"
+    )
     assert [r.name for r in load_rules(p)] == ["a1", "a2"]
     assert [r.name for r in load_rules(p, exclude_from=["add"])] == ["a2"]
     assert provenance(p.read_text().splitlines()[0]) == ("add", "mul")

@@ -21,15 +21,18 @@ def test_section_4_1_lifting_rule_rediscovered_and_generalized_with_its_range() 
     assert r["status"] == "synthesized", r
     assert r["rhs"] == "reinterpret<i16>(widening_shl(v0_u8, 6))"
     # generalized over widths/signs, the amount symbolic, its range explicit
-    assert r["rule"] == ("cast<A>(v0_T) << c0_A -> reinterpret<A>(widening_shl(v0_T, c0)) "
-                         "if A == signed(wide(T)) && c0 >= 0 && c0 <= tmax(T)")
+    assert r["rule"] == (
+        "cast<A>(v0_T) << c0_A -> reinterpret<A>(widening_shl(v0_T, c0)) "
+        "if A == signed(wide(T)) && c0 >= 0 && c0 <= tmax(T)"
+    )
     res = verify_rule(parse_rule("g: " + r["rule"]))
     assert res.status == "VALID" and len(res.instances) >= 3
 
 
 def test_section_4_2_umlal_rule_rediscovered_on_arm() -> None:
-    r = run_task(Task("lower", "arm64", "v0_u16 + widening_shl(v1_u8, 1)", max_terms=4000,
-                      hide=("umlal_shl",)))
+    r = run_task(
+        Task("lower", "arm64", "v0_u16 + widening_shl(v1_u8, 1)", max_terms=4000, hide=("umlal_shl",))
+    )
     assert r["status"] == "synthesized", r
     assert r["rhs"] == "arm.umlal(v0_u16, v1_u8, 2)"
     assert "1 << c0" in r["rule"] and "arm.umlal" in r["rule"]  # the c1 == 2**c0 relation

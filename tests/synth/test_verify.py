@@ -21,7 +21,7 @@ from synth.verify import RuleResult, _Instance, verify_rule, verify_rules
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
-LIFT_FILES = sorted((ROOT / "rules" / "lift").glob("*.rules")) + sorted((ROOT / "rules" / "synthesized").glob("*.rules"))
+LIFT_FILES = sorted((ROOT / "rules" / "lift").glob("*.rules")) + sorted((ROOT / "rules" / "synthesized").glob("lift*.rules"))
 LIFT_RULES = [r for f in LIFT_FILES for r in load_rule_file(f)]
 UNSOUND = load_rule_file(DATA / "unsound.rules")
 

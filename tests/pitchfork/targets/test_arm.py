@@ -353,7 +353,9 @@ def test_examples_fire_every_rule() -> None:
     fired: Counter = Counter()
     for expression, _ in EXAMPLES:
         fired.update(select(expression).lower_stats.fired)
-    unused = [r.name for r in arm_rules().rules if r.name not in fired and not rule_combines_lanes(r)]
+    # hand-written rules only: synthesized ones (rules/synthesized/) have their examples in the corpus
+    hand = load_target(TARGET, include_synthesized=False).rules.rules
+    unused = [r.name for r in hand if r.name not in fired and not rule_combines_lanes(r)]
     assert not unused, f"rules no example fires: {unused}"
 
 

@@ -39,7 +39,7 @@ from pitchfork.targets.base import rule_combines_lanes, sig, target_ops
 REG_BITS = {"x86-avx2": 256, "arm64": 128, "hvx128": 1024}
 PREFIX = {"x86-avx2": "x86", "arm64": "arm", "hvx128": "hvx"}
 MNEMONIC = {"arm.udot": "udot", "arm.sdot": "sdot", "x86.pmaddwd_pairs": "vpmaddwd",
-            "x86.pmaddubsw_pairs": "vpmaddubsw", "hvx.vrmpy": "vrmpy", "arm.uaddlp": "uaddlp",
+            "x86.pmaddubsw_pairs": "vpmaddubsw", "hvx.vrmpy": "vrmpy", "x86.psadbw": "vpsadbw", "arm.uaddlp": "uaddlp",
             "arm.saddlp": "saddlp", "arm.uadalp": "uadalp", "arm.sadalp": "sadalp", "arm.addp": "addp"}
 
 # (expression, mnemonic regex in the isel=pitchfork code); together they fire every lane-combining rule.
@@ -69,6 +69,8 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("c_i32 + vector_reduce_add_x2(i32(a_i16) * i32(b_i16))", "vpmaddwd"),
         ("vector_reduce_saturating_add_x2(widening_mul(a_u8, b_i8))", "vpmaddubsw"),
         ("vector_reduce_saturating_add_x2(widening_mul(b_i8, a_u8))", "vpmaddubsw"),
+        ("vector_reduce_add_x8(u64(absd(a_u8, b_u8)))", "vpsadbw"),
+        ("c_u64 + vector_reduce_add_x8(u64(absd(a_u8, b_u8)))", "vpsadbw"),
     ],
     "hvx128": [
         ("c_u32 + vector_reduce_add_x4(u32(widening_mul(a_u8, b_u8)))", "vrmpy"),
