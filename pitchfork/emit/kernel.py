@@ -62,9 +62,52 @@ def distinct_variables(term: Term, var_order: Sequence[Term]) -> tuple[Term, lis
     return memo[id(term)], [rename(v) for v in var_order]
 
 
+HVX_REGISTER_BITS = 1024
+
+
+def is_hvx(term: Term, target: Optional[object]) -> bool:
+    name = getattr(target, "name", target)
+    return name in ("hvx128", "hvx", "hexagon") or any(t.op.startswith("hvx.") for t in term.walk())
+
+
+def register_lanes(term: Term, lanes: int) -> int:
+    """The lane count at which every vector of `term` fills whole HVX registers (a multiple of lanes).
+
+    LLVM's Hexagon backend does not put vectors narrower than a register in HVX registers and
+    miscompiles some of them (wrong answers for variable shifts at 32 lanes of 8/16-bit values, a
+    "Cannot select vselect" abort), so kernels compute on padded whole registers instead."""
+    # u1 values (compare results) live in predicate registers that follow the data they select, so
+    # they do not count; counting them as bytes would blow 64-bit lanes up 8x (which LLVM 22
+    # miscompiles for mul_shr(i64, i64, 63) at 128 lanes).
+    narrowest = min([t.type.bits for t in term.walk() if t.type.bits > 1] or [8])
+    per_register = max(1, HVX_REGISTER_BITS // narrowest)
+    total = lanes * narrowest
+    regs = -(-total // HVX_REGISTER_BITS)
+    return max(lanes, regs * per_register) if total % HVX_REGISTER_BITS else lanes
+
+
+def _pad(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
+    """v's lanes followed by zero lanes, `lanes` in all."""
+    n = v.type.count
+    if n == lanes:
+        return v
+    mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [min(i, n) for i in range(lanes)])
+    return b.shuffle_vector(v, ir.Constant(v.type, None), mask)
+
+
+def _unpad(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
+    if v.type.count == lanes:
+        return v
+    return b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                                                                              list(range(lanes))))
+
+
 def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, var_order: Sequence[Term],
                           target: Optional[object] = None) -> ir.Function:
+    """The kernel computes `lanes` elements per iteration; on HVX (target hvx128, or a term with HVX
+    instructions) in padded whole registers (`register_lanes`), loads and stores keeping `lanes`."""
     term, var_order = distinct_variables(term, var_order)
+    width = register_lanes(term, lanes) if is_hvx(term, target) else lanes
     ptr = ir.PointerType(ir.IntType(8))
     i64 = ir.IntType(64)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr] * (1 + len(var_order)) + [i64]), name=name)
@@ -85,14 +128,16 @@ def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, 
         at = i if f == 1 else b.mul(i, ir.Constant(i64, f))
         addr = b.gep(b.bitcast(p, ir.PointerType(ir.IntType(st.bits))), [at])
         val = b.load(b.bitcast(addr, ir.PointerType(vec_type(st, lanes * f))), align=1)
+        val = _pad(b, val, width * f)
         if v.type.bits == 1:
-            val = b.icmp_unsigned("!=", val, ir.Constant(val.type, [0] * (lanes * f)))
+            val = b.icmp_unsigned("!=", val, ir.Constant(val.type, [0] * (width * f)))
         env[v.name] = val
-    em = ExprEmitter(b, lanes, env, target)
+    em = ExprEmitter(b, width, env, target)
     result = em.emit(term)
     rt = storage_type(term.type)
     if term.type.bits == 1:
-        result = b.zext(result, vec_type(rt, lanes))
+        result = b.zext(result, vec_type(rt, width))
+    result = _unpad(b, result, lanes)
     addr = b.gep(b.bitcast(out_p, ir.PointerType(ir.IntType(rt.bits))), [i])
     b.store(result, b.bitcast(addr, ir.PointerType(vec_type(rt, lanes))), align=1)
     nxt = b.add(i, ir.Constant(i64, lanes))

@@ -414,12 +414,12 @@ def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batc
     return res
 
 
-def _build(cs: list[tuple[int, Case]]) -> str:
+def _build(cs: list[tuple[int, Case]], target: str = "") -> str:
     from pitchfork.emit.kernel import add_expression_kernel, new_module
 
     m = new_module()
     for i, c in cs:
-        add_expression_kernel(m, f"k{i}", c.final, c.lanes, _kernel_vars(c.final))
+        add_expression_kernel(m, f"k{i}", c.final, c.lanes, _kernel_vars(c.final), target or None)
     return str(m)
 
 
@@ -430,7 +430,7 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
     indexed = list(enumerate(chunk))
     errors: list[str] = []
     try:
-        return indexed, [_compile(_build(indexed), target)], errors
+        return indexed, [_compile(_build(indexed, target), target)], errors
     except CompileError:
         pass
     good, mods = [], []
@@ -438,7 +438,7 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
         err = None
         for _ in range(2):  # LLVM's HVX backend asserts nondeterministically on some i64 code
             try:
-                mods.append(_compile(_build([(i, c)]), target))
+                mods.append(_compile(_build([(i, c)], target), target))
                 good.append((i, c))
                 err = None
                 break

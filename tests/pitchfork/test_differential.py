@@ -20,9 +20,9 @@ from tests.pitchfork.difftest import random_reductions, random_terms, run_batch,
 from fpir.text import parse  # noqa: E402
 
 # (target, isel, expressions, widest type, seed). HVX has no 64-bit lanes: LLVM scalarises them, which
-# is slow to compile and to emulate, so most HVX expressions stay within 32 bits. HVX vectors narrower
-# than one register miscompile in LLVM 22 (test_hvx_sub_register_variable_shift below), so on HVX the
-# lane counts are whole registers of bytes (128, 256): the random tests look for OUR bugs.
+# is slow to compile and to emulate, so most HVX expressions stay within 32 bits. Every lane count is
+# tested on every ISA: HVX kernels compute vectors narrower than a register in padded whole registers
+# (pitchfork.emit.kernel.register_lanes), since LLVM 22 miscompiles sub-register HVX vectors.
 CONFIGS = [
     ("x86-avx2", "pitchfork", 1500, 64, 101),
     ("x86-avx2", "llvm", 1500, 64, 102),
@@ -41,8 +41,7 @@ CONFIGS = [
                          ids=[f"{t}-{i}-{n}x{b}bit" for t, i, n, b, _ in CONFIGS])
 def test_random_expressions_run_bit_exact(target: str, isel: str, count: int, max_bits: int, seed: int) -> None:
     terms = random_terms(count, seed, max_bits=max_bits)
-    lanes = (lambda rng, nat: 128) if target == "hvx128" else None
-    r = run_batch(terms, target, isel, seed=seed, lanes_choice=lanes)
+    r = run_batch(terms, target, isel, seed=seed)
     print(summary(r))
     if r.skipped:
         pytest.skip(r.skipped)
@@ -81,10 +80,9 @@ def test_random_reductions_run_bit_exact(target: str, isel: str, seed: int) -> N
 
 
 @pytest.mark.qemu
-@pytest.mark.xfail(reason="hvx128: <8 x i64> code computes a wrong 64-bit partial-product sum under "
-                          "qemu-hexagon (the lowered term is right in numpy and on x86/arm64: LLVM "
-                          "Hexagon backend or qemu); found by difftest seed 3", strict=False)
 def test_hvx_i64_partial_products() -> None:
+    # Found by difftest seed 3: <8 x i64> code (half a register) computed a wrong 64-bit partial-product
+    # sum under qemu-hexagon; right since kernels compute in padded whole registers.
     term = parse("rounding_mul_shr(18446744073709551614, u64(ci8_i8 | bi8_i8) + u64(bu32_u32) * "
                  "u64(u32(u64(absd(du32_u32, au32_u32)) + u64(u32(bi16_i16)) + 2 >> 2)), 44)")
     r = run_batch([term] * 8, "hvx128", "pitchfork", seed=3, lanes_choice=lambda rng, nat: 8)
@@ -94,13 +92,12 @@ def test_hvx_i64_partial_products() -> None:
 
 
 @pytest.mark.qemu
-@pytest.mark.xfail(reason="LLVM 22 Hexagon backend (or qemu-hexagon 7.2): `lshr <16|32 x i8>` by a variable "
-                          "vector amount, narrower than one HVX register, gives wrong lanes (235 >> 0 = 255, "
-                          "105 >> 1 = 53); our IR is a plain lshr guarded by a select; 64 and 128 lanes are right",
-                   strict=True)
-@pytest.mark.parametrize("lanes", [16, 32])
+@pytest.mark.parametrize("lanes", [16, 32, 48])
 def test_hvx_sub_register_variable_shift(lanes: int) -> None:
-    r = run_batch([parse("x_u8 >> c_u8")] * 4, "hvx128", "llvm", seed=1, lanes_choice=lambda rng, nat: lanes)
+    # LLVM 22 (or qemu-hexagon 7.2) gives wrong lanes for `lshr <16|32 x i8>` by a variable amount
+    # (235 >> 0 = 255, 105 >> 1 = 53); kernels now compute in padded whole registers (issue 11, item 5).
+    r = run_batch([parse("x_u8 >> c_u8"), parse("x_u8 << c_i8"), parse("x_i8 >> c_u8")] * 2, "hvx128", "llvm",
+                  seed=1, lanes_choice=lambda rng, nat: lanes)
     if r.skipped:
         pytest.skip(r.skipped)
     assert not r.mismatches, r.mismatches[0].report()

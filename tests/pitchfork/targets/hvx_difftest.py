@@ -87,7 +87,7 @@ def _as_type(a: np.ndarray, t: ScalarType) -> np.ndarray:
 def _module(group: Sequence[tuple[str, Case]]) -> str:
     m = new_module("hvx_cases")
     for fn, c in group:
-        add_expression_kernel(m, fn, c.term, c.lanes, free_vars(c.term))
+        add_expression_kernel(m, fn, c.term, c.lanes, free_vars(c.term), TARGET)
     return str(m)
 
 
