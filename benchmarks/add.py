@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import halide as hl
 import numpy as np
 
-from benchmarks.common import V8, Benchmark, ParamSet, sat
+from benchmarks.common import Benchmark, ParamSet, V8, same_size, sat
 
 #: scalar arguments after the two images, in call order
 SCALARS = ("in1_zero", "in1_mult", "in2_zero", "in2_mult", "out_zero", "out_min", "out_max")
@@ -43,10 +43,6 @@ def make_inputs(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -
         [pset[n] for n in SCALARS]
 
 
-def output_size(size: Sequence[int], pset: ParamSet) -> list[int]:
-    return list(size)
-
-
 def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
     a, b, z1, m1, z2, m2, oz, lo, hi = values
     a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
@@ -56,7 +52,7 @@ def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
 
 
 BENCHMARK = Benchmark(
-    name="add", section=2, build=build, make_inputs=make_inputs, output_size=output_size, reference=reference,
+    name="add", section=2, build=build, make_inputs=make_inputs, output_size=same_size, reference=reference,
     param_sets=(
         dict(in1_zero=0, in1_mult=100, in2_zero=0, in2_mult=100, out_zero=0, out_min=5, out_max=225),
         dict(in1_zero=128, in1_mult=600, in2_zero=100, in2_mult=400, out_zero=128, out_min=0, out_max=255),

@@ -142,3 +142,16 @@ def halide_realize(func: Any, args: Sequence[Any], values: Sequence[Any], size: 
     target = hl.Target(HALIDE_TARGETS["x86-avx2"])
     out = func.realize(list(size), target)
     return np.asarray(out).copy()
+
+
+# ---- pieces many benchmarks share ------------------------------------------------------------------
+
+def same_size(size: Sequence[int], pset: ParamSet) -> list[int]:
+    """`output_size` of a benchmark whose output has its input's extents."""
+    return list(size)
+
+
+def one_u8_image(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -> list[Any]:
+    """`make_inputs` of a benchmark with a single u8 [x, y] input and no scalar parameters."""
+    w, h = size
+    return [rng.integers(0, 256, (h, w), dtype=np.uint8)]

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 import halide as hl
 import numpy as np
 
-from benchmarks.common import V8, Benchmark, ParamSet, as_type, sat, wrap
+from benchmarks.common import Benchmark, ParamSet, V8, as_type, same_size, sat, wrap
 
 BINOMIAL = np.array([[1, 2, 1], [2, 4, 2], [1, 2, 1]], dtype=np.int8)
 PARAM_SETS: tuple[ParamSet, ...] = ({"mask": "random"}, {"mask": "binomial"})
@@ -58,10 +58,6 @@ def make_inputs(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -
     return [img, m]  # the numpy mask is M[i][j]: row i is the y tap
 
 
-def output_size(size: Sequence[int], pset: ParamSet) -> list[int]:
-    return list(size)
-
-
 def reference_acc(values: Sequence[Any], acc: str) -> np.ndarray:
     a, m = values
     p = np.pad(np.asarray(a).astype(np.int64), 1, mode="edge")
@@ -84,7 +80,7 @@ def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
 CPU_ISAS = ("x86-avx2", "arm64")
 
 BENCHMARK = Benchmark(
-    name="conv3x3a16", section=6, build=build, make_inputs=make_inputs, output_size=output_size,
+    name="conv3x3a16", section=6, build=build, make_inputs=make_inputs, output_size=same_size,
     reference=reference, param_sets=PARAM_SETS,
     test_size=(256, 8), odd_size=(67, 7), odd_size_isas=CPU_ISAS,
     timing_size=(8192, 8192), quick_size=(1024, 256),

@@ -9,7 +9,8 @@ import halide as hl
 import numpy as np
 
 from benchmarks.common import Benchmark, ParamSet
-from benchmarks.conv3x3a16 import CPU_ISAS, PARAM_SETS, conv3x3, make_inputs, output_size, reference_acc
+from benchmarks.common import same_size
+from benchmarks.conv3x3a16 import CPU_ISAS, PARAM_SETS, conv3x3, make_inputs, reference_acc
 
 
 def build(isa: str, pset: ParamSet) -> tuple[Any, list[Any]]:
@@ -21,7 +22,7 @@ def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
 
 
 BENCHMARK = Benchmark(
-    name="conv3x3a32", section=7, build=build, make_inputs=make_inputs, output_size=output_size,
+    name="conv3x3a32", section=7, build=build, make_inputs=make_inputs, output_size=same_size,
     reference=reference, param_sets=PARAM_SETS,
     test_size=(256, 8), odd_size=(67, 7), odd_size_isas=CPU_ISAS,
     timing_size=(8192, 8192), quick_size=(1024, 256),

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import halide as hl
 import numpy as np
 
-from benchmarks.common import V8, Benchmark, ParamSet, as_type, wrap
+from benchmarks.common import Benchmark, ParamSet, V8, as_type, one_u8_image, same_size, wrap
 
 
 def build(isa: str, pset: ParamSet) -> tuple[Any, list[Any]]:
@@ -42,15 +42,6 @@ def schedule_separable(isa: str, edge: hl.Func, rows: hl.Func, out: hl.Func) -> 
         .vectorize(rxi).unroll(ryi).align_storage(rx, 128)
 
 
-def make_inputs(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -> list[Any]:
-    w, h = size
-    return [rng.integers(0, 256, (h, w), dtype=np.uint8)]
-
-
-def output_size(size: Sequence[int], pset: ParamSet) -> list[int]:
-    return list(size)
-
-
 def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
     p = np.pad(np.asarray(values[0]).astype(np.int64), 2, mode="edge")
     k = (1, 4, 6, 4, 1)
@@ -61,7 +52,7 @@ def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
 
 
 BENCHMARK = Benchmark(
-    name="gaussian5x5", section=15, build=build, make_inputs=make_inputs, output_size=output_size,
+    name="gaussian5x5", section=15, build=build, make_inputs=one_u8_image, output_size=same_size,
     reference=reference, param_sets=({},),
     # RoundUp tiles: width a multiple of 128 (every ISA's V8), height of 4; no odd size.
     test_size=(256, 8), odd_size=None,

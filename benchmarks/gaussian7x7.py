@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import halide as hl
 import numpy as np
 
-from benchmarks.common import Benchmark, ParamSet, as_type, sat
+from benchmarks.common import Benchmark, ParamSet, as_type, one_u8_image, same_size, sat
 from benchmarks.gaussian5x5 import schedule_separable
 
 KERNEL = (1, 6, 15, 20, 15, 6, 1)
@@ -32,15 +32,6 @@ def build(isa: str, pset: ParamSet) -> tuple[Any, list[Any]]:
     return out, [inp]
 
 
-def make_inputs(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -> list[Any]:
-    w, h = size
-    return [rng.integers(0, 256, (h, w), dtype=np.uint8)]
-
-
-def output_size(size: Sequence[int], pset: ParamSet) -> list[int]:
-    return list(size)
-
-
 def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
     p = np.pad(np.asarray(values[0]).astype(np.int64), 3, mode="edge")
     h, w = p.shape[0] - 6, p.shape[1] - 6
@@ -50,7 +41,7 @@ def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
 
 
 BENCHMARK = Benchmark(
-    name="gaussian7x7", section=16, build=build, make_inputs=make_inputs, output_size=output_size,
+    name="gaussian7x7", section=16, build=build, make_inputs=one_u8_image, output_size=same_size,
     reference=reference, param_sets=({},),
     # RoundUp tiles: width a multiple of 128 (every ISA's V8), height of 4; no odd size.
     test_size=(256, 8), odd_size=None,

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import halide as hl
 import numpy as np
 
-from benchmarks.common import V8, Benchmark, ParamSet, sat
+from benchmarks.common import Benchmark, ParamSet, V8, same_size, sat
 from benchmarks.fixed_point import approx_reciprocal_sqrt, np_approx_reciprocal_sqrt, np_rsr
 
 
@@ -42,10 +42,6 @@ def make_inputs(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -
     return [a, pset["in_zero"]]
 
 
-def output_size(size: Sequence[int], pset: ParamSet) -> list[int]:
-    return list(size)
-
-
 def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
     a, iz = values
     z = np.asarray(a, np.int64) - iz
@@ -56,7 +52,7 @@ def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
 
 
 BENCHMARK = Benchmark(
-    name="l2norm", section=9, build=build, make_inputs=make_inputs, output_size=output_size,
+    name="l2norm", section=9, build=build, make_inputs=make_inputs, output_size=same_size,
     reference=reference, param_sets=(dict(in_zero=0), dict(in_zero=128)),
     test_size=(256, 8), odd_size=(203, 5), timing_size=(2048, 16384), quick_size=(2048, 512),
     idioms=("widening_sub", "widening_mul", "rounding_mul_shr", "rounding_shr", "saturating_cast",

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import halide as hl
 import numpy as np
 
-from benchmarks.common import V8, Benchmark, ParamSet, sat
+from benchmarks.common import Benchmark, ParamSet, V8, same_size, sat
 from benchmarks.fixed_point import multiply_2x_high, np_mh, np_rsr
 
 SCALARS = ("in1_zero", "in2_zero", "out_zero", "out_mult", "out_shift", "out_min", "out_max")
@@ -42,10 +42,6 @@ def make_inputs(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -
         [pset[n] for n in SCALARS]
 
 
-def output_size(size: Sequence[int], pset: ParamSet) -> list[int]:
-    return list(size)
-
-
 def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
     a, b, z1, z2, oz, mult, shift, lo, hi = values
     a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
@@ -57,7 +53,7 @@ def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
 
 
 BENCHMARK = Benchmark(
-    name="mul", section=3, build=build, make_inputs=make_inputs, output_size=output_size, reference=reference,
+    name="mul", section=3, build=build, make_inputs=make_inputs, output_size=same_size, reference=reference,
     param_sets=(
         dict(in1_zero=2, in2_zero=5, out_zero=5, out_mult=10000, out_shift=1, out_min=5, out_max=225),
         dict(in1_zero=128, in2_zero=128, out_zero=128, out_mult=2**30, out_shift=13, out_min=0, out_max=255),

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from benchmarks.common import Benchmark, ParamSet
+from benchmarks.common import Benchmark, ParamSet, one_u8_image, same_size
 from pitchfork.halide.examples import SOBEL_LANES, sobel3x3, sobel3x3_reference
 
 
@@ -15,21 +15,12 @@ def build(isa: str, pset: ParamSet) -> tuple[Any, list[Any]]:
     return sobel3x3(SOBEL_LANES[isa], hvx=isa == "hvx128")
 
 
-def make_inputs(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -> list[Any]:
-    w, h = size
-    return [rng.integers(0, 256, (h, w), dtype=np.uint8)]
-
-
-def output_size(size: Sequence[int], pset: ParamSet) -> list[int]:
-    return list(size)
-
-
 def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
     return sobel3x3_reference(values[0])
 
 
 BENCHMARK = Benchmark(
-    name="sobel3x3", section=17, build=build, make_inputs=make_inputs, output_size=output_size,
+    name="sobel3x3", section=17, build=build, make_inputs=one_u8_image, output_size=same_size,
     reference=reference, param_sets=({},), test_size=(256, 8), odd_size=None,
     timing_size=(8192, 8192), quick_size=(1024, 256),
     idioms=("widening_add", "widening_shl", "absd", "saturating_cast"),
