@@ -8,6 +8,7 @@ import halide as hl
 import numpy as np
 
 from benchmarks.common import Benchmark, ParamSet, V8, same_size, sat
+from benchmarks.fixed_point import schedule_elementwise, two_u8_images
 
 #: scalar arguments after the two images, in call order
 SCALARS = ("in1_zero", "in1_mult", "in2_zero", "in2_mult", "out_zero", "out_min", "out_max")
@@ -28,19 +29,8 @@ def build(isa: str, pset: ParamSet) -> tuple[Any, list[Any]]:
     out = hl.Func("add")
     out[x, y] = hl.clamp(t, p["out_min"], p["out_max"])
 
-    # in2 may be broadcast along x (stride 0); the source specializes on strides 1 and 0, rejects others.
-    in2.dim(0).set_stride(hl.Expr())
-    out.compute_root()
-    for stride in (1, 0):
-        out.specialize(in2.dim(0).stride() == stride).vectorize(x, V8[isa], hl.TailStrategy.Predicate)
-    out.specialize_fail("in2 must have a dim-0 stride of 0 or 1")
+    schedule_elementwise(out, x, in2, V8[isa])
     return out, [in1, in2] + [p[n] for n in SCALARS]
-
-
-def make_inputs(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -> list[Any]:
-    w, h = size
-    return [rng.integers(0, 256, (h, w), dtype=np.uint8), rng.integers(0, 256, (h, w), dtype=np.uint8)] + \
-        [pset[n] for n in SCALARS]
 
 
 def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
@@ -52,7 +42,8 @@ def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
 
 
 BENCHMARK = Benchmark(
-    name="add", section=2, build=build, make_inputs=make_inputs, output_size=same_size, reference=reference,
+    name="add", section=2, build=build, make_inputs=two_u8_images(SCALARS), output_size=same_size,
+    reference=reference,
     param_sets=(
         dict(in1_zero=0, in1_mult=100, in2_zero=0, in2_mult=100, out_zero=0, out_min=5, out_max=225),
         dict(in1_zero=128, in1_mult=600, in2_zero=100, in2_mult=400, out_zero=128, out_min=0, out_max=255),

@@ -8,33 +8,18 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import halide as hl
 import numpy as np
 
 from benchmarks.common import V8, V16, Benchmark, ParamSet, as_type
+from pitchfork.halide.examples import blur3x3
 
 
 def build(isa: str, pset: ParamSet) -> tuple[Any, list[Any]]:
-    x, y, yi = hl.Var("x"), hl.Var("y"), hl.Var("yi")
-    inp = hl.ImageParam(hl.UInt(16), 2, "input")
-    bx = hl.Func("blur_x")
-    out = hl.Func("blur_y")
-    bx[x, y] = (inp[x, y] + inp[x + 1, y] + inp[x + 2, y]) / 3
-    out[x, y] = (bx[x, y] + bx[x, y + 1] + bx[x, y + 2]) / 3
-    if isa == "hvx128":
-        # out at root in 128-row strips, 64 lanes (one HVX vector of u16); blur_x stored per strip and
-        # computed per row. The source's prefetch(input, y, 2), written before the split, is kept as
-        # written (Halide 21 removes it here, reporting that the prefetched area is empty).
-        lanes = V16[isa]
-        out.split(y, y, yi, 128).vectorize(x, lanes).prefetch(inp, y, y, 2)
-        bx.store_at(out, y).compute_at(out, yi).vectorize(x, lanes)
-    else:
-        # 32-row strips vectorized by V8 u16 lanes (two native vectors); blur_x is a sliding window
-        # down the strip, computed per output vector.
-        lanes = V8[isa]
-        out.split(y, y, yi, 32).vectorize(x, lanes)
-        bx.store_at(out, y).compute_at(out, x).vectorize(x, lanes)
-    return out, [inp]
+    # The SPEC's algorithm and schedules are pitchfork.halide.examples.blur3x3: on CPUs 32-row strips
+    # vectorized by V8 u16 lanes (two native vectors), blur_x a sliding window computed per output
+    # vector; on HVX 128-row strips of 64 lanes (one vector of u16), blur_x computed per row, with the
+    # source's prefetch(input, y, 2) kept as written (Halide 21 removes it, the prefetched area is empty).
+    return blur3x3(V16[isa] if isa == "hvx128" else V8[isa], hvx=isa == "hvx128")
 
 
 def make_inputs(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -> list[Any]:

@@ -197,3 +197,28 @@ def requantize(acc: Any, mult: Any, shift: Any, out_zero: Any, out_min: Any, out
     s = hl.i16_sat(hl.rounding_shift_right(q, shift))
     t = hl.u8_sat(hl.saturating_add(s, hl.i16(out_zero)))
     return hl.clamp(t, out_min, out_max)
+
+
+# ---- the element-wise binary ops (add, mul): one schedule and input maker ---------------------------
+
+def schedule_elementwise(out: hl.Func, x: hl.Var, in2: hl.ImageParam, lanes: int) -> None:
+    """hannk's element-wise schedule: `out` at root, vectorized by `lanes` with predicated tails.
+
+    in2 may be broadcast along x (stride 0): the source specializes on strides 1 and 0 and rejects others.
+    """
+    in2.dim(0).set_stride(hl.Expr())
+    out.compute_root()
+    for stride in (1, 0):
+        out.specialize(in2.dim(0).stride() == stride).vectorize(x, lanes, hl.TailStrategy.Predicate)
+    out.specialize_fail("in2 must have a dim-0 stride of 0 or 1")
+
+
+def two_u8_images(scalars: tuple[str, ...]) -> Any:
+    """`make_inputs` of an element-wise op: two random u8 [x, y] images, then the scalars of `pset`."""
+
+    def make_inputs(rng: np.random.Generator, size: Any, pset: dict[str, Any]) -> list[Any]:
+        w, h = size
+        images = [rng.integers(0, 256, (h, w), dtype=np.uint8) for _ in range(2)]
+        return images + [pset[n] for n in scalars]
+
+    return make_inputs

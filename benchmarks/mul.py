@@ -8,7 +8,7 @@ import halide as hl
 import numpy as np
 
 from benchmarks.common import Benchmark, ParamSet, V8, same_size, sat
-from benchmarks.fixed_point import multiply_2x_high, np_mh, np_rsr
+from benchmarks.fixed_point import multiply_2x_high, np_mh, np_rsr, schedule_elementwise, two_u8_images
 
 SCALARS = ("in1_zero", "in2_zero", "out_zero", "out_mult", "out_shift", "out_min", "out_max")
 _TYPES = (hl.UInt(8), hl.UInt(8), hl.UInt(8), hl.Int(32), hl.UInt(32), hl.UInt(8), hl.UInt(8))
@@ -28,18 +28,8 @@ def build(isa: str, pset: ParamSet) -> tuple[Any, list[Any]]:
     out = hl.Func("mul")
     out[x, y] = hl.clamp(t, p["out_min"], p["out_max"])
 
-    in2.dim(0).set_stride(hl.Expr())
-    out.compute_root()
-    for stride in (1, 0):
-        out.specialize(in2.dim(0).stride() == stride).vectorize(x, V8[isa], hl.TailStrategy.Predicate)
-    out.specialize_fail("in2 must have a dim-0 stride of 0 or 1")
+    schedule_elementwise(out, x, in2, V8[isa])
     return out, [in1, in2] + [p[n] for n in SCALARS]
-
-
-def make_inputs(rng: np.random.Generator, size: Sequence[int], pset: ParamSet) -> list[Any]:
-    w, h = size
-    return [rng.integers(0, 256, (h, w), dtype=np.uint8), rng.integers(0, 256, (h, w), dtype=np.uint8)] + \
-        [pset[n] for n in SCALARS]
 
 
 def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
@@ -53,7 +43,8 @@ def reference(values: Sequence[Any], pset: ParamSet) -> np.ndarray:
 
 
 BENCHMARK = Benchmark(
-    name="mul", section=3, build=build, make_inputs=make_inputs, output_size=same_size, reference=reference,
+    name="mul", section=3, build=build, make_inputs=two_u8_images(SCALARS), output_size=same_size,
+    reference=reference,
     param_sets=(
         dict(in1_zero=2, in2_zero=5, out_zero=5, out_mult=10000, out_shift=1, out_min=5, out_max=225),
         dict(in1_zero=128, in2_zero=128, out_zero=128, out_mult=2**30, out_shift=13, out_min=0, out_max=255),
