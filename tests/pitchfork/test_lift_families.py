@@ -3,7 +3,7 @@
 look alike but are not the op (a bound missing, a constant that does not fit) are left alone.
 
 The Halide-side twin (real Funcs through the frontend, lowered and run) is
-tests/pitchfork/halide/test_lift_families.py; the rules themselves are proven by
+tests/pitchfork/halide/test_halide_lift_families.py; the rules themselves are proven by
 tests/synth/test_verify.py (every lifting rule) and their unsound near-misses are in
 tests/synth/data/unsound.rules.
 """
