@@ -11,6 +11,16 @@ Each op is one `OpSpec` row: name, arity, type rule, and semantics. There are th
   it, so the three can never disagree about what an FPIR op means.
 * ``target``: machine instructions registered by `pitchfork.targets`; also defined as terms.
 
+Flags (`FlagSpec`, in `FLAGS`): a fact an op node may carry, like LLVM's `nsw`. `add`, `sub` and `mul`
+accept `nsw` on signed types: "the exact result fits the type", Halide's rule that signed 32-bit and
+wider arithmetic never overflows. A flag never changes the value an op computes (the interpreter and
+emitted code wrap as always, and wrapping is a valid implementation); it restricts the inputs the term
+is meant for. Each flag's row gives its numpy and Z3 tests of the fact and the interval the op has under
+it, so the verifier (rules that need the fact prove `facts => before == after`), the differential
+tests (inputs respecting the fact) and bounds (no wrap-around) derive from this table. Text syntax:
+`add.nsw(a, b)`; a pattern `add.nsw(...)` matches only nodes carrying the flag, a plain `a + b`
+pattern matches either.
+
 Invariants kept here: `make` is the only way to build a non-leaf term; it type-checks (raising
 FPIRTypeError with a message naming the op and the operand types) and folds ops whose arguments are
 all constants, so a term never contains a constant-only sub-term.
@@ -57,6 +67,8 @@ class OpSpec:
     # lanes j*f .. j*f+f-1. That pair is the op's whole meaning; interp, z3enc and bounds fold with it.
     arg_lanes: tuple[int, ...] = ()
     reduce: Optional[tuple[str, int]] = None
+    # Flags a node of this op may carry (name -> FlagSpec): facts about its inputs, see FLAGS.
+    flags: dict = field(default_factory=dict, compare=False, hash=False)
     # Extra metadata used by targets (LLVM intrinsic name etc.).
     meta: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -67,6 +79,20 @@ class OpSpec:
     @property
     def combines_lanes(self) -> bool:
         return any(f != 1 for f in self.arg_lanes)
+
+
+@dataclass(frozen=True, slots=True)
+class FlagSpec:
+    """A fact a node of one op may carry. It restricts the inputs the term is meant for (LLVM's
+    poison-generating flags), never the value computed. All callables take (args, arg types, result
+    type) like the primitive semantics."""
+
+    name: str
+    doc: str
+    applies_to: Callable[[ScalarType], bool]  # result types the flag is allowed on
+    np_holds: Callable[..., Any]  # numpy bool array: where the fact holds
+    z3_holds: Callable[..., Any]  # Z3 BoolRef: the fact
+    interval: Callable[[Sequence[Interval], Sequence[ScalarType], ScalarType], Interval]  # under the fact
 
 
 OPS: dict[str, OpSpec] = {}
@@ -103,8 +129,10 @@ def known_op(name: str) -> bool:
 # Term construction
 
 
-def make(op: str, *args: Term, type: Optional[ScalarType] = None, fold: bool = True) -> Term:
-    """Build a type-checked term; constant-only applications are folded to a constant."""
+def make(op: str, *args: Term, type: Optional[ScalarType] = None, fold: bool = True,
+         flags: Sequence[str] = ()) -> Term:
+    """Build a type-checked term; constant-only applications are folded to a constant (a flag's fact
+    is then moot: the folded value is the wrapped one, which is what the op computes)."""
     s = spec(op)
     if len(args) != s.arity:
         raise FPIRTypeError(f"{op} takes {s.arity} arguments, got {len(args)}")
@@ -117,12 +145,45 @@ def make(op: str, *args: Term, type: Optional[ScalarType] = None, fold: bool = T
     # Identity casts/reinterprets vanish so that every term has one canonical spelling.
     if op in ("cast", "reinterpret", "saturating_cast") and args[0].type == rt:
         return args[0]
+    attrs = check_flags(op, rt, flags) if flags else ()
     if fold and args and all(a.is_const for a in args):
         from fpir.interp import evaluate
 
         v = evaluate(intern(op, rt, tuple(args)), {})
         return const(int(np.asarray(v).item()), rt)
-    return intern(op, rt, tuple(args))
+    return intern(op, rt, tuple(args), attrs)
+
+
+def check_flags(op: str, rt: ScalarType, flags: Sequence[str]) -> tuple[str, ...]:
+    """The canonical (sorted, distinct) flag tuple for a node of `op` at result type rt, or
+    FPIRTypeError naming the flag the op does not take at that type."""
+    s = spec(op)
+    for f in flags:
+        fs = s.flags.get(f)
+        if fs is None:
+            raise FPIRTypeError(f"{op} takes no flag {f!r}" + (f" (it takes: {', '.join(sorted(s.flags))})"
+                                                                  if s.flags else ""))
+        if not fs.applies_to(rt):
+            raise FPIRTypeError(f"{op}.{f}: the {f} flag applies to signed integers, not {rt}")
+    return tuple(sorted(set(flags)))
+
+
+def split_flags(name: str) -> tuple[str, list[str]]:
+    """`add.nsw` -> ('add', ['nsw']). Target ops have dots in their names (`arm.umlal`), so the op is
+    the longest dotted prefix that names an op; an unknown name is returned whole, without flags."""
+    if known_op(name) or "." not in name:
+        return name, []
+    parts = name.split(".")
+    for k in range(len(parts) - 1, 0, -1):
+        op = ".".join(parts[:k])
+        if known_op(op):
+            return op, parts[k:]
+    return name, []
+
+
+def flags_of(t: Term) -> tuple[str, ...]:
+    """The flags a non-leaf term carries (its attrs; leaves use attrs for their name/value)."""
+    return t.attrs if t.args else ()
 
 
 def expansion(t: Term) -> Term:
@@ -636,10 +697,39 @@ def _iv_absd(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) 
 
 def _prim(name: str, arity: int, rule: TypeRule, doc: str, np_fn: Callable[..., Any], z3_fn: Callable[..., Any],
           iv: Callable[..., Interval], symbol: Optional[str] = None, hint: ArgHint = _hint_same,
-          explicit_type: bool = False) -> None:
+          explicit_type: bool = False, flags: Sequence[FlagSpec] = ()) -> None:
     limit = 16 if name in ("mul", "shl", "shr") else 32
     register(OpSpec(name, arity, "primitive", rule, doc, np_impl=_np_lift(np_fn, limit), z3_impl=z3_fn, interval=iv,
-                    symbol=symbol, arg_hint=hint, explicit_type=explicit_type))
+                    symbol=symbol, arg_hint=hint, explicit_type=explicit_type, flags={f.name: f for f in flags}))
+
+
+# The no-signed-wrap fact (LLVM's `nsw`): the exact result of the op fits its signed type. Halide's
+# frontend puts it on signed >= 32-bit add/sub/mul, whose overflow Halide treats as impossible.
+NSW_DOC = ("no signed wrap: the exact result fits the (signed) type. Halide's rule for signed 32-bit and "
+           "wider add/sub/mul; the value is still computed wrapping.")
+
+
+def _nsw(exact: Callable[[Any, Any], Any], z3_fact: Callable[[z3.BitVecRef, z3.BitVecRef], z3.BoolRef],
+         limit: int) -> FlagSpec:
+    def np_holds(args: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType) -> Any:
+        w, _obj = _work(args, types, rt, limit)
+        with np.errstate(all="ignore"):
+            v = exact(*w)
+        return np.asarray((v >= rt.min) & (v <= rt.max), dtype=np.bool_)
+
+    def interval(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
+        (al, ah), (bl, bh) = ivs
+        vals = [exact(x, y) for x in (al, ah) for y in (bl, bh)]
+        lo, hi = max(min(vals), rt.min), min(max(vals), rt.max)
+        return (lo, hi) if lo <= hi else (rt.min, rt.max)  # the fact can never hold: no information
+
+    return FlagSpec("nsw", NSW_DOC, lambda t: t.signed and not t.is_bool, np_holds,
+                    lambda a, ts, rt: z3_fact(a[0], a[1]), interval)
+
+
+_NSW_ADD = _nsw(lambda a, b: a + b, lambda a, b: z3.And(z3.BVAddNoOverflow(a, b, True), z3.BVAddNoUnderflow(a, b)), 32)
+_NSW_SUB = _nsw(lambda a, b: a - b, lambda a, b: z3.And(z3.BVSubNoOverflow(a, b), z3.BVSubNoUnderflow(a, b, True)), 32)
+_NSW_MUL = _nsw(lambda a, b: a * b, lambda a, b: z3.And(z3.BVMulNoOverflow(a, b, True), z3.BVMulNoUnderflow(a, b)), 16)
 
 
 def _bin_z3(f: Callable[[z3.BitVecRef, z3.BitVecRef], z3.BitVecRef]) -> Callable[..., z3.BitVecRef]:
@@ -652,11 +742,11 @@ _prim("reinterpret", 1, _cast_rule("reinterpret", same_bits=True),
       "Same bits, read as type t.", _np_reinterpret, lambda a, ts, rt: a[0], _iv_cast, hint=_hint_cast,
       explicit_type=True)
 _prim("add", 2, _same_int("add"), "a + b, wrapping.", lambda a, b, **_: a + b, _bin_z3(lambda a, b: a + b),
-      _corners(lambda x, y: x + y), symbol="+")
+      _corners(lambda x, y: x + y), symbol="+", flags=(_NSW_ADD,))
 _prim("sub", 2, _same_int("sub"), "a - b, wrapping.", lambda a, b, **_: a - b, _bin_z3(lambda a, b: a - b),
-      _corners(lambda x, y: x - y), symbol="-")
+      _corners(lambda x, y: x - y), symbol="-", flags=(_NSW_SUB,))
 _prim("mul", 2, _same_int("mul"), "a * b, wrapping.", lambda a, b, **_: a * b, _bin_z3(lambda a, b: a * b),
-      _corners(lambda x, y: x * y), symbol="*")
+      _corners(lambda x, y: x * y), symbol="*", flags=(_NSW_MUL,))
 _prim("div", 2, _same_int("div"), "Euclidean division (remainder never negative); x / 0 = 0.",
       _np_div, lambda a, ts, rt: _z3_div(a[0], a[1], ts, rt), _iv_div, symbol="/")
 _prim("mod", 2, _same_int("mod"), "Euclidean modulo (never negative); x % 0 = 0.",
@@ -913,3 +1003,8 @@ PRIMITIVE_OPS = tuple(n for n, s in OPS.items() if s.kind == "primitive" and s.r
 #: The documented lane-combining ops (other factors are registered on first use by `spec`).
 REDUCE_OPS = tuple(n for n, s in OPS.items() if s.reduce is not None)
 FPIR_OPS = tuple(n for n, s in OPS.items() if s.kind == "fpir")
+#: Every flag name, with the ops that take it.
+FLAGS: dict[str, tuple[str, ...]] = {}
+for _n, _s in OPS.items():
+    for _f in _s.flags:
+        FLAGS[_f] = FLAGS.get(_f, ()) + (_n,)
