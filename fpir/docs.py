@@ -179,7 +179,9 @@ signed / unsigned type of the same width.
 * **flags** are facts a node may carry, written after a dot: `add.nsw(x, y)`. They never change the value
   (the interpreter and the generated code compute the op as usual); they restrict the inputs the term is
   meant for, like LLVM's `nsw`. The Halide frontend puts `nsw` on every signed 32-bit and wider
-  add/sub/mul (Halide treats their overflow as impossible; 8- and 16-bit arithmetic wraps); FPIR text
+  add/sub/mul (Halide treats their overflow as impossible; 8- and 16-bit arithmetic wraps), and lifting
+  keeps it on the averaging and rounding-shift ops it makes from them (`halving_add.nsw`: x + y fits),
+  so a target without the instruction can lower them back to the short wrapping form; FPIR text
   carries it only where written (or with `--assume-no-overflow`). A rule whose left side says
   `add.nsw(...)` matches only flagged nodes and is verified assuming the fact; a flag on a right side is
   proved from the left side's facts; bounds use the exact range of a flagged node; the differential
@@ -216,11 +218,11 @@ def render() -> str:
                 out.append("  ```")
             out.append("")
     out.append("\n## Flags\n")
-    out.append("| flag | ops | meaning |")
+    out.append("| flag | op | fact (the value is computed as without the flag) |")
     out.append("|---|---|---|")
     for flag, ops in FLAGS.items():
-        doc = next(OPS[o].flags[flag].doc for o in ops)
-        out.append(f"| `{flag}` | {', '.join(f'`{o}.{flag}`' for o in ops)} | {doc} |")
+        for o in ops:
+            out.append(f"| `{flag}` | `{o}.{flag}` | {OPS[o].flags[flag].doc} |")
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -11,7 +11,7 @@ Each op is one `OpSpec` row: name, arity, type rule, and semantics. There are th
   it, so the three can never disagree about what an FPIR op means.
 * ``target``: machine instructions registered by `pitchfork.targets`; also defined as terms.
 
-Flags (`FlagSpec`, in `FLAGS`): a fact an op node may carry, like LLVM's `nsw`. `add`, `sub` and `mul`
+Flags (`fpir.flags.FlagSpec`; `FLAGS` lists them): a fact an op node may carry, like LLVM's `nsw`. `add`, `sub` and `mul`
 accept `nsw` on signed types: "the exact result fits the type", Halide's rule that signed 32-bit and
 wider arithmetic never overflows. A flag never changes the value an op computes (the interpreter and
 emitted code wrap as always, and wrapping is a valid implementation); it restricts the inputs the term
@@ -34,6 +34,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import z3
 
+from fpir.flags import (FlagSpec, NSW_ADD, NSW_HALVING_ADD, NSW_HALVING_SUB, NSW_MUL, NSW_ROUNDING_HALVING_ADD,
+                        NSW_ROUNDING_SHR, NSW_SUB)
 from fpir.term import Term, const, intern, var
 from fpir.types import FPIRTypeError, ScalarType, u1
 
@@ -79,20 +81,6 @@ class OpSpec:
     @property
     def combines_lanes(self) -> bool:
         return any(f != 1 for f in self.arg_lanes)
-
-
-@dataclass(frozen=True, slots=True)
-class FlagSpec:
-    """A fact a node of one op may carry. It restricts the inputs the term is meant for (LLVM's
-    poison-generating flags), never the value computed. All callables take (args, arg types, result
-    type) like the primitive semantics."""
-
-    name: str
-    doc: str
-    applies_to: Callable[[ScalarType], bool]  # result types the flag is allowed on
-    np_holds: Callable[..., Any]  # numpy bool array: where the fact holds
-    z3_holds: Callable[..., Any]  # Z3 BoolRef: the fact
-    interval: Callable[[Sequence[Interval], Sequence[ScalarType], ScalarType], Interval]  # under the fact
 
 
 OPS: dict[str, OpSpec] = {}
@@ -703,35 +691,6 @@ def _prim(name: str, arity: int, rule: TypeRule, doc: str, np_fn: Callable[..., 
                     symbol=symbol, arg_hint=hint, explicit_type=explicit_type, flags={f.name: f for f in flags}))
 
 
-# The no-signed-wrap fact (LLVM's `nsw`): the exact result of the op fits its signed type. Halide's
-# frontend puts it on signed >= 32-bit add/sub/mul, whose overflow Halide treats as impossible.
-NSW_DOC = ("no signed wrap: the exact result fits the (signed) type. Halide's rule for signed 32-bit and "
-           "wider add/sub/mul; the value is still computed wrapping.")
-
-
-def _nsw(exact: Callable[[Any, Any], Any], z3_fact: Callable[[z3.BitVecRef, z3.BitVecRef], z3.BoolRef],
-         limit: int) -> FlagSpec:
-    def np_holds(args: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType) -> Any:
-        w, _obj = _work(args, types, rt, limit)
-        with np.errstate(all="ignore"):
-            v = exact(*w)
-        return np.asarray((v >= rt.min) & (v <= rt.max), dtype=np.bool_)
-
-    def interval(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-        (al, ah), (bl, bh) = ivs
-        vals = [exact(x, y) for x in (al, ah) for y in (bl, bh)]
-        lo, hi = max(min(vals), rt.min), min(max(vals), rt.max)
-        return (lo, hi) if lo <= hi else (rt.min, rt.max)  # the fact can never hold: no information
-
-    return FlagSpec("nsw", NSW_DOC, lambda t: t.signed and not t.is_bool, np_holds,
-                    lambda a, ts, rt: z3_fact(a[0], a[1]), interval)
-
-
-_NSW_ADD = _nsw(lambda a, b: a + b, lambda a, b: z3.And(z3.BVAddNoOverflow(a, b, True), z3.BVAddNoUnderflow(a, b)), 32)
-_NSW_SUB = _nsw(lambda a, b: a - b, lambda a, b: z3.And(z3.BVSubNoOverflow(a, b), z3.BVSubNoUnderflow(a, b, True)), 32)
-_NSW_MUL = _nsw(lambda a, b: a * b, lambda a, b: z3.And(z3.BVMulNoOverflow(a, b, True), z3.BVMulNoUnderflow(a, b)), 16)
-
-
 def _bin_z3(f: Callable[[z3.BitVecRef, z3.BitVecRef], z3.BitVecRef]) -> Callable[..., z3.BitVecRef]:
     return lambda args, ts, rt: f(args[0], args[1])
 
@@ -742,11 +701,11 @@ _prim("reinterpret", 1, _cast_rule("reinterpret", same_bits=True),
       "Same bits, read as type t.", _np_reinterpret, lambda a, ts, rt: a[0], _iv_cast, hint=_hint_cast,
       explicit_type=True)
 _prim("add", 2, _same_int("add"), "a + b, wrapping.", lambda a, b, **_: a + b, _bin_z3(lambda a, b: a + b),
-      _corners(lambda x, y: x + y), symbol="+", flags=(_NSW_ADD,))
+      _corners(lambda x, y: x + y), symbol="+", flags=(NSW_ADD,))
 _prim("sub", 2, _same_int("sub"), "a - b, wrapping.", lambda a, b, **_: a - b, _bin_z3(lambda a, b: a - b),
-      _corners(lambda x, y: x - y), symbol="-", flags=(_NSW_SUB,))
+      _corners(lambda x, y: x - y), symbol="-", flags=(NSW_SUB,))
 _prim("mul", 2, _same_int("mul"), "a * b, wrapping.", lambda a, b, **_: a * b, _bin_z3(lambda a, b: a * b),
-      _corners(lambda x, y: x * y), symbol="*", flags=(_NSW_MUL,))
+      _corners(lambda x, y: x * y), symbol="*", flags=(NSW_MUL,))
 _prim("div", 2, _same_int("div"), "Euclidean division (remainder never negative); x / 0 = 0.",
       _np_div, lambda a, ts, rt: _z3_div(a[0], a[1], ts, rt), _iv_div, symbol="/")
 _prim("mod", 2, _same_int("mod"), "Euclidean modulo (never negative); x % 0 = 0.",
@@ -801,9 +760,9 @@ def _k(t: ScalarType) -> Callable[[int], Term]:
 
 def _fpir(name: str, arity: int, rule: TypeRule, doc: str, definition: Callable[[Sequence[Term], ScalarType], Term],
           hint: ArgHint = _hint_same, interval: Optional[Callable[..., Interval]] = None,
-          explicit_type: bool = False) -> None:
+          explicit_type: bool = False, flags: Sequence[FlagSpec] = ()) -> None:
     register(OpSpec(name, arity, "fpir", rule, doc, definition=definition, arg_hint=hint, interval=interval,
-                    explicit_type=explicit_type))
+                    explicit_type=explicit_type, flags={f.name: f for f in flags}))
 
 
 def _wide(x: Term, t: ScalarType) -> Term:
@@ -947,14 +906,14 @@ _fpir("saturating_add", 2, _same_int("saturating_add"), "saturating_narrow(widen
 _fpir("saturating_sub", 2, _same_int("saturating_sub"), "saturating_cast<T>(widening_sub(x, y)).",
       _def_saturating("widening_sub"))
 _fpir("halving_add", 2, _same_int("halving_add"), "narrow(widening_add(x, y) >> 1): floor average.",
-      _def_halving_add)
+      _def_halving_add, flags=(NSW_HALVING_ADD,))
 _fpir("halving_sub", 2, _same_int("halving_sub"),
-      "narrow((widen(x) - widen(y)) >> 1); an unsigned negative result wraps.", _def_halving_sub)
+      "narrow((widen(x) - widen(y)) >> 1); an unsigned negative result wraps.", _def_halving_sub, flags=(NSW_HALVING_SUB,))
 _fpir("rounding_halving_add", 2, _same_int("rounding_halving_add"),
-      "narrow((widening_add(x, y) + 1) >> 1): average rounding up.", _def_rounding_halving_add)
+      "narrow((widening_add(x, y) + 1) >> 1): average rounding up.", _def_rounding_halving_add, flags=(NSW_ROUNDING_HALVING_ADD,))
 _fpir("rounding_shr", 2, _shift_rule("rounding_shr"),
       "y > 0: (x + 2^(y-1)) >> y computed without overflow; y <= 0: x << -y (wraps).", _def_rounding_shr,
-      hint=_hint_shift)
+      hint=_hint_shift, flags=(NSW_ROUNDING_SHR,))
 _fpir("rounding_shl", 2, _shift_rule("rounding_shl"),
       "y >= 0: x << y (wraps); y < 0: (x + 2^(-y-1)) >> -y computed without overflow.", _def_rounding_shl,
       hint=_hint_shift)

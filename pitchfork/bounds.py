@@ -48,11 +48,13 @@ def _node(t: Term, ivs: list[Interval], env: Mapping[str, Interval]) -> Interval
         lo, hi = ivs[0]
         for _ in range(f - 1):
             lo, hi = _node_of(combine, [(lo, hi), ivs[0]], t.type)
-    elif t.attrs and s.flags:
+    elif t.attrs and any(s.flags[f].interval is not None for f in t.attrs):
         lo, hi = t.type.min, t.type.max
         for f in t.attrs:
-            flo, fhi = s.flags[f].interval(ivs, types, t.type)
-            lo, hi = max(lo, flo), min(hi, fhi)
+            rule = s.flags[f].interval
+            if rule is not None:
+                flo, fhi = rule(ivs, types, t.type)
+                lo, hi = max(lo, flo), min(hi, fhi)
     elif s.interval is not None:
         lo, hi = s.interval(ivs, types, t.type)
     else:
