@@ -46,6 +46,8 @@ class Candidate:
     level: str
     constants: str
     verdict: str
+    #: a bounds predicate the rule needs (`fits(v0_u16, u8)`: a narrowing that does not saturate), or ""
+    bounded: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,8 +145,13 @@ def select(
             out.append(Decision(c, "duplicate"))
             continue
         example = parse(c.example)
-        have = rewrite_cost(RuleSet(list(kept)), example)
-        if have <= c.rhs_cost:
+        if c.bounded:
+            why = _bounded_gain(rule, c, kept, rewrite_cost)
+            if why:
+                out.append(Decision(c, "subsumed", detail=why))
+                continue
+        have = rewrite_cost(RuleSet(list(kept)), example) if not c.bounded else (0,)
+        if not c.bounded and have <= c.rhs_cost:
             out.append(Decision(c, "subsumed", detail=f"existing rules reach cost {have}"))
             continue
         if stage == "lift":
@@ -156,8 +163,8 @@ def select(
         if res.status != "VALID":
             out.append(Decision(c, "unverified", detail=res.summary()))
             continue
-        with_it = rewrite_cost(RuleSet(kept + [rule]), example)
-        if with_it > c.rhs_cost:
+        with_it = rewrite_cost(RuleSet(kept + [rule]), example) if not c.bounded else (0,)
+        if not c.bounded and with_it > c.rhs_cost:
             out.append(Decision(c, "subsumed", detail=f"does not fire on its example (cost {with_it})"))
             continue
         kept.append(rule)
@@ -167,11 +174,56 @@ def select(
     return out
 
 
+def bounded_example(c: Candidate) -> Optional[Term]:
+    """The candidate's example with its bounded variable clamped to the narrow type (so the
+    rewriter's bounds prove the `fits` predicate), or None if the predicate is not understood."""
+    import re
+
+    from fpir.ops import make
+    from fpir.term import const, var
+    from fpir.types import parse_type
+
+    m = re.fullmatch(r"fits\((\w+)_([ui]\d+), ([ui]\d+)\)", c.bounded)
+    if m is None:
+        return None
+    t, n = parse_type(m.group(2)), parse_type(m.group(3))
+    x = var(m.group(1), t)
+    clamped = make("min", x, const(min(t.max, n.max), t), fold=False)
+    if t.signed:
+        clamped = make("max", clamped, const(max(t.min, n.min), t), fold=False)
+    example = parse(c.example)
+    memo: dict[int, Term] = {}
+    from synth.corpus import rebuild
+
+    for u in example.walk():
+        if u.is_var and u.name == x.name and u.type == t:
+            memo[id(u)] = clamped
+        elif u.args:
+            memo[id(u)] = rebuild(u, [memo[id(a)] for a in u.args])
+        else:
+            memo[id(u)] = u
+    return memo[id(example)]
+
+
+def _bounded_gain(
+    rule: Rule, c: Candidate, kept: Sequence[Rule], rewrite_cost: Callable[[RuleSet, Term], tuple]
+) -> str:
+    """Why a bounded candidate is not kept ("" if it is): on its example with the variable clamped
+    (bounds prove the narrowing does not saturate) it must make the rewriter's result cheaper."""
+    ex = bounded_example(c)
+    if ex is None:
+        return f"bounds predicate not understood: {c.bounded}"
+    have = rewrite_cost(RuleSet(list(kept)), ex)
+    with_it = rewrite_cost(RuleSet(list(kept) + [rule]), ex)
+    return "" if with_it < have else f"no gain where the bounds hold (cost {have} -> {with_it})"
+
+
 def provenance_comment(c: Candidate, verdict: str) -> str:
     return (
         f"# from: {','.join(c.sources)}; count: {c.count}; cost: {c.rhs_cost}; "
         f"level: {c.level}/{c.constants}; "
-        f"verdict: {verdict}; z3 {z3.get_version_string()}"
+        + (f"bounded: {c.bounded}; " if c.bounded else "")
+        + f"verdict: {verdict}; z3 {z3.get_version_string()}"
     )
 
 
@@ -213,4 +265,5 @@ def candidate_from(result: dict[str, Any], sources: Sequence[str], count: int) -
         result.get("level", "monomorphic"),
         result.get("constants", "none"),
         result.get("verdict", ""),
+        result.get("bounded", ""),
     )
