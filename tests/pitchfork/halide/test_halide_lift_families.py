@@ -103,8 +103,6 @@ SPELLINGS: dict[str, Spelling] = {
     "mac_u8": Spelling((U8, U8), lambda a, b, c: (hl.u16(a) * 3 + hl.u16(b)) * 5,
                        "widening_mul", {"x86-avx2": r"vpmaddubsw", "arm64": r"umlal", "hvx128": r"vmpa"}),
     "mac_i8": Spelling((I8, I8), lambda a, b, c: (hl.i16(a) * 3 + hl.i16(b)) * 7, "widening_mul", {"arm64": r"smlal"}),
-    "mac_nested": Spelling((U8, U8, U8), lambda a, b, c: ((hl.u16(a) * 2 + hl.u16(b)) * 3 + hl.u16(c)) * 5,
-                           "widening_mul", {"arm64": r"umlal"}),
     "mac_shift": Spelling((U8, U8), lambda a, b, c: (hl.u16(a) * 3 + hl.u16(b)) << 2,
                           "widening_mul", {"arm64": r"umlal|umull"}),
     # ---- widen-right ops ----
