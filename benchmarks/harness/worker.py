@@ -66,6 +66,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     from benchmarks.harness import halide21, lean, static
     from benchmarks.harness.kernel import direct_kernel, kernel_args
     from benchmarks.harness.measure import time_interleaved
+    from pitchfork.synthesized import rules_config
     from pitchfork.trs.provenance import excluding_rules_from
 
     name, isa = job["bench"], job["isa"]
@@ -82,7 +83,8 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
         rows[v]["errors"].append(f"{what}: {_err(e)}")
 
     progs: dict[str, Any] = {}
-    with excluding_rules_from(job.get("exclude_rules_from")):
+    # the ablation's switch (benchmarks/harness/ablation.py): synthesized rules on (default) or off
+    with excluding_rules_from(job.get("exclude_rules_from")), rules_config(enabled=job.get("synthesized", True)):
         for isel in [i for i in ISELS if i in want]:
             _progress(step=f"compile {isel}")
             try:
@@ -90,6 +92,12 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                 rows[isel].update(_compile_stats(progs[isel]))
             except Exception as e:  # noqa: BLE001 - a failure row, never a stopped run
                 fail(isel, "compile", e)
+    if job.get("compile_only"):  # the ablation first asks whether the code differs at all
+        import hashlib
+
+        for isel, prog in progs.items():
+            rows[isel]["assembly_sha1"] = hashlib.sha1(prog.assembly().encode()).hexdigest()
+        return list(rows.values())
 
     rng = np.random.default_rng(job.get("seed", 1))
     out_size = bench.output_size(size, pset)
