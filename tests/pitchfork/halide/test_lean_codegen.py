@@ -152,3 +152,24 @@ def test_output_with_nonzero_min(progs) -> None:
     out.set_min([64, 12])
     prog(img, out=out)
     assert np.array_equal(np.asarray(out), want)
+
+
+def test_output_array_recycled_only_when_dropped(progs) -> None:
+    """prog(...) hands out its last output array again only once the caller holds no reference to
+    it (no name, no view); results already returned never change."""
+    prog, _, _ = progs["sobel3x3"]
+    rng = np.random.default_rng(11)
+    a, b = (rng.integers(0, 256, (20, 256), dtype=np.uint8) for _ in range(2))
+    x = prog(a, size=[256, 16])
+    kept = x.copy()
+    y = prog(b, size=[256, 16])
+    assert y.ctypes.data != x.ctypes.data and np.array_equal(x, kept)
+    want_b = prog(b, size=[256, 16], check=True)  # the checked path does not touch the pool
+    view, where = y[2:], y.ctypes.data
+    del y
+    z = prog(a, size=[256, 16])
+    assert z.ctypes.data != where and np.array_equal(view, want_b[2:]) and np.array_equal(z, kept)
+    where = z.ctypes.data
+    del z
+    w = prog(b, size=[256, 16])
+    assert w.ctypes.data == where and np.array_equal(w, want_b)
