@@ -16,16 +16,17 @@ it, and build the levels not built yet). The bank's contents depend only on (gra
 never on which left side asked first, so results are the same with or without sharing.
 
 Invariants: a level is built completely or not at all; representatives of a level have fingerprints
-distinct from each other and from every lower level's; `level_count[L]` (the number of argument
-combinations of level L, before the structural filters) is known before level L is built, which is
-what search budgets count.
+distinct from each other and from every lower level's; `level_count[L]` (the number of candidates
+of level L from forms of positive cost) is known before level L is built, which is
+what search budgets count (it is computed from the lower levels, filters applied, without
+evaluating anything).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -150,15 +151,20 @@ class _Block:
     """The representatives of one (level, type): appended to in parts while the level is built,
     concatenated once when read."""
 
-    __slots__ = ("_parts", "_cat")
+    __slots__ = ("_parts", "_cat", "_hist")
 
     def __init__(self) -> None:
         self._parts: list[tuple[np.ndarray, ...]] = []
         self._cat: Optional[tuple[np.ndarray, ...]] = None
+        self._hist: Optional[np.ndarray] = None
 
-    def append(self, vals: np.ndarray, gids: np.ndarray, const: np.ndarray, castlike: np.ndarray, pow2: np.ndarray) -> None:
-        self._parts.append((vals, gids, const, castlike, pow2))
+    def append(
+        self, vals: np.ndarray, gids: np.ndarray, const: np.ndarray, castlike: np.ndarray, pow2: np.ndarray,
+        ops: np.ndarray,
+    ) -> None:
+        self._parts.append((vals, gids, const, castlike, pow2, ops))
         self._cat = None
+        self._hist = None
 
     def _get(self) -> tuple[np.ndarray, ...]:
         if self._cat is None:
@@ -171,6 +177,14 @@ class _Block:
     const = property(lambda self: self._get()[2])  # (k,) a constant leaf
     castlike = property(lambda self: self._get()[3])  # (k,) a cast or reinterpret
     pow2 = property(lambda self: self._get()[4])  # (k,) a constant power of two
+    ops = property(lambda self: self._get()[5])  # (k,) operations other than reinterprets
+
+    @property
+    def hist(self) -> np.ndarray:
+        """Representatives per operation count."""
+        if self._hist is None:
+            self._hist = np.bincount(self.ops)
+        return self._hist
 
 
 @dataclass
@@ -265,20 +279,23 @@ class Bank:
         return make(op, *[self.term(int(a)) for a in lv.args[i, :arity]], type=rtype, fold=False)
 
     def _count(self, level: int) -> int:
-        """Argument combinations of `level` for forms of positive cost (known before building)."""
+        """Candidates of `level` for forms of positive cost: argument combinations within the
+        grammar's operation limit (exact, from per-block histograms of operation counts; the
+        constant filters are not subtracted), computed before the level is built."""
         if level == 0:
             return len(self.g.leaves)
         total = 0
-        for sigs in self._sigs:
+        for fi, sigs in enumerate(self._sigs):
+            op = self.forms[fi][0]
+            own = 0 if op == "reinterpret" else 1
             for ts, _rt, nl in sigs:
                 if nl <= 0:
                     continue
                 for lv in _splits(level - nl, len(ts)):
-                    k = 1
-                    for li, ti in zip(lv, ts):
-                        b = self.blocks.get((li, ti))
-                        k *= 0 if b is None else len(b.gids)
-                    total += k
+                    bs = [self.blocks.get((li, ti)) for li, ti in zip(lv, ts)]
+                    if any(b is None for b in bs):
+                        continue
+                    total += _combinations(op, lv, ts, bs, own, self.g.max_ops)  # type: ignore[arg-type]
         return total
 
     def ensure(self, level: int, budget: int) -> None:
@@ -309,13 +326,25 @@ class Bank:
             args[:, 0] = ids
             self.levels.append(_Level(np.array(hs, dtype=np.uint64), np.full(len(ids), -1, dtype=np.int32), args))
             return
+        step = max(1, CHUNK_ELEMENTS // max(1, self.n))
         for fi, (op, _rtype) in enumerate(self.forms):
             for ts, rt, nl in self._sigs[fi]:
+                # the argument tuples of every split of the level are evaluated together, in batches
+                # of about `step` rows (few numpy calls however small each split is)
+                batch: list[tuple[list[np.ndarray], list[np.ndarray], np.ndarray]] = []
+                size = 0
                 for lv in _splits(level - nl, len(ts)):
                     bs = [self.blocks.get((li, ti)) for li, ti in zip(lv, ts)]
                     if any(b is None for b in bs):
                         continue
-                    self._combine(op, fi, ts, rt, level, lv, bs, chunks)  # type: ignore[arg-type]
+                    for piece in self._pieces(op, ts, lv, bs, step):  # type: ignore[arg-type]
+                        batch.append(piece)
+                        size += len(piece[2])
+                        if size >= step:
+                            self._evaluate(op, fi, ts, rt, level, batch, chunks)
+                            batch, size = [], 0
+                if batch:
+                    self._evaluate(op, fi, ts, rt, level, batch, chunks)
         if chunks:
             hs = np.concatenate([c[0] for c in chunks])
             fs = np.concatenate([c[1] for c in chunks])
@@ -324,44 +353,62 @@ class Bank:
             hs, fs, ag = np.zeros(0, np.uint64), np.zeros(0, np.int32), np.zeros((0, 3), np.int64)
         self.levels.append(_Level(hs, fs, ag))
 
-    def _combine(
+    def _pieces(
+        self, op: str, ts: tuple[ScalarType, ...], lv: tuple[int, ...], bs: list[_Block], step: int
+    ) -> Iterator[tuple[list[np.ndarray], list[np.ndarray], np.ndarray]]:
+        """(argument values, argument ids, operation counts) of the split's argument tuples that pass
+        the filters, in pieces of at most `step`."""
+        own = 0 if op == "reinterpret" else 1
+        if self.g.max_ops is not None and sum(int(b.ops.min()) for b in bs) + own > self.g.max_ops:
+            return
+        idx = _index_tuples(op, lv, ts, bs)
+        if idx is None:
+            return
+        keep = _filters(op, idx, bs, self.g.max_ops)
+        if keep is not None:
+            idx = [i[keep] for i in idx]
+        m = len(idx[0])
+        self.candidates += m
+        for s in range(0, m, step):
+            part = [i[s : s + step] for i in idx]
+            yield (
+                [b.vals[p] for b, p in zip(bs, part)],
+                [b.gids[p] for b, p in zip(bs, part)],
+                sum(b.ops[p] for b, p in zip(bs, part)) + own,
+            )
+
+    def _evaluate(
         self,
         op: str,
         fi: int,
         ts: tuple[ScalarType, ...],
         rt: ScalarType,
         level: int,
-        lv: tuple[int, ...],
-        bs: list[_Block],
+        batch: list[tuple[list[np.ndarray], list[np.ndarray], np.ndarray]],
         chunks: list,
     ) -> None:
-        idx = _index_tuples(op, lv, ts, bs)
-        if idx is None:
+        k = len(ts)
+        argv = [np.concatenate([p[0][j] for p in batch]) if len(batch) > 1 else batch[0][0][j] for j in range(k)]
+        gids = [np.concatenate([p[1][j] for p in batch]) if len(batch) > 1 else batch[0][1][j] for j in range(k)]
+        ops = np.concatenate([p[2] for p in batch]) if len(batch) > 1 else batch[0][2]
+        m = len(ops)
+        try:
+            with np.errstate(all="ignore"):
+                vals = fast_apply(op, argv, ts, rt)
+        except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
             return
-        keep = _filters(op, idx, bs)
-        if keep is not None:
-            idx = [i[keep] for i in idx]
-        m = len(idx[0])
-        if m == 0:
-            return
-        self.candidates += m
-        step = max(1, CHUNK_ELEMENTS // max(1, self.n))
-        for s in range(0, m, step):
-            part = [i[s : s + step] for i in idx]
-            try:
-                with np.errstate(all="ignore"):
-                    vals = fast_apply(op, [b.vals[p] for b, p in zip(bs, part)], ts, rt)
-            except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
-                return
-            vals = np.broadcast_to(np.asarray(vals), (len(part[0]), self.n)).astype(rt.np_dtype, copy=False)
-            h = row_hashes(vals, self.salt[rt])
-            args = np.full((len(part[0]), 3), -1, dtype=np.int64)
-            for j, (b, p) in enumerate(zip(bs, part)):
-                args[:, j] = b.gids[p]
-            chunks.append((h, np.full(len(h), fi, dtype=np.int32), args))
-            self._dedup(rt, level, vals, h, fi, args[:, : len(ts)])
+        vals = np.broadcast_to(np.asarray(vals), (m, self.n)).astype(rt.np_dtype, copy=False)
+        h = row_hashes(vals, self.salt[rt])
+        args = np.full((m, 3), -1, dtype=np.int64)
+        for j in range(k):
+            args[:, j] = gids[j]
+        chunks.append((h, np.full(m, fi, dtype=np.int32), args))
+        self._dedup(rt, level, vals, h, fi, args[:, :k], ops)
 
-    def _dedup(self, rt: ScalarType, level: int, vals: np.ndarray, h: np.ndarray, fi: int, args: np.ndarray) -> None:
+    def _dedup(
+        self, rt: ScalarType, level: int, vals: np.ndarray, h: np.ndarray, fi: int, args: np.ndarray,
+        ops: np.ndarray,
+    ) -> None:
         _, first = np.unique(h, return_index=True)
         first.sort()
         seen = self.seen[rt]
@@ -371,7 +418,7 @@ class Bank:
             return
         seen.update(hl[i] for i in new)
         sel = np.array(new, dtype=np.int64)
-        self._new_entries(rt, level, vals[sel], fi, args[sel], None, prehashed=True)
+        self._new_entries(rt, level, vals[sel], fi, args[sel], None, ops=ops[sel])
 
     def _new_entries(
         self,
@@ -381,7 +428,7 @@ class Bank:
         fi: int,
         args: np.ndarray,
         leaf: Optional[Term],
-        prehashed: bool = False,
+        ops: Optional[np.ndarray] = None,
     ) -> Optional[int]:
         if leaf is not None:
             h = int(row_hashes(vals, self.salt[t])[0])
@@ -404,11 +451,15 @@ class Bank:
             const = np.array([leaf.is_const])
             pow2 = np.array([leaf.is_const and _pow2(leaf.value)])
             castlike = np.array([False])
+            ops = np.zeros(1, dtype=np.int64)
         else:
             const = np.zeros(k, dtype=bool)
             pow2 = np.zeros(k, dtype=bool)
             castlike = np.full(k, self.forms[fi][0] in ("cast", "reinterpret"), dtype=bool)
-        self.blocks.setdefault((level, t), _Block()).append(np.ascontiguousarray(vals), gids, const, castlike, pow2)
+        assert ops is not None
+        self.blocks.setdefault((level, t), _Block()).append(
+            np.ascontiguousarray(vals), gids, const, castlike, pow2, ops
+        )
         return start
 
     # -- queries -----------------------------------------------------------------------------
@@ -437,6 +488,34 @@ def _splits(total: int, k: int) -> list[tuple[int, ...]]:
     return [(a,) + rest for a in range(total + 1) for rest in _splits(total - a, k - 1)]
 
 
+def _combinations(
+    op: str, lv: tuple[int, ...], ts: tuple[ScalarType, ...], bs: list[_Block], own: int, max_ops: Optional[int]
+) -> int:
+    """How many argument tuples `_index_tuples` yields that fit the operation limit."""
+    sizes = [len(b.gids) for b in bs]
+    tri = len(bs) == 2 and op in COMMUTATIVE and ts[0] == ts[1]
+    if tri and lv[0] > lv[1]:
+        return 0
+    same = tri and lv[0] == lv[1]
+    if max_ops is None:
+        n = 1
+        for k in sizes:
+            n *= k
+        return (sizes[0] * (sizes[0] + 1)) // 2 if same else n
+    room = max_ops - own
+    if room < 0:
+        return 0
+    conv = np.ones(1, dtype=np.int64)
+    for b in bs:
+        conv = np.convolve(conv, b.hist[: room + 1])[: room + 1]
+    ordered = int(conv.sum())
+    if not same:
+        return ordered
+    h = bs[0].hist
+    diag = int(sum(h[k] for k in range(min(len(h), room // 2 + 1))))
+    return (ordered + diag) // 2
+
+
 def _index_tuples(
     op: str, lv: tuple[int, ...], ts: tuple[ScalarType, ...], bs: list[_Block]
 ) -> Optional[list[np.ndarray]]:
@@ -456,12 +535,16 @@ def _index_tuples(
     return [grid[i].astype(np.int64) for i in range(len(bs))]
 
 
-def _filters(op: str, idx: list[np.ndarray], bs: list[_Block]) -> Optional[np.ndarray]:
+def _filters(op: str, idx: list[np.ndarray], bs: list[_Block], max_ops: Optional[int]) -> Optional[np.ndarray]:
     """Structural pruning that the fingerprints cannot do (rules prefer canonical spellings):
     constant-only applications (the leaves hold the useful constants), casts of casts, extending ops
-    of a constant, multiplies by a power of two (the TRS's canonical form is a shift)."""
+    of a constant, multiplies by a power of two (the TRS's canonical form is a shift); and terms
+    with more operations (other than reinterprets) than the grammar allows (a sub-term never has
+    fewer than its parts, so nothing acceptable is lost)."""
     const = [b.const[i] for b, i in zip(bs, idx)]
     keep = ~np.logical_and.reduce(const)
+    if max_ops is not None:
+        keep &= sum(b.ops[i] for b, i in zip(bs, idx)) + (0 if op == "reinterpret" else 1) <= max_ops
     if op in ("cast", "reinterpret"):
         keep &= ~bs[0].castlike[idx[0]]
     if op.startswith("extending_"):

@@ -20,7 +20,7 @@ Rules already in the file are kept (a re-run adds to them).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -101,6 +101,34 @@ def constant_regression(rule: Rule, example: Term, existing: Sequence[Rule]) -> 
     return None
 
 
+def _guard_constants(
+    rule: Rule, c: Candidate, example: Term, kept: Sequence[Rule], stage: str
+) -> tuple[Rule, Candidate, Optional[str]]:
+    """The rule, or the rule with `is_variable(x)` for each variable x whose constant instances
+    regress (the rule then leaves constants to the rules that canonicalize them), or why neither
+    works. The guarded rule is a new candidate text (verified again before it is written)."""
+    import re
+
+    for _ in range(len(example.variables())):
+        why = constant_regression(rule, example, kept)
+        if why is None:
+            return rule, c, None
+        m = re.match(r"with (\w+) = ", why)
+        lhs_text = c.text.split("->", 1)[0]
+        w = re.search(rf"\b{m.group(1)}_\w+", lhs_text) if m else None
+        if w is None or f"is_variable({w.group(0)})" in c.text:
+            return rule, c, why
+        guard = f"is_variable({w.group(0)})"
+        text = c.text + (f" && {guard}" if " if " in c.text else f" if {guard}")
+        try:
+            guarded = parse_rule(f"{rule_name(stage, text)}: {text}", "<synthesized>", 1)
+        except RuleFileError as e:
+            return rule, c, f"{why}; guarded text does not parse: {e.message}"
+        rule, c = guarded, replace(c, text=text)
+    why = constant_regression(rule, example, kept)
+    return rule, c, why
+
+
 def _forbidden(t: Term) -> bool:
     for u in t.walk():
         if u.op.startswith("extending_") and any(a.is_const for a in u.args):
@@ -155,9 +183,13 @@ def select(
             out.append(Decision(c, "subsumed", detail=f"existing rules reach cost {have}"))
             continue
         if stage == "lift":
-            why = constant_regression(rule, example, kept)
+            rule, c, why = _guard_constants(rule, c, example, kept, stage)
             if why is not None:
                 out.append(Decision(c, "constant-regression", detail=why))
+                continue
+            name = rule.name
+            if _body(rule) in bodies or name in names:
+                out.append(Decision(c, "duplicate"))
                 continue
         res = verify_rule(rule, VERIFY_RLIMIT)
         if res.status != "VALID":

@@ -54,6 +54,9 @@ class Grammar:
     # identifies the cost levels (node_level/cost_level) so grammars with equal keys, leaves, forms
     # and types share one bank per process (None: never shared)
     key: Optional[str] = None
+    # at most this many operations other than reinterprets in a candidate (None: no limit); the
+    # bank prunes bigger terms as it builds them (part of the sharing key)
+    max_ops: Optional[int] = None
 
     def better(self, t: Term, bound: tuple) -> bool:
         return self.cost(t) < bound and (self.also is None or self.also(t))
@@ -202,7 +205,9 @@ def synthesize(
     terms = calls = 0
     max_level = grammar.cost_level(bound)
     for rnd in range(1, max_rounds + 1):
-        bank = shared_bank(grammar.key, grammar, vars_, rows)
+        bank = shared_bank(
+            None if grammar.key is None else (grammar.key, grammar.max_ops), grammar, vars_, rows
+        )
         target, th = _lhs_hash(lhs, vars_, rows)
         env = _env(vars_, rows)
         cexs: list[tuple[int, ...]] = []

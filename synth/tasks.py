@@ -47,7 +47,7 @@ LOWER_PRIMS = (
 )
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
 #: are not reused
-SEARCH_VERSION = {"lift": 3, "lower": 4}
+SEARCH_VERSION = {"lift": 4, "lower": 5}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -133,6 +133,7 @@ def lifting_grammar(lhs: Term, current: Term) -> Grammar:
         lambda op, ts: _bits_level(ts),
         lambda c: c[0] // 8,
         lambda t: free_reinterpret_width(t) < limit and op_count(t) <= ops,
+        max_ops=ops,
         key=f"lift:{';'.join(to_text(x) + ':' + x.type.name for x in leaves)}|{forms}|{sorted(t.name for t in types)}",
     )
 
