@@ -116,9 +116,11 @@ def _row(idx: Mapping[tuple[str, str, str], dict[str, Any]], b: str, isa: str, v
 def verdicts(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Per benchmark x ISA: hot-loop lengths and vector instructions of ours and Halide 21's, and on
     x86 the times; `same_ops`, `loop_ok` (ours no longer) and `time_ok` (within 5% of Halide)."""
-    idx = {(r["bench"], r["isa"], r["variant"]): r for r in data["rows"]}
+    from benchmarks.harness.report import _index, labels
+
+    idx = _index(data)  # keyed by case label: the benchmark, or `name p<k>` per parameter set
     out = []
-    for b in data["meta"]["benchmarks"]:
+    for b in labels(data):
         for isa in data["meta"]["isas"]:
             pf, hl = _row(idx, b, isa, "pitchfork"), _row(idx, b, isa, "halide21")
             ours, theirs = pf.get("hot_loop"), hl.get("hot_loop")
@@ -201,7 +203,9 @@ LEAN_JSON = "lean_codegen.json"
 
 def before_after(out_dir: Optional[Path]) -> list[str]:
     """The before/after table `python -m benchmarks.lean_codegen --write` left in `out_dir`."""
-    path = Path(out_dir or Path(__file__).resolve().parent.parent) / LEAN_JSON
+    home = Path(__file__).resolve().parent.parent  # benchmarks/, where lean_codegen.py writes
+    path = next((d / LEAN_JSON for d in (Path(out_dir) if out_dir else home, home) if (d / LEAN_JSON).exists()),
+                home / LEAN_JSON)
     if not path.exists():
         return ["Before/after figures: not recorded (run `python3 -m benchmarks.lean_codegen --write`)."]
     d = json.loads(path.read_text())
