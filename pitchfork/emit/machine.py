@@ -265,6 +265,12 @@ def _compile(ir_text: str, target: Target, opt: int) -> tuple[str, str, dict[str
         pto.loop_interleaving = False
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
+    if target.name == "hvx128":
+        from pitchfork.emit.hvx_fixups import has_predicate_select, rewrite_predicate_selects
+
+        text = str(mod)
+        if has_predicate_select(text):  # InstCombine's predicate selects: Hexagon cannot select them
+            mod = _parse(rewrite_predicate_selects(text), target)
     asm = tm.emit_assembly(mod)
     bad = _unknown_intrinsic_calls(asm)
     if bad:

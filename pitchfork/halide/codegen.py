@@ -1,9 +1,14 @@
 """Loop-nest code generation: a captured Halide statement to one LLVM function, through llvmlite.
 
+Module layout: this file holds the function, statements, leaves and selection; codegen_expr.py the
+Halide expression -> FPIR term converter; codegen_memory.py loads/stores/gathers (a mixin);
+codegen_base.py the shared tables and records; codegen_float.py / codegen_reduce.py / scalars.py as
+named.
+
 The statement is Halide's vectorized, simplified loop nest just before its own "Finding intrinsics"
 pass (pitchfork/halide/capture.py), parsed by pitchfork/halide/stmt.py. This pass:
 
-* turns every expression into an FPIR term (`to_term`): integer ops map one to one (Halide's `/` and
+* turns every expression into an FPIR term (`to_term`, codegen_expr.py): integer ops map one to one (Halide's `/` and
   `%` are Euclidean, casts wrap, exactly like FPIR); Halide's FPIR intrinsics (absd, widening_add,
   saturating_cast, rounding_shift_right, ...) map to FPIR ops; loads, ramps and broadcasts of
   non-constant scalars become leaves (variables) emitted separately; vector `let`s whose value is
@@ -34,20 +39,23 @@ its line, and the caller falls back to Halide's own compiler.
 from __future__ import annotations
 
 import itertools
-import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
 
-from fpir.ops import REDUCE_COMBINE, make, reduce_op
-from fpir.term import Term, const, var
-from fpir.types import ScalarType, i32, u1
+from fpir.ops import make
+from fpir.term import Term, var
+from fpir.types import ScalarType, i32
 from pitchfork.emit.expr import ExprEmitter, vec_type
 from pitchfork.halide import ir as H
-from pitchfork.halide.capture import ArgInfo, CapturedStmt
-from pitchfork.halide.codegen_float import FloatEmitter, float_to_int, involves_float, saturating_float_to_int
-from pitchfork.halide.codegen_reduce import REDUCE_OPS, check_reduce, split_reduce
+from pitchfork.halide.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
+from pitchfork.halide.codegen_base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS,  # noqa: F401
+                                           STACK_LIMIT, BufferInfo, Leaf, Stats, Unsupported, _assert_text,
+                                           _ident, _show, _storage, fpir_type, type_code)
+from pitchfork.halide.codegen_expr import ExprConverter
+from pitchfork.halide.codegen_float import FloatEmitter
+from pitchfork.halide.codegen_memory import MemoryMixin
+from pitchfork.halide.codegen_reduce import REDUCE_OPS, split_reduce
 from pitchfork.halide.htypes import HType
 from pitchfork.halide.scalars import ScalarEmitter
 
@@ -55,89 +63,7 @@ if TYPE_CHECKING:
     from pitchfork.lower import Selection
 
 
-class Unsupported(Exception):
-    def __init__(self, what: str, node: Optional[H.Node] = None) -> None:
-        line = getattr(node, "line", 0) if node is not None else 0
-        super().__init__(f"{what}" + (f" (statement line {line})" if line else ""))
-        self.what = what
-
-
-# Shifts by at least the bit width: Halide leaves them undefined (its result depends on the schedule);
-# FPIR's shl/shr define them (0, or -1 for a negative value shifted right), and that is what we compile.
-BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod", "min": "min", "max": "max",
-          "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "&&": "and", "||": "or",
-          "<<": "shl", ">>": "shr", "&": "and", "|": "or", "^": "xor"}
-
-# Halide intrinsic name -> FPIR op (the result type of casts comes from the call's type)
-INTRINSICS = {
-    "shift_left": "shl", "shift_right": "shr", "bitwise_and": "and", "bitwise_or": "or", "bitwise_xor": "xor",
-    "bitwise_not": "not", "abs": "abs", "absd": "absd", "widening_add": "widening_add",
-    "widening_sub": "widening_sub", "widening_mul": "widening_mul", "widening_shift_left": "widening_shl",
-    "widening_shift_right": "widening_shr", "widen_right_add": "extending_add", "widen_right_sub": "extending_sub",
-    "widen_right_mul": "extending_mul", "rounding_shift_left": "rounding_shl",
-    "rounding_shift_right": "rounding_shr", "halving_add": "halving_add", "halving_sub": "halving_sub",
-    "rounding_halving_add": "rounding_halving_add", "saturating_add": "saturating_add",
-    "saturating_sub": "saturating_sub", "mul_shift_right": "mul_shr",
-    "rounding_mul_shift_right": "rounding_mul_shr", "saturating_shift_left": "saturating_shl",
-}
-#: Constant-size allocations up to this many bytes go on the stack (larger ones and dynamic ones are
-#: malloc'd, except on Hexagon).
-STACK_LIMIT = 64 * 1024
-#: Every allocation's base is aligned to this many bytes (Halide's alignment for HVX; the `aligned`
-#: facts of Halide's statement assume at least a native vector).
-ALLOC_ALIGN = 128
-# Bit counts (no FPIR op): emitted with LLVM's intrinsics, the argument selected on its own. Halide's
-# count_leading_zeros(0) is the bit width, which is llvm.ctlz with is_zero_poison = false.
-BIT_COUNTS = {"count_leading_zeros": "ctlz", "count_trailing_zeros": "cttz", "popcount": "ctpop"}
-IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
-
-
-def fpir_type(t: HType, node: Optional[H.Node] = None) -> ScalarType:
-    if t.code not in ("int", "uint"):
-        raise Unsupported(f"{t} values (only integer pipelines are compiled by PITCHFORK)", node)
-    if t.bits not in (1, 8, 16, 32, 64):
-        raise Unsupported(f"{t} values", node)
-    return ScalarType(t.code == "int", t.bits)
-
-
-def type_code(t: HType) -> int:
-    code = {"int": 0, "uint": 1, "float": 2, "handle": 3, "bfloat": 4}[t.code]
-    return code | (t.bits << 8) | (t.lanes << 16)
-
-
-@dataclass
-class Leaf:
-    kind: str  # "load" | "splat" | "ramp" | "value" | "shuffle"
-    node: H.Expr
-    lanes: int
-    type: ScalarType
-
-
-@dataclass
-class BufferInfo:
-    name: str
-    ptr: ir.Value
-    elem: Optional[HType] = None
-    dims: list[tuple[ir.Value, ir.Value, ir.Value]] = field(default_factory=list)
-    code: int = 0
-    dimensions: int = 0
-    #: bytes the base pointer is known to be aligned to (allocations: ALLOC_ALIGN; arguments: the
-    #: element size, which CompiledPipeline guarantees by copying misaligned arrays)
-    align: int = 1
-    #: alias scope: one per argument buffer, one shared by all allocations (see `_mem_access`)
-    scope: str = ""
-
-
-@dataclass
-class Stats:
-    vector_exprs: int = 0
-    rules_fired: dict = field(default_factory=dict)
-    selection_seconds: float = 0.0
-    asserts_checked: int = 0
-    asserts_skipped: int = 0
-
-
-class LoopNestCodegen:
+class LoopNestCodegen(MemoryMixin):
     def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline") -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
         self.module = ir.Module(name=name)
@@ -452,212 +378,12 @@ class LoopNestCodegen:
             return
         self._scatter(buf, et, self.vector(s.index, s), val, t.lanes, mask)
 
-    def _masked_ok(self, lanes: int, st: ScalarType) -> bool:
-        """Whether llvm.masked.load/store are safe here. LLVM 22's Hexagon backend miscompiles them for
-        vectors narrower than an HVX register (a 16 x i8 masked store writes every lane once any mask
-        bit is set; found by the GuardWithIf tail tests), so those use lane loops instead."""
-        return self.target != "hvx128" or (lanes * _storage(st).bits) % 1024 == 0
-
-    def _iota(self, base: ir.Value, lanes: int) -> ir.Value:
-        v = self._splat(base, i32, lanes)
-        return self.b.add(v, ir.Constant(v.type, list(range(lanes))))
-
-    def _mask(self, predicate: H.Expr, lanes: int, node: H.Node) -> ir.Value:
-        if predicate.type.is_scalar:
-            return self._splat(self.scalar(predicate, node), u1, lanes)
-        return self.vector(predicate, node)
-
-    # ---- memory ------------------------------------------------------------------------------
-    def _buffer(self, name: str, node: H.Node) -> BufferInfo:
-        if name not in self.buffers:
-            raise Unsupported(f"buffer {name} is not an argument or an allocation", node)
-        return self.buffers[name]
-
-    def _buffer_of(self, e: H.Expr, node: H.Node) -> BufferInfo:
-        if isinstance(e, H.Cast):
-            e = e.value
-        if isinstance(e, H.Variable) and e.name in self.buffers:
-            return self.buffers[e.name]
-        raise Unsupported(f"buffer handle {_show(e)}", node)
-
-    def _elem_ptr(self, buf: BufferInfo, et: ScalarType, index: ir.Value, pointee: ir.Type) -> ir.Value:
-        st = _storage(et)
-        base = self.b.bitcast(buf.ptr, ir.PointerType(ir.IntType(st.bits)))
-        # inbounds: Halide only addresses inside a buffer (allocations carry a vector of padding).
-        p = self.b.gep(base, [self.b.sext(index, ir.IntType(64)) if index.type.width < 64 else index], inbounds=True)
-        return self.b.bitcast(p, ir.PointerType(pointee))
-
-    def _store_elem(self, buf: BufferInfo, et: ScalarType, idx: ir.Value, val: ir.Value,
-                    alignment: Optional[tuple[int, int]] = None) -> None:
-        st = _storage(et)
-        if et.bits == 1:
-            val = self.b.zext(val, ir.IntType(8))
-        p = self._elem_ptr(buf, et, idx, ir.IntType(st.bits))
-        self._mem_access(buf, self.b.store(val, p, align=self._align(buf, et, alignment)))
-
-    def _align(self, buf: BufferInfo, et: ScalarType, alignment: Optional[tuple[int, int]]) -> int:
-        """Bytes a load/store at index `i` of `buf` is aligned to: the base's alignment combined with
-        Halide's `aligned(m, r)` (i = m*k + r) of the index, else with the element size. Never more
-        than is true: on Hexagon an over-claimed alignment silently loads the wrong bytes."""
-        size = _storage(et).bits // 8
-        a = math.gcd(buf.align, size)
-        if alignment is not None and alignment[0] > 1:
-            m, r = alignment
-            a = math.gcd(buf.align, size * m)
-            if r % m:
-                a = math.gcd(a, size * (r % m))
-        return a & -a
-
-    def _mem_access(self, buf: BufferInfo, inst: ir.Instruction) -> ir.Instruction:
-        """Tag a load/store of `buf` with its alias scope; `build` attaches the metadata at the end."""
-        if buf.scope:
-            self._scoped.append((buf.scope, inst))
-        return inst
-
-    def _alias_metadata(self) -> None:
-        """Scoped-alias metadata: every access to a buffer is in that buffer's scope and does not alias
-        the other scopes. Argument buffers get one scope each; all allocations share one (two
-        allocations with disjoint lifetimes can reuse the same memory, so they are not told apart)."""
-        names = sorted({sc for sc, _ in self._scoped})
-        if len(names) < 2:
-            return
-        m = self.module
-        domain = m.add_metadata([ir.MetaDataString(m, f"{self.name}.buffers")])
-        scopes = {n: m.add_metadata([ir.MetaDataString(m, f"{self.name}.{n}"), domain]) for n in names}
-        lists = {n: (m.add_metadata([scopes[n]]), m.add_metadata([scopes[o] for o in names if o != n]))
-                 for n in names}
-        for sc, inst in self._scoped:
-            own, others = lists[sc]
-            inst.set_metadata("alias.scope", own)
-            inst.set_metadata("noalias", others)
-
-    def _to_storage(self, v: ir.Value, et: ScalarType) -> ir.Value:
-        if et.bits == 1:
-            return self.b.zext(v, ir.VectorType(ir.IntType(8), v.type.count))
-        return v
-
-    def _entry_alloca(self, t: ir.Type) -> ir.Value:
-        b = ir.IRBuilder(self.fn.entry_basic_block)
-        b.position_at_start(self.fn.entry_basic_block)
-        a = b.alloca(t)
-        a.align = 128
-        return a
-
-    def _lane_loop(self, lanes: int, body) -> None:  # type: ignore[no-untyped-def]
-        """Emit `for k in 0..lanes: body(k)` as a real loop: a gather of 256 lanes written out lane by
-        lane is thousands of instructions and makes LLVM slow, and these only run at image borders."""
-        # The trip count goes through an empty inline-asm statement so LLVM cannot see it and
-        # unroll the loop completely (which made Hexagon compiles take tens of seconds).
-        opaque = ir.InlineAsm(ir.FunctionType(ir.IntType(32), [ir.IntType(32)]), "", "=r,0")
-        count = self.b.call(opaque, [ir.Constant(ir.IntType(32), lanes)])
-        pre = self.b.block
-        loop = self.fn.append_basic_block("lanes")
-        done = self.fn.append_basic_block("lanes_end")
-        self.b.branch(loop)
-        self.b.position_at_end(loop)
-        k = self.b.phi(ir.IntType(32), "lane")
-        k.add_incoming(ir.Constant(ir.IntType(32), 0), pre)
-        body(k)
-        nxt = self.b.add(k, ir.Constant(ir.IntType(32), 1))
-        k.add_incoming(nxt, self.b.block)
-        self.b.cbranch(self.b.icmp_signed("<", nxt, count), loop, done)
-        self.b.position_at_end(done)
-
-    def _gather(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, lanes: int,
-                mask: Optional[ir.Value] = None) -> ir.Value:
-        """Lane-by-lane load of `buf[idx[k]]`; lanes whose `mask` bit is false are not read (zero)."""
-        et = ir.IntType(_storage(st).bits)
-        idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
-        out_mem = self._entry_alloca(ir.ArrayType(et, lanes))
-        self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
-                     align=4)
-        if mask is not None:
-            self.b.store(ir.Constant(ir.VectorType(et, lanes), [0] * lanes),
-                         self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
-        mask_mem = self._mask_memory(mask, lanes)
-        zero = ir.Constant(ir.IntType(32), 0)
-
-        def body(k: ir.Value) -> None:
-            def one() -> None:
-                ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
-                x = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
-                self.b.store(x, self.b.gep(out_mem, [zero, k]), align=1)
-
-            self._if_lane(mask_mem, k, one)
-
-        self._lane_loop(lanes, body)
-        return self.b.load(self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
-
-    def _scatter(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, val: ir.Value, lanes: int,
-                 mask: Optional[ir.Value] = None) -> None:
-        """Lane-by-lane store of `val[k]` to `buf[idx[k]]`, in lane order (a later lane wins), skipping
-        lanes whose `mask` bit is false."""
-        et = ir.IntType(_storage(st).bits)
-        idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
-        val_mem = self._entry_alloca(ir.ArrayType(et, lanes))
-        self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
-                     align=4)
-        self.b.store(val, self.b.bitcast(val_mem, ir.PointerType(val.type)), align=1)
-        mask_mem = self._mask_memory(mask, lanes)
-        zero = ir.Constant(ir.IntType(32), 0)
-
-        def body(k: ir.Value) -> None:
-            def one() -> None:
-                ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
-                x = self.b.load(self.b.gep(val_mem, [zero, k]), align=1)
-                self._mem_access(buf, self.b.store(x, self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
-
-            self._if_lane(mask_mem, k, one)
-
-        self._lane_loop(lanes, body)
-
-    def _index32(self, idx: ir.Value) -> ir.Value:
-        """Vector indices as i32 (Halide indices are int32; an int64 index is truncated, as Halide's
-        own 32-bit buffer addressing does)."""
-        w = idx.type.element.width
-        if w == 32:
-            return idx
-        vt = ir.VectorType(ir.IntType(32), idx.type.count)
-        return self.b.trunc(idx, vt) if w > 32 else self.b.sext(idx, vt)
-
-    def _mask_memory(self, mask: Optional[ir.Value], lanes: int) -> Optional[ir.Value]:
-        if mask is None:
-            return None
-        mem = self._entry_alloca(ir.ArrayType(ir.IntType(8), lanes))
-        self.b.store(self.b.zext(mask, ir.VectorType(ir.IntType(8), lanes)),
-                     self.b.bitcast(mem, ir.PointerType(ir.VectorType(ir.IntType(8), lanes))), align=1)
-        return mem
-
-    def _if_lane(self, mask_mem: Optional[ir.Value], k: ir.Value, body) -> None:  # type: ignore[no-untyped-def]
-        if mask_mem is None:
-            body()
-            return
-        zero = ir.Constant(ir.IntType(32), 0)
-        bit = self.b.load(self.b.gep(mask_mem, [zero, k]), align=1)
-        on = self.fn.append_basic_block("lane_on")
-        after = self.fn.append_basic_block("lane_next")
-        self.b.cbranch(self.b.icmp_unsigned("!=", bit, ir.Constant(ir.IntType(8), 0)), on, after)
-        self.b.position_at_end(on)
-        body()
-        self.b.branch(after)
-        self.b.position_at_end(after)
-
-    def _dense(self, index: H.Expr) -> Optional[H.Expr]:
-        if isinstance(index, H.Ramp) and isinstance(index.stride, H.IntImm) and index.stride.value == 1:
-            return index.base
-        return None
-
-    def _intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
-        fn = self.module.globals.get(name)
-        if fn is None:
-            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
-        return fn
 
     # ---- expressions ---------------------------------------------------------------------------
     def to_term(self, e: H.Expr, node: H.Node, leaves: Optional[dict[str, Leaf]] = None) -> Term:
         """Halide expression -> FPIR term; loads/ramps/splats become leaves recorded in `leaves`."""
         # Leaves are registered codegen-wide: a vector let's term may be used in later statements.
-        conv = _Converter(self, node, self.leaves)
+        conv = ExprConverter(self, node, self.leaves)
         return conv.go(e)
 
     def scalar(self, e: H.Expr, node: H.Node, nsw: bool = True) -> ir.Value:
@@ -800,227 +526,3 @@ class LoopNestCodegen:
             v = ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
             lanes = m
         return v
-
-
-def _ident(name: str) -> str:
-    """An LLVM value name for a Halide name (`sobel$1` -> `sobel_1`)."""
-    return "".join(c if c.isalnum() or c in "._" else "_" for c in name)
-
-
-def _show(e: H.Node, limit: int = 160) -> str:
-    """Halide's text of a node for error messages, shortened."""
-    from pitchfork.halide.printer import to_text
-
-    try:
-        text = " ".join(to_text(e).split())
-    except Exception:  # noqa: BLE001 - a message must never fail
-        text = type(e).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _assert_text(s: H.AssertStmt) -> str:
-    from pitchfork.halide.printer import to_text
-
-    return f"{to_text(s.condition)} ({to_text(s.message)})"
-
-
-def _storage(t: ScalarType) -> ScalarType:
-    return ScalarType(False, 8) if t.bits == 1 else t
-
-
-class _Converter:
-    """Halide Expr -> FPIR Term for one statement."""
-
-    def __init__(self, cg: LoopNestCodegen, node: H.Node, leaves: dict[str, Leaf]) -> None:
-        self.cg, self.node, self.leaves = cg, node, leaves
-        self.lets: dict[str, Term] = {}
-
-    def leaf(self, kind: str, e: H.Expr) -> Term:
-        st = fpir_type(e.type.elem, self.node)
-        name = f"{kind}{next(self.cg._leaf_ids)}"
-        self.leaves[name] = Leaf(kind, e, e.type.lanes, st)
-        return var(name, st)
-
-    def go(self, e: H.Expr) -> Term:
-        m = getattr(self, f"_e_{type(e).__name__}", None)
-        if m is None:
-            raise Unsupported(f"expression {type(e).__name__}: {_show(e)}", self.node)
-        return m(e)
-
-    def _e_IntImm(self, e: H.IntImm) -> Term:
-        st = fpir_type(e.type.elem, self.node)
-        return const(st.wrap(e.value), st)
-
-    def _e_FloatImm(self, e: H.Expr) -> Term:
-        raise Unsupported(f"floating-point constant {_show(e)}", self.node)
-
-    def _e_Variable(self, e: H.Variable) -> Term:
-        if e.name in self.lets:
-            return self.lets[e.name]
-        if e.type.is_vector:
-            if e.name in self.cg.vlets:
-                return self.cg.vlets[e.name]
-            raise Unsupported(f"vector variable {e.name} with no value", self.node)
-        if e.name in self.cg.scalars:
-            return var(e.name, self.cg.scalars[e.name][1])
-        buf_field = self._buffer_field(e.name)
-        if buf_field is not None:
-            return buf_field
-        raise Unsupported(f"unknown variable {e.name}", self.node)
-
-    def _buffer_field(self, name: str) -> Optional[Term]:
-        parts = name.split(".")
-        if len(parts) >= 2 and parts[0] in self.cg.buffers:
-            info = self.cg.buffers[parts[0]]
-            if parts[1] == "type":
-                return const(info.code, ScalarType(False, 32))
-            if parts[1] == "dimensions":
-                return const(info.dimensions, i32)
-            if parts[1] == "device_dirty":
-                return const(0, u1)
-        return None
-
-    def _float_scalar(self, e: H.Expr, convert) -> Term:  # type: ignore[no-untyped-def]
-        """An integer-valued expression computed in floating point (a cast of a float, a comparison of
-        floats): emitted now as scalar code (codegen_float.py) and bound to a scalar name."""
-        if e.type.is_vector:
-            raise Unsupported(f"vector floating-point expression {_show(e)} (float code is compiled for "
-                              "scalars only)", self.node)
-        st = fpir_type(e.type.elem, self.node)
-        v = convert(FloatEmitter(self.cg, self.node), st)
-        name = f"fconv{next(self.cg._leaf_ids)}"
-        self.cg.scalars[name] = (v, st)
-        return var(name, st)
-
-    def _e_Cast(self, e: H.Cast) -> Term:
-        if e.value.type.is_float:
-            return self._float_scalar(e, lambda fe, st: float_to_int(fe.b, fe.emit(e.value), st.signed, st.bits))
-        x = self.go(e.value)
-        t = fpir_type(e.type.elem, self.node)
-        if t.bits == 1 and x.type.bits > 1:
-            # Halide's cast to bool keeps the lowest bit (FPIR's cast<u1> tests != 0).
-            return make("ne", make("and", x, const(1, x.type)), const(0, x.type))
-        return make("cast", x, type=t)
-
-    def _e_Reinterpret(self, e: H.Reinterpret) -> Term:
-        if e.type.is_handle or e.value.type.is_handle:
-            raise Unsupported(f"pointer reinterpret {_show(e)}", self.node)
-        return make("reinterpret", self.go(e.value), type=fpir_type(e.type.elem, self.node))
-
-    def _e_BinOp(self, e: H.BinOp) -> Term:
-        op = BINOPS.get(e.op)
-        if op is None:
-            raise Unsupported(f"operator {e.op}", self.node)
-        if involves_float(e):  # a comparison of floats
-            return self._float_scalar(e, lambda fe, st: fe.emit(e))
-        a, b = self.go(e.a), self.go(e.b)
-        return make(op, a, b)
-
-    def _e_Not(self, e: H.Not) -> Term:
-        return make("not", self.go(e.a))
-
-    def _e_Select(self, e: H.Select) -> Term:
-        return make("select", self.go(e.cond), self.go(e.true_value), self.go(e.false_value))
-
-    def _e_Let(self, e: H.Let) -> Term:
-        saved = dict(self.lets)
-        self.lets[e.name] = self.go(e.value)
-        try:
-            return self.go(e.body)
-        finally:
-            self.lets = saved
-
-    def _e_Broadcast(self, e: H.Broadcast) -> Term:
-        inner = self.go(e.value)
-        if inner.is_const:
-            return inner
-        return self.leaf("splat", e)
-
-    def _e_Ramp(self, e: H.Ramp) -> Term:
-        return self.leaf("ramp", e)
-
-    def _e_Load(self, e: H.Load) -> Term:
-        if e.type.is_scalar:
-            # A scalar load inside a scalar expression: emit it now and bind a scalar.
-            buf = self.cg._buffer(e.buffer, self.node)
-            st = fpir_type(e.type, self.node)
-            idx = self.cg.index64(e.index, self.node)
-            p = self.cg._elem_ptr(buf, st, idx, ir.IntType(_storage(st).bits))
-            v = self.cg._mem_access(buf, self.cg.b.load(p, align=self.cg._align(buf, st, e.alignment)))
-            if st.bits == 1:
-                v = self.cg.b.icmp_unsigned("!=", v, ir.Constant(v.type, 0))
-            name = f"sload{next(self.cg._leaf_ids)}"
-            self.cg.scalars[name] = (v, st)
-            return var(name, st)
-        return self.leaf("load", e)
-
-    def _e_Shuffle(self, e: H.Shuffle) -> Term:
-        return self._leaf_or_scalar("shuffle", e)
-
-    def _e_VectorReduce(self, e: H.VectorReduce) -> Term:
-        why = check_reduce(e)
-        if why is not None:
-            raise Unsupported(why, self.node)
-        n, m = e.value.type.lanes, e.type.lanes
-        if e.type.is_vector and self.cg.isel == "pitchfork" and e.op in REDUCE_COMBINE and n % m == 0:
-            # A lane-combining FPIR term over its operand's term, so lifting and lowering see both (a dot
-            # product becomes udot/vrmpy/pmaddwd); a reduction no rule takes is expanded generically.
-            return make(reduce_op(e.op, n // m), self.go(e.value))
-        if e.type.is_vector:
-            # Inline, so the selector sees the reduction together with what consumes it (an
-            # accumulation `acc + sum of products` is one expression).
-            return self.go(split_reduce(e))
-        return self._leaf_or_scalar("reduce", e)
-
-    def _leaf_or_scalar(self, kind: str, e: H.Expr) -> Term:
-        """A vector leaf, or for a scalar result (`extract_element`, a full `vector_reduce`) the value
-        emitted now and bound as a scalar, so scalar expressions can use it."""
-        if e.type.is_vector:
-            return self.leaf(kind, e)
-        st = fpir_type(e.type.elem, self.node)
-        v = self.cg._emit_leaf(Leaf(kind, e, 1, st), self.node)
-        name = f"s{kind}{next(self.cg._leaf_ids)}"
-        self.cg.scalars[name] = (self.cg.b.extract_element(v, ir.Constant(ir.IntType(32), 0)), st)
-        return var(name, st)
-
-    def _e_Call(self, e: H.Call) -> Term:
-        n = e.name
-        if n in IDENTITY_CALLS:
-            return self.go(e.args[0])
-        if n == "_halide_buffer_is_bounds_query":
-            return const(0, u1)
-        if n in ("_halide_buffer_get_min", "_halide_buffer_get_extent", "_halide_buffer_get_stride"):
-            info = self.cg._buffer_of(e.args[0], self.node)
-            d = e.args[1]
-            if not isinstance(d, H.IntImm):
-                raise Unsupported(f"dynamic buffer dimension {_show(e)}", self.node)
-            k = {"_halide_buffer_get_min": 0, "_halide_buffer_get_extent": 1, "_halide_buffer_get_stride": 2}[n]
-            val = info.dims[d.value][k]
-            name = f"{info.name}.{['min', 'extent', 'stride'][k]}.{d.value}"
-            self.cg.scalars[name] = (val, i32)
-            return var(name, i32)
-        if n == "_halide_buffer_get_type":
-            return const(self.cg._buffer_of(e.args[0], self.node).code, ScalarType(False, 32))
-        if n == "_halide_buffer_get_dimensions":
-            return const(self.cg._buffer_of(e.args[0], self.node).dimensions, i32)
-        if n == "_halide_buffer_get_device_dirty":
-            return const(0, u1)
-        if n == "saturating_cast" and e.args[0].type.is_float:
-            return self._float_scalar(e, lambda fe, st: saturating_float_to_int(fe.b, fe.emit(e.args[0]), st.signed,
-                                                                                 st.bits))
-        if n == "saturating_cast":
-            return make("saturating_cast", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
-        if n in ("reinterpret",):
-            return make("reinterpret", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
-        if n in BIT_COUNTS:
-            return self._leaf_or_scalar("bitcount", e)
-        op = INTRINSICS.get(n)
-        if op is None:
-            raise Unsupported(f"call to {n}", self.node)
-        args = [self.go(a) for a in e.args]
-        if op in ("mul_shr", "rounding_mul_shr") and args[2].type != args[0].type.to_unsigned():
-            args[2] = make("cast", args[2], type=args[0].type.to_unsigned())
-        if op in ("shl", "shr", "rounding_shl", "rounding_shr", "widening_shl", "widening_shr", "saturating_shl") \
-                and args[1].type.bits != args[0].type.bits:
-            args[1] = make("cast", args[1], type=args[1].type.__class__(args[1].type.signed, args[0].type.bits))
-        return make(op, *args)

@@ -1,0 +1,233 @@
+"""Memory access for the loop-nest code generator: element pointers, aligned and alias-scoped loads
+and stores, gathers/scatters as lane loops, masks, stack slots. A mixin of LoopNestCodegen
+(pitchfork/halide/codegen.py), kept apart so statement and expression emission stay readable.
+
+Invariants: every access to a buffer goes through `_mem_access` (so it gets the buffer's alias
+scope); an alignment is never claimed beyond what the base pointer and Halide's `aligned(m, r)`
+prove (`_align`); masked-off lanes are never read or written.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from llvmlite import ir
+
+from fpir.types import ScalarType, i32, u1
+from pitchfork.halide import ir as H
+from pitchfork.halide.codegen_base import BufferInfo, Unsupported, _show, _storage
+
+
+class MemoryMixin:
+    """Loads, stores, gathers and scatters; needs `b`, `fn`, `module`, `name`, `target`, `buffers`,
+    `_scoped` and the expression entry points `scalar`/`vector`/`_splat` of LoopNestCodegen."""
+
+    b: ir.IRBuilder
+    fn: ir.Function
+    module: ir.Module
+    name: str
+    target: str
+    buffers: dict[str, BufferInfo]
+    _scoped: list[tuple[str, ir.Instruction]]
+
+    def _masked_ok(self, lanes: int, st: ScalarType) -> bool:
+        """Whether llvm.masked.load/store are safe here. LLVM 22's Hexagon backend miscompiles them for
+        vectors narrower than an HVX register (a 16 x i8 masked store writes every lane once any mask
+        bit is set; found by the GuardWithIf tail tests), so those use lane loops instead."""
+        return self.target != "hvx128" or (lanes * _storage(st).bits) % 1024 == 0
+
+    def _iota(self, base: ir.Value, lanes: int) -> ir.Value:
+        v = self._splat(base, i32, lanes)
+        return self.b.add(v, ir.Constant(v.type, list(range(lanes))))
+
+    def _mask(self, predicate: H.Expr, lanes: int, node: H.Node) -> ir.Value:
+        if predicate.type.is_scalar:
+            return self._splat(self.scalar(predicate, node), u1, lanes)
+        return self.vector(predicate, node)
+
+    # ---- memory ------------------------------------------------------------------------------
+    def _buffer(self, name: str, node: H.Node) -> BufferInfo:
+        if name not in self.buffers:
+            raise Unsupported(f"buffer {name} is not an argument or an allocation", node)
+        return self.buffers[name]
+
+    def _buffer_of(self, e: H.Expr, node: H.Node) -> BufferInfo:
+        if isinstance(e, H.Cast):
+            e = e.value
+        if isinstance(e, H.Variable) and e.name in self.buffers:
+            return self.buffers[e.name]
+        raise Unsupported(f"buffer handle {_show(e)}", node)
+
+    def _elem_ptr(self, buf: BufferInfo, et: ScalarType, index: ir.Value, pointee: ir.Type) -> ir.Value:
+        st = _storage(et)
+        base = self.b.bitcast(buf.ptr, ir.PointerType(ir.IntType(st.bits)))
+        # inbounds: Halide only addresses inside a buffer (allocations carry a vector of padding).
+        p = self.b.gep(base, [self.b.sext(index, ir.IntType(64)) if index.type.width < 64 else index], inbounds=True)
+        return self.b.bitcast(p, ir.PointerType(pointee))
+
+    def _store_elem(self, buf: BufferInfo, et: ScalarType, idx: ir.Value, val: ir.Value,
+                    alignment: Optional[tuple[int, int]] = None) -> None:
+        st = _storage(et)
+        if et.bits == 1:
+            val = self.b.zext(val, ir.IntType(8))
+        p = self._elem_ptr(buf, et, idx, ir.IntType(st.bits))
+        self._mem_access(buf, self.b.store(val, p, align=self._align(buf, et, alignment)))
+
+    def _align(self, buf: BufferInfo, et: ScalarType, alignment: Optional[tuple[int, int]]) -> int:
+        """Bytes a load/store at index `i` of `buf` is aligned to: the base's alignment combined with
+        Halide's `aligned(m, r)` (i = m*k + r) of the index, else with the element size. Never more
+        than is true: on Hexagon an over-claimed alignment silently loads the wrong bytes."""
+        size = _storage(et).bits // 8
+        a = math.gcd(buf.align, size)
+        if alignment is not None and alignment[0] > 1:
+            m, r = alignment
+            a = math.gcd(buf.align, size * m)
+            if r % m:
+                a = math.gcd(a, size * (r % m))
+        return a & -a
+
+    def _mem_access(self, buf: BufferInfo, inst: ir.Instruction) -> ir.Instruction:
+        """Tag a load/store of `buf` with its alias scope; `build` attaches the metadata at the end."""
+        if buf.scope:
+            self._scoped.append((buf.scope, inst))
+        return inst
+
+    def _alias_metadata(self) -> None:
+        """Scoped-alias metadata: every access to a buffer is in that buffer's scope and does not alias
+        the other scopes. Argument buffers get one scope each; all allocations share one (two
+        allocations with disjoint lifetimes can reuse the same memory, so they are not told apart)."""
+        names = sorted({sc for sc, _ in self._scoped})
+        if len(names) < 2:
+            return
+        m = self.module
+        domain = m.add_metadata([ir.MetaDataString(m, f"{self.name}.buffers")])
+        scopes = {n: m.add_metadata([ir.MetaDataString(m, f"{self.name}.{n}"), domain]) for n in names}
+        lists = {n: (m.add_metadata([scopes[n]]), m.add_metadata([scopes[o] for o in names if o != n]))
+                 for n in names}
+        for sc, inst in self._scoped:
+            own, others = lists[sc]
+            inst.set_metadata("alias.scope", own)
+            inst.set_metadata("noalias", others)
+
+    def _to_storage(self, v: ir.Value, et: ScalarType) -> ir.Value:
+        if et.bits == 1:
+            return self.b.zext(v, ir.VectorType(ir.IntType(8), v.type.count))
+        return v
+
+    def _entry_alloca(self, t: ir.Type) -> ir.Value:
+        b = ir.IRBuilder(self.fn.entry_basic_block)
+        b.position_at_start(self.fn.entry_basic_block)
+        a = b.alloca(t)
+        a.align = 128
+        return a
+
+    def _lane_loop(self, lanes: int, body) -> None:  # type: ignore[no-untyped-def]
+        """Emit `for k in 0..lanes: body(k)` as a real loop: a gather of 256 lanes written out lane by
+        lane is thousands of instructions and makes LLVM slow, and these only run at image borders."""
+        # The trip count goes through an empty inline-asm statement so LLVM cannot see it and
+        # unroll the loop completely (which made Hexagon compiles take tens of seconds).
+        opaque = ir.InlineAsm(ir.FunctionType(ir.IntType(32), [ir.IntType(32)]), "", "=r,0")
+        count = self.b.call(opaque, [ir.Constant(ir.IntType(32), lanes)])
+        pre = self.b.block
+        loop = self.fn.append_basic_block("lanes")
+        done = self.fn.append_basic_block("lanes_end")
+        self.b.branch(loop)
+        self.b.position_at_end(loop)
+        k = self.b.phi(ir.IntType(32), "lane")
+        k.add_incoming(ir.Constant(ir.IntType(32), 0), pre)
+        body(k)
+        nxt = self.b.add(k, ir.Constant(ir.IntType(32), 1))
+        k.add_incoming(nxt, self.b.block)
+        self.b.cbranch(self.b.icmp_signed("<", nxt, count), loop, done)
+        self.b.position_at_end(done)
+
+    def _gather(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, lanes: int,
+                mask: Optional[ir.Value] = None) -> ir.Value:
+        """Lane-by-lane load of `buf[idx[k]]`; lanes whose `mask` bit is false are not read (zero)."""
+        et = ir.IntType(_storage(st).bits)
+        idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
+        out_mem = self._entry_alloca(ir.ArrayType(et, lanes))
+        self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
+                     align=4)
+        if mask is not None:
+            self.b.store(ir.Constant(ir.VectorType(et, lanes), [0] * lanes),
+                         self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
+        mask_mem = self._mask_memory(mask, lanes)
+        zero = ir.Constant(ir.IntType(32), 0)
+
+        def body(k: ir.Value) -> None:
+            def one() -> None:
+                ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
+                x = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
+                self.b.store(x, self.b.gep(out_mem, [zero, k]), align=1)
+
+            self._if_lane(mask_mem, k, one)
+
+        self._lane_loop(lanes, body)
+        return self.b.load(self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
+
+    def _scatter(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, val: ir.Value, lanes: int,
+                 mask: Optional[ir.Value] = None) -> None:
+        """Lane-by-lane store of `val[k]` to `buf[idx[k]]`, in lane order (a later lane wins), skipping
+        lanes whose `mask` bit is false."""
+        et = ir.IntType(_storage(st).bits)
+        idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
+        val_mem = self._entry_alloca(ir.ArrayType(et, lanes))
+        self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
+                     align=4)
+        self.b.store(val, self.b.bitcast(val_mem, ir.PointerType(val.type)), align=1)
+        mask_mem = self._mask_memory(mask, lanes)
+        zero = ir.Constant(ir.IntType(32), 0)
+
+        def body(k: ir.Value) -> None:
+            def one() -> None:
+                ix = self.b.load(self.b.gep(idx_mem, [zero, k]), align=4)
+                x = self.b.load(self.b.gep(val_mem, [zero, k]), align=1)
+                self._mem_access(buf, self.b.store(x, self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
+
+            self._if_lane(mask_mem, k, one)
+
+        self._lane_loop(lanes, body)
+
+    def _index32(self, idx: ir.Value) -> ir.Value:
+        """Vector indices as i32 (Halide indices are int32; an int64 index is truncated, as Halide's
+        own 32-bit buffer addressing does)."""
+        w = idx.type.element.width
+        if w == 32:
+            return idx
+        vt = ir.VectorType(ir.IntType(32), idx.type.count)
+        return self.b.trunc(idx, vt) if w > 32 else self.b.sext(idx, vt)
+
+    def _mask_memory(self, mask: Optional[ir.Value], lanes: int) -> Optional[ir.Value]:
+        if mask is None:
+            return None
+        mem = self._entry_alloca(ir.ArrayType(ir.IntType(8), lanes))
+        self.b.store(self.b.zext(mask, ir.VectorType(ir.IntType(8), lanes)),
+                     self.b.bitcast(mem, ir.PointerType(ir.VectorType(ir.IntType(8), lanes))), align=1)
+        return mem
+
+    def _if_lane(self, mask_mem: Optional[ir.Value], k: ir.Value, body) -> None:  # type: ignore[no-untyped-def]
+        if mask_mem is None:
+            body()
+            return
+        zero = ir.Constant(ir.IntType(32), 0)
+        bit = self.b.load(self.b.gep(mask_mem, [zero, k]), align=1)
+        on = self.fn.append_basic_block("lane_on")
+        after = self.fn.append_basic_block("lane_next")
+        self.b.cbranch(self.b.icmp_unsigned("!=", bit, ir.Constant(ir.IntType(8), 0)), on, after)
+        self.b.position_at_end(on)
+        body()
+        self.b.branch(after)
+        self.b.position_at_end(after)
+
+    def _dense(self, index: H.Expr) -> Optional[H.Expr]:
+        if isinstance(index, H.Ramp) and isinstance(index.stride, H.IntImm) and index.stride.value == 1:
+            return index.base
+        return None
+
+    def _intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        return fn
