@@ -171,8 +171,8 @@ class ExprEmitter:
         * to one lane, LLVM's `llvm.vector.reduce.<op>` when LLVM has one (add, min, max), so each
           backend picks its across-lane instructions (uaddlv, vphaddd, shuffles);
         * otherwise, while the factor is even and above 2, pairs of adjacent lanes first (the even and
-          odd lanes combined: LLVM matches e.g. pmaddwd / uaddlp from that shape), then the last
-          factor's strided slices (slice k holds lanes k, f+k, 2f+k, ...) folded left to right."""
+          odd lanes combined: LLVM matches e.g. pmaddwd / uaddlp from that shape; not for a signed
+          saturating add, whose value depends on the order), then the last factor's strided slices (slice k holds lanes k, f+k, 2f+k, ...) folded left to right."""
         m = self.lanes
         if m == 1 and t.bits > 1 and combine in _VECTOR_REDUCE:
             name = _VECTOR_REDUCE[combine] if combine == "add" else \
@@ -182,7 +182,9 @@ class ExprEmitter:
             one = self.b.insert_element(ir.Constant(ir.VectorType(int_type(t), 1), ir.Undefined), r,
                                         ir.Constant(ir.IntType(32), 0))
             return one
-        while f > 2 and f % 2 == 0:
+        # Regrouping is exact for associative ops; a signed saturating add is folded in lane order
+        # (its FPIR meaning), so it is never staged.
+        while f > 2 and f % 2 == 0 and not (combine == "saturating_add" and t.signed):
             v = self._fold_slices(combine, 2, v, t, v.type.count // 2)
             f //= 2
         return self._fold_slices(combine, f, v, t, m)

@@ -227,6 +227,9 @@ def _deint_producer(t: ScalarType, tag: str) -> Term | None:
 
 _CONST_POSITIONS = {"hvx.vmpy": (1, 0), "hvx.vmpy_acc": (2, 1), "hvx.vmpyhss": (1,)}
 _VMPA_TAPS = ((1, 2), (2, 1), (3, 5), (-1, 7), (255, 255), (-128, 127), (0, 1))
+#: instructions taking f constant taps last, and the taps tried (extremes and unequal ones)
+_TAP_OPS = {"hvx.vdmpy": 2, "hvx.vdmpy_acc": 2, "hvx.vrmpy_taps": 4, "hvx.vrmpy_taps_acc": 4}
+_TAP_SETS = {2: _VMPA_TAPS, 4: ((1, 2, 3, 4), (-128, 127, -1, 0), (255, 255, 255, 255), (7, -3, 0, 100), (0, 1, 0, 0))}
 
 
 def _const_values(t: ScalarType) -> list[int]:
@@ -245,7 +248,7 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
     from pitchfork.targets.base import sig
 
     out: list[Case] = []
-    pnames = "xyzw"
+    pnames = "xyzwabcde"
     for name in names:
         for text in OPS[name].meta["signatures"]:
             sg = sig(text)
@@ -270,6 +273,14 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
                     if t.contains(c0) and t.contains(c1):
                         out.append(Case(f"{label} taps {c0},{c1}", make(name, vs[0], vs[1], const(c0, t), const(c1, t)),
                                         reg))
+            if name in _TAP_OPS:  # vdmpy / vrmpy by constant taps: the taps are the last f operands
+                f = _TAP_OPS[name]
+                t = sg.args[-1]
+                for taps in _TAP_SETS[f]:
+                    if all(t.contains(c) for c in taps):
+                        args = vs[:len(vs) - f] + [const(c, t) for c in taps]
+                        out += [Case(f"{label} taps {taps}", make(name, *args), int(reg * fl))
+                                for fl in (1, 3)]
             for p in _CONST_POSITIONS.get(name, ()):
                 for c in _const_values(sg.args[p]):
                     args = list(vs)
