@@ -592,16 +592,17 @@ def _taps_semantics(f: int, acc: bool) -> Callable[[Signature], str]:
 
 _VDMPY_SIGS = [f"{x}, {x}, {c}, {c} -> {'i' if x[0] == 'i' or c[0] == 'i' else 'u'}{int(x[1:]) * 2}"
                for (x, c) in _VDMPY]
-_declare("hvx.vdmpy", _VDMPY_SIGS, _taps_semantics(2, False), _taps(_VDMPY, 2, False), ONE,
+# Costs count the interleaving shuffles of the data (one vshuff for two operands, three for four).
+_declare("hvx.vdmpy", _VDMPY_SIGS, _taps_semantics(2, False), _taps(_VDMPY, 2, False), PAIR,
          "vdmpybus / vdmpyhb on the interleaved data (taps z, w constants)")
 _declare("hvx.vdmpy_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VDMPY_SIGS], _taps_semantics(2, True),
-         _taps(_VDMPY, 2, True), ONE, "vdmpybus.acc / vdmpyhb.acc on the interleaved data (taps constants)")
+         _taps(_VDMPY, 2, True), PAIR + ONE, "vdmpybus.acc / vdmpyhb.acc on the interleaved data (taps constants)")
 _VRMPY_TAPS_SIGS = [f"{x}, {x}, {x}, {x}, {c}, {c}, {c}, {c} -> {r}" for (x, c, r) in _VRMPY_TAPS]
 # (Without an accumulator, u8 x u8 has one signature: the operand types select the semantics.)
-_declare("hvx.vrmpy_taps", [t for t in _VRMPY_TAPS_SIGS if not t.endswith("u8 -> i32")], _taps_semantics(4, False), _taps(_VRMPY_TAPS, 4, False), ONE,
+_declare("hvx.vrmpy_taps", [t for t in _VRMPY_TAPS_SIGS if not t.endswith("u8 -> i32")], _taps_semantics(4, False), _taps(_VRMPY_TAPS, 4, False), 4 * ONE,
          "vrmpybus / vrmpyub (vector x scalar) on the interleaved data (taps constants)")
 _declare("hvx.vrmpy_taps_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_TAPS_SIGS], _taps_semantics(4, True),
-         _taps(_VRMPY_TAPS, 4, True), ONE,
+         _taps(_VRMPY_TAPS, 4, True), 4 * ONE,
          "vrmpybus.acc / vrmpyub.acc (vector x scalar) on the interleaved data (taps constants)")
 
 
