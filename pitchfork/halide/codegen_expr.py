@@ -3,7 +3,8 @@
 Integer ops map one to one (Halide's `/` and `%` are Euclidean and casts wrap, exactly like FPIR);
 Halide's FPIR intrinsics map to FPIR ops; loads, ramps, broadcasts of non-constant scalars, shuffles
 and bit counts become leaves (variables) that LoopNestCodegen emits separately; scalar loads and
-float sub-expressions are emitted on the spot and become scalar variables. The converter emits no
+float sub-expressions are emitted on the spot and become scalar variables. Signed 32-bit and wider
+add/sub/mul carry the `nsw` flag (Halide's no-overflow rule, docs/FPIR.md). The converter emits no
 vector code itself: what it returns is selected whole by pitchfork.lower.
 """
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
 
+from fpir.flags import halide_overflow_flags
 from fpir.ops import REDUCE_COMBINE, make, reduce_op
 from fpir.term import Term, const, var
 from fpir.types import ScalarType, i32, u1
@@ -112,7 +114,7 @@ class ExprConverter:
         if involves_float(e):  # a comparison of floats
             return self._float_scalar(e, lambda fe, st: fe.emit(e))
         a, b = self.go(e.a), self.go(e.b)
-        return make(op, a, b)
+        return make(op, a, b, flags=halide_overflow_flags(op, a.type))
 
     def _e_Not(self, e: H.Not) -> Term:
         return make("not", self.go(e.a))
