@@ -1,7 +1,7 @@
 """Vector reductions (Halide's VectorReduce, from atomic() vectorized updates and rfactor): every reduce op
 Halide emits (add, mul, min, max) at several element types, to several lanes (split_reduce: strided
-slices pushed into the expression) and to one lane (an FPIR vector_reduce term, lowered generically), compiled by PITCHFORK and compared
-bit-exactly with Halide's own realize(); plus the unit behaviour of pitchfork.halide.codegen_reduce."""
+slices pushed into the expression) and to one lane (an FPIR vector_reduce term, lowered generically),
+compiled by PITCHFORK and compared bit-exactly with Halide's own realize(); plus the unit behaviour of pitchfork.halide.codegen_reduce."""
 
 from __future__ import annotations
 
