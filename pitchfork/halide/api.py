@@ -38,6 +38,7 @@ import numpy as np
 from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
 from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.halide.dot_products import rewrite_stmt as rewrite_dot_products
 from pitchfork.errors import UsageError
 from pitchfork.halide.checks import check_arguments, refuse_deep_statement, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
 from pitchfork.halide.params import halide_scalar_value, scalar_value
@@ -395,6 +396,8 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         stmt = captured.parse()
         refuse_huge_vectors(stmt, name)
+        if isel == "pitchfork":  # add trees of products -> vector_reduce_add, so dot products are selected
+            stmt = rewrite_dot_products(stmt, target)
         cg = LoopNestCodegen(captured, stmt, target, isel, name)
         cg.build()
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds

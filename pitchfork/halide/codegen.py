@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
 
-from fpir.ops import make
+from fpir.ops import REDUCE_COMBINE, make, reduce_op
 from fpir.term import Term, var
 from fpir.types import ScalarType, i32
 from pitchfork.emit.expr import ExprEmitter, vec_type
@@ -326,9 +326,11 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
         return ScalarEmitter(self.b, env, self.target, nsw).emit(t)
 
     def vector(self, e: H.Expr, node: H.Node) -> ir.Value:
-        term = self.to_term(e, node)
+        return self._emit_term(self.to_term(e, node), e.type.lanes, node)
+
+    def _emit_term(self, term: Term, lanes: int, node: H.Node) -> ir.Value:
+        """`term` selected and emitted at `lanes` lanes (its leaves emitted at theirs)."""
         leaves = self.leaves
-        lanes = e.type.lanes
         final = self._select(term, node)
         env: dict[str, ir.Value] = {}
         for v in final.variables():
@@ -404,12 +406,26 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
             return v
         if leaf.kind == "shuffle":
             assert isinstance(e, H.Shuffle)
-            parts = [self.vector(x, node) if x.type.is_vector else self._splat(self.scalar(x, node, nsw=False), leaf.type, 1)
-                     for x in e.vectors]
+            rep = self._repeat(e, leaf, node)
+            if rep is not None:
+                return rep
+            parts: list[ir.Value] = []
+            starts: list[int] = []
+            at = 0
+            for x in e.vectors:
+                win = self._hvx_window(x, node) if isinstance(x, H.Load) else None
+                part = win if win is not None else self.vector(x, node) if x.type.is_vector else \
+                    self._splat(self.scalar(x, node, nsw=False), leaf.type, 1)
+                parts.append(part)
+                starts.append(at)
+                at += part.type.count
+            # Lane i of operand k is lane starts[k] + i of the concatenation (a window holds more lanes).
+            where = [(k, i) for k, x in enumerate(e.vectors) for i in range(x.type.lanes)]
+            indices = [starts[where[j][0]] + where[j][1] for j in e.indices]
             em = ExprEmitter(self.b, leaf.lanes, {}, self.target)
-            whole = em.concat(parts, sum(p.type.count for p in parts)) if len(parts) > 1 else parts[0]
+            whole = em.concat(parts, at) if len(parts) > 1 else parts[0]
             return self.b.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined),
-                                         ir.Constant(ir.VectorType(ir.IntType(32), len(e.indices)), list(e.indices)))
+                                         ir.Constant(ir.VectorType(ir.IntType(32), len(indices)), indices))
         if leaf.kind == "bitcount":
             assert isinstance(e, H.Call)
             arg = self.vector(e.args[0], node) if e.args[0].type.is_vector else \
@@ -423,6 +439,27 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
             return self._reduce(e, leaf, node)
         raise Unsupported(f"vector leaf {leaf.kind}", node)
 
+    def _repeat(self, e: H.Shuffle, leaf: Leaf, node: H.Node) -> Optional[ir.Value]:
+        """A short vector repeated to fill the shuffle (`[0..w-1]` over and over, e.g. the four bytes
+        of a dot product's broadcast operand), as one splat of a w-lane-wide integer: ARM `ld1r
+        {v.4s}` / `dup`, an HVX `vsplat` of a word, x86 `vpbroadcastd`, instead of a lane shuffle."""
+        if len(e.vectors) != 1 or not e.vectors[0].type.is_vector:
+            return None
+        w = e.vectors[0].type.lanes
+        bits = _storage(leaf.type).bits * w
+        if bits not in (16, 32, 64) or len(e.indices) % w or list(e.indices) != list(range(w)) * (len(e.indices) // w):
+            return None
+        v = self.vector(e.vectors[0], node)
+        if v.type.element.width * w != bits:
+            return None
+        word = self.b.bitcast(v, ir.IntType(bits))
+        reps = len(e.indices) // w
+        one = self.b.insert_element(ir.Constant(ir.VectorType(ir.IntType(bits), 1), ir.Undefined), word,
+                                    ir.Constant(ir.IntType(32), 0))
+        spl = self.b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
+                                    ir.Constant(ir.VectorType(ir.IntType(32), reps), [0] * reps))
+        return self.b.bitcast(spl, ir.VectorType(v.type.element, len(e.indices)))
+
     def _reduce(self, e: H.VectorReduce, leaf: Leaf, node: H.Node) -> ir.Value:
         """`vector_reduce_<op>`: output lane i combines input lanes [i*f, (i+1)*f), f = in/out lanes.
         To several lanes: the f strided slices combined as one lane-wise expression (codegen_reduce),
@@ -430,6 +467,12 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
         (exact Halide semantics: a wrapping add, signed/unsigned min by type, ...)."""
         if leaf.lanes > 1:  # not reached from to_term (which inlines these), kept for direct callers
             return self.vector(split_reduce(e), node)
+        n = e.value.type.lanes
+        if e.op in REDUCE_COMBINE and n > 1:
+            # To one lane through FPIR like any other reduction: lifted and lowered with its operand
+            # (ARM uaddlv/udot against ones, x86 psadbw, ...), else the generic lowering
+            # (ExprEmitter.reduce_lanes: LLVM's llvm.vector.reduce.* where it has one).
+            return self._emit_term(make(reduce_op(e.op, n), self.to_term(e.value, node)), 1, node)
         v = self.vector(e.value, node)
         lanes = e.value.type.lanes
         from pitchfork.lower import expand_fpir

@@ -50,7 +50,8 @@ def test_rule_file_loads_and_names_only_declared_instructions() -> None:
     for r in RULES:
         used |= set(re.findall(r"hvx\.[a-z_]+", r.rhs))
     assert used <= declared, used - declared
-    assert declared <= used | {"hvx.vabsdiff"}, f"declared but never selected: {declared - used}"
+    # hvx.vdmpy: for two constant taps of separate vectors vmpa is as cheap (its accumulating form is used).
+    assert declared <= used | {"hvx.vabsdiff", "hvx.vdmpy"}, f"declared but never selected: {declared - used}"
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
