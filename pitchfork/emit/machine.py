@@ -239,7 +239,9 @@ def _unknown_intrinsic_calls(asm: str) -> list[str]:
 def _signatures(mod: llvm.ModuleRef) -> dict[str, FunctionSig]:
     sigs: dict[str, FunctionSig] = {}
     for f in mod.functions:
-        if f.is_declaration:
+        # Weak definitions are runtime defaults (halide_malloc/halide_free, pitchfork/halide/
+        # codegen_alloc.py) that several modules of one run may each carry, not kernels to call.
+        if f.is_declaration or f.linkage == llvm.Linkage.weak_any:
             continue
         fty = f.global_value_type
         sigs[f.name] = FunctionSig(

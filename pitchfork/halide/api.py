@@ -84,6 +84,8 @@ class CompiledPipeline:
     assertions: dict[int, str] = field(default_factory=dict)
     _call_plan: Any = field(default=None, repr=False)  # pitchfork.halide.call: argument layout, once
     _kernel_fn: Any = field(default=None, repr=False)  # the x86 JIT'd function (ctypes), once
+    #: output arrays of earlier calls, reused once the caller has dropped them (pitchfork.halide.call)
+    _spare_outputs: dict = field(default_factory=dict, repr=False)
 
     @property
     def is_fallback(self) -> bool:
@@ -146,7 +148,9 @@ class CompiledPipeline:
             return _copy_out(result, out)
         from pitchfork.halide.call import bind
 
-        outs = bind(self, inputs, size, min, out, check)()
+        outs = bind(self, inputs, size, min, out, check, recycle=out is None and not check)()
+        if out is None and not check:  # kept for the next call, reused once the caller drops them
+            self._spare_outputs.update(enumerate(outs))
         # One array per output Func (a tuple for a multi-output pipeline, e.g. a generator with two
         # Outputs of the same dimensions).
         return outs[0] if len(outs) == 1 else tuple(outs)
