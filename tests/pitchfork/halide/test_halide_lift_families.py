@@ -7,7 +7,7 @@ Halide's own realize() (x86 JIT; AArch64 and Hexagon under qemu for a few).
 Families: mul_shr / rounding_mul_shr from saturating, clamped and (bounds permitting) truncating
 narrowings; saturating_add / saturating_sub from saturating or clamped narrowings of widening sums;
 multiply-accumulate from constant multipliers of widening sums; widen-right ops from narrow values
-accumulated into wide ones (either signedness, 2x or 4x wider); mixed-width widening multiplies.
+accumulated into wide ones (either signedness, 2x or 4x wider).
 """
 
 from __future__ import annotations
@@ -114,16 +114,12 @@ SPELLINGS: dict[str, Spelling] = {
     "acc_i32_sub_i8": Spelling((I32, I8), lambda a, b, c: a - hl.i32(b), "extending_sub", {"arm64": r"ssubw"}),
     "acc_u32_of_two_u8": Spelling((U32, U8, U8), lambda a, b, c: a + hl.u32(b) + hl.u32(c), "widening_add",
                                   {"arm64": r"uaddl"}),
-    # ---- widening multiplies of operands of different widths (depthwise convolution's accumulation) ----
-    "mla_i16_by_u8": Spelling((I32, I16, U8), lambda a, b, c: a + hl.i32(b) * hl.i32(c), "widening_mul",
-                              {"arm64": r"smlal", "x86-avx2": r"vpmaddwd", "hvx128": r"\+= *vmpy"}),
-    "mla_u16_by_i8": Spelling((I32, U16, I8), lambda a, b, c: a + hl.i32(b) * hl.i32(c), "widening_mul"),
 }
 
 #: spellings also compiled for and run on AArch64 / Hexagon (qemu) in the default run
 ARM_RUN = ("q15_bounded_truncating_rounding", "q15_const_truncating", "sat_add_signed_sum", "mac_u8",
-           "acc_signed_of_u8", "acc_i32_of_u8", "mla_i16_by_u8", "high_half_resigned")
-HVX_RUN = ("mac_u8", "acc_signed_of_u8", "mla_i16_by_u8")
+           "acc_signed_of_u8", "acc_i32_of_u8", "high_half_resigned")
+HVX_RUN = ("mac_u8", "acc_signed_of_u8")
 
 
 def _build(name: str, sp: Spelling, lanes: int) -> tuple[hl.Func, list[Any]]:
