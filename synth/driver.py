@@ -43,9 +43,10 @@ class Options:
     corpus_isas: tuple[str, ...] = ("arm64",)
     max_nodes: int = 10
     max_lhs: int = 0  # per stage, most frequent first; 0 = all
+    max_lower_lhs: Optional[int] = None  # per lowering stage (None: max_lhs)
     min_ops: int = 1
     max_vars: int = 3  # left sides with more variables are skipped (a cheaper form rarely exists)
-    max_terms: int = 8000
+    max_terms: int = 200_000
     rlimit: int = 20_000_000
     jobs: int = 1
     cluster: Optional[str] = None
@@ -264,6 +265,8 @@ def lower_tasks(
         task = Task("lower", isa, e.key, opts.max_terms, opts.rlimit, hide=opts.hide)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
+    if opts.max_lower_lhs is not None:
+        return _limit(tasks, replace(opts, max_lhs=opts.max_lower_lhs)), origin
     return _limit(tasks, opts), origin
 
 
