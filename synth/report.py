@@ -55,7 +55,8 @@ def _rules(stem: str) -> list[str]:
 
 def markdown(s: dict[str, Any]) -> str:
     L = ["# Rule synthesis (`pitchfork-synth`) on the 16 benchmarks", "",
-         f"Command: `{s['command']}` (git {s.get('git', '?')}, {s.get('date', '')}), under `nice -n 10`, "
+         f"Command{'s (one run in several invocations, resumed from the cache)' if s.get('invocations') else ''}: "
+         f"`{s['command']}` (git {s.get('git', '?')}, {s.get('date', '')}), under `nice -n 10`, "
          f"on the shared {s.get('cores', 2)}-core development machine (load average at the end "
          f"{', '.join(str(x) for x in s.get('load_average', []))}: other engineers' jobs).", "",
          f"* **Wall time {s['seconds'] / 60:.1f} min**, **{s['written']} rules written** "
@@ -86,11 +87,73 @@ def markdown(s: dict[str, Any]) -> str:
     return "\n".join(L)
 
 
+def interrupted_part(cache: Path, kind: str, seconds: float, command: str) -> dict[str, Any]:
+    """The summary of an invocation that was stopped before writing its own (its finished tasks are
+    in the cache, which is how the next invocation resumed): tasks of `kind` in the cache."""
+    from collections import Counter
+
+    rs = [json.loads(ln) for ln in cache.read_text().splitlines() if ln.strip()]
+    rs = [r for r in rs if r.get("task", {}).get("kind") == kind]
+    terms = sum(r.get("terms", 0) for r in rs)
+    search_s = sum(r.get("search_seconds", 0.0) for r in rs)
+    return {
+        "command": command, "seconds": seconds, "written": 0, "written_by_stage": {}, "rules_per_minute": 0.0,
+        "terms": terms, "terms_per_second": terms / search_s if search_s else 0.0, "tasks": len(rs),
+        "stages": {kind: {"seen": len(rs), "cached": 0, "run": len(rs), "not_run": 0,
+                          "outcomes": dict(Counter(r["status"] for r in rs)), "decisions": {}, "generalized": 0,
+                          "written": 0, "seconds": seconds}},
+        "interrupted": True,
+    }
+
+
+def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary for a run made of several invocations (resumed from the cache): wall times and
+    rules add up; each stage is reported by the last invocation that finished it."""
+    total_s = sum(p["seconds"] for p in parts)
+    written = sum(p["written"] for p in parts)
+    terms = sum(p.get("terms", 0) for p in parts)
+    search_s = sum(p.get("terms", 0) / p["terms_per_second"] for p in parts if p.get("terms_per_second"))
+    stages: dict[str, Any] = {}
+    by_stage: dict[str, int] = {}
+    for p in parts:
+        for k, st in p.get("stages", {}).items():
+            if k == "corpus":
+                continue
+            prev = stages.get(k)
+            if prev is None or not p.get("interrupted"):
+                merged = dict(st)
+                if prev is not None:  # an earlier invocation ran part of this stage: add its time
+                    merged["seconds"] = st["seconds"] + prev["seconds"]
+                stages[k] = merged
+        for k, v in p.get("written_by_stage", {}).items():
+            by_stage[k] = by_stage.get(k, 0) + v
+    last = parts[-1]
+    return {
+        "command": " ; ".join(p["command"] + (" (interrupted)" if p.get("interrupted") else "") for p in parts),
+        "date": last.get("date", ""), "git": last.get("git", ""), "cores": last.get("cores", 2),
+        "load_average": last.get("load_average", []), "seconds": total_s, "written": written,
+        "written_by_stage": by_stage, "rules_per_minute": written / (total_s / 60) if total_s else 0.0,
+        "terms": terms, "terms_per_second": terms / search_s if search_s else 0.0,
+        "tasks": sum(p.get("tasks", 0) for p in parts), "stages": stages,
+        "invocations": [{k: p.get(k) for k in ("command", "seconds", "written", "tasks", "interrupted")} for p in parts],
+    }
+
+
 def main(argv: list[str]) -> int:
-    src = Path(argv[0]) if argv else ROOT / "benchmarks" / "synth_run.json"
-    dst = Path(argv[1]) if len(argv) > 1 else ROOT / "benchmarks" / "SYNTH_RESULTS.md"
-    dst.write_text(markdown(json.loads(src.read_text())))
-    print(f"wrote {dst}")
+    """`python -m synth.report [RUN.json ...] [-o SYNTH_RESULTS.md]`: several summaries are combined
+    (benchmarks/synth_run.json is written with the combination)."""
+    out = ROOT / "benchmarks" / "SYNTH_RESULTS.md"
+    if "-o" in argv:
+        i = argv.index("-o")
+        out = Path(argv[i + 1])
+        argv = argv[:i] + argv[i + 2 :]
+    srcs = [Path(a) for a in argv] or [ROOT / "benchmarks" / "synth_run.json"]
+    parts = [json.loads(p.read_text()) for p in srcs]
+    data = parts[0] if len(parts) == 1 else combine(parts)
+    if len(parts) > 1:
+        (ROOT / "benchmarks" / "synth_run.json").write_text(json.dumps(data, indent=1) + "\n")
+    out.write_text(markdown(data))
+    print(f"wrote {out}")
     return 0
 
 
