@@ -236,9 +236,9 @@ def write_report_json(path: Path, report: RunReport, argv: Optional[Sequence[str
     import os
     import subprocess
 
-    run = [r for rs in report.results.values() for r in rs if not r.get("cached")]
-    terms = sum(r.get("terms", 0) for rs in report.results.values() for r in rs)
-    search_s = sum(r.get("search_seconds", 0.0) for rs in report.results.values() for r in rs)
+    run = [r for rs in report.results.values() for r in rs if not r.get("cached")]  # this invocation's
+    terms = sum(r.get("terms", 0) for r in run)
+    search_s = sum(r.get("search_seconds", 0.0) for r in run)
     total = sum(st.written for k, st in report.stages.items() if k != "corpus")
     git = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent

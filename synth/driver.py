@@ -151,7 +151,7 @@ def execute(
     for t in tasks:
         hit = cache.get(t.key)
         if hit is not None:
-            on_result(hit)
+            on_result({**hit, "cached": True})
     done = 0
     with _progress(opts.progress) as prog:
         bar = prog.add_task(label, total=len(tasks), completed=cached) if prog else None

@@ -63,8 +63,15 @@ def markdown(s: dict[str, Any]) -> str:
          f"({', '.join(f'{k}: {v}' for k, v in s.get('written_by_stage', {}).items())}): "
          f"**{s['rules_per_minute']:.2f} rules per minute**.",
          f"* Search throughput {s.get('terms_per_second', 0):,.0f} candidate terms/s over {s.get('terms', 0):,} "
-         f"candidates ({s.get('tasks', 0)} tasks).", "",
-         "| stage | LHS | run | not run | already optimal | over budget | synthesized | written | rejected at selection | seconds |",
+         f"candidates ({s.get('tasks', 0)} tasks).", ""]
+    if s.get("invocations"):
+        L += ["Invocations (the wall time above is their sum, an upper bound where two ran at the same time):", ""]
+        L += [f"{i + 1}. `{v['command']}`: {v['seconds'] / 60:.1f} min, {v.get('tasks', 0)} tasks, "
+              f"{v.get('written', 0)} rules written{' (stopped; its finished tasks resumed from the cache)' if v.get('interrupted') else ''}"
+              for i, v in enumerate(s["invocations"])]
+        L += [""]
+    L += [
+"| stage | LHS | run | not run | already optimal | over budget | synthesized | written | rejected at selection | seconds |",
          "|---|---|---|---|---|---|---|---|---|---|"]
     for name, st in s.get("stages", {}).items():
         if name == "corpus":
@@ -127,6 +134,9 @@ def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
                 stages[k] = merged
         for k, v in p.get("written_by_stage", {}).items():
             by_stage[k] = by_stage.get(k, 0) + v
+    for k, st in stages.items():  # rules written by every invocation that ran the stage
+        st["written"] = by_stage.get(k, st.get("written", 0))
+        st["decisions"] = dict(st.get("decisions", {}), written=st["written"])
     last = parts[-1]
     return {
         "command": " ; ".join(p["command"] + (" (interrupted)" if p.get("interrupted") else "") for p in parts),
