@@ -10,13 +10,45 @@ prove (`_align`); masked-off lanes are never read or written.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 from llvmlite import ir
 
 from fpir.types import ScalarType, i32, u1
 from pitchfork.halide import ir as H
 from pitchfork.halide.codegen_base import BufferInfo, Unsupported, _show, _storage
+
+
+def clamped_ramp(index: H.Expr, src: Callable[[H.Expr], H.Expr]) -> Optional[tuple[H.Expr, H.Expr, H.Expr, H.Expr]]:
+    """(B, LO, HI, OFF) if `index` is `clamp(ramp(B, 1, n), LO, HI) + OFF` with LO, HI, OFF broadcast
+    scalars (max(min(.., HI), LO) or min(max(.., LO), HI); OFF absent = 0), else None. `src(e)` is the
+    expression a vector let variable `e` is bound to (`e` itself for anything else)."""
+
+    def splat(e: H.Expr) -> Optional[H.Expr]:
+        e = src(e)
+        return e.value if isinstance(e, H.Broadcast) else None
+
+    off: Optional[H.Expr] = H.IntImm(0, index.type.with_lanes(1))
+    e = src(index)
+    if isinstance(e, H.BinOp) and e.op == "+":
+        if splat(e.b) is not None:
+            e, off = src(e.a), splat(e.b)
+        elif splat(e.a) is not None:
+            e, off = src(e.b), splat(e.a)
+        else:
+            return None
+    if not (isinstance(e, H.BinOp) and e.op in ("min", "max") and splat(e.b) is not None):
+        return None
+    inner = src(e.a)
+    if not (isinstance(inner, H.BinOp) and inner.op in ("min", "max") and inner.op != e.op
+            and splat(inner.b) is not None):
+        return None
+    r = src(inner.a)
+    if not (isinstance(r, H.Ramp) and isinstance(r.stride, H.IntImm) and r.stride.value == 1):
+        return None
+    lo, hi = (splat(e.b), splat(inner.b)) if e.op == "max" else (splat(inner.b), splat(e.b))
+    assert lo is not None and hi is not None and off is not None
+    return r.base, lo, hi, off
 
 
 class MemoryMixin:
@@ -166,6 +198,59 @@ class MemoryMixin:
 
         self._lane_loop(lanes, body)
         return self.b.load(self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
+
+    def _clamped_gather(self, buf: BufferInfo, st: ScalarType, parts: tuple[H.Expr, H.Expr, H.Expr, H.Expr],
+                        index: ir.Value, lanes: int, node: H.Node) -> ir.Value:
+        """`buf[clamp(ramp(B, 1, n), LO, HI) + OFF]` (an image border under repeat_edge) without a lane
+        loop: with s = clamp(B, LO, HI - n + 1) every clamped index lies in [s, s + n - 1], so one dense
+        load D = buf[s + OFF .. s + OFF + n - 1] holds every value, and the result is the n-lane window
+        at offset n + clamp(B - s, -n, n) of [splat(D[0]), D, splat(D[n - 1])] (through a stack slot).
+        Used when HI - LO >= n - 1 and D lies inside the buffer's elements (its dims, checked at run
+        time); otherwise the lane-by-lane gather of `index` (the index vector) runs."""
+        b = self.b
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        base, lo, hi, off = (b.sext(self.scalar(x, node, nsw=False), i64) for x in parts)  # type: ignore[attr-defined]
+        n = ir.Constant(i64, lanes)
+        s = b.select(b.icmp_signed("<", base, lo), lo, base)
+        top = b.sub(hi, ir.Constant(i64, lanes - 1))
+        s = b.select(b.icmp_signed(">", s, top), top, s)
+        first = b.add(s, off)
+        last_ok = ir.Constant(i64, 0)  # the buffer's last element index: sum (extent - 1) * stride
+        ok = b.icmp_signed(">=", b.sub(hi, lo), ir.Constant(i64, lanes - 1))
+        for _, ext, stride in buf.dims:
+            ok = b.and_(ok, b.icmp_signed(">=", b.sext(stride, i64), ir.Constant(i64, 0)))
+            last_ok = b.add(last_ok, b.mul(b.sub(b.sext(ext, i64), ir.Constant(i64, 1)), b.sext(stride, i64)))
+        ok = b.and_(ok, b.icmp_signed(">=", first, ir.Constant(i64, 0)))
+        ok = b.and_(ok, b.icmp_signed("<=", b.add(first, ir.Constant(i64, lanes - 1)), last_ok))
+        fast = self.fn.append_basic_block("border_window")
+        slow = self.fn.append_basic_block("border_gather")
+        done = self.fn.append_basic_block("border_done")
+        b.cbranch(ok, fast, slow)
+        b.position_at_end(fast)
+        et = ir.IntType(_storage(st).bits)
+        vt = ir.VectorType(et, lanes)
+        d = self._mem_access(buf, b.load(self._elem_ptr(buf, st, first, vt), align=self._align(buf, st, None)))
+        slot = self._entry_alloca(ir.ArrayType(et, 3 * lanes))
+        for k, part in enumerate((b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)), d,
+                                  b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [lanes - 1] * lanes)))):
+            at = b.gep(slot, [ir.Constant(i32, 0), ir.Constant(i32, k * lanes)], inbounds=True)
+            b.store(part, b.bitcast(at, ir.PointerType(vt)), align=1)
+        shift = b.sub(base, s)
+        shift = b.select(b.icmp_signed("<", shift, b.neg(n)), b.neg(n), shift)
+        shift = b.select(b.icmp_signed(">", shift, n), n, shift)
+        at = b.gep(slot, [ir.Constant(i64, 0), b.add(n, shift)], inbounds=True)
+        fast_v = b.load(b.bitcast(at, ir.PointerType(vt)), align=1)
+        fast_end = b.block
+        b.branch(done)
+        b.position_at_end(slow)
+        slow_v = self._gather(buf, st, index, lanes)
+        slow_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        v = b.phi(vt)
+        v.add_incoming(fast_v, fast_end)
+        v.add_incoming(slow_v, slow_end)
+        return v
 
     def _scatter(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, val: ir.Value, lanes: int,
                  mask: Optional[ir.Value] = None) -> None:
