@@ -311,6 +311,32 @@ void *memset(void *d, int c, pf_size n) {
 void *__hexagon_memcpy_likely_aligned_min32bytes_mult8bytes(void *d, const void *s, pf_size n) {
   return memcpy(d, s, n);
 }
+/* malloc/free for the kernels' heap allocations (HVX kernels have no variable-sized alloca; see
+   _s_Allocate in pitchfork/halide/codegen.py): a bump allocator over a static arena. Each block has
+   a 128-byte header holding the allocator state before it, so freeing the most recent block gives
+   it back (Halide frees allocations innermost first, so loops do not grow the arena); freeing an
+   older block keeps it until the blocks after it are freed. Out of arena: NULL. */
+#define PF_ARENA_BYTES (256u << 20)
+static unsigned char pf_arena[PF_ARENA_BYTES] __attribute__((aligned(128)));
+static pf_size pf_top, pf_last = (pf_size)-1;
+void *malloc(pf_size n) {
+  pf_size start = (pf_top + 127u) & ~(pf_size)127u;
+  if (n > PF_ARENA_BYTES || start + 128u > PF_ARENA_BYTES - n) return 0;
+  pf_size *hdr = (pf_size *)(pf_arena + start);
+  hdr[0] = pf_top;
+  hdr[1] = pf_last;
+  pf_last = start;
+  pf_top = start + 128u + n;
+  return pf_arena + start + 128u;
+}
+void free(void *p) {
+  if (!p) return;
+  pf_size start = (pf_size)((unsigned char *)p - pf_arena) - 128u;
+  if (start != pf_last) return;
+  pf_size *hdr = (pf_size *)(pf_arena + start);
+  pf_top = hdr[0];
+  pf_last = hdr[1];
+}
 /* Integer division helpers (Hexagon has no divide instruction). */
 static unsigned long long pf_udivmod(unsigned long long n, unsigned long long d, unsigned long long *r) {
   unsigned long long q = 0, rem = 0;

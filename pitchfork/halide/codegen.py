@@ -30,8 +30,8 @@ pass (pitchfork/halide/capture.py), parsed by pitchfork/halide/stmt.py. This pas
 Function ABI: `void name(ptr err, <per argument>)` where a buffer is `ptr host` followed by
 (min, extent, stride) as i32 for each dimension, and a scalar parameter is an i32 or i64 value;
 inputs in argument order, then the outputs. Buffer pointers are `noalias` (the caller never passes
-an output that overlaps another buffer) and aligned to their element size. Code for x86 and AArch64
-may call malloc/free.
+an output that overlaps another buffer) and aligned to their element size. Code for every target
+may call malloc/free (on Hexagon for every allocation of dynamic size, see `_s_Allocate`).
 `err[0]` is 0 on success. Constructs we cannot compile raise `Unsupported` quoting the construct and
 its line, and the caller falls back to Halide's own compiler.
 """
@@ -267,7 +267,8 @@ class LoopNestCodegen(MemoryMixin):
         up to STACK_LIMIT bytes are fixed stack slots (an alloca in the entry block, reused by every
         iteration of an enclosing loop); `in Stack` ones of dynamic size are dynamic allocas scoped
         with stacksave/stackrestore; all others are malloc'd and freed at the end of their scope (a
-        compute_root image would overflow an 8 MB stack), except on Hexagon (see below). Every base is
+        compute_root image would overflow an 8 MB stack); on Hexagon dynamic `in Stack` ones are
+        malloc'd too (see below). Every base is
         aligned to ALLOC_ALIGN bytes; a failed malloc writes an assertion number to the error slot."""
         i64 = ir.IntType(64)
         elem_bytes = max(1, s.type.bits // 8)
@@ -276,7 +277,7 @@ class LoopNestCodegen(MemoryMixin):
         for t in terms:
             const_elems = const_elems * t.value if const_elems is not None and t.is_const else None
         ptr = ir.PointerType(ir.IntType(8))
-        if self.target != "hvx128" and const_elems is not None and const_elems >= 0 and s.memory_type != "Heap" and (
+        if const_elems is not None and const_elems >= 0 and s.memory_type != "Heap" and (
                 const_elems * elem_bytes <= STACK_LIMIT or s.memory_type in ("Stack", "Register")):
             mode = "static"
             # Pad by a vector so that vector loads that Halide rounds up stay inside the allocation.
@@ -291,19 +292,27 @@ class LoopNestCodegen(MemoryMixin):
                 # only touched when cond holds, and its extents may be meaningless otherwise.
                 n = self.b.select(self.scalar(s.condition, s), n, ir.Constant(i64, 0))
             size = self.b.add(self.b.mul(n, ir.Constant(i64, elem_bytes)), ir.Constant(i64, 512))
-            if s.memory_type in ("Stack", "Register") or self.target == "hvx128":
-                # Halide puts `in Stack` allocations on the stack too. On Hexagon no kernel calls
-                # malloc: LLVM 22's Hexagon backend aborts (getMinimalPhysRegClass: "Couldn't find the
-                # register class", depthwise_conv) or miscompiles (a NULL dereference, fully_connected)
-                # HVX kernels that make calls, so dynamic allocations stay on the stack there.
+            if s.memory_type in ("Stack", "Register") and self.target != "hvx128":
+                # Halide puts `in Stack` allocations on the stack too. Not on Hexagon: there a
+                # variable-sized alloca next to any over-aligned stack object (HVX spill slots, the
+                # stack temporaries LLVM makes to scalarize a vector division, ...) gives the function
+                # an aligned-stack base register (AP, `r16 = and(r30, #-A)`), and LLVM 22 may spill an
+                # argument through AP before AP is set (depthwise_conv/hvx128: the output's extent.1
+                # reloaded as 0, so Halide's output-bounds assertion #13 failed). So HVX kernels have
+                # no variable-sized alloca: dynamic allocations are malloc'd.
                 mode = "dynamic"
                 save = self.b.call(self._intrinsic("llvm.stacksave.p0", ptr, []), [])
                 mem = self.b.alloca(ir.IntType(8), size=size)
                 mem.align = ALLOC_ALIGN
             else:
                 mode = "heap"
-                word = ir.IntType(64)
+                # malloc takes a size_t: 32 bits on Hexagon (a larger request saturates, so it fails
+                # and the allocation check reports it instead of wrapping to a small size).
+                word = ir.IntType(32 if self.target == "hvx128" else 64)
                 total = self.b.add(size, ir.Constant(i64, ALLOC_ALIGN))
+                if word.width < 64:
+                    top = ir.Constant(i64, (1 << word.width) - 1)
+                    total = self.b.trunc(self.b.select(self.b.icmp_unsigned(">", total, top), top, total), word)
                 raw = self.b.call(self._intrinsic("malloc", ptr, [word]), [total])
                 self._check_allocation(raw, s)
                 # Align with a GEP from the malloc'd pointer (not inttoptr) so LLVM still sees the object.

@@ -157,12 +157,13 @@ def test_output_with_nonzero_min(progs) -> None:
 
 @pytest.mark.qemu
 @pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu toolchain for hvx128")
-def test_hvx_allocations_stay_on_the_stack() -> None:
-    """On Hexagon no kernel calls malloc (LLVM 22's Hexagon backend crashes or miscompiles HVX kernels
-    with calls): compute_root intermediates are 128-byte aligned stack allocations, bit-exact."""
+def test_hvx_dynamic_allocations_are_malloced_not_variable_sized_allocas() -> None:
+    """On Hexagon a compute_root intermediate of dynamic size is malloc'd (128-byte aligned by a GEP),
+    never a variable-sized alloca (that gives LLVM 22 an aligned-stack base register it can use before
+    setting it: tests/pitchfork/halide/test_hvx_stack.py); bit-exact."""
     func, args = ex.box_sum_reduction(128)
     prog = pitchfork.compile(func, args, target="hvx128", fallback=False)
-    assert "@malloc" not in prog.llvm_ir() and "align 128" in prog.llvm_ir()
+    assert "@malloc" in prog.llvm_ir() and not re.search(r"alloca i8, i(32|64) %", prog.llvm_ir())
     img = np.random.default_rng(8).integers(0, 256, (72, 512), dtype=np.uint8)
     (inp,) = args
     inp.set(hl.Buffer(img))
