@@ -170,6 +170,13 @@ def compile_times(data: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
 
 # ---- Markdown -----------------------------------------------------------------------------------
 
+def lean_section(data: dict[str, Any], out_dir: Optional[Path]) -> list[str]:
+    """Issue 10's section (benchmarks/harness/lean.py): hot loops beside Halide 21's, prog(...) time."""
+    from benchmarks.harness.lean import markdown_section
+
+    return markdown_section(data, out_dir)
+
+
 def bench_value(data: dict[str, Any], t: dict[str, dict[str, dict[str, Optional[float]]]], bench: str,
                 isa: str, key: str) -> Optional[float]:
     """One benchmark's value (geomean over the parameter sets the run covers)."""
@@ -241,7 +248,7 @@ def _overhead_line(meta: dict[str, Any]) -> str:
             f"{o.get('halide_realize_us', float('nan')):.1f} µs — negligible at the full sizes, not at the quick ones")
 
 
-def markdown(data: dict[str, Any]) -> str:
+def markdown(data: dict[str, Any], out_dir: Optional[Path] = None) -> str:
     meta = data["meta"]
     t, summ, val, ct = table(data), summary(data), validation(data), compile_times(data)
     idx = _index(data)
@@ -346,6 +353,7 @@ def markdown(data: dict[str, Any]) -> str:
                 hist = ", ".join(f"{k} {v_}" for k, v_ in list(st["histogram"].items())[:10])
                 L.append(f"  * {v}: {st['total']:.0f} {st['unit']}; hot loops: {lp_txt or '—'}; top instructions: {hist}")
         L.append("")
+    L += lean_section(data, out_dir) + [""]
     fails = [r for r in data["rows"] if r.get("status") != "ok"]
     L += ["## Failures", ""]
     if not fails:
@@ -439,7 +447,7 @@ def plots(data: dict[str, Any], out_dir: Path) -> None:
 
 def write_all(data: dict[str, Any], out_dir: Path) -> None:
     out_dir = Path(out_dir)
-    text = markdown(data)
+    text = markdown(data, out_dir)
     aot = out_dir / "RESULTS_AOT.md"  # benchmarks/aot_timing.py --write: AOT libraries timed from C
     if aot.exists():
         text = text.rstrip("\n") + "\n\n" + aot.read_text()

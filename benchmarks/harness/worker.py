@@ -63,7 +63,7 @@ def _check_output(outputs: list[np.ndarray], reference: np.ndarray) -> None:
 def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     from benchmarks import registry
     from benchmarks.common import expected
-    from benchmarks.harness import halide21, static
+    from benchmarks.harness import halide21, lean, static
     from benchmarks.harness.kernel import direct_kernel, kernel_args
     from benchmarks.harness.measure import time_interleaved
     from pitchfork.synthesized import rules_config
@@ -141,6 +141,13 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             timings = time_interleaved(runners, reps, on_rep=lambda r: _progress(step="timing", rep=r, reps=reps))
             for v, t in timings.items():
                 rows[v]["time"] = t.to_json()
+            _progress(step="timing prog(...)")
+            try:  # issue 10's column: the public call beside the bare kernel
+                lean.time_public_call(progs, {i: k for i, k in kernels.items() if i in runners}, values,
+                                      out_size, reps, rows)
+            except Exception as e:  # noqa: BLE001
+                for isel in kernels:
+                    rows[isel]["prog_error"] = _err(e)
         del runners, kernels
         if ssize != size:  # also time at the static size: the x86 validation compares like with like
             _progress(step="timing at the static size")
@@ -176,6 +183,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                                          f"{prog.assertions.get(err, '(unknown)')}")
             _check_output(run.outputs[1:], reference)
             est = static.estimate(run.blocks, run.counts, isa, mcpu)
+            rows[isel]["hot_loop"] = lean.hot_loop(run.blocks, run.counts, est, isa)
             rows[isel]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
                                     "seconds": time.perf_counter() - t0}
         except Exception as e:  # noqa: BLE001
@@ -194,6 +202,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                 raise static.StaticError(f"Halide's pipeline returned error {run.returned} in the counted run")
             _check_output(run.outputs, reference)
             est = static.estimate(run.blocks, run.counts, isa, mcpu)
+            rows["halide21"]["hot_loop"] = lean.hot_loop(run.blocks, run.counts, est, isa)
             rows["halide21"]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
                                           "seconds": time.perf_counter() - t0}
         except Exception as e:  # noqa: BLE001

@@ -287,6 +287,17 @@ static long pf_syscall(long nr, long a, long b, long c) {
   __asm__ volatile("trap0(#1)" : "+r"(r0) : "r"(r1), "r"(r2), "r"(r6) : "memory");
   return r0;
 }
+static long pf_syscall6(long nr, long a, long b, long c, long d, long e, long f) {
+  register long r0 __asm__("r0") = a;
+  register long r1 __asm__("r1") = b;
+  register long r2 __asm__("r2") = c;
+  register long r3 __asm__("r3") = d;
+  register long r4 __asm__("r4") = e;
+  register long r5 __asm__("r5") = f;
+  register long r6 __asm__("r6") = nr;
+  __asm__ volatile("trap0(#1)" : "+r"(r0) : "r"(r1), "r"(r2), "r"(r3), "r"(r4), "r"(r5), "r"(r6) : "memory");
+  return r0;
+}
 static long pf_sys_write(const void *p, pf_size n) { return pf_syscall(64, 1, (long)p, (long)n); }
 __attribute__((noreturn)) static void pf_exit(int code) { pf_syscall(94, code, 0, 0); for (;;) {} }
 
@@ -310,32 +321,6 @@ void *memset(void *d, int c, pf_size n) {
 }
 void *__hexagon_memcpy_likely_aligned_min32bytes_mult8bytes(void *d, const void *s, pf_size n) {
   return memcpy(d, s, n);
-}
-/* malloc/free for the kernels' heap allocations (HVX kernels have no variable-sized alloca; see
-   _s_Allocate in pitchfork/halide/codegen.py): a bump allocator over a static arena. Each block has
-   a 128-byte header holding the allocator state before it, so freeing the most recent block gives
-   it back (Halide frees allocations innermost first, so loops do not grow the arena); freeing an
-   older block keeps it until the blocks after it are freed. Out of arena: NULL. */
-#define PF_ARENA_BYTES (256u << 20)
-static unsigned char pf_arena[PF_ARENA_BYTES] __attribute__((aligned(128)));
-static pf_size pf_top, pf_last = (pf_size)-1;
-void *malloc(pf_size n) {
-  pf_size start = (pf_top + 127u) & ~(pf_size)127u;
-  if (n > PF_ARENA_BYTES || start + 128u > PF_ARENA_BYTES - n) return 0;
-  pf_size *hdr = (pf_size *)(pf_arena + start);
-  hdr[0] = pf_top;
-  hdr[1] = pf_last;
-  pf_last = start;
-  pf_top = start + 128u + n;
-  return pf_arena + start + 128u;
-}
-void free(void *p) {
-  if (!p) return;
-  pf_size start = (pf_size)((unsigned char *)p - pf_arena) - 128u;
-  if (start != pf_last) return;
-  pf_size *hdr = (pf_size *)(pf_arena + start);
-  pf_top = hdr[0];
-  pf_last = hdr[1];
 }
 /* Integer division helpers (Hexagon has no divide instruction). */
 static unsigned long long pf_udivmod(unsigned long long n, unsigned long long d, unsigned long long *r) {
@@ -363,6 +348,24 @@ unsigned __hexagon_udivsi3(unsigned a, unsigned b) { return (unsigned)__hexagon_
 unsigned __hexagon_umodsi3(unsigned a, unsigned b) { return (unsigned)__hexagon_umoddi3(a, b); }
 int __hexagon_divsi3(int a, int b) { return (int)__hexagon_divdi3(a, b); }
 int __hexagon_modsi3(int a, int b) { return (int)__hexagon_moddi3(a, b); }
+
+/* malloc/free for the kernels' heap allocations (their weak halide_malloc/halide_free defaults call
+   these; pitchfork/halide/heap.py): one anonymous mmap per block (Linux mmap2 = 222, munmap = 215),
+   its length kept in a 16-byte header. Memory comes from the emulator's host, so large buffers do not
+   touch the stack, and a failed mapping is a NULL result the kernel reports. */
+__attribute__((weak)) void *malloc(pf_size n) {
+  pf_size total = n + 16;
+  if (total < n) return 0;
+  long p = pf_syscall6(222, 0, (long)total, 3 /* READ|WRITE */, 0x22 /* PRIVATE|ANONYMOUS */, -1, 0);
+  if ((unsigned long)p >= (unsigned long)-4095L) return 0;
+  *(pf_size *)p = total;
+  return (unsigned char *)p + 16;
+}
+__attribute__((weak)) void free(void *q) {
+  if (!q) return;
+  unsigned char *p = (unsigned char *)q - 16;
+  pf_syscall(215, (long)p, (long)*(pf_size *)p, 0);
+}
 
 static int pf_main(void);
 __attribute__((noreturn, used)) void _start(void) { pf_exit(pf_main()); }

@@ -546,6 +546,82 @@ target_op("hvx.vrmpy", [f"{a}, {y}, {z} -> {a}" for a, y, z in _VRMPY], _vrmpy_s
           llvm="llvm.hexagon.V6.vrmpyubv.acc / vrmpybv.acc / vrmpybusv.acc", lanes=(1, 4, 4))
 
 
+# ---- dot products by constant taps: the vector x scalar vdmpy / vrmpy ------------------------------
+# vdmpy(Vu, Rt): out[i] = u[2i] * Rt.b[0] + u[2i+1] * Rt.b[1] (Rt = [c0 c1 c0 c1], wrapping), and
+# vrmpy(Vu, Rt): out[i] = sum_k u[4i+k] * Rt.b[k]. Declared lane-wise over their de-interleaved operands
+# (the taps' data as separate vectors, as Halide's add trees write them): the emitter interleaves the
+# data into one register and passes the taps as Rt, so results come out in natural lane order.
+_VDMPY = {("u8", "i8"): "vdmpybus", ("i16", "i8"): "vdmpyhb"}
+_VRMPY_TAPS = {("u8", "i8", "i32"): "vrmpybus", ("u8", "u8", "u32"): "vrmpyub", ("u8", "u8", "i32"): "vrmpyub"}
+
+
+def _taps_rt(cs: Sequence[int]) -> ir.Constant:
+    reps = [cs[k % len(cs)] & 0xFF for k in range(4)]
+    return _i32(reps[0] | reps[1] << 8 | reps[2] << 16 | reps[3] << 24)
+
+
+def _interleave_n(em: Any, vs: Sequence[ir.Value]) -> ir.Value:
+    """interleave_vectors(vs): lane f*i + k = vs[k] lane i."""
+    f, n = len(vs), vs[0].type.count
+    whole = em.concat(list(vs), f * n)
+    return _shuffle(em, whole, [k * n + i for i in range(n) for k in range(f)])
+
+
+def _taps(table: Table, f: int, acc: bool) -> Callable[..., ir.Value]:
+    """(acc,) x_0..x_{f-1}, c_0..c_{f-1} -> one vdmpy/vrmpy(.acc) per register of interleaved data."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        first = 1 if acc else 0
+        cs = [_const(a) for a in t.args[first + f:first + 2 * f]]
+        if any(c is None for c in cs):
+            return _fallback(em, t)
+        data = t.args[first].type
+        key = (data.name, t.args[first + f].type.name) + ((t.type.name,) if f == 4 else ())
+        name = table[key] + (".acc" if acc else "")
+        per_reg = REG_BITS // data.bits // f  # result lanes per register of interleaved data
+        out = _vec(t.type.bits, per_reg)
+        rt = _taps_rt([c for c in cs if c is not None])
+
+        def one(*vs: ir.Value) -> ir.Value:
+            x = _interleave_n(em, vs[first:first + f])
+            return em.hvx_call(name, ([vs[0]] if acc else []) + [x, rt], out)
+
+        return em.map_chunks(args[:first + f], per_reg, one)
+
+    return emit
+
+
+def _taps_semantics(f: int, acc: bool) -> Callable[[Signature], str]:
+    def sem(sg: Signature) -> str:
+        first = 1 if acc else 0
+        ps = ["x", "y", "z", "w", "a", "b", "c", "d", "e"]
+        data, taps = ps[first:first + f], ps[first + f:first + 2 * f]
+        x, c, r = sg.args[first], sg.args[first + f], sg.result.name
+        terms = []
+        for d, k in zip(data, taps):
+            tap = k if x.bits == c.bits else f"i{x.bits}({k})"  # i8 taps of 16-bit data
+            terms.append(f"widening_mul({d}, {tap})" if f == 2 else f"{r}(widening_mul({d}, {tap}))")
+        return ("x + " if acc else "") + " + ".join(terms)
+
+    return sem
+
+
+_VDMPY_SIGS = [f"{x}, {x}, {c}, {c} -> {'i' if x[0] == 'i' or c[0] == 'i' else 'u'}{int(x[1:]) * 2}"
+               for (x, c) in _VDMPY]
+# Costs count the interleaving shuffles of the data (one vshuff for two operands, three for four).
+_declare("hvx.vdmpy", _VDMPY_SIGS, _taps_semantics(2, False), _taps(_VDMPY, 2, False), PAIR,
+         "vdmpybus / vdmpyhb on the interleaved data (taps z, w constants)")
+_declare("hvx.vdmpy_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VDMPY_SIGS], _taps_semantics(2, True),
+         _taps(_VDMPY, 2, True), PAIR + ONE, "vdmpybus.acc / vdmpyhb.acc on the interleaved data (taps constants)")
+_VRMPY_TAPS_SIGS = [f"{x}, {x}, {x}, {x}, {c}, {c}, {c}, {c} -> {r}" for (x, c, r) in _VRMPY_TAPS]
+# (Without an accumulator, u8 x u8 has one signature: the operand types select the semantics.)
+_declare("hvx.vrmpy_taps", [t for t in _VRMPY_TAPS_SIGS if not t.endswith("u8 -> i32")], _taps_semantics(4, False), _taps(_VRMPY_TAPS, 4, False), 4 * ONE,
+         "vrmpybus / vrmpyub (vector x scalar) on the interleaved data (taps constants)")
+_declare("hvx.vrmpy_taps_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_TAPS_SIGS], _taps_semantics(4, True),
+         _taps(_VRMPY_TAPS, 4, True), 4 * ONE,
+         "vrmpybus.acc / vrmpyub.acc (vector x scalar) on the interleaved data (taps constants)")
+
+
 # ---- 32 x 32 high multiplies (the requantize multiply) --------------------------------------------
 # A 32-bit product's high word from two 32 x 16 multiplies: b = bh * 2^16 + bl (bh signed, bl unsigned),
 # so (a * b) >> 31 = (a * bh + ((a * bl) >> 16)) >> 15 exactly (the floors compose). vmpye gives the

@@ -194,6 +194,10 @@ def test_assume_no_overflow_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == "a_i32 + b_i32 + 1 >> 1"
     assert main(["lift", "--assume-no-overflow", "(a_i32 + b_i32 + 1) / 2"]) == 0
     assert capsys.readouterr().out.strip() == "rounding_halving_add.nsw(a_i32, b_i32)"
+    assert main(["select", "-t", "arm64", "--assume-no-overflow", "(a_i32 + b_i32) / 2"]) == 0
+    assert "final:    arm.shadd(a_i32, b_i32)" in capsys.readouterr().out
+    assert main(["select", "-t", "arm64", "(a_i32 + b_i32) / 2"]) == 0
+    assert "shadd" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("text", "target", "want_ops"), [

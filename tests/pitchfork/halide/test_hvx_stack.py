@@ -44,7 +44,7 @@ def test_dynamic_allocations_on_hvx_are_not_variable_sized_allocas(isel: str) ->
     prog = pitchfork.compile(out, args, target="hvx128", isel=isel, name=f"hvx_stack_{isel}", fallback=False)
     ir_text, asm = prog.llvm_ir(), prog.assembly()
     assert not re.search(r"alloca i8, i(32|64) %", ir_text), "a variable-sized alloca in an HVX kernel"
-    assert re.search(r"call .*@malloc\(", ir_text) and re.search(r"call void @free\(", ir_text)
+    assert re.search(r"call .*@halide_malloc\(", ir_text) and re.search(r"call void @halide_free\(", ir_text)
     assert not re.search(r"=\s*and\(r30,\s*#-", asm), "the frame uses an aligned-stack base register (AP)"
     a = np.random.default_rng(0).integers(0, 250, 384, dtype=np.uint8)
     want = (((a.astype(np.int64) + 1) ** 2 % 251) + a + 1).astype(np.uint8)
