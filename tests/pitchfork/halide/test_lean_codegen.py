@@ -154,22 +154,6 @@ def test_output_with_nonzero_min(progs) -> None:
     assert np.array_equal(np.asarray(out), want)
 
 
-@pytest.mark.qemu
-@pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu toolchain for hvx128")
-def test_hvx_dynamic_allocations_are_malloced_not_variable_sized_allocas() -> None:
-    """On Hexagon a compute_root intermediate of dynamic size is malloc'd (128-byte aligned by a GEP),
-    never a variable-sized alloca (that gives LLVM 22 an aligned-stack base register it can use before
-    setting it: tests/pitchfork/halide/test_hvx_stack.py); bit-exact."""
-    func, args = ex.box_sum_reduction(128)
-    prog = pitchfork.compile(func, args, target="hvx128", fallback=False)
-    assert "@halide_malloc(" in prog.llvm_ir() and not re.search(r"alloca i8, i(32|64) %", prog.llvm_ir())
-    img = np.random.default_rng(8).integers(0, 256, (72, 512), dtype=np.uint8)
-    (inp,) = args
-    inp.set(hl.Buffer(img))
-    want = np.asarray(func.realize([384, 64], X86)).copy()
-    assert np.array_equal(prog(img, size=[384, 64], check=True), want)
-
-
 def test_output_array_recycled_only_when_dropped(progs) -> None:
     """prog(...) hands out its last output array again only once the caller holds no reference to
     it (no name, no view); results already returned never change."""
