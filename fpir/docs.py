@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional, Sequence
 
-from fpir.ops import OPS, OpSpec, template
+from fpir.ops import FLAGS, OPS, OpSpec, template
 from fpir.term import Term, intern
 from fpir.text import to_text
 from fpir.types import INT_TYPES, USER_TYPES, FPIRTypeError, ScalarType, u1
@@ -176,6 +176,16 @@ signed / unsigned type of the same width.
 * **fpir** ops are the fixed-point instructions of the paper's Table 1 (plus `saturating_shl`, section 8.4).
   Each one is *defined* as a term over earlier ops; the definitions below are printed from the very templates
   the interpreter, the Z3 encoding and the bounds analysis expand.
+* **flags** are facts a node may carry, written after a dot: `add.nsw(x, y)`. They never change the value
+  (the interpreter and the generated code compute the op as usual); they restrict the inputs the term is
+  meant for, like LLVM's `nsw`. The Halide frontend puts `nsw` on every signed 32-bit and wider
+  add/sub/mul (Halide treats their overflow as impossible; 8- and 16-bit arithmetic wraps), and lifting
+  keeps it on the averaging and rounding-shift ops it makes from them (`halving_add.nsw`: x + y fits),
+  so a target without the instruction can lower them back to the short wrapping form; FPIR text
+  carries it only where written (or with `--assume-no-overflow`). A rule whose left side says
+  `add.nsw(...)` matches only flagged nodes and is verified assuming the fact; a flag on a right side is
+  proved from the left side's facts; bounds use the exact range of a flagged node; the differential
+  tests draw inputs on which every fact holds. Flags are listed at the end of this document.
 """
 
 
@@ -207,6 +217,12 @@ def render() -> str:
                     out.append(f"      {body}")
                 out.append("  ```")
             out.append("")
+    out.append("\n## Flags\n")
+    out.append("| flag | op | fact (the value is computed as without the flag) |")
+    out.append("|---|---|---|")
+    for flag, ops in FLAGS.items():
+        for o in ops:
+            out.append(f"| `{flag}` | `{o}.{flag}` | {OPS[o].flags[flag].doc} |")
     return "\n".join(out).rstrip() + "\n"
 
 

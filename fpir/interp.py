@@ -6,6 +6,9 @@ lane-combining op (`vector_reduce_<op>_x<f>`) folds each group of f adjacent ent
 (an operand without lanes, a 0-d array, is a broadcast: its f copies are folded). Primitive ops use the op table's exact numpy semantics; FPIR and target
 ops are evaluated through their definition templates, so there is no second copy of their meaning.
 Shared sub-terms are evaluated once.
+
+Flags (`add.nsw`) do not change values: `facts_hold(term, env)` says, per lane, whether every fact the
+term's flagged nodes state holds for these inputs (the differential tests keep only such inputs).
 """
 
 from __future__ import annotations
@@ -75,3 +78,19 @@ def _reduce(combine: str, f: int, x: np.ndarray, t: ScalarType) -> np.ndarray:
     for k in range(1, f):
         acc = np.asarray(_apply(combine, [acc, groups[..., k]], [t, t], t))
     return acc.reshape(()) if scalar else acc
+
+
+def facts_hold(term: Term, env: Mapping[str, Any]) -> np.ndarray:
+    """Boolean mask (broadcast over the inputs' shape): True where every flag's fact holds at every
+    flagged node of the term (e.g. no `add.nsw` overflows)."""
+    memo: dict[int, np.ndarray] = {}
+    ok: Any = np.asarray(True)
+    for t in term.walk():
+        args = [memo[id(a)] for a in t.args]
+        memo[id(t)] = _eval_node(t, args, env)
+        if t.args and t.attrs:
+            s = spec(t.op)
+            types = [a.type for a in t.args]
+            for f in t.attrs:
+                ok = ok & np.asarray(s.flags[f].np_holds(args, types, t.type), dtype=np.bool_)
+    return np.asarray(ok)

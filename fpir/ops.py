@@ -11,6 +11,16 @@ Each op is one `OpSpec` row: name, arity, type rule, and semantics. There are th
   it, so the three can never disagree about what an FPIR op means.
 * ``target``: machine instructions registered by `pitchfork.targets`; also defined as terms.
 
+Flags (`fpir.flags.FlagSpec`; `FLAGS` lists them): a fact an op node may carry, like LLVM's `nsw`. `add`, `sub` and `mul`
+accept `nsw` on signed types: "the exact result fits the type", Halide's rule that signed 32-bit and
+wider arithmetic never overflows. A flag never changes the value an op computes (the interpreter and
+emitted code wrap as always, and wrapping is a valid implementation); it restricts the inputs the term
+is meant for. Each flag's row gives its numpy and Z3 tests of the fact and the interval the op has under
+it, so the verifier (rules that need the fact prove `facts => before == after`), the differential
+tests (inputs respecting the fact) and bounds (no wrap-around) derive from this table. Text syntax:
+`add.nsw(a, b)`; a pattern `add.nsw(...)` matches only nodes carrying the flag, a plain `a + b`
+pattern matches either.
+
 Invariants kept here: `make` is the only way to build a non-leaf term; it type-checks (raising
 FPIRTypeError with a message naming the op and the operand types) and folds ops whose arguments are
 all constants, so a term never contains a constant-only sub-term.
@@ -24,6 +34,8 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import z3
 
+from fpir.flags import (FlagSpec, NSW_ADD, NSW_HALVING_ADD, NSW_HALVING_SUB, NSW_MUL, NSW_ROUNDING_HALVING_ADD,
+                        NSW_ROUNDING_SHR, NSW_SUB)
 from fpir.term import Term, const, intern, var
 from fpir.types import FPIRTypeError, ScalarType, u1
 
@@ -57,6 +69,8 @@ class OpSpec:
     # lanes j*f .. j*f+f-1. That pair is the op's whole meaning; interp, z3enc and bounds fold with it.
     arg_lanes: tuple[int, ...] = ()
     reduce: Optional[tuple[str, int]] = None
+    # Flags a node of this op may carry (name -> FlagSpec): facts about its inputs, see FLAGS.
+    flags: dict = field(default_factory=dict, compare=False, hash=False)
     # Extra metadata used by targets (LLVM intrinsic name etc.).
     meta: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -103,8 +117,10 @@ def known_op(name: str) -> bool:
 # Term construction
 
 
-def make(op: str, *args: Term, type: Optional[ScalarType] = None, fold: bool = True) -> Term:
-    """Build a type-checked term; constant-only applications are folded to a constant."""
+def make(op: str, *args: Term, type: Optional[ScalarType] = None, fold: bool = True,
+         flags: Sequence[str] = ()) -> Term:
+    """Build a type-checked term; constant-only applications are folded to a constant (a flag's fact
+    is then moot: the folded value is the wrapped one, which is what the op computes)."""
     s = spec(op)
     if len(args) != s.arity:
         raise FPIRTypeError(f"{op} takes {s.arity} arguments, got {len(args)}")
@@ -117,12 +133,45 @@ def make(op: str, *args: Term, type: Optional[ScalarType] = None, fold: bool = T
     # Identity casts/reinterprets vanish so that every term has one canonical spelling.
     if op in ("cast", "reinterpret", "saturating_cast") and args[0].type == rt:
         return args[0]
+    attrs = check_flags(op, rt, flags) if flags else ()
     if fold and args and all(a.is_const for a in args):
         from fpir.interp import evaluate
 
         v = evaluate(intern(op, rt, tuple(args)), {})
         return const(int(np.asarray(v).item()), rt)
-    return intern(op, rt, tuple(args))
+    return intern(op, rt, tuple(args), attrs)
+
+
+def check_flags(op: str, rt: ScalarType, flags: Sequence[str]) -> tuple[str, ...]:
+    """The canonical (sorted, distinct) flag tuple for a node of `op` at result type rt, or
+    FPIRTypeError naming the flag the op does not take at that type."""
+    s = spec(op)
+    for f in flags:
+        fs = s.flags.get(f)
+        if fs is None:
+            raise FPIRTypeError(f"{op} takes no flag {f!r}" + (f" (it takes: {', '.join(sorted(s.flags))})"
+                                                                  if s.flags else ""))
+        if not fs.applies_to(rt):
+            raise FPIRTypeError(f"{op}.{f}: the {f} flag applies to signed integers, not {rt}")
+    return tuple(sorted(set(flags)))
+
+
+def split_flags(name: str) -> tuple[str, list[str]]:
+    """`add.nsw` -> ('add', ['nsw']). Target ops have dots in their names (`arm.umlal`), so the op is
+    the longest dotted prefix that names an op; an unknown name is returned whole, without flags."""
+    if known_op(name) or "." not in name:
+        return name, []
+    parts = name.split(".")
+    for k in range(len(parts) - 1, 0, -1):
+        op = ".".join(parts[:k])
+        if known_op(op):
+            return op, parts[k:]
+    return name, []
+
+
+def flags_of(t: Term) -> tuple[str, ...]:
+    """The flags a non-leaf term carries (its attrs; leaves use attrs for their name/value)."""
+    return t.attrs if t.args else ()
 
 
 def expansion(t: Term) -> Term:
@@ -636,10 +685,10 @@ def _iv_absd(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) 
 
 def _prim(name: str, arity: int, rule: TypeRule, doc: str, np_fn: Callable[..., Any], z3_fn: Callable[..., Any],
           iv: Callable[..., Interval], symbol: Optional[str] = None, hint: ArgHint = _hint_same,
-          explicit_type: bool = False) -> None:
+          explicit_type: bool = False, flags: Sequence[FlagSpec] = ()) -> None:
     limit = 16 if name in ("mul", "shl", "shr") else 32
     register(OpSpec(name, arity, "primitive", rule, doc, np_impl=_np_lift(np_fn, limit), z3_impl=z3_fn, interval=iv,
-                    symbol=symbol, arg_hint=hint, explicit_type=explicit_type))
+                    symbol=symbol, arg_hint=hint, explicit_type=explicit_type, flags={f.name: f for f in flags}))
 
 
 def _bin_z3(f: Callable[[z3.BitVecRef, z3.BitVecRef], z3.BitVecRef]) -> Callable[..., z3.BitVecRef]:
@@ -652,11 +701,11 @@ _prim("reinterpret", 1, _cast_rule("reinterpret", same_bits=True),
       "Same bits, read as type t.", _np_reinterpret, lambda a, ts, rt: a[0], _iv_cast, hint=_hint_cast,
       explicit_type=True)
 _prim("add", 2, _same_int("add"), "a + b, wrapping.", lambda a, b, **_: a + b, _bin_z3(lambda a, b: a + b),
-      _corners(lambda x, y: x + y), symbol="+")
+      _corners(lambda x, y: x + y), symbol="+", flags=(NSW_ADD,))
 _prim("sub", 2, _same_int("sub"), "a - b, wrapping.", lambda a, b, **_: a - b, _bin_z3(lambda a, b: a - b),
-      _corners(lambda x, y: x - y), symbol="-")
+      _corners(lambda x, y: x - y), symbol="-", flags=(NSW_SUB,))
 _prim("mul", 2, _same_int("mul"), "a * b, wrapping.", lambda a, b, **_: a * b, _bin_z3(lambda a, b: a * b),
-      _corners(lambda x, y: x * y), symbol="*")
+      _corners(lambda x, y: x * y), symbol="*", flags=(NSW_MUL,))
 _prim("div", 2, _same_int("div"), "Euclidean division (remainder never negative); x / 0 = 0.",
       _np_div, lambda a, ts, rt: _z3_div(a[0], a[1], ts, rt), _iv_div, symbol="/")
 _prim("mod", 2, _same_int("mod"), "Euclidean modulo (never negative); x % 0 = 0.",
@@ -711,9 +760,9 @@ def _k(t: ScalarType) -> Callable[[int], Term]:
 
 def _fpir(name: str, arity: int, rule: TypeRule, doc: str, definition: Callable[[Sequence[Term], ScalarType], Term],
           hint: ArgHint = _hint_same, interval: Optional[Callable[..., Interval]] = None,
-          explicit_type: bool = False) -> None:
+          explicit_type: bool = False, flags: Sequence[FlagSpec] = ()) -> None:
     register(OpSpec(name, arity, "fpir", rule, doc, definition=definition, arg_hint=hint, interval=interval,
-                    explicit_type=explicit_type))
+                    explicit_type=explicit_type, flags={f.name: f for f in flags}))
 
 
 def _wide(x: Term, t: ScalarType) -> Term:
@@ -857,14 +906,14 @@ _fpir("saturating_add", 2, _same_int("saturating_add"), "saturating_narrow(widen
 _fpir("saturating_sub", 2, _same_int("saturating_sub"), "saturating_cast<T>(widening_sub(x, y)).",
       _def_saturating("widening_sub"))
 _fpir("halving_add", 2, _same_int("halving_add"), "narrow(widening_add(x, y) >> 1): floor average.",
-      _def_halving_add)
+      _def_halving_add, flags=(NSW_HALVING_ADD,))
 _fpir("halving_sub", 2, _same_int("halving_sub"),
-      "narrow((widen(x) - widen(y)) >> 1); an unsigned negative result wraps.", _def_halving_sub)
+      "narrow((widen(x) - widen(y)) >> 1); an unsigned negative result wraps.", _def_halving_sub, flags=(NSW_HALVING_SUB,))
 _fpir("rounding_halving_add", 2, _same_int("rounding_halving_add"),
-      "narrow((widening_add(x, y) + 1) >> 1): average rounding up.", _def_rounding_halving_add)
+      "narrow((widening_add(x, y) + 1) >> 1): average rounding up.", _def_rounding_halving_add, flags=(NSW_ROUNDING_HALVING_ADD,))
 _fpir("rounding_shr", 2, _shift_rule("rounding_shr"),
       "y > 0: (x + 2^(y-1)) >> y computed without overflow; y <= 0: x << -y (wraps).", _def_rounding_shr,
-      hint=_hint_shift)
+      hint=_hint_shift, flags=(NSW_ROUNDING_SHR,))
 _fpir("rounding_shl", 2, _shift_rule("rounding_shl"),
       "y >= 0: x << y (wraps); y < 0: (x + 2^(-y-1)) >> -y computed without overflow.", _def_rounding_shl,
       hint=_hint_shift)
@@ -913,3 +962,8 @@ PRIMITIVE_OPS = tuple(n for n, s in OPS.items() if s.kind == "primitive" and s.r
 #: The documented lane-combining ops (other factors are registered on first use by `spec`).
 REDUCE_OPS = tuple(n for n, s in OPS.items() if s.reduce is not None)
 FPIR_OPS = tuple(n for n, s in OPS.items() if s.kind == "fpir")
+#: Every flag name, with the ops that take it.
+FLAGS: dict[str, tuple[str, ...]] = {}
+for _n, _s in OPS.items():
+    for _f in _s.flags:
+        FLAGS[_f] = FLAGS.get(_f, ()) + (_n,)

@@ -8,7 +8,9 @@
   whose type cannot be inferred is written `u16(5)`;
 * casts are `u8(...)` ... `i64(...)`; `reinterpret<t>(...)`, `saturating_cast<t>(...)`;
 * every other op is a call by its name; infix `+ - * / % << >> & | ^ ~` and comparisons use C
-  precedence (`&&`, `||`, `!` are accepted for u1 operands).
+  precedence (`&&`, `||`, `!` are accepted for u1 operands);
+* a node carrying flags (fpir.ops.FlagSpec) is written as a call with the flags after dots:
+  `add.nsw(a_i32, b_i32)` is `a_i32 + b_i32` with the no-signed-wrap fact; infix `+` never carries one.
 
 Invariant: `parse(to_text(t)) is t` for every term (terms are interned). Errors carry line/column.
 No pass here recurses on the depth of the expression: the LALR parser builds the raw tree bottom-up
@@ -20,12 +22,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Generator, Optional, Union
+from typing import Any, Generator, Optional, Sequence, Union
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from fpir.ops import OPS, known_op, make, spec
+from fpir.ops import OPS, known_op, make, spec, split_flags
 from fpir.term import Term, const, var
 from fpir.trampoline import trampoline
 from fpir.types import FPIRTypeError, ScalarType, i32, is_type_name, parse_type, u1
@@ -285,6 +287,7 @@ class _Elaborator:
         ttype = self.type_param(node)
         if ttype is None and is_type_name(name):
             ttype, name = parse_type(name), "cast"
+        name, flags = split_flags(name)
         if not known_op(name):
             raise self.error(node, f"unknown operation {name!r}")
         s = spec(name)
@@ -308,11 +311,12 @@ class _Elaborator:
                 if h is None and hint:  # e.g. rounding_shr(u8(255), 8): use the constants typed so far
                     h = hint(i, [t.type if t is not None else None for t in terms], inner_expected)
                 terms[i] = yield (a, h)
-        return self.apply(node, name, terms, ttype)  # type: ignore[arg-type]
+        return self.apply(node, name, terms, ttype, flags)  # type: ignore[arg-type]
 
-    def apply(self, node: Raw, op: str, terms: list[Term], ttype: Optional[ScalarType] = None) -> Term:
+    def apply(self, node: Raw, op: str, terms: list[Term], ttype: Optional[ScalarType] = None,
+              flags: Sequence[str] = ()) -> Term:
         try:
-            return make(op, *terms, type=ttype)
+            return make(op, *terms, type=ttype, flags=flags)
         except FPIRTypeError as e:
             raise self.error(node, str(e)) from None
 
@@ -353,6 +357,8 @@ def _fmt(t: Term, memo: dict[int, tuple[str, int]]) -> tuple[str, int]:
             parts.append(_const_text(a, h))
         else:
             parts.append(memo[id(a)])
+    if t.args and t.attrs:  # flags: a call spelling, `add.nsw(a, b)`
+        return (f"{t.op}.{'.'.join(t.attrs)}({', '.join(p[0] for p in parts)})", _ATOM_PREC)
     if t.op == "not":
         text, p = parts[0]
         return ("~" + (text if p >= _UNARY_PREC else f"({text})"), _UNARY_PREC)

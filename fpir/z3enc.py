@@ -11,6 +11,10 @@ symbol (`x` for lane 0, `x@k` otherwise). Every result lane has the same structu
 group of independent inputs, so proving lane 0 proves them all. Constants (and `env` entries: rule
 constants) are broadcasts, the same at every lane.
 
+Flags (fpir.ops.FlagSpec, e.g. `add.nsw`) do not change a node's value; `flag_facts(term)` gives the
+Z3 facts they state (over the same symbols as `to_z3`), which the rule verifier assumes for the left
+side and proves for the right side.
+
 `equivalent(a, b, assume=...)` answers with a `Verdict`: VALID, INVALID with a counterexample
 (concrete integer inputs, interpreted in each variable's signedness) or UNKNOWN with the reason.
 
@@ -60,13 +64,21 @@ def symbol(t: Term) -> z3.BitVecRef:
     return z3.BitVec(t.name, t.type.bits)
 
 
-def to_z3(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None) -> z3.BitVecRef:
+def to_z3(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None,
+          facts: Optional[list[z3.BoolRef]] = None) -> z3.BitVecRef:
+    """The term's value; the facts its flagged nodes state are appended to `facts` if given."""
     if has_lane_ops(term):
+        if facts is not None and any(t.args and t.attrs for t in term.walk()):
+            raise ValueError("flags inside a lane-combining term are not supported by the Z3 encoding")
         return to_z3_lane(term, 0, _with_broadcasts(term, env))
     env = dict(env or {})
     memo: dict[int, z3.BitVecRef] = {}
     for t in term.walk():
         args = [memo[id(a)] for a in t.args]
+        if facts is not None and t.args and t.attrs:
+            s = spec(t.op)
+            types = [a.type for a in t.args]
+            facts.extend(s.flags[f].z3_holds(args, types, t.type) for f in t.attrs)
         if t.op == "var":
             memo[id(t)] = env[t.name] if t.name in env else symbol(t)
         elif t.op == "const":
@@ -79,6 +91,17 @@ def to_z3(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None) -> z3.Bi
                 body, names = template(t.op, tuple(a.type for a in t.args), t.type)
                 memo[id(t)] = to_z3(body, dict(zip(names, args)))
     return memo[id(term)]
+
+
+def flag_facts(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None) -> list[z3.BoolRef]:
+    """The facts stated by the flags of the term's nodes (`add.nsw(a, b)`: a + b does not overflow)."""
+    facts: list[z3.BoolRef] = []
+    to_z3(term, env, facts)
+    return facts
+
+
+def has_flags(term: Term) -> bool:
+    return any(t.args and t.attrs for t in term.walk())
 
 
 #: Variables named like the verifier's constant wildcards (c0, c1, ...) and computed constants (k1, ...)

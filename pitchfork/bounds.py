@@ -4,7 +4,9 @@
 give their type's range (or the constant); primitive ops use the op table's interval rules; FPIR and
 target ops use their own rule when the op table has one (absd) and otherwise the interval of their
 definition evaluated over the argument intervals. Terms are interned, so the cache is keyed by term.
-Optional `assume` maps variable names to known ranges (e.g. from a loop's data).
+Optional `assume` maps variable names to known ranges (e.g. from a loop's data). A flagged node
+(`add.nsw`) uses its flag's interval rule: under the no-overflow fact the exact range, clipped to the
+type, instead of the whole type when the exact range could wrap.
 """
 
 from __future__ import annotations
@@ -46,6 +48,13 @@ def _node(t: Term, ivs: list[Interval], env: Mapping[str, Interval]) -> Interval
         lo, hi = ivs[0]
         for _ in range(f - 1):
             lo, hi = _node_of(combine, [(lo, hi), ivs[0]], t.type)
+    elif t.attrs and any(s.flags[f].interval is not None for f in t.attrs):
+        lo, hi = t.type.min, t.type.max
+        for f in t.attrs:
+            rule = s.flags[f].interval
+            if rule is not None:
+                flo, fhi = rule(ivs, types, t.type)
+                lo, hi = max(lo, flo), min(hi, fhi)
     elif s.interval is not None:
         lo, hi = s.interval(ivs, types, t.type)
     else:

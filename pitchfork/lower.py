@@ -138,7 +138,8 @@ def expand_fpir(term: Term, max_bits: Optional[int] = DEFAULT_MAX_BITS) -> Term:
             if all(a is b for a, b in zip(args, t.args)):
                 cur = _fold(t)
             else:
-                cur = _fold(make(t.op, *args, type=t.type if spec(t.op).explicit_type else None))
+                # Flags are kept: the arguments have the same values, so their facts still hold.
+                cur = _fold(make(t.op, *args, type=t.type if spec(t.op).explicit_type else None, flags=t.attrs))
             if cur.args and spec(cur.op).kind == "fpir":  # (folding may leave a constant)
                 # cur has expanded arguments and an FPIR op at its root
                 limit = allowed(cur)

@@ -275,9 +275,25 @@ def _fixed_point_first(task: Task) -> int:
     return 0 if small else 1
 
 
+def _bank_signature(task: Task) -> tuple:
+    """What a left side's term bank depends on most (its variables' and nodes' types, its constants,
+    its ops): tasks with equal signatures run one after the other, so they share banks
+    (synth/bank.py keeps the few most recent)."""
+    t = parse(task.lhs)
+    return (
+        tuple((v.name, v.type.name) for v in sorted(set(t.variables()), key=lambda v: v.name)),
+        tuple(sorted({x.type.name for x in t.walk()})),
+        tuple(sorted({x.value for x in t.walk() if x.is_const})),
+        tuple(sorted({x.op for x in t.walk() if x.args})),
+    )
+
+
 def _limit(tasks: list[Task], opts: Options) -> list[Task]:
+    """The first --max-lhs tasks (fixed-point ones first, then by corpus frequency), run in bank
+    signature order."""
     ordered = sorted(tasks, key=_fixed_point_first)  # stable: frequency order kept within each group
-    return ordered[: opts.max_lhs] if opts.max_lhs > 0 else ordered
+    chosen = ordered[: opts.max_lhs] if opts.max_lhs > 0 else ordered
+    return sorted(chosen, key=_bank_signature)
 
 
 # ---------------------------------------------------------------------------------------------

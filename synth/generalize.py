@@ -218,9 +218,13 @@ def _bound_preds(name: str, t: ScalarType, lo: int, hi: int) -> list[str]:
     return out
 
 
-def generalize_constants(lhs: Term, rhs: Term) -> Optional[tuple[str, str, list[str], str]]:
-    """(lhs text, rhs text, predicates, how) of the most general VALID constant treatment, or None."""
+def generalize_constants(
+    lhs: Term, rhs: Term, assume: tuple[str, ...] = ()
+) -> Optional[tuple[str, str, list[str], str]]:
+    """(lhs text, rhs text, predicates, how) of the most general VALID constant treatment, or None.
+    `assume`: predicates every attempt carries (bounds under which lhs == rhs)."""
     lt, rt, rel, consts = _texts(lhs, rhs)
+    rel = list(assume) + [p for p in rel if p not in assume]
     if not consts:
         return (lt, rt, rel, "none") if _verify(_join(lt, rt, rel))[0] else None
     if _verify(_join(lt, rt, rel))[0]:
@@ -244,7 +248,9 @@ def generalize_constants(lhs: Term, rhs: Term) -> Optional[tuple[str, str, list[
 # ---------------------------------------------------------------------------------------------
 # Types
 
-_TYPE_TOKEN = re.compile(r"(?<=_)([ui](?:8|16|32|64|1))\b|(?<=<)([ui](?:8|16|32|64|1))(?=>)")
+_TYPE_TOKEN = re.compile(
+    r"(?<=_)([ui](?:8|16|32|64|1))\b|(?<=<)([ui](?:8|16|32|64|1))(?=>)|(?<=, )([ui](?:8|16|32|64|1))(?=\))"
+)
 
 
 def _relation(u: ScalarType, base: ScalarType, tname: str) -> Optional[str]:
@@ -265,8 +271,8 @@ def generalize_types(
 ) -> list[tuple[str, str]]:
     """Type-generalized attempts, most general first: (rule text, level)."""
     types: list[ScalarType] = []
-    for m in _TYPE_TOKEN.finditer(text_lhs + " " + text_rhs):
-        name = m.group(1) or m.group(2)
+    for m in _TYPE_TOKEN.finditer(" ".join([text_lhs, text_rhs, *preds])):
+        name = m.group(1) or m.group(2) or m.group(3)
         from fpir.types import parse_type
 
         t = parse_type(name)
@@ -291,7 +297,7 @@ def generalize_types(
     def sub(text: str) -> str:
         return _TYPE_TOKEN.sub(
             lambda m: names[
-                __import__("fpir.types", fromlist=["parse_type"]).parse_type(m.group(1) or m.group(2))
+                __import__("fpir.types", fromlist=["parse_type"]).parse_type(m.group(1) or m.group(2) or m.group(3))
             ],
             text,
         )
@@ -312,7 +318,7 @@ def generalize_types(
                 if b in cands:
                     p = f"{m.group(1)} {m.group(2)} {cands[b]}"
                     break
-        sym_preds.append(p)
+        sym_preds.append(sub(p))
     lhs_g, rhs_g = sub(text_lhs), sub(text_rhs)
     sign = f"is_{'signed' if base.signed else 'unsigned'}(T)"
     # Capped at the observed width or 16 bits: 32- and 64-bit instances of multiplier identities can
@@ -325,9 +331,12 @@ def generalize_types(
     ]
 
 
-def generalize(lhs: Term, rhs: Term, try_types: bool = True) -> Optional[Generalized]:
-    """The most general verified rule for lhs == rhs, or None (see module doc)."""
-    cg = generalize_constants(lhs, rhs)
+def generalize(
+    lhs: Term, rhs: Term, try_types: bool = True, assume: tuple[str, ...] = ()
+) -> Optional[Generalized]:
+    """The most general verified rule for lhs == rhs (under the `assume` predicates, e.g. `fits(v0_u16,
+    u8)` for a narrowing that bounds prove does not saturate), or None (see module doc)."""
+    cg = generalize_constants(lhs, rhs, assume)
     if cg is None:
         return None
     lt, rt, preds, how = cg

@@ -20,7 +20,7 @@ Rules already in the file are kept (a re-run adds to them).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
@@ -46,6 +46,8 @@ class Candidate:
     level: str
     constants: str
     verdict: str
+    #: a bounds predicate the rule needs (`fits(v0_u16, u8)`: a narrowing that does not saturate), or ""
+    bounded: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,34 @@ def constant_regression(rule: Rule, example: Term, existing: Sequence[Rule]) -> 
     return None
 
 
+def _guard_constants(
+    rule: Rule, c: Candidate, example: Term, kept: Sequence[Rule], stage: str
+) -> tuple[Rule, Candidate, Optional[str]]:
+    """The rule, or the rule with `is_variable(x)` for each variable x whose constant instances
+    regress (the rule then leaves constants to the rules that canonicalize them), or why neither
+    works. The guarded rule is a new candidate text (verified again before it is written)."""
+    import re
+
+    for _ in range(len(example.variables())):
+        why = constant_regression(rule, example, kept)
+        if why is None:
+            return rule, c, None
+        m = re.match(r"with (\w+) = ", why)
+        lhs_text = c.text.split("->", 1)[0]
+        w = re.search(rf"\b{m.group(1)}_\w+", lhs_text) if m else None
+        if w is None or f"is_variable({w.group(0)})" in c.text:
+            return rule, c, why
+        guard = f"is_variable({w.group(0)})"
+        text = c.text + (f" && {guard}" if " if " in c.text else f" if {guard}")
+        try:
+            guarded = parse_rule(f"{rule_name(stage, text)}: {text}", "<synthesized>", 1)
+        except RuleFileError as e:
+            return rule, c, f"{why}; guarded text does not parse: {e.message}"
+        rule, c = guarded, replace(c, text=text)
+    why = constant_regression(rule, example, kept)
+    return rule, c, why
+
+
 def _forbidden(t: Term) -> bool:
     for u in t.walk():
         if u.op.startswith("extending_") and any(a.is_const for a in u.args):
@@ -143,21 +173,30 @@ def select(
             out.append(Decision(c, "duplicate"))
             continue
         example = parse(c.example)
-        have = rewrite_cost(RuleSet(list(kept)), example)
-        if have <= c.rhs_cost:
+        if c.bounded:
+            why = _bounded_gain(rule, c, kept, rewrite_cost)
+            if why:
+                out.append(Decision(c, "subsumed", detail=why))
+                continue
+        have = rewrite_cost(RuleSet(list(kept)), example) if not c.bounded else (0,)
+        if not c.bounded and have <= c.rhs_cost:
             out.append(Decision(c, "subsumed", detail=f"existing rules reach cost {have}"))
             continue
         if stage == "lift":
-            why = constant_regression(rule, example, kept)
+            rule, c, why = _guard_constants(rule, c, example, kept, stage)
             if why is not None:
                 out.append(Decision(c, "constant-regression", detail=why))
+                continue
+            name = rule.name
+            if _body(rule) in bodies or name in names:
+                out.append(Decision(c, "duplicate"))
                 continue
         res = verify_rule(rule, VERIFY_RLIMIT)
         if res.status != "VALID":
             out.append(Decision(c, "unverified", detail=res.summary()))
             continue
-        with_it = rewrite_cost(RuleSet(kept + [rule]), example)
-        if with_it > c.rhs_cost:
+        with_it = rewrite_cost(RuleSet(kept + [rule]), example) if not c.bounded else (0,)
+        if not c.bounded and with_it > c.rhs_cost:
             out.append(Decision(c, "subsumed", detail=f"does not fire on its example (cost {with_it})"))
             continue
         kept.append(rule)
@@ -167,11 +206,56 @@ def select(
     return out
 
 
+def bounded_example(c: Candidate) -> Optional[Term]:
+    """The candidate's example with its bounded variable clamped to the narrow type (so the
+    rewriter's bounds prove the `fits` predicate), or None if the predicate is not understood."""
+    import re
+
+    from fpir.ops import make
+    from fpir.term import const, var
+    from fpir.types import parse_type
+
+    m = re.fullmatch(r"fits\((\w+)_([ui]\d+), ([ui]\d+)\)", c.bounded)
+    if m is None:
+        return None
+    t, n = parse_type(m.group(2)), parse_type(m.group(3))
+    x = var(m.group(1), t)
+    clamped = make("min", x, const(min(t.max, n.max), t), fold=False)
+    if t.signed:
+        clamped = make("max", clamped, const(max(t.min, n.min), t), fold=False)
+    example = parse(c.example)
+    memo: dict[int, Term] = {}
+    from synth.corpus import rebuild
+
+    for u in example.walk():
+        if u.is_var and u.name == x.name and u.type == t:
+            memo[id(u)] = clamped
+        elif u.args:
+            memo[id(u)] = rebuild(u, [memo[id(a)] for a in u.args])
+        else:
+            memo[id(u)] = u
+    return memo[id(example)]
+
+
+def _bounded_gain(
+    rule: Rule, c: Candidate, kept: Sequence[Rule], rewrite_cost: Callable[[RuleSet, Term], tuple]
+) -> str:
+    """Why a bounded candidate is not kept ("" if it is): on its example with the variable clamped
+    (bounds prove the narrowing does not saturate) it must make the rewriter's result cheaper."""
+    ex = bounded_example(c)
+    if ex is None:
+        return f"bounds predicate not understood: {c.bounded}"
+    have = rewrite_cost(RuleSet(list(kept)), ex)
+    with_it = rewrite_cost(RuleSet(list(kept) + [rule]), ex)
+    return "" if with_it < have else f"no gain where the bounds hold (cost {have} -> {with_it})"
+
+
 def provenance_comment(c: Candidate, verdict: str) -> str:
     return (
         f"# from: {','.join(c.sources)}; count: {c.count}; cost: {c.rhs_cost}; "
         f"level: {c.level}/{c.constants}; "
-        f"verdict: {verdict}; z3 {z3.get_version_string()}"
+        + (f"bounded: {c.bounded}; " if c.bounded else "")
+        + f"verdict: {verdict}; z3 {z3.get_version_string()}"
     )
 
 
@@ -213,4 +297,5 @@ def candidate_from(result: dict[str, Any], sources: Sequence[str], count: int) -
         result.get("level", "monomorphic"),
         result.get("constants", "none"),
         result.get("verdict", ""),
+        result.get("bounded", ""),
     )

@@ -3,32 +3,36 @@
 `synthesize(lhs, grammar, bound)` looks for a term equal to `lhs` (for all inputs) that is strictly
 cheaper than `bound` under the grammar's cost. Terms are enumerated bottom-up by cost level (the
 grammar's per-node level: input bits / 8 for the target-agnostic lifting cost, instructions for a
-target), so the first proven candidate is a cheapest one the grammar can express. Every enumerated
-term is evaluated on a cached set of example inputs (edge values of each type, then seeded random
-values); terms with the same values as a cheaper one are dropped (observational equivalence), and
-only a term whose values equal the left side's on every example reaches the solver. A counterexample
-from Z3 becomes a new example and enumeration restarts (counterexample-guided inductive synthesis).
+target) in a term bank (synth/bank.py): all candidates of a level are evaluated at once with numpy
+on a cached set of example inputs (edge values of each type, then seeded random values), only one
+term per fingerprint of values is kept as a child for higher levels (observational equivalence),
+and only candidates whose values equal the left side's on every example reach the solver, cheapest
+first, so the first proven candidate is a cheapest one the grammar can express. A counterexample
+from Z3 becomes a new example and the search restarts (counterexample-guided inductive synthesis).
+Banks are shared by left sides with the same grammar and examples.
 
-Every limit is a count, never a clock: `max_terms` terms built per round, `max_rounds` CEGIS rounds,
-`rlimit` Z3 resource units per query. The same inputs give the same answer on any machine.
+Every limit is a count, never a clock: `max_terms` argument combinations over the levels searched,
+`max_rounds` CEGIS rounds, `rlimit` Z3 resource units per query. The same inputs give the same answer
+on any machine.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 import z3
 
-from fpir.interp import _eval_node, evaluate
-from fpir.ops import OPS, make, spec
+from fpir.interp import evaluate
+from fpir.ops import make, spec
 from fpir.term import Term, const
+from fpir.text import to_text
 from fpir.types import FPIRTypeError, ScalarType
 from fpir.z3enc import to_z3
-from pitchfork.trs.pattern import COMMUTATIVE
+from synth.bank import BudgetExceeded, row_hashes, shared_bank, type_salt
 
 N_RANDOM = 40
 DEFAULT_RLIMIT = 20_000_000
@@ -47,6 +51,12 @@ class Grammar:
     cost_level: Callable[[tuple], int]
     # an extra condition a candidate must meet besides cost(t) < bound (None: none)
     also: Optional[Callable[[Term], bool]] = None
+    # identifies the cost levels (node_level/cost_level) so grammars with equal keys, leaves, forms
+    # and types share one bank per process (None: never shared)
+    key: Optional[str] = None
+    # at most this many operations other than reinterprets in a candidate (None: no limit); the
+    # bank prunes bigger terms as it builds them (part of the sharing key)
+    max_ops: Optional[int] = None
 
     def better(self, t: Term, bound: tuple) -> bool:
         return self.cost(t) < bound and (self.also is None or self.also(t))
@@ -102,19 +112,26 @@ def _env(vars_: Sequence[Term], rows: Sequence[tuple[int, ...]]) -> dict[str, np
     return {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
 
 
-def _sig(t: ScalarType, values: np.ndarray, n: int) -> tuple:
-    v = np.broadcast_to(np.asarray(values), (n,))
-    return (t, tuple(int(x) for x in v)) if v.dtype == object else (t, v.astype(t.np_dtype).tobytes())
-
-
 # ---------------------------------------------------------------------------------------------
 # Solver
 
 
-def prove_equal(lhs: Term, rhs: Term, rlimit: int = DEFAULT_RLIMIT) -> tuple[str, dict[str, int]]:
-    """("VALID", {}), ("INVALID", counterexample) or ("UNKNOWN", {}) when the rlimit runs out."""
+def prove_equal(
+    lhs: Term, rhs: Term, rlimit: int = DEFAULT_RLIMIT, bounds: Mapping[str, tuple[int, int]] = {}
+) -> tuple[str, dict[str, int]]:
+    """("VALID", {}), ("INVALID", counterexample) or ("UNKNOWN", {}) when the rlimit runs out.
+    `bounds`: variable name -> (lo, hi), assumed (equality is proven only where they hold)."""
     s = z3.Solver()
     s.set("rlimit", rlimit)
+    for v in lhs.variables():
+        if v.name in bounds:
+            lo, hi = bounds[v.name]
+            x = z3.BitVec(v.name, v.type.bits)
+            bits = v.type.bits
+            if v.type.signed:
+                s.add(x >= z3.BitVecVal(lo, bits), x <= z3.BitVecVal(hi, bits))
+            else:
+                s.add(z3.UGE(x, z3.BitVecVal(lo, bits)), z3.ULE(x, z3.BitVecVal(hi, bits)))
     s.add(to_z3(lhs) != to_z3(rhs))
     r = s.check()
     if r == z3.unsat:
@@ -130,188 +147,108 @@ def prove_equal(lhs: Term, rhs: Term, rlimit: int = DEFAULT_RLIMIT) -> tuple[str
 
 
 # ---------------------------------------------------------------------------------------------
-# Enumeration
+# Search over a bank (synth/bank.py)
 
 
-def _pow2(v: int) -> bool:
-    return v > 0 and v & (v - 1) == 0
+def _lhs_hash(lhs: Term, vars_: Sequence[Term], rows: Sequence[tuple[int, ...]]) -> tuple[np.ndarray, int]:
+    env = _env(vars_, rows)
+    with np.errstate(all="ignore"):
+        v = np.broadcast_to(np.asarray(evaluate(lhs, env)), (len(rows),)).astype(lhs.type.np_dtype)
+    return v, int(row_hashes(v.reshape(1, -1), type_salt(lhs.type))[0])
 
 
-class _Budget(Exception):
-    pass
-
-
-class _Found(Exception):
-    def __init__(self, term: Term) -> None:
-        self.term = term
-
-
-@dataclass
-class _Round:
-    grammar: Grammar
-    lhs: Term
-    bound: tuple
-    rows: list[tuple[int, ...]]
-    max_terms: int
-    rlimit: int
-    terms: int = 0
-    solver_calls: int = 0
-    unknown: int = 0
-    cex: Optional[dict[str, int]] = None
-    bank: dict[tuple[int, ScalarType], list[tuple[Term, np.ndarray]]] = field(default_factory=dict)
-    sigs: set = field(default_factory=set)
-    rules: dict[tuple[str, Optional[ScalarType], tuple[ScalarType, ...]], Optional[ScalarType]] = field(
-        default_factory=dict
-    )
-
-    def run(self) -> Optional[Term]:
-        g = self.grammar
-        self.vars = sorted({v for v in self.lhs.variables()}, key=lambda v: v.name)
-        self.n = len(self.rows)
-        self.env = _env(self.vars, self.rows)
+def _same_values(t: Term, target: np.ndarray, env: dict[str, np.ndarray]) -> bool:
+    try:
         with np.errstate(all="ignore"):
-            self.target = _sig(self.lhs.type, evaluate(self.lhs, self.env), self.n)
-            max_level = g.cost_level(self.bound)
-            try:
-                for level in range(max_level + 1):
-                    self._level(level)
-            except _Found as f:
-                return f.term
-        return None
+            v = np.broadcast_to(np.asarray(evaluate(t, env)), target.shape)
+    except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+        return False
+    return bool(np.array_equal(v.astype(target.dtype), target))
 
-    def _add(self, t: Term, values: np.ndarray, level: int) -> None:
-        self.terms += 1
-        if self.terms > self.max_terms:
-            raise _Budget()
-        s = _sig(t.type, values, self.n)
-        if s in self.sigs:
-            return
-        self.sigs.add(s)
-        self.bank.setdefault((level, t.type), []).append((t, values))
-        if s == self.target and t.args and self.grammar.better(t, self.bound):
-            self.solver_calls += 1
-            verdict, cex = prove_equal(self.lhs, t, self.rlimit)
-            if verdict == "VALID":
-                raise _Found(t)
-            if verdict == "INVALID":
-                self.cex = cex
-                raise _Budget()  # restart with the new example (caught by the CEGIS loop)
-            self.unknown += 1
 
-    def _result_type(
-        self, op: str, rtype: Optional[ScalarType], ts: tuple[ScalarType, ...]
-    ) -> Optional[ScalarType]:
-        key = (op, rtype, ts)
-        if key not in self.rules:
-            try:
-                r = spec(op).type_rule(list(ts), rtype)
-                if rtype is not None and spec(op).explicit_type:
-                    r = rtype
-                self.rules[key] = r if r in self.grammar.types else None
-            except (FPIRTypeError, ValueError, KeyError):
-                self.rules[key] = None
-        return self.rules[key]
-
-    def _build(
-        self, op: str, rtype: Optional[ScalarType], args: Sequence[tuple[Term, np.ndarray]], level: int
-    ) -> None:
-        if all(a.is_const for a, _ in args):
-            return  # folds to a constant (casts and reinterprets of one too): the leaves hold the useful ones
-        if op in ("reinterpret", "cast") and args[0][0].op in ("reinterpret", "cast"):
-            return  # a cast of a cast: one cast (or none) says the same
-        if op.startswith("extending_") and any(a.is_const for a, _ in args):
-            return  # x * widen(c) is x * c: only the cost model's input widths would prefer it
-        if op in ("mul", "widening_mul", "extending_mul") and any(
-            a.is_const and _pow2(a.value) for a, _ in args
-        ):
-            return  # the TRS's canonical form of a power-of-two multiply is a shift (shl_of_mul_pow2)
-        try:
-            t = make(op, *[a for a, _ in args], type=rtype, fold=False)
-        except FPIRTypeError:
-            return
-        if t is args[0][0] and len(args) == 1:
-            return
-        try:
-            v = _eval_node(t, [a[1] for a in args], {})
-        except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
-            return
-        self._add(t, v, level)
-
-    def _level(self, level: int) -> None:
-        g = self.grammar
-        if level == 0:
-            for leaf in g.leaves:
-                v = self.env[leaf.name] if leaf.is_var else _eval_node(leaf, [], {})
-                self._add(leaf, np.broadcast_to(np.asarray(v), (self.n,)), 0)
-        for op, rtype in g.forms:
-            # keys per form: a level-0 op (reinterpret, for targets) applies to this level's new terms
-            keys = list(self.bank.keys())
-            s = OPS[op]
-            if s.arity == 1:
-                for la, ta in keys:
-                    rt = self._result_type(op, rtype, (ta,))
-                    if rt is None:
-                        continue
-                    if la + g.node_level(op, (ta,)) != level:
-                        continue
-                    for a in list(self.bank[(la, ta)]):
-                        self._build(op, rtype, [a], level)
-            elif s.arity == 2:
-                for la, ta in keys:
-                    for lb, tb in keys:
-                        if op in COMMUTATIVE and (la, ta.name) > (lb, tb.name):
-                            continue
-                        rt = self._result_type(op, rtype, (ta, tb))
-                        if rt is None or la + lb + g.node_level(op, (ta, tb)) != level:
-                            continue
-                        same = op in COMMUTATIVE and (la, ta) == (lb, tb)
-                        bank_a, bank_b = list(self.bank[(la, ta)]), list(self.bank[(lb, tb)])
-                        for i, a in enumerate(bank_a):
-                            for b in (bank_b[i:] if same else bank_b):
-                                self._build(op, rtype, [a, b], level)
-            elif s.arity == 3:
-                for la, ta in keys:
-                    for lb, tb in keys:
-                        for lc, tc in keys:
-                            rt = self._result_type(op, rtype, (ta, tb, tc))
-                            if rt is None or la + lb + lc + g.node_level(op, (ta, tb, tc)) != level:
-                                continue
-                            for a in list(self.bank[(la, ta)]):
-                                for b in list(self.bank[(lb, tb)]):
-                                    for c in list(self.bank[(lc, tc)]):
-                                        self._build(op, rtype, [a, b, c], level)
+def _const_inversions(t: Term) -> int:
+    """Constant arguments written before non-constant ones (ties go to the TRS's spelling, constants
+    last, as in `umlal(acc, x, 2)`)."""
+    n = 0
+    for x in t.walk():
+        seen_const = 0
+        for a in x.args:
+            if a.is_const:
+                seen_const += 1
+            else:
+                n += seen_const
+    return n
 
 
 def synthesize(
     lhs: Term,
     grammar: Grammar,
     bound: tuple,
-    max_terms: int = 60_000,
+    max_terms: int = 2_000_000,
     max_rounds: int = 8,
     rlimit: int = DEFAULT_RLIMIT,
     extra_rows: Iterable[tuple[int, ...]] = (),
+    bounds: Mapping[str, tuple[int, int]] = {},
 ) -> SearchResult:
-    """A term equal to lhs, cheaper than `bound`, or why there is none (see module doc)."""
+    """A term equal to lhs, cheaper than `bound`, or why there is none (see module doc).
+
+    Levels 0 .. cost_level(bound) of the grammar's bank are searched in order; at each level every
+    candidate with the left side's fingerprint that beats the bound is re-checked on the examples
+    and sent to Z3, cheapest first. A counterexample becomes an example row and the search restarts
+    on the bank for the extended rows. `max_terms` bounds the argument combinations of the levels
+    searched (a count, so the answer does not depend on the machine or on bank sharing)."""
     vars_ = sorted({v for v in lhs.variables()}, key=lambda v: v.name)
     rows = list(base_examples(tuple((v.name, v.type) for v in vars_))) + list(extra_rows)
+    if bounds:  # examples only where the bounds hold (clamped into them)
+        lim = [bounds.get(v.name, (v.type.min, v.type.max)) for v in vars_]
+        rows = list(dict.fromkeys(tuple(min(hi, max(lo, x)) for x, (lo, hi) in zip(r, lim)) for r in rows))
     terms = calls = 0
+    max_level = grammar.cost_level(bound)
     for rnd in range(1, max_rounds + 1):
-        r = _Round(grammar, lhs, bound, rows, max_terms, rlimit)
-        try:
-            found = r.run()
-        except _Budget:
-            found = None
-        terms += r.terms
-        calls += r.solver_calls
-        if found is not None:
-            return SearchResult("found", polish(found), terms, calls, rnd)
-        if r.cex is not None:
-            rows.append(tuple(r.cex.get(v.name, 0) for v in vars_))
+        bank = shared_bank(
+            None if grammar.key is None else (grammar.key, grammar.max_ops), grammar, vars_, rows
+        )
+        target, th = _lhs_hash(lhs, vars_, rows)
+        env = _env(vars_, rows)
+        cexs: list[tuple[int, ...]] = []
+        unknown = 0
+        over = False
+        for level in range(max_level + 1):
+            try:
+                bank.ensure(level, max_terms)
+            except BudgetExceeded:
+                over = True
+                break
+            terms = sum(bank.level_count[: level + 1])
+            found: list[Term] = []
+            for i in bank.matches(level, th).tolist():
+                try:
+                    t = bank.candidate_term(level, i)
+                except FPIRTypeError:
+                    continue
+                if t.args and t != lhs and grammar.better(t, bound) and _same_values(t, target, env):
+                    found.append(t)
+            found = sorted(set(found), key=lambda t: (grammar.cost(t), _const_inversions(t), to_text(t)))
+            for t in found:
+                calls += 1
+                verdict, cex = prove_equal(lhs, t, rlimit, bounds)
+                if verdict == "VALID":
+                    return SearchResult("found", polish(t), terms, calls, rnd)
+                if verdict == "INVALID":
+                    row = tuple(cex.get(v.name, 0) for v in vars_)
+                    if row not in rows and row not in cexs:
+                        cexs.append(row)
+                else:
+                    unknown += 1
+            if cexs:
+                break
+        if cexs:
+            rows += cexs
             continue
-        if r.terms > max_terms:
+        if over:
             return SearchResult("budget", None, terms, calls, rnd, f"more than {max_terms} terms")
-        if r.unknown:
-            return SearchResult("solver", None, terms, calls, rnd, f"{r.unknown} candidate(s) beyond rlimit")
+        if unknown:
+            return SearchResult("solver", None, terms, calls, rnd, f"{unknown} candidate(s) beyond rlimit")
         return SearchResult("exhausted", None, terms, calls, rnd)
     return SearchResult("budget", None, terms, calls, max_rounds, f"{max_rounds} CEGIS rounds")
 

@@ -47,7 +47,7 @@ LOWER_PRIMS = (
 )
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
 #: are not reused
-SEARCH_VERSION = {"lift": 2, "lower": 3}
+SEARCH_VERSION = {"lift": 4, "lower": 5}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -133,6 +133,8 @@ def lifting_grammar(lhs: Term, current: Term) -> Grammar:
         lambda op, ts: _bits_level(ts),
         lambda c: c[0] // 8,
         lambda t: free_reinterpret_width(t) < limit and op_count(t) <= ops,
+        max_ops=ops,
+        key=f"lift:{';'.join(to_text(x) + ':' + x.type.name for x in leaves)}|{forms}|{sorted(t.name for t in types)}",
     )
 
 
@@ -162,7 +164,8 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
         return 0 if op == "reinterpret" else 1
 
     leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types))
-    return Grammar(leaves, tuple(forms), frozenset(types), target_cost, level, lambda c: c[0] - 1)
+    key = f"lower:{isa}:{';'.join(to_text(x) + ':' + x.type.name for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
+    return Grammar(leaves, tuple(forms), frozenset(types), target_cost, level, lambda c: c[0] - 1, key=key)
 
 
 def _lift_side(term: Term, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
@@ -228,6 +231,9 @@ def _run(task: Task) -> dict[str, Any]:
     )
     if res.status != "found":
         status = {"exhausted": "optimal", "budget": "budget", "solver": "solver"}[res.status]
+        bounded = _bounded_narrowing(seen, grammar, bound, task) if task.generalize else None
+        if bounded is not None:
+            return {**info, **bounded}
         return {**info, "status": status, "reason": res.detail}
     assert res.rhs is not None
     info.update(rhs=to_text(res.rhs), rhs_cost=list(grammar.cost(res.rhs)))
@@ -247,3 +253,47 @@ def _run(task: Task) -> dict[str, Any]:
         "instances": g.instances,
         "verdict": g.verdict,
     }
+
+
+def narrowings(t: Term) -> list[tuple[Term, Term]]:
+    """(narrowing node, its variable) for every `cast<N>(x)` / `saturating_cast<N>(x)` of a variable
+    to a narrower type in t (the places a bounds predicate `fits(x, N)` can make the two agree)."""
+    out = []
+    for x in t.walk():
+        if x.op in ("cast", "saturating_cast") and x.args[0].is_var and x.type.bits < x.args[0].type.bits:
+            if x.type.bits > 1 and (x, x.args[0]) not in out:
+                out.append((x, x.args[0]))
+    return out
+
+
+def _bounded_narrowing(seen: Term, grammar: Grammar, bound: tuple, task: Task) -> Optional[dict[str, Any]]:
+    """Paper section 4.3, safe truncation or saturation: when the left side narrows a variable x to N,
+    search again with x restricted to N's range (examples clamped, the solver told `x fits N`): there
+    truncating and saturating narrowing agree, and so may cheaper forms (a reinterpret, the other
+    narrowing instruction). A right side found is a rule under `fits(x, N)`, generalized and
+    re-verified with that predicate (the rewriter checks it with its bounds analysis)."""
+    from synth.generalize import generalize
+
+    for node, v in narrowings(seen)[:2]:
+        lo, hi = max(v.type.min, node.type.min), min(v.type.max, node.type.max)
+        res = synthesize(
+            seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit, bounds={v.name: (lo, hi)}
+        )
+        if res.status != "found" or res.rhs is None:
+            continue
+        assume = (f"fits({v.name}_{v.type.name}, {node.type.name})",)
+        g = generalize(seen, res.rhs, assume=assume)
+        if g is None:
+            continue
+        return {
+            "status": "synthesized",
+            "rhs": to_text(res.rhs),
+            "rhs_cost": list(grammar.cost(res.rhs)),
+            "bounded": assume[0],
+            "rule": g.text,
+            "level": g.level,
+            "constants": g.constants,
+            "instances": g.instances,
+            "verdict": g.verdict,
+        }
+    return None

@@ -8,6 +8,12 @@ defining expression, and bounds predicates become assumptions on the inputs (sou
 bounds analysis is). Z3 then proves `predicate => before == after` bit-exactly, or returns a
 counterexample. A rule is VALID only if every instance is.
 
+Flags (`add.nsw(x_T, y_T)`, fpir.ops.FlagSpec): a left side whose nodes carry a flag matches only
+terms whose producer guarantees its fact (Halide's no-overflow rule for signed >= 32-bit arithmetic),
+so the facts of the left side's flagged nodes are assumed: the proof is of `predicate and facts =>
+before == after`. A flag on the right side is a new promise and is proved: under the same
+assumptions, every fact the right side states must hold. Rules without flags get no extra assumption.
+
 Every Z3 query is bounded by a resource limit (`rlimit`, Z3's deterministic step count) and runs in a
 fresh context, never by wall-clock time, so a verdict does not depend on machine load or on which
 rules were verified before in the same process.
@@ -26,7 +32,7 @@ import z3
 from fpir.term import Term, const, var
 from fpir.text import FPIRSyntaxError, Raw, _Elaborator
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
-from fpir.z3enc import DEFAULT_RLIMIT, Verdict, equivalent, isolated_solver
+from fpir.z3enc import DEFAULT_RLIMIT, Verdict, equivalent, flag_facts, has_flags, isolated_solver, unknown_reason
 from pitchfork.trs.pattern import _CWILD_RE, parse_type_expr, split_wildcard
 from pitchfork.trs.predicate import PredicateError, Z3Domain, evaluate, is_const_expr
 from pitchfork.trs.rules import Rule
@@ -180,9 +186,16 @@ def verify_rule(rule: Rule, rlimit: int = DEFAULT_RLIMIT) -> RuleResult:
                 results.append(InstanceResult(_describe(tvars), Verdict(
                     "INVALID", reason=f"right side has type {rhs.type}, left side {lhs.type}")))
                 continue
-            assume = [pred, *dom.side, *builder.assumptions]
+            try:
+                facts = flag_facts(lhs)
+            except ValueError as e:
+                results.append(InstanceResult(_describe(tvars), Verdict("UNKNOWN", reason=str(e))))
+                continue
+            assume = [pred, *dom.side, *builder.assumptions, *facts]
             env, reparam = _reparametrize(symbols, builder.defs, assume)
-            verdict = _prove(lhs, rhs, assume, reparam, rlimit, env, symbols)
+            verdict = _prove_rhs_facts(rhs, reparam, rlimit, env) if has_flags(rhs) else None
+            if verdict is None or verdict.valid:
+                verdict = _prove(lhs, rhs, assume, reparam, rlimit, env, symbols)
             results.append(InstanceResult(_describe(tvars), verdict))
     if not results:
         # A rule that can never fire is a mistake (a typo in a type, a predicate false for every
@@ -190,6 +203,22 @@ def verify_rule(rule: Rule, rlimit: int = DEFAULT_RLIMIT) -> RuleResult:
         return RuleResult(rule, (), error="no type instance can fire: the left side is ill-typed or the "
                                           "predicate is false at every type instance")
     return RuleResult(rule, tuple(results))
+
+
+def _prove_rhs_facts(rhs: Term, assume: list[z3.BoolRef], rlimit: int, env: dict[str, z3.BitVecRef]) -> Verdict:
+    """VALID if the assumptions imply every fact the right side's flags state (a rule may only
+    promise what the left side guarantees)."""
+    try:
+        facts = flag_facts(rhs, env)
+    except ValueError as e:
+        return Verdict("UNKNOWN", reason=str(e))
+    solver, _ctx = isolated_solver([*assume, z3.Not(z3.And(*facts))], rlimit)
+    r = solver.check()
+    if r == z3.unsat:
+        return Verdict("VALID")
+    if r == z3.unknown:
+        return Verdict("UNKNOWN", reason=f"right side flags: {unknown_reason(solver)}")
+    return Verdict("INVALID", reason="a flag on the right side states a fact the left side does not guarantee")
 
 
 QUICK_RLIMIT = 2_000_000  # what the first, direct query gets (most rules need far less)

@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stats", action="store_true", help="print rewrites, time and rewrites/second")
     p.add_argument("--rules", metavar="FILE", action="append",
                    help="a rule file to use instead of rules/lift/*.rules (repeatable)")
+    p.add_argument("--assume-no-overflow", action="store_true",
+                   help="Halide's overflow rule: mark every signed 32/64-bit add/sub/mul `nsw` (as the Halide "
+                        "frontend does) so rules that need it apply; without it only `add.nsw(...)` text has it")
     p.add_argument("--allow-errors", action="store_true",
                    help="batch: exit 0 even when some lines failed (their errors are still reported)")
 
@@ -46,7 +49,7 @@ def _rules(args: argparse.Namespace) -> Any:
 
 
 def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>", line: int = 1,
-              indent: int = 0) -> dict[str, Any]:
+              indent: int = 0, no_overflow: bool = False) -> dict[str, Any]:
     """Lift one expression; never raises: errors are reported in the result (located at
     source:line:column for a batch file's line `line`)."""
     from fpir.text import FPIRSyntaxError
@@ -59,7 +62,12 @@ def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>"
         out["error"] = f"{source}:{line}: not UTF-8 text"
         return out
     try:
-        lifted, stats = lift_with_stats(parse(text, source=source), rules, trace=trace)
+        term = parse(text, source=source)
+        if no_overflow:
+            from fpir.flags import with_halide_overflow
+
+            term = with_halide_overflow(term)
+        lifted, stats = lift_with_stats(term, rules, trace=trace)
     except FPIRSyntaxError as e:
         col = e.column + indent if e.line <= 1 else e.column
         out["error"] = str(FPIRSyntaxError(e.message, line + e.line - 1, col, source))
@@ -81,7 +89,8 @@ def _batch(args: argparse.Namespace, rules: Any, src: TextIO, sink: TextIO) -> i
         text = line.strip()
         if not text or text.startswith("#"):
             continue
-        r = lift_line(text, rules, trace=True, source=name, line=lineno, indent=len(line) - len(line.lstrip()))
+        r = lift_line(text, rules, trace=True, source=name, line=lineno, indent=len(line) - len(line.lstrip()),
+                      no_overflow=args.assume_no_overflow)
         stats = r.pop("_stats", None)
         if stats is not None:
             rewrites += stats.rewrites
@@ -129,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _single(args: argparse.Namespace, rules: Any, sink: TextIO) -> int:
     t0 = time.perf_counter()
-    r = lift_line(args.expr, rules, trace=args.trace)
+    r = lift_line(args.expr, rules, trace=args.trace, no_overflow=args.assume_no_overflow)
     seconds = time.perf_counter() - t0
     if r["error"] is not None:
         print(f"pitchfork lift: {r['error']}", file=sys.stderr)

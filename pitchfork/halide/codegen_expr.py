@@ -3,7 +3,8 @@
 Integer ops map one to one (Halide's `/` and `%` are Euclidean and casts wrap, exactly like FPIR);
 Halide's FPIR intrinsics map to FPIR ops; loads, ramps, broadcasts of non-constant scalars, shuffles
 and bit counts become leaves (variables) that LoopNestCodegen emits separately; scalar loads and
-float sub-expressions are emitted on the spot and become scalar variables. The converter emits no
+float sub-expressions are emitted on the spot and become scalar variables. Signed 32-bit and wider
+add/sub/mul carry the `nsw` flag (Halide's no-overflow rule, docs/FPIR.md). The converter emits no
 vector code itself: what it returns is selected whole by pitchfork.lower.
 """
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
 
+from fpir.flags import halide_overflow_flags
 from fpir.ops import REDUCE_COMBINE, make, reduce_op
 from fpir.term import Term, const, var
 from fpir.types import ScalarType, i32, u1
@@ -112,7 +114,7 @@ class ExprConverter:
         if involves_float(e):  # a comparison of floats
             return self._float_scalar(e, lambda fe, st: fe.emit(e))
         a, b = self.go(e.a), self.go(e.b)
-        return make(op, a, b)
+        return make(op, a, b, flags=halide_overflow_flags(op, a.type))
 
     def _e_Not(self, e: H.Not) -> Term:
         return make("not", self.go(e.a))
@@ -160,9 +162,11 @@ class ExprConverter:
         if why is not None:
             raise Unsupported(why, self.node)
         n, m = e.value.type.lanes, e.type.lanes
-        if e.type.is_vector and self.cg.isel == "pitchfork" and e.op in REDUCE_COMBINE and n % m == 0:
+        if e.type.is_vector and e.op in REDUCE_COMBINE and n % m == 0:
             # A lane-combining FPIR term over its operand's term, so lifting and lowering see both (a dot
-            # product becomes udot/vrmpy/pmaddwd); a reduction no rule takes is expanded generically.
+            # product becomes udot/vrmpy/pmaddwd); a reduction no rule takes (and every reduction under
+            # isel=llvm) is expanded generically, as Halide's own codegen expands a VectorReduce
+            # (ExprEmitter.reduce_lanes), so LLVM alone sees what it would see from Halide.
             return make(reduce_op(e.op, n // m), self.go(e.value))
         if e.type.is_vector:
             # Inline, so the selector sees the reduction together with what consumes it (an

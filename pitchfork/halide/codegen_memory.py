@@ -224,6 +224,38 @@ class MemoryMixin:
         self.b.branch(after)
         self.b.position_at_end(after)
 
+    def _hvx_window(self, e: H.Load, node: H.Node) -> Optional[ir.Value]:
+        """A dense, unpredicated HVX load narrower than a register, as the whole register starting at
+        its first element (the wanted lanes first, the rest don't-care): the two 128-byte blocks
+        holding its first and last byte, and a `valign` by the address. Hexagon has no cheap
+        sub-register vector load (LLVM loads such a vector byte by byte), and an unaligned `vmemu` of
+        a whole register could read past the buffer into an unmapped page; the two blocks hold bytes
+        of the wanted range, so they lie in pages the program may read.
+
+        (Reading the blocks with `vmem` from the unaligned addresses, claiming 128-byte alignment,
+        saves the masking but is wrong: LLVM's Hexagon backend then treats both loads as one block,
+        and matmul on hvx128 gave wrong results.)
+        None if `e` is not such a load."""
+        ramp = self._dense(e.index)
+        st = _storage(e.type.elem.to_fpir()) if e.type.is_integer and not e.type.is_bool else None
+        if self.target != "hvx128" or ramp is None or e.predicate is not None or st is None \
+                or st.bits < 8 or e.type.lanes * st.bits >= 1024:
+            return None
+        buf = self._buffer(e.buffer, node)
+        nbytes = e.type.lanes * st.bits // 8
+        reg = ir.VectorType(ir.IntType(32), 32)
+        i32t = ir.IntType(32)
+        p = self._elem_ptr(buf, e.type.elem.to_fpir(), self.index64(ramp, node), ir.IntType(8))
+        off = self.b.and_(self.b.ptrtoint(p, i32t), ir.Constant(i32t, 127))
+        lo = self.b.gep(p, [self.b.sub(ir.Constant(i32t, 0), off)])
+        # The block of the last byte: the next one exactly when the range crosses a 128-byte boundary.
+        hi = self.b.gep(lo, [self.b.and_(self.b.add(off, ir.Constant(i32t, nbytes - 1)), ir.Constant(i32t, 128))])
+        vlo = self._mem_access(buf, self.b.load(self.b.bitcast(lo, ir.PointerType(reg)), align=128))
+        vhi = self._mem_access(buf, self.b.load(self.b.bitcast(hi, ir.PointerType(reg)), align=128))
+        fn = self._intrinsic("llvm.hexagon.V6.valignb.128B", reg, [reg, reg, i32t])
+        v = self.b.call(fn, [vhi, vlo, off])
+        return self.b.bitcast(v, ir.VectorType(ir.IntType(st.bits), 1024 // st.bits))
+
     def _dense(self, index: H.Expr) -> Optional[H.Expr]:
         if isinstance(index, H.Ramp) and isinstance(index.stride, H.IntImm) and index.stride.value == 1:
             return index.base

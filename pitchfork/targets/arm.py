@@ -9,8 +9,9 @@ three), the measure the paper's Figure 3 compares. Emission:
 * intrinsic instructions call `llvm.aarch64.neon.<op>.<suffix>` on 128-bit registers (a 64-bit one
   when the whole vector fits); widening ones (umull, smull, umlal, ...) read 64-bit halves, which LLVM
   turns into the `...2` forms for the high halves; narrowing ones return 64-bit halves;
-* instructions LLVM has no intrinsic for (uaddl, usubl, uaddw, ushll, shrn, uabdl, uaba, umlal) are
-  emitted as the exact generic IR pattern LLVM's instruction selection turns into them (section 2.2.4);
+* instructions LLVM has no intrinsic for (uaddl, usubl, uaddw, ushll, shrn, addhn, subhn, neg, uabdl,
+  uaba, uabal, umlal, ursra) are emitted as the exact generic IR pattern LLVM's instruction selection
+  turns into them (section 2.2.4; ursra is `add acc, urshl(y, splat(-c))`);
 * immediates (narrowing shifts, sqshlu) must be IR constants in the instruction's range; for any
   other operand the emitter falls back to the primitive expansion of the declared meaning, so the
   semantics hold for every operand, and the lowering rules only fire where the immediate is legal.
@@ -140,13 +141,14 @@ def _accumulate_absd(op: str) -> Emit:
 
 
 def _narrowing(op: str) -> Emit:
-    """sqxtn/uqxtn/sqxtun: `<op>.v<n>i<bits/2>(<n x i<bits>>)`, one 128-bit source register at a time."""
+    """sqxtn/uqxtn/sqxtun (one operand), raddhn/rsubhn (two): `<op>.v<n>i<bits/2>(<n x i<bits>>, ...)`,
+    one 128-bit source register per operand at a time."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
         src = t.args[0].type.bits
         n = 128 // src
         return em.map_chunks(
-            args, n, lambda x: em.call(f"{NEON}.{op}.v{n}i{src // 2}", _vec(src // 2, n), [x])
+            args, n, lambda *xs: em.call(f"{NEON}.{op}.v{n}i{src // 2}", _vec(src // 2, n), list(xs))
         )
 
     return emit
@@ -238,6 +240,53 @@ def _widening_absd(op: str) -> Emit:
     return emit
 
 
+def _accumulate_absd_long(op: str) -> Emit:
+    """uabal/sabal: `add acc, zext (uabd y, z)` on 64-bit halves (LLVM fuses it into uabal / uabal2)."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        bits = t.args[1].type.bits
+        n = 64 // bits
+
+        def one(acc: ir.Value, y: ir.Value, z: ir.Value) -> ir.Value:
+            d = em.call(f"{NEON}.{op}.v{n}i{bits}", _vec(bits, n), [y, z])
+            return em.b.add(acc, em.b.zext(d, _vec(2 * bits, n)))
+
+        return em.map_chunks(args, n, one)
+
+    return emit
+
+
+def _shift_right_accumulate(op: str) -> Emit:
+    """ursra/srsra #c: `add acc, urshl(y, splat(-c))`, which LLVM selects as the accumulating
+    immediate form for c in [1, bits]; any other amount emits the declared meaning."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        bits = t.type.bits
+        if not _const_in(t.args[2], 1, bits):
+            return _generic(em, args, t)
+        n = _chunk(em.lanes, bits)
+        amount = ir.Constant(_vec(bits, n), [ir.Constant(ir.IntType(bits), -t.args[2].value)] * n)
+
+        def one(acc: ir.Value, y: ir.Value) -> ir.Value:
+            return em.b.add(acc, em.call(f"{NEON}.{op}.v{n}i{bits}", _vec(bits, n), [y, amount]))
+
+        return em.map_chunks(args[:2], n, one)
+
+    return emit
+
+
+def _high_narrow(subtract: bool) -> Emit:
+    """addhn/subhn have no intrinsic: LLVM selects them from `trunc (lshr (add|sub x, y), bits/2)`."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        src = t.args[0].type
+        v = em.b.sub(args[0], args[1]) if subtract else em.b.add(args[0], args[1])
+        shifted = em.b.lshr(v, em.splat(src.bits // 2, src))
+        return em.b.trunc(shifted, _vec(src.bits // 2, em.lanes))
+
+    return emit
+
+
 # ---------------------------------------------------------------------------------------------
 # Same-width arithmetic
 
@@ -258,6 +307,9 @@ target_op("arm.sqsub", _same(I8_64, 2), "saturating_sub(x, y)", _intrinsic("sqsu
 target_op(
     "arm.abs", [f"{t} -> {_unsigned(t)}" for t in I8_64], "abs(x)", _intrinsic("abs"), llvm=f"{NEON}.abs"
 )
+# neg has no intrinsic (LLVM selects it from `sub 0, x`); sqneg saturates -MIN to MAX.
+target_op("arm.neg", _same((*U8_64, *I8_64), 1), "0 - x", _generic, llvm="sub zeroinitializer, x")
+target_op("arm.sqneg", _same(I8_64, 1), "saturating_sub(0, x)", _intrinsic("sqneg"), llvm=f"{NEON}.sqneg")
 
 # ---------------------------------------------------------------------------------------------
 # Absolute difference
@@ -297,6 +349,20 @@ target_op(
     lambda s: f"{s.result}(absd(x, y))",
     _widening_absd("sabd"),
     llvm=f"zext ({NEON}.sabd a, b) (generic pattern)",
+)
+target_op(
+    "arm.uabal",
+    [f"{_wide(t)}, {t}, {t} -> {_wide(t)}" for t in U8_32],
+    lambda s: f"x + {s.result}(absd(y, z))",
+    _accumulate_absd_long("uabd"),
+    llvm=f"add acc, zext ({NEON}.uabd a, b) (generic pattern)",
+)
+target_op(
+    "arm.sabal",
+    [f"{_unsigned(_wide(t))}, {t}, {t} -> {_unsigned(_wide(t))}" for t in I8_32],
+    lambda s: f"x + {s.result}(absd(y, z))",
+    _accumulate_absd_long("sabd"),
+    llvm=f"add acc, zext ({NEON}.sabd a, b) (generic pattern)",
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -462,6 +528,21 @@ target_op(
     _intrinsic("srshl"),
     llvm=f"{NEON}.srshl (constant negative amount: srshr)",
 )
+# Rounding shift right by an immediate in [1, bits] and accumulate (ursra/srsra #c).
+target_op(
+    "arm.ursra",
+    _same(U8_64, 3),
+    "x + rounding_shr(y, z)",
+    _shift_right_accumulate("urshl"),
+    llvm=f"add acc, {NEON}.urshl(y, splat(-c)) (ursra)",
+)
+target_op(
+    "arm.srsra",
+    [f"{t}, {t}, {_unsigned(t)} -> {t}" for t in I8_64],
+    "x + rounding_shr(y, z)",
+    _shift_right_accumulate("srshl"),
+    llvm=f"add acc, {NEON}.srshl(y, splat(-c)) (srsra)",
+)
 target_op(
     "arm.uqshl",
     [f"{t}, {_signed(t)} -> {t}" for t in U8_64],
@@ -559,6 +640,29 @@ target_op(
     _narrowing_shift("sqrshrun"),
     llvm=f"{NEON}.sqrshrun",
 )
+
+# ---------------------------------------------------------------------------------------------
+# High half of a wrapping add / sub, narrowed (plain or rounding): bits h..2h-1 of x +- y (+ 2^(h-1))
+
+_HIGH_HALF = [f"{t}, {t} -> {_narrow(t)}" for t in (*_WIDE_U, *_WIDE_I)]
+
+
+def _high_half(op: str, rounding: bool) -> Callable[[Signature], str]:
+    def text(s: Signature) -> str:
+        h = s.result.bits
+        rnd = f" + {1 << (h - 1)}" if rounding else ""
+        # Wrapping in the source type, then the high half: computed on the unsigned reinterpretation
+        # so that the shift is logical (the kept bits are the same either way).
+        u = _unsigned(s.args[0].name)
+        return f"{s.result}(reinterpret<{u}>(x {op} y{rnd}) >> {h})"
+
+    return text
+
+
+target_op("arm.addhn", _HIGH_HALF, _high_half("+", False), _high_narrow(False), llvm="trunc (lshr (add x, y), h)")
+target_op("arm.subhn", _HIGH_HALF, _high_half("-", False), _high_narrow(True), llvm="trunc (lshr (sub x, y), h)")
+target_op("arm.raddhn", _HIGH_HALF, _high_half("+", True), _narrowing("raddhn"), llvm=f"{NEON}.raddhn")
+target_op("arm.rsubhn", _HIGH_HALF, _high_half("-", True), _narrowing("rsubhn"), llvm=f"{NEON}.rsubhn")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ A left-hand side is compiled from the FPIR text syntax (`fpir.text.parse_raw`) i
 * `c0`, `c1`, ... (optionally `c0_u8`, `c0_T`) constant wildcards: they match constants only;
 * a bare integer matches a constant with exactly that value;
 * `op(p, q)` / infix forms match that op; `u16(p)` and `cast<W>(p)` also match the result type;
+* `op.flag(p, q)` (`add.nsw(x_T, y_T)`) matches only a node carrying that flag (fpir.ops.FlagSpec);
+  a pattern without flags matches a node whatever flags it carries (dropping a fact is always sound);
 * `either(p1, p2, ...)` is an alternate: any of the shapes (expanded into separate patterns).
 
 Commutative ops are matched in both operand orders. The same wildcard used twice must match the
@@ -21,7 +23,7 @@ from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
-from fpir.ops import OPS, known_op, spec
+from fpir.ops import OPS, known_op, spec, split_flags
 from fpir.term import Term
 from fpir.text import Raw, _int_value
 from fpir.types import FPIRTypeError, ScalarType, is_type_name, parse_type
@@ -147,6 +149,7 @@ class PApp:
     op: str
     args: tuple["Pattern", ...]
     type: Optional[TypeExpr] = None  # explicit result type (casts)
+    flags: tuple[str, ...] = ()  # flags the matched node must carry
 
 
 Pattern = Union[PWild, PConst, PLit, PApp]
@@ -199,15 +202,20 @@ def compile_pattern(node: Raw) -> list[Pattern]:
         ttype, name = TypeExpr("concrete", concrete=parse_type(name)), "cast"
     if name in ("lor", "land"):
         name = "or" if name == "lor" else "and"
+    name, flag_list = split_flags(name)
     if not known_op(name):
         raise FPIRTypeError(f"unknown operation {name!r}")
     s = spec(name)
+    for f in flag_list:
+        if f not in s.flags:
+            raise FPIRTypeError(f"{name} takes no flag {f!r}")
+    flags = tuple(sorted(set(flag_list)))
     if len(node.args) != s.arity:
         raise FPIRTypeError(f"{name} takes {s.arity} argument(s), got {len(node.args)}")
     if s.explicit_type and ttype is None:
         raise FPIRTypeError(f"{name} needs a type: {name}<t>(...)")
     alts = [compile_pattern(a) for a in node.args]
-    return [PApp(name, tuple(combo), ttype) for combo in itertools.product(*alts)]
+    return [PApp(name, tuple(combo), ttype, flags) for combo in itertools.product(*alts)]
 
 
 def pattern_wildcards(p: Pattern) -> set[str]:
@@ -230,7 +238,7 @@ def pattern_text(p: Pattern) -> str:
         return f"cast<{p.type}>({args})"
     if p.type is not None:
         return f"{p.op}<{p.type}>({args})"
-    return f"{p.op}({args})"
+    return f"{'.'.join((p.op,) + p.flags)}({args})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,6 +276,8 @@ def match(p: Pattern, t: Term, b: Bindings) -> Iterator[Bindings]:
             yield b
         return
     if t.op != p.op:
+        return
+    if p.flags and not set(p.flags) <= set(t.attrs):
         return
     orders = [p.args]
     if p.op in COMMUTATIVE and len(p.args) == 2 and p.args[0] != p.args[1]:

@@ -104,6 +104,9 @@ class PyDomain:
         lo, hi = self.bounds(self.terms[name])
         return t.min <= lo and hi <= t.max
 
+    def is_variable(self, name: str) -> bool:
+        return not self.terms[name].is_const
+
 
 class Z3Domain:
     """Symbolic evaluation for verification; facts the predicate states become assumptions."""
@@ -166,6 +169,11 @@ class Z3Domain:
     def fits(self, name: str, t: ScalarType) -> Any:
         x = self.ext(name)
         return z3.And(x >= self.lit(t.min), x <= self.lit(t.max))
+
+    def is_variable(self, name: str) -> Any:
+        # Structural (the operand is not a constant): no fact about its value, so the rule is proved
+        # for every value.
+        return z3.BoolVal(True)
 
 
 def _floor_div(a: z3.BitVecRef, b: z3.BitVecRef) -> z3.BitVecRef:
@@ -231,6 +239,8 @@ def evaluate(node: Raw, d: Any) -> Any:
         return getattr(d, name)(_wild_name(args[0]), evaluate(args[1], d))
     if name == "fits":
         return d.fits(_wild_name(args[0]), eval_type(args[1], d.tvars))
+    if name == "is_variable":
+        return d.is_variable(_wild_name(args[0]))
     raise PredicateError(f"unknown predicate function {name!r}")
 
 
@@ -245,7 +255,7 @@ def _wild_name(node: Raw) -> str:
 def uses_bounds(node: Optional[Raw]) -> bool:
     if node is None:
         return False
-    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits"):
+    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable"):
         return True
     return any(uses_bounds(a) for a in node.args)
 
@@ -256,7 +266,7 @@ def is_const_expr(node: Raw) -> bool:
         return True
     if node.kind == "name":
         return bool(_CWILD_RE.match(node.text.split("_")[0])) and "_" not in node.text
-    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "either"):
+    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable", "either"):
         return False
     if node.kind == "call" and node.text in ("bits", "tmin", "tmax"):
         return True
@@ -267,7 +277,7 @@ def is_const_expr(node: Raw) -> bool:
 #: Predicate functions: name -> argument kinds ("v" value, "t" type, "w" term wildcard).
 SIGNATURES: dict[str, str] = {
     "is_pow2": "v", "log2": "v", "bits": "t", "tmin": "t", "tmax": "t", "is_signed": "t", "is_unsigned": "t",
-    "represents": "tt", "upper_bounded": "wv", "lower_bounded": "wv", "fits": "wt",
+    "represents": "tt", "upper_bounded": "wv", "lower_bounded": "wv", "fits": "wt", "is_variable": "w",
     "land": "vv", "lor": "vv", "not": "v", **{op: "vv" for op in _BIN},
 }
 

@@ -104,5 +104,7 @@ class Rewriter:
 
 
 def _rebuild(t: Term, args: list[Term]) -> Term:
+    """t over rewritten arguments. Flags are kept: the arguments have the same values, so the facts
+    about them still hold."""
     s = spec(t.op)
-    return make(t.op, *args, type=t.type if s.explicit_type else None)
+    return make(t.op, *args, type=t.type if s.explicit_type else None, flags=t.attrs)

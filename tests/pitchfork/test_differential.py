@@ -15,7 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.pitchfork.difftest import random_reductions, random_terms, run_batch, summary  # noqa: E402
+from tests.pitchfork.difftest import (random_overflow_terms, random_reductions, random_terms, run_batch,  # noqa: E402
+                                      summary)
 
 from fpir.text import parse  # noqa: E402
 
@@ -50,12 +51,12 @@ def test_random_expressions_run_bit_exact(target: str, isel: str, count: int, ma
     assert r.ran >= count * 0.98
 
 
-# hvx128 is not in the list: seed 205 (24 expressions, 64 result lanes) ran 23 bit-exactly, but LLVM 22's
-# Hexagon backend aborts (HexagonISelDAGToDAG SelectQ2V: vector length assertion) on
-# vector_reduce_min_x4(rounding_mul_shr(extending_sub(a_i32, u16(65535)), ~a_i32, a_u32) << 31) lowered
-# generically; run it with `python -m tests.pitchfork.difftest`-style batches once that is understood.
+# hvx128 runs 24 expressions at 64 result lanes (qemu-hexagon is slow). Seed 205 once aborted LLVM 22's
+# Hexagon backend (SelectQ2V vector-length assertion) on `zext(x > -1) << 31` over a register pair, from
+# a rounding shift's sign fix-up; pitchfork/emit/hvx_fixups.py now extends such predicates one register
+# at a time (test_hvx_pair_predicate_shift below).
 REDUCTION_CONFIGS = [("x86-avx2", "pitchfork", 201), ("x86-avx2", "llvm", 202), ("arm64", "pitchfork", 203),
-                     ("arm64", "llvm", 204)]
+                     ("arm64", "llvm", 204), ("hvx128", "pitchfork", 205), ("hvx128", "llvm", 206)]
 
 
 @pytest.mark.qemu
@@ -73,6 +74,30 @@ def test_random_reductions_run_bit_exact(target: str, isel: str, seed: int) -> N
     problems = [m.report() for m in r.mismatches] + r.errors
     assert not problems, f"{summary(r)}\n\n" + "\n\n".join(problems[:10])
     assert r.ran == count
+
+
+# Terms as the Halide frontend builds them (nsw on signed >= 32-bit add/sub/mul) with the i32/i64 averaging
+# and rounding-shift spellings of rules/lift/overflow.rules mixed in; inputs respect the no-overflow facts.
+OVERFLOW_CONFIGS = [
+    pytest.param("x86-avx2", "pitchfork", 200, 301, id="x86-avx2-pitchfork"),
+    pytest.param("x86-avx2", "llvm", 100, 302, id="x86-avx2-llvm"),
+    pytest.param("arm64", "pitchfork", 120, 303, id="arm64-pitchfork", marks=pytest.mark.qemu),
+    pytest.param("hvx128", "pitchfork", 40, 304, id="hvx128-pitchfork", marks=pytest.mark.qemu),
+]
+
+
+@pytest.mark.parametrize("target,isel,count,seed", OVERFLOW_CONFIGS)
+def test_overflow_terms_run_bit_exact(target: str, isel: str, count: int, seed: int) -> None:
+    terms = random_overflow_terms(count, seed)
+    if target == "hvx128":  # no 64-bit lanes on HVX (scalarised by LLVM: slow to emulate)
+        terms = [t for t in terms if max(s.type.bits for s in t.walk()) <= 32]
+    r = run_batch(terms, target, isel, seed=seed)
+    print(summary(r))
+    if r.skipped:
+        pytest.skip(r.skipped)
+    problems = [m.report() for m in r.mismatches] + r.errors
+    assert not problems, f"{summary(r)}\n\n" + "\n\n".join(problems[:10])
+    assert r.ran == len(terms)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ def _opts(tmp: Path, **kw: object) -> Options:
         files=(str(f),),
         isas=("arm64",),
         max_lhs=8,
-        max_terms=1500,
+        max_terms=50_000,
         cache_dir=tmp / "cache",
         out_dir=tmp / "out",
         progress=False,

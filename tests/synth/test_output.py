@@ -36,6 +36,19 @@ def test_mixed_sign_rules_that_capture_constants_are_rejected() -> None:
     assert constant_regression(ok, parse("i16(v0_u8) << 6"), HAND) is None
 
 
+def test_a_rule_that_captures_constants_is_kept_for_variables_only() -> None:
+    # the mixed-sign rule regresses when v1 is a constant; with `is_variable(v1_A)` it no longer fires
+    # on constants (and still verifies, the guard states no fact about values)
+    text = "cast<A>(v0_T) * v1_A -> extending_mul(v1_A, v0_T) if A == signed(wide(T))"
+    rhs_cost = cost(parse("extending_mul(v1_i16, v0_u8)"))
+    decisions = select([_cand(text, "i16(v0_u8) * v1_i16", rhs_cost)], "lift", HAND, _lift_cost)
+    (d,) = decisions
+    assert d.outcome == "written", d
+    assert d.candidate.text == text + " && is_variable(v1_A)"
+    guarded = parse_rule(f"{d.name}: {d.candidate.text}")
+    assert constant_regression(guarded, parse("i16(v0_u8) * v1_i16"), HAND) is None
+
+
 def test_duplicates_and_subsumed_candidates_are_not_written(tmp_path: Path) -> None:
     hand_text = [r for r in HAND if r.name == "widening_shl_of_cast"][0]
     body = hand_text.text().split(":", 1)[1].strip()

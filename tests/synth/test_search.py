@@ -17,7 +17,7 @@ from synth.verify import verify_rule
 
 
 def test_section_4_1_lifting_rule_rediscovered_and_generalized_with_its_range() -> None:
-    r = run_task(Task("lift", "", "i16(v0_u8) << 6", max_terms=4000, hide=("widening_shl_of_cast",)))
+    r = run_task(Task("lift", "", "i16(v0_u8) << 6", max_terms=100_000, hide=("widening_shl_of_cast",)))
     assert r["status"] == "synthesized", r
     assert r["rhs"] == "reinterpret<i16>(widening_shl(v0_u8, 6))"
     # generalized over widths/signs, the amount symbolic, its range explicit
@@ -31,7 +31,7 @@ def test_section_4_1_lifting_rule_rediscovered_and_generalized_with_its_range() 
 
 def test_section_4_2_umlal_rule_rediscovered_on_arm() -> None:
     r = run_task(
-        Task("lower", "arm64", "v0_u16 + widening_shl(v1_u8, 1)", max_terms=4000, hide=("umlal_shl",))
+        Task("lower", "arm64", "v0_u16 + widening_shl(v1_u8, 1)", max_terms=100_000, hide=("umlal_shl",))
     )
     assert r["status"] == "synthesized", r
     assert r["rhs"] == "arm.umlal(v0_u16, v1_u8, 2)"
@@ -40,7 +40,7 @@ def test_section_4_2_umlal_rule_rediscovered_on_arm() -> None:
 
 
 def test_already_optimal_left_side_is_reported_not_rewritten() -> None:
-    r = run_task(Task("lift", "", "u16(v0_u8) * 2", max_terms=4000))
+    r = run_task(Task("lift", "", "u16(v0_u8) * 2", max_terms=100_000))
     assert r["current"] == "widening_shl(v0_u8, 1)"
     assert r["status"] == "optimal"
 
@@ -50,7 +50,7 @@ def test_search_only_returns_proven_terms_and_learns_counterexamples() -> None:
     # search returns is proven equal; a wrong candidate costs a CEGIS round, never a wrong answer.
     lhs = parse("(v0_u16 + 128) >> 8")
     g = lifting_grammar(lhs, lhs)
-    res = synthesize(lhs, g, cost(lhs), max_terms=3000)
+    res = synthesize(lhs, g, cost(lhs), max_terms=100_000)
     if res.rhs is not None:
         assert prove_equal(lhs, res.rhs)[0] == "VALID"
     rows = base_examples((("v0", parse("v0_u16").type),))
@@ -73,3 +73,23 @@ def test_generalize_pins_constants_when_nothing_more_general_verifies() -> None:
     rule = parse_rule("g: " + g.text)
     assert verify_rule(rule).status == "VALID"
     assert "c0" in g.text and "c1" in g.text
+
+
+def test_narrowing_that_bounds_prove_does_not_saturate_gives_a_predicated_rule() -> None:
+    # i16(u8(x_u16)) is a reinterpret of x only where x fits u8 (section 4.3, safe truncation): the
+    # search runs again with x restricted to u8's range and the rule carries `fits`, re-verified
+    r = run_task(Task("lift", "", "i16(u8(v0_u16))", max_terms=200_000))
+    assert r["status"] == "synthesized", r
+    assert r["bounded"] == "fits(v0_u16, u8)" and r["rhs"] == "reinterpret<i16>(v0_u16)"
+    assert "fits(v0_T, B)" in r["rule"]
+    assert verify_rule(parse_rule("g: " + r["rule"])).status == "VALID"
+    unbounded = r["rule"].replace(" && fits(v0_T, B)", "")
+    assert verify_rule(parse_rule("g: " + unbounded)).status == "INVALID"
+
+
+def test_prove_equal_under_bounds_only_assumes_them() -> None:
+    lhs, rhs = parse("i16(u8(v0_u16))"), parse("reinterpret<i16>(v0_u16)")
+    assert prove_equal(lhs, rhs)[0] == "INVALID"
+    assert prove_equal(lhs, rhs, bounds={"v0": (0, 255)})[0] == "VALID"
+    verdict, cex = prove_equal(lhs, rhs, bounds={"v0": (0, 256)})
+    assert verdict == "INVALID" and cex == {"v0": 256}

@@ -170,7 +170,11 @@ IMMEDIATE = {
     "arm.sqshlu": lambda s: (0, s.args[0].bits - 1),
     "arm.ushll": lambda s: (0, s.args[0].bits),
     "arm.sshll": lambda s: (0, s.args[0].bits),
+    "arm.ursra": lambda s: (1, s.result.bits),
+    "arm.srsra": lambda s: (1, s.result.bits),
 }
+# The immediate's operand position when it is not the second one.
+IMMEDIATE_OPERAND = {"arm.ursra": 2, "arm.srsra": 2}
 
 
 def mnemonic(op: str, s, imm: int | None) -> str:  # type: ignore[no-untyped-def]
@@ -201,15 +205,10 @@ def instruction_cases() -> list[tuple[str, Term, int | None, str]]:
             args = [var(names[i], t) for i, t in enumerate(s.args)]
             if spec_.name in IMMEDIATE:
                 lo, hi = IMMEDIATE[spec_.name](s)
+                at = IMMEDIATE_OPERAND.get(spec_.name, 1)
                 for c in immediates(lo, hi):
-                    cases.append(
-                        (
-                            f"{spec_.name}({text}) #{c}",
-                            make(spec_.name, args[0], const(c, s.args[1])),
-                            c,
-                            text,
-                        )
-                    )
+                    with_imm = [*args[:at], const(c, s.args[at])]
+                    cases.append((f"{spec_.name}({text}) #{c}", make(spec_.name, *with_imm), c, text))
             cases.append((f"{spec_.name}({text})", make(spec_.name, *args), None, text))
     return cases
 
@@ -287,6 +286,9 @@ EXAMPLES = [
     ("saturating_cast<u8>(a_i32)", "sqxtun"),
     ("saturating_cast<u8>(a_i64)", "sqxtun"),
     ("saturating_cast<i16>(a_u32)", "uqxtn"),
+    ("saturating_cast<i8>(a_u32)", "uqxtn"),
+    ("saturating_cast<i16>(a_u64)", "uqxtn"),
+    ("saturating_cast<i8>(a_u64)", "uqxtn"),
     ("u8(a_u16 >> 3)", "shrn"),
     ("i16(a_i32 >> 7)", "shrn"),
     ("saturating_cast<i8>(a_i16 >> 3)", "sqshrn"),
@@ -324,6 +326,54 @@ EXAMPLES = [
     ("rounding_mul_shr(a_u16, b_u16, 9)", "uqrshrn"),
     ("rounding_mul_shr(a_i16, b_i16, 20)", "srshr"),
     ("rounding_mul_shr(a_u8, b_u8, 12)", "urshr"),
+    # widen-right forms from every spelling: either accumulator sign, a cast the lifter leaves alone
+    ("extending_add(a_i16, b_u8)", "uaddw"),
+    ("extending_add(a_u32, b_i16)", "saddw"),
+    ("extending_sub(a_i64, b_u32)", "usubw"),
+    ("extending_sub(a_u16, b_i8)", "ssubw"),
+    ("c_i16 + i16(a_u8)", "uaddw"),
+    ("u32(a_i16) + c_u32", "saddw"),
+    ("c_i32 - i32(a_u16)", "usubw"),
+    ("c_u64 - u64(a_i32)", "ssubw"),
+    # negation
+    ("0 - a_i16", "neg"),
+    ("0 - a_u32", "neg"),
+    ("saturating_sub(0, a_i8)", "sqneg"),
+    ("i8(max(min(0 - i16(a_i8), 127), -128))", "sqneg"),
+    # widening absolute difference and accumulate
+    ("c_u16 + u16(absd(a_u8, b_u8))", "uabal"),
+    ("c_u32 + u32(absd(a_i16, b_i16))", "sabal"),
+    ("c_i32 + i32(absd(a_u16, b_u16))", "uabal"),
+    ("c_i16 + i16(absd(a_i8, b_i8))", "sabal"),
+    # register shifts by any amount (clamped to where the result stops changing)
+    ("rounding_shr(a_u16, b_u16)", "urshl"),
+    ("rounding_shr(a_u32, b_i32)", "urshl"),
+    ("rounding_shr(a_i16, b_u16)", "srshl"),
+    ("rounding_shr(a_i64, b_i64)", "srshl"),
+    ("rounding_shl(a_u16, b_i16)", "urshl"),
+    ("rounding_shl(a_i32, b_i32)", "srshl"),
+    ("saturating_shl(a_u16, b_u16)", "uqshl"),
+    ("saturating_shl(a_u32, b_i32)", "uqshl"),
+    ("saturating_shl(a_i8, b_u8)", "sqshl"),
+    ("saturating_shl(a_i64, b_i64)", "sqshl"),
+    # rounding shift right and accumulate
+    ("c_u16 + rounding_shr(a_u16, 3)", "ursra"),
+    ("rounding_shr(a_u8, 8) + c_u8", "ursra"),
+    ("c_i32 + rounding_shr(a_i32, 32)", "srsra"),
+    ("c_i64 + rounding_shr(a_i64, 5)", "srsra"),
+    # high half of a sum / difference, narrowed
+    ("u8((a_u16 + b_u16) >> 8)", "addhn"),
+    ("i16((a_i32 - b_i32) >> 16)", "subhn"),
+    ("u8((a_u16 + b_u16 + 128) >> 8)", "raddhn"),
+    ("i32((a_i64 - b_i64 + 2147483648) >> 32)", "rsubhn"),
+    ("u8(widening_add(a_u16, b_u16) >> 8)", "addhn"),
+    ("i16(widening_sub(a_i32, b_i32) >> 16)", "subhn"),
+    ("u8((u32(a_u16) + u32(b_u16) + 128) >> 8)", "raddhn"),
+    ("i16(rounding_shr(widening_add(a_i32, b_i32), 16))", "raddhn"),
+    ("u8(rounding_shr(widening_sub(a_u16, b_u16), 8))", "rsubhn"),
+    # the lifted rounding shift of a wrapping sum / difference (raddhn_rounding / rsubhn_rounding)
+    ("u8(rounding_shr(a_u16 + b_u16, 8))", "raddhn"),
+    ("i16(rounding_shr(a_i32 - b_i32, 16))", "rsubhn"),
 ]
 
 

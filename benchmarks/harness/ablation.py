@@ -1,0 +1,296 @@
+"""The synthesized-rules ablation (the paper's Figure 7): hand-written rules only vs hand-written +
+synthesized, with leave-one-out, per benchmark and ISA.
+
+    python -m benchmarks.harness.ablation [--bench B ...] [--isa I ...] [--quick] [--reps N] [-o DIR]
+
+For every benchmark x ISA, PITCHFORK compiles the benchmark twice in one child process:
+
+* `hand`: `rules_config(enabled=False)`: the hand-written lifting and lowering rules only;
+* `synth`: the synthesized rules on, except those learned from this benchmark
+  (`excluding_rules_from(bench)`: leave-one-out, so no benchmark is measured with rules it taught).
+
+If the two assemblies are identical (no synthesized rule changed the code), the gain is exactly
+1.00x and nothing is run. Otherwise both configurations go through the harness worker
+(`worker.py`, the same compile / check / measure path as `python -m benchmarks`): on x86 each is
+timed interleaved with LLVM alone and the gain is the ratio of the two speedups over LLVM (so
+machine-load drift between the two runs cancels); on ARM and HVX the gain is the ratio of the
+weighted static estimates (llvm-mca cycles, HVX packets), which are deterministic.
+
+Writes `ablation.json`, `RESULTS_ABLATION.md` (appended to RESULTS.md by report.write_all, which
+this re-runs on the committed results.json) and `ablation.png` into the output directory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from benchmarks.common import ISAS
+from benchmarks.harness.report import geomean, metric, ratio
+
+DEFAULT_OUT = Path(__file__).resolve().parent.parent
+CONFIGS = ("hand", "synth")
+
+
+def _compile_both(bench_name: str, isas: Sequence[str]) -> dict[str, Any]:
+    """In the child: assembly hash and synthesized rules fired, per ISA and configuration."""
+    import warnings
+
+    import pitchfork
+    from benchmarks import registry
+    from pitchfork.synthesized import rules_config
+    from pitchfork.trs.provenance import excluding_rules_from
+
+    bench = registry.get(bench_name)
+    pset = bench.param_sets[0]
+    out: dict[str, Any] = {}
+    for isa in isas:
+        cell: dict[str, Any] = {}
+        for cfg in CONFIGS:
+            try:
+                with excluding_rules_from(bench_name), rules_config(enabled=cfg == "synth"):
+                    o, args = bench.build(isa, pset)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        prog = pitchfork.compile(o, args, target=isa, isel="pitchfork",
+                                                 name=f"{bench_name}_pitchfork", fallback=False)
+                cell[cfg] = {
+                    "sha1": hashlib.sha1(prog.assembly().encode()).hexdigest(),
+                    "synth_fired": {k: v for k, v in prog.stats.rules_fired.items() if k.startswith("synth_")},
+                }
+            except Exception as e:  # noqa: BLE001 - a failed cell, reported
+                cell[cfg] = {"error": f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]}
+        out[isa] = cell
+    return out
+
+
+def _child(bench_name: str, isas: Sequence[str], timeout: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="pf-ablation-") as d:
+        rp = os.path.join(d, "out.json")
+        cmd = [sys.executable, "-m", "benchmarks.harness.ablation", "--child", bench_name, rp, *isas]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                               cwd=str(Path(__file__).resolve().parent.parent.parent),
+                               env=dict(os.environ, HL_NUM_THREADS="1"))
+        except subprocess.TimeoutExpired:
+            return {isa: {c: {"error": f"compile exceeded {timeout:.0f} s"} for c in CONFIGS} for isa in isas}
+        if p.returncode == 0 and os.path.exists(rp):
+            with open(rp) as f:
+                return json.load(f)
+        tail = " | ".join(p.stderr.strip().splitlines()[-2:])[:300]
+        return {isa: {c: {"error": f"compile process died ({p.returncode}): {tail}"} for c in CONFIGS} for isa in isas}
+
+
+def run(benches: Sequence[str], isas: Sequence[str], quick: bool, reps: int, timeout: float,
+        progress: bool = True) -> dict[str, Any]:
+    from benchmarks.harness.run import run_worker
+
+    t0 = time.time()
+    cells: list[dict[str, Any]] = []
+    for b in benches:
+        compiled = _child(b, isas, timeout)
+        for isa in isas:
+            c = compiled.get(isa, {})
+            cell: dict[str, Any] = {"bench": b, "isa": isa, "compile": c}
+            errs = [c.get(k, {}).get("error") for k in CONFIGS if c.get(k, {}).get("error")]
+            if errs:
+                cell.update(status="failed", why=errs[0])
+            elif c["hand"]["sha1"] == c["synth"]["sha1"]:
+                cell.update(status="same-code", gain=1.0)
+            else:
+                rows = {}
+                for cfg in CONFIGS:
+                    job = {"bench": b, "isa": isa, "quick": quick, "reps": reps, "seed": 1,
+                           "static_size": "quick", "exclude_rules_from": b, "synthesized": cfg == "synth",
+                           "variants": ["pitchfork", "llvm"] if isa == "x86-avx2" else ["pitchfork"]}
+                    got = run_worker(job, timeout, lambda ev: None)
+                    rows[cfg] = {r["variant"]: r for r in got}
+                cell["rows"] = {cfg: {v: _slim(r) for v, r in rs.items()} for cfg, rs in rows.items()}
+                if isa == "x86-avx2":
+                    sp = {cfg: ratio(metric(rows[cfg].get("llvm"), isa), metric(rows[cfg].get("pitchfork"), isa))
+                          for cfg in CONFIGS}
+                    cell["speedup_over_llvm"] = sp
+                    g = ratio(sp["synth"], sp["hand"])
+                    st = {cfg: metric(rows[cfg].get("pitchfork"), isa, static=True) for cfg in CONFIGS}
+                    cell["static_gain"] = ratio(st["hand"], st["synth"])
+                else:
+                    cost = {cfg: metric(rows[cfg].get("pitchfork"), isa, static=True) for cfg in CONFIGS}
+                    cell["static_total"] = cost
+                    g = ratio(cost["hand"], cost["synth"])
+                if g is None:
+                    cell.update(status="failed", why="; ".join(
+                        e for rs in rows.values() for r in rs.values() for e in r.get("errors", []))[:300] or "no result")
+                else:
+                    cell.update(status="measured", gain=g)
+            cells.append(cell)
+            if progress:
+                print(f"  {b:16s} {isa:9s} {cell['status']:10s} {cell.get('gain', 0):.3f}x", file=sys.stderr, flush=True)
+    return {"meta": {"benchmarks": list(benches), "isas": list(isas), "quick": quick, "reps": reps,
+                     "seconds": round(time.time() - t0, 1),
+                     "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     "load_average": os.getloadavg()},
+            "cells": cells}
+
+
+def _slim(r: dict[str, Any]) -> dict[str, Any]:
+    keep = ("status", "errors", "time", "exact")
+    out = {k: r[k] for k in keep if k in r}
+    if "static" in r:
+        out["static"] = {"total": r["static"].get("total"), "unit": r["static"].get("unit")}
+    if "rules_fired" in r:
+        out["synth_fired"] = {k: v for k, v in r["rules_fired"].items() if k.startswith("synth_")}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+PAPER = {"arm64": "1.09x", "hvx128": "1.14x", "x86-avx2": "— (the paper had no x86 synthesis)"}
+TITLE = {"x86-avx2": "x86 (AVX2)", "arm64": "ARM (AArch64)", "hvx128": "HVX"}
+
+
+def _synth_run_line(out_dir: Path) -> list[str]:
+    p = out_dir / "synth_run.json"
+    if not p.exists():
+        return []
+    s = json.loads(p.read_text())
+    return [
+        "### The synthesis run",
+        "",
+        f"`{s['command']}` (git {s.get('git', '?')}, {s.get('date', '')}): **{s['seconds'] / 60:.1f} min wall** "
+        f"on {s.get('cores', 2)} shared cores (load average at the end {s.get('load_average', '?')}), "
+        f"{s['written']} rules written ({s.get('written_by_stage', {})}), **{s['rules_per_minute']:.2f} rules per "
+        f"minute**; search throughput {s.get('terms_per_second', 0):,.0f} enumerated terms/s. Details: "
+        "benchmarks/SYNTH_RESULTS.md.",
+        "",
+    ]
+
+
+def markdown(data: dict[str, Any], out_dir: Path) -> str:
+    meta, cells = data["meta"], data["cells"]
+    isas = meta["isas"]
+    L = ["## Ablation: synthesized rules (the paper's Figure 7)", "",
+         f"`python -m benchmarks.harness.ablation{' --quick' if meta['quick'] else ''}` ({meta['date']}, "
+         f"{meta['seconds']:.0f} s, load average {', '.join(f'{x:.1f}' for x in meta['load_average'])}). "
+         "Gain = cost with hand-written rules only / cost with hand-written + synthesized rules, the "
+         "synthesized rules learned from the benchmark itself left out (leave-one-out). "
+         "`same code`: both configurations produce identical assembly (gain exactly 1). "
+         "x86: measured (ratio of the two configurations' speedups over LLVM alone, each timed interleaved "
+         "with LLVM); ARM and HVX: weighted static estimates (llvm-mca cycles, HVX packets).", ""]
+    L.append("| benchmark | " + " | ".join(TITLE[i] for i in isas) + " |")
+    L.append("|---" * (len(isas) + 1) + "|")
+    by = {(c["bench"], c["isa"]): c for c in cells}
+    for b in meta["benchmarks"]:
+        row = [b]
+        for isa in isas:
+            c = by.get((b, isa))
+            if c is None:
+                row.append("")
+            elif c["status"] == "failed":
+                row.append(f"failed ({c.get('why', '')[:60]})")
+            elif c["status"] == "same-code":
+                row.append("1.00x (same code)")
+            else:
+                fired = {}
+                for cfg_rows in c.get("rows", {}).values():
+                    fired.update(cfg_rows.get("pitchfork", {}).get("synth_fired", {}))
+                row.append(f"**{c['gain']:.2f}x** ({sum(fired.values())} synthesized rewrites)")
+        L.append("| " + " | ".join(row) + " |")
+    L.append("| **geomean** | " + " | ".join(_geo(cells, i) for i in isas) + " |")
+    L.append("| paper (geomean) | " + " | ".join(PAPER[i] for i in isas) + " |")
+    L += ["", "![ablation](ablation.png)", ""]
+    fails = [c for c in cells if c["status"] == "failed"]
+    if fails:
+        L += ["Failed cells: " + "; ".join(f"{c['bench']}/{c['isa']}: {c.get('why', '')}" for c in fails), ""]
+    L += _synth_run_line(out_dir)
+    return "\n".join(L) + "\n"
+
+
+def _geo(cells: list[dict[str, Any]], isa: str) -> str:
+    gs = [c["gain"] for c in cells if c["isa"] == isa and c.get("gain")]
+    g = geomean(gs)
+    mx = max(gs) if gs else None
+    return "—" if g is None else f"{g:.3f}x (max {mx:.2f}x, {len(gs)} benchmarks)"
+
+
+def plot(data: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    meta, cells = data["meta"], data["cells"]
+    names = meta["benchmarks"]
+    by = {(c["bench"], c["isa"]): c for c in cells}
+    fig, ax = plt.subplots(figsize=(12, 4.5))
+    x = np.arange(len(names))
+    w = 0.8 / max(1, len(meta["isas"]))
+    for k, isa in enumerate(meta["isas"]):
+        ys = [by.get((b, isa), {}).get("gain") or 0.0 for b in names]
+        ax.bar(x + (k - (len(meta["isas"]) - 1) / 2) * w, ys, w, label=TITLE[isa])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
+    ys_all = [c.get("gain") for c in cells if c.get("gain")]
+    lo, hi = (min(ys_all), max(ys_all)) if ys_all else (1.0, 1.0)
+    ax.set_ylim(min(0.9, lo * 0.98), max(1.1, hi * 1.02))
+    ax.set_ylabel("gain from synthesized rules (leave-one-out)")
+    ax.set_title("Hand-written + synthesized rules vs hand-written only (paper Figure 7)", fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write(data: dict[str, Any], out_dir: Path) -> None:
+    from benchmarks.harness import report
+
+    out_dir = Path(out_dir)
+    (out_dir / "ablation.json").write_text(json.dumps(data, indent=1))
+    (out_dir / "RESULTS_ABLATION.md").write_text(markdown(data, out_dir))
+    plot(data, out_dir / "ablation.png")
+    results = out_dir / "results.json"
+    if results.exists():  # re-render RESULTS.md (it appends RESULTS_ABLATION.md)
+        report.write_all(json.loads(results.read_text()), out_dir)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--child"]:
+        bench, out, *isas = argv[1:]
+        with open(out, "w") as f:
+            json.dump(_compile_both(bench, isas), f)
+        return 0
+    from benchmarks import registry
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.harness.ablation", description=__doc__.split("\n")[0])
+    ap.add_argument("--bench", action="append", default=[])
+    ap.add_argument("--isa", action="append", default=[])
+    ap.add_argument("--quick", action="store_true", help="quick sizes, 3 repetitions")
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--timeout", type=float, default=1800.0)
+    ap.add_argument("--output-dir", "-o", default=str(DEFAULT_OUT))
+    args = ap.parse_args(argv)
+    benches = [x for b in args.bench for x in b.split(",") if x] or registry.available()
+    isas = [x for i in args.isa for x in i.split(",") if x] or list(ISAS)
+    bad = [b for b in benches if b not in registry.NAMES] + [i for i in isas if i not in ISAS]
+    if bad:
+        print(f"ablation: unknown benchmark or ISA {bad[0]!r}", file=sys.stderr)
+        return 2
+    data = run(benches, isas, args.quick, args.reps or (3 if args.quick else 9), args.timeout)
+    write(data, Path(args.output_dir))
+    print(markdown(data, Path(args.output_dir)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

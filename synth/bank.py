@@ -1,0 +1,587 @@
+"""Bottom-up term banks: enumeration by cost level with observational-equivalence pruning, in batch.
+
+A `Bank` belongs to one grammar (leaves, op forms, types, cost levels) and one list of example rows.
+Level L holds every term the grammar builds whose cost level is L, out of the *representatives* of
+lower levels: for each fingerprint (the term's values on every example row, hashed) only the first
+term built is kept as a child for later levels (observational equivalence, as in Ruler and Daly et
+al. 2024). A candidate is never a Python object while it is being enumerated: for one op form and
+one choice of argument blocks, all argument combinations are evaluated in one numpy call over a
+(candidates x rows) array, hashed row-wise, and deduplicated with numpy; only representatives get an
+entry (op form, argument ids), and a `Term` is built only for a candidate a search asks for.
+
+Every candidate's fingerprint and provenance are kept per level (not only the representatives), so
+a search for a left side finds *all* terms of a level with its fingerprint, and a bank built for one
+left side serves every later left side with the same grammar and rows (their searches only read
+it, and build the levels not built yet). The bank's contents depend only on (grammar, rows, level),
+never on which left side asked first, so results are the same with or without sharing.
+
+Invariants: a level is built completely or not at all; representatives of a level have fingerprints
+distinct from each other and from every lower level's; `level_count[L]` (the number of candidates
+of level L from forms of positive cost) is known before level L is built, which is
+what search budgets count (it is computed from the lower levels, filters applied, without
+evaluating anything).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+
+import numpy as np
+
+from fpir.ops import OPS, make, spec, template
+from fpir.term import Term
+from fpir.types import FPIRTypeError, ScalarType
+from pitchfork.trs.pattern import COMMUTATIVE
+
+if TYPE_CHECKING:
+    from synth.search import Grammar
+
+#: elements of a (candidates x rows) array evaluated at once (memory stays ~ tens of MB)
+CHUNK_ELEMENTS = 1 << 21
+#: banks kept per process (most recently used), and the candidates they may hold in total
+MAX_BANKS = 3
+MAX_CACHED_CANDIDATES = 6_000_000
+
+_RNG = np.random.default_rng(0x5EED_13)
+_COL_SALT = _RNG.integers(0, 2**63, size=8192, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+
+_NATIVE = frozenset({8, 16, 32, 64})
+_NATIVE_BINARY = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch evaluation
+
+
+def fast_apply(op: str, args: Sequence[np.ndarray], types: Sequence[ScalarType], rt: ScalarType) -> np.ndarray:
+    """The op's exact values on arrays of any (broadcastable) shape.
+
+    Wrapping add/sub/mul, min/max, bitwise ops, casts and reinterprets between 8..64-bit integer types
+    are computed in the native dtype (numpy integer arithmetic wraps, and astype between integer
+    dtypes truncates or extends exactly as FPIR's cast does), so 32- and 64-bit products never fall
+    back to Python ints; everything else goes through the op table's numpy semantics, FPIR and target
+    ops through their definition templates (tests/synth/test_bank.py checks both paths agree)."""
+    native = rt.bits in _NATIVE and all(t.bits in _NATIVE for t in types)
+    if native:
+        fn = _NATIVE_BINARY.get(op)
+        if fn is not None and all(t == rt for t in types):
+            with np.errstate(all="ignore"):
+                return fn(np.asarray(args[0]), np.asarray(args[1])).astype(rt.np_dtype, copy=False)
+        if op == "not" and types[0] == rt:
+            return np.invert(np.asarray(args[0]))
+        if op in ("cast", "reinterpret") and (op == "cast" or types[0].bits == rt.bits):
+            return np.asarray(args[0]).astype(rt.np_dtype)
+        if op in ("shl", "shr") and types[0] == rt and types[1].bits <= 32:
+            return _native_shift(op == "shl", np.asarray(args[0]), np.asarray(args[1]), rt)
+    s = spec(op)
+    if s.reduce is not None:
+        raise FPIRTypeError(f"{op} combines lanes; banks evaluate lane-wise ops only")
+    if s.np_impl is not None:
+        return np.asarray(s.np_impl(list(args), list(types), rt))
+    body, names = template(op, tuple(types), rt)
+    env = dict(zip(names, args))
+    memo: dict[int, np.ndarray] = {}
+    for t in body.walk():
+        if t.op == "var":
+            memo[id(t)] = np.asarray(env[t.name])
+        elif t.op == "const":
+            memo[id(t)] = np.asarray(t.value, dtype=t.type.np_dtype)
+        else:
+            memo[id(t)] = fast_apply(t.op, [memo[id(a)] for a in t.args], [a.type for a in t.args], t.type)
+    return memo[id(body)]
+
+
+def _native_shift(left_op: bool, a: np.ndarray, b: np.ndarray, rt: ScalarType) -> np.ndarray:
+    """shl/shr with FPIR's meaning (a negative amount shifts the other way; amounts of `bits` or more
+    give 0, or the sign fill for an arithmetic right shift), in the native dtype."""
+    bits = rt.bits
+    b = b.astype(np.int64)
+    up = np.clip(b if left_op else -b, 0, bits)  # left-shift magnitude
+    down = np.clip(-b if left_op else b, 0, bits)  # right-shift magnitude
+    with np.errstate(all="ignore"):
+        shl = (a.astype(np.uint64) << np.minimum(up, 63).astype(np.uint64)).astype(rt.np_dtype)
+        shl = np.where(up >= bits, np.zeros((), rt.np_dtype), shl)
+        shr = a >> np.minimum(down, bits - 1).astype(rt.np_dtype)
+        if not rt.signed:
+            shr = np.where(down >= bits, np.zeros((), rt.np_dtype), shr)
+        pos = b >= 0
+        return np.where(pos, shl, shr) if left_op else np.where(pos, shr, shl)
+
+
+def row_hashes(vals: np.ndarray, salt: int) -> np.ndarray:
+    """A 64-bit fingerprint per row of a (k x rows) array: each column is salted, mixed with the
+    splitmix64 finalizer and summed (wrapping), so rows that differ anywhere collide with probability
+    about 2**-64. A collision can only hide a distinct term, never make a wrong one: matches are
+    re-checked exactly and proven by Z3."""
+    n = vals.shape[1]
+    x = vals.astype(np.uint64)
+    x ^= _COL_SALT[:n]
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x.sum(axis=1, dtype=np.uint64) ^ np.uint64(salt)
+
+
+def type_salt(t: ScalarType) -> int:
+    return (hash(t.name) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+
+
+# ---------------------------------------------------------------------------------------------
+# The bank
+
+
+class BudgetExceeded(Exception):
+    """Building the next level would pass the caller's candidate budget."""
+
+
+class _Block:
+    """The representatives of one (level, type): appended to in parts while the level is built,
+    concatenated once when read."""
+
+    __slots__ = ("_parts", "_cat", "_hist")
+
+    def __init__(self) -> None:
+        self._parts: list[tuple[np.ndarray, ...]] = []
+        self._cat: Optional[tuple[np.ndarray, ...]] = None
+        self._hist: Optional[np.ndarray] = None
+
+    def append(
+        self, vals: np.ndarray, gids: np.ndarray, const: np.ndarray, castlike: np.ndarray, pow2: np.ndarray,
+        ops: np.ndarray,
+    ) -> None:
+        self._parts.append((vals, gids, const, castlike, pow2, ops))
+        self._cat = None
+        self._hist = None
+
+    def _get(self) -> tuple[np.ndarray, ...]:
+        if self._cat is None:
+            self._cat = tuple(np.concatenate(col) for col in zip(*self._parts))
+            self._parts = [self._cat]
+        return self._cat
+
+    vals = property(lambda self: self._get()[0])  # (k, rows) in the type's dtype
+    gids = property(lambda self: self._get()[1])  # (k,) entry ids
+    const = property(lambda self: self._get()[2])  # (k,) a constant leaf
+    castlike = property(lambda self: self._get()[3])  # (k,) a cast or reinterpret
+    pow2 = property(lambda self: self._get()[4])  # (k,) a constant power of two
+    ops = property(lambda self: self._get()[5])  # (k,) operations other than reinterprets
+
+    @property
+    def hist(self) -> np.ndarray:
+        """Representatives per operation count."""
+        if self._hist is None:
+            self._hist = np.bincount(self.ops)
+        return self._hist
+
+
+@dataclass
+class _Level:
+    hashes: np.ndarray  # every candidate of the level (duplicates included)
+    forms: np.ndarray  # form index per candidate (-1: a leaf)
+    args: np.ndarray  # (m, 3) entry ids of the arguments (-1 unused; a leaf's own id in column 0)
+
+
+def _pow2(v: int) -> bool:
+    return v > 0 and v & (v - 1) == 0
+
+
+class Bank:
+    def __init__(self, grammar: "Grammar", vars_: Sequence[Term], rows: Sequence[tuple[int, ...]]) -> None:
+        self.g = grammar
+        self.n = len(rows)
+        self.env = {
+            v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)
+        }
+        self.forms = list(grammar.forms)
+        self.types = sorted(grammar.types, key=lambda t: (t.bits, t.signed))
+        self.salt = {t: type_salt(t) for t in self.types}
+        # entries (representatives): how to rebuild each as a Term
+        self.n_entries = 0
+        self.e_form = np.zeros(1024, dtype=np.int32)
+        self.e_args = np.zeros((1024, 3), dtype=np.int64)
+        self.e_leaf: dict[int, Term] = {}
+        self._terms: dict[int, Term] = {}
+        self.blocks: dict[tuple[int, ScalarType], _Block] = {}
+        self.levels: list[_Level] = []
+        self.level_count: list[int] = []
+        self.seen: dict[ScalarType, set[int]] = {t: set() for t in self.types}
+        self.candidates = 0  # built after the structural filters (what terms/s counts)
+        self.seconds = 0.0
+        self._rules: dict[tuple, Optional[ScalarType]] = {}
+        self._sigs = self._signatures()
+
+    # -- type instances of each form ---------------------------------------------------------
+
+    def _result_type(self, op: str, rtype: Optional[ScalarType], ts: tuple[ScalarType, ...]) -> Optional[ScalarType]:
+        key = (op, rtype, ts)
+        if key not in self._rules:
+            try:
+                r = spec(op).type_rule(list(ts), rtype)
+                if rtype is not None and spec(op).explicit_type:
+                    r = rtype
+                self._rules[key] = r if r in self.g.types else None
+            except (FPIRTypeError, ValueError, KeyError):
+                self._rules[key] = None
+        return self._rules[key]
+
+    def _signatures(self) -> list[list[tuple[tuple[ScalarType, ...], ScalarType, int]]]:
+        """Per form: every argument type tuple that type-checks, with the result type and the node's
+        cost level."""
+        out = []
+        for op, rtype in self.forms:
+            s = OPS[op]
+            sigs = []
+            if s.reduce is None and 1 <= s.arity <= 3:
+                for ts in _tuples(self.types, s.arity):
+                    rt = self._result_type(op, rtype, ts)
+                    if rt is None or (s.arity == 1 and op in ("cast", "reinterpret", "saturating_cast") and rt == ts[0]):
+                        continue
+                    if op in COMMUTATIVE and s.arity == 2 and ts[0].name > ts[1].name:
+                        continue
+                    sigs.append((ts, rt, int(self.g.node_level(op, ts))))
+            out.append(sigs)
+        return out
+
+    # -- building ----------------------------------------------------------------------------
+
+    def term(self, gid: int) -> Term:
+        hit = self._terms.get(gid)
+        if hit is None:
+            if gid in self.e_leaf:
+                hit = self.e_leaf[gid]
+            else:
+                op, rtype = self.forms[int(self.e_form[gid])]
+                args = self.e_args[gid, : OPS[op].arity].tolist()
+                hit = make(op, *[self.term(a) for a in args], type=rtype, fold=False)
+            self._terms[gid] = hit
+        return hit
+
+    def candidate_term(self, level: int, i: int) -> Term:
+        lv = self.levels[level]
+        f = int(lv.forms[i])
+        if f < 0:
+            return self.term(int(lv.args[i, 0]))
+        op, rtype = self.forms[f]
+        arity = OPS[op].arity
+        return make(op, *[self.term(int(a)) for a in lv.args[i, :arity]], type=rtype, fold=False)
+
+    def _count(self, level: int) -> int:
+        """Candidates of `level` for forms of positive cost: argument combinations within the
+        grammar's operation limit (exact, from per-block histograms of operation counts; the
+        constant filters are not subtracted), computed before the level is built."""
+        if level == 0:
+            return len(self.g.leaves)
+        total = 0
+        for fi, sigs in enumerate(self._sigs):
+            op = self.forms[fi][0]
+            own = 0 if op == "reinterpret" else 1
+            for ts, _rt, nl in sigs:
+                if nl <= 0:
+                    continue
+                for lv in _splits(level - nl, len(ts)):
+                    bs = [self.blocks.get((li, ti)) for li, ti in zip(lv, ts)]
+                    if any(b is None for b in bs):
+                        continue
+                    total += _combinations(op, lv, ts, bs, own, self.g.max_ops)  # type: ignore[arg-type]
+        return total
+
+    def ensure(self, level: int, budget: int) -> None:
+        """Build levels up to `level`; BudgetExceeded if their counts would pass `budget`."""
+        import time
+
+        while len(self.levels) <= level:
+            nxt = len(self.levels)
+            count = self._count(nxt)
+            if sum(self.level_count) + count > budget:
+                raise BudgetExceeded()
+            t0 = time.perf_counter()
+            self.level_count.append(count)
+            self._build(nxt)
+            self.seconds += time.perf_counter() - t0
+
+    def _build(self, level: int) -> None:
+        chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        if level == 0:
+            ids, hs = [], []
+            for leaf in self.g.leaves:
+                v = self.env[leaf.name] if leaf.is_var else np.asarray(leaf.value, dtype=leaf.type.np_dtype)
+                vals = np.broadcast_to(v, (self.n,)).reshape(1, self.n)
+                gid = self._new_entries(leaf.type, level, vals, -1, np.zeros((1, 0), dtype=np.int64), leaf)
+                ids.append(gid if gid is not None else -1)
+                hs.append(row_hashes(vals, self.salt[leaf.type])[0])
+            args = np.full((len(ids), 3), -1, dtype=np.int64)
+            args[:, 0] = ids
+            self.levels.append(_Level(np.array(hs, dtype=np.uint64), np.full(len(ids), -1, dtype=np.int32), args))
+            return
+        step = max(1, CHUNK_ELEMENTS // max(1, self.n))
+        for fi, (op, _rtype) in enumerate(self.forms):
+            for ts, rt, nl in self._sigs[fi]:
+                # the argument tuples of every split of the level are evaluated together, in batches
+                # of about `step` rows (few numpy calls however small each split is)
+                batch: list[tuple[list[np.ndarray], list[np.ndarray], np.ndarray]] = []
+                size = 0
+                for lv in _splits(level - nl, len(ts)):
+                    bs = [self.blocks.get((li, ti)) for li, ti in zip(lv, ts)]
+                    if any(b is None for b in bs):
+                        continue
+                    for piece in self._pieces(op, ts, lv, bs, step):  # type: ignore[arg-type]
+                        batch.append(piece)
+                        size += len(piece[2])
+                        if size >= step:
+                            self._evaluate(op, fi, ts, rt, level, batch, chunks)
+                            batch, size = [], 0
+                if batch:
+                    self._evaluate(op, fi, ts, rt, level, batch, chunks)
+        if chunks:
+            hs = np.concatenate([c[0] for c in chunks])
+            fs = np.concatenate([c[1] for c in chunks])
+            ag = np.concatenate([c[2] for c in chunks])
+        else:
+            hs, fs, ag = np.zeros(0, np.uint64), np.zeros(0, np.int32), np.zeros((0, 3), np.int64)
+        self.levels.append(_Level(hs, fs, ag))
+
+    def _pieces(
+        self, op: str, ts: tuple[ScalarType, ...], lv: tuple[int, ...], bs: list[_Block], step: int
+    ) -> Iterator[tuple[list[np.ndarray], list[np.ndarray], np.ndarray]]:
+        """(argument values, argument ids, operation counts) of the split's argument tuples that pass
+        the filters, in pieces of at most `step`."""
+        own = 0 if op == "reinterpret" else 1
+        if self.g.max_ops is not None and sum(int(b.ops.min()) for b in bs) + own > self.g.max_ops:
+            return
+        idx = _index_tuples(op, lv, ts, bs)
+        if idx is None:
+            return
+        keep = _filters(op, idx, bs, self.g.max_ops)
+        if keep is not None:
+            idx = [i[keep] for i in idx]
+        m = len(idx[0])
+        self.candidates += m
+        for s in range(0, m, step):
+            part = [i[s : s + step] for i in idx]
+            yield (
+                [b.vals[p] for b, p in zip(bs, part)],
+                [b.gids[p] for b, p in zip(bs, part)],
+                sum(b.ops[p] for b, p in zip(bs, part)) + own,
+            )
+
+    def _evaluate(
+        self,
+        op: str,
+        fi: int,
+        ts: tuple[ScalarType, ...],
+        rt: ScalarType,
+        level: int,
+        batch: list[tuple[list[np.ndarray], list[np.ndarray], np.ndarray]],
+        chunks: list,
+    ) -> None:
+        k = len(ts)
+        argv = [np.concatenate([p[0][j] for p in batch]) if len(batch) > 1 else batch[0][0][j] for j in range(k)]
+        gids = [np.concatenate([p[1][j] for p in batch]) if len(batch) > 1 else batch[0][1][j] for j in range(k)]
+        ops = np.concatenate([p[2] for p in batch]) if len(batch) > 1 else batch[0][2]
+        m = len(ops)
+        try:
+            with np.errstate(all="ignore"):
+                vals = fast_apply(op, argv, ts, rt)
+        except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+            return
+        vals = np.broadcast_to(np.asarray(vals), (m, self.n)).astype(rt.np_dtype, copy=False)
+        h = row_hashes(vals, self.salt[rt])
+        args = np.full((m, 3), -1, dtype=np.int64)
+        for j in range(k):
+            args[:, j] = gids[j]
+        chunks.append((h, np.full(m, fi, dtype=np.int32), args))
+        self._dedup(rt, level, vals, h, fi, args[:, :k], ops)
+
+    def _dedup(
+        self, rt: ScalarType, level: int, vals: np.ndarray, h: np.ndarray, fi: int, args: np.ndarray,
+        ops: np.ndarray,
+    ) -> None:
+        _, first = np.unique(h, return_index=True)
+        first.sort()
+        seen = self.seen[rt]
+        hl = h.tolist()
+        new = [i for i in first.tolist() if hl[i] not in seen]
+        if not new:
+            return
+        seen.update(hl[i] for i in new)
+        sel = np.array(new, dtype=np.int64)
+        self._new_entries(rt, level, vals[sel], fi, args[sel], None, ops=ops[sel])
+
+    def _new_entries(
+        self,
+        t: ScalarType,
+        level: int,
+        vals: np.ndarray,
+        fi: int,
+        args: np.ndarray,
+        leaf: Optional[Term],
+        ops: Optional[np.ndarray] = None,
+    ) -> Optional[int]:
+        if leaf is not None:
+            h = int(row_hashes(vals, self.salt[t])[0])
+            if h in self.seen[t]:
+                return None
+            self.seen[t].add(h)
+        start = self.n_entries
+        k = len(vals)
+        if start + k > len(self.e_form):
+            cap = max(2 * len(self.e_form), start + k)
+            self.e_form = np.resize(self.e_form, cap)
+            self.e_args = np.resize(self.e_args, (cap, 3))
+        self.e_form[start : start + k] = fi
+        if args.shape[1]:
+            self.e_args[start : start + k, : args.shape[1]] = args
+        self.n_entries = start + k
+        gids = np.arange(start, start + k, dtype=np.int64)
+        if leaf is not None:
+            self.e_leaf[start] = leaf
+            const = np.array([leaf.is_const])
+            pow2 = np.array([leaf.is_const and _pow2(leaf.value)])
+            castlike = np.array([False])
+            ops = np.zeros(1, dtype=np.int64)
+        else:
+            const = np.zeros(k, dtype=bool)
+            pow2 = np.zeros(k, dtype=bool)
+            castlike = np.full(k, self.forms[fi][0] in ("cast", "reinterpret"), dtype=bool)
+        assert ops is not None
+        self.blocks.setdefault((level, t), _Block()).append(
+            np.ascontiguousarray(vals), gids, const, castlike, pow2, ops
+        )
+        return start
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def matches(self, level: int, h: int) -> np.ndarray:
+        """Indices of the level's candidates whose fingerprint is h (the type is salted into it)."""
+        return np.nonzero(self.levels[level].hashes == np.uint64(h))[0]
+
+    def size(self) -> int:
+        return sum(len(lv.hashes) for lv in self.levels)
+
+
+def _tuples(types: Sequence[ScalarType], k: int) -> list[tuple[ScalarType, ...]]:
+    out: list[tuple[ScalarType, ...]] = [()]
+    for _ in range(k):
+        out = [o + (t,) for o in out for t in types]
+    return out
+
+
+def _splits(total: int, k: int) -> list[tuple[int, ...]]:
+    """Every way to write `total` as an ordered sum of k non-negative levels."""
+    if total < 0:
+        return []
+    if k == 1:
+        return [(total,)]
+    return [(a,) + rest for a in range(total + 1) for rest in _splits(total - a, k - 1)]
+
+
+def _combinations(
+    op: str, lv: tuple[int, ...], ts: tuple[ScalarType, ...], bs: list[_Block], own: int, max_ops: Optional[int]
+) -> int:
+    """How many argument tuples `_index_tuples` yields that fit the operation limit."""
+    sizes = [len(b.gids) for b in bs]
+    tri = len(bs) == 2 and op in COMMUTATIVE and ts[0] == ts[1]
+    if tri and lv[0] > lv[1]:
+        return 0
+    same = tri and lv[0] == lv[1]
+    if max_ops is None:
+        n = 1
+        for k in sizes:
+            n *= k
+        return (sizes[0] * (sizes[0] + 1)) // 2 if same else n
+    room = max_ops - own
+    if room < 0:
+        return 0
+    conv = np.ones(1, dtype=np.int64)
+    for b in bs:
+        conv = np.convolve(conv, b.hist[: room + 1])[: room + 1]
+    ordered = int(conv.sum())
+    if not same:
+        return ordered
+    h = bs[0].hist
+    diag = int(sum(h[k] for k in range(min(len(h), room // 2 + 1))))
+    return (ordered + diag) // 2
+
+
+def _index_tuples(
+    op: str, lv: tuple[int, ...], ts: tuple[ScalarType, ...], bs: list[_Block]
+) -> Optional[list[np.ndarray]]:
+    sizes = [len(b.gids) for b in bs]
+    if len(bs) == 1:
+        return [np.arange(sizes[0])]
+    if len(bs) == 2:
+        if op in COMMUTATIVE and ts[0] == ts[1]:
+            if lv[0] > lv[1]:
+                return None  # the mirrored combination is enumerated
+            if lv[0] == lv[1]:
+                a, b = np.triu_indices(sizes[0])
+                return [a, b]
+        a, b = np.divmod(np.arange(sizes[0] * sizes[1], dtype=np.int64), sizes[1])
+        return [a, b]
+    grid = np.indices(sizes).reshape(len(bs), -1)
+    return [grid[i].astype(np.int64) for i in range(len(bs))]
+
+
+def _filters(op: str, idx: list[np.ndarray], bs: list[_Block], max_ops: Optional[int]) -> Optional[np.ndarray]:
+    """Structural pruning that the fingerprints cannot do (rules prefer canonical spellings):
+    constant-only applications (the leaves hold the useful constants), casts of casts, extending ops
+    of a constant, multiplies by a power of two (the TRS's canonical form is a shift); and terms
+    with more operations (other than reinterprets) than the grammar allows (a sub-term never has
+    fewer than its parts, so nothing acceptable is lost)."""
+    const = [b.const[i] for b, i in zip(bs, idx)]
+    keep = ~np.logical_and.reduce(const)
+    if max_ops is not None:
+        keep &= sum(b.ops[i] for b, i in zip(bs, idx)) + (0 if op == "reinterpret" else 1) <= max_ops
+    if op in ("cast", "reinterpret"):
+        keep &= ~bs[0].castlike[idx[0]]
+    if op.startswith("extending_"):
+        keep &= ~np.logical_or.reduce(const)
+    if op in ("mul", "widening_mul", "extending_mul"):
+        keep &= ~np.logical_or.reduce([b.pow2[i] for b, i in zip(bs, idx)])
+    return None if keep.all() else keep
+
+
+# ---------------------------------------------------------------------------------------------
+# Sharing
+
+
+_BANKS: "OrderedDict[tuple, Bank]" = OrderedDict()
+
+
+def shared_bank(key: Optional[tuple], grammar: "Grammar", vars_: Sequence[Term], rows: Sequence[tuple[int, ...]]) -> Bank:
+    """The process's bank for (grammar key, rows), built on first use; no sharing without a key."""
+    if key is None:
+        return Bank(grammar, vars_, rows)
+    full = (key, tuple((v.name, v.type.name) for v in vars_), tuple(rows))
+    hit = _BANKS.get(full)
+    if hit is not None:
+        _BANKS.move_to_end(full)
+        return hit
+    bank = Bank(grammar, vars_, rows)
+    _BANKS[full] = bank
+    while len(_BANKS) > MAX_BANKS or (
+        len(_BANKS) > 1 and sum(b.size() for b in _BANKS.values()) > MAX_CACHED_CANDIDATES
+    ):
+        _BANKS.popitem(last=False)
+    return bank
+
+
+def clear_banks() -> None:
+    _BANKS.clear()
+
+
+def stats() -> dict[str, Any]:
+    return {"banks": len(_BANKS), "candidates": sum(b.size() for b in _BANKS.values())}

@@ -1,0 +1,125 @@
+"""Term banks (synth/bank.py): native fast paths agree with the op table, OE pruning, sharing."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from fpir.interp import evaluate
+from fpir.ops import spec
+from fpir.text import parse
+from fpir.types import ScalarType, parse_type
+from pitchfork.cost import cost
+from synth import bank
+from synth.search import base_examples, synthesize
+from synth.tasks import lifting_grammar
+
+INT_TYPES = [parse_type(n) for n in ("u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64")]
+
+
+def _random(t: ScalarType, n: int, rng: np.random.Generator) -> np.ndarray:
+    import random
+
+    r = random.Random(int(rng.integers(1 << 30)))
+    edges = [t.min, t.max, 0, 1, -1 if t.signed else 2, t.bits, t.bits - 1, t.bits + 1]
+    vals = [r.randint(t.min, t.max) for _ in range(n - len(edges))]
+    return np.array(edges + vals, dtype=object).astype(t.np_dtype)
+
+
+@pytest.mark.parametrize("t", INT_TYPES, ids=lambda t: t.name)
+def test_native_fast_paths_agree_with_the_op_table(t: ScalarType) -> None:
+    rng = np.random.default_rng(7)
+    a, b = _random(t, 64, rng), _random(t, 64, rng)
+    for op in ("add", "sub", "mul", "min", "max", "and", "or", "xor"):
+        ref = spec(op).np_impl([a, b], [t, t], t)
+        assert np.array_equal(bank.fast_apply(op, [a, b], [t, t], t), ref), op
+    assert np.array_equal(bank.fast_apply("not", [a], [t], t), spec("not").np_impl([a], [t], t))
+    for rt in INT_TYPES:
+        for op in ("cast", "reinterpret"):
+            if op == "reinterpret" and rt.bits != t.bits:
+                continue
+            ref = spec(op).np_impl([a], [t], rt)
+            assert np.array_equal(bank.fast_apply(op, [a], [t], rt), ref), (op, rt)
+    for at in INT_TYPES:
+        if at.bits > 32:
+            continue
+        amounts = np.array([0, 1, t.bits - 1, t.bits, t.bits + 3, -1, -t.bits, -t.bits - 1] * 8, dtype=object)
+        amounts = np.array([at.wrap(int(x)) for x in amounts], dtype=object).astype(at.np_dtype)
+        for op in ("shl", "shr"):
+            ref = spec(op).np_impl([a, amounts], [t, at], t)
+            got = bank.fast_apply(op, [a, amounts], [t, at], t)
+            assert np.array_equal(got, ref), (op, at, a, amounts, got, ref)
+
+
+def test_fpir_ops_through_templates_agree_with_the_interpreter() -> None:
+    rng = np.random.default_rng(3)
+    u8, i16 = parse_type("u8"), parse_type("i16")
+    a, b = _random(u8, 64, rng), _random(u8, 64, rng)
+    for text in ("widening_mul(x_u8, y_u8)", "rounding_halving_add(x_u8, y_u8)", "absd(x_u8, y_u8)",
+                 "saturating_sub(x_u8, y_u8)"):
+        t = parse(text)
+        ref = evaluate(t, {"x": a, "y": b})
+        got = bank.fast_apply(t.op, [a, b], [u8, u8], t.type)
+        assert np.array_equal(got, ref), text
+    c = _random(i16, 64, rng)
+    t = parse("saturating_cast<u8>(x_i16)")
+    assert np.array_equal(bank.fast_apply("saturating_cast", [c], [i16], u8), evaluate(t, {"x": c}))
+
+
+def _grammar_and_bank(lhs_text: str) -> tuple:
+    lhs = parse(lhs_text)
+    g = lifting_grammar(lhs, lhs)
+    vars_ = sorted(set(lhs.variables()), key=lambda v: v.name)
+    rows = list(base_examples(tuple((v.name, v.type) for v in vars_)))
+    return lhs, g, bank.Bank(g, vars_, rows), vars_, rows
+
+
+def test_representatives_have_distinct_fingerprints_and_their_recorded_values() -> None:
+    lhs, g, b, vars_, rows = _grammar_and_bank("(v0_u8 + v1_u8) >> 1")
+    b.ensure(3, 10**6)
+    env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
+    seen: set[tuple] = set()
+    for (level, t), blk in b.blocks.items():
+        for k, gid in enumerate(blk.gids.tolist()):
+            term = b.term(gid)
+            assert term.type == t
+            vals = np.broadcast_to(evaluate(term, env), (len(rows),)).astype(t.np_dtype)
+            assert np.array_equal(vals, blk.vals[k]), term
+            key = (t, vals.tobytes())
+            assert key not in seen, term  # observational equivalence: one term per fingerprint
+            seen.add(key)
+    # every argument combination counted before a level was built
+    assert b.candidates <= sum(b.level_count)
+
+
+def test_budget_is_a_count_known_before_a_level_is_built() -> None:
+    lhs, g, b, _, _ = _grammar_and_bank("(v0_u8 + v1_u8) >> 1")
+    b.ensure(2, 10**6)
+    built = len(b.levels)
+    with pytest.raises(bank.BudgetExceeded):
+        b.ensure(9, sum(b.level_count))  # no room for one more level
+    assert len(b.levels) == built  # nothing half-built
+
+
+def test_shared_and_fresh_banks_give_the_same_answer() -> None:
+    lhs = parse("u8((u16(v0_u8) + u16(v1_u8) + 1) >> 1)")
+    bank.clear_banks()
+    fresh = synthesize(lhs, lifting_grammar(lhs, lhs), cost(lhs), max_terms=200_000)
+    # warm the shared bank with another left side of the same grammar first
+    other = parse("u8((u16(v0_u8) + u16(v1_u8) + 1) >> 1) >> 1")
+    g_other = lifting_grammar(other, other)
+    g = lifting_grammar(lhs, lhs)
+    assert g.key == g_other.key
+    synthesize(other, g_other, cost(other), max_terms=200_000)
+    shared = synthesize(lhs, g, cost(lhs), max_terms=200_000)
+    assert fresh.status == shared.status == "found"
+    assert fresh.rhs is shared.rhs and fresh.terms == shared.terms
+    assert str(fresh.rhs) == "rounding_halving_add(v0_u8, v1_u8)"
+    bank.clear_banks()
+
+
+def test_splits_and_tuples_enumerate_every_combination() -> None:
+    assert bank._splits(2, 2) == [(0, 2), (1, 1), (2, 0)]
+    assert len(bank._splits(4, 3)) == len([p for p in itertools.product(range(5), repeat=3) if sum(p) == 4])
