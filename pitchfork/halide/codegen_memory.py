@@ -20,6 +20,10 @@ from pitchfork.halide import ir as H
 from pitchfork.halide.codegen_base import BufferInfo, Leaf, Unsupported, _show, _storage
 
 
+#: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop)
+SHORT_GATHER = 16
+
+
 class MemoryMixin:
     """Loads, stores, gathers and scatters; needs `b`, `fn`, `module`, `name`, `target`, `buffers`,
     `_scoped` and the expression entry points `scalar`/`vector`/`_splat` of LoopNestCodegen."""
@@ -149,6 +153,16 @@ class MemoryMixin:
                 mask: Optional[ir.Value] = None) -> ir.Value:
         """Lane-by-lane load of `buf[idx[k]]`; lanes whose `mask` bit is false are not read (zero)."""
         et = ir.IntType(_storage(st).bits)
+        if mask is None and lanes <= SHORT_GATHER:
+            # Few lanes (fully_connected's rfactor intermediates at stride 4, in the inner loop):
+            # straight-line loads, which LLVM schedules and combines, instead of a loop per vector.
+            v: ir.Value = ir.Constant(ir.VectorType(et, lanes), ir.Undefined)
+            idx = self._index32(idx)
+            for k in range(lanes):
+                ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), k))
+                x = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
+                v = self.b.insert_element(v, x, ir.Constant(ir.IntType(32), k))
+            return v
         idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
         out_mem = self._entry_alloca(ir.ArrayType(et, lanes))
         self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
@@ -175,6 +189,13 @@ class MemoryMixin:
         """Lane-by-lane store of `val[k]` to `buf[idx[k]]`, in lane order (a later lane wins), skipping
         lanes whose `mask` bit is false."""
         et = ir.IntType(_storage(st).bits)
+        if mask is None and lanes <= SHORT_GATHER:
+            idx = self._index32(idx)
+            for k in range(lanes):  # straight-line, in lane order (see _gather)
+                ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), k))
+                x = self.b.extract_element(val, ir.Constant(ir.IntType(32), k))
+                self._mem_access(buf, self.b.store(x, self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
+            return
         idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
         val_mem = self._entry_alloca(ir.ArrayType(et, lanes))
         self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
