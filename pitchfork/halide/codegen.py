@@ -400,7 +400,9 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
                     v = self._mem_access(buf, self.b.call(fn, [p, ir.Constant(ir.IntType(32), align), mask,
                                                                ir.Constant(vt, None)]))
             else:
-                v = self._gather(buf, st, self.vector(e.index, node), leaf.lanes, mask)
+                clamped = None if mask is not None else self._clamped_ramp_load(buf, st, e.index, leaf.lanes, node)
+                v = clamped if clamped is not None else self._gather(buf, st, self.vector(e.index, node), leaf.lanes,
+                                                                      mask)
             if st.bits == 1:
                 v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, [0] * leaf.lanes))
             return v
