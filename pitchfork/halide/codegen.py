@@ -409,10 +409,17 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
                     v = self._mem_access(buf, self.b.call(fn, [p, ir.Constant(ir.IntType(32), align), mask,
                                                                ir.Constant(vt, None)]))
             else:
-                parts = clamped_ramp(e.index, self._vector_source) if mask is None and buf.dims else None
-                index = self.vector(e.index, node)
-                v = (self._clamped_gather(buf, st, parts, index, leaf.lanes, node) if parts is not None
-                     else self._gather(buf, st, index, leaf.lanes, mask))
+                # hvx128: aligned windows + valign (_clamped_ramp_load); elsewhere one dense load and a
+                # window of [splat(first), it, splat(last)] (_clamped_gather); else a lane loop.
+                clamped = None if mask is not None else self._clamped_ramp_load(buf, st, e.index, leaf.lanes, node)
+                parts = (clamped_ramp(e.index, self._vector_source)
+                         if clamped is None and mask is None and buf.dims else None)
+                if clamped is not None:
+                    v = clamped
+                else:
+                    index = self.vector(e.index, node)
+                    v = (self._clamped_gather(buf, st, parts, index, leaf.lanes, node) if parts is not None
+                         else self._gather(buf, st, index, leaf.lanes, mask))
             if st.bits == 1:
                 v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, [0] * leaf.lanes))
             return v

@@ -14,9 +14,14 @@ from typing import Callable, Optional
 
 from llvmlite import ir
 
+from fpir.term import Term
 from fpir.types import ScalarType, i32, u1
 from pitchfork.halide import ir as H
-from pitchfork.halide.codegen_base import BufferInfo, Unsupported, _show, _storage
+from pitchfork.halide.codegen_base import BufferInfo, Leaf, Unsupported, _show, _storage
+
+
+#: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop)
+SHORT_GATHER = 16
 
 
 def clamped_ramp(index: H.Expr, src: Callable[[H.Expr], H.Expr]) -> Optional[tuple[H.Expr, H.Expr, H.Expr, H.Expr]]:
@@ -61,6 +66,8 @@ class MemoryMixin:
     name: str
     target: str
     buffers: dict[str, BufferInfo]
+    vlets: dict[str, Term]
+    leaves: dict[str, Leaf]
     _scoped: list[tuple[str, ir.Instruction]]
 
     def _masked_ok(self, lanes: int, st: ScalarType) -> bool:
@@ -178,6 +185,16 @@ class MemoryMixin:
                 mask: Optional[ir.Value] = None) -> ir.Value:
         """Lane-by-lane load of `buf[idx[k]]`; lanes whose `mask` bit is false are not read (zero)."""
         et = ir.IntType(_storage(st).bits)
+        if mask is None and lanes <= SHORT_GATHER:
+            # Few lanes (fully_connected's rfactor intermediates at stride 4, in the inner loop):
+            # straight-line loads, which LLVM schedules and combines, instead of a loop per vector.
+            v: ir.Value = ir.Constant(ir.VectorType(et, lanes), ir.Undefined)
+            idx = self._index32(idx)
+            for k in range(lanes):
+                ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), k))
+                x = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
+                v = self.b.insert_element(v, x, ir.Constant(ir.IntType(32), k))
+            return v
         idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
         out_mem = self._entry_alloca(ir.ArrayType(et, lanes))
         self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
@@ -257,6 +274,13 @@ class MemoryMixin:
         """Lane-by-lane store of `val[k]` to `buf[idx[k]]`, in lane order (a later lane wins), skipping
         lanes whose `mask` bit is false."""
         et = ir.IntType(_storage(st).bits)
+        if mask is None and lanes <= SHORT_GATHER:
+            idx = self._index32(idx)
+            for k in range(lanes):  # straight-line, in lane order (see _gather)
+                ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), k))
+                x = self.b.extract_element(val, ir.Constant(ir.IntType(32), k))
+                self._mem_access(buf, self.b.store(x, self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
+            return
         idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
         val_mem = self._entry_alloca(ir.ArrayType(et, lanes))
         self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
@@ -348,3 +372,154 @@ class MemoryMixin:
         if fn is None:
             fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
         return fn
+
+    # ---- clamped dense loads (boundary conditions) -------------------------------------------
+    def _broadcast_value(self, e: H.Expr, node: H.Node) -> Optional[ir.Value]:
+        """The scalar of a vector that is a broadcast (directly, or a vector `let` bound to one)."""
+        if isinstance(e, H.Broadcast):
+            return self.scalar(e.value, node)
+        if isinstance(e, H.Variable) and e.name in self.vlets:
+            t = self.vlets[e.name]
+            if t.is_const:
+                return ir.Constant(ir.IntType(t.type.bits), t.value)
+            if t.op == "var" and t.name in self.leaves and self.leaves[t.name].kind == "splat":
+                leaf = self.leaves[t.name].node
+                assert isinstance(leaf, H.Broadcast)
+                return self.scalar(leaf.value, node)
+        return None
+
+    def _clamped_ramp_load(self, buf: BufferInfo, st: ScalarType, index: H.Expr, lanes: int,
+                           node: H.Node) -> Optional[ir.Value]:
+        """`buf[clamp(ramp(b, 1, L), lo, hi) + off]` (what `repeat_edge` / `clamp` boundary conditions
+        leave in the border tiles Halide's loop partitioning splits off) as one dense load plus two
+        broadcasts, instead of an L-lane gather loop.
+
+        Lane i reads `buf[b + i + off]` when lo <= b + i <= hi; the lanes below lo all read the
+        element lane 0 reads, the lanes above hi the element lane L-1 reads (both computed with the
+        index's own min/max order, so `hi < lo` is exact too). The in-range lanes come from
+        `_hvx_window_load`, which reads only aligned vectors holding elements the gather would read.
+        Only on hvx128, where a gather costs ~2 packets per lane and vectors are whole registers
+        (`_masked_ok`). Returns None when `index` is not this shape.
+        """
+        if self.target != "hvx128" or st.bits == 1 or not self._masked_ok(lanes, st):
+            return None
+        shape = _clamped_ramp(index, lanes)
+        if shape is None:
+            return None
+        base, clamps, off = shape
+        i32t = ir.IntType(32)
+        parts = [self._broadcast_value(x, node) for x in [c for _, c in clamps] + ([off] if off is not None else [])]
+        if any(v is None or v.type != i32t for v in parts):
+            return None
+        b = self.scalar(base, node)
+        if b.type != i32t:
+            return None
+        bounds = parts[:2]
+        offv = parts[2] if off is not None else ir.Constant(i32t, 0)
+
+        def clamp(x: ir.Value) -> ir.Value:  # the index's own min/max nest, innermost first
+            for (op, _), c in zip(clamps, bounds):
+                pick_c = self.b.icmp_signed("<" if op == "max" else ">", x, c)
+                x = self.b.select(pick_c, c, x)
+            return x
+
+        lo = next(c for (op, _), c in zip(clamps, bounds) if op == "max")
+        hi = next(c for (op, _), c in zip(clamps, bounds) if op == "min")
+        last = self.b.add(b, ir.Constant(i32t, lanes - 1))
+        et = ir.IntType(_storage(st).bits)
+        first_v = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, self.b.add(clamp(b), offv), et),
+                                                    align=self._align(buf, st, None)))
+        last_v = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, self.b.add(clamp(last), offv), et),
+                                                   align=self._align(buf, st, None)))
+        # Lane masks from a constant lane-number vector, of the element's width where the lane count
+        # fits (the predicate layout HVX compares produce directly): `below` = b+i < lo, i.e. i < k1;
+        # `above` = b+i > hi, i.e. i >= k2 (k1, k2 clamped to [0, L], which then fits too).
+        bits = next(w for w in (et.width, 16, 32) if w >= et.width and lanes < (1 << w))
+        it = ir.IntType(bits)
+        iota = ir.Constant(ir.VectorType(it, lanes), list(range(lanes)))
+
+        def lane_count(x: ir.Value) -> ir.Value:  # clamp to [0, L] and narrow to the iota's type
+            x = self.b.select(self.b.icmp_signed("<", x, ir.Constant(i32t, 0)), ir.Constant(i32t, 0), x)
+            x = self.b.select(self.b.icmp_signed(">", x, ir.Constant(i32t, lanes)), ir.Constant(i32t, lanes), x)
+            return self._splat(self.b.trunc(x, it) if bits < 32 else x, ScalarType(False, bits), lanes)
+
+        below = self.b.icmp_unsigned("<", iota, lane_count(self.b.sub(lo, b)))
+        above = self.b.icmp_unsigned(">=", iota, lane_count(self.b.add(self.b.sub(hi, b), ir.Constant(i32t, 1))))
+        vt = ir.VectorType(et, lanes)
+        dense = self._hvx_window_load(buf, st, self.b.add(b, offv), self.b.add(clamp(b), offv),
+                                      self.b.add(clamp(last), offv), lanes)
+        v = self.b.select(above, self._splat(last_v, _storage(st), lanes), dense)
+        return self.b.select(below, self._splat(first_v, _storage(st), lanes), v)
+
+    def _hvx_window_load(self, buf: BufferInfo, st: ScalarType, start: ir.Value, first: ir.Value, last: ir.Value,
+                         lanes: int) -> ir.Value:
+        """The `lanes` elements from index `start`, exact for every lane whose index lies in
+        [first, last] (valid indices: elements the original code reads), unspecified for the others.
+
+        Built from aligned 128-byte HVX loads combined with `valign`, like an unaligned load, but a
+        block that holds no element of [first, last] is replaced by the nearest one that does, so
+        nothing outside the aligned blocks of valid data is read: an aligned HVX vector never
+        crosses a page, so this never faults (a plain unaligned load of a border tile reaching far
+        past the image crashed under qemu, and LLVM lowers llvm.masked.load to exactly such a load).
+        """
+        i32t = ir.IntType(32)
+        size = _storage(st).bits // 8
+        regs = lanes * size // 128
+        blk = ir.VectorType(i32t, 32)
+
+        # Byte addresses in plain integer arithmetic: `start` may lie far outside the buffer, and an
+        # `inbounds` GEP there would be poison, which LLVM used to delete the kernel's checks.
+        base = self.b.ptrtoint(buf.ptr, i32t)
+
+        def addr(index: ir.Value) -> ir.Value:
+            return self.b.add(base, self.b.mul(index, ir.Constant(i32t, size)))
+
+        mask = ir.Constant(i32t, -128)
+        a = addr(start)
+        a0 = self.b.and_(a, mask)
+        low = self.b.and_(addr(first), mask)
+        high = self.b.and_(self.b.add(addr(last), ir.Constant(i32t, size - 1)), mask)
+        blocks = []
+        for j in range(regs + 1):
+            aj = self.b.add(a0, ir.Constant(i32t, 128 * j))
+            aj = self.b.select(self.b.icmp_unsigned("<", aj, low), low, aj)
+            aj = self.b.select(self.b.icmp_unsigned(">", aj, high), high, aj)
+            blocks.append(self._mem_access(buf, self.b.load(self.b.inttoptr(aj, ir.PointerType(blk)), align=128)))
+        shift = self.b.sub(a, a0)
+        valign = self._intrinsic("llvm.hexagon.V6.valignb.128B", blk, [blk, blk, i32t])
+        parts = [self.b.call(valign, [blocks[r + 1], blocks[r], shift]) for r in range(regs)]
+        whole = parts[0]
+        if regs > 1:
+            from pitchfork.emit.expr import ExprEmitter
+
+            whole = ExprEmitter(self.b, 32 * regs, {}, self.target).concat(parts, 32 * regs)
+        return self.b.bitcast(whole, ir.VectorType(ir.IntType(_storage(st).bits), lanes))
+
+
+def _clamped_ramp(index: H.Expr, lanes: int) -> Optional[tuple[H.Expr, list[tuple[str, H.Expr]], Optional[H.Expr]]]:
+    """Match `clamp(ramp(b, 1, lanes), lo, hi) [+ off]`, the clamp a min and a max in either order.
+    Bounds and offset are vectors that must be broadcasts (checked by the caller, which also resolves
+    vector `let` names). Returns (b, [(op, bound) innermost first], off or None)."""
+    off: Optional[H.Expr] = None
+    e = index
+    if isinstance(e, H.BinOp) and e.op == "+":
+        if _is_clamp(e.a):
+            e, off = e.a, e.b
+        elif _is_clamp(e.b):
+            e, off = e.b, e.a
+        else:
+            return None
+    clamps: list[tuple[str, H.Expr]] = []
+    while _is_clamp(e):
+        assert isinstance(e, H.BinOp)
+        clamps.append((e.op, e.b))
+        e = e.a
+    if sorted(op for op, _ in clamps) != ["max", "min"]:
+        return None
+    if not (isinstance(e, H.Ramp) and e.count == lanes and isinstance(e.stride, H.IntImm) and e.stride.value == 1):
+        return None
+    return e.base, clamps[::-1], off
+
+
+def _is_clamp(e: H.Expr) -> bool:
+    return isinstance(e, H.BinOp) and e.op in ("min", "max")
