@@ -62,15 +62,16 @@ def kernel_variables(term: Term) -> list[Term]:
 
 
 def select_expression(text: str, target: str, lanes: Optional[int] = None, isel: str = "pitchfork",
-                      emit: str = "fpir", isolate: bool = True) -> SelectRecord:
-    rec, module = _select_and_emit(text, target, lanes, isel, emit)
+                      emit: str = "fpir", isolate: bool = True, no_overflow: bool = False) -> SelectRecord:
+    """`no_overflow`: Halide's overflow rule, `nsw` on every signed >= 32-bit add/sub/mul (fpir.flags)."""
+    rec, module = _select_and_emit(text, target, lanes, isel, emit, no_overflow=no_overflow)
     if module is not None:
         _compile_group([(rec, module)], target, isolate)
     return rec
 
 
 def _select_and_emit(text: str, target: str, lanes: Optional[int], isel: str, emit: str,
-                     kernel: str = KERNEL) -> tuple[SelectRecord, Optional[object]]:
+                     kernel: str = KERNEL, no_overflow: bool = False) -> tuple[SelectRecord, Optional[object]]:
     """Selection (and the kernel's IR module when assembly is wanted); errors go into the record."""
     from pitchfork.emit.kernel import add_expression_kernel, new_module
     from pitchfork.lower import select_instructions
@@ -84,6 +85,10 @@ def _select_and_emit(text: str, target: str, lanes: Optional[int], isel: str, em
             raise ValueError(f"emit must be one of {', '.join(EMITS)}")
         target = canonical(target)
         term = parse(text)
+        if no_overflow:
+            from fpir.flags import with_halide_overflow
+
+            term = with_halide_overflow(term)
         stage = "select"
         sel = select_instructions(term, target, isel)
         rec.fpir, rec.lowered, rec.final = str(sel.fpir), str(sel.lowered), str(sel.final)
@@ -187,7 +192,7 @@ class BatchStats:
 
 def run_batch(lines: Iterable[str], out: IO[str], target: str, lanes: Optional[int] = None,
               isel: str = "pitchfork", emit: str = "asm", isolate: bool = True, group: int = 64,
-              jobs: Optional[int] = None) -> BatchStats:
+              jobs: Optional[int] = None, no_overflow: bool = False) -> BatchStats:
     """One JSON object per non-blank, non-comment input line (a line's own lane count wins), in input
     order. Kernels are compiled `group` at a time in one module; with isolation (the default) up to
     `jobs` groups (default: the CPU count) compile at once, each in its own forked child."""
@@ -224,7 +229,8 @@ def run_batch(lines: Iterable[str], out: IO[str], target: str, lanes: Optional[i
                 pending.append((SelectRecord(input=line.strip(), error=f"line {lineno}: not UTF-8 text"), None))
                 continue
             own, text = split_line(line)
-            pending.append(_select_and_emit(text, target, own if own is not None else lanes, isel, emit))
+            pending.append(_select_and_emit(text, target, own if own is not None else lanes, isel, emit,
+                                            no_overflow=no_overflow))
             if len(pending) >= group:
                 submit(pending)
                 pending = []

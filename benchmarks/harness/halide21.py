@@ -5,9 +5,12 @@ isels compile). Timing: `compile_jit` for `x86-64-linux-avx-avx2-fma-sse41`, inp
 output realized into one preallocated buffer per call (SPEC 1.7), one thread (no schedule here is
 parallel, and `HL_NUM_THREADS=1` is set). Assembly: `compile_to_assembly` with the ISA's Halide target
 plus `no_runtime` (the harness supplies the two runtime calls pipelines make, `halide_malloc` and
-`halide_free`). For Hexagon, Halide 21's bundled LLVM aborts in register allocation when emitting
-assembly for these targets, so Halide's LLVM IR for the same target (its instruction selection: HVX
-intrinsics already chosen) is compiled by Debian's `llc` (LLVM 22) with the HVX v66 128-byte features.
+`halide_free`, and on Hexagon the libm calls LLVM emits for float rounding,
+`static.FREESTANDING_LIBM`). For Hexagon, Halide 21's bundled LLVM aborts in register allocation
+when emitting assembly for some of these pipelines, so Halide's LLVM IR for the same target (its
+instruction selection: HVX intrinsics already chosen) is compiled by Debian's `llc` (LLVM 22) with
+the HVX v66 128-byte features, for every benchmark alike. Where Halide's own code fails,
+`KNOWN_FAILURES` says why.
 """
 
 from __future__ import annotations
@@ -95,6 +98,27 @@ def halide_runner(bench: Benchmark, pset: ParamSet, values: Sequence[Any], size:
     secs = time.perf_counter() - t0
     buf = pipe.realize(list(size), target)
     return HalideRunner(pipe, buf, keep, secs)
+
+
+#: Why Halide 21's own code fails where it does (investigated; appended to the failure row only when
+#: that failure actually happens, so an entry cannot hide a success).
+KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    ("softmax", "hvx128"): (
+        "Halide 21 rejects its own HVX schedule: an internal error (IR.cpp:239, a Select whose condition and "
+        "values have different lane counts) raised by its Hexagon-only passes after 'Looking for "
+        "vscatter-vgather', on the rounding_mul_shift_right by the scalar beta_mult; Halide's lowering up to "
+        "the statement we capture succeeds, which is why our two isels compile it"),
+    ("fully_connected", "hvx128"): (
+        "Halide 21's HVX code writes out_min in every element under qemu-hexagon whether its assembly comes from "
+        "Halide's bundled LLVM or from llc-22 at -O0, -O1 or -O3 (so not our llc path); the same harness and "
+        "inputs give the right output for Halide's arm64 code and for our HVX kernels; qemu's vextract, which "
+        "only Halide's code uses, was checked; the fault (Halide's HVX lowering or qemu) needs a Hexagon "
+        "simulator to settle"),
+}
+
+
+def known_failure(bench: str, isa: str) -> str:
+    return KNOWN_FAILURES.get((bench, isa), "")
 
 
 @dataclass

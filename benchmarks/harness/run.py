@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--isa", action="append", default=[], metavar="ISA",
                    help=f"ISA(s) among {', '.join(ISAS)} (repeatable or comma-separated; default: all)")
     p.add_argument("--reps", type=int, default=None, help="timing repetitions on x86 (default 15, --quick 3)")
+    p.add_argument("--psets", choices=("first", "all"), default=None,
+                   help="parameter sets per benchmark: 'all' (default for a full run) or 'first' (default with "
+                        "--quick); rows are labelled by parameter set")
     p.add_argument("--static-size", choices=("quick", "timing"), default="quick",
                    help="input size of the counted static-estimate runs (default: quick_size; qemu is slow)")
     p.add_argument("--exclude-rules-from", metavar="BENCHMARK", default=None,
@@ -56,6 +59,8 @@ def command_line(args: argparse.Namespace, prog: str = "pitchfork bench") -> str
         parts += ["--isa", i]
     if args.reps is not None:
         parts += ["--reps", str(args.reps)]
+    if args.psets is not None and args.psets != default_psets(args):
+        parts += ["--psets", args.psets]
     if args.static_size != "quick":
         parts += ["--static-size", args.static_size]
     if args.exclude_rules_from:
@@ -65,6 +70,23 @@ def command_line(args: argparse.Namespace, prog: str = "pitchfork bench") -> str
     if args.seed != 1:
         parts += ["--seed", str(args.seed)]
     return " ".join([prog, *(shlex.quote(p) for p in parts[1:])])
+
+
+def default_psets(args: argparse.Namespace) -> str:
+    return "first" if args.quick else "all"
+
+
+def param_set_indices(bench_name: str, mode: str) -> list[int]:
+    """The parameter sets a run covers for one benchmark (index 0 alone if the module fails to load:
+    its worker then reports the failure)."""
+    from benchmarks import registry
+
+    if mode == "first":
+        return [0]
+    try:
+        return list(range(len(registry.get(bench_name).param_sets)))
+    except Exception:  # noqa: BLE001 - reported as failure rows by the worker
+        return [0]
 
 
 def _split(items: Sequence[str]) -> list[str]:
@@ -129,6 +151,17 @@ def _machine() -> dict[str, Any]:
             "load_average": os.getloadavg(), "call_overhead_us": overheads}
 
 
+def _param_sets_json(bench_name: str, indices: list[int]) -> dict[str, Any]:
+    """index -> the parameter set's values (for the report's labels)."""
+    from benchmarks import registry
+
+    try:
+        b = registry.get(bench_name)
+        return {str(i): {k: v for k, v in b.param_sets[i].items()} for i in indices}
+    except Exception:  # noqa: BLE001
+        return {}
+
+
 def run_worker(job: dict[str, Any], timeout: float, on_progress: Any) -> list[dict[str, Any]]:
     """Run one worker process. If it dies (an LLVM or Halide abort), each contender is run again in a
     worker of its own, so one contender's crash fails only its own row."""
@@ -170,8 +203,8 @@ def _run_worker(job: dict[str, Any], timeout: float, on_progress: Any) -> list[d
         errlog.seek(0)
         tail = errlog.read().strip().splitlines()[-3:]
         why = why or f"worker died (status {rc}): {' | '.join(tail)}"[:600]
-    return [{"bench": job["bench"], "isa": job["isa"], "variant": v, "status": "failed", "errors": [why],
-             "died": True} for v in job.get("variants", VARIANTS)]
+    return [{"bench": job["bench"], "isa": job["isa"], "variant": v, "pset": int(job.get("param_set", 0)),
+             "status": "failed", "errors": [why], "died": True} for v in job.get("variants", VARIANTS)]
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m benchmarks") -> int:
@@ -201,6 +234,8 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
         console.print("error: --reps must be at least 1")
         return 2
     reps = args.reps or (3 if args.quick else 15)
+    psets_mode = args.psets or default_psets(args)
+    psets = {b: param_set_indices(b, psets_mode) for b in benches}
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     sizes: dict[str, Any] = {}
@@ -213,7 +248,8 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
         except Exception as e:  # noqa: BLE001 - reported as failure rows by the worker
             sizes[b] = {"error": str(e)}
     console.print(f"[bold]pitchfork bench[/]: {len(benches)} benchmark(s) x {', '.join(isas)}; "
-                  f"{'quick' if args.quick else 'full'} sizes; x86 timing {reps} interleaved repetitions; "
+                  f"{'quick' if args.quick else 'full'} sizes; parameter sets: {psets_mode}; "
+                  f"x86 timing {reps} interleaved repetitions; "
                   f"static estimates at the {'quick' if args.quick else args.static_size} size")
     for b in benches:
         s = sizes[b]
@@ -224,29 +260,32 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
     t_start = time.time()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[step]}"), console=console) as progress:
-        total = progress.add_task("benchmarks x ISAs", total=len(benches) * len(isas), step="")
-        for b in benches:
-            for isa in isas:
-                sub = progress.add_task(f"  {b} {isa}", total=None, step="start")
+        total = progress.add_task("benchmarks x ISAs x parameter sets",
+                                  total=sum(len(psets[b]) for b in benches) * len(isas), step="")
+        # one worker per benchmark x ISA x parameter set
+        for b, isa, pi in [(b, isa, pi) for b in benches for isa in isas for pi in psets[b]]:
+            sub = progress.add_task(f"  {b} {isa}" + (f" p{pi}" if len(psets[b]) > 1 else ""), total=None,
+                                    step="start")
 
-                def on_progress(ev: dict[str, Any], sub: Any = sub) -> None:
-                    if "rep" in ev:
-                        progress.update(sub, total=ev["reps"], completed=ev["rep"], step=ev["step"])
-                    else:
-                        progress.update(sub, step=ev.get("step", ""))
+            def on_progress(ev: dict[str, Any], sub: Any = sub) -> None:
+                if "rep" in ev:
+                    progress.update(sub, total=ev["reps"], completed=ev["rep"], step=ev["step"])
+                else:
+                    progress.update(sub, step=ev.get("step", ""))
 
-                excl = args.exclude_rules_from
-                job = {"bench": b, "isa": isa, "quick": bool(args.quick), "reps": reps, "seed": args.seed,
-                       "static_size": "quick" if args.quick else args.static_size,
-                       "exclude_rules_from": b if excl == "self" else excl}
-                got = run_worker(job, args.timeout, on_progress)
-                rows += got
-                bad = [r for r in got if r["status"] != "ok"]
-                progress.update(sub, step="ok" if not bad else f"[red]{len(bad)} failed[/]", total=1, completed=1)
-                progress.advance(total)
+            excl = args.exclude_rules_from
+            job = {"bench": b, "isa": isa, "quick": bool(args.quick), "reps": reps, "seed": args.seed,
+                   "static_size": "quick" if args.quick else args.static_size, "param_set": pi,
+                   "exclude_rules_from": b if excl == "self" else excl}
+            got = run_worker(job, args.timeout, on_progress)
+            rows += got
+            bad = [r for r in got if r["status"] != "ok"]
+            progress.update(sub, step="ok" if not bad else f"[red]{len(bad)} failed[/]", total=1, completed=1)
+            progress.advance(total)
     meta = {"command": command or command_line(args), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "seconds": round(time.time() - t_start, 1), "quick": bool(args.quick), "reps": reps,
             "static_size": "quick" if args.quick else args.static_size, "sizes": sizes,
+            "psets": psets_mode, "param_sets": {b: _param_sets_json(b, psets[b]) for b in benches},
             "exclude_rules_from": args.exclude_rules_from, "benchmarks": benches, "isas": isas,
             "machine": _machine(), "versions": _versions()}
     data = {"meta": meta, "rows": rows}

@@ -172,6 +172,33 @@ def halide_kernel_spec(function: str, values: Sequence[Any], params: Sequence[An
     return spec
 
 
+#: libm functions Halide 21's Hexagon code calls (LLVM has no Hexagon instruction for llvm.floor/ceil/
+#: trunc.f32 and emits these calls; camera_pipe uses floorf). The bare-metal Hexagon harness has no
+#: libm, so they are defined here, exactly (IEEE single, bit manipulation, no rounding mode used).
+FREESTANDING_LIBM = r"""
+static float pf_round_integral(float x, int mode) { /* mode: 0 floor, 1 ceil, 2 trunc */
+  union { float f; unsigned u; } v = { x };
+  int e = (int)((v.u >> 23) & 0xffu) - 127;
+  unsigned neg = v.u >> 31;
+  if (e >= 23) return x;                                /* integral, infinite or NaN */
+  if (e < 0) {                                          /* |x| < 1 */
+    if ((v.u & 0x7fffffffu) == 0) return x;             /* +-0 keeps its sign */
+    if (mode == 0) return neg ? -1.0f : 0.0f;
+    if (mode == 1) return neg ? -0.0f : 1.0f;
+    return neg ? -0.0f : 0.0f;
+  }
+  unsigned m = 0x007fffffu >> e;
+  if ((v.u & m) == 0) return x;                         /* already integral */
+  if ((mode == 0 && neg) || (mode == 1 && !neg)) v.u += m + 1u;  /* away from zero, then truncate */
+  v.u &= ~m;
+  return v.f;
+}
+float floorf(float x) { return pf_round_integral(x, 0); }
+float ceilf(float x) { return pf_round_integral(x, 1); }
+float truncf(float x) { return pf_round_integral(x, 2); }
+"""
+
+
 def c_source(spec: HarnessSpec, n_counters: int, freestanding: bool, pool_bytes: int) -> str:
     from pitchfork.emit import harness
 
@@ -180,15 +207,23 @@ def c_source(spec: HarnessSpec, n_counters: int, freestanding: bool, pool_bytes:
     lines = ["typedef __SIZE_TYPE__ pf_size;", "extern const unsigned char pf_in[];",
              "extern unsigned int pf_cnt[];",
              f"static unsigned char pf_outmem[{max(spec.out_bytes, 128)}] __attribute__((aligned(128)));",
-             harness._FREESTANDING if freestanding else harness._HOSTED, *spec.decls,
+             harness._FREESTANDING if freestanding else harness._HOSTED,
+             FREESTANDING_LIBM if freestanding else "", *spec.decls,
              f'extern {spec.returns} pf_kernel({params}) __asm__("{spec.function}");',
              f"static unsigned char pf_pool[{pool_bytes}] __attribute__((aligned(128)));",
-             "static pf_size pf_used;",
+             # A stack of 128-byte-aligned blocks: both Halide's code and ours free in reverse order
+             # of allocation (scoped buffers), so freeing the newest block (and any freed blocks
+             # under it) returns its space; a kernel that allocates per loop iteration reuses it.
+             "static pf_size pf_used, pf_at[4096]; static unsigned char pf_dead[4096]; static unsigned pf_n;",
              "void *halide_malloc(void *uc, pf_size n) {",
-             "  pf_size at = pf_used; pf_used += (n + 255) / 128 * 128;",
-             "  if (pf_used > sizeof(pf_pool)) return 0;",
-             "  return pf_pool + at; }",
-             "void halide_free(void *uc, void *p) { (void)uc; (void)p; }",
+             "  pf_size need = (n + 255) / 128 * 128;",
+             "  if (pf_n == 4096 || need > sizeof(pf_pool) - pf_used) return 0;",
+             "  pf_at[pf_n] = pf_used; pf_dead[pf_n++] = 0; pf_used += need;",
+             "  return pf_pool + pf_at[pf_n - 1]; }",
+             "void halide_free(void *uc, void *p) {",
+             "  if (!p) return;",
+             "  for (unsigned i = pf_n; i-- > 0;) if (pf_pool + pf_at[i] == (unsigned char *)p) { pf_dead[i] = 1; break; }",
+             "  while (pf_n > 0 && pf_dead[pf_n - 1]) pf_used = pf_at[--pf_n]; }",
              "int qurt_hvx_lock(int m) { (void)m; return 0; }",
              "int qurt_hvx_unlock(void) { return 0; }",
              "static int pf_put(const void *q, pf_size n) {",

@@ -63,7 +63,7 @@ def _check_output(outputs: list[np.ndarray], reference: np.ndarray) -> None:
 def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     from benchmarks import registry
     from benchmarks.common import expected
-    from benchmarks.harness import halide21, static
+    from benchmarks.harness import halide21, lean, static
     from benchmarks.harness.kernel import direct_kernel, kernel_args
     from benchmarks.harness.measure import time_interleaved
     from pitchfork.synthesized import rules_config
@@ -72,11 +72,12 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     name, isa = job["bench"], job["isa"]
     want = [v for v in VARIANTS if v in job.get("variants", VARIANTS)]
     bench = registry.get(name)
-    pset = bench.param_sets[job.get("param_set", 0)]
+    pi = int(job.get("param_set", 0))
+    pset = bench.param_sets[pi]
     size = list(bench.quick_size if job["quick"] else bench.timing_size)
     ssize = list(bench.quick_size if job["static_size"] == "quick" else size)
-    rows: dict[str, dict[str, Any]] = {v: {"bench": name, "isa": isa, "variant": v, "status": "ok", "errors": [],
-                                           "size": size, "static_size": ssize} for v in want}
+    rows: dict[str, dict[str, Any]] = {v: {"bench": name, "isa": isa, "variant": v, "pset": pi, "status": "ok",
+                                           "errors": [], "size": size, "static_size": ssize} for v in want}
 
     def fail(v: str, what: str, e: BaseException) -> None:
         rows[v]["status"] = "failed"
@@ -140,6 +141,13 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             timings = time_interleaved(runners, reps, on_rep=lambda r: _progress(step="timing", rep=r, reps=reps))
             for v, t in timings.items():
                 rows[v]["time"] = t.to_json()
+            _progress(step="timing prog(...)")
+            try:  # issue 10's column: the public call beside the bare kernel
+                lean.time_public_call(progs, {i: k for i, k in kernels.items() if i in runners}, values,
+                                      out_size, reps, rows)
+            except Exception as e:  # noqa: BLE001
+                for isel in kernels:
+                    rows[isel]["prog_error"] = _err(e)
         del runners, kernels
         if ssize != size:  # also time at the static size: the x86 validation compares like with like
             _progress(step="timing at the static size")
@@ -175,6 +183,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                                          f"{prog.assertions.get(err, '(unknown)')}")
             _check_output(run.outputs[1:], reference)
             est = static.estimate(run.blocks, run.counts, isa, mcpu)
+            rows[isel]["hot_loop"] = lean.hot_loop(run.blocks, run.counts, est, isa)
             rows[isel]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
                                     "seconds": time.perf_counter() - t0}
         except Exception as e:  # noqa: BLE001
@@ -193,12 +202,15 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                 raise static.StaticError(f"Halide's pipeline returned error {run.returned} in the counted run")
             _check_output(run.outputs, reference)
             est = static.estimate(run.blocks, run.counts, isa, mcpu)
+            rows["halide21"]["hot_loop"] = lean.hot_loop(run.blocks, run.counts, est, isa)
             rows["halide21"]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
                                           "seconds": time.perf_counter() - t0}
         except Exception as e:  # noqa: BLE001
             rows["halide21"]["static_error"] = _err(e)
             if isa != "x86-avx2":
                 fail("halide21", "assembly", e)
+                if halide21.known_failure(name, isa):
+                    rows["halide21"]["errors"].append(f"why: {halide21.known_failure(name, isa)}")
     for isel in [i for i in ISELS if i in rows]:  # on arm64/hvx128 the static estimate is the result
         if isa != "x86-avx2" and rows[isel]["status"] == "ok" and "static" not in rows[isel]:
             fail(isel, "static", RuntimeError(rows[isel].get("static_error", "no estimate")))
@@ -213,8 +225,8 @@ def main(argv: list[str]) -> int:
         rows = run_job(job)
     except Exception as e:  # noqa: BLE001 - e.g. the benchmark module does not import
         traceback.print_exc()
-        rows = [{"bench": job["bench"], "isa": job["isa"], "variant": v, "status": "failed",
-                 "errors": [f"setup: {_err(e)}"]} for v in job.get("variants", VARIANTS)]
+        rows = [{"bench": job["bench"], "isa": job["isa"], "variant": v, "pset": int(job.get("param_set", 0)),
+                 "status": "failed", "errors": [f"setup: {_err(e)}"]} for v in job.get("variants", VARIANTS)]
     with open(out_path, "w") as f:
         json.dump(rows, f)
     return 0

@@ -44,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="batch: kernel groups compiled in parallel (default: the CPU count)")
     p.add_argument("--allow-errors", action="store_true",
                    help="batch: exit 0 even when some lines failed (each line's error is in its record)")
+    p.add_argument("--assume-no-overflow", action="store_true",
+                   help="Halide's overflow rule: mark every signed 32/64-bit add/sub/mul `nsw` (as the Halide "
+                        "frontend does); without it only `add.nsw(...)` text has the fact")
     p.add_argument("--no-isolate", dest="isolate", action="store_false",
                    help="compile in this process (LLVM aborts the whole process on code it cannot select; "
                         "by default compilation runs in a forked child, so that is a per-line error)")
@@ -66,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
                 src.close()
             raise
         try:
-            stats = run_batch(src, out, args.target, args.lanes, args.isel, emit, args.isolate, jobs=args.jobs)
+            stats = run_batch(src, out, args.target, args.lanes, args.isel, emit, args.isolate, jobs=args.jobs,
+                              no_overflow=args.assume_no_overflow)
         finally:
             if src is not sys.stdin:
                 src.close()
@@ -78,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.expression:
         raise UsageError("an expression (or --batch FILE) is required")
     rec = select_expression(args.expression, args.target, args.lanes, args.isel, args.emit or "fpir",
-                            args.isolate)
+                            args.isolate, no_overflow=args.assume_no_overflow)
     print(f"input:    {rec.input}")
     if rec.fpir is not None:
         print(f"lifted:   {rec.fpir}")

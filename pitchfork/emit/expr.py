@@ -166,13 +166,35 @@ class ExprEmitter:
         return getattr(self, f"_p_{t.op}")(t, args)
 
     def reduce_lanes(self, combine: str, f: int, v: ir.Value, t: ScalarType) -> ir.Value:
-        """The generic lowering of a lane-combining op (what every ISA gets): the f strided slices of v
-        (slice k holds lanes k, f+k, 2f+k, ...) folded left to right with the lane-wise op `combine`."""
+        """The generic lowering of a lane-combining op (what every ISA gets, and all that LLVM alone
+        gets), as Halide's own code generator emits a `VectorReduce` that no peephole took:
+        * to one lane, LLVM's `llvm.vector.reduce.<op>` when LLVM has one (add, min, max), so each
+          backend picks its across-lane instructions (uaddlv, vphaddd, shuffles);
+        * otherwise, while the factor is even and above 2, pairs of adjacent lanes first (the even and
+          odd lanes combined: LLVM matches e.g. pmaddwd / uaddlp from that shape; not for a signed
+          saturating add, whose value depends on the order), then the last factor's strided slices (slice k holds lanes k, f+k, 2f+k, ...) folded left to right."""
+        m = self.lanes
+        if m == 1 and t.bits > 1 and combine in _VECTOR_REDUCE:
+            name = _VECTOR_REDUCE[combine] if combine == "add" else \
+                ("s" if t.signed else "u") + _VECTOR_REDUCE[combine]
+            n = v.type.count
+            r = self.call(f"llvm.vector.reduce.{name}.v{n}i{t.bits}", int_type(t), [v])
+            one = self.b.insert_element(ir.Constant(ir.VectorType(int_type(t), 1), ir.Undefined), r,
+                                        ir.Constant(ir.IntType(32), 0))
+            return one
+        # Regrouping is exact for associative ops; a signed saturating add is folded in lane order
+        # (its FPIR meaning), so it is never staged.
+        while f > 2 and f % 2 == 0 and not (combine == "saturating_add" and t.signed):
+            v = self._fold_slices(combine, 2, v, t, v.type.count // 2)
+            f //= 2
+        return self._fold_slices(combine, f, v, t, m)
+
+    def _fold_slices(self, combine: str, f: int, v: ir.Value, t: ScalarType, m: int) -> ir.Value:
+        """Lanes [i*f, (i+1)*f) of v combined into lane i of the m-lane result (f strided slices)."""
         from fpir.ops import make
         from fpir.term import var
         from pitchfork.lower import expand_fpir
 
-        m = self.lanes
         undef = ir.Constant(v.type, ir.Undefined)
         env: dict[str, ir.Value] = {}
         acc: Optional[Term] = None
@@ -375,6 +397,10 @@ def _schedule(term: Term, lanes: int) -> list[tuple[Term, int]]:
             for i in reversed(range(len(t.args))):
                 stack.append((t.args[i], n * s.lane_factor(i), False))
     return out
+
+
+#: lane-wise combining op -> LLVM's across-lane reduction (min/max get an s/u prefix by signedness)
+_VECTOR_REDUCE = {"add": "add", "min": "min", "max": "max"}
 
 
 def _mask(idx: list[int]) -> ir.Constant:

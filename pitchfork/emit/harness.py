@@ -287,6 +287,17 @@ static long pf_syscall(long nr, long a, long b, long c) {
   __asm__ volatile("trap0(#1)" : "+r"(r0) : "r"(r1), "r"(r2), "r"(r6) : "memory");
   return r0;
 }
+static long pf_syscall6(long nr, long a, long b, long c, long d, long e, long f) {
+  register long r0 __asm__("r0") = a;
+  register long r1 __asm__("r1") = b;
+  register long r2 __asm__("r2") = c;
+  register long r3 __asm__("r3") = d;
+  register long r4 __asm__("r4") = e;
+  register long r5 __asm__("r5") = f;
+  register long r6 __asm__("r6") = nr;
+  __asm__ volatile("trap0(#1)" : "+r"(r0) : "r"(r1), "r"(r2), "r"(r3), "r"(r4), "r"(r5), "r"(r6) : "memory");
+  return r0;
+}
 static long pf_sys_write(const void *p, pf_size n) { return pf_syscall(64, 1, (long)p, (long)n); }
 __attribute__((noreturn)) static void pf_exit(int code) { pf_syscall(94, code, 0, 0); for (;;) {} }
 
@@ -337,6 +348,24 @@ unsigned __hexagon_udivsi3(unsigned a, unsigned b) { return (unsigned)__hexagon_
 unsigned __hexagon_umodsi3(unsigned a, unsigned b) { return (unsigned)__hexagon_umoddi3(a, b); }
 int __hexagon_divsi3(int a, int b) { return (int)__hexagon_divdi3(a, b); }
 int __hexagon_modsi3(int a, int b) { return (int)__hexagon_moddi3(a, b); }
+
+/* malloc/free for the kernels' heap allocations (their weak halide_malloc/halide_free defaults call
+   these; pitchfork/halide/heap.py): one anonymous mmap per block (Linux mmap2 = 222, munmap = 215),
+   its length kept in a 16-byte header. Memory comes from the emulator's host, so large buffers do not
+   touch the stack, and a failed mapping is a NULL result the kernel reports. */
+__attribute__((weak)) void *malloc(pf_size n) {
+  pf_size total = n + 16;
+  if (total < n) return 0;
+  long p = pf_syscall6(222, 0, (long)total, 3 /* READ|WRITE */, 0x22 /* PRIVATE|ANONYMOUS */, -1, 0);
+  if ((unsigned long)p >= (unsigned long)-4095L) return 0;
+  *(pf_size *)p = total;
+  return (unsigned char *)p + 16;
+}
+__attribute__((weak)) void free(void *q) {
+  if (!q) return;
+  unsigned char *p = (unsigned char *)q - 16;
+  pf_syscall(215, (long)p, (long)*(pf_size *)p, 0);
+}
 
 static int pf_main(void);
 __attribute__((noreturn, used)) void _start(void) { pf_exit(pf_main()); }

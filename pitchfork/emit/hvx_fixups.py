@@ -45,3 +45,62 @@ def rewrite_predicate_selects(ir_text: str) -> str:
                 f"{ind}{dst} = or {ty} {t}, {f}")
 
     return _PRED_SELECT.sub(expand, ir_text)
+
+
+# `zext`/`sext` of a predicate vector spanning several HVX registers: with a shift by the lane width
+# minus one after it (`zext(x > -1) << 31`, from a rounding shift's sign fix-up), LLVM 22's DAG combiner
+# turns the pair into a predicate-to-vector conversion of a register *pair*, and HexagonISelDAGToDAG's
+# SelectQ2V asserts (vector length) or, in the release llc, Post-RA pseudo expansion crashes. Extending
+# one register's worth of predicate at a time and concatenating the results avoids it.
+_PRED_EXT = re.compile(
+    r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = (?P<op>zext|sext) <(?P<n>\d+) x i1> (?P<c>%[\w.$-]+) to "
+    r"<(?P=n) x i(?P<bits>\d+)>\s*$",
+    re.M,
+)
+
+
+def has_wide_predicate_ext(ir_text: str) -> bool:
+    return any(_split_lanes(m) for m in _PRED_EXT.finditer(ir_text))
+
+
+def _split_lanes(m: re.Match[str]) -> int:
+    """Lanes per register if this extension spans 2^k > 1 whole registers, else 0."""
+    n, bits = int(m.group("n")), int(m.group("bits"))
+    if bits not in (8, 16, 32) or n * bits <= 1024 or (n * bits) % 1024:
+        return 0
+    pieces = n * bits // 1024
+    return 1024 // bits if pieces & (pieces - 1) == 0 else 0
+
+
+def rewrite_wide_predicate_exts(ir_text: str) -> str:
+    """Every multi-register `zext`/`sext <N x i1>` done one register at a time (see above)."""
+    counter = iter(range(1 << 30))
+
+    def mask(idx: range | list[int]) -> str:
+        return f"<{len(idx)} x i32> <" + ", ".join(f"i32 {i}" for i in idx) + ">"
+
+    def expand(m: re.Match[str]) -> str:
+        r = _split_lanes(m)
+        if not r:
+            return m.group(0)
+        ind, dst, op, c = m.group("ind", "dst", "op", "c")
+        n, bits = int(m.group("n")), int(m.group("bits"))
+        k = next(counter)
+        lines, parts = [], []
+        for j in range(n // r):
+            p, e = f"%pfx.qp.{k}.{j}", f"%pfx.qe.{k}.{j}"
+            lines.append(f"{ind}{p} = shufflevector <{n} x i1> {c}, <{n} x i1> poison, {mask(range(j * r, j * r + r))}")
+            lines.append(f"{ind}{e} = {op} <{r} x i1> {p} to <{r} x i{bits}>")
+            parts.append(e)
+        width, level = r, 0
+        while len(parts) > 1:
+            nxt = []
+            for j in range(0, len(parts), 2):
+                name = dst if len(parts) == 2 else f"%pfx.qc.{k}.{level}.{j}"
+                lines.append(f"{ind}{name} = shufflevector <{width} x i{bits}> {parts[j]}, <{width} x i{bits}> "
+                             f"{parts[j + 1]}, {mask(range(2 * width))}")
+                nxt.append(name)
+            parts, width, level = nxt, 2 * width, level + 1
+        return "\n".join(lines)
+
+    return _PRED_EXT.sub(expand, ir_text)

@@ -239,7 +239,9 @@ def _unknown_intrinsic_calls(asm: str) -> list[str]:
 def _signatures(mod: llvm.ModuleRef) -> dict[str, FunctionSig]:
     sigs: dict[str, FunctionSig] = {}
     for f in mod.functions:
-        if f.is_declaration:
+        # Weak definitions are runtime defaults (halide_malloc/halide_free, pitchfork/halide/
+        # codegen_alloc.py) that several modules of one run may each carry, not kernels to call.
+        if f.is_declaration or f.linkage == llvm.Linkage.weak_any:
             continue
         fty = f.global_value_type
         sigs[f.name] = FunctionSig(
@@ -266,11 +268,16 @@ def _compile(ir_text: str, target: Target, opt: int) -> tuple[str, str, dict[str
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     if target.name == "hvx128":
-        from pitchfork.emit.hvx_fixups import has_predicate_select, rewrite_predicate_selects
+        from pitchfork.emit.hvx_fixups import (has_predicate_select, has_wide_predicate_ext,
+                                               rewrite_predicate_selects, rewrite_wide_predicate_exts)
 
         text = str(mod)
         if has_predicate_select(text):  # InstCombine's predicate selects: Hexagon cannot select them
-            mod = _parse(rewrite_predicate_selects(text), target)
+            text = rewrite_predicate_selects(text)
+        if has_wide_predicate_ext(text):  # multi-register predicate extensions: SelectQ2V asserts
+            text = rewrite_wide_predicate_exts(text)
+        if text != str(mod):
+            mod = _parse(text, target)
     asm = tm.emit_assembly(mod)
     bad = _unknown_intrinsic_calls(asm)
     if bad:

@@ -38,6 +38,7 @@ import numpy as np
 from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
 from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.halide.dot_products import rewrite_stmt as rewrite_dot_products
 from pitchfork.errors import UsageError
 from pitchfork.halide.checks import check_arguments, refuse_deep_statement, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
 from pitchfork.halide.params import halide_scalar_value, scalar_value
@@ -83,6 +84,8 @@ class CompiledPipeline:
     assertions: dict[int, str] = field(default_factory=dict)
     _call_plan: Any = field(default=None, repr=False)  # pitchfork.halide.call: argument layout, once
     _kernel_fn: Any = field(default=None, repr=False)  # the x86 JIT'd function (ctypes), once
+    #: output arrays of earlier calls, reused once the caller has dropped them (pitchfork.halide.call)
+    _spare_outputs: dict = field(default_factory=dict, repr=False)
 
     @property
     def is_fallback(self) -> bool:
@@ -145,7 +148,9 @@ class CompiledPipeline:
             return _copy_out(result, out)
         from pitchfork.halide.call import bind
 
-        outs = bind(self, inputs, size, min, out, check)()
+        outs = bind(self, inputs, size, min, out, check, recycle=out is None and not check)()
+        if out is None and not check:  # kept for the next call, reused once the caller drops them
+            self._spare_outputs.update(enumerate(outs))
         # One array per output Func (a tuple for a multi-output pipeline, e.g. a generator with two
         # Outputs of the same dimensions).
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -391,6 +396,8 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         stmt = captured.parse()
         refuse_huge_vectors(stmt, name)
+        if isel == "pitchfork":  # add trees of products -> vector_reduce_add, so dot products are selected
+            stmt = rewrite_dot_products(stmt, target)
         cg = LoopNestCodegen(captured, stmt, target, isel, name)
         cg.build()
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds

@@ -2,6 +2,7 @@
 
 Module layout: this file holds the function, statements, leaves and selection; codegen_expr.py the
 Halide expression -> FPIR term converter; codegen_memory.py loads/stores/gathers (a mixin);
+codegen_alloc.py allocations, the heap entry points and the failure exit (a mixin);
 codegen_base.py the shared tables and records; codegen_float.py / codegen_reduce.py / scalars.py as
 named.
 
@@ -22,7 +23,8 @@ pass (pitchfork/halide/capture.py), parsed by pitchfork/halide/stmt.py. This pas
   stores (TailStrategy Predicate*/GuardWithIf tails: llvm.masked.load/store, or lane loops that skip
   masked-off lanes where LLVM's masked ops are wrong), vector reductions (strided slices combined
   with FPIR ops), shuffles, bit counts (LLVM's ctlz/cttz/ctpop), allocations for
-  compute_root/compute_at intermediates (stack, or malloc/free when large or dynamic), if/else, and
+  compute_root/compute_at intermediates (codegen_alloc.py: stack up to Halide's 16 KiB, else
+  halide_malloc/halide_free, freed on every exit path), if/else, and
   checks Halide's assertions on sizes and strides, writing the failing assertion's number to the
   error slot instead of crashing (`assert_messages` maps the number to the assertion's text);
 * records every selection (`selections`: statement, input term, lifted FPIR, lowered, final).
@@ -30,8 +32,8 @@ pass (pitchfork/halide/capture.py), parsed by pitchfork/halide/stmt.py. This pas
 Function ABI: `void name(ptr err, <per argument>)` where a buffer is `ptr host` followed by
 (min, extent, stride) as i32 for each dimension, and a scalar parameter is an i32 or i64 value;
 inputs in argument order, then the outputs. Buffer pointers are `noalias` (the caller never passes
-an output that overlaps another buffer) and aligned to their element size. Code for x86 and AArch64
-may call malloc/free.
+an output that overlaps another buffer) and aligned to their element size. A kernel with heap
+allocations calls `halide_malloc`/`halide_free` (weak defaults over libc malloc/free in its module).
 `err[0]` is 0 on success. Constructs we cannot compile raise `Unsupported` quoting the construct and
 its line, and the caller falls back to Halide's own compiler.
 """
@@ -43,18 +45,19 @@ from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
 
-from fpir.ops import make
+from fpir.ops import REDUCE_COMBINE, make, reduce_op
 from fpir.term import Term, var
 from fpir.types import ScalarType, i32
 from pitchfork.emit.expr import ExprEmitter, vec_type
 from pitchfork.halide import ir as H
 from pitchfork.halide.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
+from pitchfork.halide.codegen_alloc import AllocMixin
 from pitchfork.halide.codegen_base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS,  # noqa: F401
                                            STACK_LIMIT, BufferInfo, Leaf, Stats, Unsupported, _assert_text,
                                            _ident, _show, _storage, fpir_type, type_code)
 from pitchfork.halide.codegen_expr import ExprConverter
 from pitchfork.halide.codegen_float import FloatEmitter
-from pitchfork.halide.codegen_memory import MemoryMixin
+from pitchfork.halide.codegen_memory import MemoryMixin, clamped_ramp
 from pitchfork.halide.codegen_reduce import REDUCE_OPS, split_reduce
 from pitchfork.halide.htypes import HType
 from pitchfork.halide.scalars import ScalarEmitter
@@ -63,7 +66,7 @@ if TYPE_CHECKING:
     from pitchfork.lower import Selection
 
 
-class LoopNestCodegen(MemoryMixin):
+class LoopNestCodegen(MemoryMixin, AllocMixin):
     def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline") -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
         self.module = ir.Module(name=name)
@@ -73,6 +76,9 @@ class LoopNestCodegen(MemoryMixin):
         #: lowered and final terms: what tests and `--trace`-style tools inspect)
         self.selections: list[tuple[Optional[H.Node], Selection]] = []
         self._leaf_ids = itertools.count()
+        self._heap_live: list[ir.Value] = []
+        #: vector let name -> its Halide expression (names are unique in Halide's statement)
+        self._vector_src: dict[str, H.Expr] = {}
         self._assert_ids = itertools.count(1)
         self.leaves: dict[str, Leaf] = {}
         self._scoped: list[tuple[str, ir.Instruction]] = []
@@ -186,6 +192,7 @@ class LoopNestCodegen(MemoryMixin):
             return
         if t.is_vector:
             self.vlets[name] = self.to_term(value, node)
+            self._vector_src[name] = value  # for patterns over the Halide expression (clamped_ramp)
             return
         self.scalars[name] = (self.scalar(value, node), fpir_type(t, node))
 
@@ -202,13 +209,7 @@ class LoopNestCodegen(MemoryMixin):
             if cond.value:
                 return
         ok = self._emit_scalar_term(cond)
-        fail = self.fn.append_basic_block(f"assert_fail_{code}")
-        cont = self.fn.append_basic_block(f"assert_ok_{code}")
-        self.b.cbranch(ok, cont, fail)
-        self.b.position_at_end(fail)
-        self.b.store(ir.Constant(ir.IntType(32), code), self.b.bitcast(self.err, ir.PointerType(ir.IntType(32))))
-        self.b.branch(self.exit)
-        self.b.position_at_end(cont)
+        self._check(ok, code, f"assert_{code}")
 
     def _s_IfThenElse(self, s: H.IfThenElse) -> None:
         cond = self.to_term(s.cond, s)
@@ -261,79 +262,6 @@ class LoopNestCodegen(MemoryMixin):
             iv.add_incoming(nxt, self.b.block)
             self.b.cbranch(self.b.icmp_signed("<", nxt, hi), head, done)
         self.b.position_at_end(done)
-
-    def _s_Allocate(self, s: H.Allocate) -> None:
-        """An intermediate buffer (compute_root/compute_at), as Halide places them: constant-size ones
-        up to STACK_LIMIT bytes are fixed stack slots (an alloca in the entry block, reused by every
-        iteration of an enclosing loop); `in Stack` ones of dynamic size are dynamic allocas scoped
-        with stacksave/stackrestore; all others are malloc'd and freed at the end of their scope (a
-        compute_root image would overflow an 8 MB stack), except on Hexagon (see below). Every base is
-        aligned to ALLOC_ALIGN bytes; a failed malloc writes an assertion number to the error slot."""
-        i64 = ir.IntType(64)
-        elem_bytes = max(1, s.type.bits // 8)
-        terms = [self.to_term(e, s) for e in s.extents]
-        const_elems: Optional[int] = 1
-        for t in terms:
-            const_elems = const_elems * t.value if const_elems is not None and t.is_const else None
-        ptr = ir.PointerType(ir.IntType(8))
-        if self.target != "hvx128" and const_elems is not None and const_elems >= 0 and s.memory_type != "Heap" and (
-                const_elems * elem_bytes <= STACK_LIMIT or s.memory_type in ("Stack", "Register")):
-            mode = "static"
-            # Pad by a vector so that vector loads that Halide rounds up stay inside the allocation.
-            slot = self._entry_alloca(ir.ArrayType(ir.IntType(8), const_elems * elem_bytes + 512))
-            mem = self.b.bitcast(slot, ptr)
-        else:
-            n: ir.Value = ir.Constant(i64, 1)
-            for t in terms:
-                n = self.b.mul(n, self.b.sext(self._emit_scalar_term(t), i64))
-            if s.condition is not None:
-                # `allocate ... if cond` (e.g. a Func used only under a specialization): the buffer is
-                # only touched when cond holds, and its extents may be meaningless otherwise.
-                n = self.b.select(self.scalar(s.condition, s), n, ir.Constant(i64, 0))
-            size = self.b.add(self.b.mul(n, ir.Constant(i64, elem_bytes)), ir.Constant(i64, 512))
-            if s.memory_type in ("Stack", "Register") or self.target == "hvx128":
-                # Halide puts `in Stack` allocations on the stack too. On Hexagon no kernel calls
-                # malloc: LLVM 22's Hexagon backend aborts (getMinimalPhysRegClass: "Couldn't find the
-                # register class", depthwise_conv) or miscompiles (a NULL dereference, fully_connected)
-                # HVX kernels that make calls, so dynamic allocations stay on the stack there.
-                mode = "dynamic"
-                save = self.b.call(self._intrinsic("llvm.stacksave.p0", ptr, []), [])
-                mem = self.b.alloca(ir.IntType(8), size=size)
-                mem.align = ALLOC_ALIGN
-            else:
-                mode = "heap"
-                word = ir.IntType(64)
-                total = self.b.add(size, ir.Constant(i64, ALLOC_ALIGN))
-                raw = self.b.call(self._intrinsic("malloc", ptr, [word]), [total])
-                self._check_allocation(raw, s)
-                # Align with a GEP from the malloc'd pointer (not inttoptr) so LLVM still sees the object.
-                pad = self.b.and_(self.b.sub(ir.Constant(word, 0), self.b.ptrtoint(raw, word)),
-                                  ir.Constant(word, ALLOC_ALIGN - 1))
-                mem = self.b.gep(raw, [pad], inbounds=True)
-        saved = dict(self.buffers)
-        self.buffers[s.name] = BufferInfo(s.name, mem, s.type.elem, align=ALLOC_ALIGN, scope="allocations")
-        self.stmt_(s.body)
-        self.buffers = saved
-        if not self.b.block.is_terminated:
-            if mode == "heap":
-                self.b.call(self._intrinsic("free", ir.VoidType(), [ptr]), [raw])
-            elif mode == "dynamic":
-                self.b.call(self._intrinsic("llvm.stackrestore.p0", ir.VoidType(), [ptr]), [save])
-
-    def _check_allocation(self, raw: ir.Value, s: H.Allocate) -> None:
-        code = next(self._assert_ids)
-        self.stats.asserts_checked += 1  # a check we add (Halide's halide_malloc result check)
-        self.assert_messages[code] = f"allocation of {s.name} failed (out of memory)"
-        fail = self.fn.append_basic_block(f"alloc_fail_{code}")
-        cont = self.fn.append_basic_block(f"alloc_ok_{code}")
-        self.b.cbranch(self.b.icmp_unsigned("==", raw, ir.Constant(raw.type, None)), fail, cont)
-        self.b.position_at_end(fail)
-        self.b.store(ir.Constant(ir.IntType(32), code), self.b.bitcast(self.err, ir.PointerType(ir.IntType(32))))
-        self.b.branch(self.exit)
-        self.b.position_at_end(cont)
-
-    def _s_Free(self, s: H.Free) -> None:
-        return
 
     def _s_Evaluate(self, s: H.Evaluate) -> None:
         v = s.value
@@ -401,9 +329,11 @@ class LoopNestCodegen(MemoryMixin):
         return ScalarEmitter(self.b, env, self.target, nsw).emit(t)
 
     def vector(self, e: H.Expr, node: H.Node) -> ir.Value:
-        term = self.to_term(e, node)
+        return self._emit_term(self.to_term(e, node), e.type.lanes, node)
+
+    def _emit_term(self, term: Term, lanes: int, node: H.Node) -> ir.Value:
+        """`term` selected and emitted at `lanes` lanes (its leaves emitted at theirs)."""
         leaves = self.leaves
-        lanes = e.type.lanes
         final = self._select(term, node)
         env: dict[str, ir.Value] = {}
         for v in final.variables():
@@ -439,6 +369,12 @@ class LoopNestCodegen(MemoryMixin):
                                      ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)) \
             if lanes > 1 else one
 
+    def _vector_source(self, e: H.Expr) -> H.Expr:
+        """The expression a vector let variable is bound to (through chains of lets); `e` otherwise."""
+        while isinstance(e, H.Variable) and e.type.is_vector and e.name in self._vector_src:
+            e = self._vector_src[e.name]
+        return e
+
     def _emit_leaf(self, leaf: Leaf, node: H.Node) -> ir.Value:
         e = leaf.node
         if leaf.kind == "splat":
@@ -473,18 +409,42 @@ class LoopNestCodegen(MemoryMixin):
                     v = self._mem_access(buf, self.b.call(fn, [p, ir.Constant(ir.IntType(32), align), mask,
                                                                ir.Constant(vt, None)]))
             else:
-                v = self._gather(buf, st, self.vector(e.index, node), leaf.lanes, mask)
+                # hvx128: aligned windows + valign (_clamped_ramp_load); elsewhere one dense load and a
+                # window of [splat(first), it, splat(last)] (_clamped_gather); else a lane loop.
+                clamped = None if mask is not None else self._clamped_ramp_load(buf, st, e.index, leaf.lanes, node)
+                parts = (clamped_ramp(e.index, self._vector_source)
+                         if clamped is None and mask is None and buf.dims else None)
+                if clamped is not None:
+                    v = clamped
+                else:
+                    index = self.vector(e.index, node)
+                    v = (self._clamped_gather(buf, st, parts, index, leaf.lanes, node) if parts is not None
+                         else self._gather(buf, st, index, leaf.lanes, mask))
             if st.bits == 1:
                 v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, [0] * leaf.lanes))
             return v
         if leaf.kind == "shuffle":
             assert isinstance(e, H.Shuffle)
-            parts = [self.vector(x, node) if x.type.is_vector else self._splat(self.scalar(x, node, nsw=False), leaf.type, 1)
-                     for x in e.vectors]
+            rep = self._repeat(e, leaf, node)
+            if rep is not None:
+                return rep
+            parts: list[ir.Value] = []
+            starts: list[int] = []
+            at = 0
+            for x in e.vectors:
+                win = self._hvx_window(x, node) if isinstance(x, H.Load) else None
+                part = win if win is not None else self.vector(x, node) if x.type.is_vector else \
+                    self._splat(self.scalar(x, node, nsw=False), leaf.type, 1)
+                parts.append(part)
+                starts.append(at)
+                at += part.type.count
+            # Lane i of operand k is lane starts[k] + i of the concatenation (a window holds more lanes).
+            where = [(k, i) for k, x in enumerate(e.vectors) for i in range(x.type.lanes)]
+            indices = [starts[where[j][0]] + where[j][1] for j in e.indices]
             em = ExprEmitter(self.b, leaf.lanes, {}, self.target)
-            whole = em.concat(parts, sum(p.type.count for p in parts)) if len(parts) > 1 else parts[0]
+            whole = em.concat(parts, at) if len(parts) > 1 else parts[0]
             return self.b.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined),
-                                         ir.Constant(ir.VectorType(ir.IntType(32), len(e.indices)), list(e.indices)))
+                                         ir.Constant(ir.VectorType(ir.IntType(32), len(indices)), indices))
         if leaf.kind == "bitcount":
             assert isinstance(e, H.Call)
             arg = self.vector(e.args[0], node) if e.args[0].type.is_vector else \
@@ -498,6 +458,27 @@ class LoopNestCodegen(MemoryMixin):
             return self._reduce(e, leaf, node)
         raise Unsupported(f"vector leaf {leaf.kind}", node)
 
+    def _repeat(self, e: H.Shuffle, leaf: Leaf, node: H.Node) -> Optional[ir.Value]:
+        """A short vector repeated to fill the shuffle (`[0..w-1]` over and over, e.g. the four bytes
+        of a dot product's broadcast operand), as one splat of a w-lane-wide integer: ARM `ld1r
+        {v.4s}` / `dup`, an HVX `vsplat` of a word, x86 `vpbroadcastd`, instead of a lane shuffle."""
+        if len(e.vectors) != 1 or not e.vectors[0].type.is_vector:
+            return None
+        w = e.vectors[0].type.lanes
+        bits = _storage(leaf.type).bits * w
+        if bits not in (16, 32, 64) or len(e.indices) % w or list(e.indices) != list(range(w)) * (len(e.indices) // w):
+            return None
+        v = self.vector(e.vectors[0], node)
+        if v.type.element.width * w != bits:
+            return None
+        word = self.b.bitcast(v, ir.IntType(bits))
+        reps = len(e.indices) // w
+        one = self.b.insert_element(ir.Constant(ir.VectorType(ir.IntType(bits), 1), ir.Undefined), word,
+                                    ir.Constant(ir.IntType(32), 0))
+        spl = self.b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
+                                    ir.Constant(ir.VectorType(ir.IntType(32), reps), [0] * reps))
+        return self.b.bitcast(spl, ir.VectorType(v.type.element, len(e.indices)))
+
     def _reduce(self, e: H.VectorReduce, leaf: Leaf, node: H.Node) -> ir.Value:
         """`vector_reduce_<op>`: output lane i combines input lanes [i*f, (i+1)*f), f = in/out lanes.
         To several lanes: the f strided slices combined as one lane-wise expression (codegen_reduce),
@@ -505,6 +486,12 @@ class LoopNestCodegen(MemoryMixin):
         (exact Halide semantics: a wrapping add, signed/unsigned min by type, ...)."""
         if leaf.lanes > 1:  # not reached from to_term (which inlines these), kept for direct callers
             return self.vector(split_reduce(e), node)
+        n = e.value.type.lanes
+        if e.op in REDUCE_COMBINE and n > 1:
+            # To one lane through FPIR like any other reduction: lifted and lowered with its operand
+            # (ARM uaddlv/udot against ones, x86 psadbw, ...), else the generic lowering
+            # (ExprEmitter.reduce_lanes: LLVM's llvm.vector.reduce.* where it has one).
+            return self._emit_term(make(reduce_op(e.op, n), self.to_term(e.value, node)), 1, node)
         v = self.vector(e.value, node)
         lanes = e.value.type.lanes
         from pitchfork.lower import expand_fpir

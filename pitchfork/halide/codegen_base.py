@@ -38,9 +38,9 @@ INTRINSICS = {
     "saturating_sub": "saturating_sub", "mul_shift_right": "mul_shr",
     "rounding_mul_shift_right": "rounding_mul_shr", "saturating_shift_left": "saturating_shl",
 }
-#: Constant-size allocations up to this many bytes go on the stack (larger ones and dynamic ones are
-#: malloc'd, except on Hexagon).
-STACK_LIMIT = 64 * 1024
+#: Constant-size allocations up to this many bytes go on the stack, larger and dynamic ones to
+#: halide_malloc (Halide 21's threshold, on every target; codegen_alloc.py).
+STACK_LIMIT = 16 * 1024
 #: Every allocation's base is aligned to this many bytes (Halide's alignment for HVX; the `aligned`
 #: facts of Halide's statement assume at least a native vector).
 ALLOC_ALIGN = 128

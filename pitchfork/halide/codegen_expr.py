@@ -162,9 +162,11 @@ class ExprConverter:
         if why is not None:
             raise Unsupported(why, self.node)
         n, m = e.value.type.lanes, e.type.lanes
-        if e.type.is_vector and self.cg.isel == "pitchfork" and e.op in REDUCE_COMBINE and n % m == 0:
+        if e.type.is_vector and e.op in REDUCE_COMBINE and n % m == 0:
             # A lane-combining FPIR term over its operand's term, so lifting and lowering see both (a dot
-            # product becomes udot/vrmpy/pmaddwd); a reduction no rule takes is expanded generically.
+            # product becomes udot/vrmpy/pmaddwd); a reduction no rule takes (and every reduction under
+            # isel=llvm) is expanded generically, as Halide's own codegen expands a VectorReduce
+            # (ExprEmitter.reduce_lanes), so LLVM alone sees what it would see from Halide.
             return make(reduce_op(e.op, n // m), self.go(e.value))
         if e.type.is_vector:
             # Inline, so the selector sees the reduction together with what consumes it (an

@@ -9,8 +9,9 @@ three), the measure the paper's Figure 3 compares. Emission:
 * intrinsic instructions call `llvm.aarch64.neon.<op>.<suffix>` on 128-bit registers (a 64-bit one
   when the whole vector fits); widening ones (umull, smull, umlal, ...) read 64-bit halves, which LLVM
   turns into the `...2` forms for the high halves; narrowing ones return 64-bit halves;
-* instructions LLVM has no intrinsic for (uaddl, usubl, uaddw, ushll, shrn, uabdl, uaba, umlal) are
-  emitted as the exact generic IR pattern LLVM's instruction selection turns into them (section 2.2.4);
+* instructions LLVM has no intrinsic for (uaddl, usubl, uaddw, ushll, shrn, addhn, subhn, neg, uabdl,
+  uaba, uabal, umlal, ursra) are emitted as the exact generic IR pattern LLVM's instruction selection
+  turns into them (section 2.2.4; ursra is `add acc, urshl(y, splat(-c))`);
 * immediates (narrowing shifts, sqshlu) must be IR constants in the instruction's range; for any
   other operand the emitter falls back to the primitive expansion of the declared meaning, so the
   semantics hold for every operand, and the lowering rules only fire where the immediate is legal.

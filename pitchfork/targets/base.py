@@ -23,7 +23,8 @@ from fpir.term import Term, var
 from fpir.text import parse
 from fpir.types import FPIRTypeError, ScalarType, parse_type
 
-PARAMS = ("x", "y", "z", "w")
+#: operand names in semantics text, in operand order (up to 9 operands: vrmpy by four taps, accumulating)
+PARAMS = ("x", "y", "z", "w", "a", "b", "c", "d", "e")
 
 Emitter = Callable[[Any, Sequence[Any], Term], Any]  # (ExprEmitter, operand values, term) -> ir.Value
 

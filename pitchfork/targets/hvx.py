@@ -418,13 +418,29 @@ _VMPY_ACC = {(_mul_result(k), *k): ((v[0] + ".acc", True) if isinstance(v, tuple
              for k, v in _VMPY.items()}
 _VMPY_ACC_SCALAR = {(_mul_result(k), *k): (n + ".acc", b) for k, (n, b) in _VMPY_SCALAR.items()
                     if n != "vmpyh"}  # vmpyh has only a saturating accumulation (vmpyhsat.acc)
-_declare("hvx.vmpy_acc", _sigs(_VMPY_ACC, lambda k: k[0]), "x + widening_mul(y, z)",
+# A signed accumulator of unsigned products (Halide's i16 sums of u8 pixels): the same instructions,
+# the accumulation wraps modulo 2^bits either way.
+_VMPY_ACC.update({("i16", "u8", "u8"): "vmpyubv.acc", ("i32", "u16", "u16"): "vmpyuhv.acc"})
+_VMPY_ACC_SCALAR.update({("i16", "u8", "u8"): ("vmpyub.acc", 8), ("i32", "u16", "u16"): ("vmpyuh.acc", 16)})
+
+
+def _acc_semantics(op: str) -> Callable[[Signature], str]:
+    def text(sg: Signature) -> str:
+        if sg.args[1].signed or sg.args[2].signed or not sg.result.signed:
+            return f"x + {op}(y, z)"
+        return f"x + reinterpret<{sg.result.name}>({op}(y, z))"
+
+    return text
+
+
+_declare("hvx.vmpy_acc", _sigs(_VMPY_ACC, lambda k: k[0]), _acc_semantics("widening_mul"),
          _accumulate(_VMPY_ACC, _VMPY_ACC_SCALAR), PAIR,
          "vmpyubv.acc / vmpybv.acc / vmpybusv.acc / vmpyuhv.acc / vmpyhv.acc / vmpyhus.acc; by a constant: "
          "vmpyub.acc / vmpybus.acc / vmpyuh.acc", DEINT)
 
 _VADDW_ACC = {(_wide_name(k[0]), *k): f"{v}.acc" for k, v in _VADDW.items()}
-_declare("hvx.vadd_w_acc", _sigs(_VADDW_ACC, lambda k: k[0]), "x + widening_add(y, z)", _accumulate(_VADDW_ACC),
+_VADDW_ACC.update({("i16", "u8", "u8"): "vaddubh.acc", ("i32", "u16", "u16"): "vadduhw.acc"})
+_declare("hvx.vadd_w_acc", _sigs(_VADDW_ACC, lambda k: k[0]), _acc_semantics("widening_add"), _accumulate(_VADDW_ACC),
          PAIR, "vaddubh.acc / vadduhw.acc / vaddhw.acc", DEINT)
 
 # vmpa(Vuu, Rt): lo.h[i] = x[2i] * Rt.b[0] + y[2i] * Rt.b[1], hi.h[i] = x[2i+1] * Rt.b[2] + y[2i+1] * Rt.b[3].
@@ -530,6 +546,82 @@ target_op("hvx.vrmpy", [f"{a}, {y}, {z} -> {a}" for a, y, z in _VRMPY], _vrmpy_s
           llvm="llvm.hexagon.V6.vrmpyubv.acc / vrmpybv.acc / vrmpybusv.acc", lanes=(1, 4, 4))
 
 
+# ---- dot products by constant taps: the vector x scalar vdmpy / vrmpy ------------------------------
+# vdmpy(Vu, Rt): out[i] = u[2i] * Rt.b[0] + u[2i+1] * Rt.b[1] (Rt = [c0 c1 c0 c1], wrapping), and
+# vrmpy(Vu, Rt): out[i] = sum_k u[4i+k] * Rt.b[k]. Declared lane-wise over their de-interleaved operands
+# (the taps' data as separate vectors, as Halide's add trees write them): the emitter interleaves the
+# data into one register and passes the taps as Rt, so results come out in natural lane order.
+_VDMPY = {("u8", "i8"): "vdmpybus", ("i16", "i8"): "vdmpyhb"}
+_VRMPY_TAPS = {("u8", "i8", "i32"): "vrmpybus", ("u8", "u8", "u32"): "vrmpyub", ("u8", "u8", "i32"): "vrmpyub"}
+
+
+def _taps_rt(cs: Sequence[int]) -> ir.Constant:
+    reps = [cs[k % len(cs)] & 0xFF for k in range(4)]
+    return _i32(reps[0] | reps[1] << 8 | reps[2] << 16 | reps[3] << 24)
+
+
+def _interleave_n(em: Any, vs: Sequence[ir.Value]) -> ir.Value:
+    """interleave_vectors(vs): lane f*i + k = vs[k] lane i."""
+    f, n = len(vs), vs[0].type.count
+    whole = em.concat(list(vs), f * n)
+    return _shuffle(em, whole, [k * n + i for i in range(n) for k in range(f)])
+
+
+def _taps(table: Table, f: int, acc: bool) -> Callable[..., ir.Value]:
+    """(acc,) x_0..x_{f-1}, c_0..c_{f-1} -> one vdmpy/vrmpy(.acc) per register of interleaved data."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        first = 1 if acc else 0
+        cs = [_const(a) for a in t.args[first + f:first + 2 * f]]
+        if any(c is None for c in cs):
+            return _fallback(em, t)
+        data = t.args[first].type
+        key = (data.name, t.args[first + f].type.name) + ((t.type.name,) if f == 4 else ())
+        name = table[key] + (".acc" if acc else "")
+        per_reg = REG_BITS // data.bits // f  # result lanes per register of interleaved data
+        out = _vec(t.type.bits, per_reg)
+        rt = _taps_rt([c for c in cs if c is not None])
+
+        def one(*vs: ir.Value) -> ir.Value:
+            x = _interleave_n(em, vs[first:first + f])
+            return em.hvx_call(name, ([vs[0]] if acc else []) + [x, rt], out)
+
+        return em.map_chunks(args[:first + f], per_reg, one)
+
+    return emit
+
+
+def _taps_semantics(f: int, acc: bool) -> Callable[[Signature], str]:
+    def sem(sg: Signature) -> str:
+        first = 1 if acc else 0
+        ps = ["x", "y", "z", "w", "a", "b", "c", "d", "e"]
+        data, taps = ps[first:first + f], ps[first + f:first + 2 * f]
+        x, c, r = sg.args[first], sg.args[first + f], sg.result.name
+        terms = []
+        for d, k in zip(data, taps):
+            tap = k if x.bits == c.bits else f"i{x.bits}({k})"  # i8 taps of 16-bit data
+            terms.append(f"widening_mul({d}, {tap})" if f == 2 else f"{r}(widening_mul({d}, {tap}))")
+        return ("x + " if acc else "") + " + ".join(terms)
+
+    return sem
+
+
+_VDMPY_SIGS = [f"{x}, {x}, {c}, {c} -> {'i' if x[0] == 'i' or c[0] == 'i' else 'u'}{int(x[1:]) * 2}"
+               for (x, c) in _VDMPY]
+# Costs count the interleaving shuffles of the data (one vshuff for two operands, three for four).
+_declare("hvx.vdmpy", _VDMPY_SIGS, _taps_semantics(2, False), _taps(_VDMPY, 2, False), PAIR,
+         "vdmpybus / vdmpyhb on the interleaved data (taps z, w constants)")
+_declare("hvx.vdmpy_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VDMPY_SIGS], _taps_semantics(2, True),
+         _taps(_VDMPY, 2, True), PAIR + ONE, "vdmpybus.acc / vdmpyhb.acc on the interleaved data (taps constants)")
+_VRMPY_TAPS_SIGS = [f"{x}, {x}, {x}, {x}, {c}, {c}, {c}, {c} -> {r}" for (x, c, r) in _VRMPY_TAPS]
+# (Without an accumulator, u8 x u8 has one signature: the operand types select the semantics.)
+_declare("hvx.vrmpy_taps", [t for t in _VRMPY_TAPS_SIGS if not t.endswith("u8 -> i32")], _taps_semantics(4, False), _taps(_VRMPY_TAPS, 4, False), 4 * ONE,
+         "vrmpybus / vrmpyub (vector x scalar) on the interleaved data (taps constants)")
+_declare("hvx.vrmpy_taps_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_TAPS_SIGS], _taps_semantics(4, True),
+         _taps(_VRMPY_TAPS, 4, True), 4 * ONE,
+         "vrmpybus.acc / vrmpyub.acc (vector x scalar) on the interleaved data (taps constants)")
+
+
 # ---- 32 x 32 high multiplies (the requantize multiply) --------------------------------------------
 # A 32-bit product's high word from two 32 x 16 multiplies: b = bh * 2^16 + bl (bh signed, bl unsigned),
 # so (a * b) >> 31 = (a * bh + ((a * bl) >> 16)) >> 15 exactly (the floors compose). vmpye gives the
@@ -552,6 +644,99 @@ _declare("hvx.vmpyo_rnd_sacc", ["i32, i32, i32 -> i32"],
          "saturating_cast<i32>((i64(x) + i64(y) * i64(z >> 16) + 16384) >> 15)",
          _lanewise(_VMPYO_RND_SACC), ONE, "vmpyowh.rnd.sacc: Vx.w += vmpyo(Vu.w, Vv.h):<<1:rnd:sat:shift",
          "lanewise")
+
+
+# ---- non-widening multiplies (vmpyi): the low half of the product, by a vector or a scalar Rt ------
+# vmpyi(Vu.h, Rt.b) / vmpyi(Vu.w, Rt.b) / vmpyi(Vu.w, Rt.h) multiply every lane by a byte or halfword
+# of Rt (replicated, so the selection of the byte does not matter); the halfword vector form vmpyih
+# takes any multiplier. A 32-bit product by a vector or a constant wider than 16 bits has no single
+# instruction: the emitter then writes the product itself (LLVM's vmpyieo / vmpyie sequence).
+_VMPYI_SCALAR = {16: (("vmpyihb", 8),), 32: (("vmpyiwb", 8), ("vmpyiwh", 16))}
+_VMPYI_VECTOR = {16: "vmpyih"}
+
+
+def _vmpyi(acc: bool) -> Callable[..., ir.Value]:
+    """x * y (acc: x + y * z), every lane modulo 2^bits; signedness does not change the low bits."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        bits = t.type.bits
+        n = REG_BITS // bits
+        rt = _vec(bits, n)
+        first = 1 if acc else 0
+        sfx = ".acc" if acc else ""
+        head = [args[0]] if acc else []
+        for c_at, v_at in ((first + 1, first), (first, first + 1)):
+            c = _const(t.args[c_at])
+            if c is None:
+                continue
+            sc = ((c + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1))  # as a signed lane value
+            for name, rbits in _VMPYI_SCALAR[bits]:
+                if -(1 << (rbits - 1)) <= sc < 1 << (rbits - 1):
+                    r = _replicate(sc, rbits)
+                    return em.map_chunks([*head, args[v_at]], n,
+                                         lambda *xs, name=name, r=r: em.hvx_call(name + sfx, [*xs, r], rt))
+        if bits in _VMPYI_VECTOR:
+            name = _VMPYI_VECTOR[bits] + sfx
+            return em.map_chunks([*head, args[first], args[first + 1]], n, lambda *xs: em.hvx_call(name, xs, rt))
+        return _fallback(em, t)
+
+    return emit
+
+
+_VMPYI_SIGS = ["i16, i16 -> i16", "u16, u16 -> u16", "i32, i32 -> i32", "u32, u32 -> u32"]
+_declare("hvx.vmpyi", _VMPYI_SIGS, "x * y", _vmpyi(False), ONE,
+         "vmpyih (16-bit vectors); by a constant: vmpyihb (Rt.b), vmpyiwb (Rt.b), vmpyiwh (Rt.h)", "lanewise")
+_declare("hvx.vmpyi_acc", [f"{a.split(',')[0]}, {a}" for a in _VMPYI_SIGS], "x + y * z", _vmpyi(True), ONE,
+         "vmpyih.acc; by a constant: vmpyihb.acc, vmpyiwb.acc, vmpyiwh.acc", "lanewise")
+
+# vmpyie(Vu.w, Vv.uh): each word times the (unsigned) even halfword of the other operand's word.
+_VMPYIE = {("i32", "i32"): "vmpyiewuh", ("u32", "u32"): "vmpyiewuh"}
+_declare("hvx.vmpyie", ["i32, i32 -> i32", "u32, u32 -> u32"], "x * (y & 65535)", _lanewise(_VMPYIE), ONE,
+         "vmpyiewuh: Vd.w = vmpyie(Vu.w, Vv.uh)", "lanewise")
+
+
+# ---- truncating narrowing by even / odd selection ------------------------------------------------
+# vpacke / vpacko keep the even (low) or odd (high) half of every lane of an in-order pair, in order;
+# vshuffe / vshuffo do the same on a de-interleaved pair and interleave (even lanes from Vv = lo).
+
+
+def _select_half(pack: Mapping[int, str], shuffle: Mapping[int, str]) -> Callable[..., ir.Value]:
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        obits = t.type.bits
+        n = REG_BITS // obits
+        rt = _vec(obits, n)
+        if _layout(t.args[0]) == DEINT:
+            name = shuffle[obits]
+
+            def interleaving(x: ir.Value) -> ir.Value:
+                lo, hi = _halves(em, _deinterleave(em, x))
+                return em.hvx_call(name, [hi, lo], rt)
+
+            return em.map_chunks([args[0]], n, interleaving)
+        pname = pack[obits]
+
+        def packed(x: ir.Value) -> ir.Value:
+            lo, hi = _halves(em, x)
+            return em.hvx_call(pname, [hi, lo], rt)
+
+        return em.map_chunks([args[0]], n, packed)
+
+    return emit
+
+
+_NARROW_SIGS = ["u16 -> u8", "i16 -> i8", "u32 -> u16", "i32 -> i16"]
+_declare("hvx.vpacke", _NARROW_SIGS, lambda sg: f"cast<{sg.result.name}>(x)",
+         _select_half({8: "vpackeb", 16: "vpackeh"}, {8: "vshuffeb", 16: "vshufeh"}), ONE,
+         "vpackeb / vpackeh (in order); vshuffeb / vshufeh (de-interleaved operand)")
+_declare("hvx.vpacko", _NARROW_SIGS, lambda sg: f"cast<{sg.result.name}>(x >> {sg.result.bits})",
+         _select_half({8: "vpackob", 16: "vpackoh"}, {8: "vshuffob", 16: "vshufoh"}), ONE,
+         "vpackob / vpackoh (in order); vshuffob / vshufoh (de-interleaved operand)")
+
+# vasr(Vu.w, Vv.w, Rt): truncating narrowing shift (interleaving); exact for Rt < 16 (Rt is read
+# modulo 16), where the 16 result bits lie inside the word, so arithmetic and logical shifts agree.
+_declare("hvx.vasr_trunc_h", ["i32, i32 -> i16", "i32, u32 -> i16", "u32, i32 -> u16", "u32, u32 -> u16"],
+         lambda sg: f"cast<{sg.result.name}>(x >> y)",
+         _narrowing({}, {"i32": "vasrwh", "u32": "vasrwh"}, _shift_amount(0, 15)), ONE, "vasrwh (Rt = constant y)")
 
 
 def instruction_names() -> list[str]:

@@ -194,6 +194,10 @@ def test_assume_no_overflow_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == "a_i32 + b_i32 + 1 >> 1"
     assert main(["lift", "--assume-no-overflow", "(a_i32 + b_i32 + 1) / 2"]) == 0
     assert capsys.readouterr().out.strip() == "rounding_halving_add.nsw(a_i32, b_i32)"
+    assert main(["select", "-t", "arm64", "--assume-no-overflow", "(a_i32 + b_i32) / 2"]) == 0
+    assert "final:    arm.shadd(a_i32, b_i32)" in capsys.readouterr().out
+    assert main(["select", "-t", "arm64", "(a_i32 + b_i32) / 2"]) == 0
+    assert "shadd" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("text", "target", "want_ops"), [
@@ -205,10 +209,39 @@ def test_assume_no_overflow_cli(capsys: pytest.CaptureFixture[str]) -> None:
     ("rounding_halving_add.nsw(a_i32, b_i32)", "arm64", {"arm.srhadd"}),
     ("rounding_shr.nsw(a_i64, 4)", "arm64", {"arm.srshl"}),
     ("rounding_halving_add.nsw(a_i32, b_i32)", "hvx128", {"hvx.vavg_rnd"}),
+    # Halide's (a + b + 2^(h-1)) >> h narrowed: lifted to rounding_shr, still one raddhn / rsubhn
+    ("i16(add.nsw(add.nsw(a_i32, b_i32), 32768) >> 16)", "arm64", {"arm.raddhn"}),
+    ("i32(add.nsw(sub.nsw(a_i64, b_i64), 2147483648) >> 32)", "arm64", {"arm.rsubhn"}),
 ])
 def test_lowering_uses_the_fact_or_the_instruction(text: str, target: str, want_ops: set[str]) -> None:
     final = select_instructions(parse(text), target).final
     assert {s.op for s in final.walk() if s.args} == want_ops, to_text(final)
+
+
+FLAGGED_RUNS = [
+    "add.nsw(a_i32, b_i32) >> 1", "add.nsw(add.nsw(a_i64, b_i64), 1) / 2", "sub.nsw(a_i32, b_i32) >> 1",
+    "add.nsw(a_i32, 512) >> 10", "add.nsw(a_i64, 1099511627776) / 2199023255552",
+    "add.nsw(a_i32, (1 << min(max(n_i32, -3), 30)) >> 1) >> min(max(n_i32, -3), 30)",
+    "add.nsw(a_i32, (1 >> max(min(n_i32, 5), -30)) >> 1) << max(min(n_i32, 5), -30)",
+    "i16(add.nsw(add.nsw(a_i32, b_i32), 32768) >> 16)", "i32(add.nsw(sub.nsw(a_i64, b_i64), 2147483648) >> 32)",
+]
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", pytest.param("arm64", marks=pytest.mark.qemu),
+                                    pytest.param("hvx128", marks=pytest.mark.qemu)])
+def test_flagged_spellings_run_bit_exact(target: str) -> None:
+    """Compiled and run (JIT / qemu), compared with the interpreter on inputs respecting the facts."""
+    from tests.pitchfork.difftest import run_batch, summary
+
+    terms = [parse(e) for e in FLAGGED_RUNS]
+    if target == "hvx128":
+        terms = [t for t in terms if max(s.type.bits for s in t.walk()) <= 32]
+    r = run_batch(terms * 2, target, "pitchfork", seed=11)
+    if r.skipped:
+        pytest.skip(r.skipped)
+    assert not r.mismatches and not r.errors, summary(r) + "\n" + "\n".join(
+        [m.report() for m in r.mismatches] + r.errors)
+    assert r.ran == 2 * len(terms)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -78,3 +78,38 @@ def test_select_of_i8_by_i32_compare_compiles_and_runs() -> None:
              for e in exprs for isel in ("pitchfork", "llvm") for lanes in (16, 32, 64, 128, 256)]
     failures = run_cases(cases, np.random.default_rng(777), isolate=True)
     assert not failures, "\n".join(f[:300] for f in failures)
+
+
+# ---- multi-register predicate extensions (SelectQ2V) ------------------------------------------------
+EXT_IR = """define <64 x i32> @g(<64 x i32> %x) {
+  %c = icmp sgt <64 x i32> %x, splat (i32 -1)
+  %z = zext <64 x i1> %c to <64 x i32>
+  %r = shl <64 x i32> %z, splat (i32 31)
+  %n = icmp eq <32 x i32> zeroinitializer, zeroinitializer
+  %one = zext <32 x i1> %n to <32 x i32>
+  ret <64 x i32> %r
+}
+"""
+
+
+def test_wide_predicate_extension_is_split_per_register() -> None:
+    from pitchfork.emit.hvx_fixups import has_wide_predicate_ext, rewrite_wide_predicate_exts
+
+    assert has_wide_predicate_ext(EXT_IR)
+    out = rewrite_wide_predicate_exts(EXT_IR)
+    assert not has_wide_predicate_ext(out)
+    assert out.count("zext <32 x i1>") == 3  # two halves + the one-register extension left alone
+    assert "%z = shufflevector <32 x i32> %pfx.qe.0.0, <32 x i32> %pfx.qe.0.1" in out
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu toolchain for hvx128")
+def test_sign_fixup_shift_over_a_register_pair_compiles_and_runs() -> None:
+    """`rounding_mul_shr(x, y, s) << 31` at 64 i32 lanes (the reduction difftest's seed-205 case):
+    LLVM 22 aborted in HexagonISelDAGToDAG::SelectQ2V before the split; now bit-exact."""
+    from tests.pitchfork.difftest import run_batch
+
+    terms = [parse("rounding_mul_shr(x_i32, y_i32, s_u32) << 31"),
+             parse("vector_reduce_min_x4(rounding_mul_shr(extending_sub(x_i32, u16(65535)), ~x_i32, s_u32) << 31)")]
+    r = run_batch(terms, "hvx128", "pitchfork", seed=1, lanes_choice=lambda rng, nat: 64)
+    assert not r.errors and not r.mismatches and r.ran == 2, (r.errors, [m.report() for m in r.mismatches])

@@ -1,7 +1,7 @@
 """Vector reductions (Halide's VectorReduce, from atomic() vectorized updates and rfactor): every reduce op
 Halide emits (add, mul, min, max) at several element types, to several lanes (split_reduce: strided
-slices pushed into the expression) and to one lane (halving tree), compiled by PITCHFORK and compared
-bit-exactly with Halide's own realize(); plus the unit behaviour of pitchfork.halide.codegen_reduce."""
+slices pushed into the expression) and to one lane (an FPIR vector_reduce term, lowered generically),
+compiled by PITCHFORK and compared bit-exactly with Halide's own realize(); plus the unit behaviour of pitchfork.halide.codegen_reduce."""
 
 from __future__ import annotations
 
@@ -75,6 +75,15 @@ def test_reduce_to_one_lane_x86(op: str, tn: str, factor: int, isel: str) -> Non
 def test_reduce_arm64(op: str) -> None:
     _run(op, "i16", 4, 8, "arm64", "pitchfork")
     _run(op, "u8", 16, 1, "arm64", "pitchfork")
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu toolchain for hvx128")
+@pytest.mark.parametrize("isel", ["pitchfork", "llvm"])
+def test_reduce_to_one_lane_hvx128(isel: str) -> None:
+    # Reductions to one lane go through FPIR on every ISA (generic lowering: llvm.vector.reduce.*).
+    _run("add", "u8", 128, 1, "hvx128", isel)
+    _run("min", "i16", 64, 1, "hvx128", isel)
 
 
 def test_split_reduce_pushes_slices_into_lanewise_nodes() -> None:

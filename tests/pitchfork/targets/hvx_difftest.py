@@ -225,12 +225,21 @@ def _deint_producer(t: ScalarType, tag: str) -> Term | None:
     return None if src is None else make(src[0], v("a", src[1]), v("b", src[1]))
 
 
-_CONST_POSITIONS = {"hvx.vmpy": (1, 0), "hvx.vmpy_acc": (2, 1), "hvx.vmpyhss": (1,)}
+_CONST_POSITIONS = {"hvx.vmpy": (1, 0), "hvx.vmpy_acc": (2, 1), "hvx.vmpyhss": (1,), "hvx.vmpyi": (1, 0),
+                    "hvx.vmpyi_acc": (2, 1)}
 _VMPA_TAPS = ((1, 2), (2, 1), (3, 5), (-1, 7), (255, 255), (-128, 127), (0, 1))
+#: instructions taking f constant taps last, and the taps tried (extremes and unequal ones)
+_TAP_OPS = {"hvx.vdmpy": 2, "hvx.vdmpy_acc": 2, "hvx.vrmpy_taps": 4, "hvx.vrmpy_taps_acc": 4}
+_TAP_SETS = {2: ((3, -5), (-128, 127), (255, 255), (0, 1)),
+             4: ((1, 2, 3, 4), (-128, 127, -1, 0), (255, 255, 255, 255), (7, -3, 0, 100))}
 
 
-def _const_values(t: ScalarType) -> list[int]:
+def _const_values(t: ScalarType, rt_edges: bool = False) -> list[int]:
+    """Constant operands; `rt_edges` adds the edges of the byte / halfword Rt ranges (vmpyi picks
+    vmpyi(.., Rt.b), vmpyi(.., Rt.h) or the vector form by the constant's signed range)."""
     vals = {0, 1, 2, 3, 5, 100, t.max, t.min}
+    if rt_edges:
+        vals |= {127, 128, 255, 256, 32767, 32768, 65535, 65536, -128, -129, -32768, -32769}
     if t.signed:
         vals |= {-1, -3, t.min + 1}
     return sorted(v for v in vals if t.contains(v))
@@ -245,7 +254,7 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
     from pitchfork.targets.base import sig
 
     out: list[Case] = []
-    pnames = "xyzw"
+    pnames = "xyzwabcde"
     for name in names:
         for text in OPS[name].meta["signatures"]:
             sg = sig(text)
@@ -253,7 +262,8 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
             vs = [var(pnames[i], t) for i, t in enumerate(sg.args)]
             label = f"{name}({text})"
             base = make(name, *vs)
-            out += [Case(label, base, int(reg * f)) for f in lane_factors]
+            # (Tap instructions with variable taps only run their fallback: one lane count is enough.)
+            out += [Case(label, base, int(reg * f)) for f in ((1,) if name in _TAP_OPS else lane_factors)]
             ps = [_deint_producer(t, pnames[i]) or v for i, (t, v) in enumerate(zip(sg.args, vs))]
             if any(p is not v for p, v in zip(ps, vs)):
                 out += [Case(f"{label} de-interleaved operands", make(name, *ps), int(reg * f)) for f in lane_factors]
@@ -270,8 +280,16 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
                     if t.contains(c0) and t.contains(c1):
                         out.append(Case(f"{label} taps {c0},{c1}", make(name, vs[0], vs[1], const(c0, t), const(c1, t)),
                                         reg))
+            if name in _TAP_OPS:  # vdmpy / vrmpy by constant taps: the taps are the last f operands
+                f = _TAP_OPS[name]
+                t = sg.args[-1]
+                for j, taps in enumerate(_TAP_SETS[f]):
+                    if all(t.contains(c) for c in taps):
+                        args = vs[:len(vs) - f] + [const(c, t) for c in taps]
+                        out += [Case(f"{label} taps {taps}", make(name, *args), int(reg * fl))
+                                for fl in ((1, 3) if j == 0 else (1,))]
             for p in _CONST_POSITIONS.get(name, ()):
-                for c in _const_values(sg.args[p]):
+                for c in _const_values(sg.args[p], name.startswith("hvx.vmpyi")):
                     args = list(vs)
                     args[p] = const(c, sg.args[p])
                     out.append(Case(f"{label} operand {p} = {c}", make(name, *args), reg))

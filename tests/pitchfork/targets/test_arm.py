@@ -371,6 +371,9 @@ EXAMPLES = [
     ("u8((u32(a_u16) + u32(b_u16) + 128) >> 8)", "raddhn"),
     ("i16(rounding_shr(widening_add(a_i32, b_i32), 16))", "raddhn"),
     ("u8(rounding_shr(widening_sub(a_u16, b_u16), 8))", "rsubhn"),
+    # the lifted rounding shift of a wrapping sum / difference (raddhn_rounding / rsubhn_rounding)
+    ("u8(rounding_shr(a_u16 + b_u16, 8))", "raddhn"),
+    ("i16(rounding_shr(a_i32 - b_i32, 16))", "rsubhn"),
 ]
 
 

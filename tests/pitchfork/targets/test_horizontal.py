@@ -71,6 +71,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("vector_reduce_saturating_add_x2(widening_mul(b_i8, a_u8))", "vpmaddubsw"),
         ("vector_reduce_add_x8(u64(absd(a_u8, b_u8)))", "vpsadbw"),
         ("c_u64 + vector_reduce_add_x8(u64(absd(a_u8, b_u8)))", "vpsadbw"),
+        ("c_u32 + vector_reduce_add_x2(u32(widening_mul(a_u8, b_u8)))", "vpmaddwd"),  # matmul's taps
+        ("vector_reduce_add_x2(i32(widening_mul(a_i8, b_i8)))", "vpmaddwd"),
+        ("c_i32 + vector_reduce_add_x2(i32(widening_mul(a_u8, b_i8)))", "vpmaddwd"),
     ],
     "hvx128": [
         ("c_u32 + vector_reduce_add_x4(u32(widening_mul(a_u8, b_u8)))", "vrmpy"),
