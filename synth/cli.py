@@ -50,10 +50,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-lhs", type=int, default=0, help="left sides per stage, most frequent first (0: all)"
     )
+    p.add_argument(
+        "--max-lower-lhs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="left sides per lowering stage (default: --max-lhs)",
+    )
     p.add_argument("--max-nodes", type=int, default=10, help="nodes per left side (default 10)")
     p.add_argument("--max-vars", type=int, default=3, help="skip left sides with more variables (default 3)")
     p.add_argument(
-        "--max-terms", type=int, default=8000, help="enumerated terms per CEGIS round and left side"
+        "--max-terms", type=int, default=200_000, help="candidate terms (argument combinations) per left side and CEGIS round (default 200000)"
     )
     p.add_argument("--rlimit", type=int, default=20_000_000, help="Z3 resource limit per query")
     p.add_argument("--jobs", "-j", type=int, default=1, help="local worker processes")
@@ -68,6 +75,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", type=Path, default=None, help="cache directory (default: .synth-cache/)")
     p.add_argument("--out", type=Path, default=None, help="output directory (default: rules/synthesized/)")
     p.add_argument("--no-write", action="store_true", help="search only; write no rule file")
+    p.add_argument(
+        "--report-json",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the run's summary (wall time, rules per minute, search throughput) as JSON "
+        "(benchmarks/synth_run.json is what benchmarks/RESULTS.md quotes)",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.add_argument(
         "--hide-rule",
@@ -112,6 +127,7 @@ def options(args: argparse.Namespace) -> Options:
         max_nodes=args.max_nodes,
         max_vars=args.max_vars,
         max_lhs=args.max_lhs or (6 if args.quick else 0),
+        max_lower_lhs=args.max_lower_lhs if args.max_lower_lhs is not None else (args.max_lhs or (6 if args.quick else 0)),
         max_terms=args.max_terms,
         rlimit=args.rlimit,
         jobs=args.jobs,
@@ -208,7 +224,49 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"{total} rules written in {report.seconds:.1f} s "
         f"({total / minutes if minutes > 0 else 0:.2f} rules/minute)"
     )
+    if args.report_json is not None:
+        write_report_json(args.report_json, report, argv)
     return 1 if report.corpus_errors else 0
+
+
+def write_report_json(path: Path, report: RunReport, argv: Optional[Sequence[str]]) -> None:
+    """The run's numbers, for benchmarks/RESULTS.md (benchmarks/harness/ablation.py quotes them)."""
+    import datetime
+    import json
+    import os
+    import subprocess
+
+    run = [r for rs in report.results.values() for r in rs if not r.get("cached")]  # this invocation's
+    terms = sum(r.get("terms", 0) for r in run)
+    search_s = sum(r.get("search_seconds", 0.0) for r in run)
+    total = sum(st.written for k, st in report.stages.items() if k != "corpus")
+    git = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+    ).stdout.strip()
+    data = {
+        "command": "pitchfork-synth " + " ".join(sys.argv[1:] if argv is None else argv),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git": git,
+        "cores": os.cpu_count(),
+        "load_average": [round(x, 1) for x in os.getloadavg()],
+        "seconds": round(report.seconds, 1),
+        "written": total,
+        "written_by_stage": {k: st.written for k, st in report.stages.items() if k != "corpus"},
+        "rules_per_minute": total / (report.seconds / 60) if report.seconds > 0 else 0.0,
+        "terms": terms,
+        "terms_per_second": terms / search_s if search_s > 0 else 0.0,
+        "tasks": len(run),
+        "stages": {
+            k: {
+                "seen": st.seen, "cached": st.cached, "run": st.run, "not_run": st.not_run,
+                "outcomes": dict(st.outcomes), "decisions": dict(st.decisions), "generalized": st.generalized,
+                "written": st.written, "seconds": round(st.seconds, 1),
+            }
+            for k, st in report.stages.items()
+        },
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,16 @@ from fpir.ops import spec
 from fpir.term import Term
 from fpir.text import parse, to_text
 from synth.corpus import Corpus, build_corpus, canonical, cuts, benchmark_expressions
-from synth.output import Candidate, Decision, candidate_from, existing_rules, select, write_rules
+from pitchfork.trs.rules import parse_rule
+from synth.output import (
+    Candidate,
+    Decision,
+    candidate_from,
+    existing_rules,
+    select,
+    subsumed_file_rules,
+    write_rules,
+)
 from synth.tasks import Task, run_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,9 +52,10 @@ class Options:
     corpus_isas: tuple[str, ...] = ("arm64",)
     max_nodes: int = 10
     max_lhs: int = 0  # per stage, most frequent first; 0 = all
+    max_lower_lhs: Optional[int] = None  # per lowering stage (None: max_lhs)
     min_ops: int = 1
     max_vars: int = 3  # left sides with more variables are skipped (a cheaper form rarely exists)
-    max_terms: int = 8000
+    max_terms: int = 200_000
     rlimit: int = 20_000_000
     jobs: int = 1
     cluster: Optional[str] = None
@@ -79,6 +89,7 @@ class RunReport:
     written: dict[str, int] = field(default_factory=dict)
     files: dict[str, Path] = field(default_factory=dict)
     decisions: dict[str, list[Decision]] = field(default_factory=dict)
+    dropped: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     results: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -140,7 +151,7 @@ def execute(
     for t in tasks:
         hit = cache.get(t.key)
         if hit is not None:
-            on_result(hit)
+            on_result({**hit, "cached": True})
     done = 0
     with _progress(opts.progress) as prog:
         bar = prog.add_task(label, total=len(tasks), completed=cached) if prog else None
@@ -264,6 +275,8 @@ def lower_tasks(
         task = Task("lower", isa, e.key, opts.max_terms, opts.rlimit, hide=opts.hide)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
+    if opts.max_lower_lhs is not None:
+        return _limit(tasks, replace(opts, max_lhs=opts.max_lower_lhs)), origin
     return _limit(tasks, opts), origin
 
 
@@ -407,8 +420,19 @@ def run(opts: Options) -> RunReport:
             report.decisions[stage] = decisions
             for d in decisions:
                 st.decisions[d.outcome] += 1
-            if any(d.outcome == "written" for d in decisions) or not path.exists():
-                report.written[stage] = write_rules(path, decisions, header)
+            new_rules = {d.name for d in decisions if d.outcome == "written"}
+            if new_rules:  # rules of earlier runs that this run's rules subsume leave the file
+                kept = base + [
+                    parse_rule(f"{d.name}: {d.candidate.text}", "<synthesized>", 1)
+                    for d in decisions if d.outcome == "written"
+                ]
+                subsumed = subsumed_file_rules(path, kept, _stage_cost(stage))
+                report.dropped[stage] = subsumed
+                st.decisions["dropped-from-file"] += len(subsumed)
+            else:
+                subsumed = []
+            if new_rules or subsumed or not path.exists():
+                report.written[stage] = write_rules(path, decisions, header, [n for n, _ in subsumed])
             st.written = sum(1 for d in decisions if d.outcome == "written")
             report.files[stage] = path
             _clear_rule_caches()

@@ -255,16 +255,20 @@ def provenance_comment(c: Candidate, verdict: str) -> str:
         f"# from: {','.join(c.sources)}; count: {c.count}; cost: {c.rhs_cost}; "
         f"level: {c.level}/{c.constants}; "
         + (f"bounded: {c.bounded}; " if c.bounded else "")
-        + f"verdict: {verdict}; z3 {z3.get_version_string()}"
+        + f"verdict: {verdict}; z3 {z3.get_version_string()}; example: {c.example}"
     )
 
 
-def write_rules(path: Path, decisions: Iterable[Decision], header: str) -> int:
-    """Append the written decisions to the file (keeping its rules), ordered by cost; returns the
-    number of rules in the file."""
+def write_rules(path: Path, decisions: Iterable[Decision], header: str, drop: Iterable[str] = ()) -> int:
+    """Append the written decisions to the file (keeping its rules, less the names in `drop`: rules
+    the new ones subsume), ordered by cost; returns the number of rules in the file."""
     old_lines: list[str] = []
+    gone = set(drop)
     if path.exists():
-        old_lines = [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+        old_lines = [
+            ln for ln in path.read_text().splitlines()
+            if ln.strip() and not ln.startswith("#") and ln.split(":", 1)[0].strip() not in gone
+        ]
     new = sorted(
         (d for d in decisions if d.outcome == "written"), key=lambda d: (d.candidate.rhs_cost, d.name)
     )
@@ -275,6 +279,35 @@ def write_rules(path: Path, decisions: Iterable[Decision], header: str) -> int:
     path.write_text(header.rstrip() + "\n\n" + "\n".join(lines) + ("\n" if lines else ""))
     parse_rules(path.read_text(), str(path))  # the file stays loadable
     return len(lines)
+
+
+_EXAMPLE = __import__("re").compile(r"cost: (\([^)]*\)).*; example: (.+)$")
+
+
+def subsumed_file_rules(
+    path: Path, kept: Sequence[Rule], rewrite_cost: Callable[[RuleSet, Term], tuple]
+) -> list[tuple[str, str]]:
+    """(name, why) of the rules already in the output file that the other rules now subsume: on the
+    example recorded in its provenance, the rules without it reach its right side's cost. (Rules
+    written before examples were recorded are kept.)"""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        m = _EXAMPLE.search(line)
+        if line.startswith("#") or m is None:
+            continue
+        name = line.split(":", 1)[0].strip()
+        try:
+            example = parse(m.group(2).strip())
+            rhs_cost = tuple(int(x) for x in m.group(1).strip("()").split(",") if x.strip())
+        except Exception:  # noqa: BLE001 - a comment we cannot read: keep the rule
+            continue
+        others = RuleSet([r for r in kept if r.name != name])
+        have = rewrite_cost(others, example)
+        if have <= rhs_cost:
+            out.append((name, f"the other rules reach cost {have} on {m.group(2).strip()}"))
+    return out
 
 
 def existing_rules(path: Path) -> list[Rule]:

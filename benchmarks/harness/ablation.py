@@ -97,6 +97,9 @@ def run(benches: Sequence[str], isas: Sequence[str], quick: bool, reps: int, tim
     cells: list[dict[str, Any]] = []
     for b in benches:
         compiled = _child(b, isas, timeout)
+        if len(isas) > 1 and all("died" in c.get("hand", {}).get("error", "") for c in compiled.values()):
+            # an LLVM abort on one ISA kills the process: each ISA again in a process of its own
+            compiled = {isa: _child(b, [isa], timeout)[isa] for isa in isas}
         for isa in isas:
             c = compiled.get(isa, {})
             cell: dict[str, Any] = {"bench": b, "isa": isa, "compile": c}

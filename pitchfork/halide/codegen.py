@@ -57,7 +57,7 @@ from pitchfork.halide.codegen_base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDEN
                                            _ident, _show, _storage, fpir_type, type_code)
 from pitchfork.halide.codegen_expr import ExprConverter
 from pitchfork.halide.codegen_float import FloatEmitter
-from pitchfork.halide.codegen_memory import MemoryMixin
+from pitchfork.halide.codegen_memory import MemoryMixin, clamped_ramp
 from pitchfork.halide.codegen_reduce import REDUCE_OPS, split_reduce
 from pitchfork.halide.htypes import HType
 from pitchfork.halide.scalars import ScalarEmitter
@@ -77,6 +77,8 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
         self.selections: list[tuple[Optional[H.Node], Selection]] = []
         self._leaf_ids = itertools.count()
         self._heap_live: list[ir.Value] = []
+        #: vector let name -> its Halide expression (names are unique in Halide's statement)
+        self._vector_src: dict[str, H.Expr] = {}
         self._assert_ids = itertools.count(1)
         self.leaves: dict[str, Leaf] = {}
         self._scoped: list[tuple[str, ir.Instruction]] = []
@@ -190,6 +192,7 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
             return
         if t.is_vector:
             self.vlets[name] = self.to_term(value, node)
+            self._vector_src[name] = value  # for patterns over the Halide expression (clamped_ramp)
             return
         self.scalars[name] = (self.scalar(value, node), fpir_type(t, node))
 
@@ -366,6 +369,12 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
                                      ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)) \
             if lanes > 1 else one
 
+    def _vector_source(self, e: H.Expr) -> H.Expr:
+        """The expression a vector let variable is bound to (through chains of lets); `e` otherwise."""
+        while isinstance(e, H.Variable) and e.type.is_vector and e.name in self._vector_src:
+            e = self._vector_src[e.name]
+        return e
+
     def _emit_leaf(self, leaf: Leaf, node: H.Node) -> ir.Value:
         e = leaf.node
         if leaf.kind == "splat":
@@ -400,7 +409,17 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
                     v = self._mem_access(buf, self.b.call(fn, [p, ir.Constant(ir.IntType(32), align), mask,
                                                                ir.Constant(vt, None)]))
             else:
-                v = self._gather(buf, st, self.vector(e.index, node), leaf.lanes, mask)
+                # hvx128: aligned windows + valign (_clamped_ramp_load); elsewhere one dense load and a
+                # window of [splat(first), it, splat(last)] (_clamped_gather); else a lane loop.
+                clamped = None if mask is not None else self._clamped_ramp_load(buf, st, e.index, leaf.lanes, node)
+                parts = (clamped_ramp(e.index, self._vector_source)
+                         if clamped is None and mask is None and buf.dims else None)
+                if clamped is not None:
+                    v = clamped
+                else:
+                    index = self.vector(e.index, node)
+                    v = (self._clamped_gather(buf, st, parts, index, leaf.lanes, node) if parts is not None
+                         else self._gather(buf, st, index, leaf.lanes, mask))
             if st.bits == 1:
                 v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, [0] * leaf.lanes))
             return v

@@ -6,7 +6,9 @@ one way out of a kernel on a failed check (`_fail`).
 Placement (Halide 21's, measured: 16384 bytes become an alloca, 16385 a `halide_malloc` call, on x86
 and Hexagon alike): an allocation of constant size of at most STACK_LIMIT bytes, or one Halide
 placed `in Stack`/`in Register`, is a stack slot (an alloca in the entry block, reused by every
-iteration of an enclosing loop; a dynamic size `in Stack` is a stacksave/alloca/stackrestore scope).
+iteration of an enclosing loop; a dynamic size `in Stack` is a stacksave/alloca/stackrestore scope,
+except on Hexagon, where it goes to the heap: no HVX kernel has a variable-sized alloca, see
+`_s_Allocate` and tests/pitchfork/halide/test_hvx_stack.py).
 Every other allocation is `halide_malloc(user_context, bytes)` and `halide_free(user_context, ptr)`:
 large buffers never touch the stack, so a compute_root image fits on every target (an 8 MB host
 stack, qemu-hexagon's stack).
@@ -89,7 +91,14 @@ class AllocMixin:
             # only touched when cond holds, and its extents may be meaningless otherwise.
             n = self.b.select(self.scalar(s.condition, s), n, ir.Constant(word, 0))  # type: ignore[attr-defined]
         size = self.b.add(self.b.mul(n, ir.Constant(word, elem_bytes)), ir.Constant(word, PADDING))
-        if on_stack:  # Halide keeps `in Stack` allocations on the stack whatever their size
+        if on_stack and self.target != "hvx128":  # Halide keeps `in Stack` allocations on the stack
+            # whatever their size. Not on Hexagon: there a variable-sized alloca next to any
+            # over-aligned stack object (HVX spill slots, the stack temporaries LLVM makes to
+            # scalarize a vector division, ...) gives the function an aligned-stack base register
+            # (AP, `r16 = and(r30, #-A)`), and LLVM 22 may spill an argument through AP before AP is
+            # set (depthwise_conv/hvx128: the output's extent.1 reloaded as 0, so Halide's
+            # output-bounds assertion #13 failed). HVX kernels have no variable-sized alloca:
+            # dynamic `in Stack` allocations take the heap path below.
             save = self.b.call(self._intrinsic("llvm.stacksave.p0", PTR, []), [])  # type: ignore[attr-defined]
             mem = self.b.alloca(I8, size=size)
             mem.align = ALLOC_ALIGN

@@ -10,17 +10,50 @@ prove (`_align`); masked-off lanes are never read or written.
 from __future__ import annotations
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 from llvmlite import ir
 
+from fpir.term import Term
 from fpir.types import ScalarType, i32, u1
 from pitchfork.halide import ir as H
-from pitchfork.halide.codegen_base import BufferInfo, Unsupported, _show, _storage
+from pitchfork.halide.codegen_base import BufferInfo, Leaf, Unsupported, _show, _storage
 
 
 #: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop)
 SHORT_GATHER = 16
+
+
+def clamped_ramp(index: H.Expr, src: Callable[[H.Expr], H.Expr]) -> Optional[tuple[H.Expr, H.Expr, H.Expr, H.Expr]]:
+    """(B, LO, HI, OFF) if `index` is `clamp(ramp(B, 1, n), LO, HI) + OFF` with LO, HI, OFF broadcast
+    scalars (max(min(.., HI), LO) or min(max(.., LO), HI); OFF absent = 0), else None. `src(e)` is the
+    expression a vector let variable `e` is bound to (`e` itself for anything else)."""
+
+    def splat(e: H.Expr) -> Optional[H.Expr]:
+        e = src(e)
+        return e.value if isinstance(e, H.Broadcast) else None
+
+    off: Optional[H.Expr] = H.IntImm(0, index.type.with_lanes(1))
+    e = src(index)
+    if isinstance(e, H.BinOp) and e.op == "+":
+        if splat(e.b) is not None:
+            e, off = src(e.a), splat(e.b)
+        elif splat(e.a) is not None:
+            e, off = src(e.b), splat(e.a)
+        else:
+            return None
+    if not (isinstance(e, H.BinOp) and e.op in ("min", "max") and splat(e.b) is not None):
+        return None
+    inner = src(e.a)
+    if not (isinstance(inner, H.BinOp) and inner.op in ("min", "max") and inner.op != e.op
+            and splat(inner.b) is not None):
+        return None
+    r = src(inner.a)
+    if not (isinstance(r, H.Ramp) and isinstance(r.stride, H.IntImm) and r.stride.value == 1):
+        return None
+    lo, hi = (splat(e.b), splat(inner.b)) if e.op == "max" else (splat(inner.b), splat(e.b))
+    assert lo is not None and hi is not None and off is not None
+    return r.base, lo, hi, off
 
 
 class MemoryMixin:
@@ -33,6 +66,8 @@ class MemoryMixin:
     name: str
     target: str
     buffers: dict[str, BufferInfo]
+    vlets: dict[str, Term]
+    leaves: dict[str, Leaf]
     _scoped: list[tuple[str, ir.Instruction]]
 
     def _masked_ok(self, lanes: int, st: ScalarType) -> bool:
@@ -181,6 +216,59 @@ class MemoryMixin:
         self._lane_loop(lanes, body)
         return self.b.load(self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
 
+    def _clamped_gather(self, buf: BufferInfo, st: ScalarType, parts: tuple[H.Expr, H.Expr, H.Expr, H.Expr],
+                        index: ir.Value, lanes: int, node: H.Node) -> ir.Value:
+        """`buf[clamp(ramp(B, 1, n), LO, HI) + OFF]` (an image border under repeat_edge) without a lane
+        loop: with s = clamp(B, LO, HI - n + 1) every clamped index lies in [s, s + n - 1], so one dense
+        load D = buf[s + OFF .. s + OFF + n - 1] holds every value, and the result is the n-lane window
+        at offset n + clamp(B - s, -n, n) of [splat(D[0]), D, splat(D[n - 1])] (through a stack slot).
+        Used when HI - LO >= n - 1 and D lies inside the buffer's elements (its dims, checked at run
+        time); otherwise the lane-by-lane gather of `index` (the index vector) runs."""
+        b = self.b
+        i32, i64 = ir.IntType(32), ir.IntType(64)
+        base, lo, hi, off = (b.sext(self.scalar(x, node, nsw=False), i64) for x in parts)  # type: ignore[attr-defined]
+        n = ir.Constant(i64, lanes)
+        s = b.select(b.icmp_signed("<", base, lo), lo, base)
+        top = b.sub(hi, ir.Constant(i64, lanes - 1))
+        s = b.select(b.icmp_signed(">", s, top), top, s)
+        first = b.add(s, off)
+        last_ok = ir.Constant(i64, 0)  # the buffer's last element index: sum (extent - 1) * stride
+        ok = b.icmp_signed(">=", b.sub(hi, lo), ir.Constant(i64, lanes - 1))
+        for _, ext, stride in buf.dims:
+            ok = b.and_(ok, b.icmp_signed(">=", b.sext(stride, i64), ir.Constant(i64, 0)))
+            last_ok = b.add(last_ok, b.mul(b.sub(b.sext(ext, i64), ir.Constant(i64, 1)), b.sext(stride, i64)))
+        ok = b.and_(ok, b.icmp_signed(">=", first, ir.Constant(i64, 0)))
+        ok = b.and_(ok, b.icmp_signed("<=", b.add(first, ir.Constant(i64, lanes - 1)), last_ok))
+        fast = self.fn.append_basic_block("border_window")
+        slow = self.fn.append_basic_block("border_gather")
+        done = self.fn.append_basic_block("border_done")
+        b.cbranch(ok, fast, slow)
+        b.position_at_end(fast)
+        et = ir.IntType(_storage(st).bits)
+        vt = ir.VectorType(et, lanes)
+        d = self._mem_access(buf, b.load(self._elem_ptr(buf, st, first, vt), align=self._align(buf, st, None)))
+        slot = self._entry_alloca(ir.ArrayType(et, 3 * lanes))
+        for k, part in enumerate((b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)), d,
+                                  b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [lanes - 1] * lanes)))):
+            at = b.gep(slot, [ir.Constant(i32, 0), ir.Constant(i32, k * lanes)], inbounds=True)
+            b.store(part, b.bitcast(at, ir.PointerType(vt)), align=1)
+        shift = b.sub(base, s)
+        shift = b.select(b.icmp_signed("<", shift, b.neg(n)), b.neg(n), shift)
+        shift = b.select(b.icmp_signed(">", shift, n), n, shift)
+        at = b.gep(slot, [ir.Constant(i64, 0), b.add(n, shift)], inbounds=True)
+        fast_v = b.load(b.bitcast(at, ir.PointerType(vt)), align=1)
+        fast_end = b.block
+        b.branch(done)
+        b.position_at_end(slow)
+        slow_v = self._gather(buf, st, index, lanes)
+        slow_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        v = b.phi(vt)
+        v.add_incoming(fast_v, fast_end)
+        v.add_incoming(slow_v, slow_end)
+        return v
+
     def _scatter(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, val: ir.Value, lanes: int,
                  mask: Optional[ir.Value] = None) -> None:
         """Lane-by-lane store of `val[k]` to `buf[idx[k]]`, in lane order (a later lane wins), skipping
@@ -284,3 +372,154 @@ class MemoryMixin:
         if fn is None:
             fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
         return fn
+
+    # ---- clamped dense loads (boundary conditions) -------------------------------------------
+    def _broadcast_value(self, e: H.Expr, node: H.Node) -> Optional[ir.Value]:
+        """The scalar of a vector that is a broadcast (directly, or a vector `let` bound to one)."""
+        if isinstance(e, H.Broadcast):
+            return self.scalar(e.value, node)
+        if isinstance(e, H.Variable) and e.name in self.vlets:
+            t = self.vlets[e.name]
+            if t.is_const:
+                return ir.Constant(ir.IntType(t.type.bits), t.value)
+            if t.op == "var" and t.name in self.leaves and self.leaves[t.name].kind == "splat":
+                leaf = self.leaves[t.name].node
+                assert isinstance(leaf, H.Broadcast)
+                return self.scalar(leaf.value, node)
+        return None
+
+    def _clamped_ramp_load(self, buf: BufferInfo, st: ScalarType, index: H.Expr, lanes: int,
+                           node: H.Node) -> Optional[ir.Value]:
+        """`buf[clamp(ramp(b, 1, L), lo, hi) + off]` (what `repeat_edge` / `clamp` boundary conditions
+        leave in the border tiles Halide's loop partitioning splits off) as one dense load plus two
+        broadcasts, instead of an L-lane gather loop.
+
+        Lane i reads `buf[b + i + off]` when lo <= b + i <= hi; the lanes below lo all read the
+        element lane 0 reads, the lanes above hi the element lane L-1 reads (both computed with the
+        index's own min/max order, so `hi < lo` is exact too). The in-range lanes come from
+        `_hvx_window_load`, which reads only aligned vectors holding elements the gather would read.
+        Only on hvx128, where a gather costs ~2 packets per lane and vectors are whole registers
+        (`_masked_ok`). Returns None when `index` is not this shape.
+        """
+        if self.target != "hvx128" or st.bits == 1 or not self._masked_ok(lanes, st):
+            return None
+        shape = _clamped_ramp(index, lanes)
+        if shape is None:
+            return None
+        base, clamps, off = shape
+        i32t = ir.IntType(32)
+        parts = [self._broadcast_value(x, node) for x in [c for _, c in clamps] + ([off] if off is not None else [])]
+        if any(v is None or v.type != i32t for v in parts):
+            return None
+        b = self.scalar(base, node)
+        if b.type != i32t:
+            return None
+        bounds = parts[:2]
+        offv = parts[2] if off is not None else ir.Constant(i32t, 0)
+
+        def clamp(x: ir.Value) -> ir.Value:  # the index's own min/max nest, innermost first
+            for (op, _), c in zip(clamps, bounds):
+                pick_c = self.b.icmp_signed("<" if op == "max" else ">", x, c)
+                x = self.b.select(pick_c, c, x)
+            return x
+
+        lo = next(c for (op, _), c in zip(clamps, bounds) if op == "max")
+        hi = next(c for (op, _), c in zip(clamps, bounds) if op == "min")
+        last = self.b.add(b, ir.Constant(i32t, lanes - 1))
+        et = ir.IntType(_storage(st).bits)
+        first_v = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, self.b.add(clamp(b), offv), et),
+                                                    align=self._align(buf, st, None)))
+        last_v = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, self.b.add(clamp(last), offv), et),
+                                                   align=self._align(buf, st, None)))
+        # Lane masks from a constant lane-number vector, of the element's width where the lane count
+        # fits (the predicate layout HVX compares produce directly): `below` = b+i < lo, i.e. i < k1;
+        # `above` = b+i > hi, i.e. i >= k2 (k1, k2 clamped to [0, L], which then fits too).
+        bits = next(w for w in (et.width, 16, 32) if w >= et.width and lanes < (1 << w))
+        it = ir.IntType(bits)
+        iota = ir.Constant(ir.VectorType(it, lanes), list(range(lanes)))
+
+        def lane_count(x: ir.Value) -> ir.Value:  # clamp to [0, L] and narrow to the iota's type
+            x = self.b.select(self.b.icmp_signed("<", x, ir.Constant(i32t, 0)), ir.Constant(i32t, 0), x)
+            x = self.b.select(self.b.icmp_signed(">", x, ir.Constant(i32t, lanes)), ir.Constant(i32t, lanes), x)
+            return self._splat(self.b.trunc(x, it) if bits < 32 else x, ScalarType(False, bits), lanes)
+
+        below = self.b.icmp_unsigned("<", iota, lane_count(self.b.sub(lo, b)))
+        above = self.b.icmp_unsigned(">=", iota, lane_count(self.b.add(self.b.sub(hi, b), ir.Constant(i32t, 1))))
+        vt = ir.VectorType(et, lanes)
+        dense = self._hvx_window_load(buf, st, self.b.add(b, offv), self.b.add(clamp(b), offv),
+                                      self.b.add(clamp(last), offv), lanes)
+        v = self.b.select(above, self._splat(last_v, _storage(st), lanes), dense)
+        return self.b.select(below, self._splat(first_v, _storage(st), lanes), v)
+
+    def _hvx_window_load(self, buf: BufferInfo, st: ScalarType, start: ir.Value, first: ir.Value, last: ir.Value,
+                         lanes: int) -> ir.Value:
+        """The `lanes` elements from index `start`, exact for every lane whose index lies in
+        [first, last] (valid indices: elements the original code reads), unspecified for the others.
+
+        Built from aligned 128-byte HVX loads combined with `valign`, like an unaligned load, but a
+        block that holds no element of [first, last] is replaced by the nearest one that does, so
+        nothing outside the aligned blocks of valid data is read: an aligned HVX vector never
+        crosses a page, so this never faults (a plain unaligned load of a border tile reaching far
+        past the image crashed under qemu, and LLVM lowers llvm.masked.load to exactly such a load).
+        """
+        i32t = ir.IntType(32)
+        size = _storage(st).bits // 8
+        regs = lanes * size // 128
+        blk = ir.VectorType(i32t, 32)
+
+        # Byte addresses in plain integer arithmetic: `start` may lie far outside the buffer, and an
+        # `inbounds` GEP there would be poison, which LLVM used to delete the kernel's checks.
+        base = self.b.ptrtoint(buf.ptr, i32t)
+
+        def addr(index: ir.Value) -> ir.Value:
+            return self.b.add(base, self.b.mul(index, ir.Constant(i32t, size)))
+
+        mask = ir.Constant(i32t, -128)
+        a = addr(start)
+        a0 = self.b.and_(a, mask)
+        low = self.b.and_(addr(first), mask)
+        high = self.b.and_(self.b.add(addr(last), ir.Constant(i32t, size - 1)), mask)
+        blocks = []
+        for j in range(regs + 1):
+            aj = self.b.add(a0, ir.Constant(i32t, 128 * j))
+            aj = self.b.select(self.b.icmp_unsigned("<", aj, low), low, aj)
+            aj = self.b.select(self.b.icmp_unsigned(">", aj, high), high, aj)
+            blocks.append(self._mem_access(buf, self.b.load(self.b.inttoptr(aj, ir.PointerType(blk)), align=128)))
+        shift = self.b.sub(a, a0)
+        valign = self._intrinsic("llvm.hexagon.V6.valignb.128B", blk, [blk, blk, i32t])
+        parts = [self.b.call(valign, [blocks[r + 1], blocks[r], shift]) for r in range(regs)]
+        whole = parts[0]
+        if regs > 1:
+            from pitchfork.emit.expr import ExprEmitter
+
+            whole = ExprEmitter(self.b, 32 * regs, {}, self.target).concat(parts, 32 * regs)
+        return self.b.bitcast(whole, ir.VectorType(ir.IntType(_storage(st).bits), lanes))
+
+
+def _clamped_ramp(index: H.Expr, lanes: int) -> Optional[tuple[H.Expr, list[tuple[str, H.Expr]], Optional[H.Expr]]]:
+    """Match `clamp(ramp(b, 1, lanes), lo, hi) [+ off]`, the clamp a min and a max in either order.
+    Bounds and offset are vectors that must be broadcasts (checked by the caller, which also resolves
+    vector `let` names). Returns (b, [(op, bound) innermost first], off or None)."""
+    off: Optional[H.Expr] = None
+    e = index
+    if isinstance(e, H.BinOp) and e.op == "+":
+        if _is_clamp(e.a):
+            e, off = e.a, e.b
+        elif _is_clamp(e.b):
+            e, off = e.b, e.a
+        else:
+            return None
+    clamps: list[tuple[str, H.Expr]] = []
+    while _is_clamp(e):
+        assert isinstance(e, H.BinOp)
+        clamps.append((e.op, e.b))
+        e = e.a
+    if sorted(op for op, _ in clamps) != ["max", "min"]:
+        return None
+    if not (isinstance(e, H.Ramp) and e.count == lanes and isinstance(e.stride, H.IntImm) and e.stride.value == 1):
+        return None
+    return e.base, clamps[::-1], off
+
+
+def _is_clamp(e: H.Expr) -> bool:
+    return isinstance(e, H.BinOp) and e.op in ("min", "max")

@@ -31,14 +31,7 @@ _HALIDE: dict[tuple[str, str, int, tuple[int, ...]], np.ndarray] = {}
 #: fail (strict: an unexpected pass fails, so the entry cannot go stale). "crash": LLVM aborts the
 #: process (an assertion in its backend), which would take the whole test run down, so it is skipped.
 #: Empty means every benchmark compiles without fallback and is bit-exact everywhere.
-_DW_HVX = ("the kernel compiles (channel offsets vectorized 32 wide on HVX avoid LLVM 22's 'Couldn't find the "
-           "register class' abort) but our code fails Halide's output-bounds assertion #13 "
-           "(depthwise_conv.min.1.required.s) that Halide's own realize() of the same schedule passes: a frontend "
-           "bug in this HVX schedule, refused with the assertion's text, never a wrong answer")
-KNOWN_GAPS: dict[tuple[str, str, str], tuple[str, str]] = {
-    ("depthwise_conv", "hvx128", "pitchfork"): ("xfail", _DW_HVX),
-    ("depthwise_conv", "hvx128", "llvm"): ("xfail", _DW_HVX),
-}
+KNOWN_GAPS: dict[tuple[str, str, str], tuple[str, str]] = {}
 
 
 def _isa_param(isa: str) -> Any:

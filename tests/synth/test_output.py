@@ -95,3 +95,21 @@ def test_every_committed_synthesized_rule_verifies() -> None:
     for rule in rules:
         res = verify_rule(rule, VERIFY_RLIMIT)
         assert res.status == "VALID", f"{rule.location}: {res.summary()}"
+
+
+def test_rules_of_earlier_runs_that_others_subsume_leave_the_file(tmp_path: Path) -> None:
+    from synth.output import subsumed_file_rules
+
+    path = tmp_path / "lift.rules"
+    path.write_text(
+        "# header\n\n"
+        "synth_lift_old: cast<u16>(v0_u8) << c0_u16 -> widening_shl(v0_u8, c0) if c0 == 3  # from: b; count: 1; "
+        "cost: (16, 2); level: monomorphic/pinned; verdict: VALID; z3 x; example: u16(v0_u8) << 3\n"
+        "synth_lift_noexample: cast<u16>(v0_u8) << c0_u16 -> widening_shl(v0_u8, c0) if c0 == 2  # from: b\n"
+    )
+    kept = HAND + list(load_rules(path))
+    (gone,) = subsumed_file_rules(path, kept, _lift_cost)
+    assert gone[0] == "synth_lift_old"  # widening_shl_of_cast (hand-written) does it; no example: kept
+    decisions: list = []
+    assert write_rules(path, decisions, "# header", [gone[0]]) == 1
+    assert "synth_lift_old" not in path.read_text() and "synth_lift_noexample" in path.read_text()

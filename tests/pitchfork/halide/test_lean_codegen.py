@@ -173,3 +173,38 @@ def test_output_array_recycled_only_when_dropped(progs) -> None:
     del z
     w = prog(b, size=[256, 16])
     assert w.ctypes.data == where and np.array_equal(w, want_b)
+
+
+def border_reads(lanes: int) -> tuple[hl.Func, list]:
+    """Reads of a repeat_edge image at x - 7 and x + 9: clamped ramps on both sides."""
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.ImageParam(hl.UInt(8), 2, "input")
+    e = hl.BoundaryConditions.repeat_edge(inp)
+    out = hl.Func("border_reads")
+    out[x, y] = e[x - 7, y] + e[x + 9, y] * 3
+    out.vectorize(x, lanes, hl.TailStrategy.RoundUp)
+    return out, [inp]
+
+
+@pytest.mark.parametrize("target, lanes", [("x86-avx2", 32), pytest.param("arm64", 16, marks=pytest.mark.qemu)])
+def test_clamped_ramp_loads_read_one_window(target: str, lanes: int) -> None:
+    """An image border under repeat_edge (`input[clamp(ramp(B, 1, n), LO, HI) + OFF]`) is one dense
+    load and a window of [splat(first), it, splat(last)], not a lane loop (hvx128 has its own
+    aligned-window form, tested in test_clamped_loads); images narrower than a vector, windows past
+    either end and nonzero mins fall back or clamp exactly as Halide does."""
+    from pitchfork.emit.run import tools_available
+
+    if not tools_available(target):
+        pytest.skip(f"no toolchain for {target}")
+    func, args = border_reads(lanes)
+    prog = pitchfork.compile(func, args, target=target, fallback=False)
+    assert "border_window" in prog.llvm_ir()
+    rng = np.random.default_rng(21)
+    for w, out_w, mins in ((5, lanes, (0, 0)), (lanes, 2 * lanes, (0, 0)), (3 * lanes + 11, 4 * lanes, (-20, 0)),
+                           (lanes + 3, 3 * lanes, (9, 2))):
+        img = rng.integers(0, 256, (3, w), dtype=np.uint8)
+        buf = hl.Buffer(img)
+        buf.set_min(list(mins))
+        args[0].set(buf)
+        want = np.asarray(func.realize([out_w, 3], X86)).copy()
+        assert np.array_equal(prog(buf, size=[out_w, 3], check=True), want), (w, out_w, mins)
