@@ -37,7 +37,7 @@ _A64_UNCOND = re.compile(r"^(b|br|ret)(\s|$)")
 _HEX_BRANCH = re.compile(r"\b(jump|jumpr|dealloc_return)\b")
 _HEX_UNCOND = re.compile(r"^(jump|jumpr|dealloc_return)\b")
 _HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*([\w.$]+)\s*,")
-_ENDLOOP = re.compile(r"\}\s*:endloop(\d+)")
+_PACKET_ATTR = re.compile(r":(endloop\d+|[a-z_]+)\b")
 _SYMBOL = re.compile(r"[A-Za-z_.$][\w.$]*")
 
 
@@ -170,9 +170,14 @@ def split_blocks(text: str, function: str, syntax: Syntax) -> list[Block]:
                         packet = [inst]
                         close, s = 0, "}"
                 if close >= 0:
-                    em = _ENDLOOP.match(s[close:])
-                    rest = s[close:][em.end() if em else 1:].strip()
-                    _end_packet(b, packet, em.group(1) if em else "", hw_labels, ln)
+                    # The closing brace may carry packet attributes: `:endloopN` (a hardware-loop
+                    # back edge) and others such as `:mem_noshuf`, which belong to this packet.
+                    rest, endloops = s[close + 1:].strip(), ""
+                    while (am := _PACKET_ATTR.match(rest)) is not None:
+                        if am.group(1).startswith("endloop"):
+                            endloops += am.group(1)[len("endloop"):]
+                        rest = rest[am.end():].strip()
+                    _end_packet(b, packet, endloops, hw_labels, ln)
                     in_packet, packet = False, []
                     s = rest
                     continue

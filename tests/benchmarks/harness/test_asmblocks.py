@@ -222,3 +222,35 @@ def test_arm_short_range_branches_become_inverted_test_over_b() -> None:
     lines = out.splitlines()
     k = lines.index(".Lpf_skip1:")
     assert lines[k + 1] == "\tb .Lpf_stub1"  # the fall-through block is counted after the skip label
+
+
+HEX_NOSHUF = """\
+\t.text
+\t.globl\tf
+\t.type\tf,@function
+f:
+\t{
+\t\tif (p0) jump:nt .LBB0_2
+\t\tmemw(r0+#0) = #0
+\t} :mem_noshuf
+\t{
+\t\tr1 = add(r1,#1)
+\t}
+.LBB0_2:
+\t{
+\t\tjumpr r31
+\t}
+.Lfunc_end0:
+"""
+
+
+def test_hexagon_packet_attributes_stay_with_their_packet() -> None:
+    """`} :mem_noshuf` closes a packet like `}` (found on matmul/fully_connected hvx128, where the
+    counter stub landed inside the packet and llvm-mc refused the instrumented assembly)."""
+    blocks = split_blocks(HEX_NOSHUF, "f", "hvx128")
+    assert [len(b.packets) for b in blocks] == [1, 1, 1]
+    assert blocks[0].targets == (".LBB0_2",) and blocks[0].falls_through
+    out, _ = instrument(HEX_NOSHUF, "f", "hvx128")
+    lines = out.splitlines()
+    close = next(k for k, ln in enumerate(lines) if ":mem_noshuf" in ln)
+    assert "{" in lines[close - 1] or "memw" in lines[close - 1]  # nothing inserted inside the packet
