@@ -20,21 +20,10 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import z3
 
-from fpir.types import ScalarType
+from fpir.types import ScalarType, work_arrays as _work
 
 Interval = tuple[int, int]
 
-
-def _work(arrays: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType, limit: int) -> tuple[list[Any], bool]:
-    """Exact work arrays: int64 when every type has at most `limit` bits, Python ints otherwise."""
-    use_obj = max([t.bits for t in types] + [rt.bits]) > limit
-    out = []
-    for a in arrays:
-        a = np.asarray(a)
-        if a.dtype == np.bool_:
-            a = a.astype(np.int64)
-        out.append(a.astype(object) if use_obj else a.astype(np.int64))
-    return out, use_obj
 
 @dataclass(frozen=True, slots=True)
 class FlagSpec:

@@ -38,6 +38,7 @@ from fpir.flags import (FlagSpec, NSW_ADD, NSW_HALVING_ADD, NSW_HALVING_SUB, NSW
                         NSW_ROUNDING_SHR, NSW_SUB)
 from fpir.term import Term, const, intern, var
 from fpir.types import FPIRTypeError, ScalarType, u1
+from fpir.types import work_arrays as _work
 
 Interval = tuple[int, int]
 TypeRule = Callable[[Sequence[ScalarType], Optional[ScalarType]], ScalarType]
@@ -380,17 +381,6 @@ def _hint_cast(i: int, known: Sequence[Optional[ScalarType]], expected: Optional
 # Exact numpy helpers. Values are numpy arrays of the type's dtype (object for >64 bits). Each
 # primitive computes the exact mathematical result in a wide work representation (int64 when every
 # type involved has at most 16 bits, Python ints in object arrays otherwise) and then wraps.
-
-
-def _work(arrays: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType, limit: int = 16) -> tuple[list[Any], bool]:
-    use_obj = max([t.bits for t in types] + [rt.bits]) > limit
-    out = []
-    for a in arrays:
-        a = np.asarray(a)
-        if a.dtype == np.bool_:
-            a = a.astype(np.int64)
-        out.append(a.astype(object) if use_obj else a.astype(np.int64))
-    return out, use_obj
 
 
 def _wrap(v: Any, t: ScalarType) -> Any:

@@ -9,6 +9,7 @@ when compiling. User-visible types are u1 (bool), u8, i8, u16, i16, u32, i32, u6
 from __future__ import annotations
 
 import re
+from typing import Any, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -142,3 +143,18 @@ def from_dtype(dtype: np.dtype) -> ScalarType:
     if dt.kind not in "iu":
         raise FPIRTypeError(f"no FPIR type for numpy dtype {dt}")
     return ScalarType(dt.kind == "i", dt.itemsize * 8)
+
+
+def work_arrays(arrays: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType,
+                limit: int = 16) -> tuple[list[Any], bool]:
+    """Exact work arrays for numpy semantics: int64 when every type involved (operands `types` and
+    result `rt`) has at most `limit` bits, Python ints in object arrays otherwise (so products and
+    sums of wide values are computed exactly before they wrap). Booleans become int64."""
+    use_obj = max([t.bits for t in types] + [rt.bits]) > limit
+    out = []
+    for a in arrays:
+        a = np.asarray(a)
+        if a.dtype == np.bool_:
+            a = a.astype(np.int64)
+        out.append(a.astype(object) if use_obj else a.astype(np.int64))
+    return out, use_obj
