@@ -44,6 +44,23 @@ def _sum(terms: list[H.Expr]) -> H.Expr:
     return acc
 
 
+def _mixed_term(k: int) -> H.Expr:
+    """i32(i16(u8 B[ramp(t + k, 4, N)]) * x N(i16(i8 M[k])))  (conv3x3a32's u8 pixels x i8 mask)."""
+    b = H.Load("B", H.Ramp(_plus(_v("t"), k), H.IntImm(4, Int(32)), N, Int(32, N)), UInt(8, N))
+    m = H.Broadcast(H.Cast(Int(16), H.Load("M", _plus(_v("s"), k), Int(8))), N, Int(16, N))
+    return H.Cast(Int(32, N), H.BinOp("*", H.Cast(Int(16, N), b), m, Int(16, N)))
+
+
+def test_mixed_sign_products_are_grouped_only_where_a_dot_instruction_takes_them() -> None:
+    """u8 x i8: HVX has vrmpy (unsigned x signed); AArch64 has only udot/sdot (usdot needs i8mm, which
+    apple-m1 lacks), so grouping there would only add interleaves."""
+    acc = H.Load("P", H.Ramp(_v("p"), H.IntImm(1, Int(32)), N, Int(32, N)), Int(32, N))
+    e = _sum([acc] + [_mixed_term(k) for k in range(4)])
+    assert rewrite_sum(e, "arm64") is e
+    out = rewrite_sum(e, "hvx128")
+    assert isinstance(out, H.BinOp) and isinstance(out.b, H.VectorReduce)
+
+
 def test_offset_sees_constant_differences() -> None:
     t = _v("t")
     assert offset(t, _plus(t, 3)) == 3
