@@ -93,16 +93,32 @@ def provenance(line: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in m.group(1).split(",") if s.strip())
 
 
+def withdrawn(directory: str | Path = "") -> dict[str, str]:
+    """Rule name -> reason, from `<directory>/withdrawn.txt` (default rules/synthesized/): verified
+    rules that the benchmark harness measured to make code slower. Synthesis finds them again (its
+    cost model prefers them), so the writer skips them and the compiler does not load them."""
+    p = Path(directory or SYNTH_DIR) / "withdrawn.txt"
+    out: dict[str, str] = {}
+    if p.exists():
+        for ln in p.read_text().splitlines():
+            name, _, why = ln.partition("#")
+            if name.strip():
+                out[name.strip()] = why.strip()
+    return out
+
+
 def load_rules(path: str | Path, exclude_from: Iterable[str] = ()) -> list[Rule]:
     """The rules of a synthesized rule file, without those whose provenance names a benchmark in
-    `exclude_from`. Dropped lines are blanked (not removed) so errors keep their line numbers."""
+    `exclude_from` and those withdrawn (`withdrawn`). Dropped lines are blanked (not removed) so
+    errors keep their line numbers."""
     p = Path(path)
     if not p.exists():
         return []
     excluded = set(exclude_from)
+    gone = withdrawn(p.parent)
     lines = p.read_text().splitlines()
-    if excluded:
-        lines = ["" if excluded & set(provenance(ln)) else ln for ln in lines]
+    lines = ["" if (excluded & set(provenance(ln))) or ln.split(":", 1)[0].strip() in gone else ln
+             for ln in lines]
     return parse_rules("\n".join(lines), str(p))
 
 

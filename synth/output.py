@@ -28,6 +28,7 @@ import z3
 
 from fpir.term import Term
 from fpir.text import parse
+from pitchfork.synthesized import withdrawn
 from pitchfork.trs.rules import Rule, RuleFileError, RuleSet, parse_rule, parse_rules
 from synth.verify import verify_rule
 
@@ -263,14 +264,15 @@ def write_rules(path: Path, decisions: Iterable[Decision], header: str, drop: It
     """Append the written decisions to the file (keeping its rules, less the names in `drop`: rules
     the new ones subsume), ordered by cost; returns the number of rules in the file."""
     old_lines: list[str] = []
-    gone = set(drop)
+    gone = set(drop) | set(withdrawn(path.parent))
     if path.exists():
         old_lines = [
             ln for ln in path.read_text().splitlines()
             if ln.strip() and not ln.startswith("#") and ln.split(":", 1)[0].strip() not in gone
         ]
     new = sorted(
-        (d for d in decisions if d.outcome == "written"), key=lambda d: (d.candidate.rhs_cost, d.name)
+        (d for d in decisions if d.outcome == "written" and d.name not in gone),
+        key=lambda d: (d.candidate.rhs_cost, d.name)
     )
     lines = old_lines + [
         f"{d.name}: {d.candidate.text}  {provenance_comment(d.candidate, d.detail)}" for d in new
