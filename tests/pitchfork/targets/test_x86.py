@@ -317,8 +317,10 @@ RULE_EXAMPLES: dict[str, list[str]] = {
 
 
 def test_every_rule_has_an_example() -> None:
-    # Lane-combining rules have their examples in test_horizontal.py.
-    assert {r.name for r in rules() if not rule_combines_lanes(r)} == set(RULE_EXAMPLES)
+    # Lane-combining rules have their examples in test_horizontal.py; synthesized rules
+    # (rules/synthesized/) carry theirs in the rule file and are re-verified by tests/synth.
+    hand = load_target(TARGET, include_synthesized=False).rules.rules
+    assert {r.name for r in hand if not rule_combines_lanes(r)} == set(RULE_EXAMPLES)
 
 
 def test_rules_fire_and_run() -> None:
