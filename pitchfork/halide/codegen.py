@@ -411,14 +411,13 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
             else:
                 # hvx128: aligned windows + valign (_clamped_ramp_load); elsewhere one dense load and a
                 # window of [splat(first), it, splat(last)] (_clamped_gather); else a lane loop.
-                clamped = None if mask is not None else self._clamped_ramp_load(buf, st, e.index, leaf.lanes, node)
-                parts = (clamped_ramp(e.index, self._vector_source)
-                         if clamped is None and mask is None and buf.dims else None)
+                parts = clamped_ramp(e.index, self._vector_source) if mask is None else None
+                clamped = self._clamped_ramp_load(buf, st, parts, leaf.lanes, node) if parts is not None else None
                 if clamped is not None:
                     v = clamped
                 else:
                     index = self.vector(e.index, node)
-                    v = (self._clamped_gather(buf, st, parts, index, leaf.lanes, node) if parts is not None
+                    v = (self._clamped_gather(buf, st, parts, index, leaf.lanes, node) if parts is not None and buf.dims
                          else self._gather(buf, st, index, leaf.lanes, mask))
             if st.bits == 1:
                 v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, [0] * leaf.lanes))

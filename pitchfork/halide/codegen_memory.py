@@ -10,22 +10,34 @@ prove (`_align`); masked-off lanes are never read or written.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 from llvmlite import ir
 
-from fpir.term import Term
 from fpir.types import ScalarType, i32, u1
 from pitchfork.halide import ir as H
-from pitchfork.halide.codegen_base import BufferInfo, Leaf, Unsupported, _show, _storage
+from pitchfork.halide.codegen_base import BufferInfo, Unsupported, _show, _storage
 
 
 #: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop)
 SHORT_GATHER = 16
 
 
-def clamped_ramp(index: H.Expr, src: Callable[[H.Expr], H.Expr]) -> Optional[tuple[H.Expr, H.Expr, H.Expr, H.Expr]]:
-    """(B, LO, HI, OFF) if `index` is `clamp(ramp(B, 1, n), LO, HI) + OFF` with LO, HI, OFF broadcast
+@dataclass(frozen=True)
+class ClampedRamp:
+    """`clamp(ramp(base, 1, n), lo, hi) + off` with scalar lo, hi, off; `lo_outer`: the clamp is
+    max(min(.., hi), lo) (so lo wins when hi < lo), else min(max(.., lo), hi)."""
+
+    base: H.Expr
+    lo: H.Expr
+    hi: H.Expr
+    off: H.Expr
+    lo_outer: bool
+
+
+def clamped_ramp(index: H.Expr, src: Callable[[H.Expr], H.Expr]) -> Optional[ClampedRamp]:
+    """The parts (ClampedRamp) if `index` is `clamp(ramp(B, 1, n), LO, HI) + OFF` with LO, HI, OFF broadcast
     scalars (max(min(.., HI), LO) or min(max(.., LO), HI); OFF absent = 0), else None. `src(e)` is the
     expression a vector let variable `e` is bound to (`e` itself for anything else)."""
 
@@ -53,7 +65,7 @@ def clamped_ramp(index: H.Expr, src: Callable[[H.Expr], H.Expr]) -> Optional[tup
         return None
     lo, hi = (splat(e.b), splat(inner.b)) if e.op == "max" else (splat(inner.b), splat(e.b))
     assert lo is not None and hi is not None and off is not None
-    return r.base, lo, hi, off
+    return ClampedRamp(r.base, lo, hi, off, e.op == "max")
 
 
 class MemoryMixin:
@@ -66,8 +78,6 @@ class MemoryMixin:
     name: str
     target: str
     buffers: dict[str, BufferInfo]
-    vlets: dict[str, Term]
-    leaves: dict[str, Leaf]
     _scoped: list[tuple[str, ir.Instruction]]
 
     def _masked_ok(self, lanes: int, st: ScalarType) -> bool:
@@ -216,7 +226,7 @@ class MemoryMixin:
         self._lane_loop(lanes, body)
         return self.b.load(self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
 
-    def _clamped_gather(self, buf: BufferInfo, st: ScalarType, parts: tuple[H.Expr, H.Expr, H.Expr, H.Expr],
+    def _clamped_gather(self, buf: BufferInfo, st: ScalarType, parts: ClampedRamp,
                         index: ir.Value, lanes: int, node: H.Node) -> ir.Value:
         """`buf[clamp(ramp(B, 1, n), LO, HI) + OFF]` (an image border under repeat_edge) without a lane
         loop: with s = clamp(B, LO, HI - n + 1) every clamped index lies in [s, s + n - 1], so one dense
@@ -226,7 +236,8 @@ class MemoryMixin:
         time); otherwise the lane-by-lane gather of `index` (the index vector) runs."""
         b = self.b
         i32, i64 = ir.IntType(32), ir.IntType(64)
-        base, lo, hi, off = (b.sext(self.scalar(x, node, nsw=False), i64) for x in parts)  # type: ignore[attr-defined]
+        base, lo, hi, off = (b.sext(self.scalar(x, node, nsw=False), i64)  # type: ignore[attr-defined]
+                             for x in (parts.base, parts.lo, parts.hi, parts.off))
         n = ir.Constant(i64, lanes)
         s = b.select(b.icmp_signed("<", base, lo), lo, base)
         top = b.sub(hi, ir.Constant(i64, lanes - 1))
@@ -373,22 +384,8 @@ class MemoryMixin:
             fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
         return fn
 
-    # ---- clamped dense loads (boundary conditions) -------------------------------------------
-    def _broadcast_value(self, e: H.Expr, node: H.Node) -> Optional[ir.Value]:
-        """The scalar of a vector that is a broadcast (directly, or a vector `let` bound to one)."""
-        if isinstance(e, H.Broadcast):
-            return self.scalar(e.value, node)
-        if isinstance(e, H.Variable) and e.name in self.vlets:
-            t = self.vlets[e.name]
-            if t.is_const:
-                return ir.Constant(ir.IntType(t.type.bits), t.value)
-            if t.op == "var" and t.name in self.leaves and self.leaves[t.name].kind == "splat":
-                leaf = self.leaves[t.name].node
-                assert isinstance(leaf, H.Broadcast)
-                return self.scalar(leaf.value, node)
-        return None
-
-    def _clamped_ramp_load(self, buf: BufferInfo, st: ScalarType, index: H.Expr, lanes: int,
+    # ---- clamped dense loads on HVX (boundary conditions) ----------------------------------
+    def _clamped_ramp_load(self, buf: BufferInfo, st: ScalarType, shape: ClampedRamp, lanes: int,
                            node: H.Node) -> Optional[ir.Value]:
         """`buf[clamp(ramp(b, 1, L), lo, hi) + off]` (what `repeat_edge` / `clamp` boundary conditions
         leave in the border tiles Halide's loop partitioning splits off) as one dense load plus two
@@ -399,32 +396,21 @@ class MemoryMixin:
         index's own min/max order, so `hi < lo` is exact too). The in-range lanes come from
         `_hvx_window_load`, which reads only aligned vectors holding elements the gather would read.
         Only on hvx128, where a gather costs ~2 packets per lane and vectors are whole registers
-        (`_masked_ok`). Returns None when `index` is not this shape.
+        (`_masked_ok`). Returns None where that does not hold or the index is not 32-bit.
         """
         if self.target != "hvx128" or st.bits == 1 or not self._masked_ok(lanes, st):
             return None
-        shape = _clamped_ramp(index, lanes)
-        if shape is None:
-            return None
-        base, clamps, off = shape
         i32t = ir.IntType(32)
-        parts = [self._broadcast_value(x, node) for x in [c for _, c in clamps] + ([off] if off is not None else [])]
-        if any(v is None or v.type != i32t for v in parts):
+        b, lo, hi, offv = (self.scalar(x, node) for x in (shape.base, shape.lo, shape.hi, shape.off))
+        if any(v.type != i32t for v in (b, lo, hi, offv)):
             return None
-        b = self.scalar(base, node)
-        if b.type != i32t:
-            return None
-        bounds = parts[:2]
-        offv = parts[2] if off is not None else ir.Constant(i32t, 0)
 
-        def clamp(x: ir.Value) -> ir.Value:  # the index's own min/max nest, innermost first
-            for (op, _), c in zip(clamps, bounds):
-                pick_c = self.b.icmp_signed("<" if op == "max" else ">", x, c)
-                x = self.b.select(pick_c, c, x)
+        def clamp(x: ir.Value) -> ir.Value:  # the index's own min/max nest
+            inner, outer = ((hi, ">"), (lo, "<")) if shape.lo_outer else ((lo, "<"), (hi, ">"))
+            for c, cmp in (inner, outer):
+                x = self.b.select(self.b.icmp_signed(cmp, x, c), c, x)
             return x
 
-        lo = next(c for (op, _), c in zip(clamps, bounds) if op == "max")
-        hi = next(c for (op, _), c in zip(clamps, bounds) if op == "min")
         last = self.b.add(b, ir.Constant(i32t, lanes - 1))
         et = ir.IntType(_storage(st).bits)
         first_v = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, self.b.add(clamp(b), offv), et),
@@ -494,32 +480,3 @@ class MemoryMixin:
 
             whole = ExprEmitter(self.b, 32 * regs, {}, self.target).concat(parts, 32 * regs)
         return self.b.bitcast(whole, ir.VectorType(ir.IntType(_storage(st).bits), lanes))
-
-
-def _clamped_ramp(index: H.Expr, lanes: int) -> Optional[tuple[H.Expr, list[tuple[str, H.Expr]], Optional[H.Expr]]]:
-    """Match `clamp(ramp(b, 1, lanes), lo, hi) [+ off]`, the clamp a min and a max in either order.
-    Bounds and offset are vectors that must be broadcasts (checked by the caller, which also resolves
-    vector `let` names). Returns (b, [(op, bound) innermost first], off or None)."""
-    off: Optional[H.Expr] = None
-    e = index
-    if isinstance(e, H.BinOp) and e.op == "+":
-        if _is_clamp(e.a):
-            e, off = e.a, e.b
-        elif _is_clamp(e.b):
-            e, off = e.b, e.a
-        else:
-            return None
-    clamps: list[tuple[str, H.Expr]] = []
-    while _is_clamp(e):
-        assert isinstance(e, H.BinOp)
-        clamps.append((e.op, e.b))
-        e = e.a
-    if sorted(op for op, _ in clamps) != ["max", "min"]:
-        return None
-    if not (isinstance(e, H.Ramp) and e.count == lanes and isinstance(e.stride, H.IntImm) and e.stride.value == 1):
-        return None
-    return e.base, clamps[::-1], off
-
-
-def _is_clamp(e: H.Expr) -> bool:
-    return isinstance(e, H.BinOp) and e.op in ("min", "max")
