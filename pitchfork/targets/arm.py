@@ -35,7 +35,7 @@ from llvmlite import ir
 from fpir.ops import expansion, make, spec, template
 from fpir.term import Term
 from fpir.types import ScalarType
-from pitchfork.targets.base import Signature, target_op
+from pitchfork.targets.base import Signature, encodable, immediate, target_op
 
 NEON = "llvm.aarch64.neon"
 U8_32 = ("u8", "u16", "u32")
@@ -154,8 +154,11 @@ def _narrowing(op: str) -> Emit:
     return emit
 
 
-def _const_in(t: Term, lo: int, hi: int) -> bool:
-    return t.is_const and lo <= t.value <= hi
+#: which uses of the immediate-operand instructions encode (anything else is emitted generically and
+#: costed so, pitchfork/targets/base.py `encodable`)
+_NARROW_IMM = immediate(1, 1, lambda bits: bits // 2)  # shrn/rshrn/sq(r)shr(u)n/uq(r)shrn #c, c in [1, bits/2]
+_SQSHLU_IMM = immediate(1, 0, lambda bits: bits - 1)  # sqshlu #c, c in [0, bits - 1]
+_RSRA_IMM = immediate(2, 1, lambda bits: bits)  # ursra/srsra #c, c in [1, bits]
 
 
 def _narrowing_shift(op: str) -> Emit:
@@ -163,7 +166,7 @@ def _narrowing_shift(op: str) -> Emit:
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
         src = t.args[0].type.bits
-        if not _const_in(t.args[1], 1, src // 2):
+        if not encodable(t):
             return _generic(em, args, t)
         n = 128 // src
         imm = ir.Constant(ir.IntType(32), t.args[1].value)
@@ -177,18 +180,18 @@ def _shrn(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     """shrn #c has no intrinsic: LLVM selects it from `trunc (lshr x, c)` (for c <= bits/2 the kept
     bits are the same for a logical and an arithmetic shift)."""
     src = t.args[0].type
-    if not _const_in(t.args[1], 1, src.bits // 2):
+    if not encodable(t):
         return _generic(em, args, t)
     shifted = em.b.lshr(args[0], em.splat(t.args[1].value, src))
     return em.b.trunc(shifted, _vec(src.bits // 2, em.lanes))
 
 
-def _immediate_shift(op: str, lo: int, top: int) -> Emit:
+def _immediate_shift(op: str) -> Emit:
     """sqshlu #c: the intrinsic with a constant splat shift vector (LLVM selects the immediate form)."""
     inner = _intrinsic(op)
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-        if not _const_in(t.args[1], lo, t.args[0].type.bits - top):
+        if not encodable(t):
             return _generic(em, args, t)
         return inner(em, args, t)
 
@@ -262,7 +265,7 @@ def _shift_right_accumulate(op: str) -> Emit:
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
         bits = t.type.bits
-        if not _const_in(t.args[2], 1, bits):
+        if not encodable(t):
             return _generic(em, args, t)
         n = _chunk(em.lanes, bits)
         amount = ir.Constant(_vec(bits, n), [ir.Constant(ir.IntType(bits), -t.args[2].value)] * n)
@@ -534,6 +537,7 @@ target_op(
     _same(U8_64, 3),
     "x + rounding_shr(y, z)",
     _shift_right_accumulate("urshl"),
+    encodable=_RSRA_IMM,
     llvm=f"add acc, {NEON}.urshl(y, splat(-c)) (ursra)",
 )
 target_op(
@@ -541,6 +545,7 @@ target_op(
     [f"{t}, {t}, {_unsigned(t)} -> {t}" for t in I8_64],
     "x + rounding_shr(y, z)",
     _shift_right_accumulate("srshl"),
+    encodable=_RSRA_IMM,
     llvm=f"add acc, {NEON}.srshl(y, splat(-c)) (srsra)",
 )
 target_op(
@@ -557,8 +562,9 @@ target_op(
     "arm.sqshlu",
     [f"{t}, {t} -> {_unsigned(t)}" for t in I8_32],
     lambda s: f"saturating_cast<{s.result}>(widening_shl(x, y))",
-    _immediate_shift("sqshlu", 0, 1),
+    _immediate_shift("sqshlu"),
     llvm=f"{NEON}.sqshlu (immediate in [0, bits - 1])",
+    encodable=_SQSHLU_IMM,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -602,22 +608,27 @@ _NARROW_I = [f"{t}, {t} -> {_narrow(t)}" for t in _WIDE_I]
 _NARROW_U = [f"{t}, {t} -> {_narrow(t)}" for t in _WIDE_U]
 _NARROW_IU = [f"{t}, {t} -> {_unsigned(_narrow(t))}" for t in _WIDE_I]
 
-target_op("arm.shrn", _NARROW_SAME, lambda s: f"{s.result}(x >> y)", _shrn, llvm="trunc (lshr x, c)")
+target_op("arm.shrn", _NARROW_SAME, lambda s: f"{s.result}(x >> y)", _shrn, llvm="trunc (lshr x, c)",
+          encodable=_NARROW_IMM)
 target_op(
     "arm.rshrn",
     _NARROW_SAME,
     lambda s: f"{s.result}(rounding_shr(x, y))",
     _narrowing_shift("rshrn"),
     llvm=f"{NEON}.rshrn",
+    encodable=_NARROW_IMM,
 )
 target_op(
-    "arm.sqshrn", _NARROW_I, _cast_to_result("x >> y"), _narrowing_shift("sqshrn"), llvm=f"{NEON}.sqshrn"
+    "arm.sqshrn", _NARROW_I, _cast_to_result("x >> y"), _narrowing_shift("sqshrn"), llvm=f"{NEON}.sqshrn",
+    encodable=_NARROW_IMM,
 )
 target_op(
-    "arm.uqshrn", _NARROW_U, _cast_to_result("x >> y"), _narrowing_shift("uqshrn"), llvm=f"{NEON}.uqshrn"
+    "arm.uqshrn", _NARROW_U, _cast_to_result("x >> y"), _narrowing_shift("uqshrn"), llvm=f"{NEON}.uqshrn",
+    encodable=_NARROW_IMM,
 )
 target_op(
-    "arm.sqshrun", _NARROW_IU, _cast_to_result("x >> y"), _narrowing_shift("sqshrun"), llvm=f"{NEON}.sqshrun"
+    "arm.sqshrun", _NARROW_IU, _cast_to_result("x >> y"), _narrowing_shift("sqshrun"), llvm=f"{NEON}.sqshrun",
+    encodable=_NARROW_IMM,
 )
 target_op(
     "arm.sqrshrn",
@@ -625,6 +636,7 @@ target_op(
     _cast_to_result("rounding_shr(x, y)"),
     _narrowing_shift("sqrshrn"),
     llvm=f"{NEON}.sqrshrn",
+    encodable=_NARROW_IMM,
 )
 target_op(
     "arm.uqrshrn",
@@ -632,6 +644,7 @@ target_op(
     _cast_to_result("rounding_shr(x, y)"),
     _narrowing_shift("uqrshrn"),
     llvm=f"{NEON}.uqrshrn",
+    encodable=_NARROW_IMM,
 )
 target_op(
     "arm.sqrshrun",
@@ -639,6 +652,7 @@ target_op(
     _cast_to_result("rounding_shr(x, y)"),
     _narrowing_shift("sqrshrun"),
     llvm=f"{NEON}.sqrshrun",
+    encodable=_NARROW_IMM,
 )
 
 # ---------------------------------------------------------------------------------------------
