@@ -36,7 +36,7 @@ from llvmlite import ir
 from fpir.ops import expansion, make, spec, template
 from fpir.term import Term
 from fpir.types import ScalarType
-from pitchfork.targets.base import Inst, Signature, declare
+from pitchfork.targets.base import Inst, Signature, declare, encodable, immediate
 
 NEON = "llvm.aarch64.neon"
 U8_32 = ("u8", "u16", "u32")
@@ -163,8 +163,11 @@ def _narrowing(op: str) -> Emit:
     return emit
 
 
-def _const_in(t: Term, lo: int, hi: int) -> bool:
-    return t.is_const and lo <= t.value <= hi
+#: which uses of the immediate-operand instructions encode (anything else is emitted generically and
+#: costed so, pitchfork/targets/base.py `encodable`)
+_NARROW_IMM = immediate(1, 1, lambda bits: bits // 2)  # shrn/rshrn/sq(r)shr(u)n/uq(r)shrn #c, c in [1, bits/2]
+_SQSHLU_IMM = immediate(1, 0, lambda bits: bits - 1)  # sqshlu #c, c in [0, bits - 1]
+_RSRA_IMM = immediate(2, 1, lambda bits: bits)  # ursra/srsra #c, c in [1, bits]
 
 
 def _narrowing_shift(op: str) -> Emit:
@@ -172,7 +175,7 @@ def _narrowing_shift(op: str) -> Emit:
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
         src = t.args[0].type.bits
-        if not _const_in(t.args[1], 1, src // 2):
+        if not encodable(t):
             return _generic(em, args, t)
         n = 128 // src
         imm = ir.Constant(ir.IntType(32), t.args[1].value)
@@ -186,18 +189,18 @@ def _shrn(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     """shrn #c has no intrinsic: LLVM selects it from `trunc (lshr x, c)` (for c <= bits/2 the kept
     bits are the same for a logical and an arithmetic shift)."""
     src = t.args[0].type
-    if not _const_in(t.args[1], 1, src.bits // 2):
+    if not encodable(t):
         return _generic(em, args, t)
     shifted = em.b.lshr(args[0], em.splat(t.args[1].value, src))
     return em.b.trunc(shifted, _vec(src.bits // 2, em.lanes))
 
 
-def _immediate_shift(op: str, lo: int, top: int) -> Emit:
+def _immediate_shift(op: str) -> Emit:
     """sqshlu #c: the intrinsic with a constant splat shift vector (LLVM selects the immediate form)."""
     inner = _intrinsic(op)
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-        if not _const_in(t.args[1], lo, t.args[0].type.bits - top):
+        if not encodable(t):
             return _generic(em, args, t)
         return inner(em, args, t)
 
@@ -271,7 +274,7 @@ def _shift_right_accumulate(op: str) -> Emit:
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
         bits = t.type.bits
-        if not _const_in(t.args[2], 1, bits):
+        if not encodable(t):
             return _generic(em, args, t)
         n = _chunk(em.lanes, bits)
         amount = ir.Constant(_vec(bits, n), [ir.Constant(ir.IntType(bits), -t.args[2].value)] * n)
@@ -445,27 +448,32 @@ TABLE: tuple[Inst, ...] = (
          f"{NEON}.srshl (constant negative amount: srshr)"),
     # Rounding shift right by an immediate in [1, bits] and accumulate (ursra/srsra #c).
     Inst("ursra", _same(U8_64, 3), "x + rounding_shr(y, z)", _shift_right_accumulate("urshl"),
-         f"add acc, {NEON}.urshl(y, splat(-c)) (ursra)"),
+         f"add acc, {NEON}.urshl(y, splat(-c)) (ursra)", encodable=_RSRA_IMM),
     Inst("srsra", _sigs("{t}, {t}, {u} -> {t}", I8_64), "x + rounding_shr(y, z)", _shift_right_accumulate("srshl"),
-         f"add acc, {NEON}.srshl(y, splat(-c)) (srsra)"),
+         f"add acc, {NEON}.srshl(y, splat(-c)) (srsra)", encodable=_RSRA_IMM),
     Inst("uqshl", _sigs("{t}, {s} -> {t}", U8_64), _by_low_byte("saturating_shl"), _intrinsic("uqshl")),
     Inst("sqshl", _same(I8_64, 2), _by_low_byte("saturating_shl"), _intrinsic("sqshl")),
     Inst("sqshlu", _sigs("{t}, {t} -> {u}", I8_32), _typed("saturating_cast<{r}>(widening_shl(x, y))"),
-         _immediate_shift("sqshlu", 0, 1), f"{NEON}.sqshlu (immediate in [0, bits - 1])"),
+         _immediate_shift("sqshlu"), f"{NEON}.sqshlu (immediate in [0, bits - 1])", encodable=_SQSHLU_IMM),
     # ---- Saturating narrowing
     Inst("sqxtn", _sigs("{t} -> {n}", _WIDE_I), _typed("saturating_cast<{r}>(x)"), _narrowing("sqxtn")),
     Inst("uqxtn", _sigs("{t} -> {n}", _WIDE_U), _typed("saturating_cast<{r}>(x)"), _narrowing("uqxtn")),
     Inst("sqxtun", _sigs("{t} -> {un}", _WIDE_I), _typed("saturating_cast<{r}>(x)"), _narrowing("sqxtun")),
     # ---- Narrowing shifts by an immediate in [1, output bits]
-    Inst("shrn", _NARROW_SAME, _typed("{r}(x >> y)"), _shrn, "trunc (lshr x, c)"),
-    Inst("rshrn", _NARROW_SAME, _typed("{r}(rounding_shr(x, y))"), _narrowing_shift("rshrn")),
-    Inst("sqshrn", _NARROW_I, _typed("saturating_cast<{r}>(x >> y)"), _narrowing_shift("sqshrn")),
-    Inst("uqshrn", _NARROW_U, _typed("saturating_cast<{r}>(x >> y)"), _narrowing_shift("uqshrn")),
-    Inst("sqshrun", _NARROW_IU, _typed("saturating_cast<{r}>(x >> y)"), _narrowing_shift("sqshrun")),
-    Inst("sqrshrn", _NARROW_I, _typed("saturating_cast<{r}>(rounding_shr(x, y))"), _narrowing_shift("sqrshrn")),
-    Inst("uqrshrn", _NARROW_U, _typed("saturating_cast<{r}>(rounding_shr(x, y))"), _narrowing_shift("uqrshrn")),
+    Inst("shrn", _NARROW_SAME, _typed("{r}(x >> y)"), _shrn, "trunc (lshr x, c)", encodable=_NARROW_IMM),
+    Inst("rshrn", _NARROW_SAME, _typed("{r}(rounding_shr(x, y))"), _narrowing_shift("rshrn"), encodable=_NARROW_IMM),
+    Inst("sqshrn", _NARROW_I, _typed("saturating_cast<{r}>(x >> y)"), _narrowing_shift("sqshrn"),
+         encodable=_NARROW_IMM),
+    Inst("uqshrn", _NARROW_U, _typed("saturating_cast<{r}>(x >> y)"), _narrowing_shift("uqshrn"),
+         encodable=_NARROW_IMM),
+    Inst("sqshrun", _NARROW_IU, _typed("saturating_cast<{r}>(x >> y)"), _narrowing_shift("sqshrun"),
+         encodable=_NARROW_IMM),
+    Inst("sqrshrn", _NARROW_I, _typed("saturating_cast<{r}>(rounding_shr(x, y))"), _narrowing_shift("sqrshrn"),
+         encodable=_NARROW_IMM),
+    Inst("uqrshrn", _NARROW_U, _typed("saturating_cast<{r}>(rounding_shr(x, y))"), _narrowing_shift("uqrshrn"),
+         encodable=_NARROW_IMM),
     Inst("sqrshrun", _NARROW_IU, _typed("saturating_cast<{r}>(rounding_shr(x, y))"),
-         _narrowing_shift("sqrshrun")),
+         _narrowing_shift("sqrshrun"), encodable=_NARROW_IMM),
     # ---- High half of a wrapping add / sub, narrowed (plain or rounding): bits h..2h-1 of x +- y (+ 2^(h-1))
     Inst("addhn", _NARROW_SAME, _high_half("+", False), _high_narrow(False), "trunc (lshr (add x, y), h)"),
     Inst("subhn", _NARROW_SAME, _high_half("-", False), _high_narrow(True), "trunc (lshr (sub x, y), h)"),
