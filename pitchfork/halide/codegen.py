@@ -57,6 +57,7 @@ from pitchfork.halide.codegen_base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDEN
                                            _ident, _show, _storage, fpir_type, type_code)
 from pitchfork.halide.codegen_expr import ExprConverter
 from pitchfork.halide.codegen_float import FloatEmitter
+from pitchfork.halide.codegen_lut import LutMixin
 from pitchfork.halide.codegen_memory import MemoryMixin, clamped_ramp
 from pitchfork.halide.codegen_reduce import REDUCE_OPS, split_reduce
 from pitchfork.halide.htypes import HType
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
 NO_BUILTINS: dict[str, tuple[str, ...]] = {"x86-avx2": ("memcpy",)}
 
 
-class LoopNestCodegen(MemoryMixin, AllocMixin):
+class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
     def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline") -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
         self.module = ir.Module(name=name)
@@ -422,10 +423,13 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
                     v = self._mem_access(buf, self.b.call(fn, [p, ir.Constant(ir.IntType(32), align), mask,
                                                                ir.Constant(vt, None)]))
             else:
-                # hvx128: aligned windows + valign (_clamped_ramp_load); elsewhere one dense load and a
-                # window of [splat(first), it, splat(last)] (_clamped_gather); else a lane loop.
+                # hvx128: aligned windows + valign (_clamped_ramp_load), or vlut32 for a byte table of
+                # at most 256 entries (_hvx_lut); elsewhere one dense load and a window of
+                # [splat(first), it, splat(last)] (_clamped_gather); else a lane loop.
                 parts = clamped_ramp(e.index, self._vector_source) if mask is None else None
                 clamped = self._clamped_ramp_load(buf, st, parts, leaf.lanes, node) if parts is not None else None
+                if clamped is None and parts is None and mask is None:
+                    clamped = self._hvx_lut(buf, st, e.index, leaf.lanes, node)  # a small byte table
                 if clamped is not None:
                     v = clamped
                 else:
