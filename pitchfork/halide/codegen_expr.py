@@ -142,6 +142,12 @@ class ExprConverter:
         # its bounds let lowering pass the scalar straight to an instruction's Rt (an HVX shift amount).
         if isinstance(v, H.BinOp) and v.op in ("min", "max") and (isinstance(v.a, H.IntImm) or isinstance(v.b, H.IntImm)):
             return self.go(H.BinOp(v.op, replace(e, value=v.a), replace(e, value=v.b), e.type))
+        # A widened narrow scalar (`int16(mask[k])`, an i8 filter tap) stays a cast of a narrow splat, so
+        # lifting sees a widening multiply by an 8-bit value (HVX: vmpy / vmpa by the tap in Rt).
+        if (isinstance(v, H.Cast) and v.type.is_integer and v.value.type.is_integer and not v.value.type.is_bool
+                and v.value.type.bits < v.type.bits):
+            inner_t = replace(v.value.type, lanes=e.type.lanes)
+            return self.go(H.Cast(e.type, H.Broadcast(v.value, e.count, inner_t)))
         return self.leaf("splat", e)
 
     def _e_Ramp(self, e: H.Ramp) -> Term:
