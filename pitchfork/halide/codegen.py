@@ -274,7 +274,11 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         if not self.b.block.is_terminated:
             nxt = self.b.add(iv, ir.Constant(ir.IntType(32), 1), flags=["nsw"])
             iv.add_incoming(nxt, self.b.block)
-            self.b.cbranch(self.b.icmp_signed("<", nxt, hi), head, done)
+            # `!=`, as Halide's own loops exit: entered only when lo < hi, the counter steps by 1
+            # and meets hi exactly, so SCEV gets the exact trip count hi - lo and loop strength
+            # reduction can count one register to zero (`slt` left a separate compare register and
+            # an extra `cmp` in average_pool's reduction loop)
+            self.b.cbranch(self.b.icmp_unsigned("!=", nxt, hi), head, done)
         self.b.position_at_end(done)
 
     def _s_Evaluate(self, s: H.Evaluate) -> None:
