@@ -90,6 +90,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         self._heap_live: list[ir.Value] = []
         #: vector let name -> its Halide expression (names are unique in Halide's statement)
         self._vector_src: dict[str, H.Expr] = {}
+        #: scalar let name -> its Halide expression
+        self._scalar_src: dict[str, H.Expr] = {}
         self._assert_ids = itertools.count(1)
         self.leaves: dict[str, Leaf] = {}
         self._scoped: list[tuple[str, ir.Instruction]] = []
@@ -209,6 +211,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             self._vector_src[name] = value  # for patterns over the Halide expression (clamped_ramp)
             return
         self.scalars[name] = (self.scalar(value, node), fpir_type(t, node))
+        self._scalar_src[name] = value  # a broadcast of it may expose a constant clamp (codegen_expr)
 
     def _s_AssertStmt(self, s: H.AssertStmt) -> None:
         try:
