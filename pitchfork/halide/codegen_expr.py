@@ -10,6 +10,7 @@ vector code itself: what it returns is selected whole by pitchfork.lower.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
@@ -134,6 +135,13 @@ class ExprConverter:
         inner = self.go(e.value)
         if inner.is_const:
             return inner
+        v = e.value
+        if isinstance(v, H.Variable) and v.name not in self.lets:
+            v = self.cg._scalar_src.get(v.name, v)
+        # A runtime scalar clamped by a constant (`min(15, shift)`) keeps the clamp in the vector term:
+        # its bounds let lowering pass the scalar straight to an instruction's Rt (an HVX shift amount).
+        if isinstance(v, H.BinOp) and v.op in ("min", "max") and (isinstance(v.a, H.IntImm) or isinstance(v.b, H.IntImm)):
+            return self.go(H.BinOp(v.op, replace(e, value=v.a), replace(e, value=v.b), e.type))
         return self.leaf("splat", e)
 
     def _e_Ramp(self, e: H.Ramp) -> Term:
