@@ -10,6 +10,7 @@ vector code itself: what it returns is selected whole by pitchfork.lower.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
@@ -135,7 +136,14 @@ class ExprConverter:
         if inner.is_const:
             return inner
         v = e.value
-        if self.cg.target == "hvx128" and self.cg.isel == "pitchfork" and isinstance(v, H.Cast) and v.type.is_integer and v.value.type.is_integer and not v.type.is_bool \
+        if isinstance(v, H.Variable) and v.name not in self.lets:
+            v = self.cg._scalar_src.get(v.name, v)
+        # A runtime scalar clamped by a constant (`min(15, shift)`) keeps the clamp in the vector term:
+        # its bounds let lowering pass the scalar straight to an instruction's Rt (an HVX shift amount).
+        if isinstance(v, H.BinOp) and v.op in ("min", "max") and (isinstance(v.a, H.IntImm) or isinstance(v.b, H.IntImm)):
+            return self.go(H.BinOp(v.op, replace(e, value=v.a), replace(e, value=v.b), e.type))
+        if self.cg.target == "hvx128" and self.cg.isel == "pitchfork" and isinstance(v, H.Cast) \
+                and v.type.is_integer and v.value.type.is_integer and not v.type.is_bool \
                 and not v.value.type.is_bool and v.value.type.bits < v.type.bits:
             # x128(int32(m_i16)): splat the narrow value and widen it in FPIR, so lifting sees the
             # widening (i32(d_i16) * i32(m_i16) is a widening_mul: one HVX vmpy per 64 lanes instead
