@@ -299,6 +299,7 @@ RULE_EXAMPLES: dict[str, list[str]] = {
     "psrav_widened": ["a_i16 >> b_u16"],
     "rounding_shr_psrlv": ["rounding_shr(a_u32, b_u32)", "rounding_shr(a_u64, b_u64)"],
     "rounding_shr_psrav": ["rounding_shr(a_i32, b_u32)"],
+    "rounding_shr_halved": ["rounding_shr(a_i32, u32(8))", "rounding_shr(a_u32, u32(2))", "rounding_shr(a_i32, u32(32))"],
     "rounding_shr_psrlv_widened": ["rounding_shr(a_u16, b_u16)"],
     "rounding_shr_psrav_widened": ["rounding_shr(a_i16, b_u16)"],
     "saturating_shl_psllv": ["saturating_shl(a_u32, b_u32)", "saturating_shl(a_u64, b_u64)"],
