@@ -28,21 +28,21 @@ all constants, so a term never contains a constant-only sub-term.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import z3
 
+from fpir import primitives as pr
+from fpir import typerules as tr
 from fpir.flags import (FlagSpec, NSW_ADD, NSW_HALVING_ADD, NSW_HALVING_SUB, NSW_MUL, NSW_ROUNDING_HALVING_ADD,
                         NSW_ROUNDING_SHR, NSW_SUB)
 from fpir.term import Term, const, intern, var
-from fpir.types import FPIRTypeError, ScalarType, u1
-from fpir.types import work_arrays as _work
-
-Interval = tuple[int, int]
-TypeRule = Callable[[Sequence[ScalarType], Optional[ScalarType]], ScalarType]
-ArgHint = Callable[[int, Sequence[Optional[ScalarType]], Optional[ScalarType]], Optional[ScalarType]]
+from fpir.primitives import Interval
+from fpir.typerules import ArgHint, TypeRule
+from fpir.types import FPIRTypeError, ScalarType
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,485 +199,14 @@ def template(op: str, arg_types: tuple[ScalarType, ...], rtype: ScalarType) -> t
 
 
 # ---------------------------------------------------------------------------------------------
-# Type rules
-
-
-def _same(name: str) -> TypeRule:
-    def rule(ts: Sequence[ScalarType], _t: Optional[ScalarType]) -> ScalarType:
-        if any(t != ts[0] for t in ts):
-            raise FPIRTypeError(f"{name}: operands must have the same type, got {', '.join(map(str, ts))}")
-        return ts[0]
-
-    return rule
-
-
-def _int_only(name: str, ts: Sequence[ScalarType]) -> None:
-    for t in ts:
-        if t.is_bool:
-            raise FPIRTypeError(f"{name}: operands must be integers, got {t}")
-
-
-def _same_int(name: str) -> TypeRule:
-    base = _same(name)
-
-    def rule(ts: Sequence[ScalarType], t: Optional[ScalarType]) -> ScalarType:
-        _int_only(name, ts)
-        return base(ts, t)
-
-    return rule
-
-
-def _cmp_rule(name: str) -> TypeRule:
-    base = _same(name)
-
-    def rule(ts: Sequence[ScalarType], t: Optional[ScalarType]) -> ScalarType:
-        base(ts, t)
-        return u1
-
-    return rule
-
-
-def _select_rule(ts: Sequence[ScalarType], _t: Optional[ScalarType]) -> ScalarType:
-    if ts[0] != u1:
-        raise FPIRTypeError(f"select: condition must be u1, got {ts[0]}")
-    if ts[1] != ts[2]:
-        raise FPIRTypeError(f"select: branches must have the same type, got {ts[1]}, {ts[2]}")
-    return ts[1]
-
-
-def _shift_rule(name: str, result: Callable[[ScalarType], ScalarType] = lambda t: t) -> TypeRule:
-    def rule(ts: Sequence[ScalarType], _t: Optional[ScalarType]) -> ScalarType:
-        _int_only(name, ts)
-        if ts[0].bits != ts[1].bits:
-            raise FPIRTypeError(f"{name}: shift amount must have {ts[0].bits} bits like the shifted value, got {ts[1]}")
-        return result(ts[0])
-
-    return rule
-
-
-def _cast_rule(name: str, same_bits: bool = False, ints: bool = False) -> TypeRule:
-    def rule(ts: Sequence[ScalarType], t: Optional[ScalarType]) -> ScalarType:
-        if t is None:
-            raise FPIRTypeError(f"{name} needs a target type")
-        if same_bits and ts[0].bits != t.bits:
-            raise FPIRTypeError(f"{name}<{t}>: operand must have {t.bits} bits, got {ts[0]}")
-        if ints:
-            _int_only(name, [ts[0], t])
-        return t
-
-    return rule
-
-
-def _unsigned_of(name: str) -> TypeRule:
-    def rule(ts: Sequence[ScalarType], _t: Optional[ScalarType]) -> ScalarType:
-        _int_only(name, ts)
-        if any(t != ts[0] for t in ts):
-            raise FPIRTypeError(f"{name}: operands must have the same type, got {', '.join(map(str, ts))}")
-        return ts[0].to_unsigned()
-
-    return rule
-
-
-def _widening(name: str, result: Callable[[ScalarType], ScalarType] = lambda t: t.widen()) -> TypeRule:
-    def rule(ts: Sequence[ScalarType], _t: Optional[ScalarType]) -> ScalarType:
-        _int_only(name, ts)
-        if ts[0] != ts[1]:
-            raise FPIRTypeError(f"{name}: operands must have the same type, got {ts[0]}, {ts[1]}")
-        if ts[0].bits >= 256:
-            raise FPIRTypeError(f"{name}: cannot widen {ts[0]}")
-        return result(ts[0])
-
-    return rule
-
-
-def _widening_mul_rule(ts: Sequence[ScalarType], _t: Optional[ScalarType]) -> ScalarType:
-    _int_only("widening_mul", ts)
-    if ts[0].bits != ts[1].bits:
-        raise FPIRTypeError(f"widening_mul: operands must have the same width, got {ts[0]}, {ts[1]}")
-    return ScalarType(ts[0].signed or ts[1].signed, ts[0].bits * 2)
-
-
-def _extending_rule(name: str) -> TypeRule:
-    def rule(ts: Sequence[ScalarType], _t: Optional[ScalarType]) -> ScalarType:
-        _int_only(name, ts)
-        if ts[0].bits != 2 * ts[1].bits:
-            raise FPIRTypeError(f"{name}: first operand must be twice as wide as the second, got {ts[0]}, {ts[1]}")
-        return ts[0]
-
-    return rule
-
-
-def _mul_shr_rule(name: str) -> TypeRule:
-    def rule(ts: Sequence[ScalarType], _t: Optional[ScalarType]) -> ScalarType:
-        _int_only(name, ts)
-        if ts[0] != ts[1]:
-            raise FPIRTypeError(f"{name}: multiplicands must have the same type (and signedness), got {ts[0]}, {ts[1]}")
-        if ts[2] != ts[0].to_unsigned():
-            raise FPIRTypeError(f"{name}: shift amount must be {ts[0].to_unsigned()}, got {ts[2]}")
-        return ts[0]
-
-    return rule
-
-
-# ---------------------------------------------------------------------------------------------
-# Argument type hints (type of a bare constant argument, from its siblings)
-
-
-def _hint_same(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    for k in known:
-        if k is not None:
-            return k
-    return expected
-
-
-def _hint_cmp(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    for k in known:
-        if k is not None:
-            return k
-    return None
-
-
-def _hint_select(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    if i == 0:
-        return u1
-    other = known[2 if i == 1 else 1]
-    return other if other is not None else expected
-
-
-def _hint_shift(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    other = known[1 - i] if len(known) == 2 else known[0]
-    if i >= 1 and known[0] is not None:
-        return known[0]
-    return other
-
-
-def _hint_widening(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    for k in known:
-        if k is not None:
-            return k
-    return expected.narrow() if expected is not None and expected.bits > 8 else None
-
-
-def _hint_extending(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    if i == 1 and known[0] is not None:
-        return known[0].narrow()
-    if i == 0 and known[1] is not None:
-        return known[1].widen()
-    return expected if i == 0 else None
-
-
-def _hint_mul_shr(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    base = known[0] or known[1] or expected
-    if i == 2:
-        return base.to_unsigned() if base is not None else None
-    return base
-
-
-def _hint_cast(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    return expected
-
-
-# ---------------------------------------------------------------------------------------------
-# Exact numpy helpers. Values are numpy arrays of the type's dtype (object for >64 bits). Each
-# primitive computes the exact mathematical result in a wide work representation (int64 when every
-# type involved has at most 16 bits, Python ints in object arrays otherwise) and then wraps.
-
-
-def _wrap(v: Any, t: ScalarType) -> Any:
-    v = np.asarray(v)
-    if t.bits == 1:
-        return np.asarray(v & 1).astype(np.bool_)
-    if v.dtype == object:
-        # Elementwise on Python ints; np.asarray keeps 0-d results as object arrays.
-        w = np.asarray(v & ((1 << t.bits) - 1), dtype=object)
-        if t.signed:
-            w = np.asarray(np.where(w >= (1 << (t.bits - 1)), w - (1 << t.bits), w), dtype=object)
-        return w.astype(t.np_dtype)
-    mask = (1 << t.bits) - 1
-    w = v & mask
-    if t.signed:
-        half = 1 << (t.bits - 1)
-        w = np.where(w >= half, w - (1 << t.bits), w)
-    return np.asarray(w).astype(t.np_dtype)
-
-
-class _WrapperCache(dict):
-    def __missing__(self, t: ScalarType) -> Any:
-        f = np.frompyfunc(lambda x: t.wrap(int(x)), 1, 1)
-        self[t] = f
-        return f
-
-
-_WRAPPERS = _WrapperCache()
-
-
-def _np_lift(fn: Callable[..., Any], limit: int = 32) -> Callable[..., Any]:
-    """Wrap an exact integer function of work arrays into a primitive numpy implementation.
-
-    `limit`: the widest type for which int64 holds every exact intermediate (32 for ops whose
-    result magnitude is bounded by their operands', 16 for multiplications and shifts).
-    """
-
-    def impl(args: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType) -> Any:
-        w, obj = _work(args, types, rt, limit)
-        shape = np.broadcast_shapes(*(x.shape for x in w))
-        if obj:
-            # 0-d object arrays decay to Python ints (and np.where/np.minimum then fall back to int64,
-            # overflowing on 128-bit values): compute on at-least-1-d arrays and restore the shape.
-            w = [np.atleast_1d(x) for x in w]
-        with np.errstate(all="ignore"):
-            r = fn(*w, types=types, rt=rt, obj=obj)
-            if obj:
-                r = np.asarray(r, dtype=object).reshape(shape)
-            return _wrap(r, rt)
-
-    return impl
-
-
-def _np_div(a: Any, b: Any, **_: Any) -> Any:
-    safe = np.where(b == 0, 1, b)
-    q = a // safe  # floor division
-    r = a - q * safe
-    q = np.where((r != 0) & (safe < 0), q + 1, q)  # Euclidean: remainder is never negative
-    return np.where(b == 0, 0, q)
-
-
-def _np_mod(a: Any, b: Any, **_: Any) -> Any:
-    safe = np.where(b == 0, 1, b)
-    r = a - (a // safe) * safe
-    r = np.where(r < 0, r - safe, r)  # only when safe < 0
-    return np.where(b == 0, 0, r)
-
-
-def _shift_amounts(b: Any, bits: int) -> tuple[Any, Any]:
-    """Split a signed shift amount into (left, right) magnitudes, each clamped to bits."""
-    left = np.minimum(np.maximum(b, 0), bits)
-    right = np.minimum(np.maximum(-b, 0), bits)
-    return left, right
-
-
-def _np_shl(a: Any, b: Any, types: Sequence[ScalarType], obj: bool, **_: Any) -> Any:
-    bits = types[0].bits
-    left, right = _shift_amounts(b, bits)
-    return np.where(b >= 0, a * (np.asarray(2, dtype=object if obj else np.int64) ** left), a >> right)
-
-
-def _np_shr(a: Any, b: Any, types: Sequence[ScalarType], obj: bool, **_: Any) -> Any:
-    bits = types[0].bits
-    left, right = _shift_amounts(b, bits)
-    return np.where(b >= 0, a >> left, a * (np.asarray(2, dtype=object if obj else np.int64) ** right))
-
-
-def _np_cast(a: Any, types: Sequence[ScalarType], rt: ScalarType, **_: Any) -> Any:
-    if rt.bits == 1:
-        return (a != 0).astype(np.int64)
-    return a
-
-
-def _np_reinterpret(a: Any, **_: Any) -> Any:
-    return a  # wrapping to the result type reinterprets the bits
-
-
-def _np_not(a: Any, rt: ScalarType, **_: Any) -> Any:
-    return -a - 1 if rt.bits > 1 else 1 - a
-
-
-def _np_abs(a: Any, **_: Any) -> Any:
-    return np.abs(a)
-
-
-# ---------------------------------------------------------------------------------------------
-# Z3 helpers
-
-
-def _z3_cast(x: z3.BitVecRef, src: ScalarType, dst: ScalarType) -> z3.BitVecRef:
-    if dst.bits == 1:
-        return z3.If(x != 0, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
-    if dst.bits > src.bits:
-        ext = dst.bits - src.bits
-        return z3.SignExt(ext, x) if src.signed else z3.ZeroExt(ext, x)
-    if dst.bits < src.bits:
-        return z3.Extract(dst.bits - 1, 0, x)
-    return x
-
-
-def _bool(c: z3.BoolRef) -> z3.BitVecRef:
-    return z3.If(c, z3.BitVecVal(1, 1), z3.BitVecVal(0, 1))
-
-
-def _z3_lt(a: z3.BitVecRef, b: z3.BitVecRef, t: ScalarType) -> z3.BoolRef:
-    return a < b if t.signed else z3.ULT(a, b)
-
-
-def _z3_le(a: z3.BitVecRef, b: z3.BitVecRef, t: ScalarType) -> z3.BoolRef:
-    return a <= b if t.signed else z3.ULE(a, b)
-
-
-def _z3_div(a: z3.BitVecRef, b: z3.BitVecRef, ts: Sequence[ScalarType], rt: ScalarType) -> z3.BitVecRef:
-    zero = z3.BitVecVal(0, rt.bits)
-    if not rt.signed:
-        return z3.If(b == zero, zero, z3.UDiv(a, b))
-    q = a / b  # truncating
-    r = z3.SRem(a, b)
-    one = z3.BitVecVal(1, rt.bits)
-    q = z3.If(r < 0, z3.If(b > 0, q - one, q + one), q)
-    return z3.If(b == zero, zero, q)
-
-
-def _z3_mod(a: z3.BitVecRef, b: z3.BitVecRef, ts: Sequence[ScalarType], rt: ScalarType) -> z3.BitVecRef:
-    zero = z3.BitVecVal(0, rt.bits)
-    if not rt.signed:
-        return z3.If(b == zero, zero, z3.URem(a, b))
-    r = z3.SRem(a, b)
-    r = z3.If(r < 0, z3.If(b > 0, r + b, r - b), r)
-    return z3.If(b == zero, zero, r)
-
-
-def _z3_shift(a: z3.BitVecRef, b: z3.BitVecRef, ts: Sequence[ScalarType], left_first: bool) -> z3.BitVecRef:
-    t = ts[0]
-
-    def left(x: z3.BitVecRef, amt: z3.BitVecRef) -> z3.BitVecRef:
-        return x << amt  # SMT-LIB: amounts >= width give 0
-
-    def right(x: z3.BitVecRef, amt: z3.BitVecRef) -> z3.BitVecRef:
-        return x >> amt if t.signed else z3.LShR(x, amt)  # >= width: sign fill / 0
-
-    fwd, back = (left, right) if left_first else (right, left)
-    if not ts[1].signed:
-        return fwd(a, b)
-    return z3.If(b < 0, back(a, -b), fwd(a, b))
-
-
-# ---------------------------------------------------------------------------------------------
-# Interval helpers: exact ranges of the mathematical result, clipped to the type when it may wrap.
-
-
-def _fit(lo: int, hi: int, rt: ScalarType) -> Interval:
-    if rt.min <= lo and hi <= rt.max:
-        return (lo, hi)
-    return (rt.min, rt.max)
-
-
-def _corners(f: Callable[[int, int], int]) -> Callable[..., Interval]:
-    def rule(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-        (al, ah), (bl, bh) = ivs
-        vals = [f(x, y) for x in (al, ah) for y in (bl, bh)]
-        return _fit(min(vals), max(vals), rt)
-
-    return rule
-
-
-def _iv_div(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-    (al, ah), (bl, bh) = ivs
-    if bl > 0:
-        vals = [x // y for x in (al, ah) for y in (bl, bh)]
-        return _fit(min(vals), max(vals), rt)
-    # |x / y| <= |x| for y != 0 and x / 0 = 0; the quotient is negative when x or y is (Euclidean
-    # division: 255 / -1 = -255), so a divisor that may be negative allows negative results too.
-    m = max(abs(al), abs(ah))
-    return _fit(-m if al < 0 or bl < 0 else 0, m, rt)
-
-
-def _iv_mod(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-    (al, ah), (bl, bh) = ivs
-    m = max(abs(bl), abs(bh))
-    if al >= 0 and ah < max(bl, 1) and bl > 0:
-        return (al, ah)
-    return _fit(0, max(m - 1, 0), rt)
-
-
-def _iv_minmax(fn: Callable[[int, int], int]) -> Callable[..., Interval]:
-    def rule(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-        (al, ah), (bl, bh) = ivs
-        return (fn(al, bl), fn(ah, bh))
-
-    return rule
-
-
-def _iv_bool(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-    return (0, 1)
-
-
-def _iv_select(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-    (cl, ch), (al, ah), (bl, bh) = ivs
-    if cl == 1:
-        return (al, ah)
-    if ch == 0:
-        return (bl, bh)
-    return (min(al, bl), max(ah, bh))
-
-
-def _iv_bitwise(op: str) -> Callable[..., Interval]:
-    def rule(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-        (al, ah), (bl, bh) = ivs
-        if al < 0 or bl < 0:
-            return (rt.min, rt.max)
-        if op == "and":
-            return (0, min(ah, bh))
-        top = (1 << max(ah.bit_length(), bh.bit_length())) - 1
-        return _fit(0, top, rt)
-
-    return rule
-
-
-def _iv_not(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-    (al, ah), = ivs
-    if rt.bits == 1:
-        return (1 - ah, 1 - al)
-    if rt.signed:
-        return (-ah - 1, -al - 1)
-    return (rt.max - ah, rt.max - al)
-
-
-def _iv_shl(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-    (al, ah), (bl, bh) = ivs
-    if bl < 0 or bh >= rt.bits:
-        return (rt.min, rt.max)
-    vals = [x << y for x in (al, ah) for y in (bl, bh)]
-    return _fit(min(vals), max(vals), rt)
-
-
-def _iv_shr(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-    (al, ah), (bl, bh) = ivs
-    if bl < 0:
-        return (rt.min, rt.max)
-    bh = min(bh, rt.bits)
-    vals = [x >> y for x in (al, ah) for y in (bl, bh)]
-    return (min(vals), max(vals))
-
-
-def _iv_cast(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-    (al, ah), = ivs
-    if rt.bits == 1:
-        return (0 if al <= 0 <= ah else 1, 0 if al == ah == 0 else 1)
-    return _fit(al, ah, rt)
-
-
-def _iv_abs(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-    (al, ah), = ivs
-    if al >= 0:
-        return (al, ah)
-    if ah <= 0:
-        return (-ah, -al)
-    return (0, max(-al, ah))
-
-
-def _iv_absd(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
-    (al, ah), (bl, bh) = ivs
-    hi = max(ah - bl, bh - al)
-    lo = max(0, al - bh, bl - ah)
-    return (lo, hi)
-
-
-# ---------------------------------------------------------------------------------------------
 # Primitive ops (Halide's integer IR)
 
 
 def _prim(name: str, arity: int, rule: TypeRule, doc: str, np_fn: Callable[..., Any], z3_fn: Callable[..., Any],
-          iv: Callable[..., Interval], symbol: Optional[str] = None, hint: ArgHint = _hint_same,
+          iv: Callable[..., Interval], symbol: Optional[str] = None, hint: ArgHint = tr.hint_same,
           explicit_type: bool = False, flags: Sequence[FlagSpec] = ()) -> None:
     limit = 16 if name in ("mul", "shl", "shr") else 32
-    register(OpSpec(name, arity, "primitive", rule, doc, np_impl=_np_lift(np_fn, limit), z3_impl=z3_fn, interval=iv,
+    register(OpSpec(name, arity, "primitive", rule, doc, np_impl=pr.np_lift(np_fn, limit), z3_impl=z3_fn, interval=iv,
                     symbol=symbol, arg_hint=hint, explicit_type=explicit_type, flags={f.name: f for f in flags}))
 
 
@@ -685,55 +214,55 @@ def _bin_z3(f: Callable[[z3.BitVecRef, z3.BitVecRef], z3.BitVecRef]) -> Callable
     return lambda args, ts, rt: f(args[0], args[1])
 
 
-_prim("cast", 1, _cast_rule("cast"), "Convert to type t, wrapping (casts to u1 test != 0).",
-      _np_cast, lambda a, ts, rt: _z3_cast(a[0], ts[0], rt), _iv_cast, hint=_hint_cast, explicit_type=True)
-_prim("reinterpret", 1, _cast_rule("reinterpret", same_bits=True),
-      "Same bits, read as type t.", _np_reinterpret, lambda a, ts, rt: a[0], _iv_cast, hint=_hint_cast,
+_prim("cast", 1, tr.cast_rule("cast"), "Convert to type t, wrapping (casts to u1 test != 0).",
+      pr.np_cast, lambda a, ts, rt: pr.z3_cast(a[0], ts[0], rt), pr.iv_cast, hint=tr.hint_cast, explicit_type=True)
+_prim("reinterpret", 1, tr.cast_rule("reinterpret", same_bits=True),
+      "Same bits, read as type t.", pr.np_reinterpret, lambda a, ts, rt: a[0], pr.iv_cast, hint=tr.hint_cast,
       explicit_type=True)
-_prim("add", 2, _same_int("add"), "a + b, wrapping.", lambda a, b, **_: a + b, _bin_z3(lambda a, b: a + b),
-      _corners(lambda x, y: x + y), symbol="+", flags=(NSW_ADD,))
-_prim("sub", 2, _same_int("sub"), "a - b, wrapping.", lambda a, b, **_: a - b, _bin_z3(lambda a, b: a - b),
-      _corners(lambda x, y: x - y), symbol="-", flags=(NSW_SUB,))
-_prim("mul", 2, _same_int("mul"), "a * b, wrapping.", lambda a, b, **_: a * b, _bin_z3(lambda a, b: a * b),
-      _corners(lambda x, y: x * y), symbol="*", flags=(NSW_MUL,))
-_prim("div", 2, _same_int("div"), "Euclidean division (remainder never negative); x / 0 = 0.",
-      _np_div, lambda a, ts, rt: _z3_div(a[0], a[1], ts, rt), _iv_div, symbol="/")
-_prim("mod", 2, _same_int("mod"), "Euclidean modulo (never negative); x % 0 = 0.",
-      _np_mod, lambda a, ts, rt: _z3_mod(a[0], a[1], ts, rt), _iv_mod, symbol="%")
-_prim("min", 2, _same("min"), "Minimum.", lambda a, b, **_: np.minimum(a, b),
-      lambda a, ts, rt: z3.If(_z3_le(a[0], a[1], rt), a[0], a[1]), _iv_minmax(min))
-_prim("max", 2, _same("max"), "Maximum.", lambda a, b, **_: np.maximum(a, b),
-      lambda a, ts, rt: z3.If(_z3_le(a[0], a[1], rt), a[1], a[0]), _iv_minmax(max))
+_prim("add", 2, tr.same_int("add"), "a + b, wrapping.", lambda a, b, **_: a + b, _bin_z3(lambda a, b: a + b),
+      pr.corners(lambda x, y: x + y), symbol="+", flags=(NSW_ADD,))
+_prim("sub", 2, tr.same_int("sub"), "a - b, wrapping.", lambda a, b, **_: a - b, _bin_z3(lambda a, b: a - b),
+      pr.corners(lambda x, y: x - y), symbol="-", flags=(NSW_SUB,))
+_prim("mul", 2, tr.same_int("mul"), "a * b, wrapping.", lambda a, b, **_: a * b, _bin_z3(lambda a, b: a * b),
+      pr.corners(lambda x, y: x * y), symbol="*", flags=(NSW_MUL,))
+_prim("div", 2, tr.same_int("div"), "Euclidean division (remainder never negative); x / 0 = 0.",
+      pr.np_div, lambda a, ts, rt: pr.z3_div(a[0], a[1], ts, rt), pr.iv_div, symbol="/")
+_prim("mod", 2, tr.same_int("mod"), "Euclidean modulo (never negative); x % 0 = 0.",
+      pr.np_mod, lambda a, ts, rt: pr.z3_mod(a[0], a[1], ts, rt), pr.iv_mod, symbol="%")
+_prim("min", 2, tr.same_type("min"), "Minimum.", lambda a, b, **_: np.minimum(a, b),
+      lambda a, ts, rt: z3.If(pr.z3_le(a[0], a[1], rt), a[0], a[1]), pr.iv_minmax(min))
+_prim("max", 2, tr.same_type("max"), "Maximum.", lambda a, b, **_: np.maximum(a, b),
+      lambda a, ts, rt: z3.If(pr.z3_le(a[0], a[1], rt), a[1], a[0]), pr.iv_minmax(max))
 for _n, _sym, _npf, _z3f in [
     ("eq", "==", lambda a, b: a == b, lambda a, b, t: a == b),
     ("ne", "!=", lambda a, b: a != b, lambda a, b, t: a != b),
-    ("lt", "<", lambda a, b: a < b, lambda a, b, t: _z3_lt(a, b, t)),
-    ("le", "<=", lambda a, b: a <= b, lambda a, b, t: _z3_le(a, b, t)),
-    ("gt", ">", lambda a, b: a > b, lambda a, b, t: _z3_lt(b, a, t)),
-    ("ge", ">=", lambda a, b: a >= b, lambda a, b, t: _z3_le(b, a, t)),
+    ("lt", "<", lambda a, b: a < b, lambda a, b, t: pr.z3_lt(a, b, t)),
+    ("le", "<=", lambda a, b: a <= b, lambda a, b, t: pr.z3_le(a, b, t)),
+    ("gt", ">", lambda a, b: a > b, lambda a, b, t: pr.z3_lt(b, a, t)),
+    ("ge", ">=", lambda a, b: a >= b, lambda a, b, t: pr.z3_le(b, a, t)),
 ]:
-    _prim(_n, 2, _cmp_rule(_n), f"Comparison a {_sym} b, giving u1.",
+    _prim(_n, 2, tr.cmp_rule(_n), f"Comparison a {_sym} b, giving u1.",
           (lambda f: lambda a, b, **_: f(a, b).astype(np.int64))(_npf),
-          (lambda f: lambda a, ts, rt: _bool(f(a[0], a[1], ts[0])))(_z3f), _iv_bool, symbol=_sym, hint=_hint_cmp)
-_prim("select", 3, _select_rule, "select(c, a, b): a where c is true, else b.",
-      lambda c, a, b, **_: np.where(c != 0, a, b), lambda a, ts, rt: z3.If(a[0] == 1, a[1], a[2]), _iv_select,
-      hint=_hint_select)
-_prim("and", 2, _same("and"), "Bitwise and.", lambda a, b, **_: a & b, _bin_z3(lambda a, b: a & b),
-      _iv_bitwise("and"), symbol="&")
-_prim("or", 2, _same("or"), "Bitwise or.", lambda a, b, **_: a | b, _bin_z3(lambda a, b: a | b),
-      _iv_bitwise("or"), symbol="|")
-_prim("xor", 2, _same("xor"), "Bitwise xor.", lambda a, b, **_: a ^ b, _bin_z3(lambda a, b: a ^ b),
-      _iv_bitwise("xor"), symbol="^")
-_prim("not", 1, _same("not"), "Bitwise complement.", _np_not, lambda a, ts, rt: ~a[0], _iv_not, symbol="~")
-_prim("shl", 2, _shift_rule("shl"),
+          (lambda f: lambda a, ts, rt: pr.z3_bool(f(a[0], a[1], ts[0])))(_z3f), pr.iv_bool, symbol=_sym, hint=tr.hint_cmp)
+_prim("select", 3, tr.select_rule, "select(c, a, b): a where c is true, else b.",
+      lambda c, a, b, **_: np.where(c != 0, a, b), lambda a, ts, rt: z3.If(a[0] == 1, a[1], a[2]), pr.iv_select,
+      hint=tr.hint_select)
+_prim("and", 2, tr.same_type("and"), "Bitwise and.", lambda a, b, **_: a & b, _bin_z3(lambda a, b: a & b),
+      pr.iv_bitwise("and"), symbol="&")
+_prim("or", 2, tr.same_type("or"), "Bitwise or.", lambda a, b, **_: a | b, _bin_z3(lambda a, b: a | b),
+      pr.iv_bitwise("or"), symbol="|")
+_prim("xor", 2, tr.same_type("xor"), "Bitwise xor.", lambda a, b, **_: a ^ b, _bin_z3(lambda a, b: a ^ b),
+      pr.iv_bitwise("xor"), symbol="^")
+_prim("not", 1, tr.same_type("not"), "Bitwise complement.", pr.np_not, lambda a, ts, rt: ~a[0], pr.iv_not, symbol="~")
+_prim("shl", 2, tr.shift_rule("shl"),
       "a << b. A negative (signed) b shifts right instead; amounts >= bits give 0.",
-      _np_shl, lambda a, ts, rt: _z3_shift(a[0], a[1], ts, True), _iv_shl, symbol="<<", hint=_hint_shift)
-_prim("shr", 2, _shift_rule("shr"),
+      pr.np_shl, lambda a, ts, rt: pr.z3_shift(a[0], a[1], ts, True), pr.iv_shl, symbol="<<", hint=tr.hint_shift)
+_prim("shr", 2, tr.shift_rule("shr"),
       "a >> b (arithmetic for signed a, floor). A negative (signed) b shifts left instead; amounts >= bits "
-      "give 0 or -1.", _np_shr, lambda a, ts, rt: _z3_shift(a[0], a[1], ts, False), _iv_shr, symbol=">>",
-      hint=_hint_shift)
-_prim("abs", 1, _unsigned_of("abs"), "Absolute value; the result is unsigned, so abs(INT_MIN) is exact.",
-      _np_abs, lambda a, ts, rt: z3.If(a[0] < 0, -a[0], a[0]) if ts[0].signed else a[0], _iv_abs)
+      "give 0 or -1.", pr.np_shr, lambda a, ts, rt: pr.z3_shift(a[0], a[1], ts, False), pr.iv_shr, symbol=">>",
+      hint=tr.hint_shift)
+_prim("abs", 1, tr.unsigned_of("abs"), "Absolute value; the result is unsigned, so abs(INT_MIN) is exact.",
+      pr.np_abs, lambda a, ts, rt: z3.If(a[0] < 0, -a[0], a[0]) if ts[0].signed else a[0], pr.iv_abs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -744,12 +273,8 @@ def C(value: int, t: ScalarType) -> Term:
     return const(t.wrap(value), t)
 
 
-def _k(t: ScalarType) -> Callable[[int], Term]:
-    return lambda v: C(v, t)
-
-
 def _fpir(name: str, arity: int, rule: TypeRule, doc: str, definition: Callable[[Sequence[Term], ScalarType], Term],
-          hint: ArgHint = _hint_same, interval: Optional[Callable[..., Interval]] = None,
+          hint: ArgHint = tr.hint_same, interval: Optional[Callable[..., Interval]] = None,
           explicit_type: bool = False, flags: Sequence[FlagSpec] = ()) -> None:
     register(OpSpec(name, arity, "fpir", rule, doc, definition=definition, arg_hint=hint, interval=interval,
                     explicit_type=explicit_type, flags={f.name: f for f in flags}))
@@ -869,51 +394,51 @@ def _def_saturating_shl(a: Sequence[Term], rt: ScalarType) -> Term:
     return make("saturating_cast", make("widening_shl", x, amt), type=rt)
 
 
-_fpir("widening_add", 2, _widening("widening_add"), "widen(x) + widen(y): exact, twice the width.",
-      _def_widening_add, hint=_hint_widening)
-_fpir("widening_sub", 2, _widening("widening_sub", lambda t: t.widen().to_signed()),
-      "widen(x) - widen(y) in the signed wide type (u8 - u8 gives i16).", _def_widening_sub, hint=_hint_widening)
-_fpir("widening_mul", 2, _widening_mul_rule,
+_fpir("widening_add", 2, tr.widening("widening_add"), "widen(x) + widen(y): exact, twice the width.",
+      _def_widening_add, hint=tr.hint_widening)
+_fpir("widening_sub", 2, tr.widening("widening_sub", lambda t: t.widen().to_signed()),
+      "widen(x) - widen(y) in the signed wide type (u8 - u8 gives i16).", _def_widening_sub, hint=tr.hint_widening)
+_fpir("widening_mul", 2, tr.widening_mul_rule,
       "widen(x) * widen(y); signedness may differ, the result is signed if either operand is.",
-      _def_widening_mul, hint=_hint_widening)
-_fpir("extending_add", 2, _extending_rule("extending_add"), "x + widen(y), x twice as wide as y; wraps.",
-      _def_extending("add"), hint=_hint_extending)
-_fpir("extending_sub", 2, _extending_rule("extending_sub"), "x - widen(y), x twice as wide as y; wraps.",
-      _def_extending("sub"), hint=_hint_extending)
-_fpir("extending_mul", 2, _extending_rule("extending_mul"), "x * widen(y), x twice as wide as y; wraps.",
-      _def_extending("mul"), hint=_hint_extending)
-_fpir("widening_shl", 2, _shift_rule("widening_shl", lambda t: t.widen()),
-      "widen(x) << widen(y) (a negative signed y shifts right).", _def_widening_shift("shl"), hint=_hint_shift)
-_fpir("widening_shr", 2, _shift_rule("widening_shr", lambda t: t.widen()),
-      "widen(x) >> widen(y) (a negative signed y shifts left).", _def_widening_shift("shr"), hint=_hint_shift)
-_fpir("absd", 2, _unsigned_of("absd"), "|x - y| exactly, as the unsigned type of the same width.",
-      _def_absd, interval=_iv_absd)
-_fpir("saturating_cast", 1, _cast_rule("saturating_cast", ints=True),
-      "cast<t>(clamp(x, t.min, t.max)) for any pair of integer types.", _def_sat_cast, hint=_hint_cast,
+      _def_widening_mul, hint=tr.hint_widening)
+_fpir("extending_add", 2, tr.extending_rule("extending_add"), "x + widen(y), x twice as wide as y; wraps.",
+      _def_extending("add"), hint=tr.hint_extending)
+_fpir("extending_sub", 2, tr.extending_rule("extending_sub"), "x - widen(y), x twice as wide as y; wraps.",
+      _def_extending("sub"), hint=tr.hint_extending)
+_fpir("extending_mul", 2, tr.extending_rule("extending_mul"), "x * widen(y), x twice as wide as y; wraps.",
+      _def_extending("mul"), hint=tr.hint_extending)
+_fpir("widening_shl", 2, tr.shift_rule("widening_shl", lambda t: t.widen()),
+      "widen(x) << widen(y) (a negative signed y shifts right).", _def_widening_shift("shl"), hint=tr.hint_shift)
+_fpir("widening_shr", 2, tr.shift_rule("widening_shr", lambda t: t.widen()),
+      "widen(x) >> widen(y) (a negative signed y shifts left).", _def_widening_shift("shr"), hint=tr.hint_shift)
+_fpir("absd", 2, tr.unsigned_of("absd"), "|x - y| exactly, as the unsigned type of the same width.",
+      _def_absd, interval=pr.iv_absd)
+_fpir("saturating_cast", 1, tr.cast_rule("saturating_cast", ints=True),
+      "cast<t>(clamp(x, t.min, t.max)) for any pair of integer types.", _def_sat_cast, hint=tr.hint_cast,
       explicit_type=True)
-_fpir("saturating_add", 2, _same_int("saturating_add"), "saturating_narrow(widening_add(x, y)).",
+_fpir("saturating_add", 2, tr.same_int("saturating_add"), "saturating_narrow(widening_add(x, y)).",
       _def_saturating("widening_add"))
-_fpir("saturating_sub", 2, _same_int("saturating_sub"), "saturating_cast<T>(widening_sub(x, y)).",
+_fpir("saturating_sub", 2, tr.same_int("saturating_sub"), "saturating_cast<T>(widening_sub(x, y)).",
       _def_saturating("widening_sub"))
-_fpir("halving_add", 2, _same_int("halving_add"), "narrow(widening_add(x, y) >> 1): floor average.",
+_fpir("halving_add", 2, tr.same_int("halving_add"), "narrow(widening_add(x, y) >> 1): floor average.",
       _def_halving_add, flags=(NSW_HALVING_ADD,))
-_fpir("halving_sub", 2, _same_int("halving_sub"),
+_fpir("halving_sub", 2, tr.same_int("halving_sub"),
       "narrow((widen(x) - widen(y)) >> 1); an unsigned negative result wraps.", _def_halving_sub, flags=(NSW_HALVING_SUB,))
-_fpir("rounding_halving_add", 2, _same_int("rounding_halving_add"),
+_fpir("rounding_halving_add", 2, tr.same_int("rounding_halving_add"),
       "narrow((widening_add(x, y) + 1) >> 1): average rounding up.", _def_rounding_halving_add, flags=(NSW_ROUNDING_HALVING_ADD,))
-_fpir("rounding_shr", 2, _shift_rule("rounding_shr"),
+_fpir("rounding_shr", 2, tr.shift_rule("rounding_shr"),
       "y > 0: (x + 2^(y-1)) >> y computed without overflow; y <= 0: x << -y (wraps).", _def_rounding_shr,
-      hint=_hint_shift, flags=(NSW_ROUNDING_SHR,))
-_fpir("rounding_shl", 2, _shift_rule("rounding_shl"),
+      hint=tr.hint_shift, flags=(NSW_ROUNDING_SHR,))
+_fpir("rounding_shl", 2, tr.shift_rule("rounding_shl"),
       "y >= 0: x << y (wraps); y < 0: (x + 2^(-y-1)) >> -y computed without overflow.", _def_rounding_shl,
-      hint=_hint_shift)
-_fpir("mul_shr", 3, _mul_shr_rule("mul_shr"), "saturating_narrow(widening_mul(x, y) >> z), z unsigned.",
-      _def_mul_shr, hint=_hint_mul_shr)
-_fpir("rounding_mul_shr", 3, _mul_shr_rule("rounding_mul_shr"),
+      hint=tr.hint_shift)
+_fpir("mul_shr", 3, tr.mul_shr_rule("mul_shr"), "saturating_narrow(widening_mul(x, y) >> z), z unsigned.",
+      _def_mul_shr, hint=tr.hint_mul_shr)
+_fpir("rounding_mul_shr", 3, tr.mul_shr_rule("rounding_mul_shr"),
       "saturating_narrow(rounding_shr(widening_mul(x, y), z)), z unsigned.", _def_rounding_mul_shr,
-      hint=_hint_mul_shr)
-_fpir("saturating_shl", 2, _shift_rule("saturating_shl"),
-      "saturating_cast<T>(widening_shl(x, y)) (section 8.4).", _def_saturating_shl, hint=_hint_shift)
+      hint=tr.hint_mul_shr)
+_fpir("saturating_shl", 2, tr.shift_rule("saturating_shl"),
+      "saturating_cast<T>(widening_shl(x, y)) (section 8.4).", _def_saturating_shl, hint=tr.hint_shift)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -924,7 +449,7 @@ _fpir("saturating_shl", 2, _shift_rule("saturating_shl"),
 REDUCE_COMBINE = {"add": "add", "min": "min", "max": "max", "saturating_add": "saturating_add"}
 DOCUMENTED_FACTORS = (2, 4)
 MAX_REDUCE_FACTOR = 256
-_REDUCE_RE = __import__("re").compile(r"^vector_reduce_(add|min|max|saturating_add)_x(\d+)$")
+_REDUCE_RE = re.compile(r"^vector_reduce_(add|min|max|saturating_add)_x(\d+)$")
 
 
 def reduce_op(kind: str, factor: int) -> str:
@@ -937,7 +462,7 @@ def _register_reduce(kind: str, f: int, documented: bool = True) -> OpSpec:
     what = {"add": "wrapping sum", "min": "minimum", "max": "maximum",
             "saturating_add": "saturating sum (saturating_add folded left to right)"}[kind]
     return register(OpSpec(
-        f"vector_reduce_{kind}_x{f}", 1, "primitive", _same_int(f"vector_reduce_{kind}_x{f}"),
+        f"vector_reduce_{kind}_x{f}", 1, "primitive", tr.same_int(f"vector_reduce_{kind}_x{f}"),
         f"Lane j of the result is the {what} of operand lanes {f}j .. {f}j+{f - 1}: the operand has {f} times "
         f"the result's lanes (Halide's VectorReduce with factor {f}; any factor 2..{MAX_REDUCE_FACTOR} exists "
         f"as vector_reduce_{kind}_x<f>).",

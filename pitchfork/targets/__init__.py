@@ -44,6 +44,9 @@ def _target_node_cost(t: Term) -> tuple[int, int, int]:
     s = spec(t.op)
     width = sum(a.type.bits for a in t.args)
     if s.kind == "target":
+        check = s.meta.get("encodable")
+        if check is not None and not check(t):  # emitted as its generic meaning (targets/base.py)
+            return (UNLOWERED_FPIR_COST, width, 0)
         return (s.meta.get("cost", 1), width, 0)
     if s.kind == "fpir":
         return (UNLOWERED_FPIR_COST, width, 0)

@@ -57,7 +57,8 @@ def substitute(term: Term, mapping: dict[str, Term]) -> Term:
 
 
 def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[Signature], str], emit: Emitter,
-              cost: int = 1, doc: str = "", llvm: str = "", lanes: Sequence[int] = ()) -> OpSpec:
+              cost: int = 1, doc: str = "", llvm: str = "", lanes: Sequence[int] = (),
+              encodable: Optional[Callable[[Term], bool]] = None) -> OpSpec:
     """Declare (and register) one target instruction.
 
     `signatures` lists the operand/result types it accepts ('u16, u8, u8 -> u16'); `semantics` is FPIR
@@ -67,6 +68,10 @@ def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[S
     generic pattern (documentation). `lanes` declares a lane-combining instruction: argument i has
     lanes[i] lanes per result lane (udot: (1, 4, 4)), and its semantics use the matching
     `vector_reduce_*_x<f>` ops; the emitter then receives each operand at its own lane count.
+    `encodable(term)` says whether a use of the instruction can be encoded as such (an immediate
+    operand that is a constant in range); where it cannot, the emitter emits the declared meaning
+    generically and the target cost counts it as such (`pitchfork.targets.target_cost`), so that no
+    rule wins by naming the instruction with an operand it cannot encode.
     """
     sigs = [sig(s) for s in signatures]
     sem_text = {s: semantics if isinstance(semantics, str) else semantics(s) for s in sigs}
@@ -104,10 +109,49 @@ def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[S
         f"{text}: {sem_text[s]}" for text, s in zip(signatures, sigs))
     spec_ = OpSpec(name, len(sigs[0].args), "target", type_rule, doc or sem_doc, definition=definition,
                    arg_hint=hint, arg_lanes=tuple(lanes), meta={"emit": emit, "cost": cost, "llvm": llvm, "semantics": sem_doc,
-                                        "signatures": tuple(signatures)})
+                                        "signatures": tuple(signatures), "encodable": encodable})
     if name in OPS:
         return OPS[name]
     return register(spec_)
+
+
+def encodable(t: Term) -> bool:
+    """True unless `t`'s instruction declares operands it must have as immediates and `t` lacks them."""
+    check = OPS[t.op].meta.get("encodable")
+    return check is None or bool(check(t))
+
+
+def immediate(index: int, lo: int, hi: Callable[[int], int]) -> Callable[[Term], bool]:
+    """`encodable` for an instruction whose operand `index` is an immediate in [lo, hi(bits)], bits
+    being the lane width of its first operand."""
+
+    def check(t: Term) -> bool:
+        a = t.args[index]
+        return a.is_const and lo <= a.value <= hi(t.args[0].type.bits)
+
+    return check
+
+
+@dataclass(frozen=True, slots=True)
+class Inst:
+    """One row of an ISA's instruction table: the arguments of `target_op` for `<isa>.<mnemonic>`.
+    An empty `llvm` takes the ISA's default text (`declare`)."""
+
+    mnemonic: str
+    signatures: Sequence[str]
+    semantics: str | Callable[[Signature], str]
+    emit: Emitter
+    llvm: str = ""
+    cost: int = 1
+    lanes: tuple[int, ...] = ()
+    encodable: Optional[Callable[[Term], bool]] = None
+
+
+def declare(isa: str, table: Sequence[Inst], default_llvm: Callable[[str], str] = lambda mnemonic: "") -> None:
+    """Declare every row of an instruction table (`target_op`), in table order."""
+    for row in table:
+        target_op(f"{isa}.{row.mnemonic}", row.signatures, row.semantics, row.emit, cost=row.cost,
+                  llvm=row.llvm or default_llvm(row.mnemonic), lanes=row.lanes, encodable=row.encodable)
 
 
 def target_ops(isa: str) -> list[OpSpec]:
