@@ -131,6 +131,14 @@ class ExprConverter:
             self.lets = saved
 
     def _e_Broadcast(self, e: H.Broadcast) -> Term:
+        v = e.value
+        if (isinstance(v, H.Cast) and v.type.is_integer and v.value.type.is_integer
+                and 1 < v.value.type.bits < v.type.bits and not isinstance(v.value, H.IntImm)):
+            # A widening cast of a narrower scalar (`x16(int16(zero_u8))`) stays outside the leaf, as a
+            # vector cast of the narrow broadcast: lifting then sees the operand's width (`i16(x_u8) -
+            # i16(zero_u8)` is a widening_sub) and bounds see its range. LLVM hoists the cast.
+            narrow = H.Broadcast(v.value, e.count, v.value.type.with_lanes(e.type.lanes))
+            return make("cast", self.go(narrow), type=fpir_type(e.type.elem, self.node))
         inner = self.go(e.value)
         if inner.is_const:
             return inner
