@@ -13,13 +13,13 @@ definition printed as a term over placeholder arguments x, y, z at representativ
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Optional, Sequence
 
+from fpir.markdown import generated_doc_main, table
 from fpir.ops import FLAGS, OPS, OpSpec, template
 from fpir.term import Term, intern
 from fpir.text import to_text
@@ -193,10 +193,8 @@ def render() -> str:
     # Reduction factors beyond DOCUMENTED_FACTORS are registered on first use: not part of the document.
     specs = [s for s in OPS.values() if s.kind in ("primitive", "fpir") and s.meta.get("documented", True)]
     out = [HEADER]
-    out.append("| op | kind | arity | syntax |")
-    out.append("|---|---|---|---|")
-    for s in specs:
-        out.append(f"| [`{s.name}`](#{s.name}) | {s.kind} | {s.arity} | {syntax(s)} |")
+    out.extend(table(("op", "kind", "arity", "syntax"),
+                     ((f"[`{s.name}`](#{s.name})", s.kind, str(s.arity), syntax(s)) for s in specs)))
     for kind, title in (("primitive", "Primitive ops"), ("fpir", "FPIR instructions")):
         out.append(f"\n## {title}\n")
         for s in specs:
@@ -218,34 +216,14 @@ def render() -> str:
                 out.append("  ```")
             out.append("")
     out.append("\n## Flags\n")
-    out.append("| flag | op | fact (the value is computed as without the flag) |")
-    out.append("|---|---|---|")
-    for flag, ops in FLAGS.items():
-        for o in ops:
-            out.append(f"| `{flag}` | `{o}.{flag}` | {OPS[o].flags[flag].doc} |")
+    flags = ((f"`{flag}`", f"`{o}.{flag}`", OPS[o].flags[flag].doc) for flag, ops in FLAGS.items() for o in ops)
+    out.extend(table(("flag", "op", "fact (the value is computed as without the flag)"), flags))
     return "\n".join(out).rstrip() + "\n"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m fpir.docs", description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if the file is not up to date")
-    ap.add_argument("--stdout", action="store_true", help="print the document instead of writing it")
-    ap.add_argument("-o", "--output", type=Path, default=DOC_PATH)
-    args = ap.parse_args(argv)
-    text = render()
-    if args.stdout:
-        sys.stdout.write(text)
-        return 0
-    if args.check:
-        current = args.output.read_text() if args.output.exists() else ""
-        if current != text:
-            print(f"{args.output} is stale: run `python -m fpir.docs`", file=sys.stderr)
-            return 1
-        return 0
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text)
-    print(f"wrote {args.output}")
-    return 0
+    return generated_doc_main(argv, prog="python -m fpir.docs", description=__doc__.splitlines()[0],
+                              default_path=DOC_PATH, render=lambda: (render(), False))
 
 
 if __name__ == "__main__":

@@ -137,18 +137,17 @@ def mul_shr_rule(name: str) -> TypeRule:
 # Argument type hints (type of a bare constant argument, from its siblings)
 
 
+def _first_known(known: Sequence[Optional[ScalarType]]) -> Optional[ScalarType]:
+    return next((k for k in known if k is not None), None)
+
+
 def hint_same(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    for k in known:
-        if k is not None:
-            return k
-    return expected
+    k = _first_known(known)
+    return k if k is not None else expected
 
 
 def hint_cmp(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    for k in known:
-        if k is not None:
-            return k
-    return None
+    return _first_known(known)  # the result is u1: it says nothing about the operands
 
 
 def hint_select(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
@@ -166,9 +165,9 @@ def hint_shift(i: int, known: Sequence[Optional[ScalarType]], expected: Optional
 
 
 def hint_widening(i: int, known: Sequence[Optional[ScalarType]], expected: Optional[ScalarType]) -> Optional[ScalarType]:
-    for k in known:
-        if k is not None:
-            return k
+    k = _first_known(known)
+    if k is not None:
+        return k
     return expected.narrow() if expected is not None and expected.bits > 8 else None
 
 

@@ -19,7 +19,6 @@ row); and the checked-in document equals `render()`.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 from collections.abc import Callable, Sequence
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from fpir import markdown as md
 from fpir.ops import FPIR_OPS, OPS, make
 from fpir.term import Term, const, var
 from fpir.text import to_text
@@ -297,10 +297,6 @@ an instruction says why (**note**); the test fails on a row without one.
 """
 
 
-def _escape(s: str) -> str:
-    return s.replace("|", "\\|")
-
-
 def render(table: Optional[Sequence[Row]] = None) -> str:
     table = rows() if table is None else table
     out = [HEADER]
@@ -308,51 +304,36 @@ def render(table: Optional[Sequence[Row]] = None) -> str:
     for row in table:
         for isa, (em, _, _) in zip(ISAS, row.cells):
             counts[isa][em.kind] += 1
-    out.append("| ISA | rows with instructions | compound | generic |")
-    out.append("|---|---|---|---|")
-    for isa in ISAS:
-        c = counts[isa]
-        out.append(f"| {isa} | {c['instructions']} | {c['compound']} | {c['generic']} |")
+    out.extend(md.table(("ISA", "rows with instructions", "compound", "generic"),
+                        ((isa, *(str(counts[isa][k]) for k in ("instructions", "compound", "generic")))
+                         for isa in ISAS)))
     ops = list(dict.fromkeys(r.inst.op for r in table))
     for op in ops:
         out.append(f"\n## {op}\n")
-        out.append("| instance | " + " | ".join(f"{isa}: we emit | reference" for isa in ISAS) + " |")
-        out.append("|---|" + "---|---|" * len(ISAS))
+        lines = []
         for row in (r for r in table if r.inst.op == op):
-            cells = []
+            cells = [f"`{md.escape(row.inst.label)}`"]
             for em, ref, why in row.cells:
                 cell = em.cell()
                 if why is not None and em.kind == "generic" and ref is not None:
                     cell += f"; **note**: {why}"
-                cells += [_escape(cell), _escape(ref or "—")]
-            out.append(f"| `{_escape(row.inst.label)}` | " + " | ".join(cells) + " |")
+                cells += [md.escape(cell), md.escape(ref or "—")]
+            lines.append(cells)
+        out.extend(md.table(("instance", *(h for isa in ISAS for h in (f"{isa}: we emit", "reference"))), lines))
     return "\n".join(out).rstrip() + "\n"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pitchfork.coverage", description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if the file is not up to date")
-    ap.add_argument("--stdout", action="store_true", help="print the document instead of writing it")
-    ap.add_argument("-o", "--output", type=Path, default=DOC_PATH)
-    args = ap.parse_args(argv)
-    table = rows()
-    text = render(table)
-    bad = violations(table)
-    for line in bad:
-        print(f"no reason given: {line}", file=sys.stderr)
-    if args.stdout:
-        sys.stdout.write(text)
-        return 1 if bad else 0
-    if args.check:
-        current = args.output.read_text() if args.output.exists() else ""
-        if current != text:
-            print(f"{args.output} is stale: run `python -m pitchfork.coverage`", file=sys.stderr)
-            return 1
-        return 1 if bad else 0
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text)
-    print(f"wrote {args.output}")
-    return 1 if bad else 0
+    def make() -> tuple[str, bool]:
+        table = rows()
+        bad = violations(table)
+        for line in bad:
+            print(f"no reason given: {line}", file=sys.stderr)
+        return render(table), bool(bad)
+
+    return md.generated_doc_main(argv, prog="python -m pitchfork.coverage",
+                                 description=__doc__.splitlines()[0],
+                                 default_path=DOC_PATH, render=make)
 
 
 if __name__ == "__main__":

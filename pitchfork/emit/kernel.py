@@ -103,9 +103,11 @@ def _unpad(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
 
 
 def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, var_order: Sequence[Term],
-                          target: Optional[object] = None) -> ir.Function:
+                          target: Optional[object] = None, uniform: frozenset[str] = frozenset()) -> ir.Function:
     """The kernel computes `lanes` elements per iteration; on HVX (target hvx128, or a term with HVX
-    instructions) in padded whole registers (`register_lanes`), loads and stores keeping `lanes`."""
+    instructions) in padded whole registers (`register_lanes`), loads and stores keeping `lanes`.
+    Variables named in `uniform` are read once, from their buffer's first element, and splat (as a
+    Halide Param or a value loaded once reaches an expression: what by-scalar instruction forms read)."""
     term, var_order = distinct_variables(term, var_order)
     width = register_lanes(term, lanes) if is_hvx(term, target) else lanes
     ptr = ir.PointerType(ir.IntType(8))
@@ -125,6 +127,13 @@ def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, 
     for v, p in zip(var_order, in_ps):
         st = storage_type(v.type)
         f = factors.get(v.name, 1)
+        if v.name in uniform and v.type.bits > 1:
+            one = b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined),
+                                   b.load(b.bitcast(p, ir.PointerType(ir.IntType(st.bits))), align=1),
+                                   ir.Constant(ir.IntType(32), 0))
+            env[v.name] = b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
+                                           ir.Constant(ir.VectorType(ir.IntType(32), width * f), [0] * (width * f)))
+            continue
         at = i if f == 1 else b.mul(i, ir.Constant(i64, f))
         addr = b.gep(b.bitcast(p, ir.PointerType(ir.IntType(st.bits))), [at])
         val = b.load(b.bitcast(addr, ir.PointerType(vec_type(st, lanes * f))), align=1)

@@ -265,6 +265,7 @@ def _compile(ir_text: str, target: Target, opt: int) -> tuple[str, str, dict[str
         pto.loop_unrolling = False
         pto.loop_vectorization = False
         pto.loop_interleaving = False
+        pto.slp_vectorization = target.name == "arm64"
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     if target.name == "hvx128":

@@ -41,6 +41,42 @@ def _arguments(hl, pipeline, specs: list[dict]) -> list:
     return out
 
 
+def _constraint_expr(hl, tree, images):
+    """capture._expr_tree's JSON back to an Expr; `images` maps buffer names to the ImageParams
+    that stand for them (a name such as `input.stride.1` is `images["input"].dim(1).stride()`)."""
+    if isinstance(tree, int):
+        return hl.Expr(tree)
+    if isinstance(tree, str):
+        name, field, d = tree.rsplit(".", 2)
+        return getattr(images[name].dim(int(d)), field)()
+    op, a, b = tree[0], _constraint_expr(hl, tree[1], images), _constraint_expr(hl, tree[2], images)
+    if op == "min":
+        return hl.min(a, b)
+    if op == "max":
+        return hl.max(a, b)
+    return {"+": a + b, "-": a - b, "*": a * b, "/": a / b, "%": a % b}[op]
+
+
+def _restore_buffers(hl, params: dict, constraints: dict) -> None:
+    """Replace each buffer parameter by a fresh ImageParam of the same name, type and dimensions
+    carrying the caller's dimension constraints: a constraint such as `(A.extent.0/4)*4` must refer
+    to the very parameter the pipeline uses, and only an ImageParam makes such expressions."""
+    images = {}
+    for name, c in constraints.items():
+        p = params.get(name)
+        if p is not None and "dims" in c:
+            images[name] = hl.ImageParam(p.type(), p.dimensions(), name)
+    for name, img in images.items():
+        c = constraints[name]
+        for dc in c["dims"]:
+            e = hl.Expr() if dc["expr"] is None else _constraint_expr(hl, dc["expr"], images)
+            dim = img.dim(dc["dim"])
+            {"min": dim.set_min, "extent": dim.set_extent, "stride": dim.set_stride}[dc["field"]](e)
+        if "host_alignment" in c:
+            img.set_host_alignment(c["host_alignment"])
+        params[name] = img.parameter()
+
+
 def main(job_path: str) -> int:
     with open(job_path) as f:
         job = json.load(f)
@@ -51,7 +87,8 @@ def main(job_path: str) -> int:
         with open(job["pipeline"], "rb") as f:
             data = f.read()
         params = hl.deserialize_parameters(data)
-        # what serialization drops (capture.argument_constraints): Param ranges, host alignments
+        # what serialization drops (capture.argument_constraints): Param ranges, host alignments,
+        # buffer dimension constraints
         for name, c in job.get("constraints", {}).items():
             p = params.get(name)
             if p is None:
@@ -62,6 +99,7 @@ def main(job_path: str) -> int:
                 p.set_min_value(hl.cast(p.type(), c["min"]))
             if "max" in c:
                 p.set_max_value(hl.cast(p.type(), c["max"]))
+        _restore_buffers(hl, params, job.get("constraints", {}))
         pipeline = hl.deserialize_pipeline(data, params)
         args = _arguments(hl, pipeline, job["args"])
         target = hl.Target(job["target"])

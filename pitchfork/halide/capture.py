@@ -295,22 +295,30 @@ def argument_info(args: Sequence[Any]) -> tuple[ArgInfo, ...]:
     return tuple(out)
 
 
-def argument_constraints(args: Sequence[Any]) -> dict[str, dict[str, int]]:
+def argument_constraints(args: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """What `hl.serialize_pipeline` drops and Halide's checks depend on, by argument name: a scalar
-    Param's constant `min`/`max` (`set_range`: Halide asserts them, halide_error_param_too_small/large)
-    and an ImageParam's `host_alignment` (halide_error_unaligned_host_ptr). The subprocess worker puts
-    them back on the deserialized parameters."""
+    Param's constant `min`/`max` (`set_range`: Halide asserts them, halide_error_param_too_small/large),
+    an ImageParam's `host_alignment` (halide_error_unaligned_host_ptr) and its dimension constraints
+    (`dim(d).set_min/set_extent/set_stride`, under "dims": halide_error_constraint_violated; Halide
+    also substitutes them into the statement, e.g. `filter.min.0` becomes 0, which lets equal
+    addresses print equal). The subprocess worker puts them back on the deserialized parameters."""
     import halide as hl
 
-    out: dict[str, dict[str, int]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    buffers = {}
+    for a in args:
+        param = a.parameter() if isinstance(a, hl.ImageParam) else None
+        if param is not None:
+            buffers[param.name()] = param.dimensions()
     for a in args:
         param = a.parameter() if isinstance(a, (hl.ImageParam, hl.Param)) else None
         if param is None:
             continue
-        c: dict[str, int] = {}
+        c: dict[str, Any] = {}
         if param.is_buffer():
             if param.host_alignment() != param.type().bytes():
                 c["host_alignment"] = int(param.host_alignment())
+            c["dims"] = _dim_constraints(param, buffers)
         else:
             for key, e in (("min", param.min_value()), ("max", param.max_value())):
                 if e.defined():
@@ -321,6 +329,60 @@ def argument_constraints(args: Sequence[Any]) -> dict[str, dict[str, int]]:
         if c:
             out[param.name()] = c
     return out
+
+
+#: binary operators a transferred dimension constraint may use (`_expr_tree`)
+_CONSTRAINT_OPS = ("+", "-", "*", "/", "%", "min", "max")
+
+
+def _dim_constraints(param: Any, buffers: dict[str, int]) -> list[dict[str, Any]]:
+    """[{"dim": d, "field": "min"|"extent"|"stride", "expr": tree or None}] for every dimension and
+    field of a buffer parameter (None: unconstrained), each as an `_expr_tree` over the fields of
+    `buffers` (argument name -> dimensions). A constraint outside that small language (none of the
+    benchmarks' or tests') is left out, as serialization leaves it out: the compiled code then
+    accepts buffers Halide would refuse, and computes them correctly."""
+    out = []
+    for d in range(param.dimensions()):
+        for field, get in (("min", param.min_constraint), ("extent", param.extent_constraint),
+                           ("stride", param.stride_constraint)):
+            e = get(d)
+            out.append({"dim": d, "field": field, "expr": _expr_tree(e, buffers) if e.defined() else None})
+    return out
+
+
+def _expr_tree(e: Any, buffers: dict[str, int]) -> Any:
+    """A scalar int32 Halide Expr as JSON: an int, a buffer field's name (`input.stride.1`, of a
+    buffer in `buffers`), or [op, a, b] with op in _CONSTRAINT_OPS; None if it is anything else."""
+    from pitchfork.halide import ir as H
+    from pitchfork.halide.stmt import HalideParseError, parse_expr
+
+    text = str(e)
+    m = re.fullmatch(r"<halide\.Expr of type int32: (.*)>", text, re.S)
+    if m is None:
+        return None
+    names = set(re.findall(r"[A-Za-z_][\w.$]*", m.group(1))) - {"min", "max"}
+    try:
+        node = parse_expr(m.group(1), variables={n: HType("int", 32) for n in names})
+    except HalideParseError:
+        return None
+
+    def go(n: Any) -> Any:
+        if isinstance(n, H.IntImm):
+            return int(n.value)
+        if isinstance(n, H.Variable):
+            m = re.fullmatch(r"(.+)\.(min|extent|stride)\.(\d+)", n.name)
+            if m is None or m.group(1) not in buffers or int(m.group(3)) >= buffers[m.group(1)]:
+                raise LookupError
+            return n.name
+        if isinstance(n, H.BinOp) and n.op in _CONSTRAINT_OPS:
+            a, b = go(n.a), go(n.b)
+            return None if a is None or b is None else [n.op, a, b]
+        raise LookupError
+
+    try:
+        return go(node)
+    except LookupError:
+        return None
 
 
 def output_info(pipeline: hl.Pipeline) -> tuple[OutputInfo, ...]:
@@ -412,7 +474,7 @@ def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str) 
 
 def _capture_subprocess(
     data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
-    constraints: dict[str, dict[str, int]] | None = None,
+    constraints: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[str, str, str]:
     """Lower in a fresh interpreter; returns (log, lowered statement, error description or "")."""
     with tempfile.TemporaryDirectory(prefix="pitchfork-capture-") as d:

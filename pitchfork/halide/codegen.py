@@ -57,6 +57,7 @@ from pitchfork.halide.codegen_base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDEN
                                            _ident, _show, _storage, fpir_type, type_code)
 from pitchfork.halide.codegen_expr import ExprConverter
 from pitchfork.halide.codegen_float import FloatEmitter
+from pitchfork.halide.codegen_lut import LutMixin
 from pitchfork.halide.codegen_memory import MemoryMixin, clamped_ramp
 from pitchfork.halide.codegen_reduce import REDUCE_OPS, split_reduce
 from pitchfork.halide.htypes import HType
@@ -66,7 +67,20 @@ if TYPE_CHECKING:
     from pitchfork.lower import Selection
 
 
-class LoopNestCodegen(MemoryMixin, AllocMixin):
+#: library calls LLVM may not invent in a kernel, per target (the function attribute
+#: "no-builtin-<name>", which LLVM's TargetLibraryInfo honours). x86: no `memcpy` from copy loops
+#: (LoopIdiomRecognize). glibc's memcpy on this Zen 3 (rep movsb) runs 2.3x slower when destination
+#: and source are within ~128 bytes of a 4 KiB alias, which a repeat_edge tile row copied into a
+#: malloc'd buffer hits depending on where malloc put it: sobel3x3 8192x8192 measured 21.3 ms against
+#: Halide 21's 15.4 ms (same hot loop). Halide 21's code never calls memcpy; its vector copy loops
+#: are not slowed by the alias. memset is left to LLVM (Halide's code calls it too). On arm64 and
+#: hvx128 the copy stays inline as well: Halide's code has none there either, and the harness's static
+#: estimate counts only the kernel's own blocks, so a libc call would hide its cost (sobel3x3 arm64
+#: quick: 128,801 counted cycles with the call, 151,361 with the copy inline).
+NO_BUILTINS: dict[str, tuple[str, ...]] = {"x86-avx2": ("memcpy",), "arm64": ("memcpy",), "hvx128": ("memcpy",)}
+
+
+class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
     def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline") -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
         self.module = ir.Module(name=name)
@@ -79,6 +93,8 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
         self._heap_live: list[ir.Value] = []
         #: vector let name -> its Halide expression (names are unique in Halide's statement)
         self._vector_src: dict[str, H.Expr] = {}
+        #: scalar let name -> its Halide expression
+        self._scalar_src: dict[str, H.Expr] = {}
         self._assert_ids = itertools.count(1)
         self.leaves: dict[str, Leaf] = {}
         self._scoped: list[tuple[str, ir.Instruction]] = []
@@ -107,6 +123,9 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
             arg_types.extend([ir.IntType(32)] * (3 * o.dimensions))
             layout.append(("buffer", o.name, o.dimensions, o.types[0]))
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arg_types), name=self.name)
+        for attr in NO_BUILTINS.get(self.target, ()):
+            # string attributes are not in llvmlite's known set; LLVM reads them as written
+            set.add(fn.attributes, f'"no-builtin-{attr}"')
         self.fn = fn
         self.layout = layout
         entry = fn.append_basic_block("entry")
@@ -195,6 +214,7 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
             self._vector_src[name] = value  # for patterns over the Halide expression (clamped_ramp)
             return
         self.scalars[name] = (self.scalar(value, node), fpir_type(t, node))
+        self._scalar_src[name] = value  # a broadcast of it may expose a constant clamp (codegen_expr)
 
     def _s_AssertStmt(self, s: H.AssertStmt) -> None:
         try:
@@ -260,7 +280,11 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
         if not self.b.block.is_terminated:
             nxt = self.b.add(iv, ir.Constant(ir.IntType(32), 1), flags=["nsw"])
             iv.add_incoming(nxt, self.b.block)
-            self.b.cbranch(self.b.icmp_signed("<", nxt, hi), head, done)
+            # `!=`, as Halide's own loops exit: entered only when lo < hi, the counter steps by 1
+            # and meets hi exactly, so SCEV gets the exact trip count hi - lo and loop strength
+            # reduction can count one register to zero (`slt` left a separate compare register and
+            # an extra `cmp` in average_pool's reduction loop)
+            self.b.cbranch(self.b.icmp_unsigned("!=", nxt, hi), head, done)
         self.b.position_at_end(done)
 
     def _s_Evaluate(self, s: H.Evaluate) -> None:
@@ -409,10 +433,13 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
                     v = self._mem_access(buf, self.b.call(fn, [p, ir.Constant(ir.IntType(32), align), mask,
                                                                ir.Constant(vt, None)]))
             else:
-                # hvx128: aligned windows + valign (_clamped_ramp_load); elsewhere one dense load and a
-                # window of [splat(first), it, splat(last)] (_clamped_gather); else a lane loop.
+                # hvx128: aligned windows + valign (_clamped_ramp_load), or vlut32 for a byte table of
+                # at most 256 entries (_hvx_lut); elsewhere one dense load and a window of
+                # [splat(first), it, splat(last)] (_clamped_gather); else a lane loop.
                 parts = clamped_ramp(e.index, self._vector_source) if mask is None else None
                 clamped = self._clamped_ramp_load(buf, st, parts, leaf.lanes, node) if parts is not None else None
+                if clamped is None and parts is None and mask is None:
+                    clamped = self._hvx_lut(buf, st, e.index, leaf.lanes, node)  # a small byte table
                 if clamped is not None:
                     v = clamped
                 else:
@@ -437,6 +464,9 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
                 parts.append(part)
                 starts.append(at)
                 at += part.type.count
+            # (isel=pitchfork only: LLVM alone gets the generic shuffle, as Halide's IR writes it)
+            if self.target == "hvx128" and self.isel == "pitchfork" and _whole_register_interleave(e, parts):
+                return self._hvx_interleave(parts)
             # Lane i of operand k is lane starts[k] + i of the concatenation (a window holds more lanes).
             where = [(k, i) for k, x in enumerate(e.vectors) for i in range(x.type.lanes)]
             indices = [starts[where[j][0]] + where[j][1] for j in e.indices]
@@ -456,6 +486,33 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
             assert isinstance(e, H.VectorReduce)
             return self._reduce(e, leaf, node)
         raise Unsupported(f"vector leaf {leaf.kind}", node)
+
+    def _hvx_interleave(self, regs: list[ir.Value]) -> ir.Value:
+        """interleave_vectors of 2 or 4 whole HVX registers (lane f*i + k = regs[k] lane i) as vshuff
+        pairs: `vshuff(b, a, -size)` interleaves a (even lanes) with b; four operands interleave the
+        two pairs again at twice the element size (4 vshuff for 4 registers). LLVM's own lowering of
+        the 4-way shuffle is a vdeal/vshuff/vdelta/vrdelta/vmux chain per output register."""
+        elem = regs[0].type.element
+        reg = ir.VectorType(ir.IntType(32), 32)
+        pair = ir.VectorType(ir.IntType(32), 64)
+        i32t = ir.IntType(32)
+        fn = self._intrinsic("llvm.hexagon.V6.vshuffvdd.128B", pair, [reg, reg, i32t])
+
+        def two(a: ir.Value, b: ir.Value, size: int) -> list[ir.Value]:
+            w = self.b.call(fn, [self.b.bitcast(b, reg), self.b.bitcast(a, reg), ir.Constant(i32t, -size)])
+            return [self.b.shuffle_vector(w, ir.Constant(pair, ir.Undefined),
+                                          ir.Constant(ir.VectorType(i32t, 32), list(range(h * 32, h * 32 + 32))))
+                    for h in (0, 1)]
+
+        size = elem.width // 8
+        if len(regs) == 2:
+            out = two(regs[0], regs[1], size)
+        else:
+            ab, cd = two(regs[0], regs[1], size), two(regs[2], regs[3], size)
+            out = two(ab[0], cd[0], 2 * size) + two(ab[1], cd[1], 2 * size)
+        em = ExprEmitter(self.b, 32 * len(out), {}, self.target)
+        whole = em.concat(out, 32 * len(out))
+        return self.b.bitcast(whole, ir.VectorType(elem, regs[0].type.count * len(regs)))
 
     def _repeat(self, e: H.Shuffle, leaf: Leaf, node: H.Node) -> Optional[ir.Value]:
         """A short vector repeated to fill the shuffle (`[0..w-1]` over and over, e.g. the four bytes
@@ -512,3 +569,12 @@ class LoopNestCodegen(MemoryMixin, AllocMixin):
             v = ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
             lanes = m
         return v
+
+
+def _whole_register_interleave(e: H.Shuffle, parts: list[ir.Value]) -> bool:
+    """`e` interleaves 2 or 4 operands that are each one whole HVX register (emitted as `parts`)."""
+    n = parts[0].type.count
+    return e.kind == "interleave" and len(parts) in (2, 4) \
+        and all(p.type.count == x.type.lanes == n and n * p.type.element.width == 1024 and p.type.element.width >= 8
+                for p, x in zip(parts, e.vectors)) \
+        and list(e.indices) == [k * n + i for i in range(n) for k in range(len(parts))]

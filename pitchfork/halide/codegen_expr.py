@@ -10,6 +10,7 @@ vector code itself: what it returns is selected whole by pitchfork.lower.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Optional
 
 from llvmlite import ir
@@ -131,17 +132,26 @@ class ExprConverter:
             self.lets = saved
 
     def _e_Broadcast(self, e: H.Broadcast) -> Term:
-        v = e.value
-        if (isinstance(v, H.Cast) and v.type.is_integer and v.value.type.is_integer
-                and 1 < v.value.type.bits < v.type.bits and not isinstance(v.value, H.IntImm)):
-            # A widening cast of a narrower scalar (`x16(int16(zero_u8))`) stays outside the leaf, as a
-            # vector cast of the narrow broadcast: lifting then sees the operand's width (`i16(x_u8) -
-            # i16(zero_u8)` is a widening_sub) and bounds see its range. LLVM hoists the cast.
-            narrow = H.Broadcast(v.value, e.count, v.value.type.with_lanes(e.type.lanes))
-            return make("cast", self.go(narrow), type=fpir_type(e.type.elem, self.node))
         inner = self.go(e.value)
         if inner.is_const:
             return inner
+        v = e.value
+        if isinstance(v, H.Variable) and v.name not in self.lets:
+            v = self.cg._scalar_src.get(v.name, v)
+        # A runtime scalar clamped by a constant (`min(15, shift)`) keeps the clamp in the vector term:
+        # its bounds let lowering pass the scalar straight to an instruction's Rt (an HVX shift amount).
+        if isinstance(v, H.BinOp) and v.op in ("min", "max") and (isinstance(v.a, H.IntImm) or isinstance(v.b, H.IntImm)):
+            return self.go(H.BinOp(v.op, replace(e, value=v.a), replace(e, value=v.b), e.type))
+        if self.cg.isel == "pitchfork" and isinstance(v, H.Cast) \
+                and v.type.is_integer and v.value.type.is_integer and not v.type.is_bool \
+                and not v.value.type.is_bool and v.value.type.bits < v.type.bits:
+            # x128(int32(m_i16)), x16(int16(zero_u8)): splat the narrow value and widen it in FPIR, so
+            # lifting sees the widening: i32(d_i16) * i32(m_i16) is a widening_mul (one HVX vmpy per 64
+            # lanes instead of vunpack + vmpyieo + vmpyie per 32; Neon smull by element), i16(x_u8) -
+            # i16(zero_u8) a widening_sub (Neon usubl, as Halide 21 selects it). Not for isel=llvm,
+            # which gets the splat of the wide scalar, as Halide's own codegen emits it.
+            narrow = H.Broadcast(v.value, e.count, v.value.type.with_lanes(e.count))
+            return make("cast", self.leaf("splat", narrow), type=fpir_type(e.type.elem, self.node))
         return self.leaf("splat", e)
 
     def _e_Ramp(self, e: H.Ramp) -> Term:

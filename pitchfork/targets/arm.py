@@ -1,8 +1,9 @@
 """AArch64 Neon instruction table (ISA_INTRINSICS.md section 2.2): every instruction the ARM lowering
 rules (rules/lower/arm_neon.rules) may emit, declared once.
 
-Each entry gives the signatures the instruction exists for, its lane-wise meaning as FPIR text over
-x, y, z, its cost and how to emit it for any lane count. The cost model counts instructions (each
+Each row of `TABLE` (a `base.Inst`, declared by `base.declare`) gives the signatures the instruction
+exists for (`_sigs` spells a family from one shape: '{w}, {t} -> {w}'), its lane-wise meaning as FPIR
+text over x, y, z, its cost and how to emit it for any lane count. The cost model counts instructions (each
 costs 1 per native register; a fused form is one instruction where the unfused sequence needs two or
 three), the measure the paper's Figure 3 compares. Emission:
 
@@ -35,7 +36,7 @@ from llvmlite import ir
 from fpir.ops import expansion, make, spec, template
 from fpir.term import Term
 from fpir.types import ScalarType
-from pitchfork.targets.base import Signature, encodable, immediate, target_op
+from pitchfork.targets.base import Inst, Signature, declare, encodable, immediate
 
 NEON = "llvm.aarch64.neon"
 U8_32 = ("u8", "u16", "u32")
@@ -68,6 +69,14 @@ def _unsigned(t: str) -> str:
 
 def _same(types: Sequence[str], arity: int) -> list[str]:
     return [", ".join([t] * arity) + f" -> {t}" for t in types]
+
+
+def _sigs(shape: str, types: Sequence[str]) -> list[str]:
+    """One signature per type t of `shape`, in which {t} is t, {u}/{s} its unsigned/signed twin, {w}/{n}
+    the type twice/half as wide, {uw}/{sw}/{un} the unsigned or signed wide or narrow type:
+    `_sigs("{w}, {t} -> {w}", U8_32)` is uaddw's 'u16, u8 -> u16', 'u32, u16 -> u32', 'u64, u32 -> u64'."""
+    return [shape.format(t=t, u=_unsigned(t), s=_signed(t), w=_wide(t), n=_narrow(t), uw=_unsigned(_wide(t)),
+                         sw=_signed(_wide(t)), un=_unsigned(_narrow(t))) for t in types]
 
 
 def _sext_low_byte(name: str, t: ScalarType) -> str:
@@ -290,399 +299,6 @@ def _high_narrow(subtract: bool) -> Emit:
     return emit
 
 
-# ---------------------------------------------------------------------------------------------
-# Same-width arithmetic
-
-target_op("arm.uhadd", _same(U8_32, 2), "halving_add(x, y)", _intrinsic("uhadd"), llvm=f"{NEON}.uhadd")
-target_op("arm.shadd", _same(I8_32, 2), "halving_add(x, y)", _intrinsic("shadd"), llvm=f"{NEON}.shadd")
-target_op("arm.uhsub", _same(U8_32, 2), "halving_sub(x, y)", _intrinsic("uhsub"), llvm=f"{NEON}.uhsub")
-target_op("arm.shsub", _same(I8_32, 2), "halving_sub(x, y)", _intrinsic("shsub"), llvm=f"{NEON}.shsub")
-target_op(
-    "arm.urhadd", _same(U8_32, 2), "rounding_halving_add(x, y)", _intrinsic("urhadd"), llvm=f"{NEON}.urhadd"
-)
-target_op(
-    "arm.srhadd", _same(I8_32, 2), "rounding_halving_add(x, y)", _intrinsic("srhadd"), llvm=f"{NEON}.srhadd"
-)
-target_op("arm.uqadd", _same(U8_64, 2), "saturating_add(x, y)", _intrinsic("uqadd"), llvm=f"{NEON}.uqadd")
-target_op("arm.sqadd", _same(I8_64, 2), "saturating_add(x, y)", _intrinsic("sqadd"), llvm=f"{NEON}.sqadd")
-target_op("arm.uqsub", _same(U8_64, 2), "saturating_sub(x, y)", _intrinsic("uqsub"), llvm=f"{NEON}.uqsub")
-target_op("arm.sqsub", _same(I8_64, 2), "saturating_sub(x, y)", _intrinsic("sqsub"), llvm=f"{NEON}.sqsub")
-target_op(
-    "arm.abs", [f"{t} -> {_unsigned(t)}" for t in I8_64], "abs(x)", _intrinsic("abs"), llvm=f"{NEON}.abs"
-)
-# neg has no intrinsic (LLVM selects it from `sub 0, x`); sqneg saturates -MIN to MAX.
-target_op("arm.neg", _same((*U8_64, *I8_64), 1), "0 - x", _generic, llvm="sub zeroinitializer, x")
-target_op("arm.sqneg", _same(I8_64, 1), "saturating_sub(0, x)", _intrinsic("sqneg"), llvm=f"{NEON}.sqneg")
-
-# ---------------------------------------------------------------------------------------------
-# Absolute difference
-
-target_op("arm.uabd", _same(U8_32, 2), "absd(x, y)", _intrinsic("uabd"), llvm=f"{NEON}.uabd")
-target_op(
-    "arm.sabd",
-    [f"{t}, {t} -> {_unsigned(t)}" for t in I8_32],
-    "absd(x, y)",
-    _intrinsic("sabd"),
-    llvm=f"{NEON}.sabd",
-)
-target_op(
-    "arm.uaba",
-    _same(U8_32, 3),
-    "x + absd(y, z)",
-    _accumulate_absd("uabd"),
-    llvm=f"add acc, {NEON}.uabd (generic pattern)",
-)
-target_op(
-    "arm.saba",
-    [f"{_unsigned(t)}, {t}, {t} -> {_unsigned(t)}" for t in I8_32],
-    "x + absd(y, z)",
-    _accumulate_absd("sabd"),
-    llvm=f"add acc, {NEON}.sabd (generic pattern)",
-)
-target_op(
-    "arm.uabdl",
-    [f"{t}, {t} -> {_wide(t)}" for t in U8_32],
-    lambda s: f"{s.result}(absd(x, y))",
-    _widening_absd("uabd"),
-    llvm=f"zext ({NEON}.uabd a, b) (generic pattern)",
-)
-target_op(
-    "arm.sabdl",
-    [f"{t}, {t} -> {_unsigned(_wide(t))}" for t in I8_32],
-    lambda s: f"{s.result}(absd(x, y))",
-    _widening_absd("sabd"),
-    llvm=f"zext ({NEON}.sabd a, b) (generic pattern)",
-)
-target_op(
-    "arm.uabal",
-    [f"{_wide(t)}, {t}, {t} -> {_wide(t)}" for t in U8_32],
-    lambda s: f"x + {s.result}(absd(y, z))",
-    _accumulate_absd_long("uabd"),
-    llvm=f"add acc, zext ({NEON}.uabd a, b) (generic pattern)",
-)
-target_op(
-    "arm.sabal",
-    [f"{_unsigned(_wide(t))}, {t}, {t} -> {_unsigned(_wide(t))}" for t in I8_32],
-    lambda s: f"x + {s.result}(absd(y, z))",
-    _accumulate_absd_long("sabd"),
-    llvm=f"add acc, zext ({NEON}.sabd a, b) (generic pattern)",
-)
-
-# ---------------------------------------------------------------------------------------------
-# Widening add / sub / shift (no intrinsics: generic zext/sext patterns)
-
-target_op(
-    "arm.uaddl",
-    [f"{t}, {t} -> {_wide(t)}" for t in U8_32],
-    "widening_add(x, y)",
-    _generic,
-    llvm="add (zext a), (zext b)",
-)
-target_op(
-    "arm.saddl",
-    [f"{t}, {t} -> {_wide(t)}" for t in I8_32],
-    "widening_add(x, y)",
-    _generic,
-    llvm="add (sext a), (sext b)",
-)
-target_op(
-    "arm.usubl",
-    [f"{t}, {t} -> {_signed(_wide(t))}" for t in U8_32],
-    "widening_sub(x, y)",
-    _generic,
-    llvm="sub (zext a), (zext b)",
-)
-target_op(
-    "arm.ssubl",
-    [f"{t}, {t} -> {_wide(t)}" for t in I8_32],
-    "widening_sub(x, y)",
-    _generic,
-    llvm="sub (sext a), (sext b)",
-)
-target_op(
-    "arm.uaddw",
-    [f"{_wide(t)}, {t} -> {_wide(t)}" for t in U8_32],
-    "extending_add(x, y)",
-    _generic,
-    llvm="add acc, (zext b)",
-)
-target_op(
-    "arm.saddw",
-    [f"{_wide(t)}, {t} -> {_wide(t)}" for t in I8_32],
-    "extending_add(x, y)",
-    _generic,
-    llvm="add acc, (sext b)",
-)
-target_op(
-    "arm.usubw",
-    [f"{_wide(t)}, {t} -> {_wide(t)}" for t in U8_32],
-    "extending_sub(x, y)",
-    _generic,
-    llvm="sub acc, (zext b)",
-)
-target_op(
-    "arm.ssubw",
-    [f"{_wide(t)}, {t} -> {_wide(t)}" for t in I8_32],
-    "extending_sub(x, y)",
-    _generic,
-    llvm="sub acc, (sext b)",
-)
-# ushll/sshll #c for c in [0, bits - 1]; c = bits is shll. Any other amount emits the same exact
-# pattern, which LLVM then lowers as it likes.
-target_op(
-    "arm.ushll",
-    [f"{t}, {t} -> {_wide(t)}" for t in U8_32],
-    "widening_shl(x, y)",
-    _generic,
-    llvm="shl (zext a), c",
-)
-target_op(
-    "arm.sshll",
-    [f"{t}, {t} -> {_wide(t)}" for t in I8_32],
-    "widening_shl(x, y)",
-    _generic,
-    llvm="shl (sext a), c",
-)
-
-# ---------------------------------------------------------------------------------------------
-# Widening multiply and multiply-accumulate
-
-target_op(
-    "arm.umull",
-    [f"{t}, {t} -> {_wide(t)}" for t in U8_32],
-    "widening_mul(x, y)",
-    _widening_mul("umull"),
-    llvm=f"{NEON}.umull",
-)
-target_op(
-    "arm.smull",
-    [f"{t}, {t} -> {_wide(t)}" for t in I8_32],
-    "widening_mul(x, y)",
-    _widening_mul("smull"),
-    llvm=f"{NEON}.smull",
-)
-target_op(
-    "arm.umlal",
-    [f"{_wide(t)}, {t}, {t} -> {_wide(t)}" for t in U8_32],
-    "x + widening_mul(y, z)",
-    _multiply_accumulate("umull", False),
-    llvm=f"add acc, {NEON}.umull (generic pattern)",
-)
-target_op(
-    "arm.smlal",
-    [f"{_wide(t)}, {t}, {t} -> {_wide(t)}" for t in I8_32],
-    "x + widening_mul(y, z)",
-    _multiply_accumulate("smull", False),
-    llvm=f"add acc, {NEON}.smull (generic pattern)",
-)
-target_op(
-    "arm.umlsl",
-    [f"{_wide(t)}, {t}, {t} -> {_wide(t)}" for t in U8_32],
-    "x - widening_mul(y, z)",
-    _multiply_accumulate("umull", True),
-    llvm=f"sub acc, {NEON}.umull (generic pattern)",
-)
-target_op(
-    "arm.smlsl",
-    [f"{_wide(t)}, {t}, {t} -> {_wide(t)}" for t in I8_32],
-    "x - widening_mul(y, z)",
-    _multiply_accumulate("smull", True),
-    llvm=f"sub acc, {NEON}.smull (generic pattern)",
-)
-
-# ---------------------------------------------------------------------------------------------
-# Fixed-point multiplies (Q15 / Q31)
-
-
-def _q(op: str) -> Callable[[Signature], str]:
-    return lambda s: f"{op}(x, y, {s.args[0].bits - 1})"
-
-
-target_op(
-    "arm.sqdmulh", _same(("i16", "i32"), 2), _q("mul_shr"), _intrinsic("sqdmulh"), llvm=f"{NEON}.sqdmulh"
-)
-target_op(
-    "arm.sqrdmulh",
-    _same(("i16", "i32"), 2),
-    _q("rounding_mul_shr"),
-    _intrinsic("sqrdmulh"),
-    llvm=f"{NEON}.sqrdmulh",
-)
-
-# ---------------------------------------------------------------------------------------------
-# Shifts by a signed lane amount (its low byte)
-
-
-def _by_low_byte(op: str) -> Callable[[Signature], str]:
-    return lambda s: f"{op}(x, {_sext_low_byte('y', s.args[1])})"
-
-
-target_op(
-    "arm.urshl",
-    [f"{t}, {_signed(t)} -> {t}" for t in U8_64],
-    _by_low_byte("rounding_shl"),
-    _intrinsic("urshl"),
-    llvm=f"{NEON}.urshl (constant negative amount: urshr)",
-)
-target_op(
-    "arm.srshl",
-    _same(I8_64, 2),
-    _by_low_byte("rounding_shl"),
-    _intrinsic("srshl"),
-    llvm=f"{NEON}.srshl (constant negative amount: srshr)",
-)
-# Rounding shift right by an immediate in [1, bits] and accumulate (ursra/srsra #c).
-target_op(
-    "arm.ursra",
-    _same(U8_64, 3),
-    "x + rounding_shr(y, z)",
-    _shift_right_accumulate("urshl"),
-    encodable=_RSRA_IMM,
-    llvm=f"add acc, {NEON}.urshl(y, splat(-c)) (ursra)",
-)
-target_op(
-    "arm.srsra",
-    [f"{t}, {t}, {_unsigned(t)} -> {t}" for t in I8_64],
-    "x + rounding_shr(y, z)",
-    _shift_right_accumulate("srshl"),
-    encodable=_RSRA_IMM,
-    llvm=f"add acc, {NEON}.srshl(y, splat(-c)) (srsra)",
-)
-target_op(
-    "arm.uqshl",
-    [f"{t}, {_signed(t)} -> {t}" for t in U8_64],
-    _by_low_byte("saturating_shl"),
-    _intrinsic("uqshl"),
-    llvm=f"{NEON}.uqshl",
-)
-target_op(
-    "arm.sqshl", _same(I8_64, 2), _by_low_byte("saturating_shl"), _intrinsic("sqshl"), llvm=f"{NEON}.sqshl"
-)
-target_op(
-    "arm.sqshlu",
-    [f"{t}, {t} -> {_unsigned(t)}" for t in I8_32],
-    lambda s: f"saturating_cast<{s.result}>(widening_shl(x, y))",
-    _immediate_shift("sqshlu"),
-    llvm=f"{NEON}.sqshlu (immediate in [0, bits - 1])",
-    encodable=_SQSHLU_IMM,
-)
-
-# ---------------------------------------------------------------------------------------------
-# Saturating narrowing
-
-
-def _cast_to_result(inner: str) -> Callable[[Signature], str]:
-    return lambda s: f"saturating_cast<{s.result}>({inner})"
-
-
-_WIDE_I = ("i16", "i32", "i64")
-_WIDE_U = ("u16", "u32", "u64")
-
-target_op(
-    "arm.sqxtn",
-    [f"{t} -> {_narrow(t)}" for t in _WIDE_I],
-    _cast_to_result("x"),
-    _narrowing("sqxtn"),
-    llvm=f"{NEON}.sqxtn",
-)
-target_op(
-    "arm.uqxtn",
-    [f"{t} -> {_narrow(t)}" for t in _WIDE_U],
-    _cast_to_result("x"),
-    _narrowing("uqxtn"),
-    llvm=f"{NEON}.uqxtn",
-)
-target_op(
-    "arm.sqxtun",
-    [f"{t} -> {_unsigned(_narrow(t))}" for t in _WIDE_I],
-    _cast_to_result("x"),
-    _narrowing("sqxtun"),
-    llvm=f"{NEON}.sqxtun",
-)
-
-# ---------------------------------------------------------------------------------------------
-# Narrowing shifts by an immediate in [1, output bits]
-
-_NARROW_SAME = [f"{t}, {t} -> {_narrow(t)}" for t in (*_WIDE_U, *_WIDE_I)]
-_NARROW_I = [f"{t}, {t} -> {_narrow(t)}" for t in _WIDE_I]
-_NARROW_U = [f"{t}, {t} -> {_narrow(t)}" for t in _WIDE_U]
-_NARROW_IU = [f"{t}, {t} -> {_unsigned(_narrow(t))}" for t in _WIDE_I]
-
-target_op("arm.shrn", _NARROW_SAME, lambda s: f"{s.result}(x >> y)", _shrn, llvm="trunc (lshr x, c)",
-          encodable=_NARROW_IMM)
-target_op(
-    "arm.rshrn",
-    _NARROW_SAME,
-    lambda s: f"{s.result}(rounding_shr(x, y))",
-    _narrowing_shift("rshrn"),
-    llvm=f"{NEON}.rshrn",
-    encodable=_NARROW_IMM,
-)
-target_op(
-    "arm.sqshrn", _NARROW_I, _cast_to_result("x >> y"), _narrowing_shift("sqshrn"), llvm=f"{NEON}.sqshrn",
-    encodable=_NARROW_IMM,
-)
-target_op(
-    "arm.uqshrn", _NARROW_U, _cast_to_result("x >> y"), _narrowing_shift("uqshrn"), llvm=f"{NEON}.uqshrn",
-    encodable=_NARROW_IMM,
-)
-target_op(
-    "arm.sqshrun", _NARROW_IU, _cast_to_result("x >> y"), _narrowing_shift("sqshrun"), llvm=f"{NEON}.sqshrun",
-    encodable=_NARROW_IMM,
-)
-target_op(
-    "arm.sqrshrn",
-    _NARROW_I,
-    _cast_to_result("rounding_shr(x, y)"),
-    _narrowing_shift("sqrshrn"),
-    llvm=f"{NEON}.sqrshrn",
-    encodable=_NARROW_IMM,
-)
-target_op(
-    "arm.uqrshrn",
-    _NARROW_U,
-    _cast_to_result("rounding_shr(x, y)"),
-    _narrowing_shift("uqrshrn"),
-    llvm=f"{NEON}.uqrshrn",
-    encodable=_NARROW_IMM,
-)
-target_op(
-    "arm.sqrshrun",
-    _NARROW_IU,
-    _cast_to_result("rounding_shr(x, y)"),
-    _narrowing_shift("sqrshrun"),
-    llvm=f"{NEON}.sqrshrun",
-    encodable=_NARROW_IMM,
-)
-
-# ---------------------------------------------------------------------------------------------
-# High half of a wrapping add / sub, narrowed (plain or rounding): bits h..2h-1 of x +- y (+ 2^(h-1))
-
-_HIGH_HALF = [f"{t}, {t} -> {_narrow(t)}" for t in (*_WIDE_U, *_WIDE_I)]
-
-
-def _high_half(op: str, rounding: bool) -> Callable[[Signature], str]:
-    def text(s: Signature) -> str:
-        h = s.result.bits
-        rnd = f" + {1 << (h - 1)}" if rounding else ""
-        # Wrapping in the source type, then the high half: computed on the unsigned reinterpretation
-        # so that the shift is logical (the kept bits are the same either way).
-        u = _unsigned(s.args[0].name)
-        return f"{s.result}(reinterpret<{u}>(x {op} y{rnd}) >> {h})"
-
-    return text
-
-
-target_op("arm.addhn", _HIGH_HALF, _high_half("+", False), _high_narrow(False), llvm="trunc (lshr (add x, y), h)")
-target_op("arm.subhn", _HIGH_HALF, _high_half("-", False), _high_narrow(True), llvm="trunc (lshr (sub x, y), h)")
-target_op("arm.raddhn", _HIGH_HALF, _high_half("+", True), _narrowing("raddhn"), llvm=f"{NEON}.raddhn")
-target_op("arm.rsubhn", _HIGH_HALF, _high_half("-", True), _narrowing("rsubhn"), llvm=f"{NEON}.rsubhn")
-
-
-# ---------------------------------------------------------------------------------------------
-# Dot products (lane-combining, ISA_INTRINSICS.md 2.2): acc[j] += sum_k y[4j+k] * z[4j+k]
-
-
 def _dot(op: str) -> Emit:
     """udot/sdot `<op>.v4i32.v16i8(acc, a, b)` per 128-bit register (v2i32.v8i8 when the result fits
     in 64 bits); the byte operands arrive with 4x the result's lanes."""
@@ -695,19 +311,6 @@ def _dot(op: str) -> Emit:
         return em.concat(parts, em.lanes)
 
     return emit
-
-
-def _dot_semantics(sg: Signature) -> str:
-    return f"x + vector_reduce_add_x4({sg.result.name}(widening_mul(y, z)))"
-
-
-target_op("arm.udot", ["u32, u8, u8 -> u32", "i32, u8, u8 -> i32"], _dot_semantics, _dot("udot"),
-          llvm=f"{NEON}.udot", lanes=(1, 4, 4))
-target_op("arm.sdot", ["i32, i8, i8 -> i32"], _dot_semantics, _dot("sdot"), llvm=f"{NEON}.sdot", lanes=(1, 4, 4))
-
-
-# ---------------------------------------------------------------------------------------------
-# Pairwise adds (lane-combining by 2): uaddlp/saddlp widen, uadalp/sadalp accumulate, addp keeps the type
 
 
 def _pairwise_long(op: str, accumulate: bool) -> Emit:
@@ -737,15 +340,161 @@ def _addp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     return em.concat(parts, em.lanes)
 
 
-target_op("arm.uaddlp", ["u8 -> u16", "u16 -> u32", "u32 -> u64"], lambda sg: f"vector_reduce_add_x2({sg.result.name}(x))",
-          _pairwise_long("uaddlp", False), llvm=f"{NEON}.uaddlp", lanes=(2,))
-target_op("arm.saddlp", ["i8 -> i16", "i16 -> i32", "i32 -> i64"], lambda sg: f"vector_reduce_add_x2({sg.result.name}(x))",
-          _pairwise_long("saddlp", False), llvm=f"{NEON}.saddlp", lanes=(2,))
-target_op("arm.uadalp", ["u16, u8 -> u16", "u32, u16 -> u32", "u64, u32 -> u64"],
-          lambda sg: f"x + vector_reduce_add_x2({sg.result.name}(y))", _pairwise_long("uaddlp", True),
-          llvm=f"add + {NEON}.uaddlp (uadalp)", lanes=(1, 2))
-target_op("arm.sadalp", ["i16, i8 -> i16", "i32, i16 -> i32", "i64, i32 -> i64"],
-          lambda sg: f"x + vector_reduce_add_x2({sg.result.name}(y))", _pairwise_long("saddlp", True),
-          llvm=f"add + {NEON}.saddlp (sadalp)", lanes=(1, 2))
-target_op("arm.addp", _same((*U8_64, *I8_64), 1), "vector_reduce_add_x2(x)", _addp, llvm=f"{NEON}.addp",
-          lanes=(2,))
+# ---------------------------------------------------------------------------------------------
+# Semantics that depend on the signature
+
+
+def _typed(text: str) -> Callable[[Signature], str]:
+    """Semantics naming the result type: {r} in `text` is the signature's result type."""
+    return lambda s: text.format(r=s.result.name)
+
+
+def _q(op: str) -> Callable[[Signature], str]:
+    """sqdmulh/sqrdmulh: a Q15/Q31 multiply, i.e. `op(x, y, bits - 1)`."""
+    return lambda s: f"{op}(x, y, {s.args[0].bits - 1})"
+
+
+def _by_low_byte(op: str) -> Callable[[Signature], str]:
+    return lambda s: f"{op}(x, {_sext_low_byte('y', s.args[1])})"
+
+
+def _high_half(op: str, rounding: bool) -> Callable[[Signature], str]:
+    """Bits h..2h-1 of x +- y (+ 2^(h-1) when rounding), h the result's bits."""
+
+    def text(s: Signature) -> str:
+        h = s.result.bits
+        rnd = f" + {1 << (h - 1)}" if rounding else ""
+        # Wrapping in the source type, then the high half: computed on the unsigned reinterpretation
+        # so that the shift is logical (the kept bits are the same either way).
+        u = _unsigned(s.args[0].name)
+        return f"{s.result}(reinterpret<{u}>(x {op} y{rnd}) >> {h})"
+
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# The instruction table: one row per instruction (mnemonic, signatures, meaning, emitter, and the LLVM
+# spelling where it is not the intrinsic `llvm.aarch64.neon.<mnemonic>`). Every cost is 1.
+
+_WIDE_I = ("i16", "i32", "i64")
+_WIDE_U = ("u16", "u32", "u64")
+_NARROW_SAME = _sigs("{t}, {t} -> {n}", (*_WIDE_U, *_WIDE_I))
+_NARROW_I = _sigs("{t}, {t} -> {n}", _WIDE_I)
+_NARROW_U = _sigs("{t}, {t} -> {n}", _WIDE_U)
+_NARROW_IU = _sigs("{t}, {t} -> {un}", _WIDE_I)
+
+TABLE: tuple[Inst, ...] = (
+    # ---- Same-width arithmetic
+    Inst("uhadd", _same(U8_32, 2), "halving_add(x, y)", _intrinsic("uhadd")),
+    Inst("shadd", _same(I8_32, 2), "halving_add(x, y)", _intrinsic("shadd")),
+    Inst("uhsub", _same(U8_32, 2), "halving_sub(x, y)", _intrinsic("uhsub")),
+    Inst("shsub", _same(I8_32, 2), "halving_sub(x, y)", _intrinsic("shsub")),
+    Inst("urhadd", _same(U8_32, 2), "rounding_halving_add(x, y)", _intrinsic("urhadd")),
+    Inst("srhadd", _same(I8_32, 2), "rounding_halving_add(x, y)", _intrinsic("srhadd")),
+    Inst("uqadd", _same(U8_64, 2), "saturating_add(x, y)", _intrinsic("uqadd")),
+    Inst("sqadd", _same(I8_64, 2), "saturating_add(x, y)", _intrinsic("sqadd")),
+    Inst("uqsub", _same(U8_64, 2), "saturating_sub(x, y)", _intrinsic("uqsub")),
+    Inst("sqsub", _same(I8_64, 2), "saturating_sub(x, y)", _intrinsic("sqsub")),
+    Inst("abs", _sigs("{t} -> {u}", I8_64), "abs(x)", _intrinsic("abs")),
+    # neg has no intrinsic (LLVM selects it from `sub 0, x`); sqneg saturates -MIN to MAX.
+    Inst("neg", _same((*U8_64, *I8_64), 1), "0 - x", _generic, "sub zeroinitializer, x"),
+    Inst("sqneg", _same(I8_64, 1), "saturating_sub(0, x)", _intrinsic("sqneg")),
+    # ---- Absolute difference
+    Inst("uabd", _same(U8_32, 2), "absd(x, y)", _intrinsic("uabd")),
+    Inst("sabd", _sigs("{t}, {t} -> {u}", I8_32), "absd(x, y)", _intrinsic("sabd")),
+    Inst("uaba", _same(U8_32, 3), "x + absd(y, z)", _accumulate_absd("uabd"),
+         f"add acc, {NEON}.uabd (generic pattern)"),
+    Inst("saba", _sigs("{u}, {t}, {t} -> {u}", I8_32), "x + absd(y, z)", _accumulate_absd("sabd"),
+         f"add acc, {NEON}.sabd (generic pattern)"),
+    Inst("uabdl", _sigs("{t}, {t} -> {w}", U8_32), _typed("{r}(absd(x, y))"), _widening_absd("uabd"),
+         f"zext ({NEON}.uabd a, b) (generic pattern)"),
+    Inst("sabdl", _sigs("{t}, {t} -> {uw}", I8_32), _typed("{r}(absd(x, y))"), _widening_absd("sabd"),
+         f"zext ({NEON}.sabd a, b) (generic pattern)"),
+    Inst("uabal", _sigs("{w}, {t}, {t} -> {w}", U8_32), _typed("x + {r}(absd(y, z))"),
+         _accumulate_absd_long("uabd"), f"add acc, zext ({NEON}.uabd a, b) (generic pattern)"),
+    Inst("sabal", _sigs("{uw}, {t}, {t} -> {uw}", I8_32), _typed("x + {r}(absd(y, z))"),
+         _accumulate_absd_long("sabd"), f"add acc, zext ({NEON}.sabd a, b) (generic pattern)"),
+    # ---- Widening add / sub / shift (no intrinsics: generic zext/sext patterns)
+    Inst("uaddl", _sigs("{t}, {t} -> {w}", U8_32), "widening_add(x, y)", _generic, "add (zext a), (zext b)"),
+    Inst("saddl", _sigs("{t}, {t} -> {w}", I8_32), "widening_add(x, y)", _generic, "add (sext a), (sext b)"),
+    Inst("usubl", _sigs("{t}, {t} -> {sw}", U8_32), "widening_sub(x, y)", _generic, "sub (zext a), (zext b)"),
+    Inst("ssubl", _sigs("{t}, {t} -> {w}", I8_32), "widening_sub(x, y)", _generic, "sub (sext a), (sext b)"),
+    Inst("uaddw", _sigs("{w}, {t} -> {w}", U8_32), "extending_add(x, y)", _generic, "add acc, (zext b)"),
+    Inst("saddw", _sigs("{w}, {t} -> {w}", I8_32), "extending_add(x, y)", _generic, "add acc, (sext b)"),
+    Inst("usubw", _sigs("{w}, {t} -> {w}", U8_32), "extending_sub(x, y)", _generic, "sub acc, (zext b)"),
+    Inst("ssubw", _sigs("{w}, {t} -> {w}", I8_32), "extending_sub(x, y)", _generic, "sub acc, (sext b)"),
+    # ushll/sshll #c for c in [0, bits - 1]; c = bits is shll. Any other amount emits the same exact
+    # pattern, which LLVM then lowers as it likes.
+    Inst("ushll", _sigs("{t}, {t} -> {w}", U8_32), "widening_shl(x, y)", _generic, "shl (zext a), c"),
+    Inst("sshll", _sigs("{t}, {t} -> {w}", I8_32), "widening_shl(x, y)", _generic, "shl (sext a), c"),
+    # ---- Widening multiply and multiply-accumulate
+    Inst("umull", _sigs("{t}, {t} -> {w}", U8_32), "widening_mul(x, y)", _widening_mul("umull")),
+    Inst("smull", _sigs("{t}, {t} -> {w}", I8_32), "widening_mul(x, y)", _widening_mul("smull")),
+    Inst("umlal", _sigs("{w}, {t}, {t} -> {w}", U8_32), "x + widening_mul(y, z)",
+         _multiply_accumulate("umull", False), f"add acc, {NEON}.umull (generic pattern)"),
+    Inst("smlal", _sigs("{w}, {t}, {t} -> {w}", I8_32), "x + widening_mul(y, z)",
+         _multiply_accumulate("smull", False), f"add acc, {NEON}.smull (generic pattern)"),
+    Inst("umlsl", _sigs("{w}, {t}, {t} -> {w}", U8_32), "x - widening_mul(y, z)",
+         _multiply_accumulate("umull", True), f"sub acc, {NEON}.umull (generic pattern)"),
+    Inst("smlsl", _sigs("{w}, {t}, {t} -> {w}", I8_32), "x - widening_mul(y, z)",
+         _multiply_accumulate("smull", True), f"sub acc, {NEON}.smull (generic pattern)"),
+    # ---- Fixed-point multiplies (Q15 / Q31)
+    Inst("sqdmulh", _same(("i16", "i32"), 2), _q("mul_shr"), _intrinsic("sqdmulh")),
+    Inst("sqrdmulh", _same(("i16", "i32"), 2), _q("rounding_mul_shr"), _intrinsic("sqrdmulh")),
+    # ---- Shifts by a signed lane amount (its low byte)
+    Inst("urshl", _sigs("{t}, {s} -> {t}", U8_64), _by_low_byte("rounding_shl"), _intrinsic("urshl"),
+         f"{NEON}.urshl (constant negative amount: urshr)"),
+    Inst("srshl", _same(I8_64, 2), _by_low_byte("rounding_shl"), _intrinsic("srshl"),
+         f"{NEON}.srshl (constant negative amount: srshr)"),
+    # Rounding shift right by an immediate in [1, bits] and accumulate (ursra/srsra #c).
+    Inst("ursra", _same(U8_64, 3), "x + rounding_shr(y, z)", _shift_right_accumulate("urshl"),
+         f"add acc, {NEON}.urshl(y, splat(-c)) (ursra)", encodable=_RSRA_IMM),
+    Inst("srsra", _sigs("{t}, {t}, {u} -> {t}", I8_64), "x + rounding_shr(y, z)", _shift_right_accumulate("srshl"),
+         f"add acc, {NEON}.srshl(y, splat(-c)) (srsra)", encodable=_RSRA_IMM),
+    Inst("uqshl", _sigs("{t}, {s} -> {t}", U8_64), _by_low_byte("saturating_shl"), _intrinsic("uqshl")),
+    Inst("sqshl", _same(I8_64, 2), _by_low_byte("saturating_shl"), _intrinsic("sqshl")),
+    Inst("sqshlu", _sigs("{t}, {t} -> {u}", I8_32), _typed("saturating_cast<{r}>(widening_shl(x, y))"),
+         _immediate_shift("sqshlu"), f"{NEON}.sqshlu (immediate in [0, bits - 1])", encodable=_SQSHLU_IMM),
+    # ---- Saturating narrowing
+    Inst("sqxtn", _sigs("{t} -> {n}", _WIDE_I), _typed("saturating_cast<{r}>(x)"), _narrowing("sqxtn")),
+    Inst("uqxtn", _sigs("{t} -> {n}", _WIDE_U), _typed("saturating_cast<{r}>(x)"), _narrowing("uqxtn")),
+    Inst("sqxtun", _sigs("{t} -> {un}", _WIDE_I), _typed("saturating_cast<{r}>(x)"), _narrowing("sqxtun")),
+    # ---- Narrowing shifts by an immediate in [1, output bits]
+    Inst("shrn", _NARROW_SAME, _typed("{r}(x >> y)"), _shrn, "trunc (lshr x, c)", encodable=_NARROW_IMM),
+    Inst("rshrn", _NARROW_SAME, _typed("{r}(rounding_shr(x, y))"), _narrowing_shift("rshrn"), encodable=_NARROW_IMM),
+    Inst("sqshrn", _NARROW_I, _typed("saturating_cast<{r}>(x >> y)"), _narrowing_shift("sqshrn"),
+         encodable=_NARROW_IMM),
+    Inst("uqshrn", _NARROW_U, _typed("saturating_cast<{r}>(x >> y)"), _narrowing_shift("uqshrn"),
+         encodable=_NARROW_IMM),
+    Inst("sqshrun", _NARROW_IU, _typed("saturating_cast<{r}>(x >> y)"), _narrowing_shift("sqshrun"),
+         encodable=_NARROW_IMM),
+    Inst("sqrshrn", _NARROW_I, _typed("saturating_cast<{r}>(rounding_shr(x, y))"), _narrowing_shift("sqrshrn"),
+         encodable=_NARROW_IMM),
+    Inst("uqrshrn", _NARROW_U, _typed("saturating_cast<{r}>(rounding_shr(x, y))"), _narrowing_shift("uqrshrn"),
+         encodable=_NARROW_IMM),
+    Inst("sqrshrun", _NARROW_IU, _typed("saturating_cast<{r}>(rounding_shr(x, y))"),
+         _narrowing_shift("sqrshrun"), encodable=_NARROW_IMM),
+    # ---- High half of a wrapping add / sub, narrowed (plain or rounding): bits h..2h-1 of x +- y (+ 2^(h-1))
+    Inst("addhn", _NARROW_SAME, _high_half("+", False), _high_narrow(False), "trunc (lshr (add x, y), h)"),
+    Inst("subhn", _NARROW_SAME, _high_half("-", False), _high_narrow(True), "trunc (lshr (sub x, y), h)"),
+    Inst("raddhn", _NARROW_SAME, _high_half("+", True), _narrowing("raddhn")),
+    Inst("rsubhn", _NARROW_SAME, _high_half("-", True), _narrowing("rsubhn")),
+    # ---- Dot products (lane-combining, ISA_INTRINSICS.md 2.2): acc[j] += sum_k y[4j+k] * z[4j+k]
+    Inst("udot", ["u32, u8, u8 -> u32", "i32, u8, u8 -> i32"],
+         _typed("x + vector_reduce_add_x4({r}(widening_mul(y, z)))"), _dot("udot"), lanes=(1, 4, 4)),
+    Inst("sdot", ["i32, i8, i8 -> i32"], _typed("x + vector_reduce_add_x4({r}(widening_mul(y, z)))"), _dot("sdot"),
+         lanes=(1, 4, 4)),
+    # ---- Pairwise adds (lane-combining by 2): uaddlp/saddlp widen, uadalp/sadalp accumulate, addp
+    # keeps the type
+    Inst("uaddlp", _sigs("{t} -> {w}", U8_32), _typed("vector_reduce_add_x2({r}(x))"),
+         _pairwise_long("uaddlp", False), lanes=(2,)),
+    Inst("saddlp", _sigs("{t} -> {w}", I8_32), _typed("vector_reduce_add_x2({r}(x))"),
+         _pairwise_long("saddlp", False), lanes=(2,)),
+    Inst("uadalp", _sigs("{w}, {t} -> {w}", U8_32), _typed("x + vector_reduce_add_x2({r}(y))"),
+         _pairwise_long("uaddlp", True), f"add + {NEON}.uaddlp (uadalp)", lanes=(1, 2)),
+    Inst("sadalp", _sigs("{w}, {t} -> {w}", I8_32), _typed("x + vector_reduce_add_x2({r}(y))"),
+         _pairwise_long("saddlp", True), f"add + {NEON}.saddlp (sadalp)", lanes=(1, 2)),
+    Inst("addp", _same((*U8_64, *I8_64), 1), "vector_reduce_add_x2(x)", _addp, lanes=(2,)),
+)
+
+declare("arm", TABLE, default_llvm=lambda mnemonic: f"{NEON}.{mnemonic}")

@@ -132,6 +132,28 @@ def immediate(index: int, lo: int, hi: Callable[[int], int]) -> Callable[[Term],
     return check
 
 
+@dataclass(frozen=True, slots=True)
+class Inst:
+    """One row of an ISA's instruction table: the arguments of `target_op` for `<isa>.<mnemonic>`.
+    An empty `llvm` takes the ISA's default text (`declare`)."""
+
+    mnemonic: str
+    signatures: Sequence[str]
+    semantics: str | Callable[[Signature], str]
+    emit: Emitter
+    llvm: str = ""
+    cost: int = 1
+    lanes: tuple[int, ...] = ()
+    encodable: Optional[Callable[[Term], bool]] = None
+
+
+def declare(isa: str, table: Sequence[Inst], default_llvm: Callable[[str], str] = lambda mnemonic: "") -> None:
+    """Declare every row of an instruction table (`target_op`), in table order."""
+    for row in table:
+        target_op(f"{isa}.{row.mnemonic}", row.signatures, row.semantics, row.emit, cost=row.cost,
+                  llvm=row.llvm or default_llvm(row.mnemonic), lanes=row.lanes, encodable=row.encodable)
+
+
 def target_ops(isa: str) -> list[OpSpec]:
     return [s for n, s in OPS.items() if s.kind == "target" and n.startswith(isa + ".")]
 

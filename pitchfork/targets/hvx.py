@@ -94,6 +94,52 @@ def _replicate(value: int, bits: int) -> ir.Constant:
     return _i32(value)
 
 
+def _is_broadcast(v: ir.Value) -> bool:
+    """`v` is a splat built as Halide leaves and kernels build it: a single-lane insertelement, or a
+    shufflevector of one with an all-zero mask."""
+    if isinstance(v, ir.instructions.InsertElement):
+        return isinstance(v.type, ir.VectorType) and v.type.count == 1
+    if not isinstance(v, ir.instructions.ShuffleVector):
+        return False
+    src, mask = v.operands[0], v.operands[2]
+    return (isinstance(src, ir.instructions.InsertElement) and isinstance(src.operands[2], ir.Constant)
+            and src.operands[2].constant == 0 and isinstance(mask, ir.Constant)
+            and all(getattr(m, "constant", m) == 0 for m in mask.constant))
+
+
+def _uniform(em: Any, t: Term) -> bool:
+    """Every lane of `t` has the same value: its leaves are constants or variables the emitter's
+    environment holds as splats (a Param, a value loaded once), combined by lane-wise ops only."""
+    from fpir.ops import spec
+
+    for n in t.walk():
+        if n.is_const:
+            continue
+        if n.op == "var":
+            v = em.env.get(n.name)
+            if v is None or not _is_broadcast(v):
+                return False
+            continue
+        s = spec(n.op)
+        if getattr(s, "reduce", None) or getattr(s, "combines_lanes", False) or getattr(s, "lanes", None):
+            return False
+    return True
+
+
+def _runtime_rt(em: Any, v: ir.Value, bits: int) -> ir.Value:
+    """Rt from lane 0 of the uniform vector `v` (LLVM folds the extract into the scalar and hoists
+    what is loop-invariant): the `bits`-bit value replicated over the 32-bit register."""
+    s = em.b.extract_element(v, ir.Constant(ir.IntType(32), 0))
+    w = s.type.width
+    i32 = ir.IntType(32)
+    if w > bits:
+        s = em.b.trunc(s, ir.IntType(bits))
+    if bits == 32:
+        return s if w == 32 else (em.b.zext(s, i32) if w < 32 else em.b.trunc(s, i32))
+    s = em.b.zext(s, i32)
+    return em.b.mul(s, _i32(0x01010101 if bits == 8 else 0x00010001))
+
+
 def _fallback(em: Any, t: Term) -> ir.Value:
     """Emit the instruction's own semantics (used when an operand is not a usable constant)."""
     return em.emit(expansion(t))
@@ -164,17 +210,24 @@ def _lanewise(table: Table) -> Callable[..., ir.Value]:
     return emit
 
 
-def _scalar_form(t: Term, scalar: Table, first: int) -> tuple[str, ir.Constant, int] | None:
-    """The by-scalar form when operand `first` or `first + 1` (the two multiplicands) is a constant:
-    (intrinsic, Rt, index of the vector multiplicand). `scalar` is keyed by the operand types with
-    the constant last, and gives (intrinsic, Rt lane bits)."""
+def _scalar_form(em: Any, args: Sequence[ir.Value], t: Term, scalar: Table,
+                 first: int) -> tuple[str, ir.Value, int] | None:
+    """The by-scalar form when operand `first` or `first + 1` (the two multiplicands) is a constant
+    or a uniform runtime value (a splat Param): (intrinsic, Rt, index of the vector multiplicand).
+    `scalar` is keyed by the operand types with the scalar one last, and gives (intrinsic, Rt lane
+    bits). A constant wins over a runtime splat."""
     key = _key(t)
-    for const_at, vec_at in ((first + 1, first), (first, first + 1)):
-        c = _const(t.args[const_at])
-        k = (*key[:first], key[vec_at], key[const_at])
-        if c is not None and k in scalar:
+    for runtime in (False, True):
+        for const_at, vec_at in ((first + 1, first), (first, first + 1)):
+            k = (*key[:first], key[vec_at], key[const_at])
+            if k not in scalar:
+                continue
             name, rbits = scalar[k]
-            return name, _replicate(c, rbits), vec_at
+            c = _const(t.args[const_at])
+            if not runtime and c is not None:
+                return name, _replicate(c, rbits), vec_at
+            if runtime and c is None and _uniform(em, t.args[const_at]):
+                return name, _runtime_rt(em, args[const_at], rbits), vec_at
     return None
 
 
@@ -192,7 +245,7 @@ def _widening(table: Table, scalar: Table | None = None) -> Callable[..., ir.Val
         bits = t.args[0].type.bits
         n = REG_BITS // bits
         out = _vec(2 * bits, n)
-        form = _scalar_form(t, scalar or {}, 0)
+        form = _scalar_form(em, args, t, scalar or {}, 0)
         if form is not None:
             sname, rt, at = form
             return em.map_chunks([args[at]], n, lambda a: _interleave(em, em.hvx_call(sname, [a, rt], out, True)))
@@ -211,7 +264,7 @@ def _accumulate(table: Table, scalar: Table | None = None) -> Callable[..., ir.V
         bits = t.args[1].type.bits
         n = REG_BITS // bits
         out = _vec(2 * bits, n)
-        form = _scalar_form(t, scalar or {}, 1)
+        form = _scalar_form(em, args, t, scalar or {}, 1)
         if form is not None:
             sname, rt, at = form
 
@@ -275,13 +328,14 @@ def _narrowing(pack: Table, sat: Table, amount: Callable[[Term], int | None] | N
             extra = [_i32(entry[1])]
         if amount is not None:
             sh = amount(t)
-            if sh is None:
+            runtime = None if sh is not None else _runtime_amount(em, args, t, amount)
+            if sh is None and runtime is None:
                 return _fallback(em, t)
-            alt = special(t, sh) if special is not None else None
+            alt = special(t, sh) if special is not None and sh is not None else None
             if alt is not None:
                 name = alt
             else:
-                extra = [_i32(sh)]
+                extra = [_i32(sh) if sh is not None else runtime]
         elif key in pack and (name is None or _layout(t.args[0]) != DEINT):
             pname = pack[key]
 
@@ -301,12 +355,30 @@ def _narrowing(pack: Table, sat: Table, amount: Callable[[Term], int | None] | N
     return emit
 
 
-def _shift_amount(lo: int, hi: int) -> Callable[[Term], int | None]:
+def _shift_amount(lo: int, hi: int, runtime: tuple[int, int] | None = None) -> Callable[[Term], int | None]:
+    """The constant shift Rt when it lies in [lo, hi]. `runtime` = the range a uniform runtime
+    amount must provably lie in to be passed as Rt (the instruction reads only the low bits of Rt)."""
     def amount(t: Term) -> int | None:
         c = _const(t.args[1])
         return c if c is not None and lo <= c <= hi else None
 
+    amount.runtime = runtime or (lo, hi)  # type: ignore[attr-defined]
     return amount
+
+
+def _runtime_amount(em: Any, args: Sequence[ir.Value], t: Term, amount: Callable[[Term], int | None]) -> ir.Value | None:
+    """Rt for a shift amount that is not a constant but uniform (a splat Param) with bounds inside
+    the range the instruction reads exactly; None otherwise."""
+    from pitchfork.bounds import bounds
+
+    lo, hi = getattr(amount, "runtime", (1, 0))
+    y = t.args[1]
+    if y.is_const or not _uniform(em, y):
+        return None
+    ylo, yhi = bounds(y)
+    if ylo < lo or yhi > hi:
+        return None
+    return _runtime_rt(em, args[1], 32)
 
 
 def _scalar_or_fallback(name: str, rbits: int) -> Callable[..., ir.Value]:
@@ -495,7 +567,7 @@ def _vasr_family(suffix: str, out: str, ins: Mapping[str, str], rnd: Mapping[str
              " / ".join(ins.values()) + " (Rt = constant y)")
     rsigs = [f"{x}, {a}{ibits} -> {out}" for x in rnd for a in ("i", "u")]
     _declare(f"hvx.vasr_rnd_sat_{suffix}", rsigs, f"saturating_cast<{out}>(rounding_shr(x, y))",
-             _narrowing({}, rnd, _shift_amount(1, ibits // 2),
+             _narrowing({}, rnd, _shift_amount(1, ibits // 2, (0, ibits // 2 - 1)),
                         _half_width_round(rounds)), ONE,
              " / ".join(rnd.values()) + " (Rt = constant y); " + " / ".join(rounds.values()) + " for y = "
              + str(ibits // 2))
@@ -530,10 +602,52 @@ _VRMPY = {("u32", "u8", "u8"): "vrmpyubv.acc", ("i32", "u8", "u8"): "vrmpyubv.ac
           ("i32", "i8", "i8"): "vrmpybv.acc", ("i32", "u8", "i8"): "vrmpybusv.acc"}
 
 
+# The vector x scalar forms (Vx.w += vrmpy(Vu.ub, Rt.ub / Rt.b)) where one operand repeats one 32-bit
+# word in every lane group: its data side must be the unsigned one (there is no Vu.b x Rt form).
+_VRMPY_BY_WORD = {("u8", "u8"): "vrmpyub.acc", ("u8", "i8"): "vrmpybus.acc"}
+
+
+def _word_splat(v: ir.Value) -> ir.Value | None:
+    """The i32 `w` if `v` is a splat of one 32-bit word (any lane type), else None: a constant whose
+    words are all equal, or the IR the Halide codegen writes for a repeated short vector (`_repeat`:
+    bitcast(shufflevector(insertelement(undef, w, 0), undef, zeroinitializer)))."""
+    if isinstance(v, ir.Constant) and isinstance(v.type, ir.VectorType) and isinstance(v.constant, list) \
+            and isinstance(v.type.element, ir.IntType):
+        bits = v.type.element.width
+        if 32 % bits or any(not isinstance(c.constant, int) for c in v.constant):
+            return None
+        per = 32 // bits
+        vals = [c.constant & ((1 << bits) - 1) for c in v.constant]
+        if len(vals) % per or vals != vals[:per] * (len(vals) // per):
+            return None
+        return _i32(sum(x << (bits * k) for k, x in enumerate(vals[:per])))
+    if isinstance(v, ir.CastInstr) and v.opname == "bitcast":
+        v = v.operands[0]
+    if not (isinstance(v, ir.ShuffleVector) and isinstance(v.type.element, ir.IntType)
+            and v.type.element.width == 32):
+        return None
+    vec, _, mask = v.operands
+    if not (isinstance(mask, ir.Constant) and all(getattr(c, "constant", c) == 0 for c in mask.constant)):
+        return None
+    if isinstance(vec, ir.InsertElement) and isinstance(vec.operands[2], ir.Constant) \
+            and vec.operands[2].constant == 0:
+        return vec.operands[1]
+    return None
+
+
 def _vrmpy(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-    """vrmpy(Vu, Vv) accumulate forms, one register of 32 words per 128 bytes of each operand."""
-    name = _VRMPY[tuple(a.type.name for a in t.args)]  # type: ignore[index]
+    """vrmpy accumulate forms, one register of 32 words per 128 bytes of each data operand: by a
+    scalar register where an operand repeats one word (matmul's broadcast row of A), else vector x
+    vector."""
     rt = _vec(32, REG_BITS // 32)
+    types = tuple(a.type.name for a in t.args[1:])
+    for data, word in ((1, 2), (2, 1)):
+        name = _VRMPY_BY_WORD.get((t.args[data].type.name, t.args[word].type.name))
+        w = _word_splat(args[word]) if name is not None else None
+        if w is not None:
+            accs, ys = em.split(args[0], REG_BITS // 32), em.split(args[data], REG_BITS // 8)
+            return em.concat([em.hvx_call(name, [a, y, w], rt) for a, y in zip(accs, ys)], em.lanes)
+    name = _VRMPY[(t.args[0].type.name, *types)]
     accs, ys, zs = (em.split(a, REG_BITS // b) for a, b in zip(args, (32, 8, 8)))
     return em.concat([em.hvx_call(name, [a, y, z], rt) for a, y, z in zip(accs, ys, zs)], em.lanes)
 
@@ -645,6 +759,35 @@ _declare("hvx.vmpyo_rnd_sacc", ["i32, i32, i32 -> i32"],
          _lanewise(_VMPYO_RND_SACC), ONE, "vmpyowh.rnd.sacc: Vx.w += vmpyo(Vu.w, Vv.h):<<1:rnd:sat:shift",
          "lanewise")
 
+
+# ---- zero-point subtraction scaled by a shift: (widen(x) - z) << c as one by-scalar multiply-accumulate --
+# x * 2^c accumulated onto -(z << c): vmpyub.acc / vmpyuh.acc with Rt = 2^c. For a splat zero point (the
+# quantized add / mul benchmarks) the accumulator is loop-invariant, so the loop has one instruction (and
+# a register copy) where the plain form needs an unpack, a pair subtraction and a shift per register.
+_VMPY_ACC_ZP = {("u8", "i16"): ("vmpyub.acc", 8), ("u16", "i32"): ("vmpyuh.acc", 16)}
+
+
+def _vmpy_acc_zp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    c = _const(t.args[2])
+    bits = t.args[0].type.bits
+    if c is None or not 0 <= c < bits:
+        return _fallback(em, t)
+    name, rbits = _VMPY_ACC_ZP[_key(t)[:2]]
+    n = REG_BITS // bits
+    out = _vec(2 * bits, n)
+    y = args[1]
+    acc = em.b.sub(ir.Constant(y.type, None), em.b.shl(y, ir.Constant(y.type, [c] * y.type.count)))
+    rt = _replicate(1 << c, rbits)
+
+    def one(a: ir.Value, x: ir.Value) -> ir.Value:
+        return _interleave(em, em.hvx_call(name, [_deinterleave(em, a), x, rt], out, True, (True, False)))
+
+    return em.map_chunks([acc, args[0]], n, one)
+
+
+_declare("hvx.vmpy_acc_zp", ["u8, i16, i16 -> i16", "u16, i32, i32 -> i32"],
+         lambda sg: f"(cast<{sg.result.name}>(x) - y) << z", _vmpy_acc_zp, PAIR,
+         "vmpyub.acc / vmpyuh.acc by Rt = 2^z onto -(y << z) (constant z below the narrow width)", DEINT)
 
 # ---- non-widening multiplies (vmpyi): the low half of the product, by a vector or a scalar Rt ------
 # vmpyi(Vu.h, Rt.b) / vmpyi(Vu.w, Rt.b) / vmpyi(Vu.w, Rt.h) multiply every lane by a byte or halfword

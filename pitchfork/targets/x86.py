@@ -1,7 +1,7 @@
 """x86-64 AVX2 instruction table (see ISA_INTRINSICS.md section 2.1).
 
-Each instruction is declared once: signatures, lane-wise semantics (FPIR text over x, y, z, w), cost
-and an emitter that works for any lane count. Emitters split operands into 256-bit (ymm) chunks, call
+Each instruction is declared once, as a `base.Inst` row (declared next to its emitters): signatures,
+lane-wise semantics (FPIR text over x, y, z, w), cost and an emitter that works for any lane count. Emitters split operands into 256-bit (ymm) chunks, call
 the intrinsic (or the generic `llvm.*` intrinsic LLVM selects the instruction from) and restore lane
 order where the hardware does not keep it (the packs work per 128-bit half; pmaddwd/pmaddubsw read
 adjacent lane pairs, so their lane-wise forms interleave their operands first).
@@ -24,7 +24,7 @@ from typing import Any
 
 from llvmlite import ir
 
-from pitchfork.targets.base import target_op
+from pitchfork.targets.base import Inst, declare
 
 VECTOR_BITS = 256
 
@@ -61,18 +61,19 @@ def _avx2(name_by_bits: dict[int, str]) -> Emit:
 
 
 # ---- saturating add / sub -------------------------------------------------------------------------
-target_op("x86.padds", ["i8, i8 -> i8", "i16, i16 -> i16"], "saturating_add(x, y)", _generic_sat("sadd"),
-          cost=1, llvm="llvm.sadd.sat.v32i8 / v16i16 (vpaddsb / vpaddsw)")
-target_op("x86.paddus", ["u8, u8 -> u8", "u16, u16 -> u16"], "saturating_add(x, y)", _generic_sat("uadd"),
-          cost=1, llvm="llvm.uadd.sat.v32i8 / v16i16 (vpaddusb / vpaddusw)")
-target_op("x86.psubs", ["i8, i8 -> i8", "i16, i16 -> i16"], "saturating_sub(x, y)", _generic_sat("ssub"),
-          cost=1, llvm="llvm.ssub.sat.v32i8 / v16i16 (vpsubsb / vpsubsw)")
-target_op("x86.psubus", ["u8, u8 -> u8", "u16, u16 -> u16"], "saturating_sub(x, y)", _generic_sat("usub"),
-          cost=1, llvm="llvm.usub.sat.v32i8 / v16i16 (vpsubusb / vpsubusw)")
-
-# ---- averages -----------------------------------------------------------------------------------
-target_op("x86.pavg", ["u8, u8 -> u8", "u16, u16 -> u16"], "rounding_halving_add(x, y)",
-          _avx2({8: "pavg.b", 16: "pavg.w"}), cost=1, llvm="llvm.x86.avx2.pavg.b / pavg.w")
+declare("x86", (
+    Inst("padds", ["i8, i8 -> i8", "i16, i16 -> i16"], "saturating_add(x, y)", _generic_sat("sadd"),
+         "llvm.sadd.sat.v32i8 / v16i16 (vpaddsb / vpaddsw)"),
+    Inst("paddus", ["u8, u8 -> u8", "u16, u16 -> u16"], "saturating_add(x, y)", _generic_sat("uadd"),
+         "llvm.uadd.sat.v32i8 / v16i16 (vpaddusb / vpaddusw)"),
+    Inst("psubs", ["i8, i8 -> i8", "i16, i16 -> i16"], "saturating_sub(x, y)", _generic_sat("ssub"),
+         "llvm.ssub.sat.v32i8 / v16i16 (vpsubsb / vpsubsw)"),
+    Inst("psubus", ["u8, u8 -> u8", "u16, u16 -> u16"], "saturating_sub(x, y)", _generic_sat("usub"),
+         "llvm.usub.sat.v32i8 / v16i16 (vpsubusb / vpsubusw)"),
+    # ---- averages -----------------------------------------------------------------------------------
+    Inst("pavg", ["u8, u8 -> u8", "u16, u16 -> u16"], "rounding_halving_add(x, y)",
+         _avx2({8: "pavg.b", 16: "pavg.w"}), "llvm.x86.avx2.pavg.b / pavg.w"),
+))
 
 
 # ---- saturating packs ---------------------------------------------------------------------------
@@ -97,23 +98,24 @@ def _pack(name: str, src_bits: int) -> Emit:
     return emit
 
 
-target_op("x86.packsswb", ["i16 -> i8"], "saturating_cast<i8>(x)", _pack("llvm.x86.avx2.packsswb", 16), cost=2,
-          llvm="llvm.x86.avx2.packsswb (+ vpermq lane-order fix)")
-target_op("x86.packuswb", ["i16 -> u8"], "saturating_cast<u8>(x)", _pack("llvm.x86.avx2.packuswb", 16), cost=2,
-          llvm="llvm.x86.avx2.packuswb (+ vpermq lane-order fix)")
-target_op("x86.packssdw", ["i32 -> i16"], "saturating_cast<i16>(x)", _pack("llvm.x86.avx2.packssdw", 32), cost=2,
-          llvm="llvm.x86.avx2.packssdw (+ vpermq lane-order fix)")
-target_op("x86.packusdw", ["i32 -> u16"], "saturating_cast<u16>(x)", _pack("llvm.x86.avx2.packusdw", 32), cost=2,
-          llvm="llvm.x86.avx2.packusdw (+ vpermq lane-order fix)")
-
-# ---- 16-bit high multiplies ---------------------------------------------------------------------
-target_op("x86.pmulhw", ["i16, i16 -> i16"], "i16((i32(x) * i32(y)) >> 16)", _avx2({16: "pmulh.w"}), cost=1,
-          llvm="llvm.x86.avx2.pmulh.w")
-target_op("x86.pmulhuw", ["u16, u16 -> u16"], "u16((u32(x) * u32(y)) >> 16)", _avx2({16: "pmulhu.w"}), cost=1,
-          llvm="llvm.x86.avx2.pmulhu.w")
-# Truncating, not saturating: -32768 * -32768 gives -32768 (ISA_INTRINSICS 2.1.3).
-target_op("x86.pmulhrsw", ["i16, i16 -> i16"], "i16((i32(x) * i32(y) + 16384) >> 15)", _avx2({16: "pmul.hr.sw"}),
-          cost=1, llvm="llvm.x86.avx2.pmul.hr.sw")
+declare("x86", (
+    Inst("packsswb", ["i16 -> i8"], "saturating_cast<i8>(x)", _pack("llvm.x86.avx2.packsswb", 16),
+         "llvm.x86.avx2.packsswb (+ vpermq lane-order fix)", cost=2),
+    Inst("packuswb", ["i16 -> u8"], "saturating_cast<u8>(x)", _pack("llvm.x86.avx2.packuswb", 16),
+         "llvm.x86.avx2.packuswb (+ vpermq lane-order fix)", cost=2),
+    Inst("packssdw", ["i32 -> i16"], "saturating_cast<i16>(x)", _pack("llvm.x86.avx2.packssdw", 32),
+         "llvm.x86.avx2.packssdw (+ vpermq lane-order fix)", cost=2),
+    Inst("packusdw", ["i32 -> u16"], "saturating_cast<u16>(x)", _pack("llvm.x86.avx2.packusdw", 32),
+         "llvm.x86.avx2.packusdw (+ vpermq lane-order fix)", cost=2),
+    # ---- 16-bit high multiplies ---------------------------------------------------------------------
+    Inst("pmulhw", ["i16, i16 -> i16"], "i16((i32(x) * i32(y)) >> 16)", _avx2({16: "pmulh.w"}),
+         "llvm.x86.avx2.pmulh.w"),
+    Inst("pmulhuw", ["u16, u16 -> u16"], "u16((u32(x) * u32(y)) >> 16)", _avx2({16: "pmulhu.w"}),
+         "llvm.x86.avx2.pmulhu.w"),
+    # Truncating, not saturating: -32768 * -32768 gives -32768 (ISA_INTRINSICS 2.1.3).
+    Inst("pmulhrsw", ["i16, i16 -> i16"], "i16((i32(x) * i32(y) + 16384) >> 15)", _avx2({16: "pmul.hr.sw"}),
+         "llvm.x86.avx2.pmul.hr.sw"),
+))
 
 
 # ---- multiply-add of adjacent pairs ----------------------------------------------------------------
@@ -152,13 +154,15 @@ def _pair_dot(intrinsic: str, bits: int) -> Emit:
     return emit
 
 
-target_op("x86.wmul_pmaddwd", ["i16, i16 -> i32"], "widening_mul(x, y)", _pmaddwd_widen, cost=3,
-          llvm="vpmovzxwd x2 + llvm.x86.avx2.pmadd.wd (upper halves zero)")
-# Lane-wise 2-way dot products: cost 5 = 2 unpacks + 2 vperm2i128 + the multiply-add per register.
-target_op("x86.pmaddwd", ["i16, i16, i16, i16 -> i32"], "widening_mul(x, y) + widening_mul(z, w)",
-          _pair_dot("llvm.x86.avx2.pmadd.wd", 16), cost=5, llvm="operand interleave + llvm.x86.avx2.pmadd.wd")
-target_op("x86.pmaddubsw", ["u8, i8, u8, i8 -> i16"], "saturating_add(widening_mul(x, y), widening_mul(z, w))",
-          _pair_dot("llvm.x86.avx2.pmadd.ub.sw", 8), cost=5, llvm="operand interleave + llvm.x86.avx2.pmadd.ub.sw")
+declare("x86", (
+    Inst("wmul_pmaddwd", ["i16, i16 -> i32"], "widening_mul(x, y)", _pmaddwd_widen,
+         "vpmovzxwd x2 + llvm.x86.avx2.pmadd.wd (upper halves zero)", cost=3),
+    # Lane-wise 2-way dot products: cost 5 = 2 unpacks + 2 vperm2i128 + the multiply-add per register.
+    Inst("pmaddwd", ["i16, i16, i16, i16 -> i32"], "widening_mul(x, y) + widening_mul(z, w)",
+         _pair_dot("llvm.x86.avx2.pmadd.wd", 16), "operand interleave + llvm.x86.avx2.pmadd.wd", cost=5),
+    Inst("pmaddubsw", ["u8, i8, u8, i8 -> i16"], "saturating_add(widening_mul(x, y), widening_mul(z, w))",
+         _pair_dot("llvm.x86.avx2.pmadd.ub.sw", 8), "operand interleave + llvm.x86.avx2.pmadd.ub.sw", cost=5),
+))
 
 
 def _pairs(intrinsic: str, bits: int) -> Emit:
@@ -173,10 +177,12 @@ def _pairs(intrinsic: str, bits: int) -> Emit:
     return emit
 
 
-target_op("x86.pmaddwd_pairs", ["i16, i16 -> i32"], "vector_reduce_add_x2(widening_mul(x, y))",
-          _pairs("llvm.x86.avx2.pmadd.wd", 16), cost=1, llvm="llvm.x86.avx2.pmadd.wd", lanes=(2, 2))
-target_op("x86.pmaddubsw_pairs", ["u8, i8 -> i16"], "vector_reduce_saturating_add_x2(widening_mul(x, y))",
-          _pairs("llvm.x86.avx2.pmadd.ub.sw", 8), cost=1, llvm="llvm.x86.avx2.pmadd.ub.sw", lanes=(2, 2))
+declare("x86", (
+    Inst("pmaddwd_pairs", ["i16, i16 -> i32"], "vector_reduce_add_x2(widening_mul(x, y))",
+         _pairs("llvm.x86.avx2.pmadd.wd", 16), "llvm.x86.avx2.pmadd.wd", lanes=(2, 2)),
+    Inst("pmaddubsw_pairs", ["u8, i8 -> i16"], "vector_reduce_saturating_add_x2(widening_mul(x, y))",
+         _pairs("llvm.x86.avx2.pmadd.ub.sw", 8), "llvm.x86.avx2.pmadd.ub.sw", lanes=(2, 2)),
+))
 
 
 def _psadbw(em, args, t):  # type: ignore[no-untyped-def]
@@ -184,8 +190,10 @@ def _psadbw(em, args, t):  # type: ignore[no-untyped-def]
     return em.concat([em.call("llvm.x86.avx2.psad.bw", _vt(64, 4), [x, y]) for x, y in zip(xs, ys)], em.lanes)
 
 
-target_op("x86.psadbw", ["u8, u8 -> u64"], "vector_reduce_add_x8(u64(absd(x, y)))", _psadbw, cost=1,
-          llvm="llvm.x86.avx2.psad.bw", lanes=(8, 8))
+declare("x86", (
+    Inst("psadbw", ["u8, u8 -> u64"], "vector_reduce_add_x8(u64(absd(x, y)))", _psadbw,
+         "llvm.x86.avx2.psad.bw", lanes=(8, 8)),
+))
 
 
 # ---- variable per-lane shifts (AVX2: 32/64-bit lanes only) ------------------------------------------
@@ -201,13 +209,15 @@ def _variable_shift(stem: str) -> Emit:
     return _same_width(lambda bits, lanes: f"llvm.x86.avx2.{stem}.{'d' if bits == 32 else 'q'}.256")
 
 
-target_op("x86.psllv", [f"{t}{b}, {a}{b} -> {t}{b}" for b in (32, 64) for t in "ui" for a in "ui"],
-          _shift_semantics("<<"), _variable_shift("psllv"), cost=1,
-          llvm="llvm.x86.avx2.psllv.d.256 / psllv.q.256 (vpsllvd / vpsllvq)")
-target_op("x86.psrlv", [f"u{b}, {a}{b} -> u{b}" for b in (32, 64) for a in "ui"], _shift_semantics(">>"),
-          _variable_shift("psrlv"), cost=1, llvm="llvm.x86.avx2.psrlv.d.256 / psrlv.q.256 (vpsrlvd / vpsrlvq)")
-target_op("x86.psrav", ["i32, u32 -> i32", "i32, i32 -> i32"], _shift_semantics(">>"), _variable_shift("psrav"),
-          cost=1, llvm="llvm.x86.avx2.psrav.d.256 (vpsravd)")
+declare("x86", (
+    Inst("psllv", [f"{t}{b}, {a}{b} -> {t}{b}" for b in (32, 64) for t in "ui" for a in "ui"],
+         _shift_semantics("<<"), _variable_shift("psllv"),
+         "llvm.x86.avx2.psllv.d.256 / psllv.q.256 (vpsllvd / vpsllvq)"),
+    Inst("psrlv", [f"u{b}, {a}{b} -> u{b}" for b in (32, 64) for a in "ui"], _shift_semantics(">>"),
+         _variable_shift("psrlv"), "llvm.x86.avx2.psrlv.d.256 / psrlv.q.256 (vpsrlvd / vpsrlvq)"),
+    Inst("psrav", ["i32, u32 -> i32", "i32, i32 -> i32"], _shift_semantics(">>"), _variable_shift("psrav"),
+         "llvm.x86.avx2.psrav.d.256 (vpsravd)"),
+))
 
 
 # 16-bit lanes: no variable shift on AVX2. Shift the 32-bit extension (an amount of 16 or more
@@ -230,9 +240,11 @@ def _widened_shift(stem: str) -> Emit:
     return emit
 
 
-target_op("x86.psllv_widened", ["u16, u16 -> u16", "i16, u16 -> i16"], "x << y", _widened_shift("psllv"),
-          cost=1, llvm="zext/sext to i32 + llvm.x86.avx2.psllv.d.256 + trunc")
-target_op("x86.psrlv_widened", ["u16, u16 -> u16"], "x >> y", _widened_shift("psrlv"), cost=1,
-          llvm="zext to i32 + llvm.x86.avx2.psrlv.d.256 + trunc")
-target_op("x86.psrav_widened", ["i16, u16 -> i16"], "x >> y", _widened_shift("psrav"), cost=1,
-          llvm="sext to i32 + llvm.x86.avx2.psrav.d.256 + trunc")
+declare("x86", (
+    Inst("psllv_widened", ["u16, u16 -> u16", "i16, u16 -> i16"], "x << y", _widened_shift("psllv"),
+         "zext/sext to i32 + llvm.x86.avx2.psllv.d.256 + trunc"),
+    Inst("psrlv_widened", ["u16, u16 -> u16"], "x >> y", _widened_shift("psrlv"),
+         "zext to i32 + llvm.x86.avx2.psrlv.d.256 + trunc"),
+    Inst("psrav_widened", ["i16, u16 -> i16"], "x >> y", _widened_shift("psrav"),
+         "sext to i32 + llvm.x86.avx2.psrav.d.256 + trunc"),
+))

@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.pitchfork.difftest import (random_overflow_terms, random_reductions, random_terms, run_batch,  # noqa: E402
-                                      summary)
+from tests.pitchfork.difftest import (Result, random_overflow_terms, random_reductions, random_terms,  # noqa: E402
+                                      run_batch, summary)
 
 from fpir.text import parse  # noqa: E402
 
@@ -36,6 +36,15 @@ CONFIGS = [
 #   python -m tests.pitchfork.difftest --target hvx128 --count 200 --max-bits 64
 
 
+def assert_bit_exact(r: Result) -> None:
+    """Print the batch summary; skip if the target could not run; fail listing the first mismatches."""
+    print(summary(r))
+    if r.skipped:
+        pytest.skip(r.skipped)
+    problems = [m.report() for m in r.mismatches] + r.errors
+    assert not problems, f"{summary(r)}\n\n" + "\n\n".join(problems[:10])
+
+
 @pytest.mark.qemu
 @pytest.mark.slow
 @pytest.mark.parametrize("target,isel,count,max_bits,seed", CONFIGS,
@@ -43,11 +52,7 @@ CONFIGS = [
 def test_random_expressions_run_bit_exact(target: str, isel: str, count: int, max_bits: int, seed: int) -> None:
     terms = random_terms(count, seed, max_bits=max_bits)
     r = run_batch(terms, target, isel, seed=seed)
-    print(summary(r))
-    if r.skipped:
-        pytest.skip(r.skipped)
-    problems = [m.report() for m in r.mismatches] + r.errors
-    assert not problems, f"{summary(r)}\n\n" + "\n\n".join(problems[:10])
+    assert_bit_exact(r)
     assert r.ran >= count * 0.98
 
 
@@ -68,11 +73,7 @@ def test_random_reductions_run_bit_exact(target: str, isel: str, seed: int) -> N
     terms = random_reductions(count, seed, max_bits=32 if target == "hvx128" else 64)
     lanes = (lambda rng, nat: 64) if target == "hvx128" else None
     r = run_batch(terms, target, isel, seed=seed, lanes_choice=lanes)
-    print(summary(r))
-    if r.skipped:
-        pytest.skip(r.skipped)
-    problems = [m.report() for m in r.mismatches] + r.errors
-    assert not problems, f"{summary(r)}\n\n" + "\n\n".join(problems[:10])
+    assert_bit_exact(r)
     assert r.ran == count
 
 
@@ -92,11 +93,7 @@ def test_overflow_terms_run_bit_exact(target: str, isel: str, count: int, seed: 
     if target == "hvx128":  # no 64-bit lanes on HVX (scalarised by LLVM: slow to emulate)
         terms = [t for t in terms if max(s.type.bits for s in t.walk()) <= 32]
     r = run_batch(terms, target, isel, seed=seed)
-    print(summary(r))
-    if r.skipped:
-        pytest.skip(r.skipped)
-    problems = [m.report() for m in r.mismatches] + r.errors
-    assert not problems, f"{summary(r)}\n\n" + "\n\n".join(problems[:10])
+    assert_bit_exact(r)
     assert r.ran == len(terms)
 
 

@@ -63,6 +63,8 @@ class Case:
     module: CompiledModule | None = None
     function: str = ""  # the kernel's name in `module` (several kernels share a module)
     error: str = ""
+    #: variables that hold one value in every lane (read once and splat by the kernel: a runtime scalar)
+    uniform: frozenset[str] = frozenset()
 
 
 def prepare(cases: Sequence[Case], rng: np.random.Generator, min_elems: int = 512) -> None:
@@ -72,6 +74,9 @@ def prepare(cases: Sequence[Case], rng: np.random.Generator, min_elems: int = 51
         vs = free_vars(c.term)
         for i, v in enumerate(vs):
             c.inputs[v.name] = make_input(v.type, c.n, rng, salt=i)
+            if v.name in c.uniform:  # one value, an edge value or a random one
+                pick = rng.choice(np.concatenate([np.asarray(edge_values(v.type), dtype=object), c.inputs[v.name][-4:]]))
+                c.inputs[v.name][:] = int(pick)
         c.expected = np.asarray(evaluate(c.term, {k: _as_type(a, v.type) for (k, a), v in
                                                   zip(c.inputs.items(), vs)}))
         if c.term.type.bits == 1:
@@ -87,7 +92,7 @@ def _as_type(a: np.ndarray, t: ScalarType) -> np.ndarray:
 def _module(group: Sequence[tuple[str, Case]]) -> str:
     m = new_module("hvx_cases")
     for fn, c in group:
-        add_expression_kernel(m, fn, c.term, c.lanes, free_vars(c.term), TARGET)
+        add_expression_kernel(m, fn, c.term, c.lanes, free_vars(c.term), TARGET, c.uniform)
     return str(m)
 
 
@@ -226,7 +231,7 @@ def _deint_producer(t: ScalarType, tag: str) -> Term | None:
 
 
 _CONST_POSITIONS = {"hvx.vmpy": (1, 0), "hvx.vmpy_acc": (2, 1), "hvx.vmpyhss": (1,), "hvx.vmpyi": (1, 0),
-                    "hvx.vmpyi_acc": (2, 1)}
+                    "hvx.vmpyi_acc": (2, 1), "hvx.vmpy_acc_zp": (2,)}
 _VMPA_TAPS = ((1, 2), (2, 1), (3, 5), (-1, 7), (255, 255), (-128, 127), (0, 1))
 #: instructions taking f constant taps last, and the taps tried (extremes and unequal ones)
 _TAP_OPS = {"hvx.vdmpy": 2, "hvx.vdmpy_acc": 2, "hvx.vrmpy_taps": 4, "hvx.vrmpy_taps_acc": 4}

@@ -223,3 +223,38 @@ def test_widening_chain_keeps_deinterleaved_order_and_new_forms_run() -> None:
     assert any(re.search(r"\.h = vasr\(v\d+\.w,v\d+\.w,r\d+\)", i) for i in asr), asr
     assert any(re.search(r"\.b = vpacke\(", i) for i in packe), packe
     assert any(re.search(r"\.w = vmpyie\(v\d+\.w,v\d+\.uh\)", i) for i in mpyie), mpyie
+
+
+@needs_qemu
+@pytest.mark.qemu
+def test_runtime_scalars_use_the_by_scalar_forms() -> None:
+    """A multiplier or shift amount that is one runtime value in every lane (a Param: here a variable
+    the kernel reads once and splats) is passed as the instruction's scalar register Rt, as a constant
+    is: vmpy(Vu, Rt) and its accumulation, vasr(Vu, Vv, Rt):rnd:sat when the amount is provably in the
+    range the instruction reads (a clamp by a constant). The zero-point form (widen(x) - z) << c is one
+    vmpy.acc. Several scalar values (edge values included), bit-exact."""
+    def case(expr: str, types: dict[str, str], lanes: int, uniform: str) -> Case:
+        c = _select_case(expr, types, lanes)
+        return Case(c.name, c.term, lanes, uniform=frozenset(uniform))
+
+    forms = [
+        ("widening_mul(x, y)", {"x": "u8", "y": "u8"}, 128, "y", r"\.uh = vmpy\(v\d+\.ub,r\d+\.ub\)"),
+        ("widening_mul(x, y)", {"x": "i16", "y": "i16"}, 64, "y", r"\.w = vmpy\(v\d+\.h,r\d+\.h\)"),
+        ("z + widening_mul(x, y)", {"x": "u8", "y": "u8", "z": "u16"}, 128, "y", r"\.uh \+= vmpy\(v\d+\.ub,r\d+\.ub\)"),
+        ("saturating_cast<i16>(rounding_shr(x, min(y, 15)))", {"x": "i32", "y": "u32"}, 64, "y",
+         r"\.h = vasr\(v\d+\.w,v\d+\.w,r\d+\):rnd:sat"),
+        ("saturating_cast<u8>(rounding_shr(x, min(y, 7)))", {"x": "i16", "y": "u16"}, 128, "y",
+         r"\.ub = vasr\(v\d+\.h,v\d+\.h,r\d+\):rnd:sat"),
+        ("(i16(x) - y) << 6", {"x": "u8", "y": "i16"}, 128, "y", r"\.uh \+= vmpy\(v\d+\.ub,r\d+\.ub\)"),
+        ("(i32(x) - y) << 15", {"x": "u16", "y": "i32"}, 64, "y", r"\.uw \+= vmpy\(v\d+\.uh,r\d+\.uh\)"),
+    ]
+    cases = [case(e, ty, lanes, u) for e, ty, lanes, u, _ in forms for _ in range(3)]
+    # an unbounded runtime shift amount cannot be Rt (the instruction reads its low bits only)
+    cases.append(case("saturating_cast<i16>(rounding_shr(x, y))", {"x": "i32", "y": "u32"}, 64, "y"))
+    cases.append(case("(i16(x) - y) << 6", {"x": "u8", "y": "i16"}, 128, ""))  # a per-lane zero point
+    failures = run_cases(cases, np.random.default_rng(41))
+    assert not failures, "\n".join(failures)
+    for k, (_, _, _, _, pattern) in enumerate(forms):
+        body = hvx_asm_lines(cases[3 * k])
+        assert any(re.search(pattern, i) for i in body), (forms[k][0], body)
+    assert not any(re.search(r"vasr\(.*,r\d+\):rnd:sat", i) for i in hvx_asm_lines(cases[-2]))
