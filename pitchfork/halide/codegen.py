@@ -466,11 +466,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
                 parts.append(part)
                 starts.append(at)
                 at += part.type.count
-            if self.target == "hvx128" and e.kind == "interleave" and len(parts) in (2, 4) \
-                    and all(p.type.count == x.type.lanes and p.type.count * p.type.element.width == 1024
-                            and p.type.element.width >= 8 for p, x in zip(parts, e.vectors)) \
-                    and list(e.indices) == [k * parts[0].type.count + i for i in range(parts[0].type.count)
-                                            for k in range(len(parts))]:
+            # (isel=pitchfork only: LLVM alone gets the generic shuffle, as Halide's IR writes it)
+            if self.target == "hvx128" and self.isel == "pitchfork" and _whole_register_interleave(e, parts):
                 return self._hvx_interleave(parts)
             # Lane i of operand k is lane starts[k] + i of the concatenation (a window holds more lanes).
             where = [(k, i) for k, x in enumerate(e.vectors) for i in range(x.type.lanes)]
@@ -574,3 +571,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             v = ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
             lanes = m
         return v
+
+
+def _whole_register_interleave(e: H.Shuffle, parts: list[ir.Value]) -> bool:
+    """`e` interleaves 2 or 4 operands that are each one whole HVX register (emitted as `parts`)."""
+    n = parts[0].type.count
+    return e.kind == "interleave" and len(parts) in (2, 4) \
+        and all(p.type.count == x.type.lanes == n and n * p.type.element.width == 1024 and p.type.element.width >= 8
+                for p, x in zip(parts, e.vectors)) \
+        and list(e.indices) == [k * n + i for i in range(n) for k in range(len(parts))]
