@@ -792,7 +792,8 @@ _declare("hvx.vmpyo_rnd_sacc", ["i32, i32, i32 -> i32"],
 # x * 2^c accumulated onto -(z << c): vmpyub.acc / vmpyuh.acc with Rt = 2^c. For a splat zero point (the
 # quantized add / mul benchmarks) the accumulator is loop-invariant, so the loop has one instruction (and
 # a register copy) where the plain form needs an unpack, a pair subtraction and a shift per register.
-_VMPY_ACC_ZP = {("u8", "i16"): ("vmpyub.acc", 8), ("u16", "i32"): ("vmpyuh.acc", 16)}
+_VMPY_ACC_ZP = {("u8", "i16"): ("vmpyub.acc", 8), ("u16", "i32"): ("vmpyuh.acc", 16),
+                ("u8", "u8"): ("vmpyub.acc", 8), ("u16", "u16"): ("vmpyuh.acc", 16)}
 
 
 def _vmpy_acc_zp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
@@ -804,6 +805,9 @@ def _vmpy_acc_zp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     n = REG_BITS // bits
     out = _vec(2 * bits, n)
     y = args[1]
+    wide = ir.VectorType(ir.IntType(t.type.bits), y.type.count)
+    if y.type != wide:  # a zero point of the data's type: zero-extend it
+        y = em.b.zext(y, wide)
     acc = em.b.sub(ir.Constant(y.type, None), em.b.shl(y, ir.Constant(y.type, [c] * y.type.count)))
     rt = _replicate(1 << c, rbits)
 
@@ -813,8 +817,8 @@ def _vmpy_acc_zp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     return em.map_chunks([acc, args[0]], n, one)
 
 
-_declare("hvx.vmpy_acc_zp", ["u8, i16, i16 -> i16", "u16, i32, i32 -> i32"],
-         lambda sg: f"(cast<{sg.result.name}>(x) - y) << z", _vmpy_acc_zp, PAIR,
+_declare("hvx.vmpy_acc_zp", ["u8, i16, i16 -> i16", "u16, i32, i32 -> i32", "u8, u8, i16 -> i16", "u16, u16, i32 -> i32"],
+         lambda sg: f"(cast<{sg.result.name}>(x) - cast<{sg.result.name}>(y)) << z", _vmpy_acc_zp, PAIR,
          "vmpyub.acc / vmpyuh.acc by Rt = 2^z onto -(y << z) (constant z below the narrow width)", DEINT)
 
 # ---- non-widening multiplies (vmpyi): the low half of the product, by a vector or a scalar Rt ------

@@ -247,6 +247,7 @@ def test_runtime_scalars_use_the_by_scalar_forms() -> None:
          r"\.ub = vasr\(v\d+\.h,v\d+\.h,r\d+\):rnd:sat"),
         ("(i16(x) - y) << 6", {"x": "u8", "y": "i16"}, 128, "y", r"\.uh \+= vmpy\(v\d+\.ub,r\d+\.ub\)"),
         ("(i32(x) - y) << 15", {"x": "u16", "y": "i32"}, 64, "y", r"\.uw \+= vmpy\(v\d+\.uh,r\d+\.uh\)"),
+        ("widening_sub(x, y) << 6", {"x": "u8", "y": "u8"}, 128, "y", r"\.uh \+= vmpy\(v\d+\.ub,r\d+\.ub\)"),
         # filter taps loaded once (conv3x3): vmpa and vmpa.acc by the taps in Rt
         ("i16(a) * i16(c) + i16(b) * i16(d) + i16(e) * i16(g) + i16(f) * i16(h)",
          {"a": "u8", "b": "u8", "e": "u8", "f": "u8", "c": "i8", "d": "i8", "g": "i8", "h": "i8"}, 128, "cdgh",
