@@ -142,12 +142,15 @@ class ExprConverter:
         # its bounds let lowering pass the scalar straight to an instruction's Rt (an HVX shift amount).
         if isinstance(v, H.BinOp) and v.op in ("min", "max") and (isinstance(v.a, H.IntImm) or isinstance(v.b, H.IntImm)):
             return self.go(H.BinOp(v.op, replace(e, value=v.a), replace(e, value=v.b), e.type))
-        # A widened narrow buffer element (`i32(matrix[2])` with an i16 matrix) stays a cast of a narrow
-        # splat, so lifting sees a widening multiply by it and bounds know its range (camera_pipe's color
-        # matrix: vpmaddwd instead of vpmulld on x86, widening multiplies on arm64/hvx128). Limited to
-        # loads for now: widened scalar Params (zero points) change many more benchmarks, not yet measured.
-        if (isinstance(v, H.Cast) and isinstance(v.value, H.Load) and v.type.is_integer
-                and v.value.type.is_integer and not v.value.type.is_bool and v.value.type.bits < v.type.bits):
+        # A 16-bit buffer element widened to 32 bits (`i32(matrix[2])`, camera_pipe's i16 color matrix)
+        # stays a cast of a narrow splat, so lifting sees a widening multiply by it and bounds know its
+        # range (vpmaddwd instead of vpmulld on x86, widening multiplies on arm64/hvx128). Only for
+        # isel=pitchfork: the LLVM-alone baseline gets Halide's own form. Not for other widths or for
+        # Params: measured, the i8 mask of conv3x3a16/a32 and softmax's tables got no faster (conv3x3a16
+        # x86 static 4% slower), so they keep the scalar cast.
+        if (self.cg.isel == "pitchfork" and isinstance(v, H.Cast) and isinstance(v.value, H.Load)
+                and v.type.is_integer and v.value.type.is_integer and v.value.type.bits == 16
+                and v.type.bits == 32):
             narrow = replace(e, value=v.value, type=v.value.type.with_lanes(e.type.lanes))
             return make("cast", self.go(narrow), type=fpir_type(e.type.elem, self.node))
         return self.leaf("splat", e)
