@@ -440,6 +440,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
                 clamped = self._clamped_ramp_load(buf, st, parts, leaf.lanes, node) if parts is not None else None
                 if clamped is None and parts is None and mask is None:
                     clamped = self._hvx_lut(buf, st, e.index, leaf.lanes, node)  # a small byte table
+                    if clamped is None:  # a lane-monotone index (ramp / d, strided)
+                        clamped = self._hvx_span_gather(buf, st, e.index, leaf.lanes, node)
                 if clamped is not None:
                     v = clamped
                 else:
