@@ -287,23 +287,38 @@ def _accumulate(table: Table, scalar: Table | None = None) -> Callable[..., ir.V
     return emit
 
 
-def _vmpa(table: Table) -> Callable[..., ir.Value]:
-    """vmpa(x, y, c0, c1) = c0 * widen(x) + c1 * widen(y): pair (lo = x, hi = y), Rt = [c0 c1 c0 c1]."""
+def _vmpa(table: Table, acc: bool = False) -> Callable[..., ir.Value]:
+    """vmpa(x, y, c0, c1) = c0 * widen(x) + c1 * widen(y) (acc: a + ..., the accumulator first): pair
+    (lo = x, hi = y), Rt = [c0 c1 c0 c1]. Taps that are constants or uniform runtime values (filter
+    taps loaded once) go to Rt; per-lane taps get two vector multiplies (vmpy, vmpy.acc)."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-        c0, c1 = _const(t.args[2]), _const(t.args[3])
-        if c0 is None or c1 is None:
+        first = 1 if acc else 0
+        x_t, y_t, c0_t, c1_t = t.args[first:first + 4]
+        name = table[(x_t.type.name, c0_t.type.name)] + (".acc" if acc else "")
+        c0, c1 = _const(c0_t), _const(c1_t)
+        if c0 is not None and c1 is not None:
+            rt: ir.Value = _i32((c0 & 0xFF) | (c1 & 0xFF) << 8 | (c0 & 0xFF) << 16 | (c1 & 0xFF) << 24)
+        elif all(_const(c) is not None or _uniform(em, c) for c in (c0_t, c1_t)):
+            b0, b1 = (em.b.and_(_runtime_rt(em, args[first + 2 + k], 32), _i32(0xFF)) for k in (0, 1))
+            rt = em.b.mul(em.b.or_(b0, em.b.shl(b1, _i32(8))), _i32(0x00010001))
+        elif x_t.type.bits != 8:  # (16-bit data by i8 taps: no vector x vector form)
             return _fallback(em, t)
-        name = table[(t.args[0].type.name, t.args[2].type.name)]
-        bits = t.args[0].type.bits
+        else:
+            from fpir.ops import make
+
+            first_product = make("hvx.vmpy_acc", t.args[0], x_t, c0_t) if acc else make("hvx.vmpy", x_t, c0_t)
+            return em.emit(make("hvx.vmpy_acc", first_product, y_t, c1_t))
+        bits = x_t.type.bits
         n = REG_BITS // bits
         out = _vec(2 * bits, n)
-        rt = _i32((c0 & 0xFF) | (c1 & 0xFF) << 8 | (c0 & 0xFF) << 16 | (c1 & 0xFF) << 24)
 
-        def one(x: ir.Value, y: ir.Value) -> ir.Value:
-            return _interleave(em, em.hvx_call(name, [_join(em, x, y), rt], out, True, (True,)))
+        def one(*vs: ir.Value) -> ir.Value:
+            head = [_deinterleave(em, vs[0])] if acc else []
+            pair = (True, True) if acc else (True,)
+            return _interleave(em, em.hvx_call(name, [*head, _join(em, vs[-2], vs[-1]), rt], out, True, pair))
 
-        return em.map_chunks(args[:2], n, one)
+        return em.map_chunks(args[:first + 2], n, one)
 
     return emit
 
@@ -529,7 +544,20 @@ def _vmpa_semantics(sg: Signature) -> str:
 
 
 _declare("hvx.vmpa", _VMPA_SIGS, _vmpa_semantics, _vmpa(_VMPA), PAIR,
-         "vmpabuu / vmpabus / vmpauhb / vmpahb (taps z, w constants)", DEINT)
+         "vmpabuu / vmpabus / vmpauhb / vmpahb (taps z, w constants or runtime scalars)", DEINT)
+# The accumulating form on a de-interleaved accumulator (8-bit data: vmpabuu.acc / vmpabus.acc); an i16
+# accumulator of u8 x u8 products wraps like the u16 one.
+_VMPA_ACC_SIGS = ["u16, u8, u8, u8, u8 -> u16", "i16, u8, u8, u8, u8 -> i16", "i16, u8, u8, i8, i8 -> i16"]
+
+
+def _vmpa_acc_semantics(sg: Signature) -> str:
+    if sg.result.signed and not sg.args[3].signed:
+        return "x + reinterpret<i16>(widening_mul(y, w) + widening_mul(z, a))"
+    return "x + (widening_mul(y, w) + widening_mul(z, a))"
+
+
+_declare("hvx.vmpa_acc", _VMPA_ACC_SIGS, _vmpa_acc_semantics, _vmpa(_VMPA, acc=True), PAIR,
+         "vmpabuu.acc / vmpabus.acc (taps constants or runtime scalars)", DEINT)
 
 # ---- saturating narrowing ------------------------------------------------------------------------
 # vpack(Vu, Vv):sat keeps lane order; vsat / vasr(Vu, Vv, #0):sat interleave.

@@ -279,11 +279,12 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
                         out.append(Case(f"{label} y={c}", make(name, vs[0], const(c, sg.args[1])), reg))
                 out.append(Case(f"{label} y={ib // 2} de-interleaved", make(name, ps[0], const(ib // 2, sg.args[1])),
                                 reg))
-            if name == "hvx.vmpa":
-                t = sg.args[2]
+            if name in ("hvx.vmpa", "hvx.vmpa_acc"):
+                at = 2 if name == "hvx.vmpa" else 3
+                t = sg.args[at]
                 for c0, c1 in _VMPA_TAPS:
                     if t.contains(c0) and t.contains(c1):
-                        out.append(Case(f"{label} taps {c0},{c1}", make(name, vs[0], vs[1], const(c0, t), const(c1, t)),
+                        out.append(Case(f"{label} taps {c0},{c1}", make(name, *vs[:at], const(c0, t), const(c1, t)),
                                         reg))
             if name in _TAP_OPS:  # vdmpy / vrmpy by constant taps: the taps are the last f operands
                 f = _TAP_OPS[name]
