@@ -142,17 +142,16 @@ class ExprConverter:
         # its bounds let lowering pass the scalar straight to an instruction's Rt (an HVX shift amount).
         if isinstance(v, H.BinOp) and v.op in ("min", "max") and (isinstance(v.a, H.IntImm) or isinstance(v.b, H.IntImm)):
             return self.go(H.BinOp(v.op, replace(e, value=v.a), replace(e, value=v.b), e.type))
-        # A 16-bit buffer element widened to 32 bits (`i32(matrix[2])`, camera_pipe's i16 color matrix)
-        # stays a cast of a narrow splat, so lifting sees a widening multiply by it and bounds know its
-        # range (vpmaddwd instead of vpmulld on x86, widening multiplies on arm64/hvx128). Only for
-        # isel=pitchfork: the LLVM-alone baseline gets Halide's own form. Not for other widths or for
-        # Params: measured, the i8 mask of conv3x3a16/a32 and softmax's tables got no faster (conv3x3a16
-        # x86 static 4% slower), so they keep the scalar cast.
-        if (self.cg.isel == "pitchfork" and isinstance(v, H.Cast) and isinstance(v.value, H.Load)
-                and v.type.is_integer and v.value.type.is_integer and v.value.type.bits == 16
-                and v.type.bits == 32):
-            narrow = replace(e, value=v.value, type=v.value.type.with_lanes(e.type.lanes))
-            return make("cast", self.go(narrow), type=fpir_type(e.type.elem, self.node))
+        if self.cg.isel == "pitchfork" and isinstance(v, H.Cast) \
+                and v.type.is_integer and v.value.type.is_integer and not v.type.is_bool \
+                and not v.value.type.is_bool and v.value.type.bits < v.type.bits:
+            # x128(int32(m_i16)), x16(int16(zero_u8)): splat the narrow value and widen it in FPIR, so
+            # lifting sees the widening: i32(d_i16) * i32(m_i16) is a widening_mul (one HVX vmpy per 64
+            # lanes instead of vunpack + vmpyieo + vmpyie per 32; Neon smull by element), i16(x_u8) -
+            # i16(zero_u8) a widening_sub (Neon usubl, as Halide 21 selects it). Not for isel=llvm,
+            # which gets the splat of the wide scalar, as Halide's own codegen emits it.
+            narrow = H.Broadcast(v.value, e.count, v.value.type.with_lanes(e.count))
+            return make("cast", self.leaf("splat", narrow), type=fpir_type(e.type.elem, self.node))
         return self.leaf("splat", e)
 
     def _e_Ramp(self, e: H.Ramp) -> Term:

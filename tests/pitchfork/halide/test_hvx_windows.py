@@ -72,3 +72,26 @@ def test_shared_rows_run_bit_exactly_with_vshuff() -> None:
     assert np.array_equal(got, want.astype(np.uint32))
     asm = prog.assembly()
     assert "vshuff" in asm and "vrmpy" in asm and "valign" not in asm
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu-hexagon")
+@pytest.mark.parametrize("ht,dt", [(hl.UInt(8), np.uint8), (hl.Int(16), np.int16), (hl.Int(32), np.int32)])
+def test_two_register_interleave_runs_bit_exactly(ht: Any, dt: Any) -> None:
+    """f(x) = a(x/2) for even x, b(x/2) for odd x, vectorized over two registers: Halide writes
+    interleave_vectors of two whole registers, emitted as one vshuff (codegen._hvx_interleave)."""
+    x = hl.Var("x")
+    a, b = hl.ImageParam(ht, 1, "a"), hl.ImageParam(ht, 1, "b")
+    f = hl.Func("zip2")
+    f[x] = hl.select(x % 2 == 0, a[x // 2], b[x // 2])
+    lanes = 2 * 1024 // ht.bits()
+    f.vectorize(x, lanes)
+    f.output_buffer().dim(0).set_min(0).set_extent((f.output_buffer().dim(0).extent() // lanes) * lanes)
+    n = 3 * lanes
+    rng = np.random.default_rng(9)
+    info = np.iinfo(dt)
+    av, bv = (rng.integers(info.min, info.max, n // 2, endpoint=True, dtype=np.int64).astype(dt) for _ in range(2))
+    want = np.empty(n, dt)
+    want[0::2], want[1::2] = av, bv
+    prog = pitchfork.compile(f, [a, b], target="hvx128", isel="pitchfork", name="zip2", fallback=False)
+    assert np.array_equal(prog(av, bv, size=[n]), want)
