@@ -234,7 +234,7 @@ _CONST_POSITIONS = {"hvx.vmpy": (1, 0), "hvx.vmpy_acc": (2, 1), "hvx.vmpyhss": (
                     "hvx.vmpyi_acc": (2, 1), "hvx.vmpy_acc_zp": (2,)}
 _VMPA_TAPS = ((1, 2), (2, 1), (3, 5), (-1, 7), (255, 255), (-128, 127), (0, 1))
 #: instructions taking f constant taps last, and the taps tried (extremes and unequal ones)
-_TAP_OPS = {"hvx.vdmpy": 2, "hvx.vdmpy_acc": 2, "hvx.vrmpy_taps": 4, "hvx.vrmpy_taps_acc": 4}
+_TAP_OPS = {"hvx.vdmpy": 2, "hvx.vdmpy_acc": 2, "hvx.vtmpy": 2, "hvx.vrmpy_taps": 4, "hvx.vrmpy_taps_acc": 4}
 _TAP_SETS = {2: ((3, -5), (-128, 127), (255, 255), (0, 1)),
              4: ((1, 2, 3, 4), (-128, 127, -1, 0), (255, 255, 255, 255), (7, -3, 0, 100))}
 

@@ -51,7 +51,9 @@ def test_rule_file_loads_and_names_only_declared_instructions() -> None:
         used |= set(re.findall(r"hvx\.[a-z_]+", r.rhs))
     assert used <= declared, used - declared
     # hvx.vdmpy: for two constant taps of separate vectors vmpa is as cheap (its accumulating form is used).
-    assert declared <= used | {"hvx.vabsdiff", "hvx.vdmpy"}, f"declared but never selected: {declared - used}"
+    # hvx.vtmpy: only pays on one stream read at offsets 0, 1, 2, which FPIR variables do not show (no rule yet;
+    # its own test is test_hvx_vtmpy.py).
+    assert declared <= used | {"hvx.vabsdiff", "hvx.vdmpy", "hvx.vtmpy"}, f"declared but never selected: {declared - used}"
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
