@@ -303,7 +303,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         if t.is_scalar:
             if s.predicate is not None:
                 raise Unsupported(f"predicated scalar store to {s.buffer}", s)
-            val = self.scalar(s.value, s, nsw=False)  # data: wraps like the vector path
+            val = self._data_scalar(s.value, s)
             idx = self.index64(s.index, s)
             self._store_elem(buf, et, idx, val, s.alignment)
             return
@@ -338,6 +338,24 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
     def scalar(self, e: H.Expr, node: H.Node, nsw: bool = True) -> ir.Value:
         """A scalar expression as an LLVM scalar; `nsw` as in pitchfork.halide.scalars (off for data)."""
         return self._emit_scalar_term(self.to_term(e, node), nsw)
+
+    def _data_scalar(self, e: H.Expr, node: H.Node) -> ir.Value:
+        """A scalar store's value (data: no `nsw`, it wraps like the vector path). On arm64 a value
+        with a fixed-point op (rounding_mul_shift_right, saturating_add, ...) goes through instruction
+        selection at one lane, as Halide's backend lowers scalar ones to Neon (fully_connected's
+        requantization of each output: sqrdmulh/srshl/sqadd instead of their generic expansions);
+        elsewhere, and for plain arithmetic, the scalar emitter's one-to-one code."""
+        t = self.to_term(e, node)
+        if self.target != "arm64" or all(ScalarEmitter.is_direct(n) for n in t.walk()):
+            return self._emit_scalar_term(t, nsw=False)
+        final = self._select(t, node)
+        env = {}
+        for v in final.variables():
+            val, st = self.scalars[v.name]
+            env[v.name] = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val,
+                                                ir.Constant(ir.IntType(32), 0))
+        out = ExprEmitter(self.b, 1, env, self.target).emit(final)
+        return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
 
     def index64(self, e: H.Expr, node: H.Node) -> ir.Value:
         """A buffer index as i64 address arithmetic (see ScalarEmitter.emit_index64)."""
@@ -390,6 +408,17 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
                                      ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)) \
             if lanes > 1 else one
 
+    def _widened_scalar(self, e: H.Expr) -> Optional[H.Expr]:
+        """On arm64, the narrower integer scalar load `x` of a broadcast value `e` = widen(x) (a
+        sign/zero extension that keeps the value); None otherwise."""
+        if self.target != "arm64" or not isinstance(e, H.Cast) or not isinstance(e.value, H.Load):
+            return None
+        src, dst = e.value.type, e.type
+        if not (src.code in ("int", "uint") and dst.code in ("int", "uint") and 8 <= src.bits < dst.bits
+                and (src.code == "uint" or dst.code == "int")):
+            return None
+        return e.value
+
     def _vector_source(self, e: H.Expr) -> H.Expr:
         """The expression a vector let variable is bound to (through chains of lets); `e` otherwise."""
         while isinstance(e, H.Variable) and e.type.is_vector and e.name in self._vector_src:
@@ -400,6 +429,16 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         e = leaf.node
         if leaf.kind == "splat":
             assert isinstance(e, H.Broadcast)
+            narrow = self._widened_scalar(e.value)
+            if narrow is not None:
+                # x16(int32(matrix[k])) on arm64 as sext(x16(matrix[k])): LLVM then loads the
+                # scalar into a vector lane and multiplies by element (smull v.4s, v.4h, v.h[k]),
+                # as with Halide's narrowed broadcasts, instead of one dup register per
+                # coefficient (camera_pipe's colour matrix: 12 dups, spilled and reloaded).
+                st = fpir_type(narrow.type, node)
+                v = self._splat(self.scalar(narrow, node, nsw=False), st, leaf.lanes)
+                wide = vec_type(leaf.type, leaf.lanes)
+                return self.b.sext(v, wide) if st.signed else self.b.zext(v, wide)
             return self._splat(self.scalar(e.value, node, nsw=False), leaf.type, leaf.lanes)
         if leaf.kind == "ramp":
             assert isinstance(e, H.Ramp)
