@@ -42,13 +42,15 @@ from fpir.types import ScalarType
 DEFAULT_RLIMIT = 60_000_000
 
 
-def isolated_solver(assertions: Sequence[z3.BoolRef], rlimit: int) -> tuple[z3.Solver, z3.Context]:
-    """A solver in a fresh context holding copies of the assertions, bounded by `rlimit`.
+def isolated_solver(assertions: Sequence[z3.BoolRef], rlimit: int,
+                    tactics: Sequence[str] = ()) -> tuple[z3.Solver, z3.Context]:
+    """A solver in a fresh context holding copies of the assertions, bounded by `rlimit`; with
+    `tactics`, a solver that runs those Z3 tactics in order (the last one solves).
 
     Evaluate expressions in its models through `expr.translate(ctx)`.
     """
     ctx = z3.Context()
-    solver = z3.Solver(ctx=ctx)
+    solver = z3.Then(*[z3.Tactic(t, ctx=ctx) for t in tactics]).solver() if tactics else z3.Solver(ctx=ctx)
     solver.set("rlimit", max(1, int(rlimit)))
     for a in assertions:
         solver.add(a.translate(ctx))

@@ -32,9 +32,9 @@ import z3
 from fpir.term import Term, const, var
 from fpir.text import FPIRSyntaxError, Raw, _Elaborator
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
-from fpir.z3enc import DEFAULT_RLIMIT, Verdict, equivalent, flag_facts, has_flags, isolated_solver, unknown_reason
+from fpir.z3enc import BROADCAST_NAME, DEFAULT_RLIMIT, Verdict, equivalent, flag_facts, has_flags, isolated_solver, unknown_reason
 from pitchfork.trs.pattern import _CWILD_RE, parse_type_expr, split_wildcard
-from pitchfork.trs.predicate import PredicateError, Z3Domain, evaluate, is_const_expr
+from pitchfork.trs.predicate import IntDomain, PredicateError, PyDomain, Z3Domain, evaluate, is_const_expr, uses_bounds
 from pitchfork.trs.rules import Rule
 
 _TVAR = re.compile(r"(?<![A-Za-z0-9])([A-Z][A-Za-z0-9]*)(?![A-Za-z0-9])")
@@ -195,7 +195,8 @@ def verify_rule(rule: Rule, rlimit: int = DEFAULT_RLIMIT) -> RuleResult:
             env, reparam = _reparametrize(symbols, builder.defs, assume)
             verdict = _prove_rhs_facts(rhs, reparam, rlimit, env) if has_flags(rhs) else None
             if verdict is None or verdict.valid:
-                verdict = _prove(lhs, rhs, assume, reparam, rlimit, env, symbols)
+                int_query = None if facts else IntQuery(rule, tvars, symbols, tuple(builder.defs))
+                verdict = _prove(lhs, rhs, assume, reparam, rlimit, env, symbols, int_query)
             results.append(InstanceResult(_describe(tvars), verdict))
     if not results:
         # A rule that can never fire is a mistake (a typo in a type, a predicate false for every
@@ -203,6 +204,93 @@ def verify_rule(rule: Rule, rlimit: int = DEFAULT_RLIMIT) -> RuleResult:
         return RuleResult(rule, (), error="no type instance can fire: the left side is ill-typed or the "
                                           "predicate is false at every type instance")
     return RuleResult(rule, tuple(results))
+
+
+@dataclass(frozen=True)
+class IntQuery:
+    """A rule instance's predicate and right-side constant definitions over Z3 integers
+    (pitchfork.trs.predicate.IntDomain), for the integer-arithmetic proof of synth/verify_fallback.py,
+    with symbols named like the variables of its encoding."""
+
+    rule: Rule
+    tvars: dict[str, ScalarType]
+    symbols: dict[str, tuple[z3.BitVecRef, ScalarType]]
+    defs: tuple[tuple[z3.BitVecRef, ScalarType, Raw], ...]
+
+    def assumptions(self, fixed: dict[str, int]) -> Optional[tuple[list[z3.BoolRef], frozenset[str], bool]]:
+        """(the assumptions with the `fixed` constants replaced by their values, the constants used
+        as symbolic shift amounts or powers of two, whether they multiply symbolic values), or None if
+        IntDomain cannot encode them exactly."""
+        names: dict[str, z3.ArithRef] = {n: z3.Int(n) for n in self.symbols}
+        names.update({kz.decl().name(): z3.Int(kz.decl().name()) for kz, _, _ in self.defs})
+        names.update({n: z3.IntVal(v) for n, v in fixed.items()})
+        dom = IntDomain(names, self.tvars)
+        try:
+            out = [evaluate(self.rule.pred_raw, dom)] if self.rule.pred_raw is not None else []
+            out += [z3.Int(kz.decl().name()) == evaluate(node, dom) for kz, _, node in self.defs]
+        except PredicateError:
+            return None
+        out = [z3.BoolVal(x) if isinstance(x, bool) else x for x in out]
+        return [*out, *dom.side], frozenset(dom.symbolic_amounts), dom.nonlinear or bool(dom.symbolic_amounts)
+
+    def values(self, name: str) -> Optional[list[int]]:
+        """Every value the constant wildcard `name` can take under the predicate, found without a
+        solver model (so the same on every run): the top-level conjuncts of the predicate that
+        mention only this constant are evaluated for each value in a window around zero, and the
+        window is proved (over integers) to hold all of them. None if there are more than
+        SPLIT_LIMIT or the window cannot be proved."""
+        if name not in self.symbols or self.rule.pred_raw is None:
+            return None
+        t = self.symbols[name][1]
+        own = [c for c in _conjuncts(self.rule.pred_raw) if _constants(c) == {name} and not uses_bounds(c)]
+        if not own:
+            return None
+        lo, hi = max(t.min, -4 * SPLIT_LIMIT), min(t.max, 4 * SPLIT_LIMIT)
+        out: list[int] = []
+        for v in range(lo, hi + 1):
+            dom = PyDomain({name: v}, {}, self.tvars, lambda _t: (0, 0))
+            try:
+                ok = all(bool(evaluate(c, dom)) for c in own)
+            except PredicateError:
+                ok = False
+            if ok:
+                out.append(v)
+                if len(out) > SPLIT_LIMIT:
+                    return None
+        if (lo, hi) != (t.min, t.max):  # no admissible value outside the window
+            c = z3.Int(name)
+            dom_i = IntDomain({name: c}, self.tvars)
+            try:
+                facts = [evaluate(x, dom_i) for x in own]
+            except PredicateError:
+                return None
+            outside = z3.And(c >= t.min, c <= t.max, z3.Or(c < lo, c > hi))
+            solver, _ = isolated_solver([*facts, *dom_i.side, outside], QUICK_RLIMIT)
+            if solver.check() != z3.unsat:
+                return None
+        return out
+
+
+def _conjuncts(node: Raw) -> list[Raw]:
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if n.kind == "call" and n.text == "land":
+            stack.extend(n.args)
+        else:
+            out.append(n)
+    return out
+
+
+def _constants(node: Raw) -> set[str]:
+    """The constant wildcards a predicate fragment mentions."""
+    out, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if n.kind == "name" and _CWILD_RE.match(n.text):
+            out.add(n.text)
+        stack.extend(n.args)
+    return out
 
 
 def _prove_rhs_facts(rhs: Term, assume: list[z3.BoolRef], rlimit: int, env: dict[str, z3.BitVecRef]) -> Verdict:
@@ -226,24 +314,43 @@ SPLIT_LIMIT = 160
 
 
 def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.BoolRef], rlimit: int,
-           env: dict[str, z3.BitVecRef], symbols: dict[str, tuple[z3.BitVecRef, ScalarType]]) -> Verdict:
+           env: dict[str, z3.BitVecRef], symbols: dict[str, tuple[z3.BitVecRef, ScalarType]],
+           int_query: Optional[IntQuery] = None) -> Verdict:
     """Cheapest proof first: equivalent() with a small budget; the multiplier fallbacks of
     synth/verify_fallback.py (multiplication uninterpreted, then integer arithmetic), which prove
     multiplier identities bit-blasting cannot afford; a case split on a rule constant (an eighth of
     the budget per case); the direct query with the whole budget. `reparam` is `assume` with constant
-    wildcards expressed through `env` (_reparametrize), which the bit-vector queries use.
+    wildcards expressed through `env` (_reparametrize), which the bit-vector queries use; `int_query`
+    gives `assume` over Z3 integers, for the integer-arithmetic fallback.
+
+    A rule constant used as a shift amount (`widening_shl(x_T, c0)`, `c0 << c2`) makes the integer
+    query a case split inside nonlinear arithmetic, which Z3 handles badly; when the assumptions limit
+    it to at most SPLIT_LIMIT values, the integer proof runs once per value instead (exact).
 
     Wide dividers and shifters by a symbolic amount (`x_u64 / c0` against `x_u64 >> log2(c0)`) defeat
     bit-blasting, but each value of the constant gives a query Z3 answers in milliseconds. A constant
     (a constant wildcard, a computed right-side constant or a log2 witness) whose admissible values the
     assumptions limit to at most SPLIT_LIMIT is enumerated exhaustively, so the split is exact.
     """
-    from synth.verify_fallback import fallback
+    from synth.verify_fallback import equivalent_int, fallback
 
+    base = int_query.assumptions({}) if int_query is not None else None
+    # A product or power of two of rule constants in the predicate (`c0 * c1` fits T) is a 160-bit
+    # multiplier or shifter for bit-blasting: such instances try the integer proof first.
+    int_first = base is not None and base[2]
+    if int_first:
+        early = _integer_split(lhs, rhs, assume, rlimit, int_query)
+        if early is None and base is not None and not base[1]:
+            v = equivalent_int(lhs, rhs, QUICK_RLIMIT, base[0])
+            early = v if v.status == "VALID" else None
+        if early is not None:
+            return early
     quick = equivalent(lhs, rhs, reparam, min(rlimit, QUICK_RLIMIT), env)
     if quick.status != "UNKNOWN":
         return quick
-    decisive = fallback(lhs, rhs, assume, rlimit)
+    decisive = None if int_first else _integer_split(lhs, rhs, assume, rlimit, int_query)
+    if decisive is None:
+        decisive = fallback(lhs, rhs, assume, rlimit, base[0] if base is not None else None)
     if decisive is not None:
         return decisive
     split = _split_on_constant(lhs, rhs, reparam, max(QUICK_RLIMIT, rlimit // 8), env, symbols)
@@ -252,6 +359,40 @@ def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.Bool
     if rlimit > QUICK_RLIMIT:
         return equivalent(lhs, rhs, reparam, rlimit, env)
     return quick
+
+
+def _integer_split(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,
+                   int_query: Optional[IntQuery]) -> Optional[Verdict]:
+    """VALID if the integer proof succeeds for every value of a rule constant used as a shift amount
+    (see _prove); None if there is no such constant or a case is not proved."""
+    from synth.verify_fallback import equivalent_int
+
+    if int_query is None:
+        return None
+    base = int_query.assumptions({})
+    if base is None:
+        return None
+    amounts = set(base[1])
+    for t in (lhs, rhs):
+        for n in t.walk():
+            if n.op in ("shl", "shr") and n.args[1].op == "var" and BROADCAST_NAME.match(n.args[1].name):
+                amounts.add(n.args[1].name)
+    best: Optional[tuple[str, list[int]]] = None
+    for name in sorted(amounts):
+        values = int_query.values(name)
+        if values is not None and (best is None or len(values) < len(best[1])):
+            best = (name, values)
+    if best is None:
+        return None
+    name, values = best
+    for v in values:
+        case = int_query.assumptions({name: v})
+        if case is None:
+            return None
+        verdict = equivalent_int(lhs, rhs, max(QUICK_RLIMIT, rlimit // 8), case[0], fixed={name: v})
+        if verdict.status != "VALID":
+            return None
+    return Verdict("VALID", reason=f"integer arithmetic, split on {name}")
 
 
 def _split_on_constant(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,

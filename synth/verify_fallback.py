@@ -48,6 +48,9 @@ _DIVMOD: dict[tuple[int, int], tuple[z3.ArithRef, z3.ArithRef]] = {}
 _SIDE: list[z3.BoolRef] = []
 
 
+_PRESOLVE = ("simplify", "propagate-values", "solve-eqs", "smt")
+
+
 def _divmod(e: z3.ArithRef, p: int) -> tuple[z3.ArithRef, z3.ArithRef]:
     key = (e.get_id(), p)
     hit = _DIVMOD.get(key)
@@ -92,7 +95,7 @@ def _known(t: Term, v: Val) -> Optional[int]:
 def _shift(t: Term, a: Val, amount: Val, left: bool) -> Val:
     k = _known(t.args[1], amount)
     if k is None:
-        raise Unsupported(f"{t.op} by a variable amount")
+        return _variable_shift(t, a, amount, left)
     if k < 0:
         left, k = not left, -k
     p = 1 << min(k, t.type.bits)
@@ -100,6 +103,31 @@ def _shift(t: Term, a: Val, amount: Val, left: bool) -> Val:
     if left:
         return _wrap((e * p, lo * p, hi * p), t.type)
     return (_divmod(e, p)[0], lo // p, hi // p)  # floor division; amounts >= bits give 0 or -1
+
+
+def _variable_shift(t: Term, a: Val, amount: Val, left: bool) -> Val:
+    """A shift by a variable amount (a rule constant `c0`), as a case split over the amounts that
+    give distinct results: -bits..bits (beyond, the result is that of +-bits)."""
+    bits = t.type.bits
+    b, blo, bhi = amount
+    lo, hi = max(blo, -bits), min(bhi, bits)
+    if hi - lo > 2 * 64 + 1:
+        raise Unsupported(f"{t.op} by a variable amount of range {blo}..{bhi}")
+    e, alo, ahi = a
+    out: Optional[z3.ArithRef] = None
+    out_lo, out_hi = min(alo, 0), max(ahi, 0)
+    for k in range(hi, lo - 1, -1):  # the If-chain's last case covers every amount at or beyond the ends
+        lk = k if left else -k  # the left shift it amounts to
+        if lk >= 0:
+            v = _wrap((e * (1 << min(lk, bits)), alo * (1 << min(lk, bits)), ahi * (1 << min(lk, bits))), t.type)
+            out_lo, out_hi = min(out_lo, v[1]), max(out_hi, v[2])
+        else:
+            p = 1 << min(-lk, bits)
+            v = (_divmod(e, p)[0], alo // p, ahi // p)
+        cond = b >= k if k == hi else (b <= k if k == lo else b == k)
+        out = v[0] if out is None else z3.If(cond, v[0], out)
+    assert out is not None
+    return (out, out_lo, out_hi)
 
 
 def _and(t: Term, a: Val, b: Val) -> Val:
@@ -175,15 +203,18 @@ def to_int(term: Term, env: Mapping[str, Val]) -> Val:
     return memo[id(term)]
 
 
-def equivalent_int(a: Term, b: Term, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
-    """Prove a == b over the integers; UNKNOWN if an op is not modelled or Z3 gives up."""
+def equivalent_int(a: Term, b: Term, rlimit: int = DEFAULT_RLIMIT, assume: Sequence[z3.BoolRef] = (),
+                   fixed: Optional[Mapping[str, int]] = None) -> Verdict:
+    """Prove assume => a == b over the integers; UNKNOWN if an op is not modelled or Z3 gives up.
+    `assume` is over integer symbols named like the terms' variables (the rule's predicate in
+    pitchfork.trs.predicate.IntDomain); `fixed` gives some variables (rule constants) a value."""
     if a.type != b.type:
         return Verdict("INVALID", reason=f"types differ: {a.type} vs {b.type}")
     verdict = Verdict("UNKNOWN", reason="integer arithmetic")
     for mode in ("linear", "mod"):
         _MODE[0] = mode
         try:
-            verdict = _equivalent_int(a, b, max(1000, rlimit // 2))
+            verdict = _equivalent_int(a, b, max(1000, rlimit // 2), assume, fixed or {})
         finally:
             _MODE[0] = "mod"
         if verdict.status != "UNKNOWN" or "encoding" in verdict.reason:
@@ -191,18 +222,27 @@ def equivalent_int(a: Term, b: Term, rlimit: int = DEFAULT_RLIMIT) -> Verdict:
     return verdict
 
 
-def _equivalent_int(a: Term, b: Term, rlimit: int) -> Verdict:
+def _equivalent_int(a: Term, b: Term, rlimit: int, assume: Sequence[z3.BoolRef] = (),
+                    fixed: Mapping[str, int] = {}) -> Verdict:
     _DIVMOD.clear()
     _SIDE.clear()
     variables = {v.name: v for v in a.variables() + b.variables()}
-    env = {n: (z3.Int(n), v.type.min, v.type.max) for n, v in variables.items()}
+    env = {n: (z3.IntVal(fixed[n]), fixed[n], fixed[n]) if n in fixed else (z3.Int(n), v.type.min, v.type.max)
+           for n, v in variables.items()}
     try:
         za, zb = to_int(a, env)[0], to_int(b, env)[0]
     except Unsupported as e:
         return Verdict("UNKNOWN", reason=f"integer encoding: {e}")
     ranges = [c for n, v in variables.items() for c in (env[n][0] >= v.type.min, env[n][0] <= v.type.max)]
-    s, ctx = isolated_solver([*ranges, *_SIDE, za != zb], rlimit)
+    query = [*ranges, *assume, *_SIDE, za != zb]
+    # Substituting the definitions first (a rule constant k == c0 * c1, the fixed cases of a split)
+    # leaves a polynomial identity the solver proves in a few thousand steps instead of a
+    # nonlinear search of half a million; the plain solver gets the rest of the budget.
+    s, ctx = isolated_solver(query, rlimit // 4, _PRESOLVE)
     r = s.check()
+    if r == z3.unknown:
+        s, ctx = isolated_solver(query, rlimit)
+        r = s.check()
     if r == z3.unsat:
         return Verdict("VALID", reason="integer arithmetic")
     if r == z3.unknown:
@@ -265,13 +305,22 @@ def equivalent_uf(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), rlimit: i
         "not provable this way" if r == z3.sat else unknown_reason(s)))
 
 
-def fallback(a: Term, b: Term, assume: Sequence[z3.BoolRef], rlimit: int) -> Optional[Verdict]:
-    """A decisive verdict from the fallbacks, or None."""
+def fallback(a: Term, b: Term, assume: Sequence[z3.BoolRef], rlimit: int,
+             int_assume: Optional[Sequence[z3.BoolRef]] = None) -> Optional[Verdict]:
+    """A decisive verdict from the fallbacks, or None. `int_assume` is `assume` over integers (the
+    rule's predicate and constant definitions, synth.verify._int_assumptions), which lets the integer
+    proof run under a predicate: a 32-bit product of rule constants (`c0 * c1` fits T) is a 160-bit
+    multiplier for bit-blasting but one nonlinear term for integer arithmetic. A counterexample found
+    under such assumptions is not reported (the direct bit-vector query decides), only a proof."""
     v = equivalent_uf(a, b, assume, rlimit)
     if v.status == "VALID":
         return v
     if all(z3.is_true(z3.simplify(x)) for x in assume):
         v = equivalent_int(a, b, rlimit)
         if v.status != "UNKNOWN":
+            return v
+    elif int_assume is not None:
+        v = equivalent_int(a, b, rlimit, int_assume)
+        if v.status == "VALID":
             return v
     return None

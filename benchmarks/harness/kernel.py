@@ -63,8 +63,10 @@ class DirectKernel:
             raise RuntimeError(f"{prog.name}: Halide assertion #{code} failed: {what}")
 
 
-def direct_kernel(prog: CompiledPipeline, values: Sequence[Any], size: Sequence[int]) -> DirectKernel:
-    """Bind `prog` (compiled for x86-avx2) to aligned copies of `values` and fresh output buffers."""
+def direct_kernel(prog: CompiledPipeline, values: Sequence[Any], size: Sequence[int],
+                  share: "DirectKernel | None" = None) -> DirectKernel:
+    """Bind `prog` (compiled for x86-avx2) to aligned copies of `values` and fresh output buffers, or,
+    with `share` (a kernel of the same pipeline, same argument list), to `share`'s own arrays."""
     from pitchfork.emit.run import _jit  # the JIT engine cache run_calls uses (one engine per module)
 
     if prog.target != "x86-avx2":
@@ -76,11 +78,15 @@ def direct_kernel(prog: CompiledPipeline, values: Sequence[Any], size: Sequence[
     keep: list[np.ndarray] = []
     outputs: list[np.ndarray] = []
     vals: list[int] = []
+    shared = iter(share.keep) if share is not None else None
     for a in args:
         if isinstance(a, Scalar):
             vals.append(a.signed_value)
             continue
-        arr = aligned_copy(a.array)
+        arr = next(shared) if shared is not None else aligned_copy(a.array)
+        if arr.shape != a.array.shape or arr.dtype != a.array.dtype:
+            raise ValueError(f"{prog.name}: shared array {arr.shape} {arr.dtype} does not fit argument "
+                             f"{a.array.shape} {a.array.dtype}")
         keep.append(arr)
         if a.is_output:
             outputs.append(arr)

@@ -14,6 +14,8 @@ import math
 from pathlib import Path
 from typing import Any, Optional
 
+from benchmarks.harness.compare import baseline_section
+
 ISA_TITLE = {"x86-avx2": "x86 AVX2", "arm64": "ARM Neon (AArch64)", "hvx128": "Hexagon HVX 128B"}
 #: The paper's section 5.1 / Figure 5: geomean (max) speedup over LLVM alone per ISA. The per-benchmark
 #: bars of Figure 5 are not given as numbers in the text.
@@ -354,6 +356,7 @@ def markdown(data: dict[str, Any], out_dir: Optional[Path] = None) -> str:
                 L.append(f"  * {v}: {st['total']:.0f} {st['unit']}; hot loops: {lp_txt or '—'}; top instructions: {hist}")
         L.append("")
     L += lean_section(data, out_dir) + [""]
+    L += baseline_section(data)
     fails = [r for r in data["rows"] if r.get("status") != "ok"]
     L += ["## Failures", ""]
     if not fails:

@@ -46,6 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "PNGs go (default benchmarks/)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per benchmark x ISA worker")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--baseline", metavar="RESULTS_JSON", default=None,
+                   help="an earlier run's results.json: RESULTS.md gets a before/after section beside it")
 
 
 def command_line(args: argparse.Namespace, prog: str = "pitchfork bench") -> str:
@@ -69,6 +71,8 @@ def command_line(args: argparse.Namespace, prog: str = "pitchfork bench") -> str
         parts += ["-o", str(args.output_dir)]
     if args.seed != 1:
         parts += ["--seed", str(args.seed)]
+    if getattr(args, "baseline", None):
+        parts += ["--baseline", args.baseline]
     return " ".join([prog, *(shlex.quote(p) for p in parts[1:])])
 
 
@@ -230,6 +234,13 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
         console.print(f"error: unknown {'benchmark' if unknown else 'ISA'} {', '.join(unknown or bad_isa)} "
                       f"(known: {', '.join(registry.NAMES if unknown else ISAS)})")
         return 2
+    if getattr(args, "baseline", None):
+        from benchmarks.harness.compare import load
+        try:
+            load(args.baseline)
+        except (OSError, ValueError) as e:
+            console.print(f"error: --baseline {args.baseline}: {e}")
+            return 2
     if args.reps is not None and args.reps < 1:
         console.print("error: --reps must be at least 1")
         return 2
@@ -286,7 +297,8 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
             "seconds": round(time.time() - t_start, 1), "quick": bool(args.quick), "reps": reps,
             "static_size": "quick" if args.quick else args.static_size, "sizes": sizes,
             "psets": psets_mode, "param_sets": {b: _param_sets_json(b, psets[b]) for b in benches},
-            "exclude_rules_from": args.exclude_rules_from, "benchmarks": benches, "isas": isas,
+            "exclude_rules_from": args.exclude_rules_from, "baseline": args.baseline,
+            "benchmarks": benches, "isas": isas,
             "machine": _machine(), "versions": _versions()}
     data = {"meta": meta, "rows": rows}
     with open(out_dir / "results.json", "w") as f:

@@ -500,6 +500,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
                 parts.append(part)
                 starts.append(at)
                 at += part.type.count
+            if self.target == "hvx128" and e.kind == "interleave" and len(parts) in (2, 4) \
+                    and all(p.type.count == x.type.lanes and p.type.count * p.type.element.width == 1024
+                            and p.type.element.width >= 8 for p, x in zip(parts, e.vectors)) \
+                    and list(e.indices) == [k * parts[0].type.count + i for i in range(parts[0].type.count)
+                                            for k in range(len(parts))]:
+                return self._hvx_interleave(parts)
             # Lane i of operand k is lane starts[k] + i of the concatenation (a window holds more lanes).
             where = [(k, i) for k, x in enumerate(e.vectors) for i in range(x.type.lanes)]
             indices = [starts[where[j][0]] + where[j][1] for j in e.indices]
@@ -519,6 +525,33 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             assert isinstance(e, H.VectorReduce)
             return self._reduce(e, leaf, node)
         raise Unsupported(f"vector leaf {leaf.kind}", node)
+
+    def _hvx_interleave(self, regs: list[ir.Value]) -> ir.Value:
+        """interleave_vectors of 2 or 4 whole HVX registers (lane f*i + k = regs[k] lane i) as vshuff
+        pairs: `vshuff(b, a, -size)` interleaves a (even lanes) with b; four operands interleave the
+        two pairs again at twice the element size (4 vshuff for 4 registers). LLVM's own lowering of
+        the 4-way shuffle is a vdeal/vshuff/vdelta/vrdelta/vmux chain per output register."""
+        elem = regs[0].type.element
+        reg = ir.VectorType(ir.IntType(32), 32)
+        pair = ir.VectorType(ir.IntType(32), 64)
+        i32t = ir.IntType(32)
+        fn = self._intrinsic("llvm.hexagon.V6.vshuffvdd.128B", pair, [reg, reg, i32t])
+
+        def two(a: ir.Value, b: ir.Value, size: int) -> list[ir.Value]:
+            w = self.b.call(fn, [self.b.bitcast(b, reg), self.b.bitcast(a, reg), ir.Constant(i32t, -size)])
+            return [self.b.shuffle_vector(w, ir.Constant(pair, ir.Undefined),
+                                          ir.Constant(ir.VectorType(i32t, 32), list(range(h * 32, h * 32 + 32))))
+                    for h in (0, 1)]
+
+        size = elem.width // 8
+        if len(regs) == 2:
+            out = two(regs[0], regs[1], size)
+        else:
+            ab, cd = two(regs[0], regs[1], size), two(regs[2], regs[3], size)
+            out = two(ab[0], cd[0], 2 * size) + two(ab[1], cd[1], 2 * size)
+        em = ExprEmitter(self.b, 32 * len(out), {}, self.target)
+        whole = em.concat(out, 32 * len(out))
+        return self.b.bitcast(whole, ir.VectorType(elem, regs[0].type.count * len(regs)))
 
     def _repeat(self, e: H.Shuffle, leaf: Leaf, node: H.Node) -> Optional[ir.Value]:
         """A short vector repeated to fill the shuffle (`[0..w-1]` over and over, e.g. the four bytes

@@ -343,35 +343,17 @@ class MemoryMixin:
 
     def _hvx_window(self, e: H.Load, node: H.Node) -> Optional[ir.Value]:
         """A dense, unpredicated HVX load narrower than a register, as the whole register starting at
-        its first element (the wanted lanes first, the rest don't-care): the two 128-byte blocks
-        holding its first and last byte, and a `valign` by the address. Hexagon has no cheap
-        sub-register vector load (LLVM loads such a vector byte by byte), and an unaligned `vmemu` of
-        a whole register could read past the buffer into an unmapped page; the two blocks hold bytes
-        of the wanted range, so they lie in pages the program may read.
-
-        (Reading the blocks with `vmem` from the unaligned addresses, claiming 128-byte alignment,
-        saves the masking but is wrong: LLVM's Hexagon backend then treats both loads as one block,
-        and matmul on hvx128 gave wrong results.)
+        its first element (the wanted lanes first, the rest don't-care), from `_hvx_aligned_window`.
+        Hexagon has no cheap sub-register vector load (LLVM loads such a vector byte by byte), and an
+        unaligned `vmemu` of a whole register could read past the buffer into an unmapped page.
         None if `e` is not such a load."""
         ramp = self._dense(e.index)
         st = _storage(e.type.elem.to_fpir()) if e.type.is_integer and not e.type.is_bool else None
         if self.target != "hvx128" or ramp is None or e.predicate is not None or st is None \
                 or st.bits < 8 or e.type.lanes * st.bits >= 1024:
             return None
-        buf = self._buffer(e.buffer, node)
-        nbytes = e.type.lanes * st.bits // 8
-        reg = ir.VectorType(ir.IntType(32), 32)
-        i32t = ir.IntType(32)
-        p = self._elem_ptr(buf, e.type.elem.to_fpir(), self.index64(ramp, node), ir.IntType(8))
-        off = self.b.and_(self.b.ptrtoint(p, i32t), ir.Constant(i32t, 127))
-        lo = self.b.gep(p, [self.b.sub(ir.Constant(i32t, 0), off)])
-        # The block of the last byte: the next one exactly when the range crosses a 128-byte boundary.
-        hi = self.b.gep(lo, [self.b.and_(self.b.add(off, ir.Constant(i32t, nbytes - 1)), ir.Constant(i32t, 128))])
-        vlo = self._mem_access(buf, self.b.load(self.b.bitcast(lo, ir.PointerType(reg)), align=128))
-        vhi = self._mem_access(buf, self.b.load(self.b.bitcast(hi, ir.PointerType(reg)), align=128))
-        fn = self._intrinsic("llvm.hexagon.V6.valignb.128B", reg, [reg, reg, i32t])
-        v = self.b.call(fn, [vhi, vlo, off])
-        return self.b.bitcast(v, ir.VectorType(ir.IntType(st.bits), 1024 // st.bits))
+        return self._hvx_aligned_window(self._buffer(e.buffer, node), e.type.elem.to_fpir(),
+                                        self.index64(ramp, node), e.type.lanes)
 
     def _dense(self, index: H.Expr) -> Optional[H.Expr]:
         if isinstance(index, H.Ramp) and isinstance(index.stride, H.IntImm) and index.stride.value == 1:
@@ -394,7 +376,7 @@ class MemoryMixin:
         Lane i reads `buf[b + i + off]` when lo <= b + i <= hi; the lanes below lo all read the
         element lane 0 reads, the lanes above hi the element lane L-1 reads (both computed with the
         index's own min/max order, so `hi < lo` is exact too). The in-range lanes come from
-        `_hvx_window_load`, which reads only aligned vectors holding elements the gather would read.
+        `_hvx_aligned_window`, which reads only aligned vectors holding elements the gather would read.
         Only on hvx128, where a gather costs ~2 packets per lane and vectors are whole registers
         (`_masked_ok`). Returns None where that does not hold or the index is not 32-bit.
         """
@@ -432,46 +414,61 @@ class MemoryMixin:
         below = self.b.icmp_unsigned("<", iota, lane_count(self.b.sub(lo, b)))
         above = self.b.icmp_unsigned(">=", iota, lane_count(self.b.add(self.b.sub(hi, b), ir.Constant(i32t, 1))))
         vt = ir.VectorType(et, lanes)
-        dense = self._hvx_window_load(buf, st, self.b.add(b, offv), self.b.add(clamp(b), offv),
-                                      self.b.add(clamp(last), offv), lanes)
+        dense = self._hvx_aligned_window(buf, st, self.b.add(b, offv), lanes,
+                                         (self.b.add(clamp(b), offv), self.b.add(clamp(last), offv)))
         v = self.b.select(above, self._splat(last_v, _storage(st), lanes), dense)
         return self.b.select(below, self._splat(first_v, _storage(st), lanes), v)
 
-    def _hvx_window_load(self, buf: BufferInfo, st: ScalarType, start: ir.Value, first: ir.Value, last: ir.Value,
-                         lanes: int) -> ir.Value:
-        """The `lanes` elements from index `start`, exact for every lane whose index lies in
-        [first, last] (valid indices: elements the original code reads), unspecified for the others.
+    def _hvx_aligned_window(self, buf: BufferInfo, st: ScalarType, start: ir.Value, lanes: int,
+                            valid: Optional[tuple[ir.Value, ir.Value]] = None) -> ir.Value:
+        """The `lanes` elements from index `start` as whole registers (fewer than a register's worth:
+        one register, those lanes first), built like an unaligned load from aligned 128-byte blocks
+        combined with `valign`, so that only aligned blocks are read: an aligned HVX vector never
+        crosses a page, so reading a block that holds an element the program reads never faults.
 
-        Built from aligned 128-byte HVX loads combined with `valign`, like an unaligned load, but a
-        block that holds no element of [first, last] is replaced by the nearest one that does, so
-        nothing outside the aligned blocks of valid data is read: an aligned HVX vector never
-        crosses a page, so this never faults (a plain unaligned load of a border tile reaching far
-        past the image crashed under qemu, and LLVM lowers llvm.masked.load to exactly such a load).
-        """
+        `valid` None: every one of the elements is read by the program; the blocks are those of the
+        first byte onwards, the last one the block of the last byte (the next block exactly when the
+        range crosses a boundary), addressed from the element pointer (in bounds).
+        `valid` = (first, last) (border tiles): only the elements in [first, last] are known to be
+        read, and `start` may lie far outside the buffer; the result is exact for the lanes inside
+        [first, last], and every block is clamped into the blocks holding them. Byte addresses are
+        then plain integers: an `inbounds` GEP out there would be poison, which LLVM used to delete
+        the kernel's checks. (A plain unaligned load of a border tile reaching far past the image
+        crashed under qemu, and LLVM lowers llvm.masked.load to exactly such a load.)
+
+        (Reading the blocks with `vmem` from unaligned addresses, claiming 128-byte alignment, saves
+        the masking but is wrong: LLVM's Hexagon backend then treats both loads as one block, and
+        matmul on hvx128 gave wrong results.)"""
         i32t = ir.IntType(32)
         size = _storage(st).bits // 8
-        regs = lanes * size // 128
+        regs = max(1, lanes * size // 128)
         blk = ir.VectorType(i32t, 32)
+        if valid is None:
+            p = self._elem_ptr(buf, st, start, ir.IntType(8))
+            shift = self.b.and_(self.b.ptrtoint(p, i32t), ir.Constant(i32t, 127))
+            lo = self.b.gep(p, [self.b.sub(ir.Constant(i32t, 0), shift)])
+            last = self.b.and_(self.b.add(shift, ir.Constant(i32t, lanes * size - 1)), ir.Constant(i32t, -128))
+            addrs = [self.b.gep(lo, [ir.Constant(i32t, 128 * j)]) if j else lo for j in range(regs)]
+            ptrs = [self.b.bitcast(q, ir.PointerType(blk)) for q in addrs + [self.b.gep(lo, [last])]]
+        else:
+            base = self.b.ptrtoint(buf.ptr, i32t)
 
-        # Byte addresses in plain integer arithmetic: `start` may lie far outside the buffer, and an
-        # `inbounds` GEP there would be poison, which LLVM used to delete the kernel's checks.
-        base = self.b.ptrtoint(buf.ptr, i32t)
+            def addr(index: ir.Value) -> ir.Value:
+                return self.b.add(base, self.b.mul(index, ir.Constant(i32t, size)))
 
-        def addr(index: ir.Value) -> ir.Value:
-            return self.b.add(base, self.b.mul(index, ir.Constant(i32t, size)))
-
-        mask = ir.Constant(i32t, -128)
-        a = addr(start)
-        a0 = self.b.and_(a, mask)
-        low = self.b.and_(addr(first), mask)
-        high = self.b.and_(self.b.add(addr(last), ir.Constant(i32t, size - 1)), mask)
-        blocks = []
-        for j in range(regs + 1):
-            aj = self.b.add(a0, ir.Constant(i32t, 128 * j))
-            aj = self.b.select(self.b.icmp_unsigned("<", aj, low), low, aj)
-            aj = self.b.select(self.b.icmp_unsigned(">", aj, high), high, aj)
-            blocks.append(self._mem_access(buf, self.b.load(self.b.inttoptr(aj, ir.PointerType(blk)), align=128)))
-        shift = self.b.sub(a, a0)
+            mask = ir.Constant(i32t, -128)
+            a = addr(start)
+            a0 = self.b.and_(a, mask)
+            low = self.b.and_(addr(valid[0]), mask)
+            high = self.b.and_(self.b.add(addr(valid[1]), ir.Constant(i32t, size - 1)), mask)
+            ptrs = []
+            for j in range(regs + 1):
+                aj = self.b.add(a0, ir.Constant(i32t, 128 * j))
+                aj = self.b.select(self.b.icmp_unsigned("<", aj, low), low, aj)
+                aj = self.b.select(self.b.icmp_unsigned(">", aj, high), high, aj)
+                ptrs.append(self.b.inttoptr(aj, ir.PointerType(blk)))
+            shift = self.b.sub(a, a0)
+        blocks = [self._mem_access(buf, self.b.load(q, align=128)) for q in ptrs]
         valign = self._intrinsic("llvm.hexagon.V6.valignb.128B", blk, [blk, blk, i32t])
         parts = [self.b.call(valign, [blocks[r + 1], blocks[r], shift]) for r in range(regs)]
         whole = parts[0]
@@ -479,4 +476,4 @@ class MemoryMixin:
             from pitchfork.emit.expr import ExprEmitter
 
             whole = ExprEmitter(self.b, 32 * regs, {}, self.target).concat(parts, 32 * regs)
-        return self.b.bitcast(whole, ir.VectorType(ir.IntType(_storage(st).bits), lanes))
+        return self.b.bitcast(whole, ir.VectorType(ir.IntType(_storage(st).bits), regs * 1024 // _storage(st).bits))

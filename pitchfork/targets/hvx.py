@@ -602,10 +602,52 @@ _VRMPY = {("u32", "u8", "u8"): "vrmpyubv.acc", ("i32", "u8", "u8"): "vrmpyubv.ac
           ("i32", "i8", "i8"): "vrmpybv.acc", ("i32", "u8", "i8"): "vrmpybusv.acc"}
 
 
+# The vector x scalar forms (Vx.w += vrmpy(Vu.ub, Rt.ub / Rt.b)) where one operand repeats one 32-bit
+# word in every lane group: its data side must be the unsigned one (there is no Vu.b x Rt form).
+_VRMPY_BY_WORD = {("u8", "u8"): "vrmpyub.acc", ("u8", "i8"): "vrmpybus.acc"}
+
+
+def _word_splat(v: ir.Value) -> ir.Value | None:
+    """The i32 `w` if `v` is a splat of one 32-bit word (any lane type), else None: a constant whose
+    words are all equal, or the IR the Halide codegen writes for a repeated short vector (`_repeat`:
+    bitcast(shufflevector(insertelement(undef, w, 0), undef, zeroinitializer)))."""
+    if isinstance(v, ir.Constant) and isinstance(v.type, ir.VectorType) and isinstance(v.constant, list) \
+            and isinstance(v.type.element, ir.IntType):
+        bits = v.type.element.width
+        if 32 % bits or any(not isinstance(c.constant, int) for c in v.constant):
+            return None
+        per = 32 // bits
+        vals = [c.constant & ((1 << bits) - 1) for c in v.constant]
+        if len(vals) % per or vals != vals[:per] * (len(vals) // per):
+            return None
+        return _i32(sum(x << (bits * k) for k, x in enumerate(vals[:per])))
+    if isinstance(v, ir.CastInstr) and v.opname == "bitcast":
+        v = v.operands[0]
+    if not (isinstance(v, ir.ShuffleVector) and isinstance(v.type.element, ir.IntType)
+            and v.type.element.width == 32):
+        return None
+    vec, _, mask = v.operands
+    if not (isinstance(mask, ir.Constant) and all(getattr(c, "constant", c) == 0 for c in mask.constant)):
+        return None
+    if isinstance(vec, ir.InsertElement) and isinstance(vec.operands[2], ir.Constant) \
+            and vec.operands[2].constant == 0:
+        return vec.operands[1]
+    return None
+
+
 def _vrmpy(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-    """vrmpy(Vu, Vv) accumulate forms, one register of 32 words per 128 bytes of each operand."""
-    name = _VRMPY[tuple(a.type.name for a in t.args)]  # type: ignore[index]
+    """vrmpy accumulate forms, one register of 32 words per 128 bytes of each data operand: by a
+    scalar register where an operand repeats one word (matmul's broadcast row of A), else vector x
+    vector."""
     rt = _vec(32, REG_BITS // 32)
+    types = tuple(a.type.name for a in t.args[1:])
+    for data, word in ((1, 2), (2, 1)):
+        name = _VRMPY_BY_WORD.get((t.args[data].type.name, t.args[word].type.name))
+        w = _word_splat(args[word]) if name is not None else None
+        if w is not None:
+            accs, ys = em.split(args[0], REG_BITS // 32), em.split(args[data], REG_BITS // 8)
+            return em.concat([em.hvx_call(name, [a, y, w], rt) for a, y in zip(accs, ys)], em.lanes)
+    name = _VRMPY[(t.args[0].type.name, *types)]
     accs, ys, zs = (em.split(a, REG_BITS // b) for a, b in zip(args, (32, 8, 8)))
     return em.concat([em.hvx_call(name, [a, y, z], rt) for a, y, z in zip(accs, ys, zs)], em.lanes)
 

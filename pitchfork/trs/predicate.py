@@ -6,7 +6,9 @@ and evaluated in one of two domains, so matcher and verifier agree on their mean
 
 * `PyDomain`: at match time, over Python ints, with term bounds from interval analysis;
 * `Z3Domain`: at verification time, over 160-bit Z3 bit-vectors (wide enough that every constant
-  a real rewrite computes is exact), with bounds queries turned into assumptions on the inputs.
+  a real rewrite computes is exact), with bounds queries turned into assumptions on the inputs;
+* `IntDomain`: the same over Z3 integers, for the verifier's integer-arithmetic proofs (where a
+  160-bit multiplier in an assumption would defeat bit-blasting).
 
 Vocabulary: integer literals, constant wildcards `c0..`, `+ - * / % << >> & | ^ ~`, comparisons,
 `&& || !`, `is_pow2(e)`, `log2(e)`, `bits(T)`, `tmin(T)`, `tmax(T)`, `is_signed(T)`, `is_unsigned(T)`,
@@ -174,6 +176,119 @@ class Z3Domain:
         # Structural (the operand is not a constant): no fact about its value, so the rule is proved
         # for every value.
         return z3.BoolVal(True)
+
+
+class IntDomain:
+    """Symbolic evaluation over Z3's unbounded integers, for the verifier's integer-arithmetic proofs
+    (synth/verify_fallback.py: equivalent_int). Exact where Z3Domain is exact (no 160-bit wrap);
+    `<<` by a symbolic amount and `log2` / `is_pow2` become a case split over the powers of two
+    Z3Domain can express. Bitwise `& | ^ ~` are only modelled on known operands (UnsupportedPredicate
+    otherwise: the caller then falls back to the bit-vector proofs). `names` maps each wildcard to its
+    Z3 integer symbol."""
+
+    def __init__(self, names: Mapping[str, z3.ArithRef], tvars: Mapping[str, ScalarType]) -> None:
+        self.names, self.tvars = names, tvars
+        self.side: list[z3.BoolRef] = []  # definitional constraints (shift factors, log2 witnesses)
+        self.symbolic_amounts: set[str] = set()  # wildcards a power of two was taken of (case splits)
+        self.nonlinear = False  # a product of two symbolic values (a wide multiplier for bit-blasting)
+        self._fresh = 0
+
+    def lit(self, v: int) -> z3.ArithRef:
+        return z3.IntVal(v)
+
+    def const_wild(self, name: str) -> z3.ArithRef:
+        return self.names[name]
+
+    @staticmethod
+    def _known(a: Any) -> Optional[int]:
+        a = z3.simplify(a)
+        return a.as_long() if z3.is_int_value(a) else None
+
+    def _pow2(self, b: Any) -> z3.ArithRef:
+        """2^b for 0 <= b < Z3_WIDTH, 0 otherwise (a left shift in the 160-bit domain)."""
+        k = self._known(b)
+        if k is not None:
+            return z3.IntVal(1 << k if 0 <= k < Z3_WIDTH else 0)
+        from z3.z3util import get_vars
+
+        self.symbolic_amounts.update(v.decl().name() for v in get_vars(b))
+        self._fresh += 1
+        p = z3.Int(f"pow2_{self._fresh}")
+        cases = [z3.And(b == i, p == (1 << i)) for i in range(Z3_WIDTH)]
+        self.side.append(z3.Or(*cases, z3.And(z3.Or(b < 0, b >= Z3_WIDTH), p == 0)))
+        return p
+
+    def binop(self, op: str, a: Any, b: Any) -> Any:
+        if op in ("add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge"):
+            return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "eq": lambda: a == b,
+                    "ne": lambda: a != b, "lt": lambda: a < b, "le": lambda: a <= b, "gt": lambda: a > b,
+                    "ge": lambda: a >= b}[op]()
+        if op == "mul" and self._known(a) is None and self._known(b) is None:
+            self.nonlinear = True
+        if op == "shl":
+            return a * self._pow2(b)
+        ka, kb = self._known(a), self._known(b)
+        if op in ("div", "mod", "shr") and kb is not None:
+            if op == "shr":
+                if not 0 <= kb < Z3_WIDTH:
+                    raise UnsupportedPredicate("a shift right by an amount out of range")
+                kb, op = 1 << kb, "div"
+            if kb == 0:
+                return z3.IntVal(0)
+            # Z3's integer div/mod by a positive constant are floor division and the non-negative rest
+            return a / kb if (op == "div" and kb > 0) else (a % kb if kb > 0 else _unsupported(op))
+        if ka is not None and kb is not None:
+            return z3.IntVal({"and": ka & kb, "or": ka | kb, "xor": ka ^ kb}[op]) if op in ("and", "or", "xor") \
+                else _unsupported(op)
+        raise UnsupportedPredicate(f"{op} of symbolic values")
+
+    def bnot(self, a: Any) -> Any:
+        return -a - 1
+
+    def land(self, a: Any, b: Any) -> Any:
+        return z3.And(a, b)
+
+    def lor(self, a: Any, b: Any) -> Any:
+        return z3.Or(a, b)
+
+    def lnot(self, a: Any) -> Any:
+        return z3.Not(a)
+
+    def is_pow2(self, a: Any) -> Any:
+        return z3.Or(*[a == (1 << i) for i in range(Z3_WIDTH - 1)])
+
+    def log2(self, a: Any) -> Any:
+        from z3.z3util import get_vars
+
+        self.symbolic_amounts.update(v.decl().name() for v in get_vars(a))
+        self._fresh += 1
+        k = z3.Int(f"log2_{self._fresh}")
+        self.side.append(z3.Or(*[z3.And(k == i, a == (1 << i)) for i in range(Z3_WIDTH - 1)]))
+        return k
+
+    def boolean(self, b: bool) -> Any:
+        return z3.BoolVal(bool(b))
+
+    def upper_bounded(self, name: str, v: Any) -> Any:
+        return self.names[name] <= v
+
+    def lower_bounded(self, name: str, v: Any) -> Any:
+        return self.names[name] >= v
+
+    def fits(self, name: str, t: ScalarType) -> Any:
+        x = self.names[name]
+        return z3.And(x >= t.min, x <= t.max)
+
+    def is_variable(self, name: str) -> Any:
+        return z3.BoolVal(True)
+
+
+class UnsupportedPredicate(PredicateError):
+    """IntDomain cannot encode this predicate exactly."""
+
+
+def _unsupported(op: str) -> Any:
+    raise UnsupportedPredicate(f"{op} by a non-positive or symbolic amount")
 
 
 def _floor_div(a: z3.BitVecRef, b: z3.BitVecRef) -> z3.BitVecRef:

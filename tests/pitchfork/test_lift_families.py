@@ -58,6 +58,20 @@ SPELLINGS = [
     ("mac", "((u16(a_u8) << 2) + u16(b_u8)) * 5", "widening_mul(a_u8, 20) + widening_mul(b_u8, 5)"),
     ("mac", "(u16(a_u8) * 3 + u16(b_u8)) * 4", "widening_mul(a_u8, 12) + widening_mul(b_u8, 4)"),
     ("mac", "(u16(a_u8) * 3 + u16(b_u8)) << 2", "widening_mul(a_u8, 12) + widening_shl(b_u8, 2)"),
+    # ... with 16-bit operands (32-bit sums)
+    ("mac16", "(i32(a_i16) * 3 + i32(b_i16)) * 7", "widening_mul(a_i16, 21) + widening_mul(b_i16, 7)"),
+    ("mac16", "(i32(b_i16) + i32(a_i16) * -3) * 7", "widening_mul(a_i16, -21) + widening_mul(b_i16, 7)"),
+    ("mac16", "(u32(a_u16) * 4 + u32(b_u16)) * 5", "widening_mul(a_u16, 20) + widening_mul(b_u16, 5)"),
+    ("mac16", "(u32(a_u16) * 3 + u32(b_u16)) << 2", "widening_mul(a_u16, 12) + widening_shl(b_u16, 2)"),
+    ("mac16", "(u32(a_u16) * 300 + u32(b_u16)) * 200", "widening_mul(a_u16, 60000) + widening_mul(b_u16, 200)"),
+    # ... with two products in the multiplied sum
+    ("mac2", "(u16(a_u8) * 3 + u16(b_u8) * 5) * 7", "widening_mul(a_u8, 21) + widening_mul(b_u8, 35)"),
+    ("mac2", "(i32(a_i16) * 3 + i32(b_i16) * -5) * 7", "widening_mul(a_i16, 21) + widening_mul(b_i16, -35)"),
+    ("mac2", "(i32(a_i16) * 3 + i32(b_i16) * 5) * 4", "widening_mul(a_i16, 12) + widening_mul(b_i16, 20)"),
+    ("mac2", "(u16(a_u8) * 4 + u16(b_u8) * 5) * 7", "widening_mul(a_u8, 28) + widening_mul(b_u8, 35)"),
+    ("mac2", "(u16(a_u8) * 5 + u16(b_u8) * 4) * 7", "widening_mul(b_u8, 28) + widening_mul(a_u8, 35)"),
+    ("mac2", "(u32(a_u16) * 3 + u32(b_u16) * 5) << 2", "widening_mul(a_u16, 12) + widening_mul(b_u16, 20)"),
+    ("mac2", "((u16(a_u8) << 2) + (u16(b_u8) << 1)) * 7", "widening_mul(a_u8, 28) + widening_mul(b_u8, 14)"),
     # widen-right ops: the wide operand of the other signedness, or four times wider
     ("extending", "a_i16 + i16(b_u8)", "extending_add(a_i16, b_u8)"),
     ("extending", "i16(b_u8) + a_i16", "extending_add(a_i16, b_u8)"),
@@ -81,7 +95,10 @@ NOT_LIFTED = [
     ("u8(min(i16(a_i8) + i16(b_i8), 255))", "saturating_add"),
     ("(u16(a_u8) * 100 + u16(b_u8)) * 5", "mac"),  # 500 does not fit u8
     ("(u16(a_u8) * 3 + u16(b_u8)) * 300", "mac"),
-    ("(i32(a_i16) * 3 + i32(b_i16)) * 7", "mac"),  # 16-bit operands: not distributed (accumulate.rules)
+    ("(i32(a_i16) * 3 + i32(b_i16)) * 40000", "mac"),  # 40000 does not fit i16
+    ("(u16(a_u8) * 3 + u16(b_u8) * 100) * 5", "mac"),  # 500 does not fit u8
+    ("(i32(a_i16) * 300 + i32(b_i16) * 5) * 200", "mac"),  # 60000 does not fit i16
+    ("(u16(a_u8) * 3 + u16(b_u8) * 5) >> 1", "mac"),  # right shifts do not distribute
 ]
 
 
@@ -126,7 +143,8 @@ def test_families_fire_their_rules() -> None:
         fired |= set(stats.fired)
     assert {"mul_shr_of_cast_bounded", "rounding_mul_shr_of_cast_bounded", "mul_shr_of_resigning_cast",
             "saturating_add_of_saturating_cast_signed_sum", "mac_of_extending_add_mul",
-            "mac_of_extending_add_shl", "mac_of_extending_add_mul_shl", "extending_add_of_resigning_cast",
+            "mac_of_extending_add_shl", "mac_of_extending_add_mul_shl", "mac_of_add_muls", "mac_of_add_shl_mul",
+            "mac_of_add_muls_shl", "mac_of_add_shls", "extending_add_of_resigning_cast",
             "extending_sub_of_resigning_cast", "extending_add_of_cast_4x", "extending_sub_of_cast_4x",
             "widening_add_of_lossless_casts", "extending_add_pair_of_casts"} <= fired
 

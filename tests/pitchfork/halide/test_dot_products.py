@@ -141,3 +141,45 @@ def test_written_out_dot_product_selects_the_dot_instruction(isa: str) -> None:
         asm[isel] = prog.assembly()
     assert MNEMONIC[isa] in asm["pitchfork"]
     assert MNEMONIC[isa] not in asm["llvm"]
+
+
+# ---- HVX vrmpy by a runtime scalar: the broadcast operand as the Rt register ----------------------
+def _by_word_pipeline(signed_a: bool, acc: bool) -> tuple[hl.Func, list[Any]]:
+    """f(x, y) = [C(x, y) +] sum_{i<4} T(W(B(x, 4y + i)) * W(A(4y + i))) (W, T = u16, u32, or i16, i32
+    for a signed A): the four A bytes of a row are one runtime 32-bit word, the same for every x
+    (matmul's P update)."""
+    x, y = hl.Var("x"), hl.Var("y")
+    narrow, wide = (hl.i16, hl.i32) if signed_a else (hl.u16, hl.u32)
+    a = hl.ImageParam(hl.Int(8) if signed_a else hl.UInt(8), 1, "A")
+    b = hl.ImageParam(hl.UInt(8), 2, "B")
+    c = hl.ImageParam(hl.Int(32) if signed_a else hl.UInt(32), 2, "C")
+    f = hl.Func("dot4w")
+    s = sum(wide(narrow(b[x, 4 * y + i]) * narrow(a[4 * y + i])) for i in range(4))
+    f[x, y] = (c[x, y] + s) if acc else s
+    f.vectorize(x, 32)
+    return f, [a, b] + ([c] if acc else [])
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu-hexagon")
+@pytest.mark.parametrize("signed_a,acc,form", [(False, False, "ub,r\\d+\\.ub"), (False, True, "ub,r\\d+\\.ub"),
+                                               (True, True, "ub,r\\d+\\.b")])
+def test_vrmpy_by_a_runtime_word_on_hvx(signed_a: bool, acc: bool, form: str) -> None:
+    """vrmpy(Vu.ub, Rt.ub) / vrmpy(Vu.ub, Rt.b) (and their += forms) with Rt a loaded word, bit-exact."""
+    import re
+
+    w, h = 96, 5
+    rng = np.random.default_rng(7)
+    dt = np.int32 if signed_a else np.uint32
+    av = rng.integers(-128 if signed_a else 0, 128 if signed_a else 256, 4 * h).astype(
+        np.int8 if signed_a else np.uint8)
+    bv = rng.integers(0, 256, (4 * h, w), dtype=np.uint8)
+    cv = rng.integers(np.iinfo(dt).min, np.iinfo(dt).max, (h, w), dtype=np.int64).astype(dt)
+    want = (bv.astype(np.int64).reshape(h, 4, w) * av.astype(np.int64).reshape(h, 4, 1)).sum(axis=1)
+    if acc:
+        want = want + cv
+    f, args = _by_word_pipeline(signed_a, acc)
+    prog = pitchfork.compile(f, args, target="hvx128", isel="pitchfork", name="dot4w", fallback=False)
+    got = prog(av, bv, *([cv] if acc else []), size=[w, h])
+    assert np.array_equal(got, (want % 2**32).astype(np.uint32).view(dt))
+    assert re.search(r"vrmpy\(v\d+\." + form + r"\)", prog.assembly())

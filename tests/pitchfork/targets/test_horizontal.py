@@ -74,6 +74,12 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("c_u32 + vector_reduce_add_x2(u32(widening_mul(a_u8, b_u8)))", "vpmaddwd"),  # matmul's taps
         ("vector_reduce_add_x2(i32(widening_mul(a_i8, b_i8)))", "vpmaddwd"),
         ("c_i32 + vector_reduce_add_x2(i32(widening_mul(a_u8, b_i8)))", "vpmaddwd"),
+        # longer sums of adjacent products: vpmaddwd, then the ordinary reduction (l2norm's x32)
+        ("vector_reduce_add_x4(widening_mul(a_i16, b_i16))", "vpmaddwd"),
+        ("c_i32 + vector_reduce_add_x8(i32(a_i16) * i32(b_i16))", "vpmaddwd"),
+        ("vector_reduce_add_x16(widening_mul(a_i16, a_i16))", "vpmaddwd"),
+        ("vector_reduce_add_x32(widening_mul(a_i16, b_i16))", "vpmaddwd"),
+        ("vector_reduce_add_x64(widening_mul(a_i16, b_i16))", "vpmaddwd"),
     ],
     "hvx128": [
         ("c_u32 + vector_reduce_add_x4(u32(widening_mul(a_u8, b_u8)))", "vrmpy"),

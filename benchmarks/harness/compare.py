@@ -1,0 +1,121 @@
+"""Before/after: this run's figures beside an earlier run's `results.json` (the baseline).
+
+The issues ask for harness figures before and after a change. A run made with `--baseline PATH`
+records the path in its metadata, and the report adds a section that sets, per benchmark x parameter
+set x ISA, the earlier run's speedup over LLVM alone, ratio to Halide 21 and hot-loop length beside
+this run's, with the per-ISA geomeans on top. Both sides are ratios measured inside their own run (x86:
+times interleaved in one process; ARM/HVX: static estimates, which do not depend on load), so they
+compare across runs where absolute x86 times would not. Nothing here measures anything.
+
+`python -m benchmarks.harness.compare BEFORE.json AFTER.json` prints the same table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+#: A ratio that moved by more than this between the runs is marked (x86 noise on the shared machine
+#: is a few percent; the static estimates are deterministic).
+MOVED = 0.05
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    with open(path) as f:
+        return json.load(f)
+
+
+def _hot(data: dict[str, Any]) -> dict[tuple[str, str], Optional[int]]:
+    from benchmarks.harness.report import _index
+
+    out: dict[tuple[str, str], Optional[int]] = {}
+    for (b, isa, v), r in _index(data).items():
+        if v == "pitchfork":
+            hl = r.get("hot_loop") or {}
+            out[(b, isa)] = hl.get("instructions")
+    return out
+
+
+def _fmt(x: Optional[float]) -> str:
+    return "—" if x is None else f"{x:.2f}x"
+
+
+def _pair(a: Optional[float], b: Optional[float]) -> str:
+    """`a -> b`, bold when the ratio moved by more than MOVED."""
+    s = f"{_fmt(a)} → {_fmt(b)}"
+    if a and b and abs(b / a - 1) > MOVED:
+        return f"**{s}**"
+    return s
+
+
+def _git(data: dict[str, Any]) -> str:
+    return data["meta"].get("versions", {}).get("git", "?")
+
+
+def section(before: dict[str, Any], after: dict[str, Any], name: str = "") -> list[str]:
+    """The RESULTS.md section: per-ISA geomeans, then one row per case present in either run."""
+    from benchmarks.harness.report import ISA_TITLE, labels, summary, table
+
+    tb, ta = table(before), table(after)
+    sb, sa = summary(before), summary(after)
+    hb, ha = _hot(before), _hot(after)
+    isas = [i for i in after["meta"]["isas"] if i in before["meta"]["isas"]]
+    L = ["## Before and after (this run beside an earlier run)", "",
+         f"Before = `{name or 'baseline'}` (git {_git(before)}, {before['meta']['date']}, command "
+         f"`{before['meta']['command']}`); after = this run (git {_git(after)}). Speedup = LLVM alone / "
+         f"PITCHFORK and vs H21 = Halide 21 / PITCHFORK, each measured inside its own run; hot loop = "
+         f"instructions in our hot vector loop. Bold: moved by more than {100 * MOVED:.0f}%. x86 ratios carry "
+         "the shared machine's noise; ARM and HVX are deterministic static estimates, but LLVM alone and "
+         "Halide 21 code can change too when the shared code generation changes.", "",
+         "| ISA | geomean speedup over LLVM | geomean vs Halide 21 | worst vs Halide 21 |", "|---|---|---|---|"]
+    for isa in isas:
+        L.append(f"| {ISA_TITLE[isa]} | {_pair(sb[isa]['geomean'], sa[isa]['geomean'])} | "
+                 f"{_pair(sb[isa]['vs_halide_geomean'], sa[isa]['vs_halide_geomean'])} | "
+                 f"{_pair(sb[isa]['vs_halide_min'], sa[isa]['vs_halide_min'])} |")
+    L += ["", "| benchmark | ISA | speedup before → after | vs H21 before → after | hot loop before → after |",
+          "|---|---|---|---|---|"]
+    cases = labels(after) + [c for c in labels(before) if c not in labels(after)]
+    for c in cases:
+        for isa in isas:
+            xb = tb.get(c, {}).get(isa, {})
+            xa = ta.get(c, {}).get(isa, {})
+            lb, la = hb.get((c, isa)), ha.get((c, isa))
+            loop = f"{lb if lb is not None else '—'} → {la if la is not None else '—'}"
+            L.append(f"| {c} | {isa} | {_pair(xb.get('speedup'), xa.get('speedup'))} | "
+                     f"{_pair(xb.get('vs_halide'), xa.get('vs_halide'))} | {loop} |")
+    return L
+
+
+def baseline_section(data: dict[str, Any]) -> list[str]:
+    """The section for a run whose metadata names a baseline; nothing when it names none. A baseline
+    file that has gone is said so, not skipped silently."""
+    path = data["meta"].get("baseline")
+    if not path:
+        return []
+    p = Path(path)
+    if not p.is_absolute():
+        p = Path(__file__).resolve().parent.parent.parent / p
+    if not p.exists():
+        return ["## Before and after (this run beside an earlier run)", "", f"Baseline `{path}` not found.", ""]
+    return section(load(p), data, name=str(path)) + [""]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.harness.compare",
+                                 description="an earlier results.json beside a later one")
+    ap.add_argument("before")
+    ap.add_argument("after")
+    a = ap.parse_args(argv)
+    try:
+        before, after = load(a.before), load(a.after)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}")
+        return 2
+    print("\n".join(section(before, after, name=a.before)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

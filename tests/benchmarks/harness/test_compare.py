@@ -1,0 +1,46 @@
+"""The before/after section (benchmarks/harness/compare.py) on the recorded session-2 run."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from benchmarks.harness import compare, report
+
+BASE = Path(__file__).resolve().parents[3] / "benchmarks" / "baselines" / "session2-32f27a6.json"
+
+
+def test_unchanged_run_has_no_bold_rows() -> None:
+    data = compare.load(BASE)
+    text = "\n".join(compare.section(data, data))
+    assert "**" not in text
+    assert "| sobel3x3 | arm64 | 1.72x → 1.72x |" in text
+
+
+def test_a_faster_kernel_shows_in_its_row_and_the_geomean() -> None:
+    before = compare.load(BASE)
+    after = copy.deepcopy(before)
+    for r in after["rows"]:
+        if r["bench"] == "sobel3x3" and r["isa"] == "arm64" and r["variant"] == "pitchfork":
+            r["static"]["total"] /= 2
+    lines = compare.section(before, after)
+    row = next(x for x in lines if x.startswith("| sobel3x3 | arm64 |"))
+    sp = report.table(before)["sobel3x3"]["arm64"]["speedup"]
+    assert f"**{sp:.2f}x → {2 * sp:.2f}x**" in row
+    geo = next(x for x in lines if x.startswith("| ARM Neon"))
+    g0 = report.summary(before)["arm64"]["geomean"]
+    g1 = report.summary(after)["arm64"]["geomean"]
+    assert g1 > g0 and f"{g0:.2f}x → {g1:.2f}x" in geo
+
+
+def test_the_report_names_a_missing_baseline(tmp_path: Path) -> None:
+    data = compare.load(BASE)
+    data["meta"]["baseline"] = str(tmp_path / "gone.json")
+    assert any("not found" in x for x in compare.baseline_section(data))
+    data["meta"]["baseline"] = str(BASE)
+    assert compare.baseline_section(data)[0].startswith("## Before and after")
+
+
+def test_cli_refuses_a_bad_file(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert compare.main([str(tmp_path / "x.json"), str(BASE)]) == 2
+    assert capsys.readouterr().out.startswith("error:")
