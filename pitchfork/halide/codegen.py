@@ -408,17 +408,6 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
                                      ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)) \
             if lanes > 1 else one
 
-    def _widened_scalar(self, e: H.Expr) -> Optional[H.Expr]:
-        """On arm64, the narrower integer scalar load `x` of a broadcast value `e` = widen(x) (a
-        sign/zero extension that keeps the value); None otherwise."""
-        if self.target != "arm64" or not isinstance(e, H.Cast) or not isinstance(e.value, H.Load):
-            return None
-        src, dst = e.value.type, e.type
-        if not (src.code in ("int", "uint") and dst.code in ("int", "uint") and 8 <= src.bits < dst.bits
-                and (src.code == "uint" or dst.code == "int")):
-            return None
-        return e.value
-
     def _vector_source(self, e: H.Expr) -> H.Expr:
         """The expression a vector let variable is bound to (through chains of lets); `e` otherwise."""
         while isinstance(e, H.Variable) and e.type.is_vector and e.name in self._vector_src:
@@ -429,16 +418,6 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         e = leaf.node
         if leaf.kind == "splat":
             assert isinstance(e, H.Broadcast)
-            narrow = self._widened_scalar(e.value)
-            if narrow is not None:
-                # x16(int32(matrix[k])) on arm64 as sext(x16(matrix[k])): LLVM then loads the
-                # scalar into a vector lane and multiplies by element (smull v.4s, v.4h, v.h[k]),
-                # as with Halide's narrowed broadcasts, instead of one dup register per
-                # coefficient (camera_pipe's colour matrix: 12 dups, spilled and reloaded).
-                st = fpir_type(narrow.type, node)
-                v = self._splat(self.scalar(narrow, node, nsw=False), st, leaf.lanes)
-                wide = vec_type(leaf.type, leaf.lanes)
-                return self.b.sext(v, wide) if st.signed else self.b.zext(v, wide)
             return self._splat(self.scalar(e.value, node, nsw=False), leaf.type, leaf.lanes)
         if leaf.kind == "ramp":
             assert isinstance(e, H.Ramp)

@@ -8,7 +8,8 @@
 * scalar stores of fixed-point values go through instruction selection at one lane: the
   requantization of each fully_connected output is sqrdmulh/srshl/sqxtn/sqadd/sqxtun, as in Halide's
   code, instead of generic expansions (4x longer);
-* a broadcast of a widened scalar load, `x8(int32(c[k]))`, multiplies by element
+* a broadcast of a widened scalar, `x8(int32(c[k]))`, is the narrow broadcast widened in FPIR
+  (isel=pitchfork), so it multiplies by element
   (`smull v.4s, v.4h, v.h[i]`), as Halide's narrowed broadcasts do, instead of one `dup` register
   per coefficient (camera_pipe's colour matrix: 12 dups, spilled and reloaded in the hot loop).
 
