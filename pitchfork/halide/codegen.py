@@ -306,7 +306,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         if t.is_scalar:
             if s.predicate is not None:
                 raise Unsupported(f"predicated scalar store to {s.buffer}", s)
-            val = self.scalar(s.value, s, nsw=False)  # data: wraps like the vector path
+            val = self._data_scalar(s.value, s)
             idx = self.index64(s.index, s)
             self._store_elem(buf, et, idx, val, s.alignment)
             return
@@ -341,6 +341,24 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
     def scalar(self, e: H.Expr, node: H.Node, nsw: bool = True) -> ir.Value:
         """A scalar expression as an LLVM scalar; `nsw` as in pitchfork.halide.scalars (off for data)."""
         return self._emit_scalar_term(self.to_term(e, node), nsw)
+
+    def _data_scalar(self, e: H.Expr, node: H.Node) -> ir.Value:
+        """A scalar store's value (data: no `nsw`, it wraps like the vector path). On arm64 a value
+        with a fixed-point op (rounding_mul_shift_right, saturating_add, ...) goes through instruction
+        selection at one lane, as Halide's backend lowers scalar ones to Neon (fully_connected's
+        requantization of each output: sqrdmulh/srshl/sqadd instead of their generic expansions);
+        elsewhere, and for plain arithmetic, the scalar emitter's one-to-one code."""
+        t = self.to_term(e, node)
+        if self.target != "arm64" or all(ScalarEmitter.is_direct(n) for n in t.walk()):
+            return self._emit_scalar_term(t, nsw=False)
+        final = self._select(t, node)
+        env = {}
+        for v in final.variables():
+            val, st = self.scalars[v.name]
+            env[v.name] = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val,
+                                                ir.Constant(ir.IntType(32), 0))
+        out = ExprEmitter(self.b, 1, env, self.target).emit(final)
+        return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
 
     def index64(self, e: H.Expr, node: H.Node) -> ir.Value:
         """A buffer index as i64 address arithmetic (see ScalarEmitter.emit_index64)."""
