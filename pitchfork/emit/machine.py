@@ -196,7 +196,6 @@ class CompiledModule:
         obj = self._cache.get("obj")
         if not isinstance(obj, bytes):
             mod = _parse(self.optimized_ir, self.target)
-            _set_packetizer(self.target, self.optimized_ir)  # as when `asm` was emitted
             obj = self._cache["obj"] = _shared_machine(self.target.name, self.opt).emit_object(mod)
         return obj
 
@@ -211,32 +210,6 @@ class CompiledModule:
 
     def function_asm(self, function: str) -> str:
         return _function_region(self.asm, function)
-
-
-#: A vector of two or more 64-bit lanes: HVX has none, so the Hexagon backend scalarises it into
-#: register pairs. (`<1 x i64>` is not counted: the Halide codegen's scalar `abs` of an i64 index
-#: uses it in every benchmark, and it is one register pair anyway.)
-_I64_VECTOR = re.compile(r"<(?:[2-9]|\d\d+) x i64>")
-
-
-def _set_packetizer(target: Target, optimized_ir: str) -> None:
-    """hvx128: emit a module with 64-bit-lane vectors without VLIW packets (one instruction a packet).
-
-    Why: the scalarised code of `min(b, saturating_shl(b % d, u64(12)) << u64(41))` at i64 x 16 came
-    out wrong under qemu-hexagon 7.2 (9 of 512 lanes 0 instead of -2^41), and a smaller kernel
-    (`b & d` in place of `b % d`) at codegen -O1 in 171 lanes. `-opt-bisect-limit` puts the fault in
-    the packetizer and `-dfa-instr-limit` in one packet, `{ p1 = r3; if (!p1.new) r9 = add(r23,#0);
-    if (!p0) r5 = add(r2,#0); r3:2 = memd(r29+#160) }`: moving either the `.new` pair or the
-    predicated copy into its own packet (the same ISA semantics) makes the output right; the packet
-    alone, in a hand-written test, runs right. So either LLVM 22 builds a packet the hardware does not
-    allow or qemu 7.2 executes it wrong; we could not tell which, and a wrong answer is not allowed
-    either way. Such kernels are scalar code already (no HVX lanes of 64 bits), so the cost of
-    unpacketized code falls only on them. tests/pitchfork/emit/test_hvx_i64_packets.py runs the case.
-    The option is process-wide, so it is set before every emission of a module (assembly and object).
-    """
-    if target.name == "hvx128":
-        off = _I64_VECTOR.search(optimized_ir) is not None
-        llvm.set_option("pitchfork", f"-disable-packetizer={'true' if off else 'false'}")
 
 
 def _parse(ir_text: str, target: Target) -> llvm.ModuleRef:
@@ -309,7 +282,6 @@ def _compile(ir_text: str, target: Target, opt: int,
             mod = _parse(text, target)
     if target.name == "hvx128":  # read when the backend's IR passes run, so it is set per module
         llvm.set_option("pitchfork", f"-hvc-va={'true' if align_vectors else 'false'}")
-    _set_packetizer(target, str(mod))
     asm = tm.emit_assembly(mod)
     bad = _unknown_intrinsic_calls(asm)
     if bad:
