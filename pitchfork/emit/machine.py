@@ -250,7 +250,8 @@ def _signatures(mod: llvm.ModuleRef) -> dict[str, FunctionSig]:
     return sigs
 
 
-def _compile(ir_text: str, target: Target, opt: int) -> tuple[str, str, dict[str, FunctionSig]]:
+def _compile(ir_text: str, target: Target, opt: int,
+             align_vectors: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
     mod = _parse(ir_text, target)
     try:
         mod.verify()
@@ -279,6 +280,8 @@ def _compile(ir_text: str, target: Target, opt: int) -> tuple[str, str, dict[str
             text = rewrite_wide_predicate_exts(text)
         if text != str(mod):
             mod = _parse(text, target)
+    if target.name == "hvx128":  # read when the backend's IR passes run, so it is set per module
+        llvm.set_option("pitchfork", f"-hvc-va={'true' if align_vectors else 'false'}")
     asm = tm.emit_assembly(mod)
     bad = _unknown_intrinsic_calls(asm)
     if bad:
@@ -287,21 +290,27 @@ def _compile(ir_text: str, target: Target, opt: int) -> tuple[str, str, dict[str
 
 
 def compile_module(
-    ir_text: str, target: Target | str, opt: int = 3, *, isolate: bool = False
+    ir_text: str, target: Target | str, opt: int = 3, *, isolate: bool = False, align_vectors: bool = True
 ) -> CompiledModule:
     """Verify, optimise (new pass manager, `-O<opt>`) and compile `ir_text` for `target`.
 
     Any triple / data layout in the text is replaced by the target's. With `isolate=True` the work runs
     in a forked child so that an LLVM abort ("Cannot select ...") becomes a `CompileError`.
+    `align_vectors=False` (hvx128) turns off the AlignVectors part of LLVM's HexagonVectorCombine for
+    this module: it rewrites groups of unaligned HVX loads (a stencil's x-2 .. x+2) into aligned
+    loads combined by byte shuffles, which the backend lowers with predicate selects (vcmp.eq,
+    vmux, vand) costing more than the plain unaligned loads (vmemu) it replaces.
     """
     t = get_target(target)
     if not 0 <= opt <= 3:
         raise ValueError(f"opt level must be 0..3, got {opt}")
-    opt_ir, asm, sigs = _compile_isolated(ir_text, t, opt) if isolate else _compile(ir_text, t, opt)
+    opt_ir, asm, sigs = (_compile_isolated(ir_text, t, opt, align_vectors) if isolate
+                         else _compile(ir_text, t, opt, align_vectors))
     return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs)
 
 
-def _compile_isolated(ir_text: str, target: Target, opt: int) -> tuple[str, str, dict[str, FunctionSig]]:
+def _compile_isolated(ir_text: str, target: Target, opt: int,
+                      align_vectors: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
     _init_llvm()
     rfd, wfd = os.pipe()
     with tempfile.TemporaryFile() as err:
@@ -313,7 +322,7 @@ def _compile_isolated(ir_text: str, target: Target, opt: int) -> tuple[str, str,
                 os.dup2(err.fileno(), 2)
                 faulthandler.disable()  # an expected abort must not dump tracebacks to the terminal
                 try:
-                    payload: object = ("ok", _compile(ir_text, target, opt))
+                    payload: object = ("ok", _compile(ir_text, target, opt, align_vectors))
                 except CompileError as e:
                     payload = ("err", e)
                 with os.fdopen(wfd, "wb") as w:

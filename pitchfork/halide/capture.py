@@ -19,8 +19,9 @@ bindings changes it later (the `debug` target feature only adds runtime tracing)
   user's process and stderr are untouched, and a Halide abort (LLVM asserts are fatal) kills only the
   child; the statement is recovered if the log got that far. Costs ~0.2 s per target. Embedded
   `hl.Buffer`s and extern stages serialize too; a pipeline Halide cannot serialize raises.
-  Serialization drops Param ranges and ImageParam host alignments (`argument_constraints`); the
-  worker restores them, so the statement keeps Halide's checks on them.
+  Serialization drops Param ranges, ImageParam host alignments and buffer dimension constraints
+  (`argument_constraints`); the worker restores them, so the statement keeps Halide's checks on them
+  and the substitutions Halide makes with them (`filter.min.0` -> 0).
 * **in-process**: if this process's Halide already logs lowering (the user set `HL_DEBUG_CODEGEN`
   before using Halide, or called `enable_inprocess_capture()` first), the log is read from file
   descriptor 2, redirected to a temporary file around `compile_to_lowered_stmt`. Every other compile

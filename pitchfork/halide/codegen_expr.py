@@ -142,13 +142,14 @@ class ExprConverter:
         # its bounds let lowering pass the scalar straight to an instruction's Rt (an HVX shift amount).
         if isinstance(v, H.BinOp) and v.op in ("min", "max") and (isinstance(v.a, H.IntImm) or isinstance(v.b, H.IntImm)):
             return self.go(H.BinOp(v.op, replace(e, value=v.a), replace(e, value=v.b), e.type))
-        if self.cg.target == "hvx128" and self.cg.isel == "pitchfork" and isinstance(v, H.Cast) \
+        if self.cg.isel == "pitchfork" and isinstance(v, H.Cast) \
                 and v.type.is_integer and v.value.type.is_integer and not v.type.is_bool \
                 and not v.value.type.is_bool and v.value.type.bits < v.type.bits:
-            # x128(int32(m_i16)): splat the narrow value and widen it in FPIR, so lifting sees the
-            # widening (i32(d_i16) * i32(m_i16) is a widening_mul: one HVX vmpy per 64 lanes instead
-            # of vunpack + vmpyieo + vmpyie per 32). HVX only so far: not measured on x86/arm64. Not for
-            # isel=llvm, which gets the splat of the wide scalar, as Halide's own codegen emits it.
+            # x128(int32(m_i16)), x16(int16(zero_u8)): splat the narrow value and widen it in FPIR, so
+            # lifting sees the widening: i32(d_i16) * i32(m_i16) is a widening_mul (one HVX vmpy per 64
+            # lanes instead of vunpack + vmpyieo + vmpyie per 32; Neon smull by element), i16(x_u8) -
+            # i16(zero_u8) a widening_sub (Neon usubl, as Halide 21 selects it). Not for isel=llvm,
+            # which gets the splat of the wide scalar, as Halide's own codegen emits it.
             narrow = H.Broadcast(v.value, e.count, v.value.type.with_lanes(e.count))
             return make("cast", self.leaf("splat", narrow), type=fpir_type(e.type.elem, self.node))
         return self.leaf("splat", e)

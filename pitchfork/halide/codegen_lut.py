@@ -34,6 +34,7 @@ from fpir.types import ScalarType, u8
 from pitchfork.bounds import bounds
 from pitchfork.halide import ir as H
 from pitchfork.halide.codegen_base import BufferInfo, _storage
+from pitchfork.halide.htypes import Int
 
 #: bytes per HVX register (hvx128) and entries one vlut32 call looks up
 REG_BYTES = 128
@@ -62,16 +63,86 @@ class LutMixin:
         off = make("sub", term, const(lo, term.type)) if lo else term
         idx = self._emit_term(make("cast", off, type=u8), lanes, node)  # type: ignore[attr-defined]
         reg = ir.VectorType(ir.IntType(32), 32)
-        i32t = ir.IntType(32)
-        shuffle = self._intrinsic("llvm.hexagon.V6.vshuffb.128B", reg, [reg])  # type: ignore[attr-defined]
         tables = []
         first = self._elem_ptr(buf, _storage(st), ir.Constant(ir.IntType(64), lo), ir.IntType(8))  # type: ignore[attr-defined]
         for r in range((hi - lo) // REG_BYTES + 1):
-            p = self.b.gep(first, [ir.Constant(i32t, REG_BYTES * r)], inbounds=True)
+            p = self.b.gep(first, [ir.Constant(ir.IntType(32), REG_BYTES * r)], inbounds=True)
             at = lo + REG_BYTES * r
             align = REG_BYTES if at % REG_BYTES == 0 else math.gcd(at, REG_BYTES)
-            t = self._mem_access(buf, self.b.load(self.b.bitcast(p, ir.PointerType(reg)), align=align))  # type: ignore[attr-defined]
-            tables.append(self.b.call(shuffle, [t]))
+            tables.append(self._mem_access(buf, self.b.load(self.b.bitcast(p, ir.PointerType(reg)), align=align)))  # type: ignore[attr-defined]
+        return self._vlut(idx, tables, (hi - lo) // SEGMENT + 1, lanes)
+
+    def _hvx_span_gather(self, buf: BufferInfo, st: ScalarType, index: H.Expr, lanes: int,
+                         node: H.Node) -> Optional[ir.Value]:
+        """`buf[M + OFF]` (byte elements) where M is lane-monotone: `ramp(B, S, L)` or `ramp(B, S, L) / D`
+        (Halide's division is monotone in the dividend for any D; D = 0 gives 0), OFF and D scalars,
+        L = 128 (at 256 lanes LLVM 22's Hexagon backend aborts, "Couldn't find the register class").
+        Its lanes then lie between those of lanes 0 and L-1, [lo, hi]; when hi - lo < 128 (checked at
+        run time) the values are in the 128-byte window of buf from lo (`_hvx_aligned_window`, which
+        reads only aligned blocks holding elements the gather reads), looked up with vlut32 at
+        `index - lo`; otherwise the lane-by-lane gather runs. (Halide itself rewrites constant-stride
+        loads into dense loads and shuffles before this point.)
+        depthwise_conv's `input[ramp(c, 1, L) / depth_multiplier + row]`, runtime strides. None when
+        the load is not of that form (or not hvx128, bytes, 128 lanes)."""
+        if self.target != "hvx128" or st.bits != 8 or lanes not in (REG_BYTES,) \
+                or index.type.elem != Int(32):
+            return None
+        src = self._vector_source  # type: ignore[attr-defined]
+        e, off = src(index), None
+        if isinstance(e, H.BinOp) and e.op == "+":
+            a, c = src(e.a), src(e.b)
+            if isinstance(c, H.Broadcast):
+                e, off = a, c.value
+            elif isinstance(a, H.Broadcast):
+                e, off = c, a.value
+        den = None
+        if isinstance(e, H.BinOp) and e.op == "/" and isinstance(src(e.b), H.Broadcast):
+            den = src(e.b).value
+            e = src(e.a)
+        if not isinstance(e, H.Ramp):
+            return None
+        t = Int(32)
+        ends = [e.base, H.BinOp("+", e.base, H.BinOp("*", e.stride, H.IntImm(lanes - 1, t), t), t)]
+        if den is not None:
+            ends = [H.BinOp("/", x, den, t) for x in ends]
+        b = self.b
+        i32t = ir.IntType(32)
+        first, last = (self.scalar(x, node, nsw=False) for x in ends)  # type: ignore[attr-defined]
+        lo = b.select(b.icmp_signed("<", first, last), first, last)
+        hi = b.select(b.icmp_signed("<", first, last), last, first)
+        span = b.sub(hi, lo)  # hi >= lo: exact as an unsigned 32-bit number even where it wraps
+        ok = b.icmp_unsigned("<", span, ir.Constant(i32t, REG_BYTES))
+        vec = self.vector(index, node)  # type: ignore[attr-defined]
+        start = b.add(lo, self.scalar(off, node, nsw=False)) if off is not None else lo  # type: ignore[attr-defined]
+        fast = self.fn.append_basic_block("span_lut")  # type: ignore[attr-defined]
+        slow = self.fn.append_basic_block("span_gather")  # type: ignore[attr-defined]
+        done = self.fn.append_basic_block("span_done")  # type: ignore[attr-defined]
+        b.cbranch(ok, fast, slow)
+        b.position_at_end(fast)
+        k = b.trunc(b.sub(vec, self._splat(start, Int(32).to_fpir(), lanes)),  # type: ignore[attr-defined]
+                    ir.VectorType(ir.IntType(8), lanes))
+        window = self._hvx_aligned_window(buf, st, start, REG_BYTES,  # type: ignore[attr-defined]
+                                          (start, b.add(start, span)))
+        fast_v = self._vlut(k, [b.bitcast(window, ir.VectorType(i32t, 32))], 4, lanes)
+        fast_end = b.block
+        b.branch(done)
+        b.position_at_end(slow)
+        slow_v = self._gather(buf, st, vec, lanes)  # type: ignore[attr-defined]
+        slow_end = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        v = b.phi(fast_v.type)
+        v.add_incoming(fast_v, fast_end)
+        v.add_incoming(slow_v, slow_end)
+        return v
+
+    def _vlut(self, idx: ir.Value, tables: list[ir.Value], segments: int, lanes: int) -> ir.Value:
+        """`lanes` bytes: lane i is byte idx[i] of the concatenated `tables` (registers in memory order,
+        `<32 x i32>`), for idx[i] < 32 * segments; vshuff + vlut32 / vlut32_or (module docstring)."""
+        reg = ir.VectorType(ir.IntType(32), 32)
+        i32t = ir.IntType(32)
+        shuffle = self._intrinsic("llvm.hexagon.V6.vshuffb.128B", reg, [reg])  # type: ignore[attr-defined]
+        tables = [self.b.call(shuffle, [t]) for t in tables]
         lut = self._intrinsic("llvm.hexagon.V6.vlutvvb.128B", reg, [reg, reg, i32t])  # type: ignore[attr-defined]
         lut_or = self._intrinsic("llvm.hexagon.V6.vlutvvb.oracc.128B", reg, [reg, reg, reg, i32t])  # type: ignore[attr-defined]
         chunks = []
@@ -81,7 +152,7 @@ class LutMixin:
                 ir.Constant(ir.VectorType(i32t, REG_BYTES), list(range(c * REG_BYTES, (c + 1) * REG_BYTES))))
             u = self.b.bitcast(part, reg)
             acc: Optional[ir.Value] = None
-            for s in range((hi - lo) // SEGMENT + 1):
+            for s in range(segments):
                 tab, rt = tables[s // 4], ir.Constant(i32t, s)
                 acc = self.b.call(lut, [u, tab, rt]) if acc is None else self.b.call(lut_or, [acc, u, tab, rt])
             assert acc is not None

@@ -103,6 +103,14 @@ class ScalarEmitter:
             return v if v.type.width == 64 else (b.sext if t.type.signed else b.zext)(v, i64)
         return go(t)
 
+    @staticmethod
+    def is_direct(t: Term) -> bool:
+        """Whether `_node` emits `t` one to one (not through `_generic`)."""
+        if t.op in ("var", "const", "add", "sub", "mul", "and", "or", "xor", "not", "min", "max", "select") \
+                or t.op in _CMP:
+            return True
+        return t.op == "cast" and t.type.bits > 1 and t.args[0].type.bits > 1
+
     def _generic(self, t: Term, a: list[ir.Value]) -> ir.Value:
         """Any other op at one lane, with exact semantics (no flags)."""
         from pitchfork.lower import expand_fpir

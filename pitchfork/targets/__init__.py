@@ -22,6 +22,10 @@ ALIASES = {"x86": "x86-avx2", "avx2": "x86-avx2", "arm": "arm64", "neon": "arm64
            "hvx": "hvx128", "hexagon": "hvx128"}
 
 UNLOWERED_FPIR_COST = 8
+#: instructions of the generic code for a shift by a runtime amount (unsigned amount: shift + mask;
+#: signed: both directions, masked, and a select)
+RUNTIME_SHIFT_COST = 2
+RUNTIME_SHIFT_COST_SIGNED = 4
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,11 @@ def _target_node_cost(t: Term) -> tuple[int, int, int]:
         return (s.meta.get("cost", 1), width, 0)
     if s.kind == "fpir":
         return (UNLOWERED_FPIR_COST, width, 0)
+    if t.op in ("shl", "shr") and not t.args[1].is_const:
+        # a runtime amount: generic code masks amounts >= bits and, for a signed amount, selects
+        # between both directions (pitchfork/emit/expr.py _shift)
+        n = RUNTIME_SHIFT_COST_SIGNED if t.args[1].type.signed else RUNTIME_SHIFT_COST
+        return (n, width, 1)
     one = 0 if t.op == "reinterpret" else 1
     return (one, width, one)
 

@@ -442,6 +442,9 @@ TABLE: tuple[Inst, ...] = (
     Inst("sqdmulh", _same(("i16", "i32"), 2), _q("mul_shr"), _intrinsic("sqdmulh")),
     Inst("sqrdmulh", _same(("i16", "i32"), 2), _q("rounding_mul_shr"), _intrinsic("sqrdmulh")),
     # ---- Shifts by a signed lane amount (its low byte)
+    # plain register shifts: a negative amount shifts right (logical / arithmetic), FPIR's `<<`
+    Inst("ushl", _sigs("{t}, {s} -> {t}", U8_64), _by_low_byte("shl"), _intrinsic("ushl")),
+    Inst("sshl", _same(I8_64, 2), _by_low_byte("shl"), _intrinsic("sshl")),
     Inst("urshl", _sigs("{t}, {s} -> {t}", U8_64), _by_low_byte("rounding_shl"), _intrinsic("urshl"),
          f"{NEON}.urshl (constant negative amount: urshr)"),
     Inst("srshl", _same(I8_64, 2), _by_low_byte("rounding_shl"), _intrinsic("srshl"),

@@ -287,23 +287,38 @@ def _accumulate(table: Table, scalar: Table | None = None) -> Callable[..., ir.V
     return emit
 
 
-def _vmpa(table: Table) -> Callable[..., ir.Value]:
-    """vmpa(x, y, c0, c1) = c0 * widen(x) + c1 * widen(y): pair (lo = x, hi = y), Rt = [c0 c1 c0 c1]."""
+def _vmpa(table: Table, acc: bool = False) -> Callable[..., ir.Value]:
+    """vmpa(x, y, c0, c1) = c0 * widen(x) + c1 * widen(y) (acc: a + ..., the accumulator first): pair
+    (lo = x, hi = y), Rt = [c0 c1 c0 c1]. Taps that are constants or uniform runtime values (filter
+    taps loaded once) go to Rt; per-lane taps get two vector multiplies (vmpy, vmpy.acc)."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-        c0, c1 = _const(t.args[2]), _const(t.args[3])
-        if c0 is None or c1 is None:
+        first = 1 if acc else 0
+        x_t, y_t, c0_t, c1_t = t.args[first:first + 4]
+        name = table[(x_t.type.name, c0_t.type.name)] + (".acc" if acc else "")
+        c0, c1 = _const(c0_t), _const(c1_t)
+        if c0 is not None and c1 is not None:
+            rt: ir.Value = _i32((c0 & 0xFF) | (c1 & 0xFF) << 8 | (c0 & 0xFF) << 16 | (c1 & 0xFF) << 24)
+        elif all(_const(c) is not None or _uniform(em, c) for c in (c0_t, c1_t)):
+            b0, b1 = (em.b.and_(_runtime_rt(em, args[first + 2 + k], 32), _i32(0xFF)) for k in (0, 1))
+            rt = em.b.mul(em.b.or_(b0, em.b.shl(b1, _i32(8))), _i32(0x00010001))
+        elif x_t.type.bits != 8:  # (16-bit data by i8 taps: no vector x vector form)
             return _fallback(em, t)
-        name = table[(t.args[0].type.name, t.args[2].type.name)]
-        bits = t.args[0].type.bits
+        else:
+            from fpir.ops import make
+
+            first_product = make("hvx.vmpy_acc", t.args[0], x_t, c0_t) if acc else make("hvx.vmpy", x_t, c0_t)
+            return em.emit(make("hvx.vmpy_acc", first_product, y_t, c1_t))
+        bits = x_t.type.bits
         n = REG_BITS // bits
         out = _vec(2 * bits, n)
-        rt = _i32((c0 & 0xFF) | (c1 & 0xFF) << 8 | (c0 & 0xFF) << 16 | (c1 & 0xFF) << 24)
 
-        def one(x: ir.Value, y: ir.Value) -> ir.Value:
-            return _interleave(em, em.hvx_call(name, [_join(em, x, y), rt], out, True, (True,)))
+        def one(*vs: ir.Value) -> ir.Value:
+            head = [_deinterleave(em, vs[0])] if acc else []
+            pair = (True, True) if acc else (True,)
+            return _interleave(em, em.hvx_call(name, [*head, _join(em, vs[-2], vs[-1]), rt], out, True, pair))
 
-        return em.map_chunks(args[:2], n, one)
+        return em.map_chunks(args[:first + 2], n, one)
 
     return emit
 
@@ -529,7 +544,20 @@ def _vmpa_semantics(sg: Signature) -> str:
 
 
 _declare("hvx.vmpa", _VMPA_SIGS, _vmpa_semantics, _vmpa(_VMPA), PAIR,
-         "vmpabuu / vmpabus / vmpauhb / vmpahb (taps z, w constants)", DEINT)
+         "vmpabuu / vmpabus / vmpauhb / vmpahb (taps z, w constants or runtime scalars)", DEINT)
+# The accumulating form on a de-interleaved accumulator (8-bit data: vmpabuu.acc / vmpabus.acc); an i16
+# accumulator of u8 x u8 products wraps like the u16 one.
+_VMPA_ACC_SIGS = ["u16, u8, u8, u8, u8 -> u16", "i16, u8, u8, u8, u8 -> i16", "i16, u8, u8, i8, i8 -> i16"]
+
+
+def _vmpa_acc_semantics(sg: Signature) -> str:
+    if sg.result.signed and not sg.args[3].signed:
+        return "x + reinterpret<i16>(widening_mul(y, w) + widening_mul(z, a))"
+    return "x + (widening_mul(y, w) + widening_mul(z, a))"
+
+
+_declare("hvx.vmpa_acc", _VMPA_ACC_SIGS, _vmpa_acc_semantics, _vmpa(_VMPA, acc=True), PAIR,
+         "vmpabuu.acc / vmpabus.acc (taps constants or runtime scalars)", DEINT)
 
 # ---- saturating narrowing ------------------------------------------------------------------------
 # vpack(Vu, Vv):sat keeps lane order; vsat / vasr(Vu, Vv, #0):sat interleave.
@@ -736,6 +764,90 @@ _declare("hvx.vrmpy_taps_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_TAPS
          "vrmpybus.acc / vrmpyub.acc (vector x scalar) on the interleaved data (taps constants)")
 
 
+# ---- 3-tap filter: vtmpy ------------------------------------------------------------------------
+# Lane semantics, confirmed under qemu-hexagon (impulse responses of every input lane, and random
+# data with random Rt for vtmpybus, vtmpyb, vtmpyhb and vtmpybus.acc, 0 mismatches): for the pair
+# Vuu = (A = low register, B = high register) of n data lanes each and Rt bytes r0..r3, i < n/2,
+#   lo[i] = A[2i]   * r[2i % 4] + A[2i+1] * r[(2i+1) % 4] + B[2i]
+#   hi[i] = A[2i+1] * r[2i % 4] + B[2i]   * r[(2i+1) % 4] + B[2i+1]
+# wrapping in the result width (.h for byte data, .w for vtmpyhb); .acc adds to Vxx wrapping. With
+# Rt = [c0 c1 c0 c1], A = d[k .. k+n) and B = d[k+2 .. k+2+n) of one stream d, that is the 3-tap
+# filter out[j] = c0 * d[k+j] + c1 * d[k+j+1] + d[k+j+2] with lo = even j, hi = odd j.
+# The pair holds two data lanes per result lane but the filter reads three, so the instruction
+# computes c0*x + c1*y + z only when y and z are x's stream one and two lanes on (the middle tap
+# comes from A for even j and from B for odd j). It is declared lane-wise over x, y, z with that
+# condition checked on the emitted operands (`_stream_step`: loads of one buffer at element
+# offsets o, o+1, o+2); for other operands, or non-constant taps, the emitter falls back to the
+# declared semantics, so they hold for every operand.
+_VTMPY = {("u8", "i8"): "vtmpybus", ("i8", "i8"): "vtmpyb", ("i16", "i8"): "vtmpyhb"}
+
+
+def _load_address(v: ir.Value) -> tuple[ir.Value, ir.Value, int, int] | None:
+    """(base pointer, index value, constant element offset, loaded lanes) of a vector load of
+    consecutive elements (through bitcasts and a zero-padding shuffle), else None."""
+    if isinstance(v, ir.ShuffleVector) and isinstance(v.operands[2], ir.Constant):
+        n = v.operands[0].type.count
+        mask = [getattr(c, "constant", c) for c in v.operands[2].constant]
+        if mask[:n] != list(range(n)) or not isinstance(v.operands[1], ir.Constant):
+            return None
+        v = v.operands[0]
+    if not isinstance(v, ir.LoadInstr) or not isinstance(v.type, ir.VectorType):
+        return None
+    p = v.operands[0]
+    while isinstance(p, ir.CastInstr) and p.opname == "bitcast":
+        p = p.operands[0]
+    if not isinstance(p, ir.GEPInstr) or len(p.indices) != 1:
+        return None
+    pointee = p.pointer.type.pointee
+    if pointee != v.type.element:  # offsets must count elements of the loaded type
+        return None
+    idx, off = p.indices[0], 0
+    if isinstance(idx, ir.Instruction) and idx.opname == "add" and isinstance(idx.operands[1], ir.Constant):
+        idx, off = idx.operands[0], idx.operands[1].constant
+    elif isinstance(idx, ir.Constant):
+        idx, off = None, idx.constant
+    return p.pointer, idx, off, v.type.count
+
+
+def _stream_step(x: ir.Value, y: ir.Value, z: ir.Value) -> bool:
+    """y and z are x's stream one and two elements on: loads of one base at offsets o, o+1, o+2, of
+    an even number of lanes (so the last real result lane is odd and reads its middle tap from B)."""
+    a = [_load_address(v) for v in (x, y, z)]
+    if any(r is None for r in a):
+        return False
+    (bx, ix, ox, nx), (by, iy, oy, ny), (bz, iz, oz, nz) = a  # type: ignore[misc]
+    return bx is by is bz and ix is iy is iz and (oy - ox, oz - ox) == (1, 2) and nx == ny == nz and nx % 2 == 0
+
+
+def _vtmpy(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    """x, y, z, c0, c1 -> c0*x + c1*y + z: one vtmpy per register of x (A) and of z (B)."""
+    c0, c1 = _const(t.args[3]), _const(t.args[4])
+    if c0 is None or c1 is None or not _stream_step(*args[:3]):
+        return _fallback(em, t)
+    bits = t.args[0].type.bits
+    n = REG_BITS // bits
+    out = _vec(2 * bits, n)
+    rt = _taps_rt([c0, c1])
+
+    def one(a: ir.Value, b: ir.Value) -> ir.Value:
+        pair = em.hvx_call(_VTMPY[(t.args[0].type.name, t.args[3].type.name)], [_join(em, a, b), rt], out,
+                           True, (True,))
+        return _interleave(em, pair)
+
+    return em.map_chunks([args[0], args[2]], n, one)
+
+
+def _vtmpy_semantics(sg: Signature) -> str:
+    x, r = sg.args[0], sg.result.name
+    tap = (lambda k: k) if x.bits == 8 else (lambda k: f"i{x.bits}({k})")  # i8 taps of 16-bit data
+    return f"widening_mul(x, {tap('w')}) + widening_mul(y, {tap('a')}) + {r}(z)"
+
+
+_declare("hvx.vtmpy", [f"{x}, {x}, {x}, {c}, {c} -> {'i' if x[0] == 'i' or c[0] == 'i' else 'u'}{int(x[1:]) * 2}"
+                       for (x, c) in _VTMPY], _vtmpy_semantics, _vtmpy, PAIR,
+         "vtmpybus / vtmpyb / vtmpyhb on x and z (y = x one lane on, z two; taps w, a constants)")
+
+
 # ---- 32 x 32 high multiplies (the requantize multiply) --------------------------------------------
 # A 32-bit product's high word from two 32 x 16 multiplies: b = bh * 2^16 + bl (bh signed, bl unsigned),
 # so (a * b) >> 31 = (a * bh + ((a * bl) >> 16)) >> 15 exactly (the floors compose). vmpye gives the
@@ -764,7 +876,8 @@ _declare("hvx.vmpyo_rnd_sacc", ["i32, i32, i32 -> i32"],
 # x * 2^c accumulated onto -(z << c): vmpyub.acc / vmpyuh.acc with Rt = 2^c. For a splat zero point (the
 # quantized add / mul benchmarks) the accumulator is loop-invariant, so the loop has one instruction (and
 # a register copy) where the plain form needs an unpack, a pair subtraction and a shift per register.
-_VMPY_ACC_ZP = {("u8", "i16"): ("vmpyub.acc", 8), ("u16", "i32"): ("vmpyuh.acc", 16)}
+_VMPY_ACC_ZP = {("u8", "i16"): ("vmpyub.acc", 8), ("u16", "i32"): ("vmpyuh.acc", 16),
+                ("u8", "u8"): ("vmpyub.acc", 8), ("u16", "u16"): ("vmpyuh.acc", 16)}
 
 
 def _vmpy_acc_zp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
@@ -776,6 +889,9 @@ def _vmpy_acc_zp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     n = REG_BITS // bits
     out = _vec(2 * bits, n)
     y = args[1]
+    wide = ir.VectorType(ir.IntType(t.type.bits), y.type.count)
+    if y.type != wide:  # a zero point of the data's type: zero-extend it
+        y = em.b.zext(y, wide)
     acc = em.b.sub(ir.Constant(y.type, None), em.b.shl(y, ir.Constant(y.type, [c] * y.type.count)))
     rt = _replicate(1 << c, rbits)
 
@@ -785,8 +901,8 @@ def _vmpy_acc_zp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     return em.map_chunks([acc, args[0]], n, one)
 
 
-_declare("hvx.vmpy_acc_zp", ["u8, i16, i16 -> i16", "u16, i32, i32 -> i32"],
-         lambda sg: f"(cast<{sg.result.name}>(x) - y) << z", _vmpy_acc_zp, PAIR,
+_declare("hvx.vmpy_acc_zp", ["u8, i16, i16 -> i16", "u16, i32, i32 -> i32", "u8, u8, i16 -> i16", "u16, u16, i32 -> i32"],
+         lambda sg: f"(cast<{sg.result.name}>(x) - cast<{sg.result.name}>(y)) << z", _vmpy_acc_zp, PAIR,
          "vmpyub.acc / vmpyuh.acc by Rt = 2^z onto -(y << z) (constant z below the narrow width)", DEINT)
 
 # ---- non-widening multiplies (vmpyi): the low half of the product, by a vector or a scalar Rt ------

@@ -268,3 +268,46 @@ def test_backward_jump_that_is_not_a_loop() -> None:
         "decl %esi",
         "jne .LBB1_1",
     ]
+
+
+_STENCIL_IR = """
+define void @stencil(ptr noalias %in, ptr noalias %out, i32 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %next, %loop ]
+  %p0 = getelementptr inbounds i16, ptr %in, i32 %i
+  %p1 = getelementptr inbounds i16, ptr %p0, i32 1
+  %p2 = getelementptr inbounds i16, ptr %p0, i32 2
+  %p3 = getelementptr inbounds i16, ptr %p0, i32 3
+  %a = load <64 x i16>, ptr %p0, align 128
+  %b = load <64 x i16>, ptr %p1, align 2
+  %c = load <64 x i16>, ptr %p2, align 4
+  %d = load <64 x i16>, ptr %p3, align 2
+  %s1 = add <64 x i16> %a, %b
+  %s2 = add <64 x i16> %c, %d
+  %s = add <64 x i16> %s1, %s2
+  %q = getelementptr inbounds i16, ptr %out, i32 %i
+  store <64 x i16> %s, ptr %q, align 128
+  %next = add i32 %i, 64
+  %more = icmp slt i32 %next, %n
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}
+"""
+
+
+def test_hvx_align_vectors_is_per_module() -> None:
+    """`align_vectors=False` keeps LLVM's HexagonVectorCombine from merging a stencil's unaligned loads
+    into byte shuffles lowered with predicate selects; the option is set for each module, so a later
+    compile with the default gets LLVM's behaviour back."""
+    def vector_ops(align_vectors: bool) -> set[str]:
+        asm = compile_module(_STENCIL_IR, "hvx128", align_vectors=align_vectors).assembly()
+        return set(re.findall(r"\b(vmemu|valign|vmux|vcmp|vdelta|vrdelta)\b", asm))
+
+    plain = vector_ops(False)
+    assert "vmemu" in plain and not plain & {"vmux", "vcmp"}, plain
+    default = vector_ops(True)
+    assert "vmemu" not in default, default  # realigned loads (valign / shuffles) instead
+    assert vector_ops(False) == plain

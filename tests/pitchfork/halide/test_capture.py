@@ -311,3 +311,27 @@ def test_split_lowering_log() -> None:
 def test_output_info_names_tuple_buffers() -> None:
     assert OutputInfo("f", (UInt(8),), 2).buffer_names == ("f",)
     assert OutputInfo("f", (UInt(8), Int(32)), 1).buffer_names == ("f.0", "f.1")
+
+
+def test_buffer_dimension_constraints_survive_the_subprocess() -> None:
+    """hl.serialize_pipeline drops `dim(d).set_min/set_extent/set_stride`; the capture sends them to
+    the worker, so the statement has Halide's own constraint checks and substitutions (fully_connected's
+    `filter.min.0 == 0` made its two spellings of one filter address equal). A constraint over a
+    scalar Param is outside the transferred language and is left out (as before), not an error."""
+    a = hl.ImageParam(hl.UInt(8), 2, "A")
+    b = hl.ImageParam(hl.UInt(8), 1, "B")
+    p = hl.Param(hl.Int(32), "p")
+    a.dim(0).set_min(0)
+    a.dim(1).set_extent((a.dim(1).extent() / 4) * 4)
+    b.dim(0).set_extent(hl.min(a.dim(0).extent(), 64)).set_stride(1)
+    b.dim(0).set_min(p)
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func("f")
+    f[x, y] = a[x, y] + b[x]
+    c = capture_stmt(f, [a, b, p], "x86-avx2", mode="subprocess")
+    checks = [ln.split(",")[0].strip() for ln in c.lowered.splitlines() if "constraint_violated" in ln]
+    assert "assert(A.min.0 == 0" in checks
+    assert "assert((A.extent.1 % 4) == 0" in checks
+    assert "assert(B.extent.0 == min(A.extent.0" in checks
+    assert not any("B.min.0" in ck for ck in checks)  # the Param constraint: left out
+    assert "A.min.0" not in c.text.split("produce f")[-1]  # substituted (0) inside the loop nest

@@ -79,6 +79,16 @@ def test_no_memcpy_calls_on_x86(progs) -> None:
     assert "@llvm.memcpy" not in prog.llvm_ir()
 
 
+@pytest.mark.parametrize("target", ["arm64", "hvx128"])
+def test_no_memcpy_calls_on_arm64_or_hvx(target: str) -> None:
+    """Neither do the arm64 and hvx128 kernels call memcpy: Halide 21's never do, and a call into
+    libc is work the harness's static estimate (which counts the kernel's own blocks) would not see."""
+    f, a = get("sobel3x3").build(target, {})
+    prog = pitchfork.compile(f, a, target=target, name="sobel3x3", fallback=False)
+    assert '"no-builtin-memcpy"' in prog.module.source_ir
+    assert not re.search(r"\b(bl|call)\S*\s+\S*memcpy", prog.assembly())
+
+
 def test_loops_exit_on_ne_like_halide(progs) -> None:
     """Our loops exit with `icmp ne` on the nsw-incremented counter, as Halide's do (entered only
     when min < min + extent): SCEV gets the exact trip count and loop strength reduction counts a

@@ -61,3 +61,32 @@ def test_wide_index_keeps_the_gather() -> None:
     a = np.random.default_rng(3).integers(-2000, 2000, size=(2, 256), dtype=np.int16)
     got = prog(a, size=[256, 2])
     assert np.array_equal(got, table_values(np.clip(a.astype(np.int64) // 4, 0, 299)))
+
+
+def span_pipeline(kind: str) -> tuple[hl.Func, list[Any]]:
+    """out(c, x) = input(c / d, x) + 1 (depthwise_conv's channel multiplier) or input(c * d + 3, x) + 1,
+    with a runtime d: a lane-monotone index (codegen_lut._hvx_span_gather)."""
+    c = hl.Var("c")
+    inp = hl.ImageParam(hl.UInt(8), 2, "input")
+    d = hl.Param(hl.Int(32), "d")
+    f = hl.Func("f")
+    f[c, y] = inp[c / d if kind == "div" else c * d + 3, y] + hl.u8(1)
+    f.vectorize(c, 128)
+    return f, [inp, d]
+
+
+@pytest.mark.parametrize("kind", ["div", "stride"])
+def test_span_gather_is_exact(kind: str) -> None:
+    """Spans under 128 bytes take vlut32 (d >= 1 for a division; d in {0, 1} for a stride), wider ones
+    (stride 2, 3) the lane loop: both exact."""
+    f, args = span_pipeline(kind)
+    prog = pitchfork.compile(f, args, target="hvx128", name=f"span_{kind}", fallback=False)
+    assert "vlutvvb" in prog.llvm_ir()
+    rng = np.random.default_rng(11)
+    w = 3 * 128
+    a = rng.integers(0, 256, size=(2, 3 * w + 8), dtype=np.uint8)
+    cs = np.arange(w)
+    for d in ((1, 2, 3, 64, 200, 0) if kind == "div" else (0, 1, 2, 3)):
+        idx = (cs // d if d else 0 * cs) if kind == "div" else cs * d + 3
+        got = prog(a, d, size=[w, 2])
+        assert np.array_equal(got, (a[:, idx].astype(np.int64) + 1).astype(np.uint8)), d

@@ -234,7 +234,7 @@ _CONST_POSITIONS = {"hvx.vmpy": (1, 0), "hvx.vmpy_acc": (2, 1), "hvx.vmpyhss": (
                     "hvx.vmpyi_acc": (2, 1), "hvx.vmpy_acc_zp": (2,)}
 _VMPA_TAPS = ((1, 2), (2, 1), (3, 5), (-1, 7), (255, 255), (-128, 127), (0, 1))
 #: instructions taking f constant taps last, and the taps tried (extremes and unequal ones)
-_TAP_OPS = {"hvx.vdmpy": 2, "hvx.vdmpy_acc": 2, "hvx.vrmpy_taps": 4, "hvx.vrmpy_taps_acc": 4}
+_TAP_OPS = {"hvx.vdmpy": 2, "hvx.vdmpy_acc": 2, "hvx.vtmpy": 2, "hvx.vrmpy_taps": 4, "hvx.vrmpy_taps_acc": 4}
 _TAP_SETS = {2: ((3, -5), (-128, 127), (255, 255), (0, 1)),
              4: ((1, 2, 3, 4), (-128, 127, -1, 0), (255, 255, 255, 255), (7, -3, 0, 100))}
 
@@ -279,11 +279,12 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
                         out.append(Case(f"{label} y={c}", make(name, vs[0], const(c, sg.args[1])), reg))
                 out.append(Case(f"{label} y={ib // 2} de-interleaved", make(name, ps[0], const(ib // 2, sg.args[1])),
                                 reg))
-            if name == "hvx.vmpa":
-                t = sg.args[2]
+            if name in ("hvx.vmpa", "hvx.vmpa_acc"):
+                at = 2 if name == "hvx.vmpa" else 3
+                t = sg.args[at]
                 for c0, c1 in _VMPA_TAPS:
                     if t.contains(c0) and t.contains(c1):
-                        out.append(Case(f"{label} taps {c0},{c1}", make(name, vs[0], vs[1], const(c0, t), const(c1, t)),
+                        out.append(Case(f"{label} taps {c0},{c1}", make(name, *vs[:at], const(c0, t), const(c1, t)),
                                         reg))
             if name in _TAP_OPS:  # vdmpy / vrmpy by constant taps: the taps are the last f operands
                 f = _TAP_OPS[name]

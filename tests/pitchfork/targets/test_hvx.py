@@ -51,7 +51,9 @@ def test_rule_file_loads_and_names_only_declared_instructions() -> None:
         used |= set(re.findall(r"hvx\.[a-z_]+", r.rhs))
     assert used <= declared, used - declared
     # hvx.vdmpy: for two constant taps of separate vectors vmpa is as cheap (its accumulating form is used).
-    assert declared <= used | {"hvx.vabsdiff", "hvx.vdmpy"}, f"declared but never selected: {declared - used}"
+    # hvx.vtmpy: only pays on one stream read at offsets 0, 1, 2, which FPIR variables do not show (no rule yet;
+    # its own test is test_hvx_vtmpy.py).
+    assert declared <= used | {"hvx.vabsdiff", "hvx.vdmpy", "hvx.vtmpy"}, f"declared but never selected: {declared - used}"
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
@@ -247,14 +249,20 @@ def test_runtime_scalars_use_the_by_scalar_forms() -> None:
          r"\.ub = vasr\(v\d+\.h,v\d+\.h,r\d+\):rnd:sat"),
         ("(i16(x) - y) << 6", {"x": "u8", "y": "i16"}, 128, "y", r"\.uh \+= vmpy\(v\d+\.ub,r\d+\.ub\)"),
         ("(i32(x) - y) << 15", {"x": "u16", "y": "i32"}, 64, "y", r"\.uw \+= vmpy\(v\d+\.uh,r\d+\.uh\)"),
+        ("widening_sub(x, y) << 6", {"x": "u8", "y": "u8"}, 128, "y", r"\.uh \+= vmpy\(v\d+\.ub,r\d+\.ub\)"),
+        # filter taps loaded once (conv3x3): vmpa and vmpa.acc by the taps in Rt
+        ("i16(a) * i16(c) + i16(b) * i16(d) + i16(e) * i16(g) + i16(f) * i16(h)",
+         {"a": "u8", "b": "u8", "e": "u8", "f": "u8", "c": "i8", "d": "i8", "g": "i8", "h": "i8"}, 128, "cdgh",
+         r"\.h \+= vmpa\(v\d+:\d+\.ub,r\d+\.b\)"),
     ]
     cases = [case(e, ty, lanes, u) for e, ty, lanes, u, _ in forms for _ in range(3)]
     # an unbounded runtime shift amount cannot be Rt (the instruction reads its low bits only)
     cases.append(case("saturating_cast<i16>(rounding_shr(x, y))", {"x": "i32", "y": "u32"}, 64, "y"))
     cases.append(case("(i16(x) - y) << 6", {"x": "u8", "y": "i16"}, 128, ""))  # a per-lane zero point
+    cases.append(case(forms[-1][0], forms[-1][1], 128, ""))  # per-lane taps: vector multiplies
     failures = run_cases(cases, np.random.default_rng(41))
     assert not failures, "\n".join(failures)
     for k, (_, _, _, _, pattern) in enumerate(forms):
         body = hvx_asm_lines(cases[3 * k])
         assert any(re.search(pattern, i) for i in body), (forms[k][0], body)
-    assert not any(re.search(r"vasr\(.*,r\d+\):rnd:sat", i) for i in hvx_asm_lines(cases[-2]))
+    assert not any(re.search(r"vasr\(.*,r\d+\):rnd:sat", i) for i in hvx_asm_lines(cases[-3]))
