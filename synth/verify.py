@@ -219,8 +219,8 @@ class IntQuery:
 
     def assumptions(self, fixed: dict[str, int]) -> Optional[tuple[list[z3.BoolRef], frozenset[str], bool]]:
         """(the assumptions with the `fixed` constants replaced by their values, the constants used
-        as symbolic shift amounts or powers of two, whether they multiply symbolic values), or None if
-        IntDomain cannot encode them exactly."""
+        as symbolic shift amounts or powers of two, whether they multiply or shift symbolic values
+        by each other), or None if IntDomain cannot encode them exactly."""
         names: dict[str, z3.ArithRef] = {n: z3.Int(n) for n in self.symbols}
         names.update({kz.decl().name(): z3.Int(kz.decl().name()) for kz, _, _ in self.defs})
         names.update({n: z3.IntVal(v) for n, v in fixed.items()})
@@ -231,7 +231,7 @@ class IntQuery:
         except PredicateError:
             return None
         out = [z3.BoolVal(x) if isinstance(x, bool) else x for x in out]
-        return [*out, *dom.side], frozenset(dom.symbolic_amounts), dom.nonlinear or bool(dom.symbolic_amounts)
+        return [*out, *dom.side], frozenset(dom.symbolic_amounts), dom.nonlinear
 
     def values(self, name: str) -> Optional[list[int]]:
         """Every value the constant wildcard `name` can take under the predicate, found without a
@@ -335,8 +335,9 @@ def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.Bool
     from synth.verify_fallback import equivalent_int, fallback
 
     base = int_query.assumptions({}) if int_query is not None else None
-    # A product or power of two of rule constants in the predicate (`c0 * c1` fits T) is a 160-bit
-    # multiplier or shifter for bit-blasting: such instances try the integer proof first.
+    # A product or shift of rule constants by each other in the predicate (`c0 * c1` fits T) is a
+    # 160-bit multiplier or shifter for bit-blasting: only such instances try the integer proof
+    # (first); every other instance takes the same path as before it existed.
     int_first = base is not None and base[2]
     if int_first:
         early = _integer_split(lhs, rhs, assume, rlimit, int_query)
@@ -348,9 +349,9 @@ def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.Bool
     quick = equivalent(lhs, rhs, reparam, min(rlimit, QUICK_RLIMIT), env)
     if quick.status != "UNKNOWN":
         return quick
-    decisive = None if int_first else _integer_split(lhs, rhs, assume, rlimit, int_query)
-    if decisive is None:
-        decisive = fallback(lhs, rhs, assume, rlimit, base[0] if base is not None else None)
+    # The integer proof under assumptions only where it was tried first: elsewhere the bit-vector
+    # case split below is the cheaper proof, as before.
+    decisive = fallback(lhs, rhs, assume, rlimit, base[0] if (base is not None and int_first) else None)
     if decisive is not None:
         return decisive
     split = _split_on_constant(lhs, rhs, reparam, max(QUICK_RLIMIT, rlimit // 8), env, symbols)

@@ -219,12 +219,12 @@ class IntDomain:
         return p
 
     def binop(self, op: str, a: Any, b: Any) -> Any:
+        if op in ("mul", "shl") and self._known(a) is None and self._known(b) is None:
+            self.nonlinear = True
         if op in ("add", "sub", "mul", "eq", "ne", "lt", "le", "gt", "ge"):
             return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "eq": lambda: a == b,
                     "ne": lambda: a != b, "lt": lambda: a < b, "le": lambda: a <= b, "gt": lambda: a > b,
                     "ge": lambda: a >= b}[op]()
-        if op == "mul" and self._known(a) is None and self._known(b) is None:
-            self.nonlinear = True
         if op == "shl":
             return a * self._pow2(b)
         ka, kb = self._known(a), self._known(b)

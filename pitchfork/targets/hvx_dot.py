@@ -1,0 +1,244 @@
+"""Hexagon HVX dot-product instructions: the lane-combining vrmpy, the vdmpy / vrmpy by constant
+taps and the 3-tap vtmpy (ISA_INTRINSICS.md section 2.3.4).
+
+Part of the HVX instruction table (pitchfork/targets/hvx.py, whose docstring describes lane order,
+emitters and costs); kept in its own module because these instructions read several input lanes per
+output lane, so their emitters interleave data and recognise scalar operands in ways the lane-wise
+families do not. Imported by hvx.py at the point where these declarations belong in its table, so
+the table's declaration order is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from llvmlite import ir
+
+from fpir.term import Term
+from pitchfork.targets.base import Signature, target_op
+from pitchfork.targets.hvx import (ONE, PAIR, REG_BITS, Table, _const, _declare, _fallback, _i32, _interleave,
+                                   _join, _shuffle, _vec)
+
+
+# ---- dot products (lane-combining): acc[j] + sum_k y[4j+k] * z[4j+k] -------------------------------
+_VRMPY = {("u32", "u8", "u8"): "vrmpyubv.acc", ("i32", "u8", "u8"): "vrmpyubv.acc",
+          ("i32", "i8", "i8"): "vrmpybv.acc", ("i32", "u8", "i8"): "vrmpybusv.acc"}
+
+
+# The vector x scalar forms (Vx.w += vrmpy(Vu.ub, Rt.ub / Rt.b)) where one operand repeats one 32-bit
+# word in every lane group: its data side must be the unsigned one (there is no Vu.b x Rt form).
+_VRMPY_BY_WORD = {("u8", "u8"): "vrmpyub.acc", ("u8", "i8"): "vrmpybus.acc"}
+
+
+def _word_splat(v: ir.Value) -> ir.Value | None:
+    """The i32 `w` if `v` is a splat of one 32-bit word (any lane type), else None: a constant whose
+    words are all equal, or the IR the Halide codegen writes for a repeated short vector (`_repeat`:
+    bitcast(shufflevector(insertelement(undef, w, 0), undef, zeroinitializer)))."""
+    if isinstance(v, ir.Constant) and isinstance(v.type, ir.VectorType) and isinstance(v.constant, list) \
+            and isinstance(v.type.element, ir.IntType):
+        bits = v.type.element.width
+        if 32 % bits or any(not isinstance(c.constant, int) for c in v.constant):
+            return None
+        per = 32 // bits
+        vals = [c.constant & ((1 << bits) - 1) for c in v.constant]
+        if len(vals) % per or vals != vals[:per] * (len(vals) // per):
+            return None
+        return _i32(sum(x << (bits * k) for k, x in enumerate(vals[:per])))
+    if isinstance(v, ir.CastInstr) and v.opname == "bitcast":
+        v = v.operands[0]
+    if not (isinstance(v, ir.ShuffleVector) and isinstance(v.type.element, ir.IntType)
+            and v.type.element.width == 32):
+        return None
+    vec, _, mask = v.operands
+    if not (isinstance(mask, ir.Constant) and all(getattr(c, "constant", c) == 0 for c in mask.constant)):
+        return None
+    if isinstance(vec, ir.InsertElement) and isinstance(vec.operands[2], ir.Constant) \
+            and vec.operands[2].constant == 0:
+        return vec.operands[1]
+    return None
+
+
+def _vrmpy(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    """vrmpy accumulate forms, one register of 32 words per 128 bytes of each data operand: by a
+    scalar register where an operand repeats one word (matmul's broadcast row of A), else vector x
+    vector."""
+    rt = _vec(32, REG_BITS // 32)
+    types = tuple(a.type.name for a in t.args[1:])
+    for data, word in ((1, 2), (2, 1)):
+        name = _VRMPY_BY_WORD.get((t.args[data].type.name, t.args[word].type.name))
+        w = _word_splat(args[word]) if name is not None else None
+        if w is not None:
+            accs, ys = em.split(args[0], REG_BITS // 32), em.split(args[data], REG_BITS // 8)
+            return em.concat([em.hvx_call(name, [a, y, w], rt) for a, y in zip(accs, ys)], em.lanes)
+    name = _VRMPY[(t.args[0].type.name, *types)]
+    accs, ys, zs = (em.split(a, REG_BITS // b) for a, b in zip(args, (32, 8, 8)))
+    return em.concat([em.hvx_call(name, [a, y, z], rt) for a, y, z in zip(accs, ys, zs)], em.lanes)
+
+
+def _vrmpy_semantics(sg: Signature) -> str:
+    return f"x + vector_reduce_add_x4({sg.result.name}(widening_mul(y, z)))"
+
+
+target_op("hvx.vrmpy", [f"{a}, {y}, {z} -> {a}" for a, y, z in _VRMPY], _vrmpy_semantics, _vrmpy, cost=ONE,
+          llvm="llvm.hexagon.V6.vrmpyubv.acc / vrmpybv.acc / vrmpybusv.acc", lanes=(1, 4, 4))
+
+
+# ---- dot products by constant taps: the vector x scalar vdmpy / vrmpy ------------------------------
+# vdmpy(Vu, Rt): out[i] = u[2i] * Rt.b[0] + u[2i+1] * Rt.b[1] (Rt = [c0 c1 c0 c1], wrapping), and
+# vrmpy(Vu, Rt): out[i] = sum_k u[4i+k] * Rt.b[k]. Declared lane-wise over their de-interleaved operands
+# (the taps' data as separate vectors, as Halide's add trees write them): the emitter interleaves the
+# data into one register and passes the taps as Rt, so results come out in natural lane order.
+_VDMPY = {("u8", "i8"): "vdmpybus", ("i16", "i8"): "vdmpyhb"}
+_VRMPY_TAPS = {("u8", "i8", "i32"): "vrmpybus", ("u8", "u8", "u32"): "vrmpyub", ("u8", "u8", "i32"): "vrmpyub"}
+
+
+def _taps_rt(cs: Sequence[int]) -> ir.Constant:
+    reps = [cs[k % len(cs)] & 0xFF for k in range(4)]
+    return _i32(reps[0] | reps[1] << 8 | reps[2] << 16 | reps[3] << 24)
+
+
+def _interleave_n(em: Any, vs: Sequence[ir.Value]) -> ir.Value:
+    """interleave_vectors(vs): lane f*i + k = vs[k] lane i."""
+    f, n = len(vs), vs[0].type.count
+    whole = em.concat(list(vs), f * n)
+    return _shuffle(em, whole, [k * n + i for i in range(n) for k in range(f)])
+
+
+def _taps(table: Table, f: int, acc: bool) -> Callable[..., ir.Value]:
+    """(acc,) x_0..x_{f-1}, c_0..c_{f-1} -> one vdmpy/vrmpy(.acc) per register of interleaved data."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        first = 1 if acc else 0
+        cs = [_const(a) for a in t.args[first + f:first + 2 * f]]
+        if any(c is None for c in cs):
+            return _fallback(em, t)
+        data = t.args[first].type
+        key = (data.name, t.args[first + f].type.name) + ((t.type.name,) if f == 4 else ())
+        name = table[key] + (".acc" if acc else "")
+        per_reg = REG_BITS // data.bits // f  # result lanes per register of interleaved data
+        out = _vec(t.type.bits, per_reg)
+        rt = _taps_rt([c for c in cs if c is not None])
+
+        def one(*vs: ir.Value) -> ir.Value:
+            x = _interleave_n(em, vs[first:first + f])
+            return em.hvx_call(name, ([vs[0]] if acc else []) + [x, rt], out)
+
+        return em.map_chunks(args[:first + f], per_reg, one)
+
+    return emit
+
+
+def _taps_semantics(f: int, acc: bool) -> Callable[[Signature], str]:
+    def sem(sg: Signature) -> str:
+        first = 1 if acc else 0
+        ps = ["x", "y", "z", "w", "a", "b", "c", "d", "e"]
+        data, taps = ps[first:first + f], ps[first + f:first + 2 * f]
+        x, c, r = sg.args[first], sg.args[first + f], sg.result.name
+        terms = []
+        for d, k in zip(data, taps):
+            tap = k if x.bits == c.bits else f"i{x.bits}({k})"  # i8 taps of 16-bit data
+            terms.append(f"widening_mul({d}, {tap})" if f == 2 else f"{r}(widening_mul({d}, {tap}))")
+        return ("x + " if acc else "") + " + ".join(terms)
+
+    return sem
+
+
+_VDMPY_SIGS = [f"{x}, {x}, {c}, {c} -> {'i' if x[0] == 'i' or c[0] == 'i' else 'u'}{int(x[1:]) * 2}"
+               for (x, c) in _VDMPY]
+# Costs count the interleaving shuffles of the data (one vshuff for two operands, three for four).
+_declare("hvx.vdmpy", _VDMPY_SIGS, _taps_semantics(2, False), _taps(_VDMPY, 2, False), PAIR,
+         "vdmpybus / vdmpyhb on the interleaved data (taps z, w constants)")
+_declare("hvx.vdmpy_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VDMPY_SIGS], _taps_semantics(2, True),
+         _taps(_VDMPY, 2, True), PAIR + ONE, "vdmpybus.acc / vdmpyhb.acc on the interleaved data (taps constants)")
+_VRMPY_TAPS_SIGS = [f"{x}, {x}, {x}, {x}, {c}, {c}, {c}, {c} -> {r}" for (x, c, r) in _VRMPY_TAPS]
+# (Without an accumulator, u8 x u8 has one signature: the operand types select the semantics.)
+_declare("hvx.vrmpy_taps", [t for t in _VRMPY_TAPS_SIGS if not t.endswith("u8 -> i32")], _taps_semantics(4, False), _taps(_VRMPY_TAPS, 4, False), 4 * ONE,
+         "vrmpybus / vrmpyub (vector x scalar) on the interleaved data (taps constants)")
+_declare("hvx.vrmpy_taps_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_TAPS_SIGS], _taps_semantics(4, True),
+         _taps(_VRMPY_TAPS, 4, True), 4 * ONE,
+         "vrmpybus.acc / vrmpyub.acc (vector x scalar) on the interleaved data (taps constants)")
+
+
+# ---- 3-tap filter: vtmpy ------------------------------------------------------------------------
+# Lane semantics, confirmed under qemu-hexagon (impulse responses of every input lane, and random
+# data with random Rt for vtmpybus, vtmpyb, vtmpyhb and vtmpybus.acc, 0 mismatches): for the pair
+# Vuu = (A = low register, B = high register) of n data lanes each and Rt bytes r0..r3, i < n/2,
+#   lo[i] = A[2i]   * r[2i % 4] + A[2i+1] * r[(2i+1) % 4] + B[2i]
+#   hi[i] = A[2i+1] * r[2i % 4] + B[2i]   * r[(2i+1) % 4] + B[2i+1]
+# wrapping in the result width (.h for byte data, .w for vtmpyhb); .acc adds to Vxx wrapping. With
+# Rt = [c0 c1 c0 c1], A = d[k .. k+n) and B = d[k+2 .. k+2+n) of one stream d, that is the 3-tap
+# filter out[j] = c0 * d[k+j] + c1 * d[k+j+1] + d[k+j+2] with lo = even j, hi = odd j.
+# The pair holds two data lanes per result lane but the filter reads three, so the instruction
+# computes c0*x + c1*y + z only when y and z are x's stream one and two lanes on (the middle tap
+# comes from A for even j and from B for odd j). It is declared lane-wise over x, y, z with that
+# condition checked on the emitted operands (`_stream_step`: loads of one buffer at element
+# offsets o, o+1, o+2); for other operands, or non-constant taps, the emitter falls back to the
+# declared semantics, so they hold for every operand.
+_VTMPY = {("u8", "i8"): "vtmpybus", ("i8", "i8"): "vtmpyb", ("i16", "i8"): "vtmpyhb"}
+
+
+def _load_address(v: ir.Value) -> tuple[ir.Value, ir.Value, int, int] | None:
+    """(base pointer, index value, constant element offset, loaded lanes) of a vector load of
+    consecutive elements (through bitcasts and a zero-padding shuffle), else None."""
+    if isinstance(v, ir.ShuffleVector) and isinstance(v.operands[2], ir.Constant):
+        n = v.operands[0].type.count
+        mask = [getattr(c, "constant", c) for c in v.operands[2].constant]
+        if mask[:n] != list(range(n)) or not isinstance(v.operands[1], ir.Constant):
+            return None
+        v = v.operands[0]
+    if not isinstance(v, ir.LoadInstr) or not isinstance(v.type, ir.VectorType):
+        return None
+    p = v.operands[0]
+    while isinstance(p, ir.CastInstr) and p.opname == "bitcast":
+        p = p.operands[0]
+    if not isinstance(p, ir.GEPInstr) or len(p.indices) != 1:
+        return None
+    pointee = p.pointer.type.pointee
+    if pointee != v.type.element:  # offsets must count elements of the loaded type
+        return None
+    idx, off = p.indices[0], 0
+    if isinstance(idx, ir.Instruction) and idx.opname == "add" and isinstance(idx.operands[1], ir.Constant):
+        idx, off = idx.operands[0], idx.operands[1].constant
+    elif isinstance(idx, ir.Constant):
+        idx, off = None, idx.constant
+    return p.pointer, idx, off, v.type.count
+
+
+def _stream_step(x: ir.Value, y: ir.Value, z: ir.Value) -> bool:
+    """y and z are x's stream one and two elements on: loads of one base at offsets o, o+1, o+2, of
+    an even number of lanes (so the last real result lane is odd and reads its middle tap from B)."""
+    a = [_load_address(v) for v in (x, y, z)]
+    if any(r is None for r in a):
+        return False
+    (bx, ix, ox, nx), (by, iy, oy, ny), (bz, iz, oz, nz) = a  # type: ignore[misc]
+    return bx is by is bz and ix is iy is iz and (oy - ox, oz - ox) == (1, 2) and nx == ny == nz and nx % 2 == 0
+
+
+def _vtmpy(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    """x, y, z, c0, c1 -> c0*x + c1*y + z: one vtmpy per register of x (A) and of z (B)."""
+    c0, c1 = _const(t.args[3]), _const(t.args[4])
+    if c0 is None or c1 is None or not _stream_step(*args[:3]):
+        return _fallback(em, t)
+    bits = t.args[0].type.bits
+    n = REG_BITS // bits
+    out = _vec(2 * bits, n)
+    rt = _taps_rt([c0, c1])
+
+    def one(a: ir.Value, b: ir.Value) -> ir.Value:
+        pair = em.hvx_call(_VTMPY[(t.args[0].type.name, t.args[3].type.name)], [_join(em, a, b), rt], out,
+                           True, (True,))
+        return _interleave(em, pair)
+
+    return em.map_chunks([args[0], args[2]], n, one)
+
+
+def _vtmpy_semantics(sg: Signature) -> str:
+    x, r = sg.args[0], sg.result.name
+    tap = (lambda k: k) if x.bits == 8 else (lambda k: f"i{x.bits}({k})")  # i8 taps of 16-bit data
+    return f"widening_mul(x, {tap('w')}) + widening_mul(y, {tap('a')}) + {r}(z)"
+
+
+_declare("hvx.vtmpy", [f"{x}, {x}, {x}, {c}, {c} -> {'i' if x[0] == 'i' or c[0] == 'i' else 'u'}{int(x[1:]) * 2}"
+                       for (x, c) in _VTMPY], _vtmpy_semantics, _vtmpy, PAIR,
+         "vtmpybus / vtmpyb / vtmpyhb on x and z (y = x one lane on, z two; taps w, a constants)")
