@@ -110,7 +110,20 @@ class PyDomain:
         return not self.terms[name].is_const
 
 
-class Z3Domain:
+class _Z3Logic:
+    """The connectives of the two symbolic domains: Z3 Booleans whatever the value sort."""
+
+    def land(self, a: Any, b: Any) -> Any:
+        return z3.And(a, b)
+
+    def lor(self, a: Any, b: Any) -> Any:
+        return z3.Or(a, b)
+
+    def lnot(self, a: Any) -> Any:
+        return z3.Not(a)
+
+
+class Z3Domain(_Z3Logic):
     """Symbolic evaluation for verification; facts the predicate states become assumptions."""
 
     def __init__(self, symbols: Mapping[str, tuple[z3.BitVecRef, ScalarType]], tvars: Mapping[str, ScalarType]) -> None:
@@ -141,15 +154,6 @@ class Z3Domain:
     def bnot(self, a: Any) -> Any:
         return ~a
 
-    def land(self, a: Any, b: Any) -> Any:
-        return z3.And(a, b)
-
-    def lor(self, a: Any, b: Any) -> Any:
-        return z3.Or(a, b)
-
-    def lnot(self, a: Any) -> Any:
-        return z3.Not(a)
-
     def is_pow2(self, a: Any) -> Any:
         return z3.And(a > 0, (a & (a - 1)) == 0)
 
@@ -178,7 +182,7 @@ class Z3Domain:
         return z3.BoolVal(True)
 
 
-class IntDomain:
+class IntDomain(_Z3Logic):
     """Symbolic evaluation over Z3's unbounded integers, for the verifier's integer-arithmetic proofs
     (synth/verify_fallback.py: equivalent_int). Exact where Z3Domain is exact (no 160-bit wrap);
     `<<` by a symbolic amount and `log2` / `is_pow2` become a case split over the powers of two
@@ -244,15 +248,6 @@ class IntDomain:
 
     def bnot(self, a: Any) -> Any:
         return -a - 1
-
-    def land(self, a: Any, b: Any) -> Any:
-        return z3.And(a, b)
-
-    def lor(self, a: Any, b: Any) -> Any:
-        return z3.Or(a, b)
-
-    def lnot(self, a: Any) -> Any:
-        return z3.Not(a)
 
     def is_pow2(self, a: Any) -> Any:
         return z3.Or(*[a == (1 << i) for i in range(Z3_WIDTH - 1)])
