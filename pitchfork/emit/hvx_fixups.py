@@ -104,3 +104,33 @@ def rewrite_wide_predicate_exts(ir_text: str) -> str:
         return "\n".join(lines)
 
     return _PRED_EXT.sub(expand, ir_text)
+
+
+# `trunc <N x i16|i32> %x to <N x i1>` (InstCombine's form of `(x & 1) != 0`, e.g. from `(x & 1) * z`
+# -> `select(trunc x, z, 0)`): LLVM 22's Hexagon backend lowers it as `q = vand(v, #0x01010101)`, which
+# tests bit 0 of EVERY BYTE of each lane, so a 32-bit lane of 256 counts as odd and the byte-wise vmux
+# that follows mixes bytes (difftest hvx128 seed 13; `(x_u32 & 1) * z_u32` gave z for x = 256). The
+# spelled-out `icmp ne (and x, 1), 0` is lowered correctly (vand with a splat of 1, then vcmp.eq).
+# 8-bit lanes are right as LLVM does them and are left alone.
+_PRED_TRUNC = re.compile(
+    r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = trunc <(?P<n>\d+) x i(?P<bits>16|32|64)> (?P<x>%[\w.$-]+) to "
+    r"<(?P=n) x i1>\s*$",
+    re.M,
+)
+
+
+def has_wide_lane_predicate_trunc(ir_text: str) -> bool:
+    return _PRED_TRUNC.search(ir_text) is not None
+
+
+def rewrite_wide_lane_predicate_truncs(ir_text: str) -> str:
+    """Every `trunc <N x iB> to <N x i1>` with B > 8 as `icmp ne (and x, 1), 0` (same value, see above)."""
+    counter = iter(range(1 << 30))
+
+    def expand(m: re.Match[str]) -> str:
+        ind, dst, n, bits, x = m.group("ind", "dst", "n", "bits", "x")
+        ty, a = f"<{n} x i{bits}>", f"%pfx.tb.{next(counter)}"
+        return (f"{ind}{a} = and {ty} {x}, splat (i{bits} 1)\n"
+                f"{ind}{dst} = icmp ne {ty} {a}, zeroinitializer")
+
+    return _PRED_TRUNC.sub(expand, ir_text)

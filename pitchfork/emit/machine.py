@@ -270,14 +270,17 @@ def _compile(ir_text: str, target: Target, opt: int,
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     if target.name == "hvx128":
-        from pitchfork.emit.hvx_fixups import (has_predicate_select, has_wide_predicate_ext,
-                                               rewrite_predicate_selects, rewrite_wide_predicate_exts)
+        from pitchfork.emit.hvx_fixups import (has_predicate_select, has_wide_lane_predicate_trunc,
+                                               has_wide_predicate_ext, rewrite_predicate_selects,
+                                               rewrite_wide_lane_predicate_truncs, rewrite_wide_predicate_exts)
 
         text = str(mod)
         if has_predicate_select(text):  # InstCombine's predicate selects: Hexagon cannot select them
             text = rewrite_predicate_selects(text)
         if has_wide_predicate_ext(text):  # multi-register predicate extensions: SelectQ2V asserts
             text = rewrite_wide_predicate_exts(text)
+        if has_wide_lane_predicate_trunc(text):  # trunc to i1 of 16/32-bit lanes: tests every byte
+            text = rewrite_wide_lane_predicate_truncs(text)
         if text != str(mod):
             mod = _parse(text, target)
     if target.name == "hvx128":  # read when the backend's IR passes run, so it is set per module

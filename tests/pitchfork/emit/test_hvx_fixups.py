@@ -113,3 +113,40 @@ def test_sign_fixup_shift_over_a_register_pair_compiles_and_runs() -> None:
              parse("vector_reduce_min_x4(rounding_mul_shr(extending_sub(x_i32, u16(65535)), ~x_i32, s_u32) << 31)")]
     r = run_batch(terms, "hvx128", "pitchfork", seed=1, lanes_choice=lambda rng, nat: 64)
     assert not r.errors and not r.mismatches and r.ran == 2, (r.errors, [m.report() for m in r.mismatches])
+
+
+# ---- trunc to i1 of 16/32-bit lanes (tests every byte in LLVM 22's lowering) -------------------------
+TRUNC_IR = """define <32 x i32> @h(<32 x i32> %x, <32 x i32> %z, <128 x i8> %b) {
+  %t = trunc <32 x i32> %x to <32 x i1>
+  %m = select <32 x i1> %t, <32 x i32> %z, <32 x i32> zeroinitializer
+  %u = trunc <128 x i8> %b to <128 x i1>
+  ret <32 x i32> %m
+}
+"""
+
+
+def test_trunc_to_predicate_of_wide_lanes_is_spelled_out() -> None:
+    from pitchfork.emit.hvx_fixups import has_wide_lane_predicate_trunc, rewrite_wide_lane_predicate_truncs
+
+    assert has_wide_lane_predicate_trunc(TRUNC_IR)
+    out = rewrite_wide_lane_predicate_truncs(TRUNC_IR)
+    assert not has_wide_lane_predicate_trunc(out)
+    assert "%pfx.tb.0 = and <32 x i32> %x, splat (i32 1)" in out
+    assert "%t = icmp ne <32 x i32> %pfx.tb.0, zeroinitializer" in out
+    assert "%u = trunc <128 x i8> %b to <128 x i1>" in out  # byte lanes: LLVM's vand is right
+
+
+@pytest.mark.skipif(not tools_available("hvx128"), reason="needs the Hexagon toolchain and qemu-hexagon")
+def test_odd_test_of_wide_lanes_runs_bit_exactly() -> None:
+    """difftest hvx128 seed 13: `(x & 1) * z` at u32 (InstCombine: select(trunc x to i1, z, 0)) gave z
+    for x = 256 before the rewrite, at every lane count; likewise at u16/i16."""
+    from tests.pitchfork.targets.hvx_difftest import Case, run_cases
+
+    cases = []
+    for t in ("u32", "i32", "u16", "i16"):
+        env = {"x": parse_type(t), "z": parse_type(t), "y": parse_type("u16")}
+        exprs = ["(x & 1) * z", "x % 2 * z"] + (["x % 2 * widening_shl(y, i16(3))"] if t == "u32" else [])
+        cases += [Case(f"{t}: {e}", select_instructions(parse(e, env=env), "hvx128", isel).final, lanes)
+                  for e in exprs for isel in ("pitchfork", "llvm") for lanes in (32, 64, 128)]
+    failures = run_cases(cases, np.random.default_rng(13))
+    assert not failures, "\n".join(f[:300] for f in failures)
