@@ -8,6 +8,9 @@ times interleaved in one process; ARM/HVX: static estimates, which do not depend
 compare across runs where absolute x86 times would not. Nothing here measures anything.
 
 `python -m benchmarks.harness.compare BEFORE.json AFTER.json` prints the same table.
+
+A kept baseline (benchmarks/baselines/) need only hold what this module reads: per row bench, isa,
+variant, pset, status, time.median_ms, static.total and hot_loop.instructions, and the run's meta.
 """
 
 from __future__ import annotations
