@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from pitchfork.lower import Selection
 
 
-#: library calls LLVM may not invent in a kernel, per target (the function attribute
+#: library calls LLVM may not invent in a kernel, on any target (the function attribute
 #: "no-builtin-<name>", which LLVM's TargetLibraryInfo honours). x86: no `memcpy` from copy loops
 #: (LoopIdiomRecognize). glibc's memcpy on this Zen 3 (rep movsb) runs 2.3x slower when destination
 #: and source are within ~128 bytes of a 4 KiB alias, which a repeat_edge tile row copied into a
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 #: hvx128 the copy stays inline as well: Halide's code has none there either, and the harness's static
 #: estimate counts only the kernel's own blocks, so a libc call would hide its cost (sobel3x3 arm64
 #: quick: 128,801 counted cycles with the call, 151,361 with the copy inline).
-NO_BUILTINS: dict[str, tuple[str, ...]] = {"x86-avx2": ("memcpy",), "arm64": ("memcpy",), "hvx128": ("memcpy",)}
+NO_BUILTINS: tuple[str, ...] = ("memcpy",)  # every target
 
 
 class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
@@ -123,7 +123,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             arg_types.extend([ir.IntType(32)] * (3 * o.dimensions))
             layout.append(("buffer", o.name, o.dimensions, o.types[0]))
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arg_types), name=self.name)
-        for attr in NO_BUILTINS.get(self.target, ()):
+        for attr in NO_BUILTINS:
             # string attributes are not in llvmlite's known set; LLVM reads them as written
             set.add(fn.attributes, f'"no-builtin-{attr}"')
         self.fn = fn
