@@ -112,7 +112,9 @@ class MemoryMixin:
         st = _storage(et)
         base = self.b.bitcast(buf.ptr, ir.PointerType(ir.IntType(st.bits)))
         # inbounds: Halide only addresses inside a buffer (allocations carry a vector of padding).
-        p = self.b.gep(base, [self.b.sext(index, ir.IntType(64)) if index.type.width < 64 else index], inbounds=True)
+        # (hvx128: 32-bit pointers, so a 32-bit index is the address arithmetic's own width)
+        wide = 32 if self.target == "hvx128" and index.type.width <= 32 else 64
+        p = self.b.gep(base, [self.b.sext(index, ir.IntType(wide)) if index.type.width < wide else index], inbounds=True)
         return self.b.bitcast(p, ir.PointerType(pointee))
 
     def _store_elem(self, buf: BufferInfo, et: ScalarType, idx: ir.Value, val: ir.Value,
@@ -354,6 +356,52 @@ class MemoryMixin:
             return None
         return self._hvx_aligned_window(self._buffer(e.buffer, node), e.type.elem.to_fpir(),
                                         self.index64(ramp, node), e.type.lanes)
+
+    def _hvx_misaligned_load(self, buf: BufferInfo, st: ScalarType, index: ir.Value, lanes: int,
+                             alignment: Optional[tuple[int, int]]) -> Optional[ir.Value]:
+        """A dense load of whole HVX registers whose first byte lies a known, nonzero distance `rb`
+        past a 128-byte boundary (a 128-aligned base and Halide's `aligned(m, r)` with m*size a
+        multiple of 128), as Halide's Hexagon backend emits it: the aligned blocks holding its bytes,
+        each result register `valign`ed from two neighbours. The loads of x, x+1, x+2, ... of one row
+        then share their aligned blocks (LLVM merges equal loads), where unaligned `vmemu` loads
+        each need their own address register and load slot (conv3x3a32's loop: 18 pointers, spilled).
+        Every block holds a byte the program reads (rb > 0, so the last block holds the last byte):
+        an aligned block never crosses a page, so this reads nothing the original load would not
+        fault on. None where the misalignment is not known to be a nonzero constant."""
+        size = _storage(st).bits // 8
+        if alignment is None or buf.align % 128 or (lanes * size) % 128 or st.bits == 1:
+            return None
+        m, r = alignment
+        if m <= 1 or (m * size) % 128:
+            return None
+        rb = (size * (r % m)) % 128
+        regs = lanes * size // 128
+        if rb == 0 and regs == 1:
+            return None  # one aligned register: the plain load
+        i8t, i32t = ir.IntType(8), ir.IntType(32)
+        p = self._elem_ptr(buf, st, index, i8t)
+        lo = self.b.gep(p, [ir.Constant(i32t, -rb)])  # not inbounds: a plain address computation
+        blk = ir.VectorType(i32t, 32)
+        blocks = [self._mem_access(buf, self.b.load(self.b.bitcast(self.b.gep(lo, [ir.Constant(i32t, 128 * j)])
+                                                                   if j else lo, ir.PointerType(blk)), align=128))
+                  for j in range(regs + (1 if rb else 0))]
+        if rb == 0:
+            # An aligned load of several registers, also as register blocks: LLVM merges it with the
+            # blocks of its misaligned neighbours only when the types agree (a <128 x i16> load
+            # beside <32 x i32> blocks became an extract from <2 x i1024>, which the Hexagon backend
+            # builds word by word through the stack: gaussian5x5's loop grew to 724 instructions).
+            parts = blocks
+        else:
+            # The intrinsic, not a two-source shufflevector: LLVM lowered the shuffle form of
+            # 16-bit rows (gaussian5x5) to vror/vinsert chains.
+            valign = self._intrinsic("llvm.hexagon.V6.valignb.128B", blk, [blk, blk, i32t])
+            parts = [self.b.call(valign, [blocks[j + 1], blocks[j], ir.Constant(i32t, rb)]) for j in range(regs)]
+        whole = parts[0]
+        if regs > 1:
+            from pitchfork.emit.expr import ExprEmitter
+
+            whole = ExprEmitter(self.b, 32 * regs, {}, self.target).concat(parts, 32 * regs)
+        return self.b.bitcast(whole, ir.VectorType(ir.IntType(_storage(st).bits), lanes))
 
     def _dense(self, index: H.Expr) -> Optional[H.Expr]:
         if isinstance(index, H.Ramp) and isinstance(index.stride, H.IntImm) and index.stride.value == 1:
