@@ -347,6 +347,16 @@ class ExprEmitter:
         ty = t.type
         zero, one = self.splat(0, ty), self.splat(1, ty)
         d = t.args[1]
+        if d.is_const and d.value > 0 and d.value & (d.value - 1) == 0:
+            # A power of two: Euclidean division is floor division here, a shift (arithmetic for
+            # signed), and the remainder the low bits; as Halide's own code generator emits it.
+            # LLVM does not recover the shift from the sdiv/srem correction below, and the shift
+            # matters for loop bounds: a trip count `e >> 4` lets strength reduction count the
+            # induction variable in bytes (16 * (e >> 4) is free to it), `sdiv` + fix-up does not.
+            k = d.value.bit_length() - 1
+            if not is_div:
+                return self.b.and_(x, self.splat(d.value - 1, ty))
+            return (self.b.ashr if ty.signed else self.b.lshr)(x, self.splat(k, ty))
         if d.is_const and d.value > 0:
             if not ty.signed:
                 return (self.b.udiv if is_div else self.b.urem)(x, y)

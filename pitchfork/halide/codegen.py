@@ -300,14 +300,14 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             val = FloatEmitter(self, s).emit(s.value)
             idx = self.scalar(s.index, s)
             base = self.b.bitcast(buf.ptr, ir.PointerType(val.type))
-            self.b.store(val, self.b.gep(base, [self.b.sext(idx, ir.IntType(64))]), align=1)
+            self.b.store(val, self.b.gep(base, [self._address_width(idx)]), align=1)
             return
         et = fpir_type(t.elem, s)
         if t.is_scalar:
             if s.predicate is not None:
                 raise Unsupported(f"predicated scalar store to {s.buffer}", s)
             val = self._data_scalar(s.value, s)
-            idx = self.index64(s.index, s)
+            idx = self.address_index(s.index, s)
             self._store_elem(buf, et, idx, val, s.alignment)
             return
         # A predicated store (TailStrategy::Predicate/PredicateStores, GuardWithIf tails) writes only
@@ -316,7 +316,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         val = self._to_storage(self.vector(s.value, s), et)
         ramp = self._dense(s.index)
         if ramp is not None:
-            base = self.index64(ramp, s)
+            base = self.address_index(ramp, s)
             p = self._elem_ptr(buf, et, base, vec_type(_storage(et), t.lanes))
             align = self._align(buf, et, s.alignment)
             if mask is None:
@@ -360,11 +360,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         out = ExprEmitter(self.b, 1, env, self.target).emit(final)
         return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
 
-    def index64(self, e: H.Expr, node: H.Node) -> ir.Value:
-        """A buffer index as i64 address arithmetic (see ScalarEmitter.emit_index64)."""
+    def address_index(self, e: H.Expr, node: H.Node) -> ir.Value:
+        """A buffer index as address arithmetic of the target's pointer width (see
+        ScalarEmitter.emit_index)."""
         t = self.to_term(e, node)
         env = {v.name: self.scalars[v.name][0] for v in t.variables()}
-        return ScalarEmitter(self.b, env, self.target).emit_index64(t)
+        return ScalarEmitter(self.b, env, self.target).emit_index(t, self.pointer_bits)
 
     def _emit_scalar_term(self, t: Term, nsw: bool = True) -> ir.Value:
         env = {v.name: self.scalars[v.name][0] for v in t.variables()}
@@ -437,7 +438,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             mask = self._mask(e.predicate, leaf.lanes, node) if e.predicate is not None else None
             ramp = self._dense(e.index)
             if ramp is not None:
-                base = self.index64(ramp, node)
+                base = self.address_index(ramp, node)
                 vt = vec_type(_storage(st), leaf.lanes)
                 p = self._elem_ptr(buf, st, base, vt)
                 align = self._align(buf, st, e.alignment)

@@ -162,7 +162,7 @@ class ExprConverter:
             # A scalar load inside a scalar expression: emit it now and bind a scalar.
             buf = self.cg._buffer(e.buffer, self.node)
             st = fpir_type(e.type, self.node)
-            idx = self.cg.index64(e.index, self.node)
+            idx = self.cg.address_index(e.index, self.node)
             p = self.cg._elem_ptr(buf, st, idx, ir.IntType(_storage(st).bits))
             v = self.cg._mem_access(buf, self.cg.b.load(p, align=self.cg._align(buf, st, e.alignment)))
             if st.bits == 1:

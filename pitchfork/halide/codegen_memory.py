@@ -16,6 +16,7 @@ from typing import Callable, Optional
 from llvmlite import ir
 
 from fpir.types import ScalarType, i32, u1
+from pitchfork.emit.machine import get_target
 from pitchfork.halide import ir as H
 from pitchfork.halide.codegen_base import BufferInfo, Unsupported, _show, _storage
 
@@ -112,8 +113,19 @@ class MemoryMixin:
         st = _storage(et)
         base = self.b.bitcast(buf.ptr, ir.PointerType(ir.IntType(st.bits)))
         # inbounds: Halide only addresses inside a buffer (allocations carry a vector of padding).
-        p = self.b.gep(base, [self.b.sext(index, ir.IntType(64)) if index.type.width < 64 else index], inbounds=True)
+        p = self.b.gep(base, [self._address_width(index)], inbounds=True)
         return self.b.bitcast(p, ir.PointerType(pointee))
+
+    @property
+    def pointer_bits(self) -> int:
+        """The target's address width: GEP indices are of this width (64 on x86/arm64, 32 on
+        Hexagon), so LLVM sees no extension or truncation between an index and its address."""
+        return get_target(self.target).pointer_bits  # type: ignore[attr-defined]
+
+    def _address_width(self, index: ir.Value) -> ir.Value:
+        """A (signed) index widened to the address width; a wider one is left to the GEP."""
+        bits = self.pointer_bits
+        return self.b.sext(index, ir.IntType(bits)) if index.type.width < bits else index
 
     def _store_elem(self, buf: BufferInfo, et: ScalarType, idx: ir.Value, val: ir.Value,
                     alignment: Optional[tuple[int, int]] = None) -> None:
@@ -353,7 +365,7 @@ class MemoryMixin:
                 or st.bits < 8 or e.type.lanes * st.bits >= 1024:
             return None
         return self._hvx_aligned_window(self._buffer(e.buffer, node), e.type.elem.to_fpir(),
-                                        self.index64(ramp, node), e.type.lanes)
+                                        self.address_index(ramp, node), e.type.lanes)
 
     def _dense(self, index: H.Expr) -> Optional[H.Expr]:
         if isinstance(index, H.Ramp) and isinstance(index.stride, H.IntImm) and index.stride.value == 1:
