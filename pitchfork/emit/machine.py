@@ -494,7 +494,7 @@ _UNCONDITIONAL = {  # control never falls through these
     "arm64": re.compile(r"^(b|br|ret)(\s|$)"),
     "hvx128": re.compile(r"^(jump|jumpr|dealloc_return)\b"),
 }
-_HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*([\w.$]+)\s*,")
+_HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*#*([\w.$]+)\s*,")  # `##label`: constant-extended
 _SYMBOL = re.compile(r"[A-Za-z_.$][\w.$]*")
 
 
