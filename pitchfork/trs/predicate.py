@@ -14,7 +14,10 @@ Vocabulary: integer literals, constant wildcards `c0..`, `+ - * / % << >> & | ^ 
 `&& || !`, `is_pow2(e)`, `log2(e)`, `bits(T)`, `tmin(T)`, `tmax(T)`, `is_signed(T)`, `is_unsigned(T)`,
 `represents(T, U)` (every value of U is a value of T, so a cast from U to T is lossless), type
 (in)equality `T == wide(U)`, and bounds queries on term wildcards: `upper_bounded(x, e)`,
-`lower_bounded(x, e)`, `fits(x, T)` (x's value range lies in T).
+`lower_bounded(x, e)`, `fits(x, T)` (x's value range lies in T), and the structural queries
+`is_variable(x)` (not a constant) and `is_uniform(x)` (the same value in every lane: built by lane-wise
+ops from constants and leaves the Halide frontend states uniform, `fpir.term.var(uniform=True)`). The
+verifier reads `is_uniform(x)` as the fact that x is one symbol for every lane (`Z3Domain.uniform`).
 """
 
 from __future__ import annotations
@@ -109,6 +112,22 @@ class PyDomain:
     def is_variable(self, name: str) -> bool:
         return not self.terms[name].is_const
 
+    def is_uniform(self, name: str) -> bool:
+        return is_uniform_term(self.terms[name])
+
+
+def is_uniform_term(term: Term) -> bool:
+    """True if every lane of `term` holds the same value: lane-wise ops over constants and uniform
+    leaves (a lane-combining op or one reading lane 0 is not looked into: False)."""
+    from fpir.ops import spec
+
+    for t in term.walk():
+        if t.is_var and not t.is_uniform_leaf:
+            return False
+        if t.args and (spec(t.op).combines_lanes or spec(t.op).reads_lane0):
+            return False
+    return True
+
 
 class _Z3Logic:
     """The connectives of the two symbolic domains: Z3 Booleans whatever the value sort."""
@@ -129,6 +148,7 @@ class Z3Domain(_Z3Logic):
     def __init__(self, symbols: Mapping[str, tuple[z3.BitVecRef, ScalarType]], tvars: Mapping[str, ScalarType]) -> None:
         self.symbols, self.tvars = symbols, tvars
         self.side: list[z3.BoolRef] = []  # definitional constraints (log2 witnesses)
+        self.uniform: set[str] = set()  # wildcards the predicate requires to be uniform (is_uniform)
         self._fresh = 0
 
     def ext(self, name: str) -> z3.BitVecRef:
@@ -179,6 +199,13 @@ class Z3Domain(_Z3Logic):
     def is_variable(self, name: str) -> Any:
         # Structural (the operand is not a constant): no fact about its value, so the rule is proved
         # for every value.
+        return z3.BoolVal(True)
+
+    def is_uniform(self, name: str) -> Any:
+        # A fact about lanes, not values: the verifier encodes the wildcard as one symbol for every
+        # lane (synth/verify.py reads `uniform`). Only sound in a conjunction, which check_syntax's
+        # callers keep: a rule predicate is read as `pred => lhs == rhs`.
+        self.uniform.add(name)
         return z3.BoolVal(True)
 
 
@@ -277,6 +304,9 @@ class IntDomain(_Z3Logic):
     def is_variable(self, name: str) -> Any:
         return z3.BoolVal(True)
 
+    def is_uniform(self, name: str) -> Any:
+        return z3.BoolVal(True)  # a lane fact; the integer proofs encode one lane only
+
 
 class UnsupportedPredicate(PredicateError):
     """IntDomain cannot encode this predicate exactly."""
@@ -351,6 +381,8 @@ def evaluate(node: Raw, d: Any) -> Any:
         return d.fits(_wild_name(args[0]), eval_type(args[1], d.tvars))
     if name == "is_variable":
         return d.is_variable(_wild_name(args[0]))
+    if name == "is_uniform":
+        return d.is_uniform(_wild_name(args[0]))
     raise PredicateError(f"unknown predicate function {name!r}")
 
 
@@ -365,7 +397,7 @@ def _wild_name(node: Raw) -> str:
 def uses_bounds(node: Optional[Raw]) -> bool:
     if node is None:
         return False
-    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable"):
+    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable", "is_uniform"):
         return True
     return any(uses_bounds(a) for a in node.args)
 
@@ -376,7 +408,8 @@ def is_const_expr(node: Raw) -> bool:
         return True
     if node.kind == "name":
         return bool(_CWILD_RE.match(node.text.split("_")[0])) and "_" not in node.text
-    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable", "either"):
+    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable", "is_uniform",
+                                             "either"):
         return False
     if node.kind == "call" and node.text in ("bits", "tmin", "tmax"):
         return True
@@ -387,7 +420,7 @@ def is_const_expr(node: Raw) -> bool:
 #: Predicate functions: name -> argument kinds ("v" value, "t" type, "w" term wildcard).
 SIGNATURES: dict[str, str] = {
     "is_pow2": "v", "log2": "v", "bits": "t", "tmin": "t", "tmax": "t", "is_signed": "t", "is_unsigned": "t",
-    "represents": "tt", "upper_bounded": "wv", "lower_bounded": "wv", "fits": "wt", "is_variable": "w",
+    "represents": "tt", "upper_bounded": "wv", "lower_bounded": "wv", "fits": "wt", "is_variable": "w", "is_uniform": "w",
     "land": "vv", "lor": "vv", "not": "v", **{op: "vv" for op in _BIN},
 }
 
