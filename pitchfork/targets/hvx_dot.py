@@ -17,8 +17,9 @@ from llvmlite import ir
 
 from fpir.term import Term
 from pitchfork.targets.base import Signature, target_op
-from pitchfork.targets.hvx import (ONE, PAIR, REG_BITS, Table, _const, _declare, _fallback, _i32, _interleave,
-                                   _join, _shuffle, _vec)
+from pitchfork.targets.hvx import (DEINT, ONE, PAIR, REG_BITS, Table, _const, _declare, _fallback, _i32,
+                                   _interleave, _join, _shuffle, _vec)
+from pitchfork.trs.predicate import is_stream
 
 
 # ---- dot products (lane-combining): acc[j] + sum_k y[4j+k] * z[4j+k] -------------------------------
@@ -171,54 +172,20 @@ _declare("hvx.vrmpy_taps_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_TAPS
 # filter out[j] = c0 * d[k+j] + c1 * d[k+j+1] + d[k+j+2] with lo = even j, hi = odd j.
 # The pair holds two data lanes per result lane but the filter reads three, so the instruction
 # computes c0*x + c1*y + z only when y and z are x's stream one and two lanes on (the middle tap
-# comes from A for even j and from B for odd j). It is declared lane-wise over x, y, z with that
-# condition checked on the emitted operands (`_stream_step`: loads of one buffer at element
-# offsets o, o+1, o+2); for other operands, or non-constant taps, the emitter falls back to the
-# declared semantics, so they hold for every operand.
+# comes from A for even j and from B for odd j). It is declared lane-wise over x, y, z; the emitter
+# uses the instruction only when the emitter's stream facts (`ExprEmitter.streams`, from the Halide
+# frontend or the kernel builder: the leaves' memory) say x, y, z read one stream at element offsets
+# o, o+1, o+2, and the vectors have an even number of lanes (so the last real result lane is odd and
+# reads its middle tap from B, not from padding). For other operands, or non-constant taps, it falls
+# back to the declared semantics, so they hold for every operand. Lowering selects it only under the
+# same facts (`stream(x, y, z)` in rules/lower/hvx.rules).
 _VTMPY = {("u8", "i8"): "vtmpybus", ("i8", "i8"): "vtmpyb", ("i16", "i8"): "vtmpyhb"}
-
-
-def _load_address(v: ir.Value) -> tuple[ir.Value, ir.Value, int, int] | None:
-    """(base pointer, index value, constant element offset, loaded lanes) of a vector load of
-    consecutive elements (through bitcasts and a zero-padding shuffle), else None."""
-    if isinstance(v, ir.ShuffleVector) and isinstance(v.operands[2], ir.Constant):
-        n = v.operands[0].type.count
-        mask = [getattr(c, "constant", c) for c in v.operands[2].constant]
-        if mask[:n] != list(range(n)) or not isinstance(v.operands[1], ir.Constant):
-            return None
-        v = v.operands[0]
-    if not isinstance(v, ir.LoadInstr) or not isinstance(v.type, ir.VectorType):
-        return None
-    p = v.operands[0]
-    while isinstance(p, ir.CastInstr) and p.opname == "bitcast":
-        p = p.operands[0]
-    if not isinstance(p, ir.GEPInstr) or len(p.indices) != 1:
-        return None
-    pointee = p.pointer.type.pointee
-    if pointee != v.type.element:  # offsets must count elements of the loaded type
-        return None
-    idx, off = p.indices[0], 0
-    if isinstance(idx, ir.Instruction) and idx.opname == "add" and isinstance(idx.operands[1], ir.Constant):
-        idx, off = idx.operands[0], idx.operands[1].constant
-    elif isinstance(idx, ir.Constant):
-        idx, off = None, idx.constant
-    return p.pointer, idx, off, v.type.count
-
-
-def _stream_step(x: ir.Value, y: ir.Value, z: ir.Value) -> bool:
-    """y and z are x's stream one and two elements on: loads of one base at offsets o, o+1, o+2, of
-    an even number of lanes (so the last real result lane is odd and reads its middle tap from B)."""
-    a = [_load_address(v) for v in (x, y, z)]
-    if any(r is None for r in a):
-        return False
-    (bx, ix, ox, nx), (by, iy, oy, ny), (bz, iz, oz, nz) = a  # type: ignore[misc]
-    return bx is by is bz and ix is iy is iz and (oy - ox, oz - ox) == (1, 2) and nx == ny == nz and nx % 2 == 0
 
 
 def _vtmpy(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     """x, y, z, c0, c1 -> c0*x + c1*y + z: one vtmpy per register of x (A) and of z (B)."""
     c0, c1 = _const(t.args[3]), _const(t.args[4])
-    if c0 is None or c1 is None or not _stream_step(*args[:3]):
+    if c0 is None or c1 is None or not is_stream(t.args[:3], em.streams) or args[0].type.count % 2:
         return _fallback(em, t)
     bits = t.args[0].type.bits
     n = REG_BITS // bits
@@ -241,4 +208,4 @@ def _vtmpy_semantics(sg: Signature) -> str:
 
 _declare("hvx.vtmpy", [f"{x}, {x}, {x}, {c}, {c} -> {'i' if x[0] == 'i' or c[0] == 'i' else 'u'}{int(x[1:]) * 2}"
                        for (x, c) in _VTMPY], _vtmpy_semantics, _vtmpy, PAIR,
-         "vtmpybus / vtmpyb / vtmpyhb on x and z (y = x one lane on, z two; taps w, a constants)")
+         "vtmpybus / vtmpyb / vtmpyhb on x and z (y = x one lane on, z two; taps w, a constants)", DEINT)
