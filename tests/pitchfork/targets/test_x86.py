@@ -296,6 +296,7 @@ RULE_EXAMPLES: dict[str, list[str]] = {
     "psrlv_nonnegative": ["a_u32 >> max(b_i32, 3)"],
     "psrav": ["a_i32 >> b_u32"],
     "psrav_nonnegative": ["a_i32 >> max(b_i32, 0)"],
+    "widening_shl_one_psllv": ["widening_shl(i16(1), b_i16)"],
     "psllv_widened": ["a_u16 << b_u16", "a_i16 << b_u16"],
     "psrlv_widened": ["a_u16 >> b_u16"],
     "psrav_widened": ["a_i16 >> b_u16"],
