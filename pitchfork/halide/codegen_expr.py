@@ -41,7 +41,9 @@ class ExprConverter:
         st = fpir_type(e.type.elem, self.node)
         name = f"{kind}{next(self.cg._leaf_ids)}"
         self.leaves[name] = Leaf(kind, e, e.type.lanes, st, stream_fact(e, self.lets) if kind == "load" else None)
-        return var(name, st)
+        # A splat is one scalar in every lane: say so, so lowering may pass it where an instruction
+        # reads one count for all lanes (x86 vpsraw & co. take lane 0 of an xmm register).
+        return var(name, st, uniform=kind == "splat")
 
     def go(self, e: H.Expr) -> Term:
         m = getattr(self, f"_e_{type(e).__name__}", None)
