@@ -11,7 +11,8 @@ counterexample. A rule is VALID only if every instance is.
 Flags (`add.nsw(x_T, y_T)`, fpir.ops.FlagSpec): a left side whose nodes carry a flag matches only
 terms whose producer guarantees its fact (Halide's no-overflow rule for signed >= 32-bit arithmetic),
 so the facts of the left side's flagged nodes are assumed: the proof is of `predicate and facts =>
-before == after`. A flag on the right side is a new promise and is proved: under the same
+before == after`. `is_uniform(x)` in the predicate (a conjunct) makes x one symbol for every lane, which
+matters to right sides whose instructions read an operand at lane 0 only (fpir/z3enc.py: proof_lane). A flag on the right side is a new promise and is proved: under the same
 assumptions, every fact the right side states must hold. Rules without flags get no extra assumption.
 
 Every Z3 query is bounded by a resource limit (`rlimit`, Z3's deterministic step count) and runs in a
@@ -194,6 +195,14 @@ def verify_rule(rule: Rule, rlimit: int = DEFAULT_RLIMIT) -> RuleResult:
                 continue
             assume = [pred, *dom.side, *builder.assumptions, *facts]
             env, reparam = _reparametrize(symbols, builder.defs, assume)
+            if dom.uniform:
+                top = {_uniform_arg(c) for c in _conjuncts(rule.pred_raw)} if rule.pred_raw is not None else set()
+                if not dom.uniform <= top:
+                    results.append(InstanceResult(_describe(tvars), Verdict(
+                        "INVALID", reason="is_uniform(x) is only understood as a conjunct of the predicate")))
+                    continue
+                for n in sorted(dom.uniform):  # one symbol for every lane (fpir/z3enc.py)
+                    env.setdefault(n, symbols[n][0])
             verdict = _prove_rhs_facts(rhs, reparam, rlimit, env) if has_flags(rhs) else None
             if verdict is None or verdict.valid:
                 int_query = None if facts else IntQuery(rule, tvars, symbols, tuple(builder.defs))
@@ -281,6 +290,13 @@ def _conjuncts(node: Raw) -> list[Raw]:
         else:
             out.append(n)
     return out
+
+
+def _uniform_arg(node: Raw) -> str:
+    """The wildcard of a predicate conjunct `is_uniform(x)` ("" for any other conjunct)."""
+    if node.kind == "call" and node.text == "is_uniform" and node.args and node.args[0].kind == "name":
+        return split_wildcard(node.args[0].text)[0]
+    return ""
 
 
 def _constants(node: Raw) -> set[str]:
