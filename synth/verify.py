@@ -23,6 +23,7 @@ rules were verified before in the same process.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -327,6 +328,7 @@ def _prove_rhs_facts(rhs: Term, assume: list[z3.BoolRef], rlimit: int, env: dict
 
 QUICK_RLIMIT = 2_000_000  # what the first, direct query gets (most rules need far less)
 SPLIT_LIMIT = 160
+JOINT_SPLIT_LIMIT = 512  # cases of a split on several shift constants at once (16-bit: 16 x 16)
 
 
 def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.BoolRef], rlimit: int,
@@ -394,22 +396,28 @@ def _integer_split(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,
         for n in t.walk():
             if n.op in ("shl", "shr") and n.args[1].op == "var" and BROADCAST_NAME.match(n.args[1].name):
                 amounts.add(n.args[1].name)
-    best: Optional[tuple[str, list[int]]] = None
-    for name in sorted(amounts):
-        values = int_query.values(name)
-        if values is not None and (best is None or len(values) < len(best[1])):
-            best = (name, values)
-    if best is None:
+    bounded = sorted((len(vs), name, vs) for name in sorted(amounts)
+                     if (vs := int_query.values(name)) is not None)
+    if not bounded:
         return None
-    name, values = best
-    for v in values:
-        case = int_query.assumptions({name: v})
+    # Split on every bounded shift amount at once while the cases stay few (two shift constants,
+    # `(widening_shl(x, c0) + widening_shl(y, c1)) * c2`, leave an If-chain per amount inside the
+    # nonlinear query otherwise); else on the one with the fewest values, as before.
+    chosen = [bounded[0]]
+    for entry in bounded[1:]:
+        if math.prod(len(vs) for _, _, vs in chosen) * entry[0] <= JOINT_SPLIT_LIMIT:
+            chosen.append(entry)
+    names = [name for _, name, _ in chosen]
+    per_case = max(QUICK_RLIMIT, rlimit // 8) if len(chosen) == 1 else QUICK_RLIMIT
+    for combo in itertools.product(*(vs for _, _, vs in chosen)):
+        fixed = dict(zip(names, combo))
+        case = int_query.assumptions(fixed)
         if case is None:
             return None
-        verdict = equivalent_int(lhs, rhs, max(QUICK_RLIMIT, rlimit // 8), case[0], fixed={name: v})
+        verdict = equivalent_int(lhs, rhs, per_case, case[0], fixed=fixed)
         if verdict.status != "VALID":
             return None
-    return Verdict("VALID", reason=f"integer arithmetic, split on {name}")
+    return Verdict("VALID", reason=f"integer arithmetic, split on {', '.join(names)}")
 
 
 def _split_on_constant(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,

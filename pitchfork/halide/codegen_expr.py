@@ -26,7 +26,7 @@ from pitchfork.halide.codegen_base import (BINOPS, BIT_COUNTS, IDENTITY_CALLS, I
                                            _show, _storage, fpir_type)
 from pitchfork.halide.codegen_float import FloatEmitter, float_to_int, involves_float, saturating_float_to_int
 from pitchfork.halide.codegen_reduce import check_reduce, split_reduce
-from pitchfork.halide.hvx_windows import _split_const
+from pitchfork.halide.stream_taps import stream_fact
 
 if TYPE_CHECKING:
     from pitchfork.halide.codegen import LoopNestCodegen
@@ -42,25 +42,10 @@ class ExprConverter:
     def leaf(self, kind: str, e: H.Expr) -> Term:
         st = fpir_type(e.type.elem, self.node)
         name = f"{kind}{next(self.cg._leaf_ids)}"
-        self.leaves[name] = Leaf(kind, e, e.type.lanes, st, self._stream(e) if kind == "load" else None)
+        self.leaves[name] = Leaf(kind, e, e.type.lanes, st, stream_fact(e, self.lets) if kind == "load" else None)
         # A splat is one scalar in every lane: say so, so lowering may pass it where an instruction
         # reads one count for all lanes (x86 vpsraw & co. take lane 0 of an xmm register).
         return var(name, st, uniform=kind == "splat")
-
-    def _stream(self, e: H.Load) -> Optional[tuple[tuple[str, str, H.Expr], int]]:
-        """A dense unpredicated load's stream fact: (buffer, type, symbolic index) and the constant
-        element offset added to it. Two loads of one expression with one key read the same buffer at
-        the same symbolic index (the same names denote the same values throughout the expression:
-        an index naming one of the expression's own lets, which a nested let could rebind, gets none),
-        so their elements differ in position by exactly the difference of their offsets."""
-        if e.predicate is not None or not (isinstance(e.index, H.Ramp) and isinstance(e.index.stride, H.IntImm)
-                                           and e.index.stride.value == 1):
-            return None
-        sym, c = _split_const(e.index.base)
-        if any(isinstance(n, (H.Let, H.Load, H.Call)) or isinstance(n, H.Variable) and n.name in self.lets
-               for n in H.walk(sym)):
-            return None
-        return (e.buffer, str(e.type.elem), sym), c
 
     def go(self, e: H.Expr) -> Term:
         m = getattr(self, f"_e_{type(e).__name__}", None)
