@@ -437,12 +437,20 @@ _VECTOR_REDUCE = {"add": "add", "min": "min", "max": "max"}
 _LANE_WISE = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
 
 
+def _constant(v: ir.Value) -> bool:
+    return isinstance(v, ir.Constant) or (isinstance(v, ir.CastInstr) and isinstance(v.operands[0], ir.Constant))
+
+
 def _widened(v: ir.Value, depth: int) -> bool:
-    """Is `v` a zext/sext, or a lane-wise op (at most `depth` deep) over one?"""
+    """Is `v` a zext/sext, or a lane-wise op (at most `depth` deep) of one and constants (which
+    InstCombine folds into the bare extension, e.g. usubl(x, 0) = zext(x) - zext(0))? An op with another
+    non-constant widened operand is left whole: LLVM keeps it (usubl/usubl2 of both 16-byte registers)."""
     if isinstance(v, ir.CastInstr):
         return v.opname in ("zext", "sext")
-    return depth > 0 and isinstance(v, ir.Instruction) and v.opname in _LANE_WISE and len(v.operands) == 2 \
-        and any(_widened(o, depth - 1) for o in v.operands)
+    if not (depth > 0 and isinstance(v, ir.Instruction) and v.opname in _LANE_WISE and len(v.operands) == 2):
+        return False
+    a, b = v.operands
+    return (_widened(a, depth - 1) and _constant(b)) or (_constant(a) and _widened(b, depth - 1))
 
 
 def _mask(idx: list[int]) -> ir.Constant:
