@@ -70,6 +70,10 @@ class OpSpec:
     # lanes j*f .. j*f+f-1. That pair is the op's whole meaning; interp, z3enc and bounds fold with it.
     arg_lanes: tuple[int, ...] = ()
     reduce: Optional[tuple[str, int]] = None
+    # Arguments read at lane 0 only: every result lane j takes lane 0 of argument i (i in lane0_args)
+    # and lane j of the others (x86 vpsraw reads one count, the low lane of an xmm register). The
+    # op's definition is lane-wise over the lanes so read; interp, z3enc and the emitter honour this.
+    lane0_args: tuple[int, ...] = ()
     # Flags a node of this op may carry (name -> FlagSpec): facts about its inputs, see FLAGS.
     flags: dict = field(default_factory=dict, compare=False, hash=False)
     # Extra metadata used by targets (LLVM intrinsic name etc.).
@@ -82,6 +86,10 @@ class OpSpec:
     @property
     def combines_lanes(self) -> bool:
         return any(f != 1 for f in self.arg_lanes)
+
+    @property
+    def reads_lane0(self) -> bool:
+        return bool(self.lane0_args)
 
 
 OPS: dict[str, OpSpec] = {}

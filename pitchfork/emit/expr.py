@@ -13,7 +13,7 @@ calling convention.
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Callable, Hashable, Mapping, Optional, Sequence
 
 from llvmlite import ir
 
@@ -32,12 +32,16 @@ def vec_type(t: ScalarType, lanes: int) -> ir.VectorType:
 
 class ExprEmitter:
     def __init__(
-        self, builder: ir.IRBuilder, lanes: int, env: dict[str, ir.Value], target: object = None
+        self, builder: ir.IRBuilder, lanes: int, env: dict[str, ir.Value], target: object = None,
+        streams: Optional[Mapping[str, tuple[Hashable, int]]] = None,
     ) -> None:
         self.b = builder
         self.lanes = lanes
         self.env = env
         self.target = target
+        #: facts about the values in `env` (pitchfork.trs.predicate.Streams): which variables read one
+        #: stream of memory at which element offsets, for instructions that read a sliding window (vtmpy)
+        self.streams = streams or {}
         self.module: ir.Module = builder.module
         self._memo: dict[tuple[Term, int], ir.Value] = {}
 

@@ -41,7 +41,7 @@ its line, and the caller falls back to Halide's own compiler.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Hashable, Optional
 
 from llvmlite import ir
 
@@ -384,7 +384,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             else:  # a scalar used at vector width (cannot happen after conversion, kept for safety)
                 val, st = self.scalars[v.name]
                 env[v.name] = self._splat(val, st, lanes)
-        return ExprEmitter(self.b, lanes, env, self.target).emit(final)
+        return ExprEmitter(self.b, lanes, env, self.target, self._streams(final)).emit(final)
+
+    def _streams(self, term: Term) -> dict[str, tuple[Hashable, int]]:
+        """The stream facts of `term`'s load leaves (all emitted together, at one program point)."""
+        return {v.name: leaf.stream for v in term.variables()
+                if (leaf := self.leaves.get(v.name)) is not None and leaf.stream is not None}
 
     def _select(self, term: Term, node: Optional[H.Node] = None) -> Term:
         hit = self._sel_cache.get(term)
@@ -393,7 +398,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             return hit.final
         from pitchfork.lower import select_instructions
 
-        sel = select_instructions(term, self.target, self.isel)
+        sel = select_instructions(term, self.target, self.isel, self._streams(term))
         self.selections.append((node, sel))
         self.stats.vector_exprs += 1
         self.stats.selection_seconds += sel.seconds

@@ -24,6 +24,7 @@ from pitchfork.halide.codegen_base import (BINOPS, BIT_COUNTS, IDENTITY_CALLS, I
                                            _show, _storage, fpir_type)
 from pitchfork.halide.codegen_float import FloatEmitter, float_to_int, involves_float, saturating_float_to_int
 from pitchfork.halide.codegen_reduce import check_reduce, split_reduce
+from pitchfork.halide.stream_taps import stream_fact
 
 if TYPE_CHECKING:
     from pitchfork.halide.codegen import LoopNestCodegen
@@ -39,8 +40,10 @@ class ExprConverter:
     def leaf(self, kind: str, e: H.Expr) -> Term:
         st = fpir_type(e.type.elem, self.node)
         name = f"{kind}{next(self.cg._leaf_ids)}"
-        self.leaves[name] = Leaf(kind, e, e.type.lanes, st)
-        return var(name, st)
+        self.leaves[name] = Leaf(kind, e, e.type.lanes, st, stream_fact(e, self.lets) if kind == "load" else None)
+        # A splat is one scalar in every lane: say so, so lowering may pass it where an instruction
+        # reads one count for all lanes (x86 vpsraw & co. take lane 0 of an xmm register).
+        return var(name, st, uniform=kind == "splat")
 
     def go(self, e: H.Expr) -> Term:
         m = getattr(self, f"_e_{type(e).__name__}", None)

@@ -21,6 +21,11 @@ lanes where the facts hold are compared (a lane no redraw could fix is reported 
 
     python -m tests.pitchfork.difftest --overflow --count 500 --target x86-avx2
 
+`--reductions` draws terms under the lane-combining `vector_reduce_<op>_x<f>` ops (`random_reductions`:
+half of them the shapes udot/sdot, vrmpy, vdmpy, pmaddwd/pmaddubsw, psadbw and the pair sums take):
+
+    python -m tests.pitchfork.difftest --reductions --count 300 --target arm64 --max-bits 32
+
 Library use (tests/pitchfork/test_differential.py, the per-ISA tests): `random_terms`,
 `random_overflow_terms`, `run_batch`.
 """
@@ -263,17 +268,47 @@ class Generator:
         return make("absd", row(), row())
 
 
+def _dot_body(rng: random.Random, gen: Generator) -> Optional[tuple[Term, int]]:
+    """A body the horizontal instructions take, with the factor they reduce it by: a widening product of
+    narrow variables (or of one and a constant tap; into 32 bits by 4 for udot / vrmpy, by 2 for pmaddwd
+    / vdmpy), a widened variable (pair sums), an absolute difference widened to 64 bits (psadbw, by 8)."""
+    narrow = [t for t in gen.types if t.bits in (8, 16)]
+    x = rng.choice(narrow)
+    y = rng.choice([t for t in narrow if t.bits == x.bits])
+    a = gen.variable(x)
+    shape = rng.choice(["mul", "mul", "tap", "widen", "absd"])
+    if shape == "absd":
+        if 64 not in {t.bits for t in gen.types}:
+            return None
+        return make("cast", make("absd", a, gen.variable(x)), type=ScalarType(False, 64)), 8
+    if shape == "widen":
+        body = make("cast", a, type=x.widen())
+    else:
+        b = gen.variable(y) if shape == "mul" else const(y.wrap(rng.choice([1, 2, 3, 5, 100, -3, -7, y.max, y.min])), y)
+        body = make("widening_mul", a, b)
+    if x.bits == 8 and rng.random() < 0.5:  # 8-bit products summed in 32 bits
+        return make("cast", body, type=ScalarType(rng.random() < 0.7, 32)), 4
+    return body, 2
+
+
 def random_reductions(count: int, seed: int = 0, max_depth: int = 3, max_bits: int = 64) -> list[Term]:
     """Random terms under a random lane-combining op (`vector_reduce_<op>_x<f>`, f in 2, 3, 4, 8), some
-    of them accumulated (`acc + reduction`, the dot-product shape)."""
+    of them accumulated (`acc + reduction`, the dot-product shape); half of the bodies are the shapes
+    the horizontal instructions take (`_dot_body`), the rest random terms."""
     from fpir.ops import REDUCE_COMBINE, reduce_op
 
     rng = random.Random(seed)
     gen = Generator(rng, max_depth, max_bits=max_bits)
     out = []
     for _ in range(count):
-        body = gen.top(rng.choice([t for t in gen.types if t.bits > 1]))
-        r = make(reduce_op(rng.choice(sorted(REDUCE_COMBINE)), rng.choice([2, 3, 4, 8])), body)
+        shaped = _dot_body(rng, gen) if rng.random() < 0.5 else None
+        if shaped is not None and rng.random() < 0.8:
+            body, f = shaped
+            kind = "saturating_add" if body.op == "widening_mul" and rng.random() < 0.3 else "add"
+        else:
+            body = shaped[0] if shaped is not None else gen.top(rng.choice([t for t in gen.types if t.bits > 1]))
+            kind, f = rng.choice(sorted(REDUCE_COMBINE)), rng.choice([2, 3, 4, 8])
+        r = make(reduce_op(kind, f), body)
         if rng.random() < 0.3 and r.op.startswith("vector_reduce_add"):
             r = make("add", var(f"acc{r.type.name}", r.type), r)  # its own name: read at result lanes
         out.append(r)
@@ -611,8 +646,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--overflow", action="store_true",
                    help="terms as the Halide frontend builds them (nsw flags, i32/i64 averaging and "
                         "rounding-shift spellings): random_overflow_terms")
+    p.add_argument("--reductions", action="store_true",
+                   help="terms under vector_reduce_<op>_x<f>, half of them dot-product / pair-sum / "
+                        "sum-of-absolute-difference shapes: random_reductions")
     args = p.parse_args(argv)
-    if args.overflow:
+    if args.overflow and args.reductions:
+        p.error("--overflow and --reductions are two generators: pick one")
+    if args.reductions:
+        terms = random_reductions(args.count, args.seed, min(args.depth, 3), args.max_bits)
+    elif args.overflow:
         terms = random_overflow_terms(args.count, args.seed, min(args.depth, 3))
     else:
         terms = random_terms(args.count, args.seed, args.depth, args.max_bits)
