@@ -20,7 +20,6 @@ distributed freely; u16(p) and T(p) of a u8 p have the same bits, and T(u16 sum)
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Container, Hashable, Optional
 
 from pitchfork.halide import ir as H

@@ -96,6 +96,11 @@ SPELLINGS = [
      "i16(rounding_shr(a_u8, saturating_cast<u8>(min(n_i16, 8))))"),
     ("rounding_shr_var", "(u32(a_u16) + ((1 << min(n_u32, 16)) >> 1)) >> min(n_u32, 16)",
      "u32(rounding_shr(a_u16, u16(min(n_u32, 16))))"),
+    # ... as Halide's simplifier leaves a signed clamped amount: the right shift takes it as u16
+    ("rounding_shr_var", "(i16(a_i8) + (1 << (max(min(i16(b_i8), 8), 0) + -1))) >> u16(max(min(i16(b_i8), 8), 0))",
+     "i16(rounding_shr(a_i8, i8(max(min(i16(b_i8), 8), 0))))"),
+    ("rounding_shr_var", "(i16(a_u8) + ((1 << max(min(b_i16, 8), 0)) >> 1)) >> u16(max(min(b_i16, 8), 0))",
+     "i16(rounding_shr(a_u8, saturating_cast<u8>(min(b_i16, 8))))"),
     # rounding shifts by a constant, widened into the other signedness or four times
     ("rounding_shr", "(i16(a_u8) + 8) / 16", "i16(rounding_shr(a_u8, 4))"),
     ("rounding_shr", "u8((i16(a_u8) + 8) >> 4)", "rounding_shr(a_u8, 4)"),
@@ -191,7 +196,8 @@ def test_families_fire_their_rules() -> None:
             "mac_of_resigned_extending_add_mul", "rounding_shr_var_of_extending_add",
             "rounding_shr_var_plus_minus_one_of_extending_add", "rounding_shr_of_extending_add_const",
             "rounding_shr_of_lossless_cast", "rounding_halving_add_of_extending_add_one",
-            "rounding_halving_add_of_signed_extending_add_const_one"} <= fired
+            "rounding_halving_add_of_signed_extending_add_const_one", "rounding_shr_var_sat_amount_of_extending_add",
+            "rounding_shr_var_sat_amount_plus_minus_one_of_extending_add"} <= fired
 
 
 @pytest.mark.parametrize("target", [
