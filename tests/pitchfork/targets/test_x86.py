@@ -307,6 +307,8 @@ RULE_EXAMPLES: dict[str, list[str]] = {
     "rounding_shr_psrav_widened": ["rounding_shr(a_i16, b_u16)"],
     "rounding_shr_u8_widened": ["rounding_shr(a_u8, b_u8)", "rounding_shr(a_u8, u8(max(n_i8, 0)))",
                                 "u8((u16(a_u8) + ((1 << min(n_u16, 8)) >> 1)) >> min(n_u16, 8))"],
+    "rounding_shr_16bit_widened_back": ["(u32(a_u16) + ((1 << min(n_u32, 16)) >> 1)) >> min(n_u32, 16)",
+                                        "(i32(a_i16) + (1 << (max(min(n_i32, 16), 0) + -1))) >> u32(max(min(n_i32, 16), 0))"],
     "rounding_shr_i8_widened": ["rounding_shr(a_i8, b_u8)", "rounding_shr(a_i8, max(n_i8, 0))",
                                 "(i16(a_i8) + ((1 << max(min(n_i16, 8), 0)) >> 1)) >> max(min(n_i16, 8), 0)"],
     "saturating_shl_psllv": ["saturating_shl(a_u32, b_u32)", "saturating_shl(a_u64, b_u64)"],
