@@ -53,7 +53,7 @@ def distinct_variables(term: Term, var_order: Sequence[Term]) -> tuple[Term, lis
         return term, list(var_order)
 
     def rename(v: Term) -> Term:
-        return var(f"{v.name}_{v.type.name}", v.type) if v.name in clash else v
+        return var(f"{v.name}_{v.type.name}", v.type, uniform=v.is_uniform_leaf) if v.name in clash else v
 
     memo: dict[int, Term] = {}
     for t in term.walk():

@@ -1,5 +1,5 @@
-"""Hexagon HVX dot-product instructions: the lane-combining vrmpy, the vdmpy / vrmpy by constant
-taps and the 3-tap vtmpy (ISA_INTRINSICS.md section 2.3.4).
+"""Hexagon HVX dot-product instructions: the lane-combining vrmpy and vdmpy-by-a-tap (pair sums), the
+vdmpy / vrmpy by constant taps and the 3-tap vtmpy (ISA_INTRINSICS.md section 2.3.4).
 
 Part of the HVX instruction table (pitchfork/targets/hvx.py, whose docstring describes lane order,
 emitters and costs); kept in its own module because these instructions read several input lanes per
@@ -16,7 +16,7 @@ from typing import Any
 from llvmlite import ir
 
 from fpir.term import Term
-from pitchfork.targets.base import Signature, target_op
+from pitchfork.targets.base import Signature, immediate, target_op
 from pitchfork.targets.hvx import (DEINT, ONE, PAIR, REG_BITS, Table, _const, _declare, _fallback, _i32,
                                    _interleave, _join, _shuffle, _vec)
 from pitchfork.trs.predicate import is_stream
@@ -159,6 +159,49 @@ _declare("hvx.vrmpy_taps", [t for t in _VRMPY_TAPS_SIGS if not t.endswith("u8 ->
 _declare("hvx.vrmpy_taps_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_TAPS_SIGS], _taps_semantics(4, True),
          _taps(_VRMPY_TAPS, 4, True), 4 * ONE,
          "vrmpybus.acc / vrmpyub.acc (vector x scalar) on the interleaved data (taps constants)")
+
+
+# ---- pairwise dot products by a constant tap: vdmpy as a reduction ----------------------------------
+# vdmpy(Vu, Rt) with every byte of Rt = c: out[i] = u[2i] * c + u[2i+1] * c (wrapping in the result width),
+# i.e. Halide's vector_reduce_add by 2 of widening products by a splat (a pairwise widening sum for c = 1,
+# HVX's uaddlp). One instruction per register of data, results in natural lane order; .acc adds to Vx.
+_VDMPY_PAIRS = {"u8": "vdmpybus", "i16": "vdmpyhb"}
+
+
+def _pairs_semantics(acc: bool) -> Callable[[Signature], str]:
+    def sem(sg: Signature) -> str:
+        x = sg.args[1 if acc else 0]
+        tap = "z" if acc else "y"
+        product = f"widening_mul({'y' if acc else 'x'}, {tap if x.bits == 8 else f'i{x.bits}({tap})'})"
+        return ("x + " if acc else "") + f"vector_reduce_add_x2({product})"
+
+    return sem
+
+
+def _pairs(acc: bool) -> Callable[..., ir.Value]:
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        first = 1 if acc else 0
+        c = _const(t.args[first + 1])
+        if c is None:
+            return _fallback(em, t)
+        bits = t.args[first].type.bits
+        name = _VDMPY_PAIRS[t.args[first].type.name] + (".acc" if acc else "")
+        rt = _taps_rt([c, c])
+        out = _vec(2 * bits, REG_BITS // (2 * bits))
+        xs = em.split(args[first], REG_BITS // bits)
+        accs = em.split(args[0], REG_BITS // (2 * bits)) if acc else [None] * len(xs)
+        return em.concat([em.hvx_call(name, ([a] if acc else []) + [x, rt], out) for a, x in zip(accs, xs)],
+                         em.lanes)
+
+    return emit
+
+
+target_op("hvx.vdmpy_pairs", ["u8, i8 -> i16", "i16, i8 -> i32"], _pairs_semantics(False), _pairs(False),
+          cost=ONE, llvm="llvm.hexagon.V6.vdmpybus / vdmpyhb (Rt = the tap in every byte)", lanes=(2, 2),
+          encodable=immediate(1, -128, lambda _: 127))
+target_op("hvx.vdmpy_pairs_acc", ["i16, u8, i8 -> i16", "i32, i16, i8 -> i32"], _pairs_semantics(True),
+          _pairs(True), cost=ONE, llvm="llvm.hexagon.V6.vdmpybus.acc / vdmpyhb.acc (Rt = the tap in every byte)",
+          lanes=(1, 2, 2), encodable=immediate(2, -128, lambda _: 127))
 
 
 # ---- 3-tap filter: vtmpy ------------------------------------------------------------------------
