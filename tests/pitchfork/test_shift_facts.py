@@ -34,6 +34,7 @@ from pitchfork.emit.run import tools_available
 from pitchfork.halide import ir as hir
 from pitchfork.halide.codegen import LoopNestCodegen
 from pitchfork.lower import select_instructions
+from pitchfork.select_batch import select_expression
 from pitchfork.targets import load_target
 from pitchfork.trs.rules import parse_rule
 from synth.verify import verify_rule
@@ -121,6 +122,10 @@ def test_frontend_states_the_facts_and_text_only_on_request() -> None:
                              capture_output=True, text=True, check=True).stdout
     assert "inrange" not in plain and "widening_shl.inrange.nsw(1, x_i16 + 15)" in flagged
     assert "arm.sqshl" not in str(select_instructions(parse(text), "arm64").final)
+    # `pitchfork select` (its library call): both facts are needed, each only on request
+    assert select_expression(text, "arm64", no_overflow=True, shifts_in_range=True).final == "arm.sqshl(1, x_i16 + 15)"
+    assert "sqshl" not in str(select_expression(text, "arm64", no_overflow=True).final)
+    assert "sqshl" not in str(select_expression(text, "arm64", shifts_in_range=True).final)
 
 
 @pytest.mark.skipif(not tools_available("arm64"), reason="needs qemu-aarch64")
