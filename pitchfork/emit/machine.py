@@ -21,6 +21,7 @@ to compile in a forked child and get a `CompileError` instead.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import functools
 import hashlib
@@ -30,6 +31,7 @@ import re
 import signal
 import tempfile
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -202,7 +204,8 @@ class CompiledModule:
             mod = _parse(self.optimized_ir, self.target)
             if self.target.name == "hvx128":
                 _set_align_vectors(self.align_vectors)
-            obj = self._cache["obj"] = _shared_machine(self.target.name, self.opt).emit_object(mod)
+            with _emission_options(self.target, self.optimized_ir):  # as when `asm` was emitted
+                obj = self._cache["obj"] = _shared_machine(self.target.name, self.opt).emit_object(mod)
         return obj
 
     @property
@@ -216,6 +219,74 @@ class CompiledModule:
 
     def function_asm(self, function: str) -> str:
         return _function_region(self.asm, function)
+
+    def llvm_default_assembly(self) -> str:
+        """The assembly with LLVM's default backend options: on hvx128, VLIW packets and new-value
+        jumps even in a module on 64-bit-lane vectors (see `_emission_options`); otherwise `assembly()`.
+        For the benchmark harness's LLVM-alone baseline, whose figure must not carry PITCHFORK's
+        workaround for qemu-hexagon (it counts packets; its counted run still checks the output)."""
+        if not emission_flags(self.target, self.optimized_ir):
+            return self.asm
+        mod = _parse(self.optimized_ir, self.target)  # (the options are at LLVM's defaults here)
+        _set_align_vectors(self.align_vectors)
+        return _shared_machine(self.target.name, self.opt).emit_assembly(mod)
+
+
+#: A vector of two or more 64-bit lanes. HVX has no 64-bit lanes, so the Hexagon backend scalarises
+#: it into register pairs with many predicated moves. (`<1 x i64>` is not counted: the Halide codegen's
+#: scalar `abs` of an i64 index uses it in every benchmark, and it is one register pair anyway.)
+_I64_VECTOR = re.compile(r"<(?:[2-9]|\d\d+) x i64>")
+
+
+def has_i64_vectors(ir_text: str) -> bool:
+    """True if the (optimised) IR computes on vectors of two or more 64-bit lanes."""
+    return _I64_VECTOR.search(ir_text) is not None
+
+
+@contextlib.contextmanager
+def _emission_options(target: Target, optimized_ir: str) -> Iterator[None]:
+    """hvx128: emit a module with 64-bit-lane vectors without VLIW packets and without new-value jumps.
+
+    Why: the scalarised i64 code of such modules ran wrong under qemu-hexagon 7.2 in three difftest
+    cases (tests/pitchfork/emit/test_hvx_i64_packets.py), each traced with `-dfa-instr-limit` to ONE
+    packet whose instructions are all legal together (a compare writing p0 beside a move predicated on
+    the old p0 and a new-value store of a register written in the packet; a store and a load of one
+    stack slot under `:mem_noshuf`; a predicate transfer beside a `.new` use and a `memd` overwriting
+    its source). Each packet runs right alone in a hand-written program, and splitting it in any
+    ISA-equivalent way makes the kernel right, so qemu 7.2 mis-executes some packet contexts (or LLVM
+    22 builds packets the hardware forbids); either way a user must not get the answer. One instruction
+    a packet is the same program under both readings. New-value compare-jumps (`if (cmp.gt(r16.new,
+    #-1)) jump`) need their producer in the same packet, so they are turned off too: otherwise the
+    unpacketised assembly does not reassemble (benchmarks/harness instruments and reassembles it).
+    Only modules on 64-bit-lane vectors pay (HVX has no such lanes: that code is scalar already);
+    every other module's code is unchanged. The options are process-wide, so they are set before
+    every emission of a module (assembly and object) and put back to LLVM's defaults after it, so an
+    emission elsewhere (tests, `llvm_default_assembly`) never inherits them.
+    """
+    off = target.name == "hvx128" and has_i64_vectors(optimized_ir)
+    if off:
+        llvm.set_option("pitchfork", "-disable-packetizer=true")
+        llvm.set_option("pitchfork", "-disable-nvjump=true")
+    try:
+        yield
+    finally:
+        if off:
+            llvm.set_option("pitchfork", "-disable-packetizer=false")
+            llvm.set_option("pitchfork", "-disable-nvjump=false")
+
+
+def emission_flags(target: Target | str, ir_text: str) -> tuple[str, ...]:
+    """The llc flags beyond the defaults that `compile_module` emits `ir_text` with (for reproducing)."""
+    t = get_target(target)
+    if t.name == "hvx128" and has_i64_vectors(ir_text):
+        return ("-disable-packetizer", "-disable-nvjump")
+    return ()
+
+
+def emission_options(target: Target | str, ir_text: str) -> contextlib.AbstractContextManager[None]:
+    """A context in which the process-wide backend options are those `compile_module` emits `ir_text`
+    with (wrap an emission with a `target_machine` of one's own in it, e.g. for AOT outputs)."""
+    return _emission_options(get_target(target), ir_text)
 
 
 def _parse(ir_text: str, target: Target) -> llvm.ModuleRef:
@@ -301,7 +372,8 @@ def _compile(ir_text: str, target: Target, opt: int,
     mod = _parse(text, target)
     if target.name == "hvx128":
         _set_align_vectors(align_vectors)
-    asm = tm.emit_assembly(mod)
+    with _emission_options(target, text):
+        asm = tm.emit_assembly(mod)
     bad = _unknown_intrinsic_calls(asm)
     if bad:
         raise IntrinsicError(target.name, bad)

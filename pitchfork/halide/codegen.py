@@ -41,7 +41,7 @@ its line, and the caller falls back to Halide's own compiler.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Hashable, Optional
 
 from llvmlite import ir
 
@@ -378,14 +378,28 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         """`term` selected and emitted at `lanes` lanes (its leaves emitted at theirs)."""
         leaves = self.leaves
         final = self._select(term, node)
-        env: dict[str, ir.Value] = {}
-        for v in final.variables():
-            if v.name in leaves:
-                env[v.name] = self._emit_leaf(leaves[v.name], node)
-            else:  # a scalar used at vector width (cannot happen after conversion, kept for safety)
-                val, st = self.scalars[v.name]
-                env[v.name] = self._splat(val, st, lanes)
-        return ExprEmitter(self.b, lanes, env, self.target).emit(final)
+
+        def value(name: str) -> ir.Value:
+            if name in leaves:
+                return self._emit_leaf(leaves[name], node)
+            # a scalar used at vector width (cannot happen after conversion, kept for safety)
+            val, st = self.scalars[name]
+            return self._splat(val, st, lanes)
+
+        env: dict[str, ir.Value]
+        if self.target == "x86-avx2" and LAZY_LEAVES:
+            # Each leaf (a load, mostly) is emitted where the selected code first uses it, as
+            # Halide's own code generator does; emitted all up front, LLVM's x86 scheduler kept them in
+            # that order and sobel3x3's 4-row loop held 9 rows' vectors live at once (more spills).
+            env = _LazyEnv(value)
+        else:
+            env = {v.name: value(v.name) for v in final.variables()}
+        return ExprEmitter(self.b, lanes, env, self.target, self._streams(final)).emit(final)
+
+    def _streams(self, term: Term) -> dict[str, tuple[Hashable, int]]:
+        """The stream facts of `term`'s load leaves (all emitted together, at one program point)."""
+        return {v.name: leaf.stream for v in term.variables()
+                if (leaf := self.leaves.get(v.name)) is not None and leaf.stream is not None}
 
     def _select(self, term: Term, node: Optional[H.Node] = None) -> Term:
         hit = self._sel_cache.get(term)
@@ -394,7 +408,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             return hit.final
         from pitchfork.lower import select_instructions
 
-        sel = select_instructions(term, self.target, self.isel)
+        sel = select_instructions(term, self.target, self.isel, self._streams(term))
         self.selections.append((node, sel))
         self.stats.vector_exprs += 1
         self.stats.selection_seconds += sel.seconds
@@ -599,3 +613,20 @@ def _whole_register_interleave(e: H.Shuffle, parts: list[ir.Value]) -> bool:
         and all(p.type.count == x.type.lanes == n and n * p.type.element.width == 1024 and p.type.element.width >= 8
                 for p, x in zip(parts, e.vectors)) \
         and list(e.indices) == [k * n + i for i in range(n) for k in range(len(parts))]
+
+
+#: x86: emit each leaf at its first use (see `_emit_term`); a switch for measuring the two orders
+LAZY_LEAVES = True
+
+
+class _LazyEnv(dict):  # type: ignore[type-arg]
+    """An emitter environment that computes a variable's value on its first lookup (at the builder's
+    position then) and keeps it."""
+
+    def __init__(self, make: Callable[[str], ir.Value]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, name: str) -> ir.Value:
+        v = self[name] = self._make(name)
+        return v
