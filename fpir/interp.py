@@ -3,7 +3,8 @@
 `evaluate(term, env)` maps variable names to numpy arrays (or Python ints, broadcast) and returns an
 array of the term's dtype. The last axis is the lane axis: lane-wise ops broadcast over every axis, and a
 lane-combining op (`vector_reduce_<op>_x<f>`) folds each group of f adjacent entries of the last axis
-(an operand without lanes, a 0-d array, is a broadcast: its f copies are folded). Primitive ops use the op table's exact numpy semantics; FPIR and target
+(an operand without lanes, a 0-d array, is a broadcast: its f copies are folded); an operand an op reads
+at lane 0 only (`OpSpec.lane0_args`, x86 vpsraw's count) is cut to its first lane and broadcast. Primitive ops use the op table's exact numpy semantics; FPIR and target
 ops are evaluated through their definition templates, so there is no second copy of their meaning.
 Shared sub-terms are evaluated once.
 
@@ -53,6 +54,8 @@ def _eval_node(t: Term, args: list[np.ndarray], env: Mapping[str, Any]) -> np.nd
     s = spec(t.op)
     if s.reduce is not None:
         return _reduce(s.reduce[0], s.reduce[1], args[0], t.type)
+    if s.lane0_args:  # these operands are read at lane 0 only, for every result lane
+        args = [np.asarray(a)[..., :1] if i in s.lane0_args and np.ndim(a) > 0 else a for i, a in enumerate(args)]
     return _apply(t.op, args, [a.type for a in t.args], t.type)
 
 

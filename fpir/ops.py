@@ -37,8 +37,8 @@ import z3
 
 from fpir import primitives as pr
 from fpir import typerules as tr
-from fpir.flags import (FlagSpec, NSW_ADD, NSW_HALVING_ADD, NSW_HALVING_SUB, NSW_MUL, NSW_ROUNDING_HALVING_ADD,
-                        NSW_ROUNDING_SHR, NSW_SUB)
+from fpir.flags import (INRANGE, FlagSpec, NSW_ADD, NSW_HALVING_ADD, NSW_HALVING_SUB, NSW_MUL,
+                        NSW_ROUNDING_HALVING_ADD, NSW_ROUNDING_SHR, NSW_SHL, NSW_SUB)
 from fpir.term import Term, const, intern, var
 from fpir.primitives import Interval
 from fpir.typerules import ArgHint, TypeRule
@@ -70,6 +70,10 @@ class OpSpec:
     # lanes j*f .. j*f+f-1. That pair is the op's whole meaning; interp, z3enc and bounds fold with it.
     arg_lanes: tuple[int, ...] = ()
     reduce: Optional[tuple[str, int]] = None
+    # Arguments read at lane 0 only: every result lane j takes lane 0 of argument i (i in lane0_args)
+    # and lane j of the others (x86 vpsraw reads one count, the low lane of an xmm register). The
+    # op's definition is lane-wise over the lanes so read; interp, z3enc and the emitter honour this.
+    lane0_args: tuple[int, ...] = ()
     # Flags a node of this op may carry (name -> FlagSpec): facts about its inputs, see FLAGS.
     flags: dict = field(default_factory=dict, compare=False, hash=False)
     # Extra metadata used by targets (LLVM intrinsic name etc.).
@@ -82,6 +86,10 @@ class OpSpec:
     @property
     def combines_lanes(self) -> bool:
         return any(f != 1 for f in self.arg_lanes)
+
+    @property
+    def reads_lane0(self) -> bool:
+        return bool(self.lane0_args)
 
 
 OPS: dict[str, OpSpec] = {}
@@ -256,11 +264,12 @@ _prim("xor", 2, tr.same_type("xor"), "Bitwise xor.", lambda a, b, **_: a ^ b, _b
 _prim("not", 1, tr.same_type("not"), "Bitwise complement.", pr.np_not, lambda a, ts, rt: ~a[0], pr.iv_not, symbol="~")
 _prim("shl", 2, tr.shift_rule("shl"),
       "a << b. A negative (signed) b shifts right instead; amounts >= bits give 0.",
-      pr.np_shl, lambda a, ts, rt: pr.z3_shift(a[0], a[1], ts, True), pr.iv_shl, symbol="<<", hint=tr.hint_shift)
+      pr.np_shl, lambda a, ts, rt: pr.z3_shift(a[0], a[1], ts, True), pr.iv_shl, symbol="<<", hint=tr.hint_shift,
+      flags=(INRANGE, NSW_SHL))
 _prim("shr", 2, tr.shift_rule("shr"),
       "a >> b (arithmetic for signed a, floor). A negative (signed) b shifts left instead; amounts >= bits "
       "give 0 or -1.", pr.np_shr, lambda a, ts, rt: pr.z3_shift(a[0], a[1], ts, False), pr.iv_shr, symbol=">>",
-      hint=tr.hint_shift)
+      hint=tr.hint_shift, flags=(INRANGE,))
 _prim("abs", 1, tr.unsigned_of("abs"), "Absolute value; the result is unsigned, so abs(INT_MIN) is exact.",
       pr.np_abs, lambda a, ts, rt: z3.If(a[0] < 0, -a[0], a[0]) if ts[0].signed else a[0], pr.iv_abs)
 
@@ -408,7 +417,8 @@ _fpir("extending_sub", 2, tr.extending_rule("extending_sub"), "x - widen(y), x t
 _fpir("extending_mul", 2, tr.extending_rule("extending_mul"), "x * widen(y), x twice as wide as y; wraps.",
       _def_extending("mul"), hint=tr.hint_extending)
 _fpir("widening_shl", 2, tr.shift_rule("widening_shl", lambda t: t.widen()),
-      "widen(x) << widen(y) (a negative signed y shifts right).", _def_widening_shift("shl"), hint=tr.hint_shift)
+      "widen(x) << widen(y) (a negative signed y shifts right).", _def_widening_shift("shl"), hint=tr.hint_shift,
+      flags=(INRANGE, NSW_SHL))
 _fpir("widening_shr", 2, tr.shift_rule("widening_shr", lambda t: t.widen()),
       "widen(x) >> widen(y) (a negative signed y shifts left).", _def_widening_shift("shr"), hint=tr.hint_shift)
 _fpir("absd", 2, tr.unsigned_of("absd"), "|x - y| exactly, as the unsigned type of the same width.",

@@ -4,7 +4,8 @@ A `Term` is an immutable node: an op name, an element type, argument terms and a
 hash-consed: building the same (op, type, args, attrs) twice returns the same object, so structural
 equality is identity, hashing is by id, and per-term caches (bounds, cost, lowering) are dictionaries.
 
-Leaves are `var` (attrs = (name,)) and `const` (attrs = (value,), a Python int inside the type's range;
+Leaves are `var` (attrs = (name,), or (name, "uniform") for a leaf whose value is the same in every
+lane: a broadcast of a scalar, stated only by the Halide frontend; see `var`) and `const` (attrs = (value,), a Python int inside the type's range;
 in vector context a constant is a broadcast). Type checking is not done here: build terms through
 `fpir.ops.make` (or the helpers in `fpir.build`), which applies each op's type rule.
 """
@@ -64,6 +65,11 @@ class Term:
         return self.attrs[0]
 
     @property
+    def is_uniform_leaf(self) -> bool:
+        """A variable stated to hold the same value in every lane (a broadcast), or a constant."""
+        return self.op == "const" or (self.op == "var" and UNIFORM in self.attrs[1:])
+
+    @property
     def value(self) -> int:
         assert self.op == "const"
         return self.attrs[0]
@@ -121,8 +127,17 @@ def intern(op: str, type: ScalarType, args: tuple[Term, ...] = (), attrs: tuple[
         return t
 
 
-def var(name: str, type: ScalarType) -> Term:
-    return intern("var", type, (), (name,))
+#: the attribute of a `var` leaf whose value is the same in every lane
+UNIFORM = "uniform"
+
+
+def var(name: str, type: ScalarType, uniform: bool = False) -> Term:
+    """A variable. `uniform=True` states that every lane holds the same value (a broadcast scalar):
+    only the Halide frontend states it (for its splat leaves), rules test it with `is_uniform(x)`, and
+    the verifier then encodes the variable as one symbol for every lane. FPIR text has no spelling for
+    it, so a user's text never claims it. A uniform and a plain variable of the same name are distinct
+    terms; a term never holds both."""
+    return intern("var", type, (), (name, UNIFORM) if uniform else (name,))
 
 
 def const(value: int, type: ScalarType) -> Term:

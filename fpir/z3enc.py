@@ -9,7 +9,14 @@ lane (`to_z3_lane`): lane 0 of the result, where the operand of a factor-f op is
 (nested: lane j of a factor-f operand reads lanes j*f .. j*f+f-1), and lane k of a variable `x` is its own
 symbol (`x` for lane 0, `x@k` otherwise). Every result lane has the same structure over its own disjoint
 group of independent inputs, so proving lane 0 proves them all. Constants (and `env` entries: rule
-constants) are broadcasts, the same at every lane.
+constants, and wildcards a rule requires to be uniform) are broadcasts, the same at every lane; so is a
+variable leaf stated uniform (`var(..., uniform=True)`).
+
+An op that reads an operand at lane 0 only (`OpSpec.lane0_args`, x86 vpsraw's count) breaks that
+symmetry at lane 0, where "its own lane" and "lane 0" coincide: such terms are proved at lane 1
+(`proof_lane`), where the two reads are different symbols. Every lane k >= 1 has the same structure
+over its own symbols, and lane 0 is lane 1's formula with some of its independent symbols identified,
+so proving lane 1 proves every lane.
 
 Flags (fpir.ops.FlagSpec, e.g. `add.nsw`) do not change a node's value; `flag_facts(term)` gives the
 Z3 facts they state (over the same symbols as `to_z3`), which the rule verifier assumes for the left
@@ -72,7 +79,7 @@ def to_z3(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None,
     if has_lane_ops(term):
         if facts is not None and any(t.args and t.attrs for t in term.walk()):
             raise ValueError("flags inside a lane-combining term are not supported by the Z3 encoding")
-        return to_z3_lane(term, 0, _with_broadcasts(term, env))
+        return to_z3_lane(term, proof_lane(term), _with_broadcasts(term, env))
     env = dict(env or {})
     memo: dict[int, z3.BitVecRef] = {}
     for t in term.walk():
@@ -120,11 +127,19 @@ def _with_broadcasts(term: Term, env: Optional[Mapping[str, z3.BitVecRef]]) -> d
 
 
 def has_lane_ops(term: Term) -> bool:
-    """True if some op of the term combines lanes (its result lane count differs from an operand's)."""
-    return any(t.args and spec(t.op).combines_lanes for t in term.walk())
+    """True if some op of the term combines lanes (its result lane count differs from an operand's)
+    or reads an operand at lane 0 only: the lane-by-lane encoding."""
+    return any(t.args and (spec(t.op).combines_lanes or spec(t.op).reads_lane0) for t in term.walk())
+
+
+def proof_lane(*terms: Term) -> int:
+    """The result lane whose proof proves every lane: 1 if an op reads an operand at lane 0 only, else 0."""
+    return 1 if any(t.args and spec(t.op).reads_lane0 for term in terms for t in term.walk()) else 0
 
 
 def lane_symbol(t: Term, lane: int) -> z3.BitVecRef:
+    if t.is_uniform_leaf:  # the same value in every lane
+        lane = 0
     return z3.BitVec(t.name if lane == 0 else f"{t.name}@{lane}", t.type.bits)
 
 
@@ -162,7 +177,7 @@ def to_z3_lane(term: Term, lane: int = 0, env: Optional[Mapping[str, z3.BitVecRe
 
             r = to_z3_lane(expansion(t), lane, env, memo, used)
         else:
-            args = [to_z3_lane(a, lane, env, memo, used) for a in t.args]
+            args = [to_z3_lane(a, 0 if i in s.lane0_args else lane, env, memo, used) for i, a in enumerate(t.args)]
             if s.z3_impl is not None:
                 r = s.z3_impl(args, [a.type for a in t.args], t.type)
             else:
@@ -223,7 +238,8 @@ def equivalent(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), rlimit: int 
             # An assumption about a lane-wise input would constrain lane 0 only.
             return Verdict("UNKNOWN", reason="assumptions about inputs of a lane-combining op are not supported")
         memo: dict[tuple[int, int], z3.BitVecRef] = {}
-        za, zb = to_z3_lane(a, 0, env, memo, used), to_z3_lane(b, 0, env, memo, used)
+        k = proof_lane(a, b)
+        za, zb = to_z3_lane(a, k, env, memo, used), to_z3_lane(b, k, env, memo, used)
     else:
         za, zb = to_z3(a, env), to_z3(b, env)
     solver, ctx = isolated_solver([*assume, za != zb], rlimit)

@@ -33,6 +33,7 @@ from fpir.term import Term
 from fpir.trampoline import trampoline
 from pitchfork.bounds import bounds
 from pitchfork.trs.pattern import Bindings, match
+from pitchfork.trs.predicate import Streams
 from pitchfork.trs.rewriter import Rewriter, RewriteStats
 from pitchfork.trs.rules import NoRewrite, RuleSet, build_rhs, check_predicate
 
@@ -190,7 +191,9 @@ def _canonical_target(target: object) -> str:
         return str(name)
 
 
-def select_instructions(term: Term, target: str, isel: str = "pitchfork") -> Selection:
+def select_instructions(term: Term, target: str, isel: str = "pitchfork", streams: Optional[Streams] = None) -> Selection:
+    """`term` lifted, lowered for `target` and expanded (isel=llvm: expanded only). `streams` are the
+    frontend's facts about which leaves read one stream of memory (`stream(...)` rule predicates)."""
     import time
 
     from pitchfork.targets import load_target
@@ -207,7 +210,7 @@ def select_instructions(term: Term, target: str, isel: str = "pitchfork") -> Sel
     lw = lifter()
     lifted = lw.rewrite(term)
     info = load_target(target)
-    rw = Rewriter(info.rules, cost=info.cost)
+    rw = Rewriter(info.rules, cost=info.cost, streams=streams)
     lowered = rw.rewrite(lifted)
     final = expand_fpir(lowered, max_bits)
     return Selection(term, lifted, lowered, final, lw.stats, rw.stats, time.perf_counter() - t0)

@@ -11,7 +11,8 @@ counterexample. A rule is VALID only if every instance is.
 Flags (`add.nsw(x_T, y_T)`, fpir.ops.FlagSpec): a left side whose nodes carry a flag matches only
 terms whose producer guarantees its fact (Halide's no-overflow rule for signed >= 32-bit arithmetic),
 so the facts of the left side's flagged nodes are assumed: the proof is of `predicate and facts =>
-before == after`. A flag on the right side is a new promise and is proved: under the same
+before == after`. `is_uniform(x)` in the predicate (a conjunct) makes x one symbol for every lane, which
+matters to right sides whose instructions read an operand at lane 0 only (fpir/z3enc.py: proof_lane). A flag on the right side is a new promise and is proved: under the same
 assumptions, every fact the right side states must hold. Rules without flags get no extra assumption.
 
 Every Z3 query is bounded by a resource limit (`rlimit`, Z3's deterministic step count) and runs in a
@@ -22,6 +23,7 @@ rules were verified before in the same process.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -193,6 +195,14 @@ def verify_rule(rule: Rule, rlimit: int = DEFAULT_RLIMIT) -> RuleResult:
                 continue
             assume = [pred, *dom.side, *builder.assumptions, *facts]
             env, reparam = _reparametrize(symbols, builder.defs, assume)
+            if dom.uniform:
+                top = {_uniform_arg(c) for c in _conjuncts(rule.pred_raw)} if rule.pred_raw is not None else set()
+                if not dom.uniform <= top:
+                    results.append(InstanceResult(_describe(tvars), Verdict(
+                        "INVALID", reason="is_uniform(x) is only understood as a conjunct of the predicate")))
+                    continue
+                for n in sorted(dom.uniform):  # one symbol for every lane (fpir/z3enc.py)
+                    env.setdefault(n, symbols[n][0])
             verdict = _prove_rhs_facts(rhs, reparam, rlimit, env) if has_flags(rhs) else None
             if verdict is None or verdict.valid:
                 int_query = None if facts else IntQuery(rule, tvars, symbols, tuple(builder.defs))
@@ -282,6 +292,13 @@ def _conjuncts(node: Raw) -> list[Raw]:
     return out
 
 
+def _uniform_arg(node: Raw) -> str:
+    """The wildcard of a predicate conjunct `is_uniform(x)` ("" for any other conjunct)."""
+    if node.kind == "call" and node.text == "is_uniform" and node.args and node.args[0].kind == "name":
+        return split_wildcard(node.args[0].text)[0]
+    return ""
+
+
 def _constants(node: Raw) -> set[str]:
     """The constant wildcards a predicate fragment mentions."""
     out, stack = set(), [node]
@@ -311,6 +328,7 @@ def _prove_rhs_facts(rhs: Term, assume: list[z3.BoolRef], rlimit: int, env: dict
 
 QUICK_RLIMIT = 2_000_000  # what the first, direct query gets (most rules need far less)
 SPLIT_LIMIT = 160
+JOINT_SPLIT_LIMIT = 512  # cases of a split on several shift constants at once (16-bit: 16 x 16)
 
 
 def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.BoolRef], rlimit: int,
@@ -378,22 +396,28 @@ def _integer_split(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,
         for n in t.walk():
             if n.op in ("shl", "shr") and n.args[1].op == "var" and BROADCAST_NAME.match(n.args[1].name):
                 amounts.add(n.args[1].name)
-    best: Optional[tuple[str, list[int]]] = None
-    for name in sorted(amounts):
-        values = int_query.values(name)
-        if values is not None and (best is None or len(values) < len(best[1])):
-            best = (name, values)
-    if best is None:
+    bounded = sorted((len(vs), name, vs) for name in sorted(amounts)
+                     if (vs := int_query.values(name)) is not None)
+    if not bounded:
         return None
-    name, values = best
-    for v in values:
-        case = int_query.assumptions({name: v})
+    # Split on every bounded shift amount at once while the cases stay few (two shift constants,
+    # `(widening_shl(x, c0) + widening_shl(y, c1)) * c2`, leave an If-chain per amount inside the
+    # nonlinear query otherwise); else on the one with the fewest values, as before.
+    chosen = [bounded[0]]
+    for entry in bounded[1:]:
+        if math.prod(len(vs) for _, _, vs in chosen) * entry[0] <= JOINT_SPLIT_LIMIT:
+            chosen.append(entry)
+    names = [name for _, name, _ in chosen]
+    per_case = max(QUICK_RLIMIT, rlimit // 8) if len(chosen) == 1 else QUICK_RLIMIT
+    for combo in itertools.product(*(vs for _, _, vs in chosen)):
+        fixed = dict(zip(names, combo))
+        case = int_query.assumptions(fixed)
         if case is None:
             return None
-        verdict = equivalent_int(lhs, rhs, max(QUICK_RLIMIT, rlimit // 8), case[0], fixed={name: v})
+        verdict = equivalent_int(lhs, rhs, per_case, case[0], fixed=fixed)
         if verdict.status != "VALID":
             return None
-    return Verdict("VALID", reason=f"integer arithmetic, split on {name}")
+    return Verdict("VALID", reason=f"integer arithmetic, split on {', '.join(names)}")
 
 
 def _split_on_constant(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,

@@ -2,8 +2,13 @@
 
 `time_interleaved` calls every runner once per repetition, in an order rotated each repetition, so
 that slow phases of a shared machine (other processes, frequency changes) hit every contender alike;
-the result per runner is the median over repetitions with its spread (quartiles, min, max). Ratios of
-medians are what the report uses; absolute times are recorded but depend on the machine's load.
+the result per runner is the median over repetitions with its spread (quartiles, min, max) and the
+samples themselves, in repetition order. A ratio of two runners is `paired_ratio`: the median over
+repetitions of the ratio of the two samples taken in the same repetition (adjacent in time). The ratio
+of the two medians is not robust on this shared machine: with another process taking memory bandwidth
+in bursts, times are bimodal (sobel3x3 at 8192x8192 in the session-3 full run: ours 14.65..27.1 ms,
+Halide 21 14.75..23.2 ms, quartiles 14.9 / 22.8) and the medians of 15 samples fall on either mode
+(18.6 vs 15.0 ms, "1.24x"), while the minima agree (0.99x). Absolute times depend on the machine's load.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ class Timing:
     min_ms: float
     max_ms: float
     reps: int
+    #: every sample in repetition order (what `paired_ratio` pairs); empty when not recorded
+    samples_ms: tuple[float, ...] = ()
 
     @property
     def spread(self) -> float:
@@ -29,16 +36,29 @@ class Timing:
         return (self.q3_ms - self.q1_ms) / self.median_ms if self.median_ms else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "spread": self.spread}
+        return {**asdict(self), "samples_ms": list(self.samples_ms), "spread": self.spread}
 
 
 def summarize(samples_s: list[float]) -> Timing:
-    ms = sorted(s * 1e3 for s in samples_s)
+    in_order = tuple(s * 1e3 for s in samples_s)
+    ms = sorted(in_order)
     if len(ms) >= 4:
         q1, _, q3 = statistics.quantiles(ms, n=4, method="inclusive")
     else:
         q1, q3 = ms[0], ms[-1]
-    return Timing(statistics.median(ms), q1, q3, ms[0], ms[-1], len(ms))
+    return Timing(statistics.median(ms), q1, q3, ms[0], ms[-1], len(ms), in_order)
+
+
+def paired_ratio(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> float | None:
+    """a / b for two timings (`Timing.to_json()` dicts) of one `time_interleaved` run: the median of
+    the per-repetition ratios when both carry their samples, else the ratio of the medians (rows of
+    older runs). None when either is missing."""
+    if not a or not b or not a.get("median_ms") or not b.get("median_ms"):
+        return None
+    sa, sb = a.get("samples_ms") or (), b.get("samples_ms") or ()
+    if len(sa) == len(sb) and len(sa) > 0 and all(x > 0 for x in sb):
+        return statistics.median(x / y for x, y in zip(sa, sb))
+    return a["median_ms"] / b["median_ms"]
 
 
 def time_interleaved(runners: Mapping[str, Callable[[], None]], reps: int, warmup: int = 1,

@@ -71,6 +71,19 @@ def ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return a / b if a and b else None
 
 
+def measured_ratio(ra: Optional[dict[str, Any]], rb: Optional[dict[str, Any]], a: Optional[float],
+                   b: Optional[float], key: str = "time") -> Optional[float]:
+    """a / b, the metrics of rows `ra` and `rb`: on x86 the paired ratio of their interleaved timings
+    (`measure.paired_ratio`, robust to the shared machine's bursts), else the plain ratio."""
+    if not a or not b:
+        return None
+    if ra and rb and (ra.get(key) or {}).get("samples_ms") and (rb.get(key) or {}).get("samples_ms"):
+        from benchmarks.harness.measure import paired_ratio
+
+        return paired_ratio(ra[key], rb[key])
+    return a / b
+
+
 def geomean(xs: list[float]) -> Optional[float]:
     xs = [x for x in xs if x and x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
@@ -90,8 +103,8 @@ def table(data: dict[str, Any]) -> dict[str, dict[str, dict[str, Optional[float]
             m = {v: metric(r, isa) for v, r in (("pf", pf), ("ll", ll), ("hl", hl))}
             s = {v: metric(r, isa, static=True) for v, r in (("pf", pf), ("ll", ll), ("hl", hl))}
             out.setdefault(b, {})[isa] = {
-                "speedup": ratio(m["ll"], m["pf"]), "vs_halide": ratio(m["hl"], m["pf"]),
-                "halide_vs_llvm": ratio(m["ll"], m["hl"]),
+                "speedup": measured_ratio(ll, pf, m["ll"], m["pf"]), "vs_halide": measured_ratio(hl, pf, m["hl"], m["pf"]),
+                "halide_vs_llvm": measured_ratio(ll, hl, m["ll"], m["hl"]),
                 "static_speedup": ratio(s["ll"], s["pf"]), "static_vs_halide": ratio(s["hl"], s["pf"]),
             }
     return out

@@ -128,4 +128,4 @@ def _report(prog: Any, paths: dict, args: argparse.Namespace) -> None:
     print(f"  capture {st.capture_seconds:.3f} s, selection {st.selection_seconds:.3f} s, "
           f"codegen {st.codegen_seconds:.3f} s, LLVM {st.llvm_seconds:.3f} s")
     if "ll" in paths:
-        print(f"  reproduce: {llc_command(args.target, str(paths['ll']))}")
+        print(f"  reproduce: {llc_command(args.target, str(paths['ll']), prog.module.llvm_ir())}")

@@ -6,12 +6,16 @@ has that many elements per output element (`input_factors`): the kernel reads la
 iteration, so in_k holds n x factor elements. Inputs are the term's variables in `var_order`; u1 values are
 stored one byte each. Loads and stores claim alignment 1: numpy buffers and qemu harness buffers give
 no stronger guarantee, and on HVX an over-claimed alignment silently reads the wrong bytes.
+`offsets` maps a variable to (another variable, element offset): it takes no argument of its own and
+reads the other variable's buffer `offset` elements on (in[i + offset]), so one buffer can feed a
+sliding window (x, x+1, x+2 of one stream); that buffer then holds n + the largest offset elements.
+The emitter is told these facts (`ExprEmitter.streams`), which instructions that read a window use.
 Used by the `select` CLI, the differential tests and the benchmarks' expression-level reports.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from llvmlite import ir
 
@@ -49,7 +53,7 @@ def distinct_variables(term: Term, var_order: Sequence[Term]) -> tuple[Term, lis
         return term, list(var_order)
 
     def rename(v: Term) -> Term:
-        return var(f"{v.name}_{v.type.name}", v.type) if v.name in clash else v
+        return var(f"{v.name}_{v.type.name}", v.type, uniform=v.is_uniform_leaf) if v.name in clash else v
 
     memo: dict[int, Term] = {}
     for t in term.walk():
@@ -103,12 +107,22 @@ def _unpad(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
 
 
 def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, var_order: Sequence[Term],
-                          target: Optional[object] = None, uniform: frozenset[str] = frozenset()) -> ir.Function:
+                          target: Optional[object] = None, uniform: frozenset[str] = frozenset(),
+                          offsets: Optional[Mapping[str, tuple[str, int]]] = None) -> ir.Function:
     """The kernel computes `lanes` elements per iteration; on HVX (target hvx128, or a term with HVX
     instructions) in padded whole registers (`register_lanes`), loads and stores keeping `lanes`.
     Variables named in `uniform` are read once, from their buffer's first element, and splat (as a
-    Halide Param or a value loaded once reaches an expression: what by-scalar instruction forms read)."""
+    Halide Param or a value loaded once reaches an expression: what by-scalar instruction forms read).
+    Variables named in `offsets` read another variable's buffer at an element offset (module docstring);
+    they must not be in `var_order`."""
     term, var_order = distinct_variables(term, var_order)
+    offsets = dict(offsets or {})
+    args = {v.name for v in var_order}
+    types = {v.name: v.type for v in term.variables()}
+    for v, (src, _) in offsets.items():
+        if v in args or src not in args or types.get(v) != types.get(src):
+            raise ValueError(f"offsets: {v} must be a variable of the term, not an argument, reading the "
+                             f"argument {src} of its own type")
     width = register_lanes(term, lanes) if is_hvx(term, target) else lanes
     ptr = ir.PointerType(ir.IntType(8))
     i64 = ir.IntType(64)
@@ -124,7 +138,11 @@ def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, 
     i.add_incoming(ir.Constant(i64, 0), entry)
     env = {}
     factors = input_factors(term)
-    for v, p in zip(var_order, in_ps):
+    params = {v.name: p for v, p in zip(var_order, in_ps)}
+    reads = [(v, p, 0) for v, p in zip(var_order, in_ps)]
+    by_name = {v.name: v for v in term.variables()}
+    reads += [(by_name[v], params[src], off) for v, (src, off) in offsets.items() if v in by_name]
+    for v, p, off in reads:
         st = storage_type(v.type)
         f = factors.get(v.name, 1)
         if v.name in uniform and v.type.bits > 1:
@@ -135,13 +153,16 @@ def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, 
                                            ir.Constant(ir.VectorType(ir.IntType(32), width * f), [0] * (width * f)))
             continue
         at = i if f == 1 else b.mul(i, ir.Constant(i64, f))
+        at = b.add(at, ir.Constant(i64, off)) if off else at
         addr = b.gep(b.bitcast(p, ir.PointerType(ir.IntType(st.bits))), [at])
         val = b.load(b.bitcast(addr, ir.PointerType(vec_type(st, lanes * f))), align=1)
         val = _pad(b, val, width * f)
         if v.type.bits == 1:
             val = b.icmp_unsigned("!=", val, ir.Constant(val.type, [0] * (width * f)))
         env[v.name] = val
-    em = ExprEmitter(b, width, env, target)
+    streams = {src: (src, 0) for src, _ in offsets.values()}
+    streams.update({v: (src, off) for v, (src, off) in offsets.items()})
+    em = ExprEmitter(b, width, env, target, streams)
     result = em.emit(term)
     rt = storage_type(term.type)
     if term.type.bits == 1:

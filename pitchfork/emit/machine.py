@@ -21,6 +21,7 @@ to compile in a forked child and get a `CompileError` instead.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import functools
 import hashlib
@@ -30,6 +31,7 @@ import re
 import signal
 import tempfile
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -56,7 +58,8 @@ TargetName = Literal["x86-avx2", "arm64", "hvx128"]
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One code-generation target. `vector_bits` is the width of one native vector register."""
+    """One code-generation target. `vector_bits` is the width of one native vector register;
+    `pointer_bits` the width of an address (the data layout's pointer size)."""
 
     name: TargetName
     triple: str
@@ -64,6 +67,7 @@ class Target:
     features: str
     reloc: str
     vector_bits: int
+    pointer_bits: int = 64
 
     def natural_lanes(self, elem_bits: int) -> int:
         """Lanes of `elem_bits`-bit elements that fill one native vector register."""
@@ -84,7 +88,7 @@ class Target:
 X86_AVX2 = Target("x86-avx2", "x86_64-unknown-linux-gnu", "haswell", "+avx2", "pic", 256)
 ARM64 = Target("arm64", "aarch64-unknown-linux-gnu", "cortex-a76", "+neon,+dotprod", "pic", 128)
 HVX128 = Target(
-    "hvx128", "hexagon-unknown-linux-musl", "hexagonv66", "+hvxv66,+hvx-length128b", "static", 1024
+    "hvx128", "hexagon-unknown-linux-musl", "hexagonv66", "+hvxv66,+hvx-length128b", "static", 1024, 32
 )
 TARGETS: dict[str, Target] = {t.name: t for t in (X86_AVX2, ARM64, HVX128)}
 
@@ -183,6 +187,7 @@ class CompiledModule:
     optimized_ir: str
     asm: str
     signatures: dict[str, FunctionSig]
+    align_vectors: bool = True  # hvx128: HexagonVectorCombine's AlignVectors on (see compile_module)
     _cache: dict[str, bytes | str] = field(default_factory=dict, repr=False)
 
     def llvm_ir(self) -> str:
@@ -192,11 +197,15 @@ class CompiledModule:
         return self.asm
 
     def object_bytes(self) -> bytes:
-        """ELF object code (re-emitted from the optimised IR, so it matches `assembly()`)."""
+        """ELF object code, emitted from the optimised IR text with the backend options `assembly()`
+        was emitted with, so it is the same code."""
         obj = self._cache.get("obj")
         if not isinstance(obj, bytes):
             mod = _parse(self.optimized_ir, self.target)
-            obj = self._cache["obj"] = _shared_machine(self.target.name, self.opt).emit_object(mod)
+            if self.target.name == "hvx128":
+                _set_align_vectors(self.align_vectors)
+            with _emission_options(self.target, self.optimized_ir):  # as when `asm` was emitted
+                obj = self._cache["obj"] = _shared_machine(self.target.name, self.opt).emit_object(mod)
         return obj
 
     @property
@@ -210,6 +219,74 @@ class CompiledModule:
 
     def function_asm(self, function: str) -> str:
         return _function_region(self.asm, function)
+
+    def llvm_default_assembly(self) -> str:
+        """The assembly with LLVM's default backend options: on hvx128, VLIW packets and new-value
+        jumps even in a module on 64-bit-lane vectors (see `_emission_options`); otherwise `assembly()`.
+        For the benchmark harness's LLVM-alone baseline, whose figure must not carry PITCHFORK's
+        workaround for qemu-hexagon (it counts packets; its counted run still checks the output)."""
+        if not emission_flags(self.target, self.optimized_ir):
+            return self.asm
+        mod = _parse(self.optimized_ir, self.target)  # (the options are at LLVM's defaults here)
+        _set_align_vectors(self.align_vectors)
+        return _shared_machine(self.target.name, self.opt).emit_assembly(mod)
+
+
+#: A vector of two or more 64-bit lanes. HVX has no 64-bit lanes, so the Hexagon backend scalarises
+#: it into register pairs with many predicated moves. (`<1 x i64>` is not counted: the Halide codegen's
+#: scalar `abs` of an i64 index uses it in every benchmark, and it is one register pair anyway.)
+_I64_VECTOR = re.compile(r"<(?:[2-9]|\d\d+) x i64>")
+
+
+def has_i64_vectors(ir_text: str) -> bool:
+    """True if the (optimised) IR computes on vectors of two or more 64-bit lanes."""
+    return _I64_VECTOR.search(ir_text) is not None
+
+
+@contextlib.contextmanager
+def _emission_options(target: Target, optimized_ir: str) -> Iterator[None]:
+    """hvx128: emit a module with 64-bit-lane vectors without VLIW packets and without new-value jumps.
+
+    Why: the scalarised i64 code of such modules ran wrong under qemu-hexagon 7.2 in three difftest
+    cases (tests/pitchfork/emit/test_hvx_i64_packets.py), each traced with `-dfa-instr-limit` to ONE
+    packet whose instructions are all legal together (a compare writing p0 beside a move predicated on
+    the old p0 and a new-value store of a register written in the packet; a store and a load of one
+    stack slot under `:mem_noshuf`; a predicate transfer beside a `.new` use and a `memd` overwriting
+    its source). Each packet runs right alone in a hand-written program, and splitting it in any
+    ISA-equivalent way makes the kernel right, so qemu 7.2 mis-executes some packet contexts (or LLVM
+    22 builds packets the hardware forbids); either way a user must not get the answer. One instruction
+    a packet is the same program under both readings. New-value compare-jumps (`if (cmp.gt(r16.new,
+    #-1)) jump`) need their producer in the same packet, so they are turned off too: otherwise the
+    unpacketised assembly does not reassemble (benchmarks/harness instruments and reassembles it).
+    Only modules on 64-bit-lane vectors pay (HVX has no such lanes: that code is scalar already);
+    every other module's code is unchanged. The options are process-wide, so they are set before
+    every emission of a module (assembly and object) and put back to LLVM's defaults after it, so an
+    emission elsewhere (tests, `llvm_default_assembly`) never inherits them.
+    """
+    off = target.name == "hvx128" and has_i64_vectors(optimized_ir)
+    if off:
+        llvm.set_option("pitchfork", "-disable-packetizer=true")
+        llvm.set_option("pitchfork", "-disable-nvjump=true")
+    try:
+        yield
+    finally:
+        if off:
+            llvm.set_option("pitchfork", "-disable-packetizer=false")
+            llvm.set_option("pitchfork", "-disable-nvjump=false")
+
+
+def emission_flags(target: Target | str, ir_text: str) -> tuple[str, ...]:
+    """The llc flags beyond the defaults that `compile_module` emits `ir_text` with (for reproducing)."""
+    t = get_target(target)
+    if t.name == "hvx128" and has_i64_vectors(ir_text):
+        return ("-disable-packetizer", "-disable-nvjump")
+    return ()
+
+
+def emission_options(target: Target | str, ir_text: str) -> contextlib.AbstractContextManager[None]:
+    """A context in which the process-wide backend options are those `compile_module` emits `ir_text`
+    with (wrap an emission with a `target_machine` of one's own in it, e.g. for AOT outputs)."""
+    return _emission_options(get_target(target), ir_text)
 
 
 def _parse(ir_text: str, target: Target) -> llvm.ModuleRef:
@@ -250,6 +327,11 @@ def _signatures(mod: llvm.ModuleRef) -> dict[str, FunctionSig]:
     return sigs
 
 
+def _set_align_vectors(on: bool) -> None:
+    """hvx128: the backend reads this option when its IR passes run, so it is set per emission."""
+    llvm.set_option("pitchfork", f"-hvc-va={'true' if on else 'false'}")
+
+
 def _compile(ir_text: str, target: Target, opt: int,
              align_vectors: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
     mod = _parse(ir_text, target)
@@ -269,27 +351,33 @@ def _compile(ir_text: str, target: Target, opt: int,
         pto.slp_vectorization = target.name == "arm64"
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
+    text = str(mod)
     if target.name == "hvx128":
         from pitchfork.emit.hvx_fixups import (has_predicate_select, has_wide_lane_predicate_trunc,
                                                has_wide_predicate_ext, rewrite_predicate_selects,
                                                rewrite_wide_lane_predicate_truncs, rewrite_wide_predicate_exts)
 
-        text = str(mod)
         if has_predicate_select(text):  # InstCombine's predicate selects: Hexagon cannot select them
             text = rewrite_predicate_selects(text)
         if has_wide_predicate_ext(text):  # multi-register predicate extensions: SelectQ2V asserts
             text = rewrite_wide_predicate_exts(text)
         if has_wide_lane_predicate_trunc(text):  # trunc to i1 of 16/32-bit lanes: tests every byte
             text = rewrite_wide_lane_predicate_truncs(text)
-        if text != str(mod):
-            mod = _parse(text, target)
-    if target.name == "hvx128":  # read when the backend's IR passes run, so it is set per module
-        llvm.set_option("pitchfork", f"-hvc-va={'true' if align_vectors else 'false'}")
-    asm = tm.emit_assembly(mod)
+    # The backend always starts from the optimised text, never from the module the pass pipeline
+    # left in memory: every other consumer (object_bytes, the x86 JIT, the AOT entry) parses that
+    # text, and the backend's IR passes (loop strength reduction above all) break ties by use-list
+    # order, which printing and parsing does not keep. Emitting from the in-memory module gave
+    # assembly that differed from the object code (gaussian5x5 arm64: hot loop 97 instructions in
+    # .s, 95 in .o). Codegen's own IR changes (LSR's rewrites) stay out of `text` for the same reason.
+    mod = _parse(text, target)
+    if target.name == "hvx128":
+        _set_align_vectors(align_vectors)
+    with _emission_options(target, text):
+        asm = tm.emit_assembly(mod)
     bad = _unknown_intrinsic_calls(asm)
     if bad:
         raise IntrinsicError(target.name, bad)
-    return str(mod), asm, _signatures(mod)
+    return text, asm, _signatures(mod)
 
 
 def compile_module(
@@ -309,7 +397,7 @@ def compile_module(
         raise ValueError(f"opt level must be 0..3, got {opt}")
     opt_ir, asm, sigs = (_compile_isolated(ir_text, t, opt, align_vectors) if isolate
                          else _compile(ir_text, t, opt, align_vectors))
-    return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs)
+    return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs, align_vectors)
 
 
 def _compile_isolated(ir_text: str, target: Target, opt: int,
@@ -478,7 +566,7 @@ _UNCONDITIONAL = {  # control never falls through these
     "arm64": re.compile(r"^(b|br|ret)(\s|$)"),
     "hvx128": re.compile(r"^(jump|jumpr|dealloc_return)\b"),
 }
-_HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*([\w.$]+)\s*,")
+_HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*#*([\w.$]+)\s*,")  # `##label`: constant-extended
 _SYMBOL = re.compile(r"[A-Za-z_.$][\w.$]*")
 
 

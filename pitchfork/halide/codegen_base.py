@@ -5,7 +5,7 @@ run, and small text helpers. Data and pure functions only; nothing here emits IR
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Hashable, Optional
 
 from llvmlite import ir
 
@@ -69,6 +69,9 @@ class Leaf:
     node: H.Expr
     lanes: int
     type: ScalarType
+    #: a dense load's (stream key, element offset): loads of one expression with one key read one
+    #: buffer at indices that differ by the offsets (the `stream(...)` predicate's facts)
+    stream: Optional[tuple[Hashable, int]] = None
 
 
 @dataclass

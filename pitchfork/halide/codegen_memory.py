@@ -16,6 +16,7 @@ from typing import Callable, Optional
 from llvmlite import ir
 
 from fpir.types import ScalarType, i32, u1
+from pitchfork.emit.machine import get_target
 from pitchfork.halide import ir as H
 from pitchfork.halide.codegen_base import BufferInfo, Unsupported, _show, _storage
 
@@ -112,10 +113,19 @@ class MemoryMixin:
         st = _storage(et)
         base = self.b.bitcast(buf.ptr, ir.PointerType(ir.IntType(st.bits)))
         # inbounds: Halide only addresses inside a buffer (allocations carry a vector of padding).
-        # (hvx128: 32-bit pointers, so a 32-bit index is the address arithmetic's own width)
-        wide = 32 if self.target == "hvx128" and index.type.width <= 32 else 64
-        p = self.b.gep(base, [self.b.sext(index, ir.IntType(wide)) if index.type.width < wide else index], inbounds=True)
+        p = self.b.gep(base, [self._address_width(index)], inbounds=True)
         return self.b.bitcast(p, ir.PointerType(pointee))
+
+    @property
+    def pointer_bits(self) -> int:
+        """The target's address width: GEP indices are of this width (64 on x86/arm64, 32 on
+        Hexagon), so LLVM sees no extension or truncation between an index and its address."""
+        return get_target(self.target).pointer_bits  # type: ignore[attr-defined]
+
+    def _address_width(self, index: ir.Value) -> ir.Value:
+        """A (signed) index widened to the address width; a wider one is left to the GEP."""
+        bits = self.pointer_bits
+        return self.b.sext(index, ir.IntType(bits)) if index.type.width < bits else index
 
     def _store_elem(self, buf: BufferInfo, et: ScalarType, idx: ir.Value, val: ir.Value,
                     alignment: Optional[tuple[int, int]] = None) -> None:
@@ -166,12 +176,22 @@ class MemoryMixin:
             return self.b.zext(v, ir.VectorType(ir.IntType(8), v.type.count))
         return v
 
-    def _entry_alloca(self, t: ir.Type) -> ir.Value:
+    def _entry_alloca(self, t: ir.Type, align: int = 128) -> ir.Value:
         b = ir.IRBuilder(self.fn.entry_basic_block)
         b.position_at_start(self.fn.entry_basic_block)
         a = b.alloca(t)
-        a.align = 128
+        a.align = align
         return a
+
+    def _scratch_alloca(self, t: ir.Type) -> ir.Value:
+        """A stack slot for the lane-by-lane gathers/scatters and border windows (whose accesses
+        declare element alignment only). On x86 it is aligned to 16 bytes, what the ABI keeps the
+        stack at: one slot aligned beyond that makes LLVM realign the stack, which reserves %rbp as
+        the frame pointer in the whole kernel, one general register fewer for every loop, so the hot
+        loop spills (gaussian5x5: a row pointer swapped through a register, 80 instructions against
+        Halide 21's 79, whose kernel has no such slot). Elsewhere 128: on HVX, LLVM raises the
+        alignment of the slot's vector accesses to the slot's and uses aligned vmem."""
+        return self._entry_alloca(t, 16 if self.target == "x86-avx2" else 128)
 
     def _lane_loop(self, lanes: int, body) -> None:  # type: ignore[no-untyped-def]
         """Emit `for k in 0..lanes: body(k)` as a real loop: a gather of 256 lanes written out lane by
@@ -207,8 +227,8 @@ class MemoryMixin:
                 x = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
                 v = self.b.insert_element(v, x, ir.Constant(ir.IntType(32), k))
             return v
-        idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
-        out_mem = self._entry_alloca(ir.ArrayType(et, lanes))
+        idx_mem = self._scratch_alloca(ir.ArrayType(ir.IntType(32), lanes))
+        out_mem = self._scratch_alloca(ir.ArrayType(et, lanes))
         self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
                      align=4)
         if mask is not None:
@@ -260,7 +280,7 @@ class MemoryMixin:
         et = ir.IntType(_storage(st).bits)
         vt = ir.VectorType(et, lanes)
         d = self._mem_access(buf, b.load(self._elem_ptr(buf, st, first, vt), align=self._align(buf, st, None)))
-        slot = self._entry_alloca(ir.ArrayType(et, 3 * lanes))
+        slot = self._scratch_alloca(ir.ArrayType(et, 3 * lanes))
         for k, part in enumerate((b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)), d,
                                   b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [lanes - 1] * lanes)))):
             at = b.gep(slot, [ir.Constant(i32, 0), ir.Constant(i32, k * lanes)], inbounds=True)
@@ -294,8 +314,8 @@ class MemoryMixin:
                 x = self.b.extract_element(val, ir.Constant(ir.IntType(32), k))
                 self._mem_access(buf, self.b.store(x, self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
             return
-        idx_mem = self._entry_alloca(ir.ArrayType(ir.IntType(32), lanes))
-        val_mem = self._entry_alloca(ir.ArrayType(et, lanes))
+        idx_mem = self._scratch_alloca(ir.ArrayType(ir.IntType(32), lanes))
+        val_mem = self._scratch_alloca(ir.ArrayType(et, lanes))
         self.b.store(self._index32(idx), self.b.bitcast(idx_mem, ir.PointerType(ir.VectorType(ir.IntType(32), lanes))),
                      align=4)
         self.b.store(val, self.b.bitcast(val_mem, ir.PointerType(val.type)), align=1)
@@ -324,7 +344,7 @@ class MemoryMixin:
     def _mask_memory(self, mask: Optional[ir.Value], lanes: int) -> Optional[ir.Value]:
         if mask is None:
             return None
-        mem = self._entry_alloca(ir.ArrayType(ir.IntType(8), lanes))
+        mem = self._scratch_alloca(ir.ArrayType(ir.IntType(8), lanes))
         self.b.store(self.b.zext(mask, ir.VectorType(ir.IntType(8), lanes)),
                      self.b.bitcast(mem, ir.PointerType(ir.VectorType(ir.IntType(8), lanes))), align=1)
         return mem
@@ -355,7 +375,7 @@ class MemoryMixin:
                 or st.bits < 8 or e.type.lanes * st.bits >= 1024:
             return None
         return self._hvx_aligned_window(self._buffer(e.buffer, node), e.type.elem.to_fpir(),
-                                        self.index64(ramp, node), e.type.lanes)
+                                        self.address_index(ramp, node), e.type.lanes)
 
     def _hvx_misaligned_load(self, buf: BufferInfo, st: ScalarType, index: ir.Value, lanes: int,
                              alignment: Optional[tuple[int, int]]) -> Optional[ir.Value]:

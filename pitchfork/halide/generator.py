@@ -296,31 +296,36 @@ def header_free_ir(llvm_ir: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text)
 
 
-def llc_command(target: str, ll: str = "<name>.ll") -> str:
-    """The llc invocation that compiles a header-free `.ll` for `target` like PITCHFORK did."""
-    from pitchfork.emit.machine import get_target
+def llc_command(target: str, ll: str = "<name>.ll", ir_text: str = "") -> str:
+    """The llc invocation that compiles a header-free `.ll` for `target` like PITCHFORK did (`ir_text`,
+    the `.ll`'s text, adds the flags that module was emitted with, e.g. hvx128's unpacketised i64 code)."""
+    from pitchfork.emit.machine import emission_flags, get_target
 
     t = get_target(target)
     reloc = "pic" if t.reloc == "pic" else "static"
-    return f"llc -O3 -mtriple={t.triple} -mcpu={t.cpu} -mattr={t.features} -relocation-model={reloc} {ll}"
+    extra = "".join(f" {f}" for f in emission_flags(t, ir_text))
+    return (f"llc -O3 -mtriple={t.triple} -mcpu={t.cpu} -mattr={t.features} -relocation-model={reloc}{extra} "
+            f"{ll}")
 
 
 def header_free_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     """(`.ll` text, `.s` text, `.o` bytes) of a PITCHFORK-compiled pipeline, all three from the
     header-free IR: it is parsed back and compiled without further optimisation, as `llc -O3` does.
-    (Re-parsing matters: LLVM's instruction scheduling breaks ties by use-list order, which textual
-    IR does not keep, so the in-memory module's `prog.assembly()` can differ from what `llc` makes of
-    the same text in register choice and order, not in instructions selected.)"""
-    from pitchfork.emit.machine import _parse, _shared_machine, get_target
+    (`prog.assembly()` is itself emitted from the parsed optimised text, see machine._compile: LLVM's
+    backend breaks ties by use-list order, which textual IR does not keep.)"""
+    from pitchfork.emit.machine import _parse, _set_align_vectors, _shared_machine, emission_options, get_target
 
     assert prog.module is not None
     text = header_free_ir(prog.module.llvm_ir())
     t = get_target(prog.target)
     mod = _parse(text, t)
     mod.verify()
+    if t.name == "hvx128":
+        _set_align_vectors(prog.module.align_vectors)
     tm = _shared_machine(t.name, prog.module.opt)
-    asm = tm.emit_assembly(mod)
-    obj = tm.emit_object(_parse(text, t))
+    with emission_options(t, text):  # hvx128: i64-vector modules unpacketised, as compile_module does
+        asm = tm.emit_assembly(mod)
+        obj = tm.emit_object(_parse(text, t))
     return text, asm, obj
 
 

@@ -58,7 +58,7 @@ def substitute(term: Term, mapping: dict[str, Term]) -> Term:
 
 def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[Signature], str], emit: Emitter,
               cost: int = 1, doc: str = "", llvm: str = "", lanes: Sequence[int] = (),
-              encodable: Optional[Callable[[Term], bool]] = None) -> OpSpec:
+              encodable: Optional[Callable[[Term], bool]] = None, lane0: Sequence[int] = ()) -> OpSpec:
     """Declare (and register) one target instruction.
 
     `signatures` lists the operand/result types it accepts ('u16, u8, u8 -> u16'); `semantics` is FPIR
@@ -71,7 +71,9 @@ def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[S
     `encodable(term)` says whether a use of the instruction can be encoded as such (an immediate
     operand that is a constant in range); where it cannot, the emitter emits the declared meaning
     generically and the target cost counts it as such (`pitchfork.targets.target_cost`), so that no
-    rule wins by naming the instruction with an operand it cannot encode.
+    rule wins by naming the instruction with an operand it cannot encode. `lane0` lists operands the
+    instruction reads at lane 0 only, for every result lane (x86 vpsraw's count register); the
+    semantics stay lane-wise over the lanes so read (`OpSpec.lane0_args`).
     """
     sigs = [sig(s) for s in signatures]
     sem_text = {s: semantics if isinstance(semantics, str) else semantics(s) for s in sigs}
@@ -108,7 +110,7 @@ def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[S
     sem_doc = semantics if isinstance(semantics, str) else "; ".join(
         f"{text}: {sem_text[s]}" for text, s in zip(signatures, sigs))
     spec_ = OpSpec(name, len(sigs[0].args), "target", type_rule, doc or sem_doc, definition=definition,
-                   arg_hint=hint, arg_lanes=tuple(lanes), meta={"emit": emit, "cost": cost, "llvm": llvm, "semantics": sem_doc,
+                   arg_hint=hint, arg_lanes=tuple(lanes), lane0_args=tuple(lane0), meta={"emit": emit, "cost": cost, "llvm": llvm, "semantics": sem_doc,
                                         "signatures": tuple(signatures), "encodable": encodable})
     if name in OPS:
         return OPS[name]
@@ -145,13 +147,14 @@ class Inst:
     cost: int = 1
     lanes: tuple[int, ...] = ()
     encodable: Optional[Callable[[Term], bool]] = None
+    lane0: tuple[int, ...] = ()
 
 
 def declare(isa: str, table: Sequence[Inst], default_llvm: Callable[[str], str] = lambda mnemonic: "") -> None:
     """Declare every row of an instruction table (`target_op`), in table order."""
     for row in table:
         target_op(f"{isa}.{row.mnemonic}", row.signatures, row.semantics, row.emit, cost=row.cost,
-                  llvm=row.llvm or default_llvm(row.mnemonic), lanes=row.lanes, encodable=row.encodable)
+                  llvm=row.llvm or default_llvm(row.mnemonic), lanes=row.lanes, encodable=row.encodable, lane0=row.lane0)
 
 
 def target_ops(isa: str) -> list[OpSpec]:

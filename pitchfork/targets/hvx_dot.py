@@ -1,5 +1,5 @@
-"""Hexagon HVX dot-product instructions: the lane-combining vrmpy, the vdmpy / vrmpy by constant
-taps and the 3-tap vtmpy (ISA_INTRINSICS.md section 2.3.4).
+"""Hexagon HVX dot-product instructions: the lane-combining vrmpy and vdmpy-by-a-tap (pair sums), the
+vdmpy / vrmpy by constant taps and the 3-tap vtmpy (ISA_INTRINSICS.md section 2.3.4).
 
 Part of the HVX instruction table (pitchfork/targets/hvx.py, whose docstring describes lane order,
 emitters and costs); kept in its own module because these instructions read several input lanes per
@@ -16,9 +16,10 @@ from typing import Any
 from llvmlite import ir
 
 from fpir.term import Term
-from pitchfork.targets.base import Signature, target_op
-from pitchfork.targets.hvx import (ONE, PAIR, REG_BITS, Table, _const, _declare, _fallback, _i32, _interleave,
-                                   _join, _shuffle, _vec)
+from pitchfork.targets.base import Signature, immediate, target_op
+from pitchfork.targets.hvx import (DEINT, ONE, PAIR, REG_BITS, Table, _const, _declare, _fallback, _i32,
+                                   _interleave, _join, _shuffle, _vec)
+from pitchfork.trs.predicate import is_stream
 
 
 # ---- dot products (lane-combining): acc[j] + sum_k y[4j+k] * z[4j+k] -------------------------------
@@ -167,6 +168,49 @@ _declare("hvx.vrmpy_taps_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_TAPS
          "vrmpybus.acc / vrmpyub.acc (vector x scalar) on the interleaved data (taps constants)")
 
 
+# ---- pairwise dot products by a constant tap: vdmpy as a reduction ----------------------------------
+# vdmpy(Vu, Rt) with every byte of Rt = c: out[i] = u[2i] * c + u[2i+1] * c (wrapping in the result width),
+# i.e. Halide's vector_reduce_add by 2 of widening products by a splat (a pairwise widening sum for c = 1,
+# HVX's uaddlp). One instruction per register of data, results in natural lane order; .acc adds to Vx.
+_VDMPY_PAIRS = {"u8": "vdmpybus", "i16": "vdmpyhb"}
+
+
+def _pairs_semantics(acc: bool) -> Callable[[Signature], str]:
+    def sem(sg: Signature) -> str:
+        x = sg.args[1 if acc else 0]
+        tap = "z" if acc else "y"
+        product = f"widening_mul({'y' if acc else 'x'}, {tap if x.bits == 8 else f'i{x.bits}({tap})'})"
+        return ("x + " if acc else "") + f"vector_reduce_add_x2({product})"
+
+    return sem
+
+
+def _pairs(acc: bool) -> Callable[..., ir.Value]:
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        first = 1 if acc else 0
+        c = _const(t.args[first + 1])
+        if c is None:
+            return _fallback(em, t)
+        bits = t.args[first].type.bits
+        name = _VDMPY_PAIRS[t.args[first].type.name] + (".acc" if acc else "")
+        rt = _taps_rt([c, c])
+        out = _vec(2 * bits, REG_BITS // (2 * bits))
+        xs = em.split(args[first], REG_BITS // bits)
+        accs = em.split(args[0], REG_BITS // (2 * bits)) if acc else [None] * len(xs)
+        return em.concat([em.hvx_call(name, ([a] if acc else []) + [x, rt], out) for a, x in zip(accs, xs)],
+                         em.lanes)
+
+    return emit
+
+
+target_op("hvx.vdmpy_pairs", ["u8, i8 -> i16", "i16, i8 -> i32"], _pairs_semantics(False), _pairs(False),
+          cost=ONE, llvm="llvm.hexagon.V6.vdmpybus / vdmpyhb (Rt = the tap in every byte)", lanes=(2, 2),
+          encodable=immediate(1, -128, lambda _: 127))
+target_op("hvx.vdmpy_pairs_acc", ["i16, u8, i8 -> i16", "i32, i16, i8 -> i32"], _pairs_semantics(True),
+          _pairs(True), cost=ONE, llvm="llvm.hexagon.V6.vdmpybus.acc / vdmpyhb.acc (Rt = the tap in every byte)",
+          lanes=(1, 2, 2), encodable=immediate(2, -128, lambda _: 127))
+
+
 # ---- 3-tap filter: vtmpy ------------------------------------------------------------------------
 # Lane semantics, confirmed under qemu-hexagon (impulse responses of every input lane, and random
 # data with random Rt for vtmpybus, vtmpyb, vtmpyhb and vtmpybus.acc, 0 mismatches): for the pair
@@ -178,54 +222,20 @@ _declare("hvx.vrmpy_taps_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_TAPS
 # filter out[j] = c0 * d[k+j] + c1 * d[k+j+1] + d[k+j+2] with lo = even j, hi = odd j.
 # The pair holds two data lanes per result lane but the filter reads three, so the instruction
 # computes c0*x + c1*y + z only when y and z are x's stream one and two lanes on (the middle tap
-# comes from A for even j and from B for odd j). It is declared lane-wise over x, y, z with that
-# condition checked on the emitted operands (`_stream_step`: loads of one buffer at element
-# offsets o, o+1, o+2); for other operands, or non-constant taps, the emitter falls back to the
-# declared semantics, so they hold for every operand.
+# comes from A for even j and from B for odd j). It is declared lane-wise over x, y, z; the emitter
+# uses the instruction only when the emitter's stream facts (`ExprEmitter.streams`, from the Halide
+# frontend or the kernel builder: the leaves' memory) say x, y, z read one stream at element offsets
+# o, o+1, o+2, and the vectors have an even number of lanes (so the last real result lane is odd and
+# reads its middle tap from B, not from padding). For other operands, or non-constant taps, it falls
+# back to the declared semantics, so they hold for every operand. Lowering selects it only under the
+# same facts (`stream(x, y, z)` in rules/lower/hvx.rules).
 _VTMPY = {("u8", "i8"): "vtmpybus", ("i8", "i8"): "vtmpyb", ("i16", "i8"): "vtmpyhb"}
-
-
-def _load_address(v: ir.Value) -> tuple[ir.Value, ir.Value, int, int] | None:
-    """(base pointer, index value, constant element offset, loaded lanes) of a vector load of
-    consecutive elements (through bitcasts and a zero-padding shuffle), else None."""
-    if isinstance(v, ir.ShuffleVector) and isinstance(v.operands[2], ir.Constant):
-        n = v.operands[0].type.count
-        mask = [getattr(c, "constant", c) for c in v.operands[2].constant]
-        if mask[:n] != list(range(n)) or not isinstance(v.operands[1], ir.Constant):
-            return None
-        v = v.operands[0]
-    if not isinstance(v, ir.LoadInstr) or not isinstance(v.type, ir.VectorType):
-        return None
-    p = v.operands[0]
-    while isinstance(p, ir.CastInstr) and p.opname == "bitcast":
-        p = p.operands[0]
-    if not isinstance(p, ir.GEPInstr) or len(p.indices) != 1:
-        return None
-    pointee = p.pointer.type.pointee
-    if pointee != v.type.element:  # offsets must count elements of the loaded type
-        return None
-    idx, off = p.indices[0], 0
-    if isinstance(idx, ir.Instruction) and idx.opname == "add" and isinstance(idx.operands[1], ir.Constant):
-        idx, off = idx.operands[0], idx.operands[1].constant
-    elif isinstance(idx, ir.Constant):
-        idx, off = None, idx.constant
-    return p.pointer, idx, off, v.type.count
-
-
-def _stream_step(x: ir.Value, y: ir.Value, z: ir.Value) -> bool:
-    """y and z are x's stream one and two elements on: loads of one base at offsets o, o+1, o+2, of
-    an even number of lanes (so the last real result lane is odd and reads its middle tap from B)."""
-    a = [_load_address(v) for v in (x, y, z)]
-    if any(r is None for r in a):
-        return False
-    (bx, ix, ox, nx), (by, iy, oy, ny), (bz, iz, oz, nz) = a  # type: ignore[misc]
-    return bx is by is bz and ix is iy is iz and (oy - ox, oz - ox) == (1, 2) and nx == ny == nz and nx % 2 == 0
 
 
 def _vtmpy(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     """x, y, z, c0, c1 -> c0*x + c1*y + z: one vtmpy per register of x (A) and of z (B)."""
     c0, c1 = _const(t.args[3]), _const(t.args[4])
-    if c0 is None or c1 is None or not _stream_step(*args[:3]):
+    if c0 is None or c1 is None or not is_stream(t.args[:3], em.streams) or args[0].type.count % 2:
         return _fallback(em, t)
     bits = t.args[0].type.bits
     n = REG_BITS // bits
@@ -248,4 +258,4 @@ def _vtmpy_semantics(sg: Signature) -> str:
 
 _declare("hvx.vtmpy", [f"{x}, {x}, {x}, {c}, {c} -> {'i' if x[0] == 'i' or c[0] == 'i' else 'u'}{int(x[1:]) * 2}"
                        for (x, c) in _VTMPY], _vtmpy_semantics, _vtmpy, PAIR,
-         "vtmpybus / vtmpyb / vtmpyhb on x and z (y = x one lane on, z two; taps w, a constants)")
+         "vtmpybus / vtmpyb / vtmpyhb on x and z (y = x one lane on, z two; taps w, a constants)", DEINT)

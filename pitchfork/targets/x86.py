@@ -248,3 +248,64 @@ declare("x86", (
     Inst("psrav_widened", ["i16, u16 -> i16"], "x >> y", _widened_shift("psrav"),
          "sext to i32 + llvm.x86.avx2.psrav.d.256 + trunc"),
 ))
+
+
+# ---- shifts by one count for every lane (vpsllw/vpsrlw/vpsraw, vpslld/vpsrld/vpsrad: count in xmm) --
+# The count is the low 64 bits of an xmm register, taken here from lane 0 of the amount operand (zero-
+# extended), so these read the amount at lane 0 only (`lane0`): rules select them when the amount is
+# uniform (`is_uniform`, a broadcast of a scalar). A count of the lane width or more gives 0 (logical
+# shifts) or the sign fill (arithmetic), which is FPIR's shift definition for an unsigned amount, so the
+# semantics are the plain shifts. One instruction per register, as Halide 21 selects for a scalar
+# shift amount; the variable-shift forms above need vpsrav + widening/packing on 16-bit lanes. (32-bit
+# lanes have vpsllvd/vpsrlvd/vpsravd at the same cost, so vpslld & co. are not declared.)
+def _count_xmm(em, count: ir.Value, bits: int) -> ir.Value:  # type: ignore[no-untyped-def]
+    """An i64 count in the low 64 bits of an xmm register, typed as the shift intrinsics take it."""
+    xmm = em.b.insert_element(ir.Constant(_vt(64, 2), None), count, ir.Constant(ir.IntType(32), 0))
+    return em.b.bitcast(xmm, _vt(bits, 128 // bits))
+
+
+def _lane0_i64(em, y: ir.Value, signed: bool) -> ir.Value:  # type: ignore[no-untyped-def]
+    c = em.b.extract_element(y, ir.Constant(ir.IntType(32), 0))
+    return (em.b.sext if signed else em.b.zext)(c, ir.IntType(64))
+
+
+def _uniform_shift(stem: str) -> Emit:
+    def emit(em, args, t):  # type: ignore[no-untyped-def]
+        bits = t.type.bits
+        lanes = VECTOR_BITS // bits
+        x, y = args
+        xmm = _count_xmm(em, _lane0_i64(em, y, False), bits)
+        name = f"llvm.x86.avx2.{stem}.{'w' if bits == 16 else 'd'}"
+        return em.map_chunks([x], lanes, lambda c: em.call(name, _vt(bits, lanes), [c, xmm]))
+
+    return emit
+
+
+def _uniform_signed_shl(em, args, t):  # type: ignore[no-untyped-def]
+    """x << y for a signed count (lane 0 of y): a negative count shifts right. Left by max(y, 0), then
+    right by -min(y, 0) (computed in 64 bits: -(-32768) does not wrap); the unused direction shifts by
+    0. The count arithmetic is scalar and loop-invariant for a broadcast parameter."""
+    bits = t.type.bits
+    lanes = VECTOR_BITS // bits
+    x, y = args
+    c = _lane0_i64(em, y, True)
+    zero = ir.Constant(ir.IntType(64), 0)
+    neg = em.b.icmp_signed("<", c, zero)
+    left = _count_xmm(em, em.b.select(neg, zero, c), bits)
+    right = _count_xmm(em, em.b.select(neg, em.b.sub(zero, c), zero), bits)
+    back = "psra" if t.type.signed else "psrl"
+    vt = _vt(bits, lanes)
+    return em.map_chunks([x], lanes, lambda v: em.call(f"llvm.x86.avx2.{back}.w", vt, [
+        em.call("llvm.x86.avx2.psll.w", vt, [v, left]), right]))
+
+
+declare("x86", (
+    Inst("psll_uniform", ["u16, u16 -> u16", "i16, u16 -> i16"], "x << y",
+         _uniform_shift("psll"), "llvm.x86.avx2.psll.w (vpsllw ymm, ymm, xmm)", lane0=(1,)),
+    Inst("psrl_uniform", ["u16, u16 -> u16"], "x >> y", _uniform_shift("psrl"),
+         "llvm.x86.avx2.psrl.w (vpsrlw ymm, ymm, xmm)", lane0=(1,)),
+    Inst("psra_uniform", ["i16, u16 -> i16"], "x >> y", _uniform_shift("psra"),
+         "llvm.x86.avx2.psra.w (vpsraw ymm, ymm, xmm)", lane0=(1,)),
+    Inst("psll_uniform_signed", ["i16, i16 -> i16", "u16, i16 -> u16"], "x << y", _uniform_signed_shl,
+         "vpsllw by max(y, 0) then vpsraw / vpsrlw by -min(y, 0) (counts in xmm)", cost=2, lane0=(1,)),
+))

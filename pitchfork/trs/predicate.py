@@ -14,12 +14,18 @@ Vocabulary: integer literals, constant wildcards `c0..`, `+ - * / % << >> & | ^ 
 `&& || !`, `is_pow2(e)`, `log2(e)`, `bits(T)`, `tmin(T)`, `tmax(T)`, `is_signed(T)`, `is_unsigned(T)`,
 `represents(T, U)` (every value of U is a value of T, so a cast from U to T is lossless), type
 (in)equality `T == wide(U)`, and bounds queries on term wildcards: `upper_bounded(x, e)`,
-`lower_bounded(x, e)`, `fits(x, T)` (x's value range lies in T).
+`lower_bounded(x, e)`, `fits(x, T)` (x's value range lies in T). Structural queries:
+`is_variable(x)` (not a constant) and `stream(x, y, z)` (leaves reading one stream of memory at
+consecutive element offsets, from the frontend's `Streams` facts: what HVX vtmpy's operand pair needs)
+add no fact for the verifier (Z3 reads them as true, so a rule they guard is proved for every operand);
+`is_uniform(x)` (the same value in every lane: built by lane-wise ops from constants and leaves the
+Halide frontend states uniform, `fpir.term.var(uniform=True)`) is read by the verifier as the fact that
+x is one symbol for every lane (`Z3Domain.uniform`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Hashable, Mapping, Optional, Sequence
 
 import z3
 
@@ -51,12 +57,19 @@ def is_type_node(node: Raw) -> bool:
         return False
 
 
+#: Stream facts about the leaves of a term being rewritten: variable name -> (stream key, element
+#: offset). Two variables with one key hold the same stream of elements read at their offsets (the
+#: Halide frontend: dense loads of one buffer whose indices differ by a constant). Empty by default.
+Streams = Mapping[str, tuple[Hashable, int]]
+
+
 class PyDomain:
     """Concrete evaluation at match time."""
 
     def __init__(self, consts: Mapping[str, int], terms: Mapping[str, Term], tvars: Mapping[str, ScalarType],
-                 bounds: Callable[[Term], tuple[int, int]]) -> None:
+                 bounds: Callable[[Term], tuple[int, int]], streams: Streams | None = None) -> None:
         self.consts, self.terms, self.tvars, self.bounds = consts, terms, tvars, bounds
+        self.streams = streams or {}
 
     def lit(self, v: int) -> int:
         return v
@@ -109,6 +122,34 @@ class PyDomain:
     def is_variable(self, name: str) -> bool:
         return not self.terms[name].is_const
 
+    def stream(self, names: Sequence[str]) -> bool:
+        return is_stream([self.terms[n] for n in names], self.streams)
+
+    def is_uniform(self, name: str) -> bool:
+        return is_uniform_term(self.terms[name])
+
+
+def is_stream(terms: Sequence[Term], streams: Streams) -> bool:
+    """The terms are variables reading one stream at consecutive element offsets o, o+1, ..."""
+    facts = [streams.get(t.name) if t.op == "var" else None for t in terms]
+    if any(f is None for f in facts):
+        return False
+    key, o = facts[0]  # type: ignore[misc]
+    return all(f == (key, o + k) for k, f in enumerate(facts))
+
+
+def is_uniform_term(term: Term) -> bool:
+    """True if every lane of `term` holds the same value: lane-wise ops over constants and uniform
+    leaves (a lane-combining op or one reading lane 0 is not looked into: False)."""
+    from fpir.ops import spec
+
+    for t in term.walk():
+        if t.is_var and not t.is_uniform_leaf:
+            return False
+        if t.args and (spec(t.op).combines_lanes or spec(t.op).reads_lane0):
+            return False
+    return True
+
 
 class _Z3Logic:
     """The connectives of the two symbolic domains: Z3 Booleans whatever the value sort."""
@@ -129,6 +170,7 @@ class Z3Domain(_Z3Logic):
     def __init__(self, symbols: Mapping[str, tuple[z3.BitVecRef, ScalarType]], tvars: Mapping[str, ScalarType]) -> None:
         self.symbols, self.tvars = symbols, tvars
         self.side: list[z3.BoolRef] = []  # definitional constraints (log2 witnesses)
+        self.uniform: set[str] = set()  # wildcards the predicate requires to be uniform (is_uniform)
         self._fresh = 0
 
     def ext(self, name: str) -> z3.BitVecRef:
@@ -179,6 +221,17 @@ class Z3Domain(_Z3Logic):
     def is_variable(self, name: str) -> Any:
         # Structural (the operand is not a constant): no fact about its value, so the rule is proved
         # for every value.
+        return z3.BoolVal(True)
+
+    def is_uniform(self, name: str) -> Any:
+        # A fact about lanes, not values: the verifier encodes the wildcard as one symbol for every
+        # lane (synth/verify.py reads `uniform`; only as a conjunct of the predicate).
+        self.uniform.add(name)
+        return z3.BoolVal(True)
+
+    def stream(self, names: Sequence[str]) -> Any:
+        # Structural too: which lanes of memory the operands read, not their values; the instruction
+        # a rule guarded by it selects has the right side's lane-wise meaning for every operand.
         return z3.BoolVal(True)
 
 
@@ -277,6 +330,12 @@ class IntDomain(_Z3Logic):
     def is_variable(self, name: str) -> Any:
         return z3.BoolVal(True)
 
+    def is_uniform(self, name: str) -> Any:
+        return z3.BoolVal(True)  # a lane fact; the integer proofs encode one lane only
+
+    def stream(self, names: Sequence[str]) -> Any:
+        return z3.BoolVal(True)
+
 
 class UnsupportedPredicate(PredicateError):
     """IntDomain cannot encode this predicate exactly."""
@@ -351,6 +410,10 @@ def evaluate(node: Raw, d: Any) -> Any:
         return d.fits(_wild_name(args[0]), eval_type(args[1], d.tvars))
     if name == "is_variable":
         return d.is_variable(_wild_name(args[0]))
+    if name == "is_uniform":
+        return d.is_uniform(_wild_name(args[0]))
+    if name == "stream":
+        return d.stream([_wild_name(a) for a in args])
     raise PredicateError(f"unknown predicate function {name!r}")
 
 
@@ -365,7 +428,8 @@ def _wild_name(node: Raw) -> str:
 def uses_bounds(node: Optional[Raw]) -> bool:
     if node is None:
         return False
-    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable"):
+    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable", "stream",
+                                             "is_uniform"):
         return True
     return any(uses_bounds(a) for a in node.args)
 
@@ -376,7 +440,8 @@ def is_const_expr(node: Raw) -> bool:
         return True
     if node.kind == "name":
         return bool(_CWILD_RE.match(node.text.split("_")[0])) and "_" not in node.text
-    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable", "either"):
+    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable", "stream",
+                                             "is_uniform", "either"):
         return False
     if node.kind == "call" and node.text in ("bits", "tmin", "tmax"):
         return True
@@ -388,6 +453,7 @@ def is_const_expr(node: Raw) -> bool:
 SIGNATURES: dict[str, str] = {
     "is_pow2": "v", "log2": "v", "bits": "t", "tmin": "t", "tmax": "t", "is_signed": "t", "is_unsigned": "t",
     "represents": "tt", "upper_bounded": "wv", "lower_bounded": "wv", "fits": "wt", "is_variable": "w",
+    "stream": "www", "is_uniform": "w",
     "land": "vv", "lor": "vv", "not": "v", **{op: "vv" for op in _BIN},
 }
 

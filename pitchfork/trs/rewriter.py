@@ -22,6 +22,7 @@ from fpir.types import FPIRTypeError
 from pitchfork.bounds import bounds as default_bounds
 from pitchfork.cost import cost as default_cost
 from pitchfork.trs.pattern import Bindings, match
+from pitchfork.trs.predicate import Streams
 from pitchfork.trs.rules import NoRewrite, Rule, RuleSet, build_rhs, check_predicate
 
 
@@ -37,8 +38,10 @@ class RewriteStats:
 
 class Rewriter:
     def __init__(self, rules: RuleSet, cost: Callable[[Term], tuple] = default_cost,
-                 bounds: Callable[[Term], tuple[int, int]] = default_bounds, trace: bool = False) -> None:
+                 bounds: Callable[[Term], tuple[int, int]] = default_bounds, trace: bool = False,
+                 streams: Optional[Streams] = None) -> None:
         self.rules, self.cost, self.bounds, self.trace = rules, cost, bounds, trace
+        self.streams = streams  # the leaves' stream facts, for `stream(...)` predicates
         self.stats = RewriteStats()
         self._memo: dict[Term, Term] = {}
 
@@ -78,7 +81,7 @@ class Rewriter:
         best: Optional[tuple[tuple, Term, Rule]] = None
         for rule, pattern in candidates:
             for b in match(pattern, t, Bindings()):
-                if not check_predicate(rule, b, self.bounds):
+                if not check_predicate(rule, b, self.bounds, self.streams):
                     continue
                 try:
                     rhs = build_rhs(rule, b, self.bounds, t.type)

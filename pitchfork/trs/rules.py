@@ -33,7 +33,7 @@ from pitchfork.trs.pattern import (
     pattern_wildcards,
     split_wildcard,
 )
-from pitchfork.trs.predicate import PredicateError, PyDomain, check_syntax, evaluate, is_const_expr
+from pitchfork.trs.predicate import PredicateError, PyDomain, Streams, check_syntax, evaluate, is_const_expr
 
 
 class RuleFileError(ValueError):
@@ -331,11 +331,12 @@ def build_rhs(rule: Rule, b: Bindings, bounds: Callable[[Term], tuple[int, int]]
         raise NoRewrite(e.message) from None
 
 
-def check_predicate(rule: Rule, b: Bindings, bounds: Callable[[Term], tuple[int, int]]) -> bool:
+def check_predicate(rule: Rule, b: Bindings, bounds: Callable[[Term], tuple[int, int]],
+                    streams: Optional[Streams] = None) -> bool:
     if rule.pred_raw is None:
         return True
     consts = {k: v.value for k, v in b.terms.items() if _CWILD_RE.match(k)}
     try:
-        return bool(evaluate(rule.pred_raw, PyDomain(consts, b.terms, b.types, bounds)))
+        return bool(evaluate(rule.pred_raw, PyDomain(consts, b.terms, b.types, bounds, streams)))
     except (PredicateError, KeyError):
         return False

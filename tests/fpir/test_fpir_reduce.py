@@ -80,7 +80,8 @@ def test_random_wider(kind: str, t: ScalarType, f: int) -> None:
 @pytest.mark.parametrize("text, arg_types", [
     ("arm.udot(x_u32, y_u8, z_u8)", (u32, u8, u8)), ("arm.sdot(x_i32, y_i8, z_i8)", (i32, i8, i8)),
     ("hvx.vrmpy(x_i32, y_u8, z_i8)", (i32, u8, i8)), ("x86.pmaddwd_pairs(y_i16, z_i16)", (i16, i16)),
-    ("x86.pmaddubsw_pairs(y_u8, z_i8)", (u8, i8)),
+    ("x86.pmaddubsw_pairs(y_u8, z_i8)", (u8, i8)), ("hvx.vdmpy_pairs(y_u8, z_i8)", (u8, i8)),
+    ("hvx.vdmpy_pairs_acc(x_i32, y_i16, z_i8)", (i32, i16, i8)),
 ])
 def test_instruction_semantics_interp_vs_z3(text: str, arg_types: tuple) -> None:
     """A lane-combining instruction's definition, interpreted and encoded, agrees on random groups."""

@@ -21,6 +21,16 @@ lanes where the facts hold are compared (a lane no redraw could fix is reported 
 
     python -m tests.pitchfork.difftest --overflow --count 500 --target x86-avx2
 
+`--uniform` makes variables uniform leaves (broadcasts, fed one value in every lane), which the
+instructions reading one count for all lanes (x86 vpsraw & co.) are selected for.
+
+    python -m tests.pitchfork.difftest --uniform --count 500 --target x86-avx2
+
+`--reductions` draws terms under the lane-combining `vector_reduce_<op>_x<f>` ops (`random_reductions`:
+half of them the shapes udot/sdot, vrmpy, vdmpy, pmaddwd/pmaddubsw, psadbw and the pair sums take):
+
+    python -m tests.pitchfork.difftest --reductions --count 300 --target arm64 --max-bits 32
+
 Library use (tests/pitchfork/test_differential.py, the per-ISA tests): `random_terms`,
 `random_overflow_terms`, `run_batch`.
 """
@@ -263,17 +273,47 @@ class Generator:
         return make("absd", row(), row())
 
 
+def _dot_body(rng: random.Random, gen: Generator) -> Optional[tuple[Term, int]]:
+    """A body the horizontal instructions take, with the factor they reduce it by: a widening product of
+    narrow variables (or of one and a constant tap; into 32 bits by 4 for udot / vrmpy, by 2 for pmaddwd
+    / vdmpy), a widened variable (pair sums), an absolute difference widened to 64 bits (psadbw, by 8)."""
+    narrow = [t for t in gen.types if t.bits in (8, 16)]
+    x = rng.choice(narrow)
+    y = rng.choice([t for t in narrow if t.bits == x.bits])
+    a = gen.variable(x)
+    shape = rng.choice(["mul", "mul", "tap", "widen", "absd"])
+    if shape == "absd":
+        if 64 not in {t.bits for t in gen.types}:
+            return None
+        return make("cast", make("absd", a, gen.variable(x)), type=ScalarType(False, 64)), 8
+    if shape == "widen":
+        body = make("cast", a, type=x.widen())
+    else:
+        b = gen.variable(y) if shape == "mul" else const(y.wrap(rng.choice([1, 2, 3, 5, 100, -3, -7, y.max, y.min])), y)
+        body = make("widening_mul", a, b)
+    if x.bits == 8 and rng.random() < 0.5:  # 8-bit products summed in 32 bits
+        return make("cast", body, type=ScalarType(rng.random() < 0.7, 32)), 4
+    return body, 2
+
+
 def random_reductions(count: int, seed: int = 0, max_depth: int = 3, max_bits: int = 64) -> list[Term]:
     """Random terms under a random lane-combining op (`vector_reduce_<op>_x<f>`, f in 2, 3, 4, 8), some
-    of them accumulated (`acc + reduction`, the dot-product shape)."""
+    of them accumulated (`acc + reduction`, the dot-product shape); half of the bodies are the shapes
+    the horizontal instructions take (`_dot_body`), the rest random terms."""
     from fpir.ops import REDUCE_COMBINE, reduce_op
 
     rng = random.Random(seed)
     gen = Generator(rng, max_depth, max_bits=max_bits)
     out = []
     for _ in range(count):
-        body = gen.top(rng.choice([t for t in gen.types if t.bits > 1]))
-        r = make(reduce_op(rng.choice(sorted(REDUCE_COMBINE)), rng.choice([2, 3, 4, 8])), body)
+        shaped = _dot_body(rng, gen) if rng.random() < 0.5 else None
+        if shaped is not None and rng.random() < 0.8:
+            body, f = shaped
+            kind = "saturating_add" if body.op == "widening_mul" and rng.random() < 0.3 else "add"
+        else:
+            body = shaped[0] if shaped is not None else gen.top(rng.choice([t for t in gen.types if t.bits > 1]))
+            kind, f = rng.choice(sorted(REDUCE_COMBINE)), rng.choice([2, 3, 4, 8])
+        r = make(reduce_op(kind, f), body)
         if rng.random() < 0.3 and r.op.startswith("vector_reduce_add"):
             r = make("add", var(f"acc{r.type.name}", r.type), r)  # its own name: read at result lanes
         out.append(r)
@@ -287,8 +327,32 @@ def random_terms(count: int, seed: int = 0, max_depth: int = 4, max_bits: int = 
     return [gen.top(rng.choice(gen.types)) for _ in range(count)]
 
 
+def with_uniform_leaves(terms: Sequence[Term], seed: int = 0) -> list[Term]:
+    """Each variable made a uniform leaf (a broadcast, as the Halide frontend makes its splats) with
+    probability 1/2, per term; run_batch feeds such a variable one value in every lane."""
+    from fpir.ops import make, spec
+    from fpir.term import var as mkvar
+
+    rng = random.Random(seed)
+    out = []
+    for term in terms:
+        pick = {v.name for v in term.variables() if rng.random() < 0.5}
+        memo: dict[int, Term] = {}
+        for t in term.walk():
+            if t.is_var:
+                memo[id(t)] = mkvar(t.name, t.type, uniform=t.name in pick)
+            elif t.args:
+                memo[id(t)] = make(t.op, *[memo[id(a)] for a in t.args],
+                                   type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
+            else:
+                memo[id(t)] = t
+        out.append(memo[id(term)])
+    return out
+
+
 def random_overflow_terms(count: int, seed: int = 0, max_depth: int = 3) -> list[Term]:
-    """Terms as the Halide frontend builds them (`nsw` on signed >= 32-bit add/sub/mul): half random
+    """Terms as the Halide frontend builds them (`nsw` on signed >= 32-bit add/sub/mul/shl, `inrange`
+    on every shl/shr): half random
     terms, half the i32/i64 spellings of halving_add/sub, rounding_halving_add and rounding_shr /
     rounding_shl (constant and clamped variable amounts) over random sub-terms."""
     rng = random.Random(seed)
@@ -297,9 +361,9 @@ def random_overflow_terms(count: int, seed: int = 0, max_depth: int = 3) -> list
     while len(out) < count:
         try:
             if rng.random() < 0.5:
-                t = with_halide_overflow(gen.top(rng.choice(gen.types)))
+                t = with_halide_overflow(gen.top(rng.choice(gen.types)), shifts=True)
             else:
-                t = with_halide_overflow(_overflow_idiom(gen, rng))
+                t = with_halide_overflow(_overflow_idiom(gen, rng), shifts=True)
         except FPIRTypeError:
             continue
         out.append(t)
@@ -545,7 +609,13 @@ def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: igno
         vs = _kernel_vars(c.term)
         factors = input_factors(c.term)  # elements per output element (> 1 under a vector_reduce)
         env = {v.name: input_values(nrng, v.type, c.n * factors.get(v.name, 1)) for v in vs}
-        c.mask = respecting_facts(c.term, env, nrng) if has_flags(c.term) and env else None
+        uniform = [v for v in vs if v.is_uniform_leaf]
+        for v in uniform:  # a broadcast: one value (drawn like the others) in every lane
+            env[v.name] = np.full_like(env[v.name], env[v.name][int(nrng.integers(len(env[v.name])))])
+        if uniform and has_flags(c.term):  # no per-lane redraw (it would break uniformity): mask only
+            c.mask = np.broadcast_to(facts_hold(c.term, env), (c.n,)).copy()
+        else:
+            c.mask = respecting_facts(c.term, env, nrng) if has_flags(c.term) and env else None
         envs.append(env)
         out_t = c.term.type
         out = np.zeros(c.n, dtype=np.uint8 if out_t.bits == 1 else out_t.np_dtype)
@@ -611,11 +681,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--overflow", action="store_true",
                    help="terms as the Halide frontend builds them (nsw flags, i32/i64 averaging and "
                         "rounding-shift spellings): random_overflow_terms")
+    p.add_argument("--uniform", action="store_true",
+                   help="make each variable a uniform leaf (a broadcast, one value in every lane) with "
+                        "probability 1/2, as the Halide frontend makes its splats: with_uniform_leaves")
+    p.add_argument("--reductions", action="store_true",
+                   help="terms under vector_reduce_<op>_x<f>, half of them dot-product / pair-sum / "
+                        "sum-of-absolute-difference shapes: random_reductions")
     args = p.parse_args(argv)
-    if args.overflow:
+    if args.overflow and args.reductions:
+        p.error("--overflow and --reductions are two generators: pick one")
+    if args.reductions:
+        terms = random_reductions(args.count, args.seed, min(args.depth, 3), args.max_bits)
+    elif args.overflow:
         terms = random_overflow_terms(args.count, args.seed, min(args.depth, 3))
     else:
         terms = random_terms(args.count, args.seed, args.depth, args.max_bits)
+    if args.uniform:
+        terms = with_uniform_leaves(terms, args.seed)
     status = 0
     for target in args.target or TARGETS:
         for isel in args.isel or ISELS:

@@ -71,6 +71,47 @@ SPELLINGS = [
     ("mac2", "(u16(a_u8) * 4 + u16(b_u8) * 5) * 7", "widening_mul(a_u8, 28) + widening_mul(b_u8, 35)"),
     ("mac2", "(u16(a_u8) * 5 + u16(b_u8) * 4) * 7", "widening_mul(b_u8, 28) + widening_mul(a_u8, 35)"),
     ("mac2", "(u32(a_u16) * 3 + u32(b_u16) * 5) << 2", "widening_mul(a_u16, 12) + widening_mul(b_u16, 20)"),
+    # ... with both products lifted to widening shifts, and the sum widened into the signed type
+    ("mac2", "((u16(a_u8) << 2) + (u16(b_u8) << 1)) * 7", "widening_mul(a_u8, 28) + widening_mul(b_u8, 14)"),
+    ("mac2", "(u16(a_u8) * 4 + u16(b_u8) * 2) * 7", "widening_mul(a_u8, 28) + widening_mul(b_u8, 14)"),
+    ("mac2", "((i16(a_i8) << 2) + (i16(b_i8) << 1)) * 3", "widening_mul(a_i8, 12) + widening_mul(b_i8, 6)"),
+    ("mac2", "((u32(a_u16) << 2) + (u32(b_u16) << 1)) * 7", "widening_mul(a_u16, 28) + widening_mul(b_u16, 14)"),
+    ("mac", "(i16(a_u8) * 3 + i16(b_u8)) * 5", "reinterpret<i16>(widening_mul(a_u8, 15) + widening_mul(b_u8, 5))"),
+    ("mac", "(i16(b_u8) + i16(a_u8) * 3) * 5", "reinterpret<i16>(widening_mul(a_u8, 15) + widening_mul(b_u8, 5))"),
+    # rounding shifts of a widened narrow value by a variable amount clamped to [0, bits]: >> 1 or / 2,
+    # n - 1 or n + -1, clamps in either order, widened into either signedness
+    ("rounding_shr_var", "u8((u16(a_u8) + ((1 << min(n_u16, 8)) >> 1)) >> min(n_u16, 8))",
+     "rounding_shr(a_u8, u8(min(n_u16, 8)))"),
+    ("rounding_shr_var", "u8((u16(a_u8) + (1 << (min(n_u16, 8) - 1))) >> min(n_u16, 8))",
+     "rounding_shr(a_u8, u8(min(n_u16, 8)))"),
+    ("rounding_shr_var", "(u16(a_u8) + ((1 << min(n_u16, 8)) / 2)) >> min(n_u16, 8)",
+     "u16(rounding_shr(a_u8, u8(min(n_u16, 8))))"),
+    ("rounding_shr_var", "(i16(a_i8) + ((1 << max(min(n_i16, 8), 0)) >> 1)) >> max(min(n_i16, 8), 0)",
+     "i16(rounding_shr(a_i8, i8(max(min(n_i16, 8), 0))))"),
+    ("rounding_shr_var", "(i16(a_i8) + ((1 << min(max(n_i16, 0), 8)) >> 1)) >> min(max(n_i16, 0), 8)",
+     "i16(rounding_shr(a_i8, i8(min(max(n_i16, 0), 8))))"),
+    ("rounding_shr_var", "(i16(a_i8) + (1 << (max(min(n_i16, 8), 0) + -1))) >> max(min(n_i16, 8), 0)",
+     "i16(rounding_shr(a_i8, i8(max(min(n_i16, 8), 0))))"),
+    ("rounding_shr_var", "(i16(a_u8) + (1 << (max(min(n_i16, 8), 0) - 1))) >> max(min(n_i16, 8), 0)",
+     "i16(rounding_shr(a_u8, saturating_cast<u8>(min(n_i16, 8))))"),
+    ("rounding_shr_var", "(u32(a_u16) + ((1 << min(n_u32, 16)) >> 1)) >> min(n_u32, 16)",
+     "u32(rounding_shr(a_u16, u16(min(n_u32, 16))))"),
+    # ... as Halide's simplifier leaves a signed clamped amount: the right shift takes it as u16
+    ("rounding_shr_var", "(i16(a_i8) + (1 << (max(min(i16(b_i8), 8), 0) + -1))) >> u16(max(min(i16(b_i8), 8), 0))",
+     "i16(rounding_shr(a_i8, i8(max(min(i16(b_i8), 8), 0))))"),
+    ("rounding_shr_var", "(i16(a_u8) + ((1 << max(min(b_i16, 8), 0)) >> 1)) >> u16(max(min(b_i16, 8), 0))",
+     "i16(rounding_shr(a_u8, saturating_cast<u8>(min(b_i16, 8))))"),
+    # rounding shifts by a constant, widened into the other signedness or four times
+    ("rounding_shr", "(i16(a_u8) + 8) / 16", "i16(rounding_shr(a_u8, 4))"),
+    ("rounding_shr", "u8((i16(a_u8) + 8) >> 4)", "rounding_shr(a_u8, 4)"),
+    ("rounding_shr", "u8((u32(a_u8) + 8) >> 4)", "rounding_shr(a_u8, 4)"),
+    ("rounding_shr", "u16((i32(a_u16) + 128) >> 8)", "rounding_shr(a_u16, 8)"),
+    # rounding averages with the 1 added to one operand first
+    ("rounding_halving_add", "u8((1 + u16(a_u8) + u16(b_u8)) / 2)", "rounding_halving_add(a_u8, b_u8)"),
+    ("rounding_halving_add", "u8((u16(a_u8) + (u16(b_u8) + 1)) / 2)", "rounding_halving_add(b_u8, a_u8)"),
+    ("rounding_halving_add", "u8((1 + i16(a_u8) + i16(b_u8)) / 2)", "rounding_halving_add(a_u8, b_u8)"),
+    ("rounding_halving_add", "u8((i16(b_u8) + (i16(a_u8) + 1)) / 2)", "rounding_halving_add(a_u8, b_u8)"),
+    ("rounding_halving_add", "i8((1 + i16(a_i8) + i16(b_i8)) >> 1)", "rounding_halving_add(a_i8, b_i8)"),
     # widen-right ops: the wide operand of the other signedness, or four times wider
     ("extending", "a_i16 + i16(b_u8)", "extending_add(a_i16, b_u8)"),
     ("extending", "i16(b_u8) + a_i16", "extending_add(a_i16, b_u8)"),
@@ -98,6 +139,12 @@ NOT_LIFTED = [
     ("(u16(a_u8) * 3 + u16(b_u8) * 100) * 5", "mac"),  # 500 does not fit u8
     ("(i32(a_i16) * 300 + i32(b_i16) * 5) * 200", "mac"),  # 60000 does not fit i16
     ("(u16(a_u8) * 3 + u16(b_u8) * 5) >> 1", "mac"),  # right shifts do not distribute
+    ("((u16(a_u8) << 2) + (u16(b_u8) << 1)) * 100", "mac"),  # 400 does not fit u8
+    ("(i16(a_u8) * 100 + i16(b_u8)) * 5", "mac"),  # 500 does not fit u8
+    ("(i16(a_i8) + (1 << (min(n_i16, 8) - 1))) >> min(n_i16, 8)", "rounding_shr"),  # n may be negative
+    ("(u16(a_u8) + ((1 << n_u16) >> 1)) >> n_u16", "rounding_shr"),  # n may exceed 8
+    ("(u16(a_i8) + ((1 << min(n_u16, 8)) >> 1)) >> min(n_u16, 8)", "rounding_shr"),  # u16(a_i8) wraps
+    ("(u16(a_i8) + 8) >> 4", "rounding_shr"),
 ]
 
 
@@ -145,7 +192,12 @@ def test_families_fire_their_rules() -> None:
             "mac_of_extending_add_shl", "mac_of_extending_add_mul_shl", "mac_of_add_muls", "mac_of_add_shl_mul",
             "mac_of_add_muls_shl", "extending_add_of_resigning_cast",
             "extending_sub_of_resigning_cast", "extending_add_of_cast_4x", "extending_sub_of_cast_4x",
-            "widening_add_of_lossless_casts", "extending_add_pair_of_casts"} <= fired
+            "widening_add_of_lossless_casts", "extending_add_pair_of_casts", "mac_of_add_shls",
+            "mac_of_resigned_extending_add_mul", "rounding_shr_var_of_extending_add",
+            "rounding_shr_var_plus_minus_one_of_extending_add", "rounding_shr_of_extending_add_const",
+            "rounding_shr_of_lossless_cast", "rounding_halving_add_of_extending_add_one",
+            "rounding_halving_add_of_signed_extending_add_const_one", "rounding_shr_var_sat_amount_of_extending_add",
+            "rounding_shr_var_sat_amount_plus_minus_one_of_extending_add"} <= fired
 
 
 @pytest.mark.parametrize("target", [

@@ -72,3 +72,9 @@ def test_time_public_call_beside_the_kernel() -> None:
     lean.time_public_call({"pitchfork": prog}, {"pitchfork": k}, [img], [128, 16], 3, rows)
     r = rows["pitchfork"]
     assert r["prog_time"]["reps"] == 5 and r["prog_over_kernel"] > 0 and "prog_error" not in r
+    assert len(r["prog_time"]["samples_ms"]) == len(r["kernel_time_beside_prog"]["samples_ms"]) == 5
+    # The bare kernel wrote prog's own recycled output array: the next call still returns that array,
+    # right, and it is the only array prog allocated since the check.
+    address = prog._spare_outputs[0].ctypes.data
+    again = prog(img, size=[128, 16])
+    assert again.ctypes.data == address and np.array_equal(again, k.outputs[0])

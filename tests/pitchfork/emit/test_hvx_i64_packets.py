@@ -1,19 +1,21 @@
-"""Known wrong answer on hvx128 (open): scalarised i64 x 16 code, one VLIW packet at fault.
+"""hvx128 modules computing on 64-bit-lane vectors are emitted unpacketised (pitchfork.emit.machine).
 
-The repro is the difftest case (seed 12, hvx128, isel=pitchfork and isel=llvm)
-`min(b, saturating_shl(b % d, u64(12)) << u64(41))` at i64 x 16: under qemu-hexagon 7.2, 9 of 512
-lanes come out 0 instead of -2^41. Its pieces run right; so does the whole term at 8 and 32 lanes.
-What is known (see the s3-i64 report): our expansion and the O3-optimised IR are right (the same IR
-runs right at codegen -O0/-O1 and on x86/arm64). `-opt-bisect-limit` puts the fault in the Hexagon
-packetizer, and `-dfa-instr-limit` in ONE packet: `{ p1 = r3; if (!p1.new) r9 = add(r23,#0);
-if (!p0) r5 = add(r2,#0); r3:2 = memd(r29+#160) }` (found with the smaller `b & d` variant at
-codegen -O1, 171 lanes wrong). Splitting it either way (ISA-equivalent) makes the output right, yet
-that packet run alone in a hand-written test is right, so LLVM 22 vs qemu 7.2 is undecided.
-`-disable-packetizer` for modules with i64 vectors fixes both cases but breaks the benchmark
-harness's static estimate (unpacketised new-value jumps `if (cmp.gt(r16.new,#-1)) jump` do not
-reassemble after instrumentation) for matmul and depthwise_conv at isel=llvm, so it is not applied.
+HVX has no 64-bit lanes, so LLVM 22's Hexagon backend scalarises such vectors into register-pair code
+full of predicated moves and spills. In three difftest cases that code ran wrong under qemu-hexagon
+7.2, with isel=pitchfork and isel=llvm alike, while the optimised IR was right (right at codegen
+-O0/-O1 and on x86/arm64). `-dfa-instr-limit` put each fault in ONE packet of legal instructions:
 
-The test is strict-xfail: it fails today and must be flipped to a plain test by the fix.
+* seed 12, `min(b, saturating_shl(b % d, u64(12)) << u64(41))` at i64 x 16 (9 of 512 lanes 0):
+  `{ p1 = cmp.gtu(r15:14,r1:0); p3 = cmp.gtu(r15:14,r5:4); memw(r29+#12) = r2;
+  r1 = memw(r29+#12) } :mem_noshuf`;
+* seed 21, `mul_shr(d_u64, u64(b_i64), a_u64)` at 8 lanes: `{ r0 = lsr(r18,#16);
+  p0 = cmp.gt(r5:4,r9:8); if (!p0) r7 = add(r0,#0); memb(r12+#18) = r0.new }`; moving any one of the
+  four instructions to a packet of its own (the same program) makes every lane right;
+* seed 21, a `rounding_mul_shr` at i64 in a longer term (48 lanes).
+
+Each packet runs right alone in a hand-written program, so whether qemu 7.2 or LLVM 22 is at fault is
+undecided; one instruction a packet is right under both. These tests fail without
+`machine._emission_options` (checked when it was added) and pass with it.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ import pytest
 
 from fpir.text import parse
 from fpir.types import parse_type
+from pitchfork.emit.machine import compile_module, emission_flags, has_i64_vectors
 from pitchfork.emit.run import tools_available
 from pitchfork.lower import select_instructions
+from tests.pitchfork.difftest import run_batch
 from tests.pitchfork.targets.hvx_difftest import Case, run_cases
 
 TARGET = "hvx128"
@@ -48,9 +52,78 @@ def test_pieces_of_the_i64_term_are_bit_exact() -> None:
 
 
 @needs_qemu
-@pytest.mark.xfail(strict=True, reason="open: one Hexagon VLIW packet of the scalarised i64 code runs "
-                   "wrong under qemu-hexagon 7.2 (LLVM 22 or qemu at fault, undecided); see module doc")
 def test_i64_term_is_bit_exact() -> None:
+    """seed 12: 9 of 512 lanes were 0 instead of -2^41 (both isels)."""
     cases = [Case(f"{isel}: {TERM}", select_instructions(parse(TERM, env=ENV), TARGET, isel).final, 16)
              for isel in ("pitchfork", "llvm")]
     assert run_cases(cases, np.random.default_rng(3)) == []
+
+
+@needs_qemu
+@pytest.mark.parametrize("isel", ["pitchfork", "llvm"])
+def test_mul_shr_u64_is_bit_exact(isel: str) -> None:
+    """seed 21: `mul_shr(d_u64, u64(b_i64), a_u64)` at 8 lanes. The difftest's input mix (edge values
+    beside random ones, misaligned buffers) is needed: with equal neighbouring lanes the stale value
+    read is the right one. Without the fix both copies mismatched (27 of 30 in a longer run)."""
+    env = {"d": parse_type("u64"), "b": parse_type("i64"), "a": parse_type("u64")}
+    term = parse("mul_shr(d, u64(b), a)", env=env)
+    r = run_batch([term] * 2, TARGET, isel, seed=1, lanes_choice=lambda rng, nat: 8, max_report=1)
+    assert r.ran == 2 and not r.errors and not r.mismatches, [m.report() for m in r.mismatches] + r.errors
+
+
+def test_only_i64_vector_modules_are_unpacketised() -> None:
+    """The workaround costs packets, so it must not reach modules without 64-bit-lane vectors."""
+    assert has_i64_vectors("%x = add <16 x i64> %a, %b")
+    assert has_i64_vectors("%x = load <128 x i64>, ptr %p")
+    assert not has_i64_vectors("%x = add <1 x i64> %a, %b")  # Halide's scalar abs of an index
+    assert not has_i64_vectors("%x = add <32 x i32> %a, %b\n%y = add i64 %i, 1")
+    assert emission_flags(TARGET, "%x = add <16 x i64> %a, %b") == ("-disable-packetizer", "-disable-nvjump")
+    assert emission_flags("arm64", "%x = add <16 x i64> %a, %b") == ()
+
+
+_I64_KERNEL = """
+define void @f(ptr %p, ptr %q, i32 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]
+  %a = getelementptr <8 x i64>, ptr %p, i32 %i
+  %v = load <8 x i64>, ptr %a, align 8
+  %m = mul <8 x i64> %v, %v
+  %c = icmp sgt <8 x i64> %m, %v
+  %s = select <8 x i1> %c, <8 x i64> %m, <8 x i64> %v
+  %b = getelementptr <8 x i64>, ptr %q, i32 %i
+  store <8 x i64> %s, ptr %b, align 8
+  %i1 = add i32 %i, 1
+  %d = icmp slt i32 %i1, %n
+  br i1 %d, label %loop, label %exit
+exit:
+  ret void
+}
+"""
+
+
+def test_i64_vector_module_assembly_has_one_instruction_a_packet_and_no_new_value_jumps() -> None:
+    """Both the printed assembly and (by the same options) the object: `{ ... }` groups hold one
+    instruction, and no `.new` operand is left (a new-value jump needs its producer's packet)."""
+    cm = compile_module(_I64_KERNEL, TARGET)
+    body = cm.function_asm("f")
+    packets = body.count("{")
+    assert packets > 10
+    for chunk in body.split("{")[1:]:
+        insts = [ln.strip() for ln in chunk.split("}")[0].splitlines() if ln.strip()]
+        assert len([i for i in insts if i != "nop"]) <= 1, insts  # (nops pad a stall)
+    assert ".new" not in body
+    assert cm.object_bytes()
+
+
+def test_options_are_put_back_and_the_llvm_default_assembly_keeps_packets() -> None:
+    """After an i64-vector module, a direct emission gets LLVM's defaults again (packets), and
+    `llvm_default_assembly` (the benchmark harness's LLVM-alone baseline) is LLVM's own schedule."""
+    cm = compile_module(_I64_KERNEL, TARGET)
+    default = cm.llvm_default_assembly()
+    assert default != cm.assembly()
+    assert any(len([ln for ln in chunk.split("}")[0].splitlines() if ln.strip()]) > 1
+               for chunk in default.split("{")[1:])
+    plain = compile_module(_I64_KERNEL.replace("i64", "i32"), TARGET)
+    assert plain.llvm_default_assembly() == plain.assembly()

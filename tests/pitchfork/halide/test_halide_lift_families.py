@@ -105,6 +105,21 @@ SPELLINGS: dict[str, Spelling] = {
     "mac_i8": Spelling((I8, I8), lambda a, b, c: (hl.i16(a) * 3 + hl.i16(b)) * 7, "widening_mul", {"arm64": r"smlal"}),
     "mac_shift": Spelling((U8, U8), lambda a, b, c: (hl.u16(a) * 3 + hl.u16(b)) << 2,
                           "widening_mul", {"arm64": r"umlal|umull"}),
+    "mac_two_shifts": Spelling((U8, U8), lambda a, b, c: ((hl.u16(a) << 2) + (hl.u16(b) << 1)) * 7,
+                               "widening_mul", {"arm64": r"umlal|umull"}),
+    "mac_resigned": Spelling((U8, U8), lambda a, b, c: (hl.i16(a) * 3 + hl.i16(b)) * 5,
+                             "widening_mul", {"arm64": r"umlal|umull"}),
+    # ---- rounding shifts of widened narrow values; rounding averages ----
+    "rshr_var_u8": Spelling(
+        (U8, U8), lambda a, b, c: hl.u8((hl.u16(a) + ((hl.u16(1) << hl.min(hl.u16(b), 8)) >> 1)) >> hl.min(hl.u16(b), 8)),
+        "rounding_shr", {"arm64": r"urshl"}),
+    "rshr_var_i8_clamped": Spelling(
+        (I8, I8), lambda a, b, c: (hl.i16(a) + (hl.i16(1) << (hl.clamp(hl.i16(b), 0, 8) - 1))) >> hl.clamp(hl.i16(b), 0, 8),
+        "rounding_shr", {"arm64": r"srshl"}),
+    "rshr_const_resigned": Spelling((U8, U8), lambda a, b, c: hl.u8((hl.i16(a) + 8) / 16), "rounding_shr",
+                                    {"arm64": r"urshr|rshrn"}),
+    "rhadd_one_first": Spelling((U8, U8), lambda a, b, c: hl.u8((1 + hl.u16(a) + hl.u16(b)) / 2),
+                                "rounding_halving_add", {"x86-avx2": r"vpavgb", "arm64": r"urhadd"}),
     # ---- widen-right ops ----
     "acc_signed_of_u8": Spelling((I16, U8), lambda a, b, c: a + hl.i16(b), "extending_add",
                                  {"arm64": r"uaddw", "hvx128": r"\+= *vmpy"}),
@@ -118,7 +133,7 @@ SPELLINGS: dict[str, Spelling] = {
 
 #: spellings also compiled for and run on AArch64 / Hexagon (qemu) in the default run
 ARM_RUN = ("q15_bounded_truncating_rounding", "q15_const_truncating", "sat_add_signed_sum", "mac_u8",
-           "acc_signed_of_u8", "acc_i32_of_u8", "high_half_resigned")
+           "acc_signed_of_u8", "acc_i32_of_u8", "high_half_resigned", "rshr_var_u8", "rshr_var_i8_clamped")
 HVX_RUN = ("mac_u8", "acc_signed_of_u8")
 
 

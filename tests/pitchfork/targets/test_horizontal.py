@@ -26,7 +26,7 @@ import pitchfork.targets.hvx  # noqa: F401
 import pitchfork.targets.x86  # noqa: F401
 from fpir.interp import evaluate
 from fpir.ops import make
-from fpir.term import Term, var
+from fpir.term import Term, const, var
 from fpir.text import parse, to_text
 from fpir.types import ScalarType
 from pitchfork.emit.kernel import add_expression_kernel, input_factors, new_module, storage_type
@@ -34,13 +34,14 @@ from pitchfork.emit.machine import asm_instructions, compile_module
 from pitchfork.emit.run import Buffer, Call, Scalar, run_calls, tools_available
 from pitchfork.lower import select_instructions
 from pitchfork.targets import load_target
-from pitchfork.targets.base import rule_combines_lanes, sig, target_ops
+from pitchfork.targets.base import encodable, rule_combines_lanes, sig, target_ops
 
 REG_BITS = {"x86-avx2": 256, "arm64": 128, "hvx128": 1024}
 PREFIX = {"x86-avx2": "x86", "arm64": "arm", "hvx128": "hvx"}
 MNEMONIC = {"arm.udot": "udot", "arm.sdot": "sdot", "x86.pmaddwd_pairs": "vpmaddwd",
             "x86.pmaddubsw_pairs": "vpmaddubsw", "hvx.vrmpy": "vrmpy", "x86.psadbw": "vpsadbw", "arm.uaddlp": "uaddlp",
-            "arm.saddlp": "saddlp", "arm.uadalp": "uadalp", "arm.sadalp": "sadalp", "arm.addp": "addp"}
+            "arm.saddlp": "saddlp", "arm.uadalp": "uadalp", "arm.sadalp": "sadalp", "arm.addp": "addp",
+            "hvx.vdmpy_pairs": "vdmpy", "hvx.vdmpy_pairs_acc": "vdmpy"}
 
 # (expression, mnemonic regex in the isel=pitchfork code); together they fire every lane-combining rule.
 EXAMPLES: dict[str, list[tuple[str, str]]] = {
@@ -91,6 +92,15 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("c_u32 + vector_reduce_add_x4(u32(a_u8))", "vrmpy"),
         ("vector_reduce_add_x4(i32(a_u8))", "vrmpy"),
         ("c_i32 + hvx.vrmpy(0, a_u8, b_i8)", "vrmpy"),
+        # pair sums by a constant tap (vdmpy), accumulated or not
+        ("vector_reduce_add_x2(i16(a_u8) * -3)", "vdmpy"),
+        ("vector_reduce_add_x2(u16(a_u8) * 5)", "vdmpy"),
+        ("vector_reduce_add_x2(i32(a_i16) * 100)", "vdmpy"),
+        ("vector_reduce_add_x2(u16(a_u8))", "vdmpy"),
+        ("vector_reduce_add_x2(u32(a_i16))", "vdmpy"),
+        ("c_i16 + vector_reduce_add_x2(widening_mul(a_u8, i8(-3)))", "vdmpy"),
+        ("c_u16 + vector_reduce_add_x2(u16(a_u8))", "vdmpy"),
+        ("c_i32 + vector_reduce_add_x2(i32(a_i16))", "vdmpy"),
     ],
 }
 # Generic lowering (no instruction expected): every reduction kind, odd factors, narrow and wide types.
@@ -147,6 +157,16 @@ class _Batch:
         return cm.asm, bad  # type: ignore[attr-defined]
 
 
+def _with_immediates(term: Term) -> Term:
+    """`term` with trailing operands made constants (-3 or 3) until the instruction can encode it."""
+    args = list(term.args)
+    for k in reversed(range(len(args))):
+        if encodable(make(term.op, *args)):
+            break
+        args[k] = const(-3 if args[k].type.signed else 3, args[k].type)
+    return make(term.op, *args)
+
+
 def _isa(isa: str):  # type: ignore[no-untyped-def]
     if isa == "x86-avx2":
         return pytest.param(isa, id=isa)
@@ -184,6 +204,9 @@ def test_horizontal_instructions_and_rules_run_bit_exactly(isa: str) -> None:
             sg = sig(text)
             term = make(s.name, *[var(n, t) for n, t in zip("abc", sg.args)])
             native = REG_BITS[isa] // sg.result.bits
+            if not encodable(term):  # an immediate operand (vdmpy's tap): run the fallback, then a constant
+                batch.add(f"{s.name}({text}) fallback", term, term, native)
+                term = _with_immediates(term)
             for lanes in (native, 3 * native, max(1, native // 2)):
                 k = batch.add(f"{s.name}({text})", term, term, lanes)
                 if lanes == native:

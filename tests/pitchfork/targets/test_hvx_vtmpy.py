@@ -14,10 +14,8 @@ from fpir.interp import evaluate
 from fpir.ops import make
 from fpir.term import const, var
 from fpir.types import parse_type
-from pitchfork.emit.expr import ExprEmitter
 from pitchfork.emit.harness import Buffer, Call, Scalar
-from pitchfork.emit.expr import vec_type
-from pitchfork.emit.kernel import new_module, storage_type
+from pitchfork.emit.kernel import add_expression_kernel, new_module, storage_type
 from pitchfork.emit.machine import asm_instructions, compile_module
 from pitchfork.emit.run import run_calls, tools_available
 from pitchfork.targets import load_target
@@ -36,35 +34,13 @@ I8 = parse_type("i8")
 TAPS = ((3, -5), (-128, 127), (-1, -1), (0, 1), (127, -128))
 
 
-def stream_kernel(m: ir.Module, name: str, data: str, taps: tuple[int, int], lanes: int) -> None:
-    """out[i] = vtmpy(d[i], d[i+1], d[i+2]; taps): the three operands loaded from one buffer at element
-    offsets 0, 1, 2, `lanes` results per iteration."""
-    dt = parse_type(data)
-    term = vtmpy_term(dt, taps)
-    st, rt = storage_type(dt), storage_type(term.type)
-    i64 = ir.IntType(64)
-    ptr = ir.PointerType(ir.IntType(8))
-    fn = ir.Function(m, ir.FunctionType(ir.VoidType(), [ptr, ptr, i64]), name=name)
-    out_p, d_p, n = fn.args
-    entry, loop, done = (fn.append_basic_block(s) for s in ("entry", "loop", "done"))
-    b = ir.IRBuilder(entry)
-    b.cbranch(b.icmp_signed(">", n, ir.Constant(i64, 0)), loop, done)
-    b.position_at_end(loop)
-    i = b.phi(i64, "i")
-    i.add_incoming(ir.Constant(i64, 0), entry)
-    base = b.bitcast(d_p, ir.PointerType(ir.IntType(st.bits)))
-    env = {}
-    for k, v in enumerate("xyz"):
-        at = b.gep(base, [b.add(i, ir.Constant(i64, k)) if k else i])
-        env[v] = b.load(b.bitcast(at, ir.PointerType(vec_type(st, lanes))), align=1)
-    result = ExprEmitter(b, lanes, env, TARGET).emit(term)
-    at = b.gep(b.bitcast(out_p, ir.PointerType(ir.IntType(rt.bits))), [i])
-    b.store(result, b.bitcast(at, ir.PointerType(vec_type(rt, lanes))), align=1)
-    nxt = b.add(i, ir.Constant(i64, lanes))
-    i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<", nxt, n), loop, done)
-    b.position_at_end(done)
-    b.ret_void()
+def stream_kernel(m: ir.Module, name: str, data: str, taps: tuple[int, int], lanes: int,
+                  at: tuple[int, int] = (1, 2)) -> None:
+    """out[i] = vtmpy(d[i], d[i+at[0]], d[i+at[1]]; taps): the three operands read from one buffer
+    (the kernel builder's `offsets`; (1, 2) is the instruction's window), `lanes` results per iteration."""
+    term = vtmpy_term(parse_type(data), taps)
+    x = var("x", parse_type(data))
+    add_expression_kernel(m, name, term, lanes, [x], TARGET, offsets={"y": ("x", at[0]), "z": ("x", at[1])})
 
 
 def vtmpy_term(dt: object, taps: tuple[int, int]) -> object:
@@ -103,8 +79,26 @@ def test_vtmpy_on_a_stream_uses_the_instruction_and_matches_its_semantics() -> N
     assert not bad, bad
 
 
+@needs_qemu
+@pytest.mark.qemu
+def test_vtmpy_off_its_window_falls_back_to_its_semantics() -> None:
+    """With the stream read at offsets 0, 2, 1 the instruction would compute another sum: the emitter
+    sees the facts do not fit and emits the declared semantics instead."""
+    m = new_module("vtmpy_off")
+    stream_kernel(m, "swapped", "u8", (1, 2), 128, at=(2, 1))
+    cm = compile_module(str(m), TARGET)
+    assert "vtmpy" not in " ".join(asm_instructions(cm.asm))
+    d = make_input(parse_type("u8"), 4 * 128 + 2, np.random.default_rng(3), salt=1)
+    n = 4 * 128
+    want = np.asarray(evaluate(vtmpy_term(parse_type("u8"), (1, 2)), {"x": d[:n], "y": d[2:n + 2], "z": d[1:n + 1]}))
+    out = np.zeros(n, dtype=np.uint16)
+    (got,) = run_calls(cm, TARGET, [Call("swapped", [Buffer.output(out), Buffer.input(d), Scalar(n, 64)])])
+    assert np.array_equal(got[0], want.astype(np.uint16))
+
+
 # The declared semantics is Z3-encodable and is the 3-tap sums a stencil writes (every form; the [1 2 1]
-# row of a u16 gaussian as a reinterpreted i16 wrap-around sum). No shipped rule uses these yet.
+# row of a u16 gaussian as a reinterpreted i16 wrap-around sum; rules/lower/hvx.rules' vtmpy_121 is that
+# rule guarded by `stream(...)`).
 Z3_RULES = """
 vtmpy_bus: widening_mul(x_u8, c0_i8) + widening_mul(y_u8, c1_i8) + cast<i16>(z_u8) -> hvx.vtmpy(x_u8, y_u8, z_u8, c0_i8, c1_i8)
 vtmpy_b: widening_mul(x_i8, c0_i8) + widening_mul(y_i8, c1_i8) + cast<i16>(z_i8) -> hvx.vtmpy(x_i8, y_i8, z_i8, c0_i8, c1_i8)
