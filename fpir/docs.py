@@ -182,7 +182,11 @@ signed / unsigned type of the same width.
   add/sub/mul (Halide treats their overflow as impossible; 8- and 16-bit arithmetic wraps), and lifting
   keeps it on the averaging and rounding-shift ops it makes from them (`halving_add.nsw`: x + y fits),
   so a target without the instruction can lower them back to the short wrapping form; FPIR text
-  carries it only where written (or with `--assume-no-overflow`). A rule whose left side says
+  carries it only where written (or with `--assume-no-overflow`). Shifts: the frontend also puts
+  `inrange` on every shl/shr (|y| < bits: Halide leaves other shifts undefined) and `nsw` on signed
+  32-bit and wider shl (Halide reads x << y as x * 2^y); lifting keeps both on `widening_shl`, which
+  lets ARM select one sqshl for a saturated widening shift; FPIR text has `inrange` only where written
+  (or with `pitchfork lift --assume-shifts-in-range`). A rule whose left side says
   `add.nsw(...)` matches only flagged nodes and is verified assuming the fact; a flag on a right side is
   proved from the left side's facts; bounds use the exact range of a flagged node; the differential
   tests draw inputs on which every fact holds. Flags are listed at the end of this document.

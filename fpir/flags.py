@@ -9,7 +9,8 @@ the rule verifier assumes it for a left side and proves it for a right side), pl
 under it (bounds). fpir/ops.py attaches the rows to ops (`OpSpec.flags`); this module only needs
 fpir.types, so the op table can import it.
 
-`with_halide_overflow(term)` puts `nsw` where Halide's frontend would (the CLI's --assume-no-overflow).
+`with_halide_overflow(term)` puts `nsw` where Halide's frontend would (the CLI's --assume-no-overflow),
+and with `shifts=True` `inrange` on every shl/shr (--assume-shifts-in-range).
 """
 
 from __future__ import annotations
@@ -128,18 +129,74 @@ def _nsw_rshr_np(args: Sequence[Any], types: Sequence[ScalarType], rt: ScalarTyp
         return np.asarray(_np_rshr_fact(w[0], w[1], types[0]), dtype=np.bool_)
 
 
+# Shifts. Halide leaves a shift by the lane width or more undefined (its ARM backend turns
+# `saturating_cast<i16>(widening_shl(x, y))` into one sqshl, which differs from the wrapping shift past
+# the width), and reads a signed 32-bit `x << y` like the multiply x * 2^y, which never overflows.
+# `inrange` states the first fact (|y| < bits of the result; a negative signed y shifts the other way),
+# `nsw` on shl / widening_shl the second (the exact x * 2^y fits the signed result type).
+def _ext(v: z3.BitVecRef, t: ScalarType, width: int) -> z3.BitVecRef:
+    return z3.SignExt(width - t.bits, v) if t.signed else z3.ZeroExt(width - t.bits, v)
+
+
+def _inrange_np(args: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType) -> Any:
+    y = np.asarray(args[1]).astype(object)
+    ok = (y < rt.bits) & (y > -rt.bits) if types[1].signed else (y < rt.bits)
+    return np.asarray(ok, dtype=np.bool_)
+
+
+def _inrange_z3(a: Sequence[Any], ts: Sequence[ScalarType], rt: ScalarType) -> Any:
+    w = max(ts[1].bits, rt.bits) + 2
+    y = _ext(a[1], ts[1], w)
+    b = z3.BitVecVal(rt.bits, w)
+    return z3.And(y < b, y > -b)
+
+
+INRANGE = FlagSpec("inrange", "shift amount in range: |y| < bits of the result (Halide leaves other shifts "
+                   "undefined); the value is still computed as defined.", lambda t: not t.is_bool,
+                   _inrange_np, _inrange_z3)
+
+
+def _shl_fits_np(args: Sequence[Any], types: Sequence[ScalarType], rt: ScalarType) -> Any:
+    x = np.asarray(args[0]).astype(object)
+    y = np.asarray(args[1]).astype(object)
+    k = np.minimum(np.maximum(y, 0), rt.bits + 1)  # past the width no non-zero x fits
+    v = x * np.asarray(2, dtype=object) ** k
+    return np.asarray((y < 0) | ((v >= rt.min) & (v <= rt.max)), dtype=np.bool_)
+
+
+def _shl_fits_z3(a: Sequence[Any], ts: Sequence[ScalarType], rt: ScalarType) -> Any:
+    w = 2 * rt.bits + 4
+    x, y = _ext(a[0], ts[0], w), _ext(a[1], ts[1], w)
+    big = z3.BitVecVal(rt.bits + 1, w)
+    v = x << y
+    fits = z3.And(v >= z3.BitVecVal(rt.min, w), v <= z3.BitVecVal(rt.max, w))
+    return z3.Or(y < 0, z3.If(y >= big, x == 0, fits))
+
+
+NSW_SHL = FlagSpec("nsw", "no signed wrap: for y >= 0 the exact x * 2^y fits the (signed) result type "
+                   "(Halide's overflow rule, which reads x << y as x * 2^y); the value is still computed "
+                   "wrapping.", lambda t: t.signed and not t.is_bool, _shl_fits_np, _shl_fits_z3)
+
+
 #: Halide's overflow rule: these ops at a signed type of at least 32 bits never overflow.
-HALIDE_NSW_OPS = frozenset({"add", "sub", "mul"})
+HALIDE_NSW_OPS = frozenset({"add", "sub", "mul", "shl"})
+#: shifts whose amount Halide requires in range
+HALIDE_SHIFT_OPS = frozenset({"shl", "shr"})
 
 
-def halide_overflow_flags(op: str, t: ScalarType) -> tuple[str, ...]:
-    """The flags Halide's semantics give a node of `op` at type t."""
-    return ("nsw",) if op in HALIDE_NSW_OPS and t.signed and t.bits >= 32 else ()
+def halide_overflow_flags(op: str, t: ScalarType, shifts: bool = False, overflow: bool = True) -> tuple[str, ...]:
+    """The flags Halide's semantics give a node of `op` at type t: with `overflow`, `nsw` (signed
+    >= 32-bit add, sub, mul, shl) and, with `shifts`, `inrange` on every shl / shr."""
+    out = ("nsw",) if overflow and op in HALIDE_NSW_OPS and t.signed and t.bits >= 32 else ()
+    if shifts and op in HALIDE_SHIFT_OPS:
+        out += ("inrange",)
+    return tuple(sorted(out))
 
 
-def with_halide_overflow(term: Any) -> Any:
-    """The term with `nsw` on every signed >= 32-bit add/sub/mul, as the Halide frontend builds it
-    (for FPIR text a user states comes from Halide code: `--assume-no-overflow`)."""
+def with_halide_overflow(term: Any, shifts: bool = False, overflow: bool = True) -> Any:
+    """The term with the flags the Halide frontend gives it: `nsw` on every signed >= 32-bit
+    add/sub/mul/shl (for FPIR text a user states comes from Halide code: `--assume-no-overflow`) and,
+    with `shifts`, `inrange` on every shl/shr (`--assume-shifts-in-range`)."""
     from fpir.ops import make, spec
 
     memo: dict[int, Any] = {}
@@ -148,6 +205,6 @@ def with_halide_overflow(term: Any) -> Any:
             memo[id(t)] = t
             continue
         args = [memo[id(a)] for a in t.args]
-        flags = tuple(sorted(set(t.attrs) | set(halide_overflow_flags(t.op, t.type))))
+        flags = tuple(sorted(set(t.attrs) | set(halide_overflow_flags(t.op, t.type, shifts, overflow))))
         memo[id(t)] = make(t.op, *args, type=t.type if spec(t.op).explicit_type else None, flags=flags)
     return memo[id(term)]

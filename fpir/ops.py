@@ -37,8 +37,8 @@ import z3
 
 from fpir import primitives as pr
 from fpir import typerules as tr
-from fpir.flags import (FlagSpec, NSW_ADD, NSW_HALVING_ADD, NSW_HALVING_SUB, NSW_MUL, NSW_ROUNDING_HALVING_ADD,
-                        NSW_ROUNDING_SHR, NSW_SUB)
+from fpir.flags import (INRANGE, FlagSpec, NSW_ADD, NSW_HALVING_ADD, NSW_HALVING_SUB, NSW_MUL,
+                        NSW_ROUNDING_HALVING_ADD, NSW_ROUNDING_SHR, NSW_SHL, NSW_SUB)
 from fpir.term import Term, const, intern, var
 from fpir.primitives import Interval
 from fpir.typerules import ArgHint, TypeRule
@@ -264,11 +264,12 @@ _prim("xor", 2, tr.same_type("xor"), "Bitwise xor.", lambda a, b, **_: a ^ b, _b
 _prim("not", 1, tr.same_type("not"), "Bitwise complement.", pr.np_not, lambda a, ts, rt: ~a[0], pr.iv_not, symbol="~")
 _prim("shl", 2, tr.shift_rule("shl"),
       "a << b. A negative (signed) b shifts right instead; amounts >= bits give 0.",
-      pr.np_shl, lambda a, ts, rt: pr.z3_shift(a[0], a[1], ts, True), pr.iv_shl, symbol="<<", hint=tr.hint_shift)
+      pr.np_shl, lambda a, ts, rt: pr.z3_shift(a[0], a[1], ts, True), pr.iv_shl, symbol="<<", hint=tr.hint_shift,
+      flags=(INRANGE, NSW_SHL))
 _prim("shr", 2, tr.shift_rule("shr"),
       "a >> b (arithmetic for signed a, floor). A negative (signed) b shifts left instead; amounts >= bits "
       "give 0 or -1.", pr.np_shr, lambda a, ts, rt: pr.z3_shift(a[0], a[1], ts, False), pr.iv_shr, symbol=">>",
-      hint=tr.hint_shift)
+      hint=tr.hint_shift, flags=(INRANGE,))
 _prim("abs", 1, tr.unsigned_of("abs"), "Absolute value; the result is unsigned, so abs(INT_MIN) is exact.",
       pr.np_abs, lambda a, ts, rt: z3.If(a[0] < 0, -a[0], a[0]) if ts[0].signed else a[0], pr.iv_abs)
 
@@ -416,7 +417,8 @@ _fpir("extending_sub", 2, tr.extending_rule("extending_sub"), "x - widen(y), x t
 _fpir("extending_mul", 2, tr.extending_rule("extending_mul"), "x * widen(y), x twice as wide as y; wraps.",
       _def_extending("mul"), hint=tr.hint_extending)
 _fpir("widening_shl", 2, tr.shift_rule("widening_shl", lambda t: t.widen()),
-      "widen(x) << widen(y) (a negative signed y shifts right).", _def_widening_shift("shl"), hint=tr.hint_shift)
+      "widen(x) << widen(y) (a negative signed y shifts right).", _def_widening_shift("shl"), hint=tr.hint_shift,
+      flags=(INRANGE, NSW_SHL))
 _fpir("widening_shr", 2, tr.shift_rule("widening_shr", lambda t: t.widen()),
       "widen(x) >> widen(y) (a negative signed y shifts left).", _def_widening_shift("shr"), hint=tr.hint_shift)
 _fpir("absd", 2, tr.unsigned_of("absd"), "|x - y| exactly, as the unsigned type of the same width.",

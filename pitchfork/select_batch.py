@@ -62,16 +62,20 @@ def kernel_variables(term: Term) -> list[Term]:
 
 
 def select_expression(text: str, target: str, lanes: Optional[int] = None, isel: str = "pitchfork",
-                      emit: str = "fpir", isolate: bool = True, no_overflow: bool = False) -> SelectRecord:
-    """`no_overflow`: Halide's overflow rule, `nsw` on every signed >= 32-bit add/sub/mul (fpir.flags)."""
-    rec, module = _select_and_emit(text, target, lanes, isel, emit, no_overflow=no_overflow)
+                      emit: str = "fpir", isolate: bool = True, no_overflow: bool = False,
+                      shifts_in_range: bool = False) -> SelectRecord:
+    """`no_overflow`: Halide's overflow rule, `nsw` on every signed >= 32-bit add/sub/mul/shl;
+    `shifts_in_range`: Halide's shift rule, `inrange` on every shl/shr (fpir.flags)."""
+    rec, module = _select_and_emit(text, target, lanes, isel, emit, no_overflow=no_overflow,
+                                   shifts_in_range=shifts_in_range)
     if module is not None:
         _compile_group([(rec, module)], target, isolate)
     return rec
 
 
 def _select_and_emit(text: str, target: str, lanes: Optional[int], isel: str, emit: str,
-                     kernel: str = KERNEL, no_overflow: bool = False) -> tuple[SelectRecord, Optional[object]]:
+                     kernel: str = KERNEL, no_overflow: bool = False,
+                     shifts_in_range: bool = False) -> tuple[SelectRecord, Optional[object]]:
     """Selection (and the kernel's IR module when assembly is wanted); errors go into the record."""
     from pitchfork.emit.kernel import add_expression_kernel, new_module
     from pitchfork.lower import select_instructions
@@ -85,10 +89,10 @@ def _select_and_emit(text: str, target: str, lanes: Optional[int], isel: str, em
             raise ValueError(f"emit must be one of {', '.join(EMITS)}")
         target = canonical(target)
         term = parse(text)
-        if no_overflow:
+        if no_overflow or shifts_in_range:
             from fpir.flags import with_halide_overflow
 
-            term = with_halide_overflow(term)
+            term = with_halide_overflow(term, shifts=shifts_in_range, overflow=no_overflow)
         stage = "select"
         sel = select_instructions(term, target, isel)
         rec.fpir, rec.lowered, rec.final = str(sel.fpir), str(sel.lowered), str(sel.final)
@@ -192,7 +196,7 @@ class BatchStats:
 
 def run_batch(lines: Iterable[str], out: IO[str], target: str, lanes: Optional[int] = None,
               isel: str = "pitchfork", emit: str = "asm", isolate: bool = True, group: int = 64,
-              jobs: Optional[int] = None, no_overflow: bool = False) -> BatchStats:
+              jobs: Optional[int] = None, no_overflow: bool = False, shifts_in_range: bool = False) -> BatchStats:
     """One JSON object per non-blank, non-comment input line (a line's own lane count wins), in input
     order. Kernels are compiled `group` at a time in one module; with isolation (the default) up to
     `jobs` groups (default: the CPU count) compile at once, each in its own forked child."""
@@ -230,7 +234,7 @@ def run_batch(lines: Iterable[str], out: IO[str], target: str, lanes: Optional[i
                 continue
             own, text = split_line(line)
             pending.append(_select_and_emit(text, target, own if own is not None else lanes, isel, emit,
-                                            no_overflow=no_overflow))
+                                            no_overflow=no_overflow, shifts_in_range=shifts_in_range))
             if len(pending) >= group:
                 submit(pending)
                 pending = []

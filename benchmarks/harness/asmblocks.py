@@ -36,7 +36,7 @@ _A64_BRANCH = re.compile(r"^(b|b\.[a-z]+|br|cbn?z|tbn?z|ret)(\s|$)")
 _A64_UNCOND = re.compile(r"^(b|br|ret)(\s|$)")
 _HEX_BRANCH = re.compile(r"\b(jump|jumpr|dealloc_return)\b")
 _HEX_UNCOND = re.compile(r"^(jump|jumpr|dealloc_return)\b")
-_HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*([\w.$]+)\s*,")
+_HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*#*([\w.$]+)\s*,")  # `##label`: constant-extended
 _PACKET_ATTR = re.compile(r":(endloop\d+|[a-z_]+)\b")
 _SYMBOL = re.compile(r"[A-Za-z_.$][\w.$]*")
 

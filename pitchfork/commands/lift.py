@@ -37,6 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--assume-no-overflow", action="store_true",
                    help="Halide's overflow rule: mark every signed 32/64-bit add/sub/mul `nsw` (as the Halide "
                         "frontend does) so rules that need it apply; without it only `add.nsw(...)` text has it")
+    p.add_argument("--assume-shifts-in-range", action="store_true",
+                   help="Halide's shift rule: mark every shl/shr `inrange` (the amount is below the lane width, "
+                        "as the Halide frontend states) so rules that need it apply; without it only "
+                        "`shl.inrange(...)` text has it")
     p.add_argument("--allow-errors", action="store_true",
                    help="batch: exit 0 even when some lines failed (their errors are still reported)")
 
@@ -49,7 +53,7 @@ def _rules(args: argparse.Namespace) -> Any:
 
 
 def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>", line: int = 1,
-              indent: int = 0, no_overflow: bool = False) -> dict[str, Any]:
+              indent: int = 0, no_overflow: bool = False, shifts_in_range: bool = False) -> dict[str, Any]:
     """Lift one expression; never raises: errors are reported in the result (located at
     source:line:column for a batch file's line `line`)."""
     from fpir.text import FPIRSyntaxError
@@ -63,10 +67,10 @@ def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>"
         return out
     try:
         term = parse(text, source=source)
-        if no_overflow:
+        if no_overflow or shifts_in_range:
             from fpir.flags import with_halide_overflow
 
-            term = with_halide_overflow(term)
+            term = with_halide_overflow(term, shifts=shifts_in_range, overflow=no_overflow)
         lifted, stats = lift_with_stats(term, rules, trace=trace)
     except FPIRSyntaxError as e:
         col = e.column + indent if e.line <= 1 else e.column
@@ -90,7 +94,8 @@ def _batch(args: argparse.Namespace, rules: Any, src: TextIO, sink: TextIO) -> i
         if not text or text.startswith("#"):
             continue
         r = lift_line(text, rules, trace=True, source=name, line=lineno, indent=len(line) - len(line.lstrip()),
-                      no_overflow=args.assume_no_overflow)
+                      no_overflow=args.assume_no_overflow,
+                      shifts_in_range=args.assume_shifts_in_range)
         stats = r.pop("_stats", None)
         if stats is not None:
             rewrites += stats.rewrites
@@ -138,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _single(args: argparse.Namespace, rules: Any, sink: TextIO) -> int:
     t0 = time.perf_counter()
-    r = lift_line(args.expr, rules, trace=args.trace, no_overflow=args.assume_no_overflow)
+    r = lift_line(args.expr, rules, trace=args.trace, no_overflow=args.assume_no_overflow,
+                      shifts_in_range=args.assume_shifts_in_range)
     seconds = time.perf_counter() - t0
     if r["error"] is not None:
         print(f"pitchfork lift: {r['error']}", file=sys.stderr)

@@ -47,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--assume-no-overflow", action="store_true",
                    help="Halide's overflow rule: mark every signed 32/64-bit add/sub/mul `nsw` (as the Halide "
                         "frontend does); without it only `add.nsw(...)` text has the fact")
+    p.add_argument("--assume-shifts-in-range", action="store_true",
+                   help="Halide's shift rule: mark every shl/shr `inrange` (the amount is below the lane width, as "
+                        "the Halide frontend does); without it only `shl.inrange(...)` text has the fact")
     p.add_argument("--no-isolate", dest="isolate", action="store_false",
                    help="compile in this process (LLVM aborts the whole process on code it cannot select; "
                         "by default compilation runs in a forked child, so that is a per-line error)")
@@ -70,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
             raise
         try:
             stats = run_batch(src, out, args.target, args.lanes, args.isel, emit, args.isolate, jobs=args.jobs,
-                              no_overflow=args.assume_no_overflow)
+                              no_overflow=args.assume_no_overflow,
+                              shifts_in_range=args.assume_shifts_in_range)
         finally:
             if src is not sys.stdin:
                 src.close()
@@ -82,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.expression:
         raise UsageError("an expression (or --batch FILE) is required")
     rec = select_expression(args.expression, args.target, args.lanes, args.isel, args.emit or "fpir",
-                            args.isolate, no_overflow=args.assume_no_overflow)
+                            args.isolate, no_overflow=args.assume_no_overflow,
+                            shifts_in_range=args.assume_shifts_in_range)
     print(f"input:    {rec.input}")
     if rec.fpir is not None:
         print(f"lifted:   {rec.fpir}")

@@ -63,10 +63,20 @@ class ExprEmitter:
         return self.b.call(self.intrinsic(name, ret, [a.type for a in args]), list(args))
 
     def split(self, v: ir.Value, chunk: int) -> list[ir.Value]:
-        """Chunks of `chunk` lanes (the last padded with undefined lanes)."""
+        """Chunks of `chunk` lanes (the last padded with undefined lanes).
+
+        A widened value (zext/sext, or a lane-wise op over one) that spans several registers and is cut
+        into pieces smaller than a register is first cut into whole registers *before* the widening,
+        each widened on its own: LLVM 22's VectorCombine turns a sub-register slice of a multi-register
+        `zext` into a `zext` of a sub-register slice, which AArch64 selects as ext + zip + bic instead of
+        ushll2 (and smlal instead of smlal2); one register-wide extension per half is what its type
+        legalizer (and LLVM 21, under Halide) produces."""
         n = v.type.count
         if n == chunk:
             return [v]
+        reg = self._register_lanes(v.type)
+        if reg and chunk < reg < n and n % reg == 0 and reg % chunk == 0 and _widened(v, 2):
+            return [p for r in range(0, n, reg) for p in self.split(self._slice(v, r, reg, 2), chunk)]
         if n < chunk:
             idx = [i if i < n else n for i in range(chunk)]  # lane n of the undef operand
             return [self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(idx))]
@@ -78,6 +88,26 @@ class ExprEmitter:
             self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(list(range(i, i + chunk))))
             for i in range(0, n, chunk)
         ]
+
+    def _register_lanes(self, vt: ir.VectorType) -> Optional[int]:
+        """Lanes of `vt`'s element type in one native register of this emitter's target (None: unknown)."""
+        if self.target is None or not isinstance(vt.element, ir.IntType):
+            return None
+        from pitchfork.emit.machine import get_target
+
+        bits = get_target(self.target).vector_bits
+        return bits // vt.element.width if bits % vt.element.width == 0 else None
+
+    def _slice(self, v: ir.Value, start: int, count: int, depth: int) -> ir.Value:
+        """Lanes [start, start + count) of `v`, taken below its widening casts and lane-wise ops."""
+        if depth > 0 and isinstance(v, ir.CastInstr) and v.opname in ("zext", "sext"):
+            src = self._slice(v.operands[0], start, count, 0)
+            return self.b.zext(src, ir.VectorType(v.type.element, count)) if v.opname == "zext" \
+                else self.b.sext(src, ir.VectorType(v.type.element, count))
+        if depth > 0 and isinstance(v, ir.Instruction) and v.opname in _LANE_WISE and len(v.operands) == 2:
+            a, c = (self._slice(o, start, count, depth - 1) for o in v.operands)
+            return getattr(self.b, _LANE_WISE[v.opname])(a, c)
+        return self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(list(range(start, start + count))))
 
     def concat(self, parts: Sequence[ir.Value], lanes: Optional[int] = None) -> ir.Value:
         """Concatenate chunks and keep the first `lanes` lanes."""
@@ -351,6 +381,16 @@ class ExprEmitter:
         ty = t.type
         zero, one = self.splat(0, ty), self.splat(1, ty)
         d = t.args[1]
+        if d.is_const and d.value > 0 and d.value & (d.value - 1) == 0:
+            # A power of two: Euclidean division is floor division here, a shift (arithmetic for
+            # signed), and the remainder the low bits; as Halide's own code generator emits it.
+            # LLVM does not recover the shift from the sdiv/srem correction below, and the shift
+            # matters for loop bounds: a trip count `e >> 4` lets strength reduction count the
+            # induction variable in bytes (16 * (e >> 4) is free to it), `sdiv` + fix-up does not.
+            k = d.value.bit_length() - 1
+            if not is_div:
+                return self.b.and_(x, self.splat(d.value - 1, ty))
+            return (self.b.ashr if ty.signed else self.b.lshr)(x, self.splat(k, ty))
         if d.is_const and d.value > 0:
             if not ty.signed:
                 return (self.b.udiv if is_div else self.b.urem)(x, y)
@@ -405,6 +445,26 @@ def _schedule(term: Term, lanes: int) -> list[tuple[Term, int]]:
 
 #: lane-wise combining op -> LLVM's across-lane reduction (min/max get an s/u prefix by signedness)
 _VECTOR_REDUCE = {"add": "add", "min": "min", "max": "max"}
+
+
+#: lane-wise binary instructions a register slice is pushed through (opname -> IRBuilder method)
+_LANE_WISE = {"add": "add", "sub": "sub", "mul": "mul", "and": "and_", "or": "or_", "xor": "xor"}
+
+
+def _constant(v: ir.Value) -> bool:
+    return isinstance(v, ir.Constant) or (isinstance(v, ir.CastInstr) and isinstance(v.operands[0], ir.Constant))
+
+
+def _widened(v: ir.Value, depth: int) -> bool:
+    """Is `v` a zext/sext, or a lane-wise op (at most `depth` deep) of one and constants (which
+    InstCombine folds into the bare extension, e.g. usubl(x, 0) = zext(x) - zext(0))? An op with another
+    non-constant widened operand is left whole: LLVM keeps it (usubl/usubl2 of both 16-byte registers)."""
+    if isinstance(v, ir.CastInstr):
+        return v.opname in ("zext", "sext")
+    if not (depth > 0 and isinstance(v, ir.Instruction) and v.opname in _LANE_WISE and len(v.operands) == 2):
+        return False
+    a, b = v.operands
+    return (_widened(a, depth - 1) and _constant(b)) or (_constant(a) and _widened(b, depth - 1))
 
 
 def _mask(idx: list[int]) -> ir.Constant:

@@ -58,7 +58,8 @@ TargetName = Literal["x86-avx2", "arm64", "hvx128"]
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One code-generation target. `vector_bits` is the width of one native vector register."""
+    """One code-generation target. `vector_bits` is the width of one native vector register;
+    `pointer_bits` the width of an address (the data layout's pointer size)."""
 
     name: TargetName
     triple: str
@@ -66,6 +67,7 @@ class Target:
     features: str
     reloc: str
     vector_bits: int
+    pointer_bits: int = 64
 
     def natural_lanes(self, elem_bits: int) -> int:
         """Lanes of `elem_bits`-bit elements that fill one native vector register."""
@@ -86,7 +88,7 @@ class Target:
 X86_AVX2 = Target("x86-avx2", "x86_64-unknown-linux-gnu", "haswell", "+avx2", "pic", 256)
 ARM64 = Target("arm64", "aarch64-unknown-linux-gnu", "cortex-a76", "+neon,+dotprod", "pic", 128)
 HVX128 = Target(
-    "hvx128", "hexagon-unknown-linux-musl", "hexagonv66", "+hvxv66,+hvx-length128b", "static", 1024
+    "hvx128", "hexagon-unknown-linux-musl", "hexagonv66", "+hvxv66,+hvx-length128b", "static", 1024, 32
 )
 TARGETS: dict[str, Target] = {t.name: t for t in (X86_AVX2, ARM64, HVX128)}
 
@@ -185,6 +187,7 @@ class CompiledModule:
     optimized_ir: str
     asm: str
     signatures: dict[str, FunctionSig]
+    align_vectors: bool = True  # hvx128: HexagonVectorCombine's AlignVectors on (see compile_module)
     _cache: dict[str, bytes | str] = field(default_factory=dict, repr=False)
 
     def llvm_ir(self) -> str:
@@ -194,10 +197,13 @@ class CompiledModule:
         return self.asm
 
     def object_bytes(self) -> bytes:
-        """ELF object code (re-emitted from the optimised IR, so it matches `assembly()`)."""
+        """ELF object code, emitted from the optimised IR text with the backend options `assembly()`
+        was emitted with, so it is the same code."""
         obj = self._cache.get("obj")
         if not isinstance(obj, bytes):
             mod = _parse(self.optimized_ir, self.target)
+            if self.target.name == "hvx128":
+                _set_align_vectors(self.align_vectors)
             with _emission_options(self.target, self.optimized_ir):  # as when `asm` was emitted
                 obj = self._cache["obj"] = _shared_machine(self.target.name, self.opt).emit_object(mod)
         return obj
@@ -222,6 +228,7 @@ class CompiledModule:
         if not emission_flags(self.target, self.optimized_ir):
             return self.asm
         mod = _parse(self.optimized_ir, self.target)  # (the options are at LLVM's defaults here)
+        _set_align_vectors(self.align_vectors)
         return _shared_machine(self.target.name, self.opt).emit_assembly(mod)
 
 
@@ -320,6 +327,11 @@ def _signatures(mod: llvm.ModuleRef) -> dict[str, FunctionSig]:
     return sigs
 
 
+def _set_align_vectors(on: bool) -> None:
+    """hvx128: the backend reads this option when its IR passes run, so it is set per emission."""
+    llvm.set_option("pitchfork", f"-hvc-va={'true' if on else 'false'}")
+
+
 def _compile(ir_text: str, target: Target, opt: int,
              align_vectors: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
     mod = _parse(ir_text, target)
@@ -339,28 +351,33 @@ def _compile(ir_text: str, target: Target, opt: int,
         pto.slp_vectorization = target.name == "arm64"
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
+    text = str(mod)
     if target.name == "hvx128":
         from pitchfork.emit.hvx_fixups import (has_predicate_select, has_wide_lane_predicate_trunc,
                                                has_wide_predicate_ext, rewrite_predicate_selects,
                                                rewrite_wide_lane_predicate_truncs, rewrite_wide_predicate_exts)
 
-        text = str(mod)
         if has_predicate_select(text):  # InstCombine's predicate selects: Hexagon cannot select them
             text = rewrite_predicate_selects(text)
         if has_wide_predicate_ext(text):  # multi-register predicate extensions: SelectQ2V asserts
             text = rewrite_wide_predicate_exts(text)
         if has_wide_lane_predicate_trunc(text):  # trunc to i1 of 16/32-bit lanes: tests every byte
             text = rewrite_wide_lane_predicate_truncs(text)
-        if text != str(mod):
-            mod = _parse(text, target)
-    if target.name == "hvx128":  # read when the backend's IR passes run, so it is set per module
-        llvm.set_option("pitchfork", f"-hvc-va={'true' if align_vectors else 'false'}")
-    with _emission_options(target, str(mod)):
+    # The backend always starts from the optimised text, never from the module the pass pipeline
+    # left in memory: every other consumer (object_bytes, the x86 JIT, the AOT entry) parses that
+    # text, and the backend's IR passes (loop strength reduction above all) break ties by use-list
+    # order, which printing and parsing does not keep. Emitting from the in-memory module gave
+    # assembly that differed from the object code (gaussian5x5 arm64: hot loop 97 instructions in
+    # .s, 95 in .o). Codegen's own IR changes (LSR's rewrites) stay out of `text` for the same reason.
+    mod = _parse(text, target)
+    if target.name == "hvx128":
+        _set_align_vectors(align_vectors)
+    with _emission_options(target, text):
         asm = tm.emit_assembly(mod)
     bad = _unknown_intrinsic_calls(asm)
     if bad:
         raise IntrinsicError(target.name, bad)
-    return str(mod), asm, _signatures(mod)
+    return text, asm, _signatures(mod)
 
 
 def compile_module(
@@ -380,7 +397,7 @@ def compile_module(
         raise ValueError(f"opt level must be 0..3, got {opt}")
     opt_ir, asm, sigs = (_compile_isolated(ir_text, t, opt, align_vectors) if isolate
                          else _compile(ir_text, t, opt, align_vectors))
-    return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs)
+    return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs, align_vectors)
 
 
 def _compile_isolated(ir_text: str, target: Target, opt: int,
@@ -549,7 +566,7 @@ _UNCONDITIONAL = {  # control never falls through these
     "arm64": re.compile(r"^(b|br|ret)(\s|$)"),
     "hvx128": re.compile(r"^(jump|jumpr|dealloc_return)\b"),
 }
-_HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*([\w.$]+)\s*,")
+_HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*#*([\w.$]+)\s*,")  # `##label`: constant-extended
 _SYMBOL = re.compile(r"[A-Za-z_.$][\w.$]*")
 
 

@@ -562,11 +562,13 @@ def aot_ir(prog: CompiledPipeline) -> str:
 def aot_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     """(`.ll` text, `.s` text, `.o` bytes) of the AOT module; `.s` and `.o` are what `llc -O3` makes
     of the `.ll` (no further optimisation)."""
-    from pitchfork.emit.machine import _parse, _shared_machine, emission_options, get_target
+    from pitchfork.emit.machine import _parse, _set_align_vectors, _shared_machine, emission_options, get_target
 
     assert prog.module is not None
     text = aot_ir(prog)
     t = get_target(prog.target)
+    if t.name == "hvx128":
+        _set_align_vectors(prog.module.align_vectors)
     tm = _shared_machine(t.name, prog.module.opt)
     with emission_options(t, text):  # hvx128: i64-vector modules unpacketised, as compile_module does
         return text, tm.emit_assembly(_parse(text, t)), tm.emit_object(_parse(text, t))

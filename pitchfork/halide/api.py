@@ -41,6 +41,7 @@ from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.halide.dot_products import rewrite_stmt as rewrite_dot_products
 from pitchfork.halide.hvx_windows import rewrite_stmt as share_hvx_windows
 from pitchfork.halide.stream_taps import rewrite_stmt as group_stream_taps
+from pitchfork.halide.strided_stores import rewrite_stmt as merge_strided_stores
 from pitchfork.errors import UsageError
 from pitchfork.halide.checks import check_arguments, refuse_deep_statement, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
 from pitchfork.halide.params import halide_scalar_value, scalar_value
@@ -403,6 +404,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
             if target == "hvx128":  # one whole-register window per row across unrolled x steps;
                 stmt = share_hvx_windows(stmt)  # [1 2 1] windows of one stream grouped (for vtmpy)
                 stmt = group_stream_taps(stmt)
+                stmt = merge_strided_stores(stmt)  # strided stores filling a range: one dense store
         cg = LoopNestCodegen(captured, stmt, target, isel, name)
         cg.build()
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds

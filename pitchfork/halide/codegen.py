@@ -41,7 +41,7 @@ its line, and the caller falls back to Halide's own compiler.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Hashable, Optional
+from typing import TYPE_CHECKING, Callable, Hashable, Optional
 
 from llvmlite import ir
 
@@ -300,14 +300,14 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             val = FloatEmitter(self, s).emit(s.value)
             idx = self.scalar(s.index, s)
             base = self.b.bitcast(buf.ptr, ir.PointerType(val.type))
-            self.b.store(val, self.b.gep(base, [self.b.sext(idx, ir.IntType(64))]), align=1)
+            self.b.store(val, self.b.gep(base, [self._address_width(idx)]), align=1)
             return
         et = fpir_type(t.elem, s)
         if t.is_scalar:
             if s.predicate is not None:
                 raise Unsupported(f"predicated scalar store to {s.buffer}", s)
             val = self._data_scalar(s.value, s)
-            idx = self.index64(s.index, s)
+            idx = self.address_index(s.index, s)
             self._store_elem(buf, et, idx, val, s.alignment)
             return
         # A predicated store (TailStrategy::Predicate/PredicateStores, GuardWithIf tails) writes only
@@ -316,7 +316,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         val = self._to_storage(self.vector(s.value, s), et)
         ramp = self._dense(s.index)
         if ramp is not None:
-            base = self.index64(ramp, s)
+            base = self.address_index(ramp, s)
             p = self._elem_ptr(buf, et, base, vec_type(_storage(et), t.lanes))
             align = self._align(buf, et, s.alignment)
             if mask is None:
@@ -360,11 +360,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         out = ExprEmitter(self.b, 1, env, self.target).emit(final)
         return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
 
-    def index64(self, e: H.Expr, node: H.Node) -> ir.Value:
-        """A buffer index as i64 address arithmetic (see ScalarEmitter.emit_index64)."""
+    def address_index(self, e: H.Expr, node: H.Node) -> ir.Value:
+        """A buffer index as address arithmetic of the target's pointer width (see
+        ScalarEmitter.emit_index)."""
         t = self.to_term(e, node)
         env = {v.name: self.scalars[v.name][0] for v in t.variables()}
-        return ScalarEmitter(self.b, env, self.target).emit_index64(t)
+        return ScalarEmitter(self.b, env, self.target).emit_index(t, self.pointer_bits)
 
     def _emit_scalar_term(self, t: Term, nsw: bool = True) -> ir.Value:
         env = {v.name: self.scalars[v.name][0] for v in t.variables()}
@@ -377,13 +378,22 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         """`term` selected and emitted at `lanes` lanes (its leaves emitted at theirs)."""
         leaves = self.leaves
         final = self._select(term, node)
-        env: dict[str, ir.Value] = {}
-        for v in final.variables():
-            if v.name in leaves:
-                env[v.name] = self._emit_leaf(leaves[v.name], node)
-            else:  # a scalar used at vector width (cannot happen after conversion, kept for safety)
-                val, st = self.scalars[v.name]
-                env[v.name] = self._splat(val, st, lanes)
+
+        def value(name: str) -> ir.Value:
+            if name in leaves:
+                return self._emit_leaf(leaves[name], node)
+            # a scalar used at vector width (cannot happen after conversion, kept for safety)
+            val, st = self.scalars[name]
+            return self._splat(val, st, lanes)
+
+        env: dict[str, ir.Value]
+        if self.target == "x86-avx2" and LAZY_LEAVES:
+            # Each leaf (a load, mostly) is emitted where the selected code first uses it, as
+            # Halide's own code generator does; emitted all up front, LLVM's x86 scheduler kept them in
+            # that order and sobel3x3's 4-row loop held 9 rows' vectors live at once (more spills).
+            env = _LazyEnv(value)
+        else:
+            env = {v.name: value(v.name) for v in final.variables()}
         return ExprEmitter(self.b, lanes, env, self.target, self._streams(final)).emit(final)
 
     def _streams(self, term: Term) -> dict[str, tuple[Hashable, int]]:
@@ -442,11 +452,15 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             mask = self._mask(e.predicate, leaf.lanes, node) if e.predicate is not None else None
             ramp = self._dense(e.index)
             if ramp is not None:
-                base = self.index64(ramp, node)
+                base = self.address_index(ramp, node)
                 vt = vec_type(_storage(st), leaf.lanes)
                 p = self._elem_ptr(buf, st, base, vt)
                 align = self._align(buf, st, e.alignment)
-                if mask is None:
+                window = self._hvx_misaligned_load(buf, st, base, leaf.lanes, e.alignment) \
+                    if mask is None and self.target == "hvx128" and self.isel == "pitchfork" else None
+                if window is not None:
+                    v = window
+                elif mask is None:
                     v = self._mem_access(buf, self.b.load(p, align=align))
                 elif not self._masked_ok(leaf.lanes, st):
                     v = self._gather(buf, st, self._iota(self.scalar(ramp, node), leaf.lanes), leaf.lanes, mask)
@@ -603,3 +617,20 @@ def _whole_register_interleave(e: H.Shuffle, parts: list[ir.Value]) -> bool:
         and all(p.type.count == x.type.lanes == n and n * p.type.element.width == 1024 and p.type.element.width >= 8
                 for p, x in zip(parts, e.vectors)) \
         and list(e.indices) == [k * n + i for i in range(n) for k in range(len(parts))]
+
+
+#: x86: emit each leaf at its first use (see `_emit_term`); a switch for measuring the two orders
+LAZY_LEAVES = True
+
+
+class _LazyEnv(dict):  # type: ignore[type-arg]
+    """An emitter environment that computes a variable's value on its first lookup (at the builder's
+    position then) and keeps it."""
+
+    def __init__(self, make: Callable[[str], ir.Value]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, name: str) -> ir.Value:
+        v = self[name] = self._make(name)
+        return v

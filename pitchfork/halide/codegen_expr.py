@@ -4,7 +4,9 @@ Integer ops map one to one (Halide's `/` and `%` are Euclidean and casts wrap, e
 Halide's FPIR intrinsics map to FPIR ops; loads, ramps, broadcasts of non-constant scalars, shuffles
 and bit counts become leaves (variables) that LoopNestCodegen emits separately; scalar loads and
 float sub-expressions are emitted on the spot and become scalar variables. Signed 32-bit and wider
-add/sub/mul carry the `nsw` flag (Halide's no-overflow rule, docs/FPIR.md). The converter emits no
+add/sub/mul/shl carry the `nsw` flag (Halide's no-overflow rule, docs/FPIR.md) and every shl/shr the
+`inrange` flag (Halide leaves shifts by the width or more undefined); broadcasts of runtime scalars
+become uniform leaves (`var(uniform=True)`). The converter emits no
 vector code itself: what it returns is selected whole by pitchfork.lower.
 """
 
@@ -118,7 +120,8 @@ class ExprConverter:
         if involves_float(e):  # a comparison of floats
             return self._float_scalar(e, lambda fe, st: fe.emit(e))
         a, b = self.go(e.a), self.go(e.b)
-        return make(op, a, b, flags=halide_overflow_flags(op, a.type))
+        return make(op, a, b, flags=self._shift_flags(op, [a, b]) if op in ("shl", "shr")
+                    else halide_overflow_flags(op, a.type))
 
     def _e_Not(self, e: H.Not) -> Term:
         return make("not", self.go(e.a))
@@ -165,7 +168,7 @@ class ExprConverter:
             # A scalar load inside a scalar expression: emit it now and bind a scalar.
             buf = self.cg._buffer(e.buffer, self.node)
             st = fpir_type(e.type, self.node)
-            idx = self.cg.index64(e.index, self.node)
+            idx = self.cg.address_index(e.index, self.node)
             p = self.cg._elem_ptr(buf, st, idx, ir.IntType(_storage(st).bits))
             v = self.cg._mem_access(buf, self.cg.b.load(p, align=self.cg._align(buf, st, e.alignment)))
             if st.bits == 1:
@@ -246,4 +249,20 @@ class ExprConverter:
         if op in ("shl", "shr", "rounding_shl", "rounding_shr", "widening_shl", "widening_shr", "saturating_shl") \
                 and args[1].type.bits != args[0].type.bits:
             args[1] = make("cast", args[1], type=args[1].type.__class__(args[1].type.signed, args[0].type.bits))
-        return make(op, *args)
+        return make(op, *args, flags=self._shift_flags(op, args))
+
+    @staticmethod
+    def _shift_flags(op: str, args: list[Term]) -> tuple[str, ...]:
+        """Halide's facts about a shift it built (fpir/flags.py): `inrange` on shl/shr/widening_shl
+        (a shift by the width or more is undefined in Halide) and `nsw` on a signed >= 32-bit shl /
+        widening_shl (Halide reads x << y as x * 2^y). A fact a constant amount plainly breaks is
+        not stated."""
+        if op not in ("shl", "shr", "widening_shl"):
+            return ()
+        from fpir.ops import spec
+
+        rt = spec(op).type_rule([a.type for a in args], None)
+        flags = set(halide_overflow_flags("shl" if op == "widening_shl" else op, rt, shifts=True))
+        if args[1].is_const and not -rt.bits < args[1].value < rt.bits:
+            flags.discard("inrange")
+        return tuple(sorted(flags))

@@ -149,7 +149,7 @@ class FloatEmitter:
         t = float_ir_type(e.type)
         idx = self.cg.scalar(e.index, self.node)
         base = self.b.bitcast(buf.ptr, ir.PointerType(t))
-        p = self.b.gep(base, [self.b.sext(idx, ir.IntType(64)) if idx.type.width < 64 else idx])
+        p = self.b.gep(base, [self.cg._address_width(idx)])
         return self.b.load(p, align=1)
 
     def _e_Call(self, e: H.Call) -> ir.Value:

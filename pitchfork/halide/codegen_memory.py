@@ -16,6 +16,7 @@ from typing import Callable, Optional
 from llvmlite import ir
 
 from fpir.types import ScalarType, i32, u1
+from pitchfork.emit.machine import get_target
 from pitchfork.halide import ir as H
 from pitchfork.halide.codegen_base import BufferInfo, Unsupported, _show, _storage
 
@@ -112,8 +113,19 @@ class MemoryMixin:
         st = _storage(et)
         base = self.b.bitcast(buf.ptr, ir.PointerType(ir.IntType(st.bits)))
         # inbounds: Halide only addresses inside a buffer (allocations carry a vector of padding).
-        p = self.b.gep(base, [self.b.sext(index, ir.IntType(64)) if index.type.width < 64 else index], inbounds=True)
+        p = self.b.gep(base, [self._address_width(index)], inbounds=True)
         return self.b.bitcast(p, ir.PointerType(pointee))
+
+    @property
+    def pointer_bits(self) -> int:
+        """The target's address width: GEP indices are of this width (64 on x86/arm64, 32 on
+        Hexagon), so LLVM sees no extension or truncation between an index and its address."""
+        return get_target(self.target).pointer_bits  # type: ignore[attr-defined]
+
+    def _address_width(self, index: ir.Value) -> ir.Value:
+        """A (signed) index widened to the address width; a wider one is left to the GEP."""
+        bits = self.pointer_bits
+        return self.b.sext(index, ir.IntType(bits)) if index.type.width < bits else index
 
     def _store_elem(self, buf: BufferInfo, et: ScalarType, idx: ir.Value, val: ir.Value,
                     alignment: Optional[tuple[int, int]] = None) -> None:
@@ -363,7 +375,66 @@ class MemoryMixin:
                 or st.bits < 8 or e.type.lanes * st.bits >= 1024:
             return None
         return self._hvx_aligned_window(self._buffer(e.buffer, node), e.type.elem.to_fpir(),
-                                        self.index64(ramp, node), e.type.lanes)
+                                        self.address_index(ramp, node), e.type.lanes)
+
+    def _hvx_misaligned_load(self, buf: BufferInfo, st: ScalarType, index: ir.Value, lanes: int,
+                             alignment: Optional[tuple[int, int]]) -> Optional[ir.Value]:
+        """A dense load of whole HVX registers whose first byte lies a known, nonzero distance `rb`
+        past a 128-byte boundary (a 128-aligned base and Halide's `aligned(m, r)` with m*size a
+        multiple of 128), as Halide's Hexagon backend emits it: the aligned blocks holding its bytes,
+        each result register `valign`ed from two neighbours. The loads of x, x+1, x+2, ... of one row
+        then share their aligned blocks (LLVM merges equal loads), where unaligned `vmemu` loads
+        each need their own address register and load slot (conv3x3a32's loop: 18 pointers, spilled).
+        Every block holds a byte the program reads (rb > 0, so the last block holds the last byte):
+        an aligned block never crosses a page, so this reads nothing the original load would not
+        fault on. None where the misalignment is not known to be a nonzero constant."""
+        size = _storage(st).bits // 8
+        if alignment is None or buf.align % 128 or (lanes * size) % 128 or st.bits == 1:
+            return None
+        m, r = alignment
+        if m <= 1 or (m * size) % 128:
+            return None
+        rb = (size * (r % m)) % 128
+        regs = lanes * size // 128
+        if rb == 0 and (regs == 1 or buf.name not in self._read_misaligned()):
+            return None  # the plain aligned load (blocks only beside misaligned reads, see below)
+        i8t, i32t = ir.IntType(8), ir.IntType(32)
+        p = self._elem_ptr(buf, st, index, i8t)
+        lo = self.b.gep(p, [ir.Constant(i32t, -rb)])  # not inbounds: a plain address computation
+        blk = ir.VectorType(i32t, 32)
+        blocks = [self._mem_access(buf, self.b.load(self.b.bitcast(self.b.gep(lo, [ir.Constant(i32t, 128 * j)])
+                                                                   if j else lo, ir.PointerType(blk)), align=128))
+                  for j in range(regs + (1 if rb else 0))]
+        if rb == 0:
+            # An aligned load of several registers, also as register blocks: LLVM merges it with the
+            # blocks of its misaligned neighbours only when the types agree (a <128 x i16> load
+            # beside <32 x i32> blocks became an extract from <2 x i1024>, which the Hexagon backend
+            # builds word by word through the stack: gaussian5x5's loop grew to 724 instructions).
+            parts = blocks
+        else:
+            # The intrinsic, not a two-source shufflevector: LLVM lowered the shuffle form of
+            # 16-bit rows (gaussian5x5) to vror/vinsert chains.
+            valign = self._intrinsic("llvm.hexagon.V6.valignb.128B", blk, [blk, blk, i32t])
+            parts = [self.b.call(valign, [blocks[j + 1], blocks[j], ir.Constant(i32t, rb)]) for j in range(regs)]
+        whole = parts[0]
+        if regs > 1:
+            from pitchfork.emit.expr import ExprEmitter
+
+            whole = ExprEmitter(self.b, 32 * regs, {}, self.target).concat(parts, 32 * regs)
+        return self.b.bitcast(whole, ir.VectorType(ir.IntType(_storage(st).bits), lanes))
+
+    def _read_misaligned(self) -> frozenset[str]:
+        """Buffers some dense vector load of the statement reads at a nonzero remainder of its
+        alignment modulus (the stencil rows whose aligned loads share blocks with misaligned ones).
+        Aligned multi-register loads of other buffers stay plain loads: as blocks they made
+        matmul's loop slower (703870 vs 514080 estimated packets)."""
+        got = getattr(self, "_misaligned_bufs", None)
+        if got is None:
+            stmt = self.stmt  # type: ignore[attr-defined]
+            got = frozenset(n.buffer for n in H.walk(stmt) if isinstance(n, H.Load) and n.alignment is not None
+                            and n.alignment[0] > 1 and n.alignment[1] % n.alignment[0] and n.type.is_vector)
+            self._misaligned_bufs = got
+        return got
 
     def _dense(self, index: H.Expr) -> Optional[H.Expr]:
         if isinstance(index, H.Ramp) and isinstance(index.stride, H.IntImm) and index.stride.value == 1:

@@ -136,9 +136,10 @@ def _strided_load(e: H.Expr) -> H.Load | None:
     return None
 
 
-def interleave(vs: list[H.Expr]) -> H.Expr:
+def interleave(vs: list[H.Expr], target: str = "") -> H.Expr:
     """`interleave_vectors(vs)` (lane f*i+k = vs[k] lane i), as a dense load or a repeated short load
-    where the operands allow it."""
+    where the operands allow it; on hvx128 also broadcasts of any f scalars as one repeated f-lane
+    group (`_repeat_group`)."""
     f, n = len(vs), vs[0].type.lanes
     t = vs[0].type.with_lanes(f * n)
     loads = [_scalar_load(v) for v in vs]
@@ -150,6 +151,10 @@ def interleave(vs: list[H.Expr]) -> H.Expr:
                                                 first.index.type.with_lanes(f)), first.type.with_lanes(f),
                            first.alignment)
             return H.Shuffle("shuffle", (group,), tuple(k for _ in range(n) for k in range(f)), t)
+    if target == "hvx128":
+        group = _repeat_group(vs)
+        if group is not None:
+            return group
     dense = [_strided_load(v) for v in vs]
     if all(ld is not None and ld.buffer == dense[0].buffer for ld in dense):  # type: ignore[union-attr]
         ramps = [ld.index for ld in dense]  # type: ignore[union-attr]
@@ -163,6 +168,23 @@ def interleave(vs: list[H.Expr]) -> H.Expr:
             return H.Load(ld0.buffer, H.Ramp(r0.base, H.IntImm(1, r0.stride.type), f * n,
                                              r0.type.with_lanes(f * n)), t, ld0.alignment)
     return H.Shuffle("interleave", tuple(vs), tuple(k * n + i for i in range(n) for k in range(f)), t)
+
+
+def _repeat_group(vs: list[H.Expr]) -> H.Expr | None:
+    """`interleave_vectors` of broadcasts of f scalars whose f lanes make one 16/32/64-bit word, as
+    that f-lane vector repeated: codegen's `_repeat` emits it as a splat of the word, which HVX's
+    vrmpy takes as its scalar operand (Vx.w += vrmpy(Vu.ub, Rt.b)). conv3x3a32's runtime mask taps
+    (not at consecutive addresses, so not one short load) were an interleave of four splats: four
+    vector registers per group of taps held for the whole loop, which spilled (hot loop 249
+    instructions, Halide 21's 179 with the taps in two scalar registers)."""
+    f, n = len(vs), vs[0].type.lanes
+    if not all(isinstance(v, H.Broadcast) and v.value.type.is_scalar and v.type == vs[0].type for v in vs):
+        return None
+    elem = vs[0].type.with_lanes(1)
+    if not elem.is_integer or elem.is_bool or f * elem.bits not in (16, 32, 64):
+        return None
+    group = H.Shuffle("interleave", tuple(v.value for v in vs), tuple(range(f)), elem.with_lanes(f))  # type: ignore[attr-defined]
+    return H.Shuffle("shuffle", (group,), tuple(k for _ in range(n) for k in range(f)), vs[0].type.with_lanes(f * n))
 
 
 def _sort_key(ps: list[_Product]) -> list[_Product]:
@@ -207,7 +229,7 @@ def rewrite_sum(e: H.Expr, target: str) -> H.Expr:
         full = len(ps) - len(ps) % f
         for g in range(0, full, f):
             grp = ps[g:g + f]
-            prod = grp[0].rebuild(interleave([p.x for p in grp]), interleave([p.y for p in grp]))
+            prod = grp[0].rebuild(interleave([p.x for p in grp], target), interleave([p.y for p in grp], target))
             out.append(H.VectorReduce("add", prod, e.type))
             changed = True
         out.extend(p.term for p in ps[full:])

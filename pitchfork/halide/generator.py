@@ -311,16 +311,17 @@ def llc_command(target: str, ll: str = "<name>.ll", ir_text: str = "") -> str:
 def header_free_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     """(`.ll` text, `.s` text, `.o` bytes) of a PITCHFORK-compiled pipeline, all three from the
     header-free IR: it is parsed back and compiled without further optimisation, as `llc -O3` does.
-    (Re-parsing matters: LLVM's instruction scheduling breaks ties by use-list order, which textual
-    IR does not keep, so the in-memory module's `prog.assembly()` can differ from what `llc` makes of
-    the same text in register choice and order, not in instructions selected.)"""
-    from pitchfork.emit.machine import _parse, _shared_machine, emission_options, get_target
+    (`prog.assembly()` is itself emitted from the parsed optimised text, see machine._compile: LLVM's
+    backend breaks ties by use-list order, which textual IR does not keep.)"""
+    from pitchfork.emit.machine import _parse, _set_align_vectors, _shared_machine, emission_options, get_target
 
     assert prog.module is not None
     text = header_free_ir(prog.module.llvm_ir())
     t = get_target(prog.target)
     mod = _parse(text, t)
     mod.verify()
+    if t.name == "hvx128":
+        _set_align_vectors(prog.module.align_vectors)
     tm = _shared_machine(t.name, prog.module.opt)
     with emission_options(t, text):  # hvx128: i64-vector modules unpacketised, as compile_module does
         asm = tm.emit_assembly(mod)

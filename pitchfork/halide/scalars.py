@@ -71,13 +71,21 @@ class ScalarEmitter:
             return (b.sext if src.signed else b.zext)(a[0], ir.IntType(ty.bits))
         return self._generic(t, a)
 
-    def emit_index64(self, t: Term) -> ir.Value:
-        """A signed 32-bit index as a 64-bit value for addressing, computed in 64 bits where it is
-        an `add`/`sub`/`mul`/`min`/`max` tree (equal to the sign-extended 32-bit value because that
-        arithmetic does not overflow), as Halide's own backend does (`promote_64`), so no sign
-        extension sits between the loop counter and the address."""
+    def emit_index(self, t: Term, bits: int = 64) -> ir.Value:
+        """A signed 32-bit index as a `bits`-wide value for addressing (the target's pointer width).
+        At 64 bits it is computed in 64 bits where it is an `add`/`sub`/`mul`/`min`/`max` tree (equal
+        to the sign-extended 32-bit value because that arithmetic does not overflow), as Halide's own
+        backend does on 64-bit targets (`promote_64`), so no sign extension sits between the loop
+        counter and the address. At 32 bits (Hexagon) it stays the 32-bit `nsw` value, as Halide
+        leaves it where pointers are 32 bits: 64-bit index arithmetic there is register pairs that
+        LLVM cannot fold into post-incremented addresses."""
         i64 = ir.IntType(64)
         b = self.b
+        if bits == 32:
+            v0 = self.emit(t)
+            if v0.type.width < 32:
+                return (b.sext if t.type.signed else b.zext)(v0, ir.IntType(32))
+            return v0 if v0.type.width == 32 else b.trunc(v0, ir.IntType(32))
 
         def go(n: Term) -> ir.Value:
             if n in memo:
@@ -118,6 +126,9 @@ class ScalarEmitter:
         env: dict[str, ir.Value] = {}
         args = []
         for k, (x, v) in enumerate(zip(t.args, a)):
+            if x.op == "const":  # constants stay constants: the expansion specializes on them
+                args.append(x)
+                continue
             name = f"_s{k}"
             env[name] = self.b.insert_element(ir.Constant(vec_type(x.type, 1), ir.Undefined), v,
                                               ir.Constant(ir.IntType(32), 0))

@@ -163,24 +163,45 @@ _LANEWISE_PRIMS = frozenset({"add", "sub", "mul", "and", "or", "xor", "not", "mi
 
 
 @lru_cache(maxsize=65536)
-def _layout(t: Term) -> str:
+def _layout(t: Term, uniform: frozenset[str] = frozenset()) -> str:
     """Which lane order is cheapest to produce `t` in: DEINT if it is computed from widening
     instructions' results by lane-wise same-width ops only (so its value exists de-interleaved
-    before the restoring shuffle), ANY for constants, else NATURAL."""
+    before the restoring shuffle), ANY for constants and for values equal in every lane (variables
+    named in `uniform`, the splats of the emitter's environment: `_layouts`, and lane-wise ops of
+    those only), else NATURAL. Only a cost choice: every emitter is exact in either order."""
     if t.is_const:
         return ANY
     if not t.args:
-        return NATURAL
+        return ANY if t.op == "var" and t.name in uniform else NATURAL
     if t.op in _DEINT_OPS:
         return DEINT
+    kinds = {_layout(a, uniform) for a in t.args} - {ANY}
+    if not kinds and not _combines_lanes(t.op):
+        return ANY  # e.g. a widened splat: every lane the same
     lanewise = t.op in _LANEWISE_PRIMS or t.op in _LANEWISE_OPS or (
-        t.op in ("shl", "shr") and t.args[1].is_const)
+        t.op in ("shl", "shr") and _layout(t.args[1], uniform) == ANY)
     if not lanewise or any(a.type.bits != t.type.bits for a in t.args):
         return NATURAL
-    kinds = {_layout(a) for a in t.args} - {ANY}
     if kinds == {DEINT}:
         return DEINT
     return ANY if not kinds else NATURAL
+
+
+def _combines_lanes(op: str) -> bool:
+    from fpir.ops import spec
+
+    s = spec(op)
+    return bool(getattr(s, "reduce", None) or getattr(s, "combines_lanes", False) or getattr(s, "lanes", None))
+
+
+def _layouts(em: Any) -> frozenset[str]:
+    """The names of the emitter's environment bound to splats (the `uniform` of `_layout`),
+    computed once per emitter."""
+    got = getattr(em, "_hvx_uniform_names", None)
+    if got is None:
+        got = frozenset(k for k, v in em.env.items() if _is_broadcast(v))
+        em._hvx_uniform_names = got
+    return got
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,7 +218,7 @@ def _lanewise(table: Table) -> Callable[..., ir.Value]:
         bits = t.type.bits
         n = REG_BITS // bits
         rt = _vec(bits, n)
-        if _layout(t) == DEINT:
+        if _layout(t, _layouts(em)) == DEINT:
             def pairwise(*ps: ir.Value) -> ir.Value:
                 halves = [_halves(em, _deinterleave(em, p)) for p in ps]
                 lo = em.hvx_call(name, [h[0] for h in halves], rt)
@@ -351,7 +372,7 @@ def _narrowing(pack: Table, sat: Table, amount: Callable[[Term], int | None] | N
                 name = alt
             else:
                 extra = [_i32(sh) if sh is not None else runtime]
-        elif key in pack and (name is None or _layout(t.args[0]) != DEINT):
+        elif key in pack and (name is None or _layout(t.args[0], _layouts(em)) != DEINT):
             pname = pack[key]
 
             def packed(x: ir.Value) -> ir.Value:
@@ -747,7 +768,7 @@ def _select_half(pack: Mapping[int, str], shuffle: Mapping[int, str]) -> Callabl
         obits = t.type.bits
         n = REG_BITS // obits
         rt = _vec(obits, n)
-        if _layout(t.args[0]) == DEINT:
+        if _layout(t.args[0], _layouts(em)) == DEINT:
             name = shuffle[obits]
 
             def interleaving(x: ir.Value) -> ir.Value:
@@ -779,6 +800,10 @@ _declare("hvx.vpacko", _NARROW_SIGS, lambda sg: f"cast<{sg.result.name}>(x >> {s
 _declare("hvx.vasr_trunc_h", ["i32, i32 -> i16", "i32, u32 -> i16", "u32, i32 -> u16", "u32, u32 -> u16"],
          lambda sg: f"cast<{sg.result.name}>(x >> y)",
          _narrowing({}, {"i32": "vasrwh", "u32": "vasrwh"}, _shift_amount(0, 15)), ONE, "vasrwh (Rt = constant y)")
+
+
+# ---- shift and accumulate: vasl.acc (pitchfork/targets/hvx_shift.py) ---------------------------------
+from pitchfork.targets import hvx_shift  # noqa: E402,F401
 
 
 def instruction_names() -> list[str]:

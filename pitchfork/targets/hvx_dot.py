@@ -66,15 +66,22 @@ def _vrmpy(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     vector."""
     rt = _vec(32, REG_BITS // 32)
     types = tuple(a.type.name for a in t.args[1:])
+    # Into a constant 0, the plain form (Vd.w = vrmpy(..)): no zero register per output register,
+    # which LLVM kept live across conv3x3a32's loop and spilled.
+    zero = _const(t.args[0]) == 0
+
+    def call(name: str, a: ir.Value, ops: list[ir.Value]) -> ir.Value:
+        return em.hvx_call(name[:-len(".acc")], ops, rt) if zero else em.hvx_call(name, [a, *ops], rt)
+
     for data, word in ((1, 2), (2, 1)):
         name = _VRMPY_BY_WORD.get((t.args[data].type.name, t.args[word].type.name))
         w = _word_splat(args[word]) if name is not None else None
         if w is not None:
             accs, ys = em.split(args[0], REG_BITS // 32), em.split(args[data], REG_BITS // 8)
-            return em.concat([em.hvx_call(name, [a, y, w], rt) for a, y in zip(accs, ys)], em.lanes)
+            return em.concat([call(name, a, [y, w]) for a, y in zip(accs, ys)], em.lanes)
     name = _VRMPY[(t.args[0].type.name, *types)]
     accs, ys, zs = (em.split(a, REG_BITS // b) for a, b in zip(args, (32, 8, 8)))
-    return em.concat([em.hvx_call(name, [a, y, z], rt) for a, y, z in zip(accs, ys, zs)], em.lanes)
+    return em.concat([call(name, a, [y, z]) for a, y, z in zip(accs, ys, zs)], em.lanes)
 
 
 def _vrmpy_semantics(sg: Signature) -> str:

@@ -21,6 +21,11 @@ lanes where the facts hold are compared (a lane no redraw could fix is reported 
 
     python -m tests.pitchfork.difftest --overflow --count 500 --target x86-avx2
 
+`--uniform` makes variables uniform leaves (broadcasts, fed one value in every lane), which the
+instructions reading one count for all lanes (x86 vpsraw & co.) are selected for.
+
+    python -m tests.pitchfork.difftest --uniform --count 500 --target x86-avx2
+
 `--reductions` draws terms under the lane-combining `vector_reduce_<op>_x<f>` ops (`random_reductions`:
 half of them the shapes udot/sdot, vrmpy, vdmpy, pmaddwd/pmaddubsw, psadbw and the pair sums take):
 
@@ -322,8 +327,32 @@ def random_terms(count: int, seed: int = 0, max_depth: int = 4, max_bits: int = 
     return [gen.top(rng.choice(gen.types)) for _ in range(count)]
 
 
+def with_uniform_leaves(terms: Sequence[Term], seed: int = 0) -> list[Term]:
+    """Each variable made a uniform leaf (a broadcast, as the Halide frontend makes its splats) with
+    probability 1/2, per term; run_batch feeds such a variable one value in every lane."""
+    from fpir.ops import make, spec
+    from fpir.term import var as mkvar
+
+    rng = random.Random(seed)
+    out = []
+    for term in terms:
+        pick = {v.name for v in term.variables() if rng.random() < 0.5}
+        memo: dict[int, Term] = {}
+        for t in term.walk():
+            if t.is_var:
+                memo[id(t)] = mkvar(t.name, t.type, uniform=t.name in pick)
+            elif t.args:
+                memo[id(t)] = make(t.op, *[memo[id(a)] for a in t.args],
+                                   type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
+            else:
+                memo[id(t)] = t
+        out.append(memo[id(term)])
+    return out
+
+
 def random_overflow_terms(count: int, seed: int = 0, max_depth: int = 3) -> list[Term]:
-    """Terms as the Halide frontend builds them (`nsw` on signed >= 32-bit add/sub/mul): half random
+    """Terms as the Halide frontend builds them (`nsw` on signed >= 32-bit add/sub/mul/shl, `inrange`
+    on every shl/shr): half random
     terms, half the i32/i64 spellings of halving_add/sub, rounding_halving_add and rounding_shr /
     rounding_shl (constant and clamped variable amounts) over random sub-terms."""
     rng = random.Random(seed)
@@ -332,9 +361,9 @@ def random_overflow_terms(count: int, seed: int = 0, max_depth: int = 3) -> list
     while len(out) < count:
         try:
             if rng.random() < 0.5:
-                t = with_halide_overflow(gen.top(rng.choice(gen.types)))
+                t = with_halide_overflow(gen.top(rng.choice(gen.types)), shifts=True)
             else:
-                t = with_halide_overflow(_overflow_idiom(gen, rng))
+                t = with_halide_overflow(_overflow_idiom(gen, rng), shifts=True)
         except FPIRTypeError:
             continue
         out.append(t)
@@ -580,7 +609,13 @@ def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: igno
         vs = _kernel_vars(c.term)
         factors = input_factors(c.term)  # elements per output element (> 1 under a vector_reduce)
         env = {v.name: input_values(nrng, v.type, c.n * factors.get(v.name, 1)) for v in vs}
-        c.mask = respecting_facts(c.term, env, nrng) if has_flags(c.term) and env else None
+        uniform = [v for v in vs if v.is_uniform_leaf]
+        for v in uniform:  # a broadcast: one value (drawn like the others) in every lane
+            env[v.name] = np.full_like(env[v.name], env[v.name][int(nrng.integers(len(env[v.name])))])
+        if uniform and has_flags(c.term):  # no per-lane redraw (it would break uniformity): mask only
+            c.mask = np.broadcast_to(facts_hold(c.term, env), (c.n,)).copy()
+        else:
+            c.mask = respecting_facts(c.term, env, nrng) if has_flags(c.term) and env else None
         envs.append(env)
         out_t = c.term.type
         out = np.zeros(c.n, dtype=np.uint8 if out_t.bits == 1 else out_t.np_dtype)
@@ -646,6 +681,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--overflow", action="store_true",
                    help="terms as the Halide frontend builds them (nsw flags, i32/i64 averaging and "
                         "rounding-shift spellings): random_overflow_terms")
+    p.add_argument("--uniform", action="store_true",
+                   help="make each variable a uniform leaf (a broadcast, one value in every lane) with "
+                        "probability 1/2, as the Halide frontend makes its splats: with_uniform_leaves")
     p.add_argument("--reductions", action="store_true",
                    help="terms under vector_reduce_<op>_x<f>, half of them dot-product / pair-sum / "
                         "sum-of-absolute-difference shapes: random_reductions")
@@ -658,6 +696,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         terms = random_overflow_terms(args.count, args.seed, min(args.depth, 3))
     else:
         terms = random_terms(args.count, args.seed, args.depth, args.max_bits)
+    if args.uniform:
+        terms = with_uniform_leaves(terms, args.seed)
     status = 0
     for target in args.target or TARGETS:
         for isel in args.isel or ISELS:

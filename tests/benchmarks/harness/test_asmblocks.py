@@ -107,6 +107,18 @@ def test_hexagon_packets_hardware_loop_and_branches() -> None:
     assert [(lp.header, lp.first, lp.last) for lp in find_loops(blocks)] == [(".LBB0_2", 1, 1)]
 
 
+def test_hexagon_hardware_loop_with_constant_extended_label() -> None:
+    # LLVM writes `loop0(##.LBB0_2,#31)` when it cannot prove the label in range (matmul hvx128):
+    # still the loop's header, else the enclosing loop is taken for the innermost one.
+    blocks = split_blocks(HEX.replace("loop0(.LBB0_2,r2)", "loop0(##.LBB0_2,#31)"), "f", "hvx128")
+    assert blocks[1].targets == (".LBB0_2",)
+    assert [(lp.header, lp.first, lp.last) for lp in find_loops(blocks)] == [(".LBB0_2", 1, 1)]
+    from pitchfork.emit.machine import find_loops as machine_loops
+
+    text = HEX.replace("loop0(.LBB0_2,r2)", "loop0(##.LBB0_2,#31)")
+    assert [(lp.label, lp.hardware_loop) for lp in machine_loops(text, target="hvx128")] == [(".LBB0_2", True)]
+
+
 @pytest.mark.parametrize("syntax,text", [("x86-avx2", X86), ("arm64", ARM), ("hvx128", HEX)])
 def test_instrument_puts_one_counter_at_each_block_start(syntax: str, text: str) -> None:
     out, blocks = instrument(text, "f", syntax)  # type: ignore[arg-type]

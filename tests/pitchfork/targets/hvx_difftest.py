@@ -279,6 +279,10 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
                         out.append(Case(f"{label} y={c}", make(name, vs[0], const(c, sg.args[1])), reg))
                 out.append(Case(f"{label} y={ib // 2} de-interleaved", make(name, ps[0], const(ib // 2, sg.args[1])),
                                 reg))
+            if name == "hvx.vasl_acc":  # the Rt amounts in [0, bits) and fallbacks outside
+                for c in (0, 1, 2, 7, sg.args[2].bits - 1, sg.args[2].bits, sg.args[2].bits + 3):
+                    out.append(Case(f"{label} z={c}", make(name, vs[0], vs[1], const(c, sg.args[2])), reg))
+                out.append(Case(f"{label} z=3 de-interleaved", make(name, ps[0], ps[1], const(3, sg.args[2])), reg))
             if name in ("hvx.vmpa", "hvx.vmpa_acc"):
                 at = 2 if name == "hvx.vmpa" else 3
                 t = sg.args[at]

@@ -229,6 +229,25 @@ def test_widening_chain_keeps_deinterleaved_order_and_new_forms_run() -> None:
 
 @needs_qemu
 @pytest.mark.qemu
+def test_product_with_a_widened_narrow_operand_is_a_16bit_multiply() -> None:
+    """i32(x_u8) * i32(f_i16) (depthwise_conv's taps) is one 16 x 16 widening multiply of the zero-extended
+    input (vmpyhv, accumulating: vmpyhv.acc) as Halide's, not 32-bit multiply emulation (vmpyie + vmpyieo);
+    also u32(x_u8) * u32(f_u16) and i32(x_i8) * i32(f_i16). Edge values included, bit-exact."""
+    taps = "acc + i32(a) * i32(f) + i32(b) * i32(g) + i32(c) * i32(h)"
+    cases = [_select_case(taps, {"acc": "i32", "a": "u8", "b": "u8", "c": "u8", "f": "i16", "g": "i16", "h": "i16"}, 64),
+             _select_case("u32(x) * u32(y)", {"x": "u8", "y": "u16"}, 64),
+             _select_case("i32(x) * i32(y)", {"x": "i8", "y": "i16"}, 96)]
+    failures = run_cases(cases, np.random.default_rng(47))
+    assert not failures, "\n".join(failures)
+    chain, unsigned, signed = (hvx_asm_lines(c) for c in cases)
+    assert sum(bool(re.search(r"\.w \+= vmpy\(v\d+\.h,v\d+\.h\)", i)) for i in chain) == 3, chain
+    assert any(re.search(r"\.uw = vmpy\(v\d+\.uh,v\d+\.uh\)", i) for i in unsigned), unsigned
+    assert any(re.search(r"\.w = vmpy\(v\d+\.h,v\d+\.h\)", i) for i in signed), signed
+    assert not any("vmpyie" in i for i in chain + unsigned + signed)
+
+
+@needs_qemu
+@pytest.mark.qemu
 def test_runtime_scalars_use_the_by_scalar_forms() -> None:
     """A multiplier or shift amount that is one runtime value in every lane (a Param: here a variable
     the kernel reads once and splats) is passed as the instruction's scalar register Rt, as a constant

@@ -1,0 +1,49 @@
+"""Hexagon HVX shift-and-accumulate: `Vx.h += vasl(Vu.h, Rt)` / `Vx.w += vasl(Vu.w, Rt)`.
+
+Part of the HVX instruction table (pitchfork/targets/hvx.py, whose docstring describes lane order,
+emitters and costs), imported at the end of it. `x + (y << c)` is a stencil tap by a power of two
+added to a running sum (gaussian5x5's `4 * rows[x + 1]`, lifted to `<< 2`): one instruction where the
+shift and the add were two, as Halide's HVX backend selects it (ISA_INTRINSICS.md 2.3.2: vaslw.acc,
+and vaslh.acc from v65, which our hexagonv66 target has).
+
+The instruction reads its amount from the low bits of Rt (modulo the lane width), so only constant
+amounts in [0, bits) are passed as Rt; any other amount emits the declared semantics. The
+instruction is lane-wise and of one width, so it follows its operands' lane order (`_layout`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llvmlite import ir
+
+from fpir.term import Term
+from pitchfork.targets.hvx import (DEINT, ONE, REG_BITS, _const, _declare, _deinterleave, _fallback, _halves, _i32,
+                                   _interleave, _join, _layout, _layouts, _vec)
+
+_VASL_ACC = {"i16": "vaslh.acc", "u16": "vaslh.acc", "i32": "vaslw.acc", "u32": "vaslw.acc"}
+
+
+def _vasl_acc(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    bits = t.type.bits
+    c = _const(t.args[2])
+    if c is None or not 0 <= c < bits:
+        return _fallback(em, t)
+    name = _VASL_ACC[t.type.name]
+    n = REG_BITS // bits
+    rt = _vec(bits, n)
+    amount = _i32(c)
+    if _layout(t, _layouts(em)) == DEINT:
+        def pairwise(x: ir.Value, y: ir.Value) -> ir.Value:
+            (xl, xh), (yl, yh) = _halves(em, _deinterleave(em, x)), _halves(em, _deinterleave(em, y))
+            lo = em.hvx_call(name, [xl, yl, amount], rt)
+            hi = em.hvx_call(name, [xh, yh, amount], rt)
+            return _interleave(em, _join(em, lo, hi))
+
+        return em.map_chunks(list(args[:2]), 2 * n, pairwise)
+    return em.map_chunks(list(args[:2]), n, lambda x, y: em.hvx_call(name, [x, y, amount], rt))
+
+
+_declare("hvx.vasl_acc", [f"{k}, {k}, {k} -> {k}" for k in _VASL_ACC], "x + (y << z)", _vasl_acc, ONE,
+         "vaslh.acc / vaslw.acc: Vx += vasl(Vu, Rt) (Rt = constant z in [0, bits))", "lanewise")
