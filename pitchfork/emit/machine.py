@@ -247,8 +247,8 @@ def has_i64_vectors(ir_text: str) -> bool:
 def _emission_options(target: Target, optimized_ir: str) -> Iterator[None]:
     """hvx128: emit a module with 64-bit-lane vectors without VLIW packets and without new-value jumps.
 
-    Why: the scalarised i64 code of such modules ran wrong under qemu-hexagon 7.2 in three difftest
-    cases (tests/pitchfork/emit/test_hvx_i64_packets.py), each traced with `-dfa-instr-limit` to ONE
+    Why: the scalarised i64 code of such modules ran wrong under qemu-hexagon 7.2 in difftest cases
+    (tests/pitchfork/emit/test_hvx_i64_packets.py), each traced with `-dfa-instr-limit` to ONE
     packet whose instructions are all legal together (a compare writing p0 beside a move predicated on
     the old p0 and a new-value store of a register written in the packet; a store and a load of one
     stack slot under `:mem_noshuf`; a predicate transfer beside a `.new` use and a `memd` overwriting

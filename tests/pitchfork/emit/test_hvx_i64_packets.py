@@ -11,11 +11,17 @@ full of predicated moves and spills. In three difftest cases that code ran wrong
 * seed 21, `mul_shr(d_u64, u64(b_i64), a_u64)` at 8 lanes: `{ r0 = lsr(r18,#16);
   p0 = cmp.gt(r5:4,r9:8); if (!p0) r7 = add(r0,#0); memb(r12+#18) = r0.new }`; moving any one of the
   four instructions to a packet of its own (the same program) makes every lane right;
-* seed 21, a `rounding_mul_shr` at i64 in a longer term (48 lanes).
 
-Each packet runs right alone in a hand-written program, so whether qemu 7.2 or LLVM 22 is at fault is
+Each packet runs right alone in a hand-written program, and a qemu -singlestep -d cpu trace of the
+seed-21 packet in the failing kernel shows its register results right in all 12 executions (the wrong
+bytes are in lane 0 of 2 of 12 iterations, elsewhere), so whether qemu 7.2 or LLVM 22 is at fault is
 undecided; one instruction a packet is right under both. These tests fail without
 `machine._emission_options` (checked when it was added) and pass with it.
+
+NOT fixed by this (open): seed 21's third mismatch, `saturating_cast<i64>(saturating_sub(
+extending_add(di32, bu16), ai32 ^ di32)) - (rounding_mul_shr(bi64 >> u64(3), extending_mul(ai64,
+-2147483647), cu64) ^ ai64)` at 48 lanes, gives the same wrong values with and without packets; its
+pieces, and the whole term with the failing lane's inputs in every 48th lane, run right. Not reduced.
 """
 
 from __future__ import annotations
