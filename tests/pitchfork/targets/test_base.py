@@ -18,7 +18,11 @@ from tests.pitchfork.targets.test_arm import IMMEDIATE, IMMEDIATE_OPERAND
 
 
 def test_encodable_matches_the_immediate_ranges_the_qemu_test_uses() -> None:
-    declared = [n for n, s in OPS.items() if s.kind == "target" and s.meta.get("encodable") is not None]
+    # The Neon instructions only: the ranges come from test_arm's qemu test. (Other ISAs' immediate-only
+    # instructions, e.g. hvx.vdmpy_pairs, are registered when their modules are imported elsewhere in
+    # the run; their constant and fallback forms are tested with their own instructions.)
+    declared = [n for n, s in OPS.items()
+                if n.startswith("arm.") and s.kind == "target" and s.meta.get("encodable") is not None]
     assert set(declared) >= {"arm.sqrshrn", "arm.shrn", "arm.sqshlu", "arm.ursra"}
     for name in declared:
         for text in OPS[name].meta["signatures"]:
