@@ -263,20 +263,19 @@ def _emission_options(target: Target, optimized_ir: str) -> Iterator[None]:
     every emission of a module (assembly and object) and put back to LLVM's defaults after it, so an
     emission elsewhere (tests, `llvm_default_assembly`) never inherits them.
     """
-    off = target.name == "hvx128" and has_i64_vectors(optimized_ir)
-    if off:
-        llvm.set_option("pitchfork", "-disable-packetizer=true")
-        llvm.set_option("pitchfork", "-disable-nvjump=true")
+    flags = emission_flags(target, optimized_ir)
+    for flag in flags:
+        llvm.set_option("pitchfork", f"{flag}=true")
     try:
         yield
     finally:
-        if off:
-            llvm.set_option("pitchfork", "-disable-packetizer=false")
-            llvm.set_option("pitchfork", "-disable-nvjump=false")
+        for flag in flags:
+            llvm.set_option("pitchfork", f"{flag}=false")
 
 
 def emission_flags(target: Target | str, ir_text: str) -> tuple[str, ...]:
-    """The llc flags beyond the defaults that `compile_module` emits `ir_text` with (for reproducing)."""
+    """The llc flags beyond the defaults that `compile_module` emits `ir_text` with (for reproducing);
+    each is a boolean option that `_emission_options` turns on for the emission and off after it."""
     t = get_target(target)
     if t.name == "hvx128" and has_i64_vectors(ir_text):
         return ("-disable-packetizer", "-disable-nvjump")
