@@ -34,11 +34,15 @@ class ExprEmitter:
     def __init__(
         self, builder: ir.IRBuilder, lanes: int, env: dict[str, ir.Value], target: object = None,
         streams: Optional[Mapping[str, tuple[Hashable, int]]] = None,
+        to_one_lane: Optional[Callable[..., Optional[ir.Value]]] = None,
     ) -> None:
         self.b = builder
         self.lanes = lanes
         self.env = env
         self.target = target
+        #: a selected (isel=pitchfork) lowering of a reduction to one lane, tried before the generic
+        #: one: (emitter, combine, value, type) -> 1-lane value or None (pitchfork/targets/hvx_reduce)
+        self.to_one_lane = to_one_lane
         #: facts about the values in `env` (pitchfork.trs.predicate.Streams): which variables read one
         #: stream of memory at which element offsets, for instructions that read a sliding window (vtmpy)
         self.streams = streams or {}
@@ -208,6 +212,10 @@ class ExprEmitter:
           odd lanes combined: LLVM matches e.g. pmaddwd / uaddlp from that shape; not for a signed
           saturating add, whose value depends on the order), then the last factor's strided slices (slice k holds lanes k, f+k, 2f+k, ...) folded left to right."""
         m = self.lanes
+        if m == 1 and self.to_one_lane is not None:
+            got = self.to_one_lane(self, combine, v, t)
+            if got is not None:
+                return got
         if m == 1 and t.bits > 1 and combine in _VECTOR_REDUCE:
             name = _VECTOR_REDUCE[combine] if combine == "add" else \
                 ("s" if t.signed else "u") + _VECTOR_REDUCE[combine]

@@ -394,7 +394,17 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             env = _LazyEnv(value)
         else:
             env = {v.name: value(v.name) for v in final.variables()}
-        return ExprEmitter(self.b, lanes, env, self.target, self._streams(final)).emit(final)
+        return ExprEmitter(self.b, lanes, env, self.target, self._streams(final), self._to_one_lane()).emit(final)
+
+    def _to_one_lane(self) -> Optional[Callable[..., Optional[ir.Value]]]:
+        """The selected lowering of reductions to one lane: on hvx128 under isel=pitchfork, the
+        operand's pieces reduced without restoring their lane order (pitchfork/targets/hvx_reduce.py);
+        LLVM alone keeps LLVM's own lowering of the whole value, as Halide's IR has it."""
+        if self.target == "hvx128" and self.isel == "pitchfork":
+            from pitchfork.targets.hvx_reduce import reduce_to_lane
+
+            return reduce_to_lane
+        return None
 
     def _streams(self, term: Term) -> dict[str, tuple[Hashable, int]]:
         """The stream facts of `term`'s load leaves (all emitted together, at one program point)."""
