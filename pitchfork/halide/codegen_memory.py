@@ -10,7 +10,7 @@ prove (`_align`); masked-off lanes are never read or written.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from llvmlite import ir
@@ -213,6 +213,16 @@ class MemoryMixin:
         self.b.cbranch(self.b.icmp_signed("<", nxt, count), loop, done)
         self.b.position_at_end(done)
 
+    def _loop_base(self, buf: BufferInfo) -> BufferInfo:
+        """`buf` with its base pointer passed through an empty inline-asm statement, for a lane loop.
+        The argument pointer lives through the whole kernel; where the register allocator spills
+        it, it reloads it at its uses, so a lane loop reading it reloaded it in every lane (matmul
+        hvx128: a 3-packet gather lane where 2 do). The opaque copy is a new value whose life is
+        this loop: at most one reload, before the loop. Alias scope and alignment are `buf`'s (the
+        loads carry them as metadata and explicit alignment)."""
+        opaque = ir.InlineAsm(ir.FunctionType(buf.ptr.type, [buf.ptr.type]), "", "=r,0")
+        return replace(buf, ptr=self.b.call(opaque, [buf.ptr]))
+
     def _gather(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, lanes: int,
                 mask: Optional[ir.Value] = None) -> ir.Value:
         """Lane-by-lane load of `buf[idx[k]]`; lanes whose `mask` bit is false are not read (zero)."""
@@ -236,6 +246,7 @@ class MemoryMixin:
                          self.b.bitcast(out_mem, ir.PointerType(ir.VectorType(et, lanes))), align=1)
         mask_mem = self._mask_memory(mask, lanes)
         zero = ir.Constant(ir.IntType(32), 0)
+        buf = self._loop_base(buf)
 
         def body(k: ir.Value) -> None:
             def one() -> None:
@@ -321,6 +332,7 @@ class MemoryMixin:
         self.b.store(val, self.b.bitcast(val_mem, ir.PointerType(val.type)), align=1)
         mask_mem = self._mask_memory(mask, lanes)
         zero = ir.Constant(ir.IntType(32), 0)
+        buf = self._loop_base(buf)
 
         def body(k: ir.Value) -> None:
             def one() -> None:
