@@ -57,9 +57,11 @@ def lifter(rules: Optional[RuleSet] = None, trace: bool = False) -> Rewriter:
 
 
 def normalize_shift_constants(term: Term) -> Term:
-    """`term` with every constant shift amount written at another integer type (`x_i32 >> u32(15)`,
-    Halide's spelling) retyped as `x_i32 >> 15` (fpir.text.retype_shift_constant: same value, same
-    meaning), so one lifting rule covers every spelling. Iterative over distinct nodes; flags kept."""
+    """`term` with every constant amount of a primitive shift written at the other signedness
+    (`x_i32 >> u32(15)`, Halide's spelling) retyped as `x_i32 >> 15` (fpir.text.retype_shift_constant:
+    same value, same meaning), so one lifting rule covers every spelling. FPIR ops keep theirs: an
+    unsigned rounding_shr amount is what Halide's rounding_shift_right gives, and x86 selects by it
+    (rules/lower/x86_avx2.rules rounding_shr_halved). Iterative over distinct nodes; flags kept."""
     memo: dict[Term, Term] = {}
     stack = [term]
     while stack:
@@ -75,7 +77,9 @@ def normalize_shift_constants(term: Term) -> Term:
         if not t.args:
             memo[t] = t
             continue
-        args = retype_shift_constant(t.op, [memo[a] for a in t.args])
+        args = [memo[a] for a in t.args]
+        if t.op in ("shl", "shr"):  # not the FPIR ops: their amount type is a selection fact (rounding_shr_halved)
+            args = retype_shift_constant(t.op, args)
         same = all(a is b for a, b in zip(args, t.args))
         memo[t] = t if same else make(t.op, *args, type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
     return memo[term]
