@@ -1,8 +1,8 @@
 """Hexagon HVX dot-product instructions: the lane-combining vrmpy and vdmpy-by-a-tap (pair sums), the
 vdmpy / vrmpy by constant taps and the 3-tap vtmpy (ISA_INTRINSICS.md section 2.3.4).
 
-Part of the HVX instruction table (pitchfork/targets/hvx.py, whose docstring describes lane order,
-emitters and costs); kept in its own module because these instructions read several input lanes per
+Part of the HVX instruction table (pitchfork/targets/hvx.py; lane order, emitter helpers and costs
+are described in hvx_emit.py); kept in its own module because these instructions read several input lanes per
 output lane, so their emitters interleave data and recognise scalar operands in ways the lane-wise
 families do not. Imported by hvx.py at the point where these declarations belong in its table, so
 the table's declaration order is unchanged.
@@ -17,8 +17,8 @@ from llvmlite import ir
 
 from fpir.term import Term
 from pitchfork.targets.base import Signature, immediate, target_op
-from pitchfork.targets.hvx import (DEINT, ONE, PAIR, REG_BITS, Table, _const, _declare, _fallback, _i32,
-                                   _interleave, _join, _shuffle, _vec)
+from pitchfork.targets.hvx_emit import (DEINT, ONE, PAIR, REG_BITS, Table, _const, _declare, _fallback, _i32,
+                                        _interleave, _join, _shuffle, _vec)
 from pitchfork.trs.predicate import is_stream
 
 
@@ -209,6 +209,23 @@ target_op("hvx.vdmpy_pairs", ["u8, i8 -> i16", "i16, i8 -> i32"], _pairs_semanti
 target_op("hvx.vdmpy_pairs_acc", ["i16, u8, i8 -> i16", "i32, i16, i8 -> i32"], _pairs_semantics(True),
           _pairs(True), cost=ONE, llvm="llvm.hexagon.V6.vdmpybus.acc / vdmpyhb.acc (Rt = the tap in every byte)",
           lanes=(1, 2, 2), encodable=immediate(2, -128, lambda _: 127))
+
+
+# ---- pairwise 16 x 16 dot product of two vectors: vdmpy(Vu.h, Vv.h):sat ---------------------------------
+# out[i] = sat32(u[2i] * v[2i] + u[2i+1] * v[2i+1]) (vdmpyhvsat), natural lane order. The two products
+# of i16 lanes each fit i32; only (-32768)^2 + (-32768)^2 = 2^31 exceeds it, and saturates. So it is
+# Halide's saturating vector_reduce by 2 of the widening products exactly, and the wrapping one where
+# bounds exclude that single input (a lane other than -32768 in one operand).
+
+
+def _vdmpyhvsat(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    out = _vec(32, REG_BITS // 32)
+    xs, ys = (em.split(a, REG_BITS // 16) for a in args)
+    return em.concat([em.hvx_call("vdmpyhvsat", [x, y], out) for x, y in zip(xs, ys)], em.lanes)
+
+
+target_op("hvx.vdmpyhvsat", ["i16, i16 -> i32"], "vector_reduce_saturating_add_x2(widening_mul(x, y))", _vdmpyhvsat,
+          cost=ONE, llvm="llvm.hexagon.V6.vdmpyhvsat (Vd.w = vdmpy(Vu.h, Vv.h):sat)", lanes=(2, 2))
 
 
 # ---- 3-tap filter: vtmpy ------------------------------------------------------------------------
