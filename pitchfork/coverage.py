@@ -154,7 +154,10 @@ REFERENCE: dict[str, list[tuple[str, Pred, str]]] = {
                         (X86, _cast("i32>u8", "i32>i8", "u32>i8", "u32>u8"), "two packs"),
                         (ARM, _narrowing, "sqxtn / uqxtn / sqxtun (one per halving)"),
                         (HVX, _cast("i16>u8", "i16>i8", "i32>i16", "i32>u16", "u32>u16"), "vpack*.sat / vsat*"),
-                        (HVX, _cast("u16>u8", "u16>i8", "u32>i16"), "vmin + vpacke (signed pack when bounded)")],
+                        (HVX, _cast("u16>u8", "u16>i8", "u32>i16"), "vmin + vpacke (signed pack when bounded)"),
+                        (HVX, _cast("i32>u8", "i32>i8", "u32>u8", "u32>i8"), "two steps (i32 -> i16 sat, then -> 8 bit)")],
+    "extending_mul": [(HVX, lambda i: i.a.bits == 32 and i.b is not None and i.b.bits == 16,
+                       "vmpyiewuh / vmpyiowh pieces (vmpyie, vmpyio)")],
     "halving_add": [(ARM, _8_32, "uhadd / shadd"),
                     (HVX, _bits(8, 16, 32), "vavg*")],
     "halving_sub": [(X86, _types("u8", "u16"), "vpavg(a, ~b) + bias"),
@@ -165,6 +168,7 @@ REFERENCE: dict[str, list[tuple[str, Pred, str]]] = {
                              (ARM, _8_32, "urhadd / srhadd"),
                              (HVX, _bits(8, 16, 32), "vavg*rnd")],
     "rounding_shr": [(X86, _const(_types("u8", "u16")), "vpavg + shift"),
+                     (X86, _const(_types("i8", "i16")), "vpavg on sign-flipped values + shift"),
                      (X86, _var(_bits(32, 64)), "vpsrlv (variable shifts exist for 32/64-bit lanes)"),
                      (ARM, lambda i: True, "urshl / srshl by -b (urshr / srshr #c)")],
     "rounding_shl": [(ARM, lambda i: True, "urshl / srshl")],
@@ -189,6 +193,12 @@ REASONS: dict[str, list[tuple[str, Pred, str]]] = {
                       "a signed amount may be negative (a left shift), so both directions are computed and "
                       "selected; vpsrlv/vpsravd take the unsigned-amount rows"),
                      (X86, _var(_types("i64")), "AVX2 has no 64-bit arithmetic variable shift (vpsravq is AVX-512)")],
+    "saturating_cast": [(HVX, _cast("u32>i8"),
+                         "vmin(x, 127) + two vpacke: as short as two saturating packs, which need the same "
+                         "vmin first for an unsigned source (vsat_h reads words as signed)")],
+    "extending_mul": [(HVX, lambda i: i.b is not None and i.b.name == "i16",
+                       "LLVM selects the 32-bit multiply of the sign-extended halfword as vmpyieo + vmpyie.acc, "
+                       "the reference's two pieces; no single instruction takes a signed halfword")],
     "mul_shr": [(HVX, _q({"i32": (32,)}),
                  "the reference's vasrw(vmpyowh.sacc result, 1) is off by one for MIN * MIN (the q = 31 step "
                  "saturates 2^31 first), so q = 32 is not lowered that way")],

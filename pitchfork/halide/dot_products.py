@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Callable
 
 from pitchfork.halide import ir as H
 from pitchfork.halide.htypes import HType
+from pitchfork.halide.ir_walk import map_children
 
 #: dot-product width per target: 8-bit products into 32 bits (udot/vrmpy), 16-bit (or zero-extended
 #: 8-bit) products into 32 bits (x86 pmaddwd)
@@ -253,7 +254,7 @@ def _map_expr(e: H.Expr, target: str) -> H.Expr:
             return rewrite_sum(acc, target)
     if not e.type.is_vector:
         return e
-    return _map_children(e, H.Expr, lambda x: _map_expr(x, target))
+    return map_children(e, H.Expr, lambda x: _map_expr(x, target))
 
 
 def rewrite_stmt(s: H.Stmt, target: str) -> H.Stmt:
@@ -261,24 +262,5 @@ def rewrite_stmt(s: H.Stmt, target: str) -> H.Stmt:
     if isinstance(s, H.Store):
         v = _map_expr(s.value, target) if s.value.type.is_vector else s.value
         return s if v is s.value else dataclasses.replace(s, value=v)
-    return _map_children(s, H.Stmt, lambda x: rewrite_stmt(x, target))
+    return map_children(s, H.Stmt, lambda x: rewrite_stmt(x, target))
 
-
-N = TypeVar("N")
-
-
-def _map_children(node: N, kind: type, fn: Callable[[Any], Any]) -> N:
-    """`node` with `fn` applied to each child of class `kind` (single fields and tuples of them);
-    the same object when nothing changed, so unchanged subtrees stay shared."""
-    changes = {}
-    for f in dataclasses.fields(node):  # type: ignore[arg-type]
-        v = getattr(node, f.name)
-        if isinstance(v, kind):
-            nv = fn(v)
-            if nv is not v:
-                changes[f.name] = nv
-        elif isinstance(v, tuple) and v and all(isinstance(x, kind) for x in v):
-            nt = tuple(fn(x) for x in v)
-            if any(a is not b for a, b in zip(nt, v)):
-                changes[f.name] = nt
-    return dataclasses.replace(node, **changes) if changes else node  # type: ignore[type-var]

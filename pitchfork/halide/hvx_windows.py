@@ -30,8 +30,8 @@ import dataclasses
 from typing import Optional
 
 from pitchfork.halide import ir as H
-from pitchfork.halide.dot_products import _map_children
 from pitchfork.halide.htypes import HType
+from pitchfork.halide.ir_walk import map_children, rewrite_values, split_const
 
 REG_BYTES = 128
 
@@ -42,7 +42,7 @@ def rewrite_stmt(s: H.Stmt) -> H.Stmt:
         body = rewrite_stmt(s.body)
         new = _share_windows(body, s.name)
         return dataclasses.replace(s, body=new) if new is not s.body else s
-    return _map_children(s, H.Stmt, rewrite_stmt)
+    return map_children(s, H.Stmt, rewrite_stmt)
 
 
 def _straight_line(s: H.Stmt, lets: dict[str, H.Expr], stores: list[H.Store]) -> bool:
@@ -91,17 +91,8 @@ class _Expander:
                 return x
             return y
 
-        out = _map_children(e, H.Expr, sub)
+        out = map_children(e, H.Expr, sub)
         return None if failed else out
-
-
-def _split_const(e: H.Expr) -> tuple[H.Expr, int]:
-    """`e` as (symbolic part, constant addend), looking through `(x + c) + c'`."""
-    c = 0
-    while isinstance(e, H.BinOp) and e.op in ("+", "-") and isinstance(e.b, H.IntImm):
-        c += e.b.value if e.op == "+" else -e.b.value
-        e = e.a
-    return e, c
 
 
 def _rows(sh: H.Shuffle, expand: _Expander) -> Optional[tuple[tuple, int]]:
@@ -120,7 +111,7 @@ def _rows(sh: H.Shuffle, expand: _Expander) -> Optional[tuple[tuple, int]]:
         base = expand(v.index.base)
         if base is None:
             return None
-        sym, c = _split_const(base)
+        sym, c = split_const(base)
         syms.append(sym)
         consts.add(c)
     nbytes = first.type.lanes * first.type.bits // 8
@@ -146,7 +137,7 @@ def _share_windows(body: H.Stmt, loop: str) -> H.Stmt:
                 found.setdefault(r[0], set()).add(r[1])
                 where[id(e)] = r
                 return e
-        return _map_children(e, H.Expr, visit)
+        return map_children(e, H.Expr, visit)
 
     for st in stores:
         visit(st.value)
@@ -178,17 +169,9 @@ def _share_windows(body: H.Stmt, loop: str) -> H.Stmt:
             f, n = len(e.vectors), key[1].lanes
             j = (c - c0) // n
             return H.Shuffle("slice", (H.Variable(name, wt),), tuple(range(f * n * j, f * n * (j + 1))), e.type)
-        return _map_children(e, H.Expr, replace)
+        return map_children(e, H.Expr, replace)
 
-    new_body = _rewrite_values(body, replace)
+    new_body = rewrite_values(body, replace)
     for name, value in reversed(wins):
         new_body = H.LetStmt(name, value, new_body)
     return new_body
-
-
-def _rewrite_values(s: H.Stmt, fn) -> H.Stmt:  # type: ignore[no-untyped-def]
-    """`s` with `fn` applied to the stored value of every store in it."""
-    if isinstance(s, H.Store):
-        v = fn(s.value)
-        return s if v is s.value else dataclasses.replace(s, value=v)
-    return _map_children(s, H.Stmt, lambda x: _rewrite_values(x, fn))

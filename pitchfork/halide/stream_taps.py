@@ -23,9 +23,8 @@ from __future__ import annotations
 from typing import Container, Hashable, Optional
 
 from pitchfork.halide import ir as H
-from pitchfork.halide.dot_products import _map_children
 from pitchfork.halide.htypes import HType
-from pitchfork.halide.hvx_windows import _rewrite_values, _split_const
+from pitchfork.halide.ir_walk import map_children, rewrite_values, split_const
 
 StreamFact = tuple[Hashable, int]
 
@@ -39,7 +38,7 @@ def stream_fact(e: H.Load, bound: Container[str] = ()) -> Optional[StreamFact]:
     if e.predicate is not None or not (isinstance(e.index, H.Ramp) and isinstance(e.index.stride, H.IntImm)
                                        and e.index.stride.value == 1):
         return None
-    sym, c = _split_const(e.index.base)
+    sym, c = split_const(e.index.base)
     if any(isinstance(n, (H.Let, H.Load, H.Call)) or isinstance(n, H.Variable) and n.name in bound
            for n in H.walk(sym)):
         return None
@@ -48,7 +47,7 @@ def stream_fact(e: H.Load, bound: Container[str] = ()) -> Optional[StreamFact]:
 
 def rewrite_stmt(s: H.Stmt) -> H.Stmt:
     """`s` with the [1 2 1] windows of every stored 16-bit add tree grouped (`s` if none)."""
-    return _rewrite_values(s, regroup)
+    return rewrite_values(s, regroup)
 
 
 def regroup(e: H.Expr) -> H.Expr:
@@ -76,7 +75,7 @@ class _Regroup:
 
     def visit(self, e: H.Expr) -> H.Expr:
         if id(e) not in self.memo:
-            self.memo[id(e)] = self._tree(e) if _is_tree(e) else _map_children(e, H.Expr, self.visit)
+            self.memo[id(e)] = self._tree(e) if _is_tree(e) else map_children(e, H.Expr, self.visit)
         return self.memo[id(e)]
 
     def _tree(self, root: H.Expr) -> H.Expr:
@@ -98,7 +97,7 @@ class _Regroup:
             elif isinstance(e, H.BinOp) and e.type == t and e.op == "*" and _const(e.a) is not None:
                 stack.append((e.b, w * _const(e.a)))  # type: ignore[operator]
             elif e is root:  # a product of two variable operands: not a sum, only its operands can be
-                return _map_children(e, H.Expr, self.visit)
+                return map_children(e, H.Expr, self.visit)
             else:
                 leaf = self.visit(e)
                 weights[leaf] = (weights.get(leaf, 0) + w) % mod
@@ -121,7 +120,7 @@ class _Regroup:
                     for x in (lo, mid, hi):
                         del weights[x]
         if not windows:
-            return _map_children(root, H.Expr, self.visit)
+            return map_children(root, H.Expr, self.visit)
         n = t.lanes
         u16 = HType("uint", 16, n)
         terms: list[tuple[int, H.Expr]] = []

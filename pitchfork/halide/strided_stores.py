@@ -27,7 +27,7 @@ import dataclasses
 from typing import Optional
 
 from pitchfork.halide import ir as H
-from pitchfork.halide.dot_products import _map_children
+from pitchfork.halide.ir_walk import map_children
 
 #: Halide's aligned(m, r) for a constant index: any modulus holds, this one is large enough for every
 #: vector size
@@ -42,7 +42,7 @@ def rewrite_stmt(s: H.Stmt) -> H.Stmt:
         if merged != stmts or any(a is not b for a, b in zip(stmts, s.stmts)):
             return dataclasses.replace(s, stmts=merged)
         return s
-    return _map_children(s, H.Stmt, rewrite_stmt)
+    return map_children(s, H.Stmt, rewrite_stmt)
 
 
 def _split(e: H.Expr) -> tuple[Optional[H.Expr], int]:
@@ -145,7 +145,7 @@ def _reads_rewritten(e: H.Expr, buf: str, sym: Optional[H.Expr], c0: int, f: int
         if isinstance(x, H.Variable) and x.name == buf:  # the buffer's handle escapes: unknown reads
             failed = True
             return x
-        return _map_children(x, H.Expr, visit)
+        return map_children(x, H.Expr, visit)
 
     out = visit(e)
     return None if failed else out

@@ -1,8 +1,8 @@
 """Hexagon HVX dot-product instructions: the lane-combining vrmpy and vdmpy-by-a-tap (pair sums), the
 vdmpy / vrmpy by constant taps and the 3-tap vtmpy (ISA_INTRINSICS.md section 2.3.4).
 
-Part of the HVX instruction table (pitchfork/targets/hvx.py, whose docstring describes lane order,
-emitters and costs); kept in its own module because these instructions read several input lanes per
+Part of the HVX instruction table (pitchfork/targets/hvx.py; lane order, emitter helpers and costs
+are described in hvx_emit.py); kept in its own module because these instructions read several input lanes per
 output lane, so their emitters interleave data and recognise scalar operands in ways the lane-wise
 families do not. Imported by hvx.py at the point where these declarations belong in its table, so
 the table's declaration order is unchanged.
@@ -17,8 +17,8 @@ from llvmlite import ir
 
 from fpir.term import Term
 from pitchfork.targets.base import Signature, immediate, target_op
-from pitchfork.targets.hvx import (DEINT, ONE, PAIR, REG_BITS, Table, _const, _declare, _fallback, _i32,
-                                   _interleave, _join, _shuffle, _vec)
+from pitchfork.targets.hvx_emit import (DEINT, ONE, PAIR, REG_BITS, Table, _const, _declare, _fallback, _i32,
+                                        _interleave, _join, _shuffle, _vec)
 from pitchfork.trs.predicate import is_stream
 
 

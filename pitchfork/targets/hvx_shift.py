@@ -1,7 +1,7 @@
 """Hexagon HVX shift-and-accumulate: `Vx.h += vasl(Vu.h, Rt)` / `Vx.w += vasl(Vu.w, Rt)`.
 
-Part of the HVX instruction table (pitchfork/targets/hvx.py, whose docstring describes lane order,
-emitters and costs), imported at the end of it. `x + (y << c)` is a stencil tap by a power of two
+Part of the HVX instruction table (pitchfork/targets/hvx.py; lane order, emitter helpers and costs
+are described in hvx_emit.py), imported at the end of it. `x + (y << c)` is a stencil tap by a power of two
 added to a running sum (gaussian5x5's `4 * rows[x + 1]`, lifted to `<< 2`): one instruction where the
 shift and the add were two, as Halide's HVX backend selects it (ISA_INTRINSICS.md 2.3.2: vaslw.acc,
 and vaslh.acc from v65, which our hexagonv66 target has).
@@ -19,8 +19,8 @@ from typing import Any
 from llvmlite import ir
 
 from fpir.term import Term
-from pitchfork.targets.hvx import (DEINT, ONE, REG_BITS, _const, _declare, _deinterleave, _fallback, _halves, _i32,
-                                   _interleave, _join, _layout, _layouts, _vec)
+from pitchfork.targets.hvx_emit import (DEINT, ONE, REG_BITS, _const, _declare, _deinterleave, _fallback,
+                                        _halves, _i32, _interleave, _join, _layout, _layouts, _vec)
 
 _VASL_ACC = {"i16": "vaslh.acc", "u16": "vaslh.acc", "i32": "vaslw.acc", "u32": "vaslw.acc"}
 

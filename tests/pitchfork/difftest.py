@@ -392,6 +392,8 @@ def _overflow_idiom(gen: "Generator", rng: random.Random) -> Term:
     if k == 6:  # the left-shift twin: (x + ((1 >> n) >> 1)) << n, n in [2 - bits, hi]
         lo = rng.choice([2 - t.bits, 1 - t.bits, -4])
         n = make("max", make("min", n, const(min(hi, 4), t)), const(lo, t))
+        if rng.random() < 0.5:  # the two shifts of 1 folded: 1 >> (n + 1)
+            return make("shl", make("add", x, make("shr", one, make("add", n, one))), n)
         return make("shl", make("add", x, make("shr", make("shr", one, n), one)), n)
     n = make("max", make("min", n, const(hi, t)), const(rng.choice([0, -3]), t))
     if rng.random() < 0.4:

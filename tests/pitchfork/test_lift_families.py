@@ -39,6 +39,11 @@ SPELLINGS = [
     ("rounding_mul_shr", "u8((u16(a_u8) * u16(b_u8 & 15) + 8) >> 4)", "rounding_mul_shr(a_u8, b_u8 & 15, 4)"),
     ("rounding_mul_shr", "saturating_cast<i16>((i32(a_i16) * i32(b_i16) + 16384) >> 15)",
      "rounding_mul_shr(a_i16, b_i16, 15)"),
+    # the shift constant written at another integer type (fpir/text.py retypes it: `>> 15`)
+    ("mul_shr", "i16(max(min((i32(a_i16) * i32(b_i16)) >> u32(15), 32767), -32768))", "mul_shr(a_i16, b_i16, 15)"),
+    ("mul_shr", "i16((i32(a_i16) * 23170) >> u8(15))", "mul_shr(a_i16, 23170, 15)"),
+    ("rounding_mul_shr", "saturating_cast<i16>((i32(a_i16) * i32(b_i16) + 16384) >> i64(15))",
+     "rounding_mul_shr(a_i16, b_i16, 15)"),
     # saturating_add / saturating_sub from the sum or difference widened into either signedness
     ("saturating_add", "u8(min(i16(a_u8) + i16(b_u8), 255))", "saturating_add(a_u8, b_u8)"),
     ("saturating_add", "u8(max(min(i16(a_u8) + i16(b_u8), 255), 0))", "saturating_add(a_u8, b_u8)"),

@@ -155,7 +155,12 @@ SPELLINGS = {
         "add.nsw(a_T, 1 << (min(n_T, 20) - 1)) >> min(n_T, 20)"],
     "rounding_shr.nsw(a_T, U(max(min(n_T, 30), 0)))": [
         "add.nsw(a_T, (T(1) << U(max(min(n_T, 30), 0))) / 2) >> U(max(min(n_T, 30), 0))"],
-    "rounding_shl(a_T, max(n_T, -30))": ["add.nsw(a_T, (1 >> max(n_T, -30)) >> 1) << max(n_T, -30)"],
+    "rounding_shl(a_T, max(n_T, -30))": [
+        "add.nsw(a_T, (1 >> max(n_T, -30)) >> 1) << max(n_T, -30)",
+        "add.nsw(a_T, (1 >> max(n_T, -30)) / 2) << max(n_T, -30)",
+        "add.nsw((1 >> max(n_T, -30)) >> 1, a_T) << max(n_T, -30)",
+        "add.nsw(a_T, 1 >> add.nsw(max(n_T, -30), 1)) << max(n_T, -30)",
+        "add.nsw(a_T, 1 >> (max(n_T, -30) + 1)) << max(n_T, -30)"],
 }
 
 
@@ -181,6 +186,8 @@ def test_spelling_lifts(want: str, spelling: str, t: str) -> None:
     "add.nsw(a_i32, (1 << n_i32) >> 1) >> n_i32",  # n may be 31: (1 << 31) >> 1 is negative
     "add.nsw(a_i32, (1 << min(n_i32, 31)) >> 1) >> min(n_i32, 31)",
     "add.nsw(a_i32, (1 >> n_i32) >> 1) << n_i32",  # n may be -32
+    "add.nsw(a_i32, 1 >> (n_i32 + 1)) << n_i32",
+    "add.nsw(a_i32, 1 >> (max(n_i32, -30) + 2)) << max(n_i32, -30)",  # 2^(k-2): not the rounding term
 ])
 def test_unsafe_spellings_do_not_lift(text: str) -> None:
     got = lift(parse(text))

@@ -109,6 +109,21 @@ def test_figure3_rows_on_hvx() -> None:
 
 @needs_qemu
 @pytest.mark.qemu
+def test_saturating_add_sub_use_the_register_pair_form() -> None:
+    """vadd/vsub(Vuu, Vvv):sat on operands of whole register pairs (Halide's .dv intrinsics; one
+    instruction for two registers: mul's requantize adds its output zero this way), at every
+    signature, in natural and de-interleaved order, bit-exact under qemu."""
+    cases = instruction_cases(["hvx.vadd_sat", "hvx.vsub_sat"], lane_factors=(2, 4))
+    failures = run_cases(cases, np.random.default_rng(2))
+    assert not failures, "\n".join(failures)
+    for c in cases:
+        body = hvx_asm_lines(c)
+        pairs = [i for i in body if re.search(r"v\d+:\d+(\.\w+)? = v(add|sub)\(v\d+:\d+\.\w+,v\d+:\d+\.\w+\):sat", i)]
+        assert len(pairs) == c.lanes * c.term.type.bits // 2048, (c.name, c.lanes, body)
+
+
+@needs_qemu
+@pytest.mark.qemu
 def test_requantize_multiply_is_vmpye_vmpyo() -> None:
     """The Q31 multiply of every requantize chain: two vector instructions per register (vmpye, then
     vmpyo's shift-accumulate), not a scalarised 64-bit product; bit-exact on the edge values."""

@@ -258,6 +258,7 @@ RULE_EXAMPLES: dict[str, list[str]] = {
                           *(f"rounding_shr(a_u16, {c})" for c in (1, 2, 5, 15, 16)),
                           "rounding_shr(a_u8, i8(3))"],
     "pavg_rounding_shr_i16": [f"rounding_shr(a_i16, {c})" for c in (1, 2, 7, 15, 16)],
+    "pavg_rounding_shr_i8": [f"rounding_shr(a_i8, {c})" for c in (1, 2, 3, 7, 8)],
     "rounding_shr_add_bounded": ["rounding_shr(i16(a_u8) + i16(b_u8), 4)", "rounding_shr(i16(a_i8) * 100, 7)",
                                  "rounding_shr(i8(a_u8 >> 2), 3)"],
     "packsswb": ["saturating_cast<i8>(a_i16)"],
