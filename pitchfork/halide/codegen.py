@@ -261,7 +261,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
     def _s_For(self, s: H.For) -> None:
         if s.device_api:
             raise Unsupported(f"loop {s.name} offloaded to {s.device_api}", s)
-        lifted = hoist_allocations(s)
+        lifted = hoist_allocations(s) if self.target == "arm64" else None
         if lifted is not None:
             self.stmt_(lifted)
             return
