@@ -137,7 +137,7 @@ def rewrite_wide_lane_predicate_truncs(ir_text: str) -> str:
 
 
 # The high half of a 64 x 64-bit unsigned product, `trunc(lshr(mul(zext a, zext b), 64))` on
-# `<N x i128>`: LLVM 22's AggressiveInstCombine (foldMulHigh) forms it from the 32 x 32 -> 64-bit
+# `<N x i128>` (or shifted further, by 64 + s: then hi >> s): LLVM 22's AggressiveInstCombine (foldMulHigh) forms it from the 32 x 32 -> 64-bit
 # partial products our lowerings write for a 64-bit mul_shr / rounding_mul_shr (pitchfork.lower's width
 # convention: no i128 product). HVX has no 64-bit lanes, so the backend scalarises the i128 vector, and
 # that code ran wrong under qemu-hexagon 7.2 (difftest hvx128 seed 21, both isels: a 48-lane
@@ -161,11 +161,15 @@ def _definition(ir_text: str, name: str) -> re.Match[str] | None:
     return re.search(rf"^\s*{re.escape(name)} = (?P<rhs>.*?)\s*$", ir_text, re.M)
 
 
-def _mulh_operands(ir_text: str, n: str, shifted: str) -> tuple[str, str] | None:
-    """The two i64 operands (names or `splat (i64 K)`) if `shifted` is `lshr(mul(zext, zext), 64)`."""
+def _mulh_operands(ir_text: str, n: str, shifted: str) -> tuple[str, str, int] | None:
+    """The two i64 operands (names or `splat (i64 K)`) and the shift S if `shifted` is
+    `lshr(mul(zext, zext), S)` with 64 <= S < 128 (a mul_shr by S - 64 more than the high half)."""
     d = _definition(ir_text, shifted)
-    m = d and re.fullmatch(rf"lshr (?:exact )?<{n} x i128> ({_NAME}), splat \(i128 64\)", d["rhs"])
-    d = m and _definition(ir_text, m[1])
+    m = d and re.fullmatch(rf"lshr (?:exact )?<{n} x i128> ({_NAME}), splat \(i128 (\d+)\)", d["rhs"])
+    if not m or not 64 <= int(m[2]) < 128:
+        return None
+    shift = int(m[2])
+    d = _definition(ir_text, m[1])
     m = d and re.fullmatch(rf"mul (?:nuw )?(?:nsw )?<{n} x i128> (\S+), (.+)", d["rhs"])
     if not m:
         return None
@@ -180,7 +184,7 @@ def _mulh_operands(ir_text: str, n: str, shifted: str) -> tuple[str, str] | None
         if not z:
             return None
         ops.append(z[1])
-    return ops[0], ops[1]
+    return ops[0], ops[1], shift
 
 
 def has_i128_mulh(ir_text: str) -> bool:
@@ -201,7 +205,8 @@ def rewrite_i128_mulhs(ir_text: str) -> str:
         k = next(counter)
         v = {s: f"%pfx.mh{k}.{s}" for s in ("a1", "b1", "a0", "b0", "hh", "lh", "hl", "ll", "llh", "lhl",
                                              "hll", "s1", "s2", "c", "lhh", "hlh", "t1", "t2")}
-        (a, b), lo = ops, "splat (i64 4294967295)"
+        (a, b, shift), lo = ops, "splat (i64 4294967295)"
+        hi = dst if shift == 64 else f"%pfx.mh{k}.hi"
         dead.append(m["s"])
         lines = [
             f"{v['a1']} = lshr {ty} {a}, splat (i64 32)", f"{v['b1']} = lshr {ty} {b}, splat (i64 32)",
@@ -213,8 +218,8 @@ def rewrite_i128_mulhs(ir_text: str) -> str:
             f"{v['s2']} = add nuw nsw {ty} {v['s1']}, {v['hll']}", f"{v['c']} = lshr {ty} {v['s2']}, splat (i64 32)",
             f"{v['lhh']} = lshr {ty} {v['lh']}, splat (i64 32)", f"{v['hlh']} = lshr {ty} {v['hl']}, splat (i64 32)",
             f"{v['t1']} = add nuw {ty} {v['hh']}, {v['lhh']}", f"{v['t2']} = add nuw {ty} {v['t1']}, {v['hlh']}",
-            f"{dst} = add nuw {ty} {v['t2']}, {v['c']}",
-        ]
+            f"{hi} = add nuw {ty} {v['t2']}, {v['c']}",
+        ] + ([] if shift == 64 else [f"{dst} = lshr {ty} {hi}, splat (i64 {shift - 64})"])
         return "\n".join(ind + ln for ln in lines)
 
     text = _TRUNC_I128.sub(expand, ir_text)

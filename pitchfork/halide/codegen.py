@@ -51,7 +51,7 @@ from fpir.types import ScalarType, i32
 from pitchfork.emit.expr import ExprEmitter, vec_type
 from pitchfork.halide import ir as H
 from pitchfork.halide.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
-from pitchfork.halide.codegen_alloc import AllocMixin
+from pitchfork.halide.codegen_alloc import AllocMixin, hoist_allocations
 from pitchfork.halide.codegen_base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS,  # noqa: F401
                                            STACK_LIMIT, BufferInfo, Leaf, Stats, Unsupported, _assert_text,
                                            _ident, _show, _storage, fpir_type, type_code)
@@ -261,6 +261,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
     def _s_For(self, s: H.For) -> None:
         if s.device_api:
             raise Unsupported(f"loop {s.name} offloaded to {s.device_api}", s)
+        lifted = hoist_allocations(s) if self.target == "arm64" else None
+        if lifted is not None:
+            self.stmt_(lifted)
+            return
         lo = self.scalar(s.min, s)
         ext = self.scalar(s.extent, s)
         hi = self.b.add(lo, ext, flags=["nsw"])

@@ -31,8 +31,8 @@ from tests.pitchfork.targets.hvx_difftest import _as_type, free_vars, make_input
 
 TARGET = "hvx128"
 
-# The shape AggressiveInstCombine leaves (o3 IR of the seed-21 term), on 4 lanes; `%k` multiplies by a
-# constant, `%q` squares.
+# The shapes AggressiveInstCombine leaves (O3 IR of the seed-21 term; `%w`: a mul_shr by 81, seed 31),
+# on 4 lanes; `%k` multiplies by a constant, `%q` squares.
 MULH = """define void @f(ptr %pa, ptr %pb, ptr %out) {
   %a = load <4 x i64>, ptr %pa, align 8
   %b = load <4 x i64>, ptr %pb, align 8
@@ -47,8 +47,11 @@ MULH = """define void @f(ptr %pa, ptr %pb, ptr %out) {
   %7 = mul nuw <4 x i128> %2, %2
   %8 = lshr exact <4 x i128> %7, splat (i128 64)
   %q = trunc nuw <4 x i128> %8 to <4 x i64>
+  %9 = lshr <4 x i128> %3, splat (i128 81)
+  %w = trunc nuw nsw <4 x i128> %9 to <4 x i64>
   %hk = add <4 x i64> %h, %k
-  %r = xor <4 x i64> %hk, %q
+  %hkq = xor <4 x i64> %hk, %q
+  %r = sub <4 x i64> %hkq, %w
   store <4 x i64> %r, ptr %out, align 8
   ret void
 }
@@ -67,9 +70,12 @@ def test_rewrite_leaves_no_i128_and_keeps_other_code() -> None:
     assert not has_i128_mulh(out)
     assert i128_vector_line(out) is None and "i128" not in out
     assert "%pfx.mh1.b1 = lshr <4 x i64> splat (i64 -2147483647), splat (i64 32)" in out
-    assert "%r = xor <4 x i64> %hk, %q" in out
+    assert "%r = sub <4 x i64> %hkq, %w" in out
+    assert "%w = lshr <4 x i64> %pfx.mh3.hi, splat (i64 17)" in out
     assert i128_vector_line("  %x = add <2 x i128> %a, %b\n") == "%x = add <2 x i128> %a, %b"
-    assert not has_i128_mulh("  %h = trunc <4 x i128> %4 to <4 x i64>\n  %4 = lshr <4 x i128> %3, splat (i128 63)\n")
+    assert not has_i128_mulh("  %h = trunc <4 x i128> %4 to <4 x i64>\n  %4 = lshr <4 x i128> %3, splat (i128 63)\n"
+                             "  %3 = mul <4 x i128> %1, %2\n  %1 = zext <4 x i64> %a to <4 x i128>\n"
+                             "  %2 = zext <4 x i64> %b to <4 x i128>\n")
 
 
 def test_rewrite_is_the_same_high_product() -> None:
@@ -88,7 +94,7 @@ def test_rewrite_is_the_same_high_product() -> None:
         pa, pb, po = (np.ascontiguousarray(v[i:i + 4]) for v in (a, b, out))
         f(pa.ctypes.data, pb.ctypes.data, po.ctypes.data)
         out[i:i + 4] = po
-    want = (_mulh(a, b) + _mulh(a, K)) ^ _mulh(b, b)
+    want = ((_mulh(a, b) + _mulh(a, K)) ^ _mulh(b, b)) - (_mulh(a, b) >> np.uint64(17))
     assert np.array_equal(out, want)
 
 
