@@ -244,10 +244,12 @@ def iv_select(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType)
 def iv_bitwise(op: str) -> Callable[..., Interval]:
     def rule(ivs: Sequence[Interval], ts: Sequence[ScalarType], rt: ScalarType) -> Interval:
         (al, ah), (bl, bh) = ivs
+        if op == "and" and (al >= 0 or bl >= 0):
+            # a non-negative operand's clear sign bit and clear high bits stay clear: x & 1 of a
+            # negative x is 0 or 1 (the rounding bit of a rounding shift)
+            return (0, min(h for lo, h in ((al, ah), (bl, bh)) if lo >= 0))
         if al < 0 or bl < 0:
             return (rt.min, rt.max)
-        if op == "and":
-            return (0, min(ah, bh))
         top = (1 << max(ah.bit_length(), bh.bit_length())) - 1
         return fit(0, top, rt)
 

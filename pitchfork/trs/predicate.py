@@ -14,7 +14,9 @@ Vocabulary: integer literals, constant wildcards `c0..`, `+ - * / % << >> & | ^ 
 `&& || !`, `is_pow2(e)`, `log2(e)`, `bits(T)`, `tmin(T)`, `tmax(T)`, `is_signed(T)`, `is_unsigned(T)`,
 `represents(T, U)` (every value of U is a value of T, so a cast from U to T is lossless), type
 (in)equality `T == wide(U)`, and bounds queries on term wildcards: `upper_bounded(x, e)`,
-`lower_bounded(x, e)`, `fits(x, T)` (x's value range lies in T). Structural queries:
+`lower_bounded(x, e)`, `fits(x, T)` (x's value range lies in T), `sum_fits(x, y, ..., T)` (the exact sum
+of the wildcards' values lies in T: at match time from the sum of their bounds, an over-approximation;
+the verifier assumes the exact sum in T). Structural queries:
 `is_variable(x)` (not a constant) and `stream(x, y, z)` (leaves reading one stream of memory at
 consecutive element offsets, from the frontend's `Streams` facts: what HVX vtmpy's operand pair needs)
 add no fact for the verifier (Z3 reads them as true, so a rule they guard is proved for every operand);
@@ -38,7 +40,8 @@ Z3_WIDTH = 160
 TYPE_FUNCS = ("wide", "narrow", "signed", "unsigned")
 TYPE_PREDICATES = ("is_signed", "is_unsigned")
 INT_FUNCS = ("log2", "bits", "tmin", "tmax")
-BOOL_FUNCS = ("is_pow2", "upper_bounded", "lower_bounded", "fits", "is_signed", "is_unsigned", "represents")
+BOOL_FUNCS = ("is_pow2", "upper_bounded", "lower_bounded", "fits", "sum_fits", "is_signed", "is_unsigned",
+              "represents")
 
 
 class PredicateError(ValueError):
@@ -118,6 +121,10 @@ class PyDomain:
     def fits(self, name: str, t: ScalarType) -> bool:
         lo, hi = self.bounds(self.terms[name])
         return t.min <= lo and hi <= t.max
+
+    def sum_fits(self, names: Sequence[str], t: ScalarType) -> bool:
+        bs = [self.bounds(self.terms[n]) for n in names]
+        return t.min <= sum(b[0] for b in bs) and sum(b[1] for b in bs) <= t.max
 
     def is_variable(self, name: str) -> bool:
         return not self.terms[name].is_const
@@ -216,6 +223,10 @@ class Z3Domain(_Z3Logic):
 
     def fits(self, name: str, t: ScalarType) -> Any:
         x = self.ext(name)
+        return z3.And(x >= self.lit(t.min), x <= self.lit(t.max))
+
+    def sum_fits(self, names: Sequence[str], t: ScalarType) -> Any:
+        x = sum((self.ext(n) for n in names[1:]), self.ext(names[0]))  # 160 bits: exact
         return z3.And(x >= self.lit(t.min), x <= self.lit(t.max))
 
     def is_variable(self, name: str) -> Any:
@@ -327,6 +338,10 @@ class IntDomain(_Z3Logic):
         x = self.names[name]
         return z3.And(x >= t.min, x <= t.max)
 
+    def sum_fits(self, names: Sequence[str], t: ScalarType) -> Any:
+        x = sum((self.names[n] for n in names[1:]), self.names[names[0]])
+        return z3.And(x >= t.min, x <= t.max)
+
     def is_variable(self, name: str) -> Any:
         return z3.BoolVal(True)
 
@@ -408,6 +423,8 @@ def evaluate(node: Raw, d: Any) -> Any:
         return getattr(d, name)(_wild_name(args[0]), evaluate(args[1], d))
     if name == "fits":
         return d.fits(_wild_name(args[0]), eval_type(args[1], d.tvars))
+    if name == "sum_fits":
+        return d.sum_fits([_wild_name(a) for a in args[:-1]], eval_type(args[-1], d.tvars))
     if name == "is_variable":
         return d.is_variable(_wild_name(args[0]))
     if name == "is_uniform":
@@ -428,7 +445,7 @@ def _wild_name(node: Raw) -> str:
 def uses_bounds(node: Optional[Raw]) -> bool:
     if node is None:
         return False
-    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable", "stream",
+    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "sum_fits", "is_variable", "stream",
                                              "is_uniform"):
         return True
     return any(uses_bounds(a) for a in node.args)
@@ -440,7 +457,7 @@ def is_const_expr(node: Raw) -> bool:
         return True
     if node.kind == "name":
         return bool(_CWILD_RE.match(node.text.split("_")[0])) and "_" not in node.text
-    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "is_variable", "stream",
+    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "sum_fits", "is_variable", "stream",
                                              "is_uniform", "either"):
         return False
     if node.kind == "call" and node.text in ("bits", "tmin", "tmax"):
@@ -453,6 +470,7 @@ def is_const_expr(node: Raw) -> bool:
 SIGNATURES: dict[str, str] = {
     "is_pow2": "v", "log2": "v", "bits": "t", "tmin": "t", "tmax": "t", "is_signed": "t", "is_unsigned": "t",
     "represents": "tt", "upper_bounded": "wv", "lower_bounded": "wv", "fits": "wt", "is_variable": "w",
+    "sum_fits": "wwt",  # variadic: two or more term wildcards, then the type (check_syntax)
     "stream": "www", "is_uniform": "w",
     "land": "vv", "lor": "vv", "not": "v", **{op: "vv" for op in _BIN},
 }
@@ -492,6 +510,8 @@ def check_syntax(node: Raw) -> None:
         if sig is None:
             known = ", ".join(sorted(k for k in SIGNATURES if k not in _BIN and k not in ("land", "lor", "not")))
             raise PredicateError(f"unknown predicate function {n.text!r} (known: {known})", n)
+        if n.text == "sum_fits" and len(n.args) >= 3:
+            sig = "w" * (len(n.args) - 1) + "t"
         if len(n.args) != len(sig):
             raise PredicateError(f"{n.text} takes {len(sig)} argument(s), got {len(n.args)}", n)
         stack.extend(zip(n.args, sig))

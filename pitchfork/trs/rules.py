@@ -187,7 +187,7 @@ def _names(node: Raw) -> set[str]:
         out.add(node.text)
     for a in node.args:
         out |= _names(a)
-    if node.kind == "call" and node.text in ("bits", "tmin", "tmax", "is_signed", "is_unsigned", "fits",
+    if node.kind == "call" and node.text in ("bits", "tmin", "tmax", "is_signed", "is_unsigned", "fits", "sum_fits",
                                               "wide", "narrow", "signed", "unsigned", "eq", "ne", "represents"):
         # type arguments are not wildcards
         out = {n for n in out if not re.match(r"^[A-Z][A-Za-z0-9]*$", n) and not re.match(r"^[ui]\d+$", n)}

@@ -116,3 +116,18 @@ def test_bounds_with_assumed_ranges_and_cache() -> None:
     assert bounds(t) == (0, 255)  # may wrap: the whole type
     assert bounds(t, {"a": (0, 10), "b": (0, 20)}) == (0, 30)
     assert bounds(t) == (0, 255)  # assumptions do not leak into the shared cache
+
+
+def test_and_with_a_non_negative_operand_is_bounded_by_it() -> None:
+    # the rounding bit of a rounding shift of a signed value: 0 or 1, so the generic expansion of
+    # an i32 rounding_mul_shr can see that its i64 result fits i32 (no clamp; mul on x86)
+    assert bounds(parse("(a_i64 >> 30) & 1")) == (0, 1)
+    assert bounds(parse("a_i16 & 255")) == (0, 255)
+    assert bounds(parse("a_i16 & b_i16")) == (-32768, 32767)
+    rng = np.random.default_rng(3)
+    for text in ("(a_i64 >> 30) & 1", "a_i16 & 255", "a_i8 & (b_i8 >> 1 & 63)"):
+        t = parse(text)
+        lo, hi = bounds(t)
+        env = inputs_for(t, rng, 200)
+        v = np.asarray(evaluate(t, env))
+        assert lo <= v.min() and v.max() <= hi, text

@@ -214,3 +214,18 @@ def test_integer_encoding_of_variable_shifts_matches_interpreter() -> None:
             assert s.check() == z3.sat
             want = int(np.asarray(evaluate(t, {"x": x, "y": k})).item())
             assert s.model().eval(r).as_long() == want, (text, x, k)
+
+
+def test_saturating_cast_of_an_in_range_value_is_a_plain_cast() -> None:
+    # mul's i32 rounding_mul_shr of a pmaddwd-sized product: the i64 rounded product cannot leave
+    # i32, so no clamp (a compare and a blend per vector on x86) is emitted
+    t = parse("rounding_mul_shr(i32(widening_mul(a_i16, b_i16) >> 2), c_i32, 31)")
+    out = expand_fpir(t, 64)
+    assert {n.op for n in out.walk()} & {"min", "max", "select"} == set(), str(out)
+    t2 = parse("rounding_mul_shr(a_i32, c_i32, 31)")  # a full-range product can saturate: clamped
+    assert {n.op for n in expand_fpir(t2, 64).walk()} & {"min", "max", "select"}
+    rng = np.random.default_rng(4)
+    env = {"a": rng.integers(-32768, 32768, 256).astype(np.int16),
+           "b": rng.integers(-32768, 32768, 256).astype(np.int16),
+           "c": rng.integers(-2**31, 2**31, 256).astype(np.int32)}
+    assert np.array_equal(evaluate(t, env), evaluate(out, env))

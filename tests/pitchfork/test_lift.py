@@ -301,6 +301,20 @@ def test_lifting_preserves_semantics_on_random_expressions() -> None:
     assert len(fired) >= 40, sorted(fired)
 
 
+def test_bounded_sum_widens_once() -> None:
+    # gaussian7x7's column (u8 taps times 1, 6, 15, 20, 15, 6, 1 summed in i32, at most 16320): the
+    # whole sum stays in 16 bits (accumulate.rules' narrow_* rules) and is widened once at the root
+    src = ("add.nsw(add.nsw(add.nsw(add.nsw(add.nsw(add.nsw(mul.nsw(i32(a_u8), 6), mul.nsw(i32(b_u8), 15)), "
+           "mul.nsw(i32(c_u8), 20)), mul.nsw(i32(d_u8), 6)), mul.nsw(i32(e_u8), 15)), i32(f_u8)), i32(g_u8))")
+    out, stats = lift_with_stats(parse(src))
+    assert out.op == "cast" and out.args[0].type.bits == 16, str(out)
+    assert stats.fired["narrow_extending_add_of_widening_add"] and stats.fired["narrow_extending_add_of_narrower_cast"]
+    _check_same(parse(src), out, np.random.default_rng(5))
+    # taps too large for 16 bits (200 * 255 + 150 * 255 + ...): the sum stays wide
+    big = src.replace("20)", "200)").replace("15)), i32(f", "150)), i32(f")
+    assert lift(parse(big)).op != "cast"
+
+
 # ---- rule set ---------------------------------------------------------------------------------
 
 

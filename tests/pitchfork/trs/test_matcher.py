@@ -122,6 +122,18 @@ def test_bounds_predicates_lower_and_fits() -> None:
     assert apply(fits, "u8(a_u16 >> 7)") is None
 
 
+def test_sum_fits_predicate() -> None:
+    # the interval sum of the wildcards' bounds must lie in the type: 20 * 255 + 6 * 255 fits i16,
+    # two full-range u8 products (255 * 255 each) do not
+    r = rule("r: widening_add(x_T, y_T) -> cast<wide(T)>(x_T + y_T) if sum_fits(x_T, y_T, T)")
+    assert apply(r, "widening_add(widening_mul(a_u8, 20), widening_mul(b_u8, 6))") \
+        == "u32(widening_mul(a_u8, 20) + widening_mul(b_u8, 6))"
+    assert apply(r, "widening_add(widening_mul(a_u8, b_u8), widening_mul(c_u8, d_u8))") is None
+    three = rule("r: x_T + (y_T + z_T) -> z_T if sum_fits(x_T, y_T, z_T, T)")
+    assert apply(three, "u16(a_u8) + (u16(b_u8) + u16(c_u8))") == "u16(c_u8)"
+    assert apply(three, "(a_u16 >> 1) + ((b_u16 >> 1) + (c_u16 >> 1))") is None
+
+
 def test_represents_predicate() -> None:
     r = rule("r: cast<W>(x_T) < cast<W>(y_T) -> x_T < y_T if represents(W, T)")
     assert apply(r, "u16(a_u8) < u16(b_u8)") == "a_u8 < b_u8"

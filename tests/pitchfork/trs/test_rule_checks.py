@@ -23,6 +23,8 @@ from synth.verify import verify_rule
     ("r: x_u8 + c0 -> x_u8 if fits(c0, u8)", "f.rules:1:30", "bounds queries take a term wildcard"),
     ("# comment\nr: x_u8 + c0 -> x_u8\n   if log2(c0, 1) > 3", "f.rules:3:7", "log2 takes 1 argument(s), got 2"),
     ("r: x_u8 + c0 -> x_u8 if bits(c0 + 1) == 8", "f.rules:1:30", "expected a type"),
+    ("r: x_u8 + y_u8 -> x_u8 if sum_fits(x_u8, u8)", "f.rules:1:27", "sum_fits takes 3 argument(s), got 2"),
+    ("r: x_u8 + y_u8 -> x_u8 if sum_fits(x_u8, c0, u8)", "f.rules:1:42", "bounds queries take a term wildcard"),
 ])
 def test_malformed_predicates_located(text: str, where: str, message: str) -> None:
     with pytest.raises(RuleFileError) as e:
@@ -35,6 +37,16 @@ def test_every_shipped_rule_still_parses() -> None:
 
     register_target_ops()
     assert len(load(default_files())) > 100
+
+
+def test_narrowing_without_sum_fits_is_invalid() -> None:
+    # accumulate.rules' narrow_extending_add_of_cast without its bound: the narrow sum wraps
+    (bad,) = parse_rules("bad: extending_add(cast<W>(x_T), y_T) -> cast<W>(x_T + y_T) if W == wide(T) && bits(T) <= 16",
+                         "f.rules")
+    assert verify_rule(bad).status == "INVALID"
+    (good,) = parse_rules("good: extending_add(cast<W>(x_T), y_T) -> cast<W>(x_T + y_T) "
+                          "if W == wide(T) && bits(T) <= 16 && sum_fits(x_T, y_T, T)", "f.rules")
+    assert verify_rule(good).status == "VALID"
 
 
 def test_rule_no_instance_can_fire_is_invalid() -> None:
