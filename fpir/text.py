@@ -315,10 +315,39 @@ class _Elaborator:
 
     def apply(self, node: Raw, op: str, terms: list[Term], ttype: Optional[ScalarType] = None,
               flags: Sequence[str] = ()) -> Term:
+        terms = retype_shift_constant(op, terms, other_width_only=True)
         try:
             return make(op, *terms, type=ttype, flags=flags)
         except FPIRTypeError as e:
             raise self.error(node, str(e)) from None
+
+
+# Shift ops and the operand that is their amount. A constant amount may be written at any integer type
+# (`x_i32 >> u32(15)`, `>> i64(15)`: Halide's simplifier and users spell it so). `retype_shift_constant`
+# gives it the type the op takes (`>> 15`'s) when the value fits there with the same meaning (a negative
+# amount, which shifts the other way, keeps a signed type of that width); a value that does not fit keeps
+# its type and the op's type rule reports it. The parser applies it to amounts of another width (which
+# no term can hold, so parse(to_text(t)) is still t); lifting applies it to every amount
+# (pitchfork.lift.normalize_shift_constants), so the rules see one form.
+SHIFT_AMOUNT = {"shl": 1, "shr": 1, "widening_shl": 1, "widening_shr": 1, "rounding_shr": 1, "rounding_shl": 1,
+                "saturating_shl": 1, "mul_shr": 2, "rounding_mul_shr": 2}
+
+
+def retype_shift_constant(op: str, terms: Sequence[Term], other_width_only: bool = False) -> list[Term]:
+    terms = list(terms)
+    i = SHIFT_AMOUNT.get(op)
+    if i is None or len(terms) <= i or not terms[i].is_const or terms[0].is_const:
+        return terms
+    amount, value_t = terms[i], terms[0].type
+    if value_t.is_bool or amount.type.is_bool or (other_width_only and amount.type.bits == value_t.bits):
+        return terms
+    if op in ("mul_shr", "rounding_mul_shr"):
+        want = value_t.to_unsigned()
+    else:
+        want = value_t if amount.value >= 0 or value_t.signed else value_t.to_signed()
+    if amount.type == want or not want.contains(amount.value):
+        return terms
+    return [*terms[:i], const(amount.value, want), *terms[i + 1:]]
 
 
 def parse(text: str, env: Optional[dict[str, ScalarType]] = None, source: str = "<expr>",

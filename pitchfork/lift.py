@@ -12,7 +12,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
+from fpir.ops import make, spec
 from fpir.term import Term
+from fpir.text import retype_shift_constant
 from pitchfork.trs.rewriter import Rewriter, RewriteStats
 from pitchfork.trs.rules import RuleSet
 
@@ -54,11 +56,40 @@ def lifter(rules: Optional[RuleSet] = None, trace: bool = False) -> Rewriter:
     return Rewriter(rules if rules is not None else lift_rules(), trace=trace)
 
 
+def normalize_shift_constants(term: Term) -> Term:
+    """`term` with every constant amount of a primitive shift written at the other signedness
+    (`x_i32 >> u32(15)`, Halide's spelling) retyped as `x_i32 >> 15` (fpir.text.retype_shift_constant:
+    same value, same meaning), so one lifting rule covers every spelling. FPIR ops keep theirs: an
+    unsigned rounding_shr amount is what Halide's rounding_shift_right gives, and x86 selects by it
+    (rules/lower/x86_avx2.rules rounding_shr_halved). Iterative over distinct nodes; flags kept."""
+    memo: dict[Term, Term] = {}
+    stack = [term]
+    while stack:
+        t = stack[-1]
+        if t in memo:
+            stack.pop()
+            continue
+        todo = [a for a in t.args if a not in memo]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        if not t.args:
+            memo[t] = t
+            continue
+        args = [memo[a] for a in t.args]
+        if t.op in ("shl", "shr"):  # not the FPIR ops: their amount type is a selection fact (rounding_shr_halved)
+            args = retype_shift_constant(t.op, args)
+        same = all(a is b for a, b in zip(args, t.args))
+        memo[t] = t if same else make(t.op, *args, type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
+    return memo[term]
+
+
 def lift(term: Term, rules: Optional[RuleSet] = None) -> Term:
-    return lifter(rules).rewrite(term)
+    return lifter(rules).rewrite(normalize_shift_constants(term))
 
 
 def lift_with_stats(term: Term, rules: Optional[RuleSet] = None, trace: bool = False) -> tuple[Term, RewriteStats]:
     rw = lifter(rules, trace)
-    out = rw.rewrite(term)
+    out = rw.rewrite(normalize_shift_constants(term))
     return out, rw.stats

@@ -205,10 +205,10 @@ def select_instructions(term: Term, target: str, isel: str = "pitchfork", stream
         return Selection(term, term, term, final, seconds=time.perf_counter() - t0)
     if isel != "pitchfork":
         raise ValueError(f"isel must be 'pitchfork' or 'llvm', not {isel!r}")
-    from pitchfork.lift import lifter
+    from pitchfork.lift import lifter, normalize_shift_constants
 
     lw = lifter()
-    lifted = lw.rewrite(term)
+    lifted = lw.rewrite(normalize_shift_constants(term))
     info = load_target(target)
     rw = Rewriter(info.rules, cost=info.cost, streams=streams)
     lowered = rw.rewrite(lifted)

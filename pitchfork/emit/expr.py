@@ -33,7 +33,7 @@ def vec_type(t: ScalarType, lanes: int) -> ir.VectorType:
 class ExprEmitter:
     def __init__(
         self, builder: ir.IRBuilder, lanes: int, env: dict[str, ir.Value], target: object = None,
-        streams: Optional[Mapping[str, tuple[Hashable, int]]] = None,
+        streams: Optional[Mapping[str, tuple[Hashable, int]]] = None, hvx_pairs: bool = False,
     ) -> None:
         self.b = builder
         self.lanes = lanes
@@ -42,6 +42,9 @@ class ExprEmitter:
         #: facts about the values in `env` (pitchfork.trs.predicate.Streams): which variables read one
         #: stream of memory at which element offsets, for instructions that read a sliding window (vtmpy)
         self.streams = streams or {}
+        #: hvx128 (isel=pitchfork): adds and subtracts spanning several registers on register pairs
+        #: (see `_hvx_pairwise`)
+        self.hvx_pairs = hvx_pairs
         self.module: ir.Module = builder.module
         self._memo: dict[tuple[Term, int], ir.Value] = {}
 
@@ -242,10 +245,40 @@ class ExprEmitter:
 
     # primitives ---------------------------------------------------------------------------
     def _p_add(self, t: Term, a: list) -> ir.Value:
-        return self.b.add(a[0], a[1])
+        return self._hvx_pairwise("add", a) or self.b.add(a[0], a[1])
 
     def _p_sub(self, t: Term, a: list) -> ir.Value:
-        return self.b.sub(a[0], a[1])
+        return self._hvx_pairwise("sub", a) or self.b.sub(a[0], a[1])
+
+    def _hvx_pairwise(self, op: str, a: list) -> Optional[ir.Value]:
+        """A wrapping add/sub of values spanning an even number of HVX registers, one `Vdd = vadd(Vuu,
+        Vvv)` per register pair, as Halide's Hexagon code has it. Emitted as a plain `add` over 4
+        registers whose operands are concatenations of per-register results (accumulations, valigns),
+        LLVM's InstCombine narrows it to one add per register; over `vcombine`d pairs it stays one
+        instruction per pair (gaussian7x7's column pass: 16 adds -> 8, and with its valigned taps
+        emitted at first use, 26 spill accesses -> 2: loop 287 -> 238 instructions). Operands that
+        are not plain concatenations of registers (a de-interleaved pair's interleave) are left to
+        LLVM, which cancels their shuffles against the consumer's (gaussian3x3: 39 instructions, 51
+        when paired)."""
+        v = a[0]
+        if not self.hvx_pairs or not isinstance(v.type, ir.VectorType):
+            return None
+        bits, n = v.type.element.width, v.type.count
+        reg = 1024 // bits if bits in (8, 16, 32) else 0
+        if not reg or n % (2 * reg):
+            return None
+        parts = [_register_parts(x, reg) for x in a]
+        if any(p is None for p in parts):
+            return None
+        w32, w64 = ir.VectorType(ir.IntType(32), 32), ir.VectorType(ir.IntType(32), 64)
+        pair = ir.VectorType(ir.IntType(bits), 2 * reg)
+        ops = []
+        for x, ps in zip(a, parts):
+            regs = [self.bitcast(r, w32) for r in (self.split(x, reg) if isinstance(x, ir.Constant) else ps)]
+            ops.append([self.bitcast(self.call("llvm.hexagon.V6.vcombine.128B", w64, [regs[k + 1], regs[k]]), pair)
+                        for k in range(0, len(regs), 2)])
+        fn = self.b.add if op == "add" else self.b.sub
+        return self.concat([fn(x, y) for x, y in zip(*ops)], n)
 
     def _p_mul(self, t: Term, a: list) -> ir.Value:
         return self.b.mul(a[0], a[1])
@@ -465,6 +498,21 @@ def _widened(v: ir.Value, depth: int) -> bool:
         return False
     a, b = v.operands
     return (_widened(a, depth - 1) and _constant(b)) or (_constant(a) and _widened(b, depth - 1))
+
+
+def _register_parts(v: ir.Value, reg: int) -> Optional[list[ir.Value]]:
+    """The `reg`-lane values `v` concatenates (`ExprEmitter.concat`'s identity shuffles), or None
+    where `v` is built otherwise (a permutation of registers). A constant is its own parts."""
+    n = v.type.count
+    if n == reg or isinstance(v, ir.Constant):
+        return [v]
+    if isinstance(v, ir.instructions.ShuffleVector):
+        x, y, mask = v.operands
+        idx = [getattr(c, "constant", c) for c in mask.constant]
+        if x.type.count == y.type.count == n // 2 and idx == list(range(n)):
+            lo, hi = _register_parts(x, reg), _register_parts(y, reg)
+            return lo + hi if lo is not None and hi is not None else None
+    return None
 
 
 def _mask(idx: list[int]) -> ir.Constant:

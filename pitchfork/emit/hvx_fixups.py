@@ -134,3 +134,116 @@ def rewrite_wide_lane_predicate_truncs(ir_text: str) -> str:
                 f"{ind}{dst} = icmp ne {ty} {a}, zeroinitializer")
 
     return _PRED_TRUNC.sub(expand, ir_text)
+
+
+# The high half of a 64 x 64-bit unsigned product, `trunc(lshr(mul(zext a, zext b), 64))` on
+# `<N x i128>` (or shifted further, by 64 + s: then hi >> s): LLVM 22's AggressiveInstCombine (foldMulHigh) forms it from the 32 x 32 -> 64-bit
+# partial products our lowerings write for a 64-bit mul_shr / rounding_mul_shr (pitchfork.lower's width
+# convention: no i128 product). HVX has no 64-bit lanes, so the backend scalarises the i128 vector, and
+# that code ran wrong under qemu-hexagon 7.2 (difftest hvx128 seed 21, both isels: a 48-lane
+# rounding_mul_shr(i64 >> 3, extending_mul(i64, -2147483647), u64) beside 32-bit HVX code; lane 16 of
+# every 48 saturated). The same optimised IR with the partial products put back runs right, as does
+# the -O1 pipeline's IR (which never forms the i128). Whether LLVM or qemu is at fault is undecided;
+# the partial products are right under both, so the product is written back in them:
+#     hi(a * b) = a1*b1 + (a0*b1 >> 32) + (a1*b0 >> 32) + (((a0*b0 >> 32) + lo32(a0*b1) + lo32(a1*b0)) >> 32)
+# with a = a1:a0, b = b1:b0 in 32-bit halves (the inner sum is below 3 * 2^32). Any other vector-of-i128
+# computation is refused (`i128_vector_line`, pitchfork.emit.machine) rather than compiled.
+_TRUNC_I128 = re.compile(
+    r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = trunc (?:nuw )?(?:nsw )?<(?P<n>\d+) x i128> (?P<s>%[\w.$-]+) to "
+    r"<(?P=n) x i64>\s*$",
+    re.M,
+)
+_I128_VECTOR = re.compile(r"<(?:[2-9]|\d\d+) x i128>")
+_NAME = r"%[\w.$-]+"
+
+
+def _definition(ir_text: str, name: str) -> re.Match[str] | None:
+    return re.search(rf"^\s*{re.escape(name)} = (?P<rhs>.*?)\s*$", ir_text, re.M)
+
+
+def _mulh_operands(ir_text: str, n: str, shifted: str) -> tuple[str, str, int] | None:
+    """The two i64 operands (names or `splat (i64 K)`) and the shift S if `shifted` is
+    `lshr(mul(zext, zext), S)` with 64 <= S < 128 (a mul_shr by S - 64 more than the high half)."""
+    d = _definition(ir_text, shifted)
+    m = d and re.fullmatch(rf"lshr (?:exact )?<{n} x i128> ({_NAME}), splat \(i128 (\d+)\)", d["rhs"])
+    if not m or not 64 <= int(m[2]) < 128:
+        return None
+    shift = int(m[2])
+    d = _definition(ir_text, m[1])
+    m = d and re.fullmatch(rf"mul (?:nuw )?(?:nsw )?<{n} x i128> (\S+), (.+)", d["rhs"])
+    if not m:
+        return None
+    ops = []
+    for op in (m[1], m[2]):
+        k = re.fullmatch(r"splat \(i128 (\d+)\)", op)
+        if k and int(k[1]) < 1 << 64:
+            ops.append(f"splat (i64 {int(k[1]) - (1 << 64) if int(k[1]) >= 1 << 63 else int(k[1])})")
+            continue
+        d = _definition(ir_text, op) if re.fullmatch(_NAME, op) else None
+        z = d and re.fullmatch(rf"zext (?:nneg )?<{n} x i64> ({_NAME}) to <{n} x i128>", d["rhs"])
+        if not z:
+            return None
+        ops.append(z[1])
+    return ops[0], ops[1], shift
+
+
+def has_i128_mulh(ir_text: str) -> bool:
+    return any(_mulh_operands(ir_text, m["n"], m["s"]) for m in _TRUNC_I128.finditer(ir_text))
+
+
+def rewrite_i128_mulhs(ir_text: str) -> str:
+    """Every `<N x i128>` high multiply written in 32 x 32 -> 64-bit partial products (see above);
+    the i128 instructions it leaves unused are deleted."""
+    counter = iter(range(1 << 30))
+    dead: list[str] = []
+
+    def expand(m: re.Match[str]) -> str:
+        ops = _mulh_operands(ir_text, m["n"], m["s"])
+        if ops is None:
+            return m[0]
+        ind, dst, ty = m["ind"], m["dst"], f"<{m['n']} x i64>"
+        k = next(counter)
+        v = {s: f"%pfx.mh{k}.{s}" for s in ("a1", "b1", "a0", "b0", "hh", "lh", "hl", "ll", "llh", "lhl",
+                                             "hll", "s1", "s2", "c", "lhh", "hlh", "t1", "t2")}
+        (a, b, shift), lo = ops, "splat (i64 4294967295)"
+        hi = dst if shift == 64 else f"%pfx.mh{k}.hi"
+        dead.append(m["s"])
+        lines = [
+            f"{v['a1']} = lshr {ty} {a}, splat (i64 32)", f"{v['b1']} = lshr {ty} {b}, splat (i64 32)",
+            f"{v['a0']} = and {ty} {a}, {lo}", f"{v['b0']} = and {ty} {b}, {lo}",
+            f"{v['hh']} = mul nuw {ty} {v['a1']}, {v['b1']}", f"{v['lh']} = mul nuw {ty} {v['a0']}, {v['b1']}",
+            f"{v['hl']} = mul nuw {ty} {v['a1']}, {v['b0']}", f"{v['ll']} = mul nuw {ty} {v['a0']}, {v['b0']}",
+            f"{v['llh']} = lshr {ty} {v['ll']}, splat (i64 32)", f"{v['lhl']} = and {ty} {v['lh']}, {lo}",
+            f"{v['hll']} = and {ty} {v['hl']}, {lo}", f"{v['s1']} = add nuw nsw {ty} {v['llh']}, {v['lhl']}",
+            f"{v['s2']} = add nuw nsw {ty} {v['s1']}, {v['hll']}", f"{v['c']} = lshr {ty} {v['s2']}, splat (i64 32)",
+            f"{v['lhh']} = lshr {ty} {v['lh']}, splat (i64 32)", f"{v['hlh']} = lshr {ty} {v['hl']}, splat (i64 32)",
+            f"{v['t1']} = add nuw {ty} {v['hh']}, {v['lhh']}", f"{v['t2']} = add nuw {ty} {v['t1']}, {v['hlh']}",
+            f"{hi} = add nuw {ty} {v['t2']}, {v['c']}",
+        ] + ([] if shift == 64 else [f"{dst} = lshr {ty} {hi}, splat (i64 {shift - 64})"])
+        return "\n".join(ind + ln for ln in lines)
+
+    text = _TRUNC_I128.sub(expand, ir_text)
+    return _delete_unused(text, dead)
+
+
+def _delete_unused(ir_text: str, names: list[str]) -> str:
+    """Delete the definitions of `names`, and then of their operands, while nothing else uses them."""
+    work = list(names)
+    while work:
+        name = work.pop()
+        uses = re.findall(rf"{re.escape(name)}(?![\w.$-])", ir_text)
+        d = _definition(ir_text, name)
+        if d is None or len(uses) != 1:  # the definition itself is the one occurrence
+            continue
+        work.extend(re.findall(_NAME, d["rhs"]))
+        ir_text = ir_text[: d.start()] + ir_text[d.end() + 1:]  # (+1: its newline)
+    return ir_text
+
+
+def i128_vector_line(ir_text: str) -> str | None:
+    """The first line computing on a vector of i128 lanes, if any: after `rewrite_i128_mulhs`, such a
+    module is refused (pitchfork.emit.machine), since its scalarised code is the kind known to run wrong."""
+    m = _I128_VECTOR.search(ir_text)
+    if m is None:
+        return None
+    return ir_text[ir_text.rfind("\n", 0, m.start()) + 1: ir_text.find("\n", m.end())].strip()

@@ -51,13 +51,14 @@ from fpir.types import ScalarType, i32
 from pitchfork.emit.expr import ExprEmitter, vec_type
 from pitchfork.halide import ir as H
 from pitchfork.halide.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
-from pitchfork.halide.codegen_alloc import AllocMixin
+from pitchfork.halide.codegen_alloc import AllocMixin, hoist_allocations
 from pitchfork.halide.codegen_base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS,  # noqa: F401
                                            STACK_LIMIT, BufferInfo, Leaf, Stats, Unsupported, _assert_text,
                                            _ident, _show, _storage, fpir_type, type_code)
 from pitchfork.halide.codegen_expr import ExprConverter
 from pitchfork.halide.codegen_float import FloatEmitter
 from pitchfork.halide.codegen_lut import LutMixin
+from pitchfork.halide.hvx_accumulate import start_from_fresh
 from pitchfork.halide.codegen_memory import MemoryMixin, clamped_ramp
 from pitchfork.halide.codegen_reduce import REDUCE_OPS, split_reduce
 from pitchfork.halide.htypes import HType
@@ -260,6 +261,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
     def _s_For(self, s: H.For) -> None:
         if s.device_api:
             raise Unsupported(f"loop {s.name} offloaded to {s.device_api}", s)
+        lifted = hoist_allocations(s) if self.target == "arm64" else None
+        if lifted is not None:
+            self.stmt_(lifted)
+            return
         lo = self.scalar(s.min, s)
         ext = self.scalar(s.extent, s)
         hi = self.b.add(lo, ext, flags=["nsw"])
@@ -378,6 +383,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         """`term` selected and emitted at `lanes` lanes (its leaves emitted at theirs)."""
         leaves = self.leaves
         final = self._select(term, node)
+        valigned: set[Term] = set()
+        if self.target == "hvx128" and self.isel == "pitchfork":
+            valigned = {v for v in final.variables()
+                        if v.name in leaves and self._hvx_valign_leaf(leaves[v.name], node)}
+            # an accumulation overwrites its first summand: start it from a valigned tap
+            final = start_from_fresh(final, lambda t: int(t.is_var and t not in valigned))
 
         def value(name: str) -> ir.Value:
             if name in leaves:
@@ -392,9 +403,23 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             # Halide's own code generator does; emitted all up front, LLVM's x86 scheduler kept them in
             # that order and sobel3x3's 4-row loop held 9 rows' vectors live at once (more spills).
             env = _LazyEnv(value)
+        elif valigned and LAZY_LEAVES and sum(
+                leaves[v.name].lanes * leaves[v.name].type.bits // 1024 for v in valigned) > LAZY_VALIGN_REGS:
+            # Taps `valign`ed from aligned blocks that alone need more than half of the 32 HVX
+            # registers are emitted at their first use: all up front, gaussian7x7's column pass held
+            # its 24 valigned registers per row live at once and spilled (loop 260 -> 238 instructions,
+            # 116 -> 117 packets per iteration). The other leaves keep their place before the selected
+            # code (emitted at first use, its row pass's plain row loads spilled more: 132 -> 144).
+            # Below the threshold the order is LLVM's scheduling noise either way (sobel3x3, 10
+            # valigned registers: 74 -> 78 packets per iteration lazily; gaussian5x5, 8: 42 -> 40).
+            env = _LazyEnv(value)
+            for v in final.variables():
+                if v not in valigned:
+                    env.force(v.name)
         else:
             env = {v.name: value(v.name) for v in final.variables()}
-        return ExprEmitter(self.b, lanes, env, self.target, self._streams(final)).emit(final)
+        return ExprEmitter(self.b, lanes, env, self.target, self._streams(final),
+                           hvx_pairs=self.target == "hvx128" and self.isel == "pitchfork").emit(final)
 
     def _streams(self, term: Term) -> dict[str, tuple[Hashable, int]]:
         """The stream facts of `term`'s load leaves (all emitted together, at one program point)."""
@@ -621,6 +646,8 @@ def _whole_register_interleave(e: H.Shuffle, parts: list[ir.Value]) -> bool:
 
 #: x86: emit each leaf at its first use (see `_emit_term`); a switch for measuring the two orders
 LAZY_LEAVES = True
+#: hvx128: valigned taps of one expression emitted at their first use above this many registers
+LAZY_VALIGN_REGS = 16
 
 
 class _LazyEnv(dict):  # type: ignore[type-arg]
@@ -634,3 +661,7 @@ class _LazyEnv(dict):  # type: ignore[type-arg]
     def __missing__(self, name: str) -> ir.Value:
         v = self[name] = self._make(name)
         return v
+
+    def force(self, name: str) -> None:
+        """Emit `name`'s value now (at the builder's position), if it is not emitted yet."""
+        self.__getitem__(name)

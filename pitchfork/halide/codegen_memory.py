@@ -18,7 +18,7 @@ from llvmlite import ir
 from fpir.types import ScalarType, i32, u1
 from pitchfork.emit.machine import get_target
 from pitchfork.halide import ir as H
-from pitchfork.halide.codegen_base import BufferInfo, Unsupported, _show, _storage
+from pitchfork.halide.codegen_base import BufferInfo, Leaf, Unsupported, _show, _storage
 
 
 #: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop)
@@ -400,13 +400,10 @@ class MemoryMixin:
         Every block holds a byte the program reads (rb > 0, so the last block holds the last byte):
         an aligned block never crosses a page, so this reads nothing the original load would not
         fault on. None where the misalignment is not known to be a nonzero constant."""
+        rb = _hvx_block_offset(buf, st, lanes, alignment)
+        if rb is None:
+            return None
         size = _storage(st).bits // 8
-        if alignment is None or buf.align % 128 or (lanes * size) % 128 or st.bits == 1:
-            return None
-        m, r = alignment
-        if m <= 1 or (m * size) % 128:
-            return None
-        rb = (size * (r % m)) % 128
         regs = lanes * size // 128
         if rb == 0 and (regs == 1 or buf.name not in self._read_misaligned()):
             return None  # the plain aligned load (blocks only beside misaligned reads, see below)
@@ -434,6 +431,17 @@ class MemoryMixin:
 
             whole = ExprEmitter(self.b, 32 * regs, {}, self.target).concat(parts, 32 * regs)
         return self.b.bitcast(whole, ir.VectorType(ir.IntType(_storage(st).bits), lanes))
+
+    def _hvx_valign_leaf(self, leaf: Leaf, node: H.Node) -> bool:
+        """Whether `_emit_leaf` emits `leaf` as `valign`s of aligned blocks (hvx128, isel=pitchfork):
+        a value computed for its reader alone, where an aligned load's blocks are shared with the
+        misaligned loads of the same row (pitchfork.halide.hvx_accumulate)."""
+        e = leaf.node
+        if leaf.kind != "load" or not isinstance(e, H.Load) or e.predicate is not None \
+                or self._dense(e.index) is None or e.buffer not in self.buffers:
+            return False
+        rb = _hvx_block_offset(self.buffers[e.buffer], leaf.type, leaf.lanes, e.alignment)
+        return bool(rb)
 
     def _read_misaligned(self) -> frozenset[str]:
         """Buffers some dense vector load of the statement reads at a nonzero remainder of its
@@ -570,3 +578,17 @@ class MemoryMixin:
 
             whole = ExprEmitter(self.b, 32 * regs, {}, self.target).concat(parts, 32 * regs)
         return self.b.bitcast(whole, ir.VectorType(ir.IntType(_storage(st).bits), regs * 1024 // _storage(st).bits))
+
+
+def _hvx_block_offset(buf: BufferInfo, st: ScalarType, lanes: int,
+                      alignment: Optional[tuple[int, int]]) -> Optional[int]:
+    """The byte distance past a 128-byte boundary at which a dense load of whole HVX registers
+    starts, when the buffer's alignment and Halide's `aligned(m, r)` fact determine it (see
+    `_hvx_misaligned_load`); None where they do not."""
+    size = _storage(st).bits // 8
+    if alignment is None or buf.align % 128 or (lanes * size) % 128 or st.bits == 1:
+        return None
+    m, r = alignment
+    if m <= 1 or (m * size) % 128:
+        return None
+    return (size * (r % m)) % 128

@@ -211,6 +211,23 @@ target_op("hvx.vdmpy_pairs_acc", ["i16, u8, i8 -> i16", "i32, i16, i8 -> i32"], 
           lanes=(1, 2, 2), encodable=immediate(2, -128, lambda _: 127))
 
 
+# ---- pairwise 16 x 16 dot product of two vectors: vdmpy(Vu.h, Vv.h):sat ---------------------------------
+# out[i] = sat32(u[2i] * v[2i] + u[2i+1] * v[2i+1]) (vdmpyhvsat), natural lane order. The two products
+# of i16 lanes each fit i32; only (-32768)^2 + (-32768)^2 = 2^31 exceeds it, and saturates. So it is
+# Halide's saturating vector_reduce by 2 of the widening products exactly, and the wrapping one where
+# bounds exclude that single input (a lane other than -32768 in one operand).
+
+
+def _vdmpyhvsat(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    out = _vec(32, REG_BITS // 32)
+    xs, ys = (em.split(a, REG_BITS // 16) for a in args)
+    return em.concat([em.hvx_call("vdmpyhvsat", [x, y], out) for x, y in zip(xs, ys)], em.lanes)
+
+
+target_op("hvx.vdmpyhvsat", ["i16, i16 -> i32"], "vector_reduce_saturating_add_x2(widening_mul(x, y))", _vdmpyhvsat,
+          cost=ONE, llvm="llvm.hexagon.V6.vdmpyhvsat (Vd.w = vdmpy(Vu.h, Vv.h):sat)", lanes=(2, 2))
+
+
 # ---- 3-tap filter: vtmpy ------------------------------------------------------------------------
 # Lane semantics, confirmed under qemu-hexagon (impulse responses of every input lane, and random
 # data with random Rt for vtmpybus, vtmpyb, vtmpyhb and vtmpybus.acc, 0 mismatches): for the pair

@@ -250,14 +250,22 @@ declare("x86", (
 ))
 
 
-# ---- shifts by one count for every lane (vpsllw/vpsrlw/vpsraw, vpslld/vpsrld/vpsrad: count in xmm) --
+# ---- shifts by one count for every lane (vpsllw/vpsrlw/vpsraw, vpslld/vpsrld/vpsrad, vpsllq/vpsrlq) ---
 # The count is the low 64 bits of an xmm register, taken here from lane 0 of the amount operand (zero-
 # extended), so these read the amount at lane 0 only (`lane0`): rules select them when the amount is
 # uniform (`is_uniform`, a broadcast of a scalar). A count of the lane width or more gives 0 (logical
 # shifts) or the sign fill (arithmetic), which is FPIR's shift definition for an unsigned amount, so the
-# semantics are the plain shifts. One instruction per register, as Halide 21 selects for a scalar
-# shift amount; the variable-shift forms above need vpsrav + widening/packing on 16-bit lanes. (32-bit
-# lanes have vpsllvd/vpsrlvd/vpsravd at the same cost, so vpslld & co. are not declared.)
+# semantics are the plain shifts. One instruction per register, as Halide 21 (LLVM's lowering of a shift
+# by a splat) selects for a scalar shift amount; the variable-shift forms above need vpsrav + widening/
+# packing on 16-bit lanes, and a signed amount costs a compare and a blend there. AVX2 has no vpsraq.
+# Bytes (no x86 byte shift): the 16-bit shift of the same register, with the bits that crossed from
+# the neighbouring byte masked off (the mask is 0xFF shifted by the count, 0 past 7; scalar, hoisted),
+# and for the arithmetic shift the sign restored by (v ^ m) - m with m = 0x80 >> c (count clamped to
+# 7): 2 / 4 instructions per register, where LLVM's generic i8 shift is a 3-step vpsraw+vpblendvb
+# ladder on both unpacked halves (22 loop instructions for one ymm of i8 >> n). The arithmetic and
+# signed-amount byte forms are priced at the generic runtime shift they replace
+# (targets.RUNTIME_SHIFT_COST / _SIGNED, 2 and 4), not at their 4 and 8 uops: the generic cost model
+# prices every runtime shift alike, and x86's generic byte shift is the far longer ladder.
 def _count_xmm(em, count: ir.Value, bits: int) -> ir.Value:  # type: ignore[no-untyped-def]
     """An i64 count in the low 64 bits of an xmm register, typed as the shift intrinsics take it."""
     xmm = em.b.insert_element(ir.Constant(_vt(64, 2), None), count, ir.Constant(ir.IntType(32), 0))
@@ -269,14 +277,42 @@ def _lane0_i64(em, y: ir.Value, signed: bool) -> ir.Value:  # type: ignore[no-un
     return (em.b.sext if signed else em.b.zext)(c, ir.IntType(64))
 
 
+def _splat_scalar(em, v: ir.Value, lanes: int) -> ir.Value:  # type: ignore[no-untyped-def]
+    one = em.b.insert_element(ir.Constant(ir.VectorType(v.type, lanes), None), v, ir.Constant(ir.IntType(32), 0))
+    return em.b.shuffle_vector(one, ir.Constant(ir.VectorType(v.type, lanes), None), _mask([0] * lanes))
+
+
+def _shift_register(em, stem: str, v: ir.Value, count: ir.Value, bits: int) -> ir.Value:  # type: ignore[no-untyped-def]
+    """One ymm register of `bits`-bit lanes shifted by the i64 `count` (unsigned): stem psll/psrl/psra."""
+    lanes = VECTOR_BITS // bits
+    if bits >= 16:
+        name = f"llvm.x86.avx2.{stem}.{ {16: 'w', 32: 'd', 64: 'q'}[bits]}"
+        return em.call(name, _vt(bits, lanes), [v, _count_xmm(em, count, bits)])
+    i64 = ir.IntType(64)
+    big = em.b.icmp_unsigned(">", count, ir.Constant(i64, 7))
+    if stem == "psra":
+        count = em.b.select(big, ir.Constant(i64, 7), count)
+    vw = em.b.bitcast(v, _vt(16, 16))
+    moved = em.call(f"llvm.x86.avx2.{'psll' if stem == 'psll' else 'psrl'}.w", _vt(16, 16),
+                    [vw, _count_xmm(em, count, 16)])
+    ff = ir.Constant(i64, 0xFF)
+    kept = (em.b.shl if stem == "psll" else em.b.lshr)(ff, count)
+    if stem != "psra":
+        kept = em.b.select(big, ir.Constant(i64, 0), kept)
+    mask = _splat_scalar(em, em.b.trunc(kept, ir.IntType(8)), lanes)
+    r = em.b.and_(em.b.bitcast(moved, _vt(8, lanes)), mask)
+    if stem != "psra":
+        return r
+    sign = _splat_scalar(em, em.b.trunc(em.b.lshr(ir.Constant(i64, 0x80), count), ir.IntType(8)), lanes)
+    return em.b.sub(em.b.xor(r, sign), sign)
+
+
 def _uniform_shift(stem: str) -> Emit:
     def emit(em, args, t):  # type: ignore[no-untyped-def]
         bits = t.type.bits
-        lanes = VECTOR_BITS // bits
         x, y = args
-        xmm = _count_xmm(em, _lane0_i64(em, y, False), bits)
-        name = f"llvm.x86.avx2.{stem}.{'w' if bits == 16 else 'd'}"
-        return em.map_chunks([x], lanes, lambda c: em.call(name, _vt(bits, lanes), [c, xmm]))
+        count = _lane0_i64(em, y, False)
+        return em.map_chunks([x], VECTOR_BITS // bits, lambda c: _shift_register(em, stem, c, count, bits))
 
     return emit
 
@@ -286,26 +322,36 @@ def _uniform_signed_shl(em, args, t):  # type: ignore[no-untyped-def]
     right by -min(y, 0) (computed in 64 bits: -(-32768) does not wrap); the unused direction shifts by
     0. The count arithmetic is scalar and loop-invariant for a broadcast parameter."""
     bits = t.type.bits
-    lanes = VECTOR_BITS // bits
     x, y = args
     c = _lane0_i64(em, y, True)
     zero = ir.Constant(ir.IntType(64), 0)
     neg = em.b.icmp_signed("<", c, zero)
-    left = _count_xmm(em, em.b.select(neg, zero, c), bits)
-    right = _count_xmm(em, em.b.select(neg, em.b.sub(zero, c), zero), bits)
+    left = em.b.select(neg, zero, c)
+    right = em.b.select(neg, em.b.sub(zero, c), zero)
     back = "psra" if t.type.signed else "psrl"
-    vt = _vt(bits, lanes)
-    return em.map_chunks([x], lanes, lambda v: em.call(f"llvm.x86.avx2.{back}.w", vt, [
-        em.call("llvm.x86.avx2.psll.w", vt, [v, left]), right]))
+    return em.map_chunks([x], VECTOR_BITS // bits, lambda v: _shift_register(
+        em, back, _shift_register(em, "psll", v, left, bits), right, bits))
 
 
+_WIDE = (16, 32, 64)
 declare("x86", (
-    Inst("psll_uniform", ["u16, u16 -> u16", "i16, u16 -> i16"], "x << y",
-         _uniform_shift("psll"), "llvm.x86.avx2.psll.w (vpsllw ymm, ymm, xmm)", lane0=(1,)),
-    Inst("psrl_uniform", ["u16, u16 -> u16"], "x >> y", _uniform_shift("psrl"),
-         "llvm.x86.avx2.psrl.w (vpsrlw ymm, ymm, xmm)", lane0=(1,)),
-    Inst("psra_uniform", ["i16, u16 -> i16"], "x >> y", _uniform_shift("psra"),
-         "llvm.x86.avx2.psra.w (vpsraw ymm, ymm, xmm)", lane0=(1,)),
-    Inst("psll_uniform_signed", ["i16, i16 -> i16", "u16, i16 -> u16"], "x << y", _uniform_signed_shl,
-         "vpsllw by max(y, 0) then vpsraw / vpsrlw by -min(y, 0) (counts in xmm)", cost=2, lane0=(1,)),
+    Inst("psll_uniform", [f"{t}{b}, u{b} -> {t}{b}" for b in _WIDE for t in "ui"], "x << y",
+         _uniform_shift("psll"), "llvm.x86.avx2.psll.w / .d / .q (vpsllw / vpslld / vpsllq ymm, ymm, xmm)",
+         lane0=(1,)),
+    Inst("psrl_uniform", [f"u{b}, u{b} -> u{b}" for b in _WIDE], "x >> y", _uniform_shift("psrl"),
+         "llvm.x86.avx2.psrl.w / .d / .q (vpsrlw / vpsrld / vpsrlq ymm, ymm, xmm)", lane0=(1,)),
+    Inst("psra_uniform", ["i16, u16 -> i16", "i32, u32 -> i32"], "x >> y", _uniform_shift("psra"),
+         "llvm.x86.avx2.psra.w / .d (vpsraw / vpsrad ymm, ymm, xmm)", lane0=(1,)),
+    Inst("psll_uniform_signed", [f"{t}{b}, i{b} -> {t}{b}" for b in (16, 32) for t in "iu"], "x << y",
+         _uniform_signed_shl, "vpsllw / vpslld by max(y, 0) then vpsraw / vpsrlw (d) by -min(y, 0) (counts in xmm)",
+         cost=2, lane0=(1,)),
+    Inst("psll_uniform_bytes", ["u8, u8 -> u8", "i8, u8 -> i8"], "x << y", _uniform_shift("psll"),
+         "vpsllw ymm, ymm, xmm + vpand (0xFF << c) (bytes)", cost=2, lane0=(1,)),
+    Inst("psrl_uniform_bytes", ["u8, u8 -> u8"], "x >> y", _uniform_shift("psrl"),
+         "vpsrlw ymm, ymm, xmm + vpand (0xFF >> c) (bytes)", cost=2, lane0=(1,)),
+    Inst("psra_uniform_bytes", ["i8, u8 -> i8"], "x >> y", _uniform_shift("psra"),
+         "vpsrlw ymm, ymm, xmm + vpand + vpxor + vpsubb (0x80 >> c) (bytes, count clamped to 7)", cost=2,
+         lane0=(1,)),
+    Inst("psll_uniform_signed_bytes", ["i8, i8 -> i8", "u8, i8 -> u8"], "x << y", _uniform_signed_shl,
+         "psll_uniform_bytes by max(y, 0) then psra / psrl_uniform_bytes by -min(y, 0)", cost=4, lane0=(1,)),
 ))

@@ -178,3 +178,33 @@ def test_every_type_prints_and_parses_its_extremes() -> None:
     assert parse(to_text(make("cast", var("x", i16), type=u1))) is make("cast", var("x", i16), type=u1)
     assert parse("x_i16 - -32768") is make("sub", var("x", i16), const(-32768, i16))
     assert parse("x_i8 * -128").args[1] is const(-128, i8)
+
+
+@pytest.mark.parametrize("text, same_as", [
+    ("x_i32 >> i64(15)", "x_i32 >> 15"),
+    ("x_u16 << u8(3)", "x_u16 << 3"),
+    ("x_u32 << i8(-3)", "x_u32 << i32(-3)"),  # a negative amount keeps its sign: it shifts the other way
+    ("rounding_shr(x_i16, u64(4))", "rounding_shr(x_i16, 4)"),
+    ("widening_shl(x_u8, i32(9))", "widening_shl(x_u8, 9)"),
+    ("mul_shr(x_i16, y_i16, u32(15))", "mul_shr(x_i16, y_i16, 15)"),
+])
+def test_shift_constant_at_another_width(text: str, same_as: str) -> None:
+    """A constant shift amount written at another width reads as the amount at the op's own type,
+    with the same value (it used to be a type error). At the same width the written type is kept
+    (`x_i32 >> u32(15)` is its own term, so printing round-trips; lifting retypes it)."""
+    assert parse(text) == parse(same_as)
+    assert parse("x_i32 >> u32(15)") != parse("x_i32 >> 15")
+
+
+def test_shift_constant_that_does_not_fit_is_an_error() -> None:
+    with pytest.raises(FPIRSyntaxError, match=r"<expr>:1:1: shr: shift amount must have 32 bits"):
+        parse("x_i32 >> u64(4294967296)")
+    with pytest.raises(FPIRSyntaxError, match="mul_shr: shift amount must be u16"):
+        parse("mul_shr(x_i16, y_i16, i32(-1))")
+
+
+def test_lifting_retypes_shift_constants_of_the_other_signedness() -> None:
+    from pitchfork.lift import lift, normalize_shift_constants
+
+    assert normalize_shift_constants(parse("(x_i32 >> u32(15)) + i32(y_u16 << i16(2))")) == parse("(x_i32 >> 15) + i32(y_u16 << 2)")
+    assert str(lift(parse("i16(max(min((i32(a_i16) * i32(b_i16)) >> u32(15), 32767), -32768))"))) == "mul_shr(a_i16, b_i16, 15)"

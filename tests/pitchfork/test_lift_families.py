@@ -39,6 +39,11 @@ SPELLINGS = [
     ("rounding_mul_shr", "u8((u16(a_u8) * u16(b_u8 & 15) + 8) >> 4)", "rounding_mul_shr(a_u8, b_u8 & 15, 4)"),
     ("rounding_mul_shr", "saturating_cast<i16>((i32(a_i16) * i32(b_i16) + 16384) >> 15)",
      "rounding_mul_shr(a_i16, b_i16, 15)"),
+    # the shift constant written at another integer type (fpir/text.py retypes it: `>> 15`)
+    ("mul_shr", "i16(max(min((i32(a_i16) * i32(b_i16)) >> u32(15), 32767), -32768))", "mul_shr(a_i16, b_i16, 15)"),
+    ("mul_shr", "i16((i32(a_i16) * 23170) >> u8(15))", "mul_shr(a_i16, 23170, 15)"),
+    ("rounding_mul_shr", "saturating_cast<i16>((i32(a_i16) * i32(b_i16) + 16384) >> i64(15))",
+     "rounding_mul_shr(a_i16, b_i16, 15)"),
     # saturating_add / saturating_sub from the sum or difference widened into either signedness
     ("saturating_add", "u8(min(i16(a_u8) + i16(b_u8), 255))", "saturating_add(a_u8, b_u8)"),
     ("saturating_add", "u8(max(min(i16(a_u8) + i16(b_u8), 255), 0))", "saturating_add(a_u8, b_u8)"),
@@ -49,6 +54,13 @@ SPELLINGS = [
     ("saturating_sub", "u8(max(i16(a_u8) + -10, 0))", "saturating_sub(a_u8, 10)"),
     ("saturating_sub", "u8(max(200 - i16(a_u8), 0))", "saturating_sub(200, a_u8)"),
     ("saturating_sub", "saturating_cast<u8>(i16(a_u8) - i16(b_u8))", "saturating_sub(a_u8, b_u8)"),
+    ("saturating_sub", "u8(max(i16(a_u8) - i16(b_u8), 0))", "saturating_sub(a_u8, b_u8)"),
+    ("saturating_sub", "saturating_cast<u8>(widening_sub(a_u8, b_u8))", "saturating_sub(a_u8, b_u8)"),
+    ("saturating_sub", "i8(max(min(i16(a_i8) - i16(b_i8), 127), -128))", "saturating_sub(a_i8, b_i8)"),
+    ("saturating_sub", "i16(min(max(i32(a_i16) - i32(b_i16), -32768), 32767))", "saturating_sub(a_i16, b_i16)"),
+    ("saturating_sub", "saturating_cast<u16>(i32(a_u16) - i32(b_u16))", "saturating_sub(a_u16, b_u16)"),
+    ("saturating_add", "i8(min(max(i16(a_i8) + i16(b_i8), -128), 127))", "saturating_add(a_i8, b_i8)"),
+    ("saturating_add", "saturating_cast<i32>(i64(a_i32) + i64(b_i32))", "saturating_add(a_i32, b_i32)"),
     # multiply-accumulate: constants distributed over widening sums
     ("mac", "(u16(a_u8) * 3 + u16(b_u8)) * 5", "widening_mul(a_u8, 15) + widening_mul(b_u8, 5)"),
     ("mac", "(u16(b_u8) + u16(a_u8) * 3) * 5", "widening_mul(a_u8, 15) + widening_mul(b_u8, 5)"),

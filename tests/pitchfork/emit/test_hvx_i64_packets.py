@@ -18,10 +18,10 @@ bytes are in lane 0 of 2 of 12 iterations, elsewhere), so whether qemu 7.2 or LL
 undecided; one instruction a packet is right under both. These tests fail without
 `machine._emission_options` (checked when it was added) and pass with it.
 
-NOT fixed by this (open): seed 21's third mismatch, `saturating_cast<i64>(saturating_sub(
-extending_add(di32, bu16), ai32 ^ di32)) - (rounding_mul_shr(bi64 >> u64(3), extending_mul(ai64,
--2147483647), cu64) ^ ai64)` at 48 lanes, gives the same wrong values with and without packets; its
-pieces, and the whole term with the failing lane's inputs in every 48th lane, run right. Not reduced.
+Seed 21's third mismatch, `saturating_cast<i64>(saturating_sub(extending_add(di32, bu16), ai32 ^
+di32)) - (rounding_mul_shr(bi64 >> u64(3), extending_mul(ai64, -2147483647), cu64) ^ ai64)` at 48
+lanes, was not from packets (wrong with and without them): AggressiveInstCombine's `<N x i128>` high
+multiply, undone by `hvx_fixups.rewrite_i128_mulhs` (tests/pitchfork/emit/test_hvx_i128.py).
 """
 
 from __future__ import annotations

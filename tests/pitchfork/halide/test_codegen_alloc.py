@@ -163,3 +163,46 @@ def test_aot_overridden_heap_freed_on_every_exit(aot: tuple[Path, np.ndarray], f
     else:
         assert rc == -11 and b"halide_malloc returned NULL" in p.stderr
         assert n_malloc == fail_at + 1 and n_free == fail_at
+
+
+# ---- allocations hoisted out of the loop that opens with them (codegen_alloc.hoist_allocations) ----
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("arm64"), reason="no qemu toolchain for arm64")
+def test_loop_invariant_heap_allocation_hoisted_out_of_its_loop() -> None:
+    """arm64: `f.compute_at(g, y)` on the heap (a row wider than the stack limit): its size does not
+    depend on y, so it is allocated once before the y loop rather than once per row (no call inside
+    the loop, across which LLVM spilled every vector it had hoisted); bit-exact under qemu-aarch64.
+    On x86 it stays in the loop, as Halide places it."""
+    width, rows = STACK_LIMIT + 64, 5
+    func, args = row_stage(width)
+    x86 = pitchfork.compile(func, args, target="x86-avx2", fallback=False).module.source_ir
+    x86_calls = [m.start() for m in re.finditer(r"call [^\n]*@\"?halide_malloc\"?\(", x86)]
+    x86_loop = re.search(r"^\"?for_g[$\w]*\.s0\.y[.\w]*\"?:", x86, re.M)
+    assert len(x86_calls) == 1 and x86_loop is not None and x86_calls[0] > x86_loop.start()
+    prog = pitchfork.compile(func, args, target="arm64", fallback=False)
+    src = prog.module.source_ir
+    calls = [m.start() for m in re.finditer(r"call [^\n]*@\"?halide_malloc\"?\(", src)]
+    loop = re.search(r"^\"?for_g[$\w]*\.s0\.y[.\w]*\"?:", src, re.M)  # g, or g$1 once a g exists
+    assert len(calls) == 1 and loop is not None and calls[0] < loop.start()
+    img = np.random.default_rng(3).integers(0, 256, (rows, width + 1), dtype=np.uint8)
+    args[0].set(hl.Buffer(img))
+    want = np.asarray(func.realize([width, rows], X86)).copy()
+    assert np.array_equal(prog(img, size=[width, rows]), want)
+
+
+def test_hoisted_allocation_only_when_the_loop_runs_and_never_when_sized_by_it() -> None:
+    """The hoisted allocation is conditional on the loop running; one whose size reads the loop
+    variable stays inside."""
+    from pitchfork.halide import ir as H
+    from pitchfork.halide.codegen_alloc import hoist_allocations
+    from pitchfork.halide.htypes import BOOL, INT32, UInt
+
+    y, n = H.Variable("y", INT32), H.Variable("n", INT32)
+    free = H.Block((H.Evaluate(H.IntImm(0, INT32)), H.Free("a")))
+    fixed = H.Allocate("a", UInt(8), (n,), free, memory_type="Heap")
+    hoisted = hoist_allocations(H.For("y", H.IntImm(0, INT32), n, "serial", fixed))
+    assert isinstance(hoisted, H.Allocate) and isinstance(hoisted.body, H.For) and hoisted.body.body == free
+    assert hoisted.condition == H.BinOp(">", n, H.IntImm(0, INT32), BOOL)
+    by_row = H.Allocate("a", UInt(8), (H.BinOp("+", n, y, INT32),), free, memory_type="Heap")
+    assert hoist_allocations(H.For("y", H.IntImm(0, INT32), n, "serial", by_row)) is None

@@ -41,7 +41,7 @@ PREFIX = {"x86-avx2": "x86", "arm64": "arm", "hvx128": "hvx"}
 MNEMONIC = {"arm.udot": "udot", "arm.sdot": "sdot", "x86.pmaddwd_pairs": "vpmaddwd",
             "x86.pmaddubsw_pairs": "vpmaddubsw", "hvx.vrmpy": "vrmpy", "x86.psadbw": "vpsadbw", "arm.uaddlp": "uaddlp",
             "arm.saddlp": "saddlp", "arm.uadalp": "uadalp", "arm.sadalp": "sadalp", "arm.addp": "addp",
-            "hvx.vdmpy_pairs": "vdmpy", "hvx.vdmpy_pairs_acc": "vdmpy"}
+            "hvx.vdmpy_pairs": "vdmpy", "hvx.vdmpy_pairs_acc": "vdmpy", "hvx.vdmpyhvsat": "vdmpy"}
 
 # (expression, mnemonic regex in the isel=pitchfork code); together they fire every lane-combining rule.
 EXAMPLES: dict[str, list[tuple[str, str]]] = {
@@ -101,6 +101,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("c_i16 + vector_reduce_add_x2(widening_mul(a_u8, i8(-3)))", "vdmpy"),
         ("c_u16 + vector_reduce_add_x2(u16(a_u8))", "vdmpy"),
         ("c_i32 + vector_reduce_add_x2(i32(a_i16))", "vdmpy"),
+        # pair sums of two vectors' 16-bit products (vdmpy(Vu.h, Vv.h):sat)
+        ("vector_reduce_saturating_add_x2(widening_mul(a_i16, b_i16))", r"vdmpy\(v\d+\.h,v\d+\.h\):sat"),
+        ("vector_reduce_add_x2(widening_mul(max(a_i16, -32767), b_i16))", r"vdmpy\(v\d+\.h,v\d+\.h\):sat"),
     ],
 }
 # Generic lowering (no instruction expected): every reduction kind, odd factors, narrow and wide types.
@@ -233,3 +236,45 @@ def test_horizontal_instructions_and_rules_run_bit_exactly(isa: str) -> None:
         if not re.search(rf"\b{mn}\b", ins):
             missing.append(f"{label}: no {mn} in {ins[:400]}")
     assert not missing, "\n".join(missing)
+
+
+def test_vdmpyhvsat_is_not_the_wrapping_pair_sum() -> None:
+    """vdmpy(Vu.h, Vv.h):sat saturates the one pair sum that wraps, 2 * (-32768)^2: the rule for the
+    wrapping reduction needs an operand clamped above -32768 (vdmpyhvsat_clamped)."""
+    from pitchfork.trs.rules import parse_rule
+    from synth.verify import verify_rule
+
+    load_target("hvx128")
+    rule = parse_rule("wrapping: vector_reduce_add_x2(widening_mul(x_i16, y_i16)) -> hvx.vdmpyhvsat(x_i16, y_i16)",
+                      "<test>", 1)
+    result = verify_rule(rule)
+    assert result.status == "INVALID" and "-32768" in result.summary(), result.summary()
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu")
+def test_vdmpyhvsat_saturates_under_qemu() -> None:
+    """The saturating pair sum, run: 2 * (-32768)^2 gives 2^31 - 1 under qemu-hexagon, as the semantics say."""
+    import numpy as np
+
+    from fpir.interp import evaluate
+    from fpir.types import parse_type
+    from pitchfork.emit.harness import Buffer, Call, Scalar
+    from pitchfork.emit.kernel import add_expression_kernel, new_module
+    from pitchfork.emit.machine import compile_module
+    from pitchfork.emit.run import run_calls
+
+    load_target("hvx128")
+    a, b = var("a", parse_type("i16")), var("b", parse_type("i16"))
+    term = make("hvx.vdmpyhvsat", a, b)
+    module = new_module()
+    add_expression_kernel(module, "k", term, 32, [a, b])
+    cm = compile_module(str(module), "hvx128")
+    n = 64
+    x, y = np.full(2 * n, -32768, np.int16), np.full(2 * n, -32768, np.int16)
+    x[1::4], y[3::8] = 32767, 5
+    out = run_calls(cm, "hvx128", [Call("k", (Buffer.output(np.zeros(n, np.int32)), Buffer.input(x), Buffer.input(y),
+                                              Scalar(n, 64)))])[0][0]
+    want = np.asarray(evaluate(term, {"a": x.reshape(-1, 2), "b": y.reshape(-1, 2)})).reshape(-1)
+    assert np.array_equal(out, want) and (out == 2**31 - 1).sum() == n // 4, (out[:8], want[:8])
+    assert "vdmpy(" in cm.asm

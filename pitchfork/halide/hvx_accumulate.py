@@ -1,0 +1,82 @@
+"""HVX accumulation chains started from a value nothing else reads.
+
+`hvx.vmpyi_acc(a, y, z)` (`Vx.w += vmpyi(Vu.w, Rt.b)`) overwrites its accumulator register. A selected
+sum of taps is a chain of them and of plain wrapping `add`s, and its first accumulator is whichever
+summand the source happened to write first. When that summand is an aligned load whose registers the
+misaligned taps of the same row still `valign` from (gaussian7x7's column pass: the tap at x-3 of a
+row stored aligned at x-3), LLVM must copy it before the first accumulation: 16 vector copies in the
+loop, and more spills. Halide 21 starts such a chain from a misaligned tap (a fresh valign) and adds
+the aligned one last.
+
+`start_from_fresh` rebuilds each chain of `add` / `hvx.vmpyi_acc` nodes (partial sums used once) as:
+the plain summand of lowest rank, then every product in the original order, then the other plain
+summands. Invariant: the value is unchanged, since every node of a chain is a wrapping sum at one type
+(a dropped `nsw` flag is always sound: flags never change a value). Chains without a product, and
+chains whose first accumulator already has the lowest rank, are kept as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from fpir.ops import make
+from fpir.term import Term, intern
+
+#: lane-wise accumulating instructions, accumulator first: acc + f(other arguments), wrapping
+ACCUMULATE = frozenset({"hvx.vmpyi_acc"})
+
+
+def start_from_fresh(term: Term, rank: Callable[[Term], int]) -> Term:
+    """`term` with each accumulation chain started from its plain summand of lowest `rank` (the
+    first such in sum order); `rank` says how costly it is to overwrite a summand's register
+    (0: a value computed for this sum alone)."""
+    uses: dict[Term, int] = {}
+    for t in term.walk():
+        for a in t.args:
+            uses[a] = uses.get(a, 0) + 1
+    memo: dict[Term, Term] = {}
+
+    def link(t: Term, typ: object) -> bool:
+        """t continues a chain of type typ (a partial sum nothing else reads)."""
+        return t.type == typ and (t.op == "add" or t.op in ACCUMULATE) and uses.get(t, 0) == 1
+
+    def flatten(t: Term, plain: list[Term], products: list[tuple[str, list[Term]]]) -> None:
+        head = t.args if t.op == "add" else t.args[:1]
+        for a in head:
+            flatten(a, plain, products) if link(a, t.type) else plain.append(rebuild(a))
+        if t.op != "add":
+            products.append((t.op, [rebuild(a) for a in t.args[1:]]))
+
+    def overwrites_plain(t: Term) -> bool:
+        """The chain's first instruction accumulates onto one of its plain summands (an `add`
+        first makes a new register)."""
+        while link(t.args[0], t.type):
+            t = t.args[0]
+        return t.op in ACCUMULATE
+
+    def rebuild(t: Term) -> Term:
+        got = memo.get(t)
+        if got is not None:
+            return got
+        out = t
+        if t.op == "add" or t.op in ACCUMULATE:
+            plain: list[Term] = []
+            products: list[tuple[str, list[Term]]] = []
+            flatten(t, plain, products)
+            best = min(range(len(plain)), key=lambda i: (rank(plain[i]), i)) if plain else -1
+            if products and best > 0 and overwrites_plain(t) and rank(plain[best]) < rank(plain[0]):
+                out = plain[best]
+                for op, args in products:
+                    out = make(op, out, *args)
+                for p in plain[:best] + plain[best + 1:]:
+                    out = make("add", out, p)
+                memo[t] = out
+                return out
+        if t.args:
+            args = tuple(rebuild(a) for a in t.args)
+            if any(a is not b for a, b in zip(args, t.args)):
+                out = intern(t.op, t.type, args, t.attrs)
+        memo[t] = out
+        return out
+
+    return rebuild(term)
