@@ -5,12 +5,14 @@ extents) its `odd_size`: the output must be bit-exact against the module's numpy
 Halide 21's own `realize()` of the same pipeline and schedule.
 
 One test item per benchmark x ISA x isel: the parameter sets and sizes of one item run in one batch
-(`pitchfork.halide.api.run_many`: one JIT engine, or one harness build and qemu run), because compiling
-is what costs. Every mismatching (parameter set, size) is reported, not just the first.
+(`pitchfork.halide.api.run_many`: one JIT engine, or one harness build and qemu run), and parameter sets
+whose pipelines lower to the same Halide statement share one compiled program, because compiling is
+what costs. Every mismatching (parameter set, size) is reported, not just the first.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -21,6 +23,8 @@ from benchmarks import registry
 from benchmarks.common import Benchmark, expected, halide_realize
 from pitchfork.emit.run import tools_available
 from pitchfork.halide.api import run_many
+from pitchfork.halide.capture import capture_stmt
+from pitchfork.targets import canonical
 
 #: Halide's realize depends on the benchmark, ISA (schedule), parameter set and input only; both isels of
 #: a benchmark x ISA share it when they run in the same worker.
@@ -55,6 +59,41 @@ def _halide(b: Benchmark, isa: str, pi: int, size: tuple[int, ...], values: list
     return _HALIDE[key]
 
 
+def _compile_once(progs: dict[str, Any], func: Any, args: list[Any], isa: str, isel: str, name: str) -> Any:
+    """`pitchfork.compile(func, args)`, reusing the program of an earlier parameter set whose pipeline
+    Halide lowers to the same statement: the parameter sets of most benchmarks differ only in the
+    values of runtime Params (zero points, multipliers), so their statements, and hence the programs
+    PITCHFORK compiles from them, are identical. Compiling is what costs (minutes for matmul on HVX);
+    every parameter set still runs, with its own values, on the program compiled for its statement."""
+    if progs:
+        key = _up_to_renaming(capture_stmt(func, args, canonical(isa)).text)
+        if key in progs:
+            return progs[key]
+    prog = pitchfork.compile(func, args, target=isa, isel=isel, name=name, fallback=False)
+    assert prog.captured is not None
+    progs[_up_to_renaming(prog.captured.text)] = prog
+    return prog
+
+
+def _up_to_renaming(text: str) -> str:
+    """`text` with the names Halide generates from global counters renumbered in order of first
+    appearance within their class: uniquifying suffixes (a pipeline built twice names its Func `add`,
+    then `add$1`: class `add`) and the names of unnamed Vars / RVars / Funcs / temporaries (`v2`, `r106`,
+    `f3`, `t332`: classes `v`, `r`, `f`, `t`). Two statements map to the same text exactly when one is
+    the other with such names renamed one-to-one within their classes (canonical names contain `#`,
+    which no Halide name does); a name alone in its class (`min`, `uint8x128`) keeps its meaning."""
+    seen: dict[str, dict[str, int]] = {}
+
+    def rename(m: re.Match[str]) -> str:
+        tok = m.group(0)
+        gen = re.fullmatch(r"([vrft])\d+|(.+?)\$\d+", tok)  # `v2`, `v7` -> class `v`; `add$1` -> `add`
+        base = (gen.group(1) or gen.group(2)) if gen else tok  # `add` -> `add`
+        ids = seen.setdefault(base, {})
+        return f"{base}#{ids.setdefault(tok, len(ids))}"
+
+    return re.sub(r"[A-Za-z_][\w$]*", rename, text)
+
+
 @pytest.mark.parametrize("isel", ["pitchfork", "llvm"])
 @pytest.mark.parametrize("isa", [_isa_param(i) for i in ("x86-avx2", "arm64", "hvx128")])
 @pytest.mark.parametrize("name", registry.available())
@@ -67,9 +106,10 @@ def test_benchmark_bit_exact(name: str, isa: str, isel: str, request: pytest.Fix
     b = registry.get(name)
     sizes = [b.test_size] + ([b.odd_size] if b.odd_size is not None and isa in b.odd_size_isas else [])
     runs, cases = [], []
+    progs: dict[str, Any] = {}  # captured Halide statement -> its compiled program
     for pi, pset in enumerate(b.param_sets):
         func, args = b.build(isa, pset)
-        prog = pitchfork.compile(func, args, target=isa, isel=isel, name=f"{name}_{isel}_p{pi}", fallback=False)
+        prog = _compile_once(progs, func, args, isa, isel, f"{name}_{isel}_p{pi}")
         assert not prog.is_fallback
         for size in sizes:
             values = _inputs(b, pi, size)

@@ -3,7 +3,7 @@ qemu-hexagon batch, compare bit-exactly with the numpy interpreter (fpir.interp.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -120,9 +120,11 @@ def compile_groups(group: list[tuple[str, Case]], isolate: bool, failures: list[
 
 
 def run_cases(cases: Sequence[Case], rng: np.random.Generator, isolate: bool = False,
-              group_size: int = 64) -> list[str]:
+              group_size: int = 64, alone: Callable[[Case], bool] = lambda c: False) -> list[str]:
     """Compile every case (many kernels per module; a kernel that fails to emit or compile is
-    recorded, not fatal), run them all in one qemu batch; return the failures."""
+    recorded, not fatal), run them all in one qemu batch; return the failures. Cases for which
+    `alone` holds (kernels expected to abort LLVM) get a module each, so the others' modules
+    compile at the first attempt instead of being bisected around them."""
     prepare(cases, rng)
     failures: list[str] = []
     emitted: list[tuple[str, Case]] = []
@@ -134,6 +136,10 @@ def run_cases(cases: Sequence[Case], rng: np.random.Generator, isolate: bool = F
             c.error = f"emit: {_first_line(e)}"
             failures.append(f"{c.name} [lanes {c.lanes}]: {c.error}")
     live: list[tuple[str, Case]] = []
+    for fc in emitted:
+        if alone(fc[1]):
+            live += compile_groups([fc], isolate, failures)
+    emitted = [fc for fc in emitted if not alone(fc[1])]
     for k in range(0, len(emitted), group_size):
         live += compile_groups(emitted[k:k + group_size], isolate, failures)
     calls = []

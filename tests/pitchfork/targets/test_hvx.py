@@ -8,7 +8,7 @@
   vsat / vpack:sat (the predicated rule), and Sobel (Figure 2b) with isel=pitchfork vs isel=llvm:
   inner-loop packet and instruction counts, outputs bit-exact;
 * every FPIR op at every type instance lowers for HVX with both isels, compiles and runs bit-exactly
-  (one qemu run), except the listed LLVM failures.
+  (one qemu run; a kernel both isels select alike runs once), except the listed LLVM failures.
 """
 
 from __future__ import annotations
@@ -177,14 +177,21 @@ KNOWN_LLVM_ABORTS = {
 @pytest.mark.slow
 def test_every_fpir_op_and_type_lowers_compiles_and_runs() -> None:
     cases = []
-    for label, t in fpir_instances():
+    instances = fpir_instances()
+    assert len(instances) > 600  # (more than 1200 kernels before the shared ones were merged)
+    for label, t in instances:
         lanes = 1024 // min([t.type.bits] + [a.type.bits for a in t.args])
-        for isel in ("pitchfork", "llvm"):
-            c = Case(f"{isel}: {label}", select_instructions(t, TARGET, isel).final, lanes)
+        finals = {isel: select_instructions(t, TARGET, isel).final for isel in ("pitchfork", "llvm")}
+        # Where both isels select the same term (no HVX instruction applies: most 64/128-bit instances)
+        # they would compile the same kernel: it is compiled and run once, for both.
+        groups = ([("pitchfork+llvm", finals["pitchfork"])] if finals["pitchfork"] == finals["llvm"]
+                  else list(finals.items()))
+        for isel, final in groups:
+            c = Case(f"{isel}: {label}", final, lanes)
             c.label = label  # type: ignore[attr-defined]
             cases.append(c)
-    assert len(cases) > 1200
-    failures = run_cases(cases, np.random.default_rng(7), isolate=True)
+    failures = run_cases(cases, np.random.default_rng(7), isolate=True,
+                         alone=lambda c: c.label in KNOWN_LLVM_ABORTS)  # type: ignore[attr-defined]
     unexpected = [f for f in failures if f.split(": ", 1)[1].split(" [lanes")[0] not in KNOWN_LLVM_ABORTS
                   or "compile" not in f]
     assert not unexpected, "\n".join(unexpected[:40])
