@@ -353,7 +353,7 @@ def _compile(ir_text: str, target: Target, opt: int,
     text = str(mod)
     if target.name == "hvx128":
         from pitchfork.emit.hvx_fixups import (has_i128_mulh, has_predicate_select, has_wide_lane_predicate_trunc,
-                                               has_wide_predicate_ext, i128_vector_line, rewrite_i128_mulhs,
+                                               has_wide_predicate_ext, optimizer_i128_line, rewrite_i128_mulhs,
                                                rewrite_predicate_selects, rewrite_wide_lane_predicate_truncs,
                                                rewrite_wide_predicate_exts)
 
@@ -365,9 +365,9 @@ def _compile(ir_text: str, target: Target, opt: int,
             text = rewrite_wide_lane_predicate_truncs(text)
         if has_i128_mulh(text):  # AggressiveInstCombine's <N x i128> high multiply: ran wrong (seed 21)
             text = rewrite_i128_mulhs(text)
-        bad_line = i128_vector_line(text)
+        bad_line = optimizer_i128_line(ir_text, text)
         if bad_line is not None:
-            raise CompileError(f"hvx128: unsupported: the optimised IR computes on vectors of i128 lanes, "
+            raise CompileError(f"hvx128: unsupported: the optimiser made vectors of i128 lanes, "
                                f"which the Hexagon backend scalarises into code known to run wrong: {bad_line[:160]}")
     # The backend always starts from the optimised text, never from the module the pass pipeline
     # left in memory: every other consumer (object_bytes, the x86 JIT, the AOT entry) parses that
