@@ -12,7 +12,6 @@ never has the i128. Whether LLVM's scalarised i128 code or qemu-hexagon 7.2 is a
 from __future__ import annotations
 
 import ctypes
-import os
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -112,17 +111,14 @@ def test_hvx_compile_rewrites_the_high_multiply_and_refuses_other_i128_vectors()
     assert optimizer_i128_line("define void @g() {\n  ret void\n}\n", "  %m = mul <4 x i64> %p, %q") is None
 
 
-LONG = pytest.mark.skipif(not os.environ.get("PITCHFORK_LONG_TESTS"),
-                          reason="set PITCHFORK_LONG_TESTS=1 (48 lanes of scalarised i64 code: minutes to compile)")
-
-
 @pytest.mark.qemu
 @pytest.mark.skipif(not tools_available(TARGET), reason="qemu-hexagon / clang / lld missing")
-@pytest.mark.parametrize("lanes", [8, pytest.param(48, marks=[LONG, pytest.mark.slow])])
+# 48 lanes takes minutes to compile: it is in the `extended` set (pytest --extended)
+@pytest.mark.parametrize("lanes", [8, pytest.param(48, marks=[pytest.mark.extended, pytest.mark.slow])])
 def test_seed21_term_is_bit_exact(lanes: int) -> None:
     """The difftest case, on the inputs that showed it (every lane alike) and on the difftest's mix.
     It failed at 48 lanes only (lane 16 of each 48), whose scalarised code takes ~100 s to compile on an
-    idle machine, so that run is opt-in; 8 lanes checks the same rewrite end to end in a few seconds."""
+    idle machine, so that run is in the `extended` set; 8 lanes checks the same rewrite end to end in a few seconds."""
     env = {k: parse_type(v) for k, v in
            {"d": "i32", "b16": "u16", "a32": "i32", "b64": "i64", "a64": "i64", "c": "u64"}.items()}
     text = ("saturating_cast<i64>(saturating_sub(extending_add(d, b16), a32 ^ d)) - "
