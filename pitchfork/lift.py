@@ -61,22 +61,10 @@ def normalize_shift_constants(term: Term) -> Term:
     (`x_i32 >> u32(15)`, Halide's spelling) retyped as `x_i32 >> 15` (fpir.text.retype_shift_constant:
     same value, same meaning), so one lifting rule covers every spelling. FPIR ops keep theirs: an
     unsigned rounding_shr amount is what Halide's rounding_shift_right gives, and x86 selects by it
-    (rules/lower/x86_avx2.rules rounding_shr_halved). Iterative over distinct nodes; flags kept."""
+    (rules/lower/x86_avx2.rules rounding_shr_halved). Over distinct nodes (Term.walk, post-order:
+    arguments first); flags kept."""
     memo: dict[Term, Term] = {}
-    stack = [term]
-    while stack:
-        t = stack[-1]
-        if t in memo:
-            stack.pop()
-            continue
-        todo = [a for a in t.args if a not in memo]
-        if todo:
-            stack.extend(todo)
-            continue
-        stack.pop()
-        if not t.args:
-            memo[t] = t
-            continue
+    for t in term.walk():
         args = [memo[a] for a in t.args]
         if t.op in ("shl", "shr"):  # not the FPIR ops: their amount type is a selection fact (rounding_shr_halved)
             args = retype_shift_constant(t.op, args)

@@ -508,6 +508,12 @@ def _widened(v: ir.Value, depth: int) -> bool:
     return (_widened(a, depth - 1) and _constant(b)) or (_constant(a) and _widened(b, depth - 1))
 
 
+def shuffle_mask(v: ir.instructions.ShuffleVector) -> Optional[list[int]]:
+    """The lane indices of a shufflevector's constant mask, or None if a lane is undefined."""
+    idx = [getattr(c, "constant", c) for c in v.operands[2].constant]
+    return idx if all(isinstance(i, int) for i in idx) else None
+
+
 def _register_parts(v: ir.Value, reg: int) -> Optional[list[ir.Value]]:
     """The `reg`-lane values `v` concatenates (`ExprEmitter.concat`'s identity shuffles), or None
     where `v` is built otherwise (a permutation of registers). A constant is its own parts."""
@@ -515,8 +521,8 @@ def _register_parts(v: ir.Value, reg: int) -> Optional[list[ir.Value]]:
     if n == reg or isinstance(v, ir.Constant):
         return [v]
     if isinstance(v, ir.instructions.ShuffleVector):
-        x, y, mask = v.operands
-        idx = [getattr(c, "constant", c) for c in mask.constant]
+        x, y, _ = v.operands
+        idx = shuffle_mask(v)
         if x.type.count == y.type.count == n // 2 and idx == list(range(n)):
             lo, hi = _register_parts(x, reg), _register_parts(y, reg)
             return lo + hi if lo is not None and hi is not None else None

@@ -263,4 +263,3 @@ def rewrite_stmt(s: H.Stmt, target: str) -> H.Stmt:
         v = _map_expr(s.value, target) if s.value.type.is_vector else s.value
         return s if v is s.value else dataclasses.replace(s, value=v)
     return map_children(s, H.Stmt, lambda x: rewrite_stmt(x, target))
-

@@ -28,6 +28,7 @@ from llvmlite import ir
 from fpir.ops import make
 from fpir.term import var
 from fpir.types import ScalarType
+from pitchfork.emit.expr import shuffle_mask
 
 REG_BYTES = 128  # one HVX register (128-byte mode)
 #: the combines whose value does not depend on the lane order (associative and commutative)
@@ -66,8 +67,10 @@ def _pieces(v: ir.Value) -> list[ir.Value]:
     not depend on the lane order), so no vshuff/vdeal is spent on them."""
     if not isinstance(v, ir.instructions.ShuffleVector):
         return [v]
-    a, b, mask = v.operands
-    idx = [int(c.constant) if isinstance(c, ir.Constant) else int(c) for c in mask.constant]
+    a, b, _ = v.operands
+    idx = shuffle_mask(v)
+    if idx is None:
+        return [v]
     n = a.type.count
     if _undefined(b) and sorted(idx) == list(range(n)):
         return _pieces(a)

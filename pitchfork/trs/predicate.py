@@ -442,11 +442,15 @@ def _wild_name(node: Raw) -> str:
     return split_wildcard(node.text)[0]
 
 
+#: the queries about term wildcards' values or structure (bounds, streams, uniformity): a predicate using
+#: one needs the matched terms (and, at match time, their bounds), and is not a constant expression
+TERM_QUERIES = ("upper_bounded", "lower_bounded", "fits", "sum_fits", "is_variable", "stream", "is_uniform")
+
+
 def uses_bounds(node: Optional[Raw]) -> bool:
     if node is None:
         return False
-    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "sum_fits", "is_variable", "stream",
-                                             "is_uniform"):
+    if node.kind == "call" and node.text in TERM_QUERIES:
         return True
     return any(uses_bounds(a) for a in node.args)
 
@@ -457,8 +461,7 @@ def is_const_expr(node: Raw) -> bool:
         return True
     if node.kind == "name":
         return bool(_CWILD_RE.match(node.text.split("_")[0])) and "_" not in node.text
-    if node.kind == "call" and node.text in ("upper_bounded", "lower_bounded", "fits", "sum_fits", "is_variable", "stream",
-                                             "is_uniform", "either"):
+    if node.kind == "call" and (node.text in TERM_QUERIES or node.text == "either"):
         return False
     if node.kind == "call" and node.text in ("bits", "tmin", "tmax"):
         return True
