@@ -356,6 +356,7 @@ def _compile(ir_text: str, target: Target, opt: int,
                                                has_wide_predicate_ext, optimizer_i128_line, rewrite_i128_mulhs,
                                                rewrite_predicate_selects, rewrite_wide_lane_predicate_truncs,
                                                rewrite_wide_predicate_exts)
+        from pitchfork.emit.hvx_i64 import has_i64_products, rewrite_i64_products
 
         if has_predicate_select(text):  # InstCombine's predicate selects: Hexagon cannot select them
             text = rewrite_predicate_selects(text)
@@ -365,6 +366,8 @@ def _compile(ir_text: str, target: Target, opt: int,
             text = rewrite_wide_lane_predicate_truncs(text)
         if has_i128_mulh(text):  # AggressiveInstCombine's <N x i128> high multiply: ran wrong (seed 21)
             text = rewrite_i128_mulhs(text)
+        if has_i64_products(text):  # foldMulHigh's 32 x 32 -> 64-bit products: scalarised, unpacketised
+            text = rewrite_i64_products(text)
         bad_line = optimizer_i128_line(ir_text, text)
         if bad_line is not None:
             raise CompileError(f"hvx128: unsupported: the optimiser made vectors of i128 lanes, "
