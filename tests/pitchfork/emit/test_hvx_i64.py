@@ -67,6 +67,13 @@ def test_rewrite_takes_the_group_to_32_bit_halves() -> None:
     assert rewrite_i64_products(two).count("call <64 x i32> @llvm.hexagon.V6.vmpyewuh") == 2
 
 
+def test_compile_takes_the_group_to_halves_unless_asked_not_to() -> None:
+    """`i64_halves=False` is the benchmark harness's LLVM-alone contender: LLVM's own code."""
+    assert "x i64>" not in compile_module(MUL_SHR_U31, TARGET).optimized_ir
+    assert "mul nuw <32 x i64>" in compile_module(MUL_SHR_U31, TARGET, i64_halves=False).optimized_ir
+    assert "mul nuw <32 x i64>" in compile_module(MUL_SHR_U31, "arm64").optimized_ir  # hvx128 only
+
+
 @pytest.mark.parametrize("change", [
     ("  store <32 x i32> %.41", "  store <32 x i64> %3, ptr %pa, align 1\n  store <32 x i32> %.41"),  # escapes
     ("%2 = zext <32 x i32> %b", "%2 = sext <32 x i32> %b"),  # unsigned x signed: not a 32 x 32 form we write
