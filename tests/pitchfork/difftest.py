@@ -36,6 +36,12 @@ HVX instruction forms it added (`HVX_TEMPLATES`), their variables replaced by ra
 
     python -m tests.pitchfork.difftest --families --count 300 --target hvx128 --max-bits 32
 
+`--save PATH` writes every mismatch and error as a reproducer (one JSON object per line: target, isel,
+lane count, expression text); `--replay PATH` reruns just those, each alone:
+
+    python -m tests.pitchfork.difftest --target hvx128 --count 200 --seed 12 --save /tmp/f.jsonl
+    python -m tests.pitchfork.difftest --replay /tmp/f.jsonl
+
 Library use (tests/pitchfork/test_differential.py, the per-ISA tests): `random_terms`,
 `random_overflow_terms`, `random_family_terms`, `run_batch`.
 """
@@ -570,6 +576,15 @@ class Result:
     skipped: str = ""  # a whole-target skip reason (tools missing, known link problem)
     seconds: float = 0.0
     masked: int = 0  # lanes not compared: no redraw made their inputs respect the flags' facts
+    # every mismatch and error as a reproducer (`finding`), for `--save` / `--replay`
+    findings: list[dict] = field(default_factory=list)
+
+
+def finding(kind: str, target: str, isel: str, c: "Case", message: str) -> dict:
+    """A failing case as one JSON object: enough to rerun it alone (`replay`) at its lane count."""
+    return {"kind": kind, "target": target, "isel": isel, "lanes": c.lanes, "expression": to_text(c.term),
+            "uniform": sorted(v.name for v in c.term.variables() if v.is_uniform_leaf),
+            "message": message[:2000]}
 
 
 def natural_lanes(target: str, t: ScalarType) -> int:
@@ -621,14 +636,16 @@ def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batc
         except Exception as e:  # noqa: BLE001 - a selection crash is a finding
             c.error = f"select: {type(e).__name__}: {e}"
             res.errors.append(f"{c.error}\n  expression: {to_text(term)}")
+            res.findings.append(finding("select", target, isel, c, c.error))
         cases.append(c)
 
     todo = [c for c in cases if c.final is not None]
     # (No compile-ahead thread: forking an LLVM compile while this thread runs LLVM (the JIT, object
     # emission) can deadlock the child on a lock held at fork time.)
     for start in range(0, len(todo), batch):
-        good, mods, errors = _compile_chunk(todo[start:start + batch], target)
+        good, mods, errors, failed = _compile_chunk(todo[start:start + batch], target)
         res.errors.extend(errors)
+        res.findings.extend(finding("compile", target, isel, c, e) for c, e in failed)
         _run_chunk(good, mods, target, nrng, res, max_report)
         if res.skipped:
             break
@@ -651,10 +668,12 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
 
     indexed = list(enumerate(chunk))
     errors: list[str] = []
+    failed: list[tuple[Case, str]] = []
     try:
-        return indexed, [_compile(_build(indexed, target), target)], errors
-    except CompileError:
-        pass
+        return indexed, [_compile(_build(indexed, target), target)], errors, failed
+    except CompileError as e:  # a finding only if some kernel fails alone too (reported below)
+        print(f"note: the {len(chunk)}-kernel module did not compile ({str(e).strip().splitlines()[0][:200]}); "
+              "compiling each kernel alone", file=sys.stderr, flush=True)
     good, mods = [], []
     for i, c in indexed:
         err = None
@@ -669,7 +688,8 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
         if err is not None:
             errors.append(f"compile: {str(err)[:6000]}\n  expression: {to_text(c.term)}\n"
                           f"  lowered: {to_text(c.final)}")
-    return good, mods, errors
+            failed.append((c, str(err)))
+    return good, mods, errors, failed
 
 
 def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: ignore[no-untyped-def]
@@ -712,6 +732,7 @@ def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: igno
                            f"problem): {msg.splitlines()[0][:300]}")
             return
         res.errors.append(f"run: {msg[:3000]}")
+        res.findings.extend(finding("run", target, res.isel, c, msg) for _, c in good)
         return
     for (i, c), env, out in zip(good, envs, outs):
         got = out[0]
@@ -732,6 +753,7 @@ def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: igno
         mm = Mismatch(target, res.isel, c.term, c.final, c.lanes, inputs, [int(exp[j]) for j in bad],
                       [int(got[j]) for j in bad], lowered_ok=bool(np.array_equal(np.asarray(low).astype(got.dtype), exp)))
         res.mismatches.append(mm)
+        res.findings.append(finding("mismatch", target, res.isel, c, mm.report()))
         if len(res.mismatches) <= max_report:
             print(mm.report(), file=sys.stderr)
 
@@ -741,6 +763,53 @@ def summary(r: Result) -> str:
         return f"{r.target:9s} isel={r.isel:9s} SKIPPED: {r.skipped}"
     return (f"{r.target:9s} isel={r.isel:9s} ran {r.ran:6d} expressions, {len(r.mismatches)} mismatches, "
             f"{len(r.errors)} errors, {r.seconds:.1f} s" + (f", {r.masked} lanes masked" if r.masked else ""))
+
+
+def save_findings(results: Sequence[Result], path: str) -> int:
+    """Write every finding of `results` to `path` (JSON lines); the number written."""
+    import json
+
+    rows = [f for r in results for f in r.findings]
+    with open(path, "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    return len(rows)
+
+
+def replay(path: str, seed: int = 0) -> list[Result]:
+    """Rerun the findings saved in `path` (`--save`), each alone at its own target, isel and lane count
+    (inputs are drawn afresh from `seed`: a mismatch that needs particular inputs may want several seeds)."""
+    import json
+
+    from fpir.text import parse
+
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    out = []
+    for target, isel in sorted({(r["target"], r["isel"]) for r in rows}):
+        mine = [r for r in rows if (r["target"], r["isel"]) == (target, isel)]
+        terms = [_with_uniform(parse(r["expression"]), set(r.get("uniform", ()))) for r in mine]
+        lanes = iter([r["lanes"] for r in mine])
+        out.append(run_batch(terms, target, isel, seed=seed, batch=1, lanes_choice=lambda rng, nat: next(lanes)))
+    return out
+
+
+def _with_uniform(term: Term, names: set[str]) -> Term:
+    """`term` with the variables in `names` made uniform leaves (FPIR text has no spelling for them)."""
+    if not names:
+        return term
+    from fpir.ops import spec
+    from fpir.term import var as mkvar
+
+    memo: dict[int, Term] = {}
+    for t in term.walk():
+        if t.is_var:
+            memo[id(t)] = mkvar(t.name, t.type, uniform=t.name in names)
+        elif t.args:
+            memo[id(t)] = make(t.op, *[memo[id(a)] for a in t.args],
+                               type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
+        else:
+            memo[id(t)] = t
+    return memo[id(term)]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -765,7 +834,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--families", action="store_true",
                    help="issue 11's lifting-family spellings and HVX instruction forms with random "
                         "operands: random_family_terms")
+    p.add_argument("--save", metavar="PATH",
+                   help="write every mismatch and error as a reproducer (JSON lines: target, isel, lanes, "
+                        "expression text, message) to PATH; rerun them with --replay PATH")
+    p.add_argument("--replay", metavar="PATH",
+                   help="rerun the findings saved with --save, each alone at its own target, isel and "
+                        "lane count (the generator options are ignored)")
     args = p.parse_args(argv)
+    if args.replay:
+        results = replay(args.replay, args.seed)
+        for r in results:
+            for e in r.errors[:20]:
+                print("ERROR " + e, file=sys.stderr)
+            print(summary(r), flush=True)
+        if args.save:
+            save_findings(results, args.save)
+        return int(any(r.mismatches or r.errors for r in results))
     if args.overflow + args.reductions + args.families > 1:
         p.error("--overflow, --reductions and --families are three generators: pick one")
     if args.families:
@@ -779,6 +863,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.uniform:
         terms = with_uniform_leaves(terms, args.seed)
     status = 0
+    results = []
     for target in args.target or TARGETS:
         for isel in args.isel or ISELS:
             r = run_batch(terms, target, isel, seed=args.seed, batch=args.batch)
@@ -786,6 +871,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print("ERROR " + e, file=sys.stderr)
             print(summary(r), flush=True)
             status |= bool(r.mismatches or r.errors)
+            results.append(r)
+            if args.save:  # after each target/isel, so an interrupted run keeps what it found
+                save_findings(results, args.save)
+    if args.save:
+        print(f"{sum(len(r.findings) for r in results)} findings written to {args.save}", flush=True)
     return status
 
 

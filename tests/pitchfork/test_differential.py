@@ -15,8 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.pitchfork.difftest import (Result, random_family_terms, random_overflow_terms,  # noqa: E402
-                                      random_reductions, random_terms, run_batch, summary)
+from tests.pitchfork.difftest import (Result, finding, random_family_terms, random_overflow_terms,  # noqa: E402
+                                      random_reductions, random_terms, replay, run_batch, save_findings,
+                                      summary)
 
 from fpir.text import parse  # noqa: E402
 
@@ -132,6 +133,25 @@ def test_family_generator_reaches_hvx_instructions() -> None:
            for n in select_instructions(t, "hvx128", "pitchfork").final.walk()}
     assert {"hvx.vmpyo_sacc", "hvx.vmpyo", "hvx.vmpyhvsrs", "hvx.vpacke", "hvx.vpacko", "hvx.vdmpyhvsat",
             "hvx.vmpa", "hvx.vmpyi", "hvx.vavg_rnd", "hvx.vasr_rnd_sat_ub"} <= ops, sorted(ops)
+
+
+def test_saved_findings_replay(tmp_path: Path) -> None:
+    """--save writes a reproducer per finding; --replay reruns each alone at its lane count (uniform
+    leaves kept, though FPIR text has no spelling for them)."""
+    from tests.pitchfork.difftest import Case, with_uniform_leaves
+
+    terms = with_uniform_leaves([parse("rounding_shr(a_u8, b_u8)"), parse("mul_shr(a_i16, b_i16, 15) + c_i16")], 3)
+    r = Result("x86-avx2", "pitchfork")
+    r.findings = [finding("mismatch", "x86-avx2", "pitchfork", Case(t, lanes, lanes), "m") for t, lanes in
+                  zip(terms, (7, 48))]
+    path = str(tmp_path / "f.jsonl")
+    assert save_findings([r], path) == 2
+    (again,) = replay(path, seed=2)
+    assert again.ran == 2 and not again.mismatches and not again.errors, summary(again)
+    import json
+
+    rows = [json.loads(line) for line in open(path)]
+    assert [row["lanes"] for row in rows] == [7, 48] and any(row["uniform"] for row in rows)
 
 
 # ---------------------------------------------------------------------------------------------
