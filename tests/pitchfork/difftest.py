@@ -31,8 +31,13 @@ half of them the shapes udot/sdot, vrmpy, vdmpy, pmaddwd/pmaddubsw, psadbw and t
 
     python -m tests.pitchfork.difftest --reductions --count 300 --target arm64 --max-bits 32
 
+`--families` draws issue 11's lifting-family spellings (tests/pitchfork/test_lift_families.py) and the
+HVX instruction forms it added (`HVX_TEMPLATES`), their variables replaced by random terms:
+
+    python -m tests.pitchfork.difftest --families --count 300 --target hvx128 --max-bits 32
+
 Library use (tests/pitchfork/test_differential.py, the per-ISA tests): `random_terms`,
-`random_overflow_terms`, `run_batch`.
+`random_overflow_terms`, `random_family_terms`, `run_batch`.
 """
 
 from __future__ import annotations
@@ -406,6 +411,74 @@ def _overflow_idiom(gen: "Generator", rng: random.Random) -> Term:
     return make("shr", make("add", x, rnd), n)
 
 
+# Issue 11's HVX instructions, in the forms that select them (tests/pitchfork/emit/test_hvx*.py run the
+# same forms with plain variables): Q31 / Q15 high multiplies (vmpye + vmpyo :<<1:sat / :rnd:sat, vmpyo),
+# high halves of widening products (vmpy + vpacko/vshuffo), truncating and saturating narrows on pairs
+# (vpacke, vsat, vround, vasr:sat), rounding shifts by clamped variable amounts (rounding_shr_b_var via
+# vavg), multiplies by scalars (vmpyi, vmpa, accumulating forms) and the saturating pair sum (vdmpyhvsat).
+HVX_TEMPLATES = [
+    "rounding_mul_shr(a_i32, b_i32, 31)", "mul_shr(a_i32, b_i32, 31)", "mul_shr(a_i32, i32(b_i16), 15)",
+    "saturating_cast<i32>(rounding_shr(widening_mul(a_i32, b_i32), 31))",
+    "mul_shr(a_i16, b_i16, 16)", "mul_shr(a_u16, b_u16, 16)", "mul_shr(a_u8, b_u8, 8)", "mul_shr(a_i8, b_i8, 8)",
+    "mul_shr(a_i16, 23170, 15)", "rounding_mul_shr(a_i16, b_i16, 15)", "rounding_mul_shr(a_u8, b_u8, 8)",
+    "u8(a_u16)", "i16(a_i32)", "u8(a_u16 >> 8)", "i16(a_i32 >> 16)", "u16(widening_mul(a_u8, b_u8) >> 8)",
+    "saturating_cast<u8>(a_i16)", "saturating_cast<i16>(a_i32)", "saturating_cast<u8>(rounding_shr(a_i16, 4))",
+    "saturating_cast<i8>(a_i16 >> 3)", "saturating_cast<u16>(rounding_shr(a_u32, 7))",
+    "rounding_shr(a_u8, u8(min(n_u16, 7)))", "rounding_shr(a_i8, i8(max(min(n_i16, 8), 0)))",
+    "rounding_shr(a_i16, i16(max(min(n_i32, 15), 0)))", "rounding_shr(a_i32, max(min(n_i32, 31), 0))",
+    "rounding_shl(a_i16, max(min(n_i16, 15), -15))", "rounding_shr(a_u16, n_u16)",
+    "a_i16 * 7 + b_i16 * -3", "acc_i32 + widening_mul(a_i16, 300)", "acc_u16 + widening_mul(a_u8, 3)",
+    "acc_i32 + widening_mul(a_i16, b_i16)", "a_i32 * 1000 + b_i32",
+    "vector_reduce_saturating_add_x2(widening_mul(a_i16, b_i16))",
+    "vector_reduce_add_x2(widening_mul(max(a_i16, -32767), b_i16))",
+]
+
+
+def family_templates() -> list[str]:
+    """Every issue-11 lifting-family spelling and near miss (tests/pitchfork/test_lift_families.py) and
+    the HVX instruction forms above."""
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parent)  # test_lift_families imports trs.termgen as pytest does
+    if here not in sys.path:
+        sys.path.append(here)
+    from tests.pitchfork.test_lift_families import NOT_LIFTED, SPELLINGS
+
+    return [s for _, s, _ in SPELLINGS] + [s for s, _ in NOT_LIFTED] + HVX_TEMPLATES
+
+
+def random_family_terms(count: int, seed: int = 0, max_bits: int = 64, max_depth: int = 3) -> list[Term]:
+    """`count` terms from `family_templates`, each variable replaced (with probability 1/2, every
+    occurrence alike) by a random term of its type: the spellings the lifting rules and the HVX
+    instruction rules match, over operands whose bounds and shapes vary (so a rule's side condition
+    holds or fails), at the lane counts run_batch draws. Templates wider than `max_bits` are skipped."""
+    from fpir.ops import spec
+    from fpir.text import parse
+
+    rng = random.Random(seed)
+    gen = Generator(rng, max_depth, max_bits=max_bits)
+    templates = [t for t in (parse(s) for s in family_templates())
+                 if max(n.type.bits for n in t.walk()) <= max_bits]
+    out: list[Term] = []
+    while len(out) < count:
+        tmpl = rng.choice(templates)
+        subst = {v: gen.term(v.type, 1) for v in tmpl.variables() if rng.random() < 0.5}
+        memo: dict[int, Term] = {}
+        try:
+            for t in tmpl.walk():
+                if t.args:
+                    memo[id(t)] = make(t.op, *[memo[id(a)] for a in t.args],
+                                       type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
+                else:
+                    memo[id(t)] = subst.get(t, t)
+        except FPIRTypeError:
+            continue
+        term = memo[id(tmpl)]
+        if term.variables() and max(n.type.bits for n in term.walk()) <= max_bits:
+            out.append(term)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Inputs
 
@@ -689,10 +762,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--reductions", action="store_true",
                    help="terms under vector_reduce_<op>_x<f>, half of them dot-product / pair-sum / "
                         "sum-of-absolute-difference shapes: random_reductions")
+    p.add_argument("--families", action="store_true",
+                   help="issue 11's lifting-family spellings and HVX instruction forms with random "
+                        "operands: random_family_terms")
     args = p.parse_args(argv)
-    if args.overflow and args.reductions:
-        p.error("--overflow and --reductions are two generators: pick one")
-    if args.reductions:
+    if args.overflow + args.reductions + args.families > 1:
+        p.error("--overflow, --reductions and --families are three generators: pick one")
+    if args.families:
+        terms = random_family_terms(args.count, args.seed, args.max_bits, min(args.depth, 3))
+    elif args.reductions:
         terms = random_reductions(args.count, args.seed, min(args.depth, 3), args.max_bits)
     elif args.overflow:
         terms = random_overflow_terms(args.count, args.seed, min(args.depth, 3))

@@ -15,8 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.pitchfork.difftest import (Result, random_overflow_terms, random_reductions, random_terms,  # noqa: E402
-                                      run_batch, summary)
+from tests.pitchfork.difftest import (Result, random_family_terms, random_overflow_terms,  # noqa: E402
+                                      random_reductions, random_terms, run_batch, summary)
 
 from fpir.text import parse  # noqa: E402
 
@@ -104,6 +104,34 @@ def test_overflow_terms_run_bit_exact(target: str, isel: str, count: int, seed: 
     r = run_batch(terms, target, isel, seed=seed)
     assert_bit_exact(r)
     assert r.ran == len(terms)
+
+
+# Issue 11's lifting-family spellings and HVX instruction forms with random operands (random_family_terms);
+# long runs: python -m tests.pitchfork.difftest --families --count 300 --target hvx128 --max-bits 32
+FAMILY_CONFIGS = [
+    pytest.param("x86-avx2", "pitchfork", 150, 401, id="x86-avx2-pitchfork"),
+    pytest.param("arm64", "pitchfork", 60, 402, id="arm64-pitchfork", marks=pytest.mark.qemu),
+    pytest.param("hvx128", "pitchfork", 30, 403, id="hvx128-pitchfork", marks=[pytest.mark.qemu, pytest.mark.slow]),
+]
+
+
+@pytest.mark.parametrize("target,isel,count,seed", FAMILY_CONFIGS)
+def test_family_terms_run_bit_exact(target: str, isel: str, count: int, seed: int) -> None:
+    terms = random_family_terms(count, seed, max_bits=32 if target == "hvx128" else 64)
+    r = run_batch(terms, target, isel, seed=seed)
+    assert_bit_exact(r)
+    assert r.ran == len(terms)
+
+
+def test_family_generator_reaches_hvx_instructions() -> None:
+    """The family generator's terms select the instructions issue 11 added on HVX (so a difftest run of
+    it exercises them): high multiplies, even/odd narrowing, the saturating pair sum, vmpa / vmpyi."""
+    from pitchfork.lower import select_instructions
+
+    ops = {n.op for t in random_family_terms(150, 1, max_bits=32)
+           for n in select_instructions(t, "hvx128", "pitchfork").final.walk()}
+    assert {"hvx.vmpyo_sacc", "hvx.vmpyo", "hvx.vmpyhvsrs", "hvx.vpacke", "hvx.vpacko", "hvx.vdmpyhvsat",
+            "hvx.vmpa", "hvx.vmpyi", "hvx.vavg_rnd", "hvx.vasr_rnd_sat_ub"} <= ops, sorted(ops)
 
 
 # ---------------------------------------------------------------------------------------------
