@@ -740,10 +740,11 @@ def main_vector_loop(asm_text: str, function: str | None = None, *, target: Targ
     """The steady-state vector loop: the innermost loop that stores whole vectors most often.
 
     Halide splits a vectorized loop into a prologue, a steady state and an epilogue; the border parts
-    gather lane by lane (our gathers are small scalar loops that store no vector), so the innermost
-    loops that store vectors are the steady-state bodies. Halide's own border code gathers inline
-    (lane extracts/inserts in a loop that also stores vectors), so on x86 the loops with the fewest
-    lane-by-lane instructions are preferred first. Ties go to the longest body.
+    gather lane by lane (our border gathers are small scalar loops that store no vector), so the
+    innermost loops that store vectors are the steady-state bodies. Halide's own border code gathers
+    inline (lane extracts/inserts in a loop that also stores vectors), as do our x86 gathers of up to
+    32 lanes (codegen_memory.short_gather), so on x86 the loops with the fewest lane-by-lane
+    instructions are preferred first. Ties go to the longest body.
     """
     t = get_target(target)
     store = _VECTOR_STORE[t.name]
