@@ -146,6 +146,7 @@ class _Writer:
         self.bty = f"<{n} x i1>"
         self.lines: list[str] = []
         self._next = counter
+        self.products: list[tuple[str, str, str]] = []  # (factor, factor, low half) of each product
 
     def emit(self, rhs: str) -> str:
         name = f"%pfx.w{self._next()}"
@@ -210,6 +211,7 @@ class _Writer:
             los.append(self.emit(f"shufflevector <64 x i32> {p}, <64 x i32> poison, {_mask(range(32))}"))
             his.append(self.emit(f"shufflevector <64 x i32> {p}, <64 x i32> poison, {_mask(range(32, 64))}"))
         lo, hi = self._concat(los, 32), self._concat(his, 32)
+        self.products.append((a.lo, b.lo, lo))
         if not signed:  # hi(u x u) = hi(s x s) + (a < 0 ? b : 0) + (b < 0 ? a : 0)
             for x, y in ((a.lo, b.lo), (b.lo, a.lo)):
                 k = _const(x)
@@ -312,6 +314,7 @@ def _rewrite_function(lines: list[str], counter: Iterator[int]) -> list[str]:
     if not groups:
         return lines
     replace: dict[int, list[str]] = {}
+    products: list[tuple[str, str, str, int]] = []
     for g in groups:
         pairs: dict[str, Pair] = {}
         for name in sorted(g.members | g.exits, key=at.__getitem__):
@@ -323,7 +326,32 @@ def _rewrite_function(lines: list[str], counter: Iterator[int]) -> list[str]:
             if out is not None:  # an exit: its 32-bit / i1 result keeps its name
                 w.lines.append(f"{name} = {out}")
             replace[at[name]] = [ind + ln for ln in w.lines]
+            products += [(x, y, lo, at[name]) for x, y, lo in w.products]
+    _reuse_low_halves(lines, products, replace)
     return [ln for i, src in enumerate(lines) for ln in replace.get(i, [src])]
+
+
+_MUL32 = re.compile(rf"^(?P<ind>\s*)(?P<dst>{_NAME}) = mul (?:(?:nuw|nsw) )*<(?P<n>\d+) x i32> (?P<x>{_NAME}|splat \(i32 -?\d+\)), "
+                    rf"(?P<y>{_NAME}|splat \(i32 -?\d+\))\s*$")
+
+
+def _reuse_low_halves(lines: list[str], products: list[tuple[str, str, str, int]],
+                      replace: dict[int, list[str]]) -> None:
+    """A 32-bit `mul` of the same two factors as a rewritten product (InstCombine keeps `a * b` for the
+    low bits beside the 64-bit product) is the product's low half, already computed (saves HVX's two
+    instructions of a 32-bit multiply). Only a `mul` after the product in the same block is replaced,
+    so that the low half is defined before it."""
+    for x, y, lo, at in products:
+        for i in range(at + 1, len(lines)):
+            if i in replace:
+                continue
+            ln = lines[i]
+            if re.match(r"^[\w.$-]+:", ln) or ln.startswith("}"):  # the next block starts
+                break
+            m = _MUL32.match(ln)
+            if m and {m["x"], m["y"]} == {x, y} and (m["x"], m["y"]) in ((x, y), (y, x)):
+                ty = f"<{m['n']} x i32>"
+                replace[i] = [f"{m['ind']}{m['dst']} = bitcast {ty} {lo} to {ty}"]
 
 
 def _translatable(g: _Group, defs: dict[str, str], at: dict[str, int]) -> bool:

@@ -61,6 +61,7 @@ def test_rewrite_takes_the_group_to_32_bit_halves() -> None:
     assert out.count("@llvm.hexagon.V6.vmpyewuh.64.128B(") == 2  # the call and its declaration
     assert "%.41 = select <32 x i1> %.36.not, <32 x i32> %.40, <32 x i32> splat (i32 -1)" in out  # untouched
     assert re.search(r"%\.36\.not = bitcast <32 x i1> %pfx\.w\d+ to <32 x i1>", out)  # hi > -1
+    assert re.search(r"%\.38 = bitcast <32 x i32> %pfx\.w2 to <32 x i32>", out)  # b * a: the product's low half
     # two kernels reusing the same local names (as in a difftest module): each is rewritten on its own
     two = MUL_SHR_U31.replace("declare", "").replace(" @llvm.fshl.v32i32(<32 x i32>, <32 x i32>, <32 x i32>)", "")
     two = MUL_SHR_U31 + "\n" + two.replace("@k(", "@k2(").strip() + "\n"
