@@ -272,9 +272,33 @@ def i128_vector_line(ir_text: str) -> str | None:
     return ir_text[ir_text.rfind("\n", 0, m.start()) + 1: ir_text.find("\n", m.end())].strip()
 
 
+def _function_texts(ir_text: str) -> dict[str, str]:
+    """Function name -> its definition's text (`define ... {` to `}`), names unquoted."""
+    out: dict[str, str] = {}
+
+    def keep(text: str) -> str:
+        m = re.search(r'@("[^"]+"|[\w.$-]+)\(', text.split("\n", 1)[0])
+        out[m[1].strip('"') if m else ""] = text
+        return text
+
+    each_function(ir_text, keep)
+    return out
+
+
 def optimizer_i128_line(ir_text: str, optimized: str) -> str | None:
     """A line of `optimized` (after `rewrite_i128_mulhs`) computing on i128 vectors that the optimiser
-    made from a module that had none: such a module is refused (pitchfork.emit.machine), since that
-    scalarised code is the kind known to run wrong. A term that computes at 128 bits itself (the 64-bit
-    widening ops) is left alone: we wrote those vectors, and they run right (test_hvx's every-op test)."""
-    return None if i128_vector_line(ir_text) is not None else i128_vector_line(optimized)
+    made in a function that had none: such a module is refused (pitchfork.emit.machine), since that
+    scalarised code is the kind known to run wrong. A function whose term computes at 128 bits itself
+    (the 64-bit widening ops) is left alone: we wrote those vectors, and they run right (test_hvx's
+    every-op test). Judged function by function: in a module of several kernels (a difftest batch), one
+    kernel's own i128 vectors must not wave through the optimiser's in another. Text without function
+    definitions is judged as one piece."""
+    before, after = _function_texts(ir_text), _function_texts(optimized)
+    if not after:
+        return None if i128_vector_line(ir_text) is not None else i128_vector_line(optimized)
+    for name, text in after.items():
+        if i128_vector_line(before.get(name, "")) is None:
+            line = i128_vector_line(text)
+            if line is not None:
+                return line
+    return None

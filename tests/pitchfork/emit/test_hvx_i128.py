@@ -111,6 +111,23 @@ def test_hvx_compile_rewrites_the_high_multiply_and_refuses_other_i128_vectors()
     assert optimizer_i128_line("define void @g() {\n  ret void\n}\n", "  %m = mul <4 x i64> %p, %q") is None
 
 
+def test_optimizer_i128_is_judged_per_function() -> None:
+    """In a module of several kernels (a difftest batch), one kernel that asks for i128 vectors itself does
+    not wave through the i128 vectors the optimiser made in another; names may be quoted in our text."""
+    own = "define <2 x i128> @\"g\"(<2 x i128> %a) {\n  %x = add <2 x i128> %a, %a\n  ret <2 x i128> %x\n}\n"
+    plain = "define void @\"h\"(ptr %p) {\n  ret void\n}\n"
+    made = "  %m = mul <4 x i128> %p, %q"
+    opt_own = own.replace('@"g"', "@g")
+    opt_h = f"define void @h(ptr %p) {{\n{made}\n  ret void\n}}\n"
+    assert optimizer_i128_line(own + plain, opt_own + opt_h) == made.strip()
+    assert optimizer_i128_line(own + plain, opt_own + plain.replace('@"h"', "@h")) is None
+    assert optimizer_i128_line(plain, opt_h) == made.strip()
+    # the seed-21 shape in two kernels reusing each other's value names: both rewritten, nothing refused
+    two = MULH + MULH.replace("@f(", "@f2(")
+    out = rewrite_i128_mulhs(two)
+    assert "i128" not in out and optimizer_i128_line(two.replace("i128", "i64"), out) is None
+
+
 @pytest.mark.qemu
 @pytest.mark.skipif(not tools_available(TARGET), reason="qemu-hexagon / clang / lld missing")
 # 48 lanes takes minutes to compile: it is in the `extended` set (pytest --extended)
