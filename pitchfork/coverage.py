@@ -201,7 +201,9 @@ REASONS: dict[str, list[tuple[str, Pred, str]]] = {
                        "the reference's two pieces; no single instruction takes a signed halfword")],
     "mul_shr": [(HVX, _q({"i32": (32,)}),
                  "the reference's vasrw(vmpyowh.sacc result, 1) is off by one for MIN * MIN (the q = 31 step "
-                 "saturates 2^31 first), so q = 32 is not lowered that way")],
+                 "saturates 2^31 first), so q = 32 is not lowered that way; the generic expansion's code is "
+                 "vmpye + vmpyo all the same (LLVM forms the 64-bit product, pitchfork.emit.hvx_i64 computes "
+                 "it with V6_vmpyewuh_64 / V6_vmpyowh_64_acc: 2 instructions, right for MIN * MIN)")],
 }
 
 

@@ -345,6 +345,12 @@ def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.Bool
     query a case split inside nonlinear arithmetic, which Z3 handles badly; when the assumptions limit
     it to at most SPLIT_LIMIT values, the integer proof runs once per value instead (exact).
 
+    A predicate that bounds an operand (`upper_bounded(x, 1 << c0)`) next to a product makes both
+    bit-vector queries hopeless at 32 bits (a 64-bit multiplier whose range decides the result): such
+    instances, if the cheap stages fail, get the integer split with product bounds before the
+    bit-vector split (_integer_split); it only returns VALID or a counterexample the bit-vector query
+    confirms, so it decides nothing the later stages would have decided otherwise.
+
     Wide dividers and shifters by a symbolic amount (`x_u64 / c0` against `x_u64 >> log2(c0)`) defeat
     bit-blasting, but each value of the constant gives a query Z3 answers in milliseconds. A constant
     (a constant wildcard, a computed right-side constant or a log2 witness) whose admissible values the
@@ -372,6 +378,11 @@ def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.Bool
     decisive = fallback(lhs, rhs, assume, rlimit, base[0] if (base is not None and int_first) else None)
     if decisive is not None:
         return decisive
+    if not int_first and int_query is not None and _bounds_facts(int_query.rule.pred_raw):
+        bounded = _integer_split(lhs, rhs, assume, rlimit, int_query, product_bounds=True,
+                                 confirm=(reparam, env))
+        if bounded is not None:
+            return bounded
     split = _split_on_constant(lhs, rhs, reparam, max(QUICK_RLIMIT, rlimit // 8), env, symbols)
     if split is not None and split.status != "UNKNOWN":
         return split
@@ -380,10 +391,31 @@ def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.Bool
     return quick
 
 
+def _bounds_facts(node: Optional[Raw]) -> bool:
+    """The predicate bounds an operand's value (upper_bounded, lower_bounded, fits, sum_fits)."""
+    if node is None:
+        return False
+    if node.kind == "call" and node.text in VALUE_BOUNDS:
+        return True
+    return any(_bounds_facts(a) for a in node.args)
+
+
+VALUE_BOUNDS = ("upper_bounded", "lower_bounded", "fits", "sum_fits")
+
+
 def _integer_split(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,
-                   int_query: Optional[IntQuery]) -> Optional[Verdict]:
+                   int_query: Optional[IntQuery], product_bounds: bool = False,
+                   confirm: Optional[tuple[list[z3.BoolRef], dict[str, z3.BitVecRef]]] = None) -> Optional[Verdict]:
     """VALID if the integer proof succeeds for every value of a rule constant used as a shift amount
-    (see _prove); None if there is no such constant or a case is not proved."""
+    (see _prove); None if there is no such constant or a case is not proved.
+
+    `product_bounds` (rules whose predicate bounds an operand, _prove): each case's integer query
+    narrows the variables by the bounds the case's assumptions state and gives every product its
+    interval as a lemma (verify_fallback.equivalent_int), which turns "a truncating narrow of a
+    product with a bounded factor is the saturating one" from a nonlinear search into linear
+    arithmetic. `confirm` = (the bit-vector assumptions, env): a case the integer query refutes is
+    checked by the bit-vector query at the counterexample's inputs, and a confirmed counterexample is
+    the verdict (INVALID); otherwise the case is not proved (None)."""
     from synth.verify_fallback import equivalent_int
 
     if int_query is None:
@@ -409,15 +441,36 @@ def _integer_split(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,
             chosen.append(entry)
     names = [name for _, name, _ in chosen]
     per_case = max(QUICK_RLIMIT, rlimit // 8) if len(chosen) == 1 else QUICK_RLIMIT
+    if product_bounds:  # linear once the lemmas are in: a case that needs more is not this proof's
+        per_case = QUICK_RLIMIT
     for combo in itertools.product(*(vs for _, _, vs in chosen)):
         fixed = dict(zip(names, combo))
         case = int_query.assumptions(fixed)
         if case is None:
             return None
-        verdict = equivalent_int(lhs, rhs, per_case, case[0], fixed=fixed)
+        verdict = equivalent_int(lhs, rhs, per_case, case[0], fixed=fixed, product_bounds=product_bounds)
+        if verdict.status == "INVALID" and confirm is not None:
+            return _confirmed(lhs, rhs, verdict, fixed, confirm)
         if verdict.status != "VALID":
             return None
-    return Verdict("VALID", reason=f"integer arithmetic, split on {', '.join(names)}")
+    return Verdict("VALID", reason=f"integer arithmetic{', product bounds' if product_bounds else ''}, "
+                                   f"split on {', '.join(names)}")
+
+
+def _confirmed(lhs: Term, rhs: Term, verdict: Verdict, fixed: dict[str, int],
+               confirm: tuple[list[z3.BoolRef], dict[str, z3.BitVecRef]]) -> Optional[Verdict]:
+    """The bit-vector query's own verdict with every variable of the two sides pinned to the integer
+    counterexample (which holds the case's rule constants too), so the query is concrete and cheap:
+    INVALID with its counterexample, or None if it does not refute the rule."""
+    reparam, env = confirm
+    values = {**verdict.counterexample, **fixed}
+    pins: list[z3.BoolRef] = []
+    for v in {v.name: v for t in (lhs, rhs) for v in t.variables()}.values():
+        if v.name in env or v.name not in values:
+            continue  # a constant expressed through its right-side copy (_reparametrize)
+        pins.append(z3.BitVec(v.name, v.type.bits) == values[v.name] % (1 << v.type.bits))
+    check = equivalent(lhs, rhs, [*reparam, *pins], QUICK_RLIMIT, env)
+    return check if check.status == "INVALID" else None
 
 
 def _split_on_constant(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,

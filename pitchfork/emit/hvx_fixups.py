@@ -17,6 +17,7 @@ no such select occurs. Invariant: the rewritten module computes the same values 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 
 _OPERAND = r"(%[\w.$-]+|zeroinitializer|poison|undef|splat \(i1 (?:true|false)\)|<[^<>]*>)"
 _PRED_SELECT = re.compile(
@@ -191,10 +192,33 @@ def has_i128_mulh(ir_text: str) -> bool:
     return any(_mulh_operands(ir_text, m["n"], m["s"]) for m in _TRUNC_I128.finditer(ir_text))
 
 
+def each_function(ir_text: str, rewrite: Callable[[str], str]) -> str:
+    """`ir_text` with the text of every function definition (`define ... {` to `}`) replaced by
+    `rewrite(text)`. Value names are local to a function, and a module may define several kernels that
+    reuse them (the difftests put many in one module), so a rewrite that looks definitions up by name
+    must see one function at a time."""
+    lines = ir_text.split("\n")
+    out: list[str] = []
+    start = 0
+    for i, ln in enumerate(lines):
+        if ln.startswith("define "):
+            out += lines[start:i]
+            start = i
+        elif ln.startswith("}") and start < i and lines[start].startswith("define "):
+            out.append(rewrite("\n".join(lines[start:i + 1])))
+            start = i + 1
+    out += lines[start:]
+    return "\n".join(out)
+
+
 def rewrite_i128_mulhs(ir_text: str) -> str:
     """Every `<N x i128>` high multiply written in 32 x 32 -> 64-bit partial products (see above);
     the i128 instructions it leaves unused are deleted."""
     counter = iter(range(1 << 30))
+    return each_function(ir_text, lambda text: _rewrite_i128_mulhs(text, counter))
+
+
+def _rewrite_i128_mulhs(ir_text: str, counter: Iterator[int]) -> str:
     dead: list[str] = []
 
     def expand(m: re.Match[str]) -> str:

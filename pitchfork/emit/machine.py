@@ -331,8 +331,8 @@ def _set_align_vectors(on: bool) -> None:
     llvm.set_option("pitchfork", f"-hvc-va={'true' if on else 'false'}")
 
 
-def _compile(ir_text: str, target: Target, opt: int,
-             align_vectors: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
+def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
+             i64_halves: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
     mod = _parse(ir_text, target)
     try:
         mod.verify()
@@ -356,6 +356,7 @@ def _compile(ir_text: str, target: Target, opt: int,
                                                has_wide_predicate_ext, optimizer_i128_line, rewrite_i128_mulhs,
                                                rewrite_predicate_selects, rewrite_wide_lane_predicate_truncs,
                                                rewrite_wide_predicate_exts)
+        from pitchfork.emit.hvx_i64 import has_i64_products, rewrite_i64_products
 
         if has_predicate_select(text):  # InstCombine's predicate selects: Hexagon cannot select them
             text = rewrite_predicate_selects(text)
@@ -365,6 +366,8 @@ def _compile(ir_text: str, target: Target, opt: int,
             text = rewrite_wide_lane_predicate_truncs(text)
         if has_i128_mulh(text):  # AggressiveInstCombine's <N x i128> high multiply: ran wrong (seed 21)
             text = rewrite_i128_mulhs(text)
+        if i64_halves and has_i64_products(text):  # foldMulHigh's 32x32->64-bit products: scalarised
+            text = rewrite_i64_products(text)
         bad_line = optimizer_i128_line(ir_text, text)
         if bad_line is not None:
             raise CompileError(f"hvx128: unsupported: the optimiser made vectors of i128 lanes, "
@@ -387,7 +390,8 @@ def _compile(ir_text: str, target: Target, opt: int,
 
 
 def compile_module(
-    ir_text: str, target: Target | str, opt: int = 3, *, isolate: bool = False, align_vectors: bool = True
+    ir_text: str, target: Target | str, opt: int = 3, *, isolate: bool = False, align_vectors: bool = True,
+    i64_halves: bool = True,
 ) -> CompiledModule:
     """Verify, optimise (new pass manager, `-O<opt>`) and compile `ir_text` for `target`.
 
@@ -397,17 +401,20 @@ def compile_module(
     this module: it rewrites groups of unaligned HVX loads (a stencil's x-2 .. x+2) into aligned
     loads combined by byte shuffles, which the backend lowers with predicate selects (vcmp.eq,
     vmux, vand) costing more than the plain unaligned loads (vmemu) it replaces.
+    `i64_halves=False` (hvx128) leaves the 64-bit-lane code O3 makes of 32 x 32 -> 64-bit products as
+    LLVM compiles it (scalarised) instead of computing it on 32-bit halves (`pitchfork.emit.hvx_i64`):
+    the benchmark harness's LLVM-alone contender, whose figure must not carry PITCHFORK's selection.
     """
     t = get_target(target)
     if not 0 <= opt <= 3:
         raise ValueError(f"opt level must be 0..3, got {opt}")
-    opt_ir, asm, sigs = (_compile_isolated(ir_text, t, opt, align_vectors) if isolate
-                         else _compile(ir_text, t, opt, align_vectors))
+    opt_ir, asm, sigs = (_compile_isolated(ir_text, t, opt, align_vectors, i64_halves) if isolate
+                         else _compile(ir_text, t, opt, align_vectors, i64_halves))
     return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs, align_vectors)
 
 
-def _compile_isolated(ir_text: str, target: Target, opt: int,
-                      align_vectors: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
+def _compile_isolated(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
+                      i64_halves: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
     _init_llvm()
     rfd, wfd = os.pipe()
     with tempfile.TemporaryFile() as err:
@@ -419,7 +426,7 @@ def _compile_isolated(ir_text: str, target: Target, opt: int,
                 os.dup2(err.fileno(), 2)
                 faulthandler.disable()  # an expected abort must not dump tracebacks to the terminal
                 try:
-                    payload: object = ("ok", _compile(ir_text, target, opt, align_vectors))
+                    payload: object = ("ok", _compile(ir_text, target, opt, align_vectors, i64_halves))
                 except CompileError as e:
                     payload = ("err", e)
                 with os.fdopen(wfd, "wb") as w:
@@ -733,10 +740,11 @@ def main_vector_loop(asm_text: str, function: str | None = None, *, target: Targ
     """The steady-state vector loop: the innermost loop that stores whole vectors most often.
 
     Halide splits a vectorized loop into a prologue, a steady state and an epilogue; the border parts
-    gather lane by lane (our gathers are small scalar loops that store no vector), so the innermost
-    loops that store vectors are the steady-state bodies. Halide's own border code gathers inline
-    (lane extracts/inserts in a loop that also stores vectors), so on x86 the loops with the fewest
-    lane-by-lane instructions are preferred first. Ties go to the longest body.
+    gather lane by lane (our border gathers are small scalar loops that store no vector), so the
+    innermost loops that store vectors are the steady-state bodies. Halide's own border code gathers
+    inline (lane extracts/inserts in a loop that also stores vectors), as do our x86 gathers of up to
+    32 lanes (codegen_memory.short_gather), so on x86 the loops with the fewest lane-by-lane
+    instructions are preferred first. Ties go to the longest body.
     """
     t = get_target(target)
     store = _VECTOR_STORE[t.name]

@@ -127,7 +127,7 @@ class LutMixin:
         fast_end = b.block
         b.branch(done)
         b.position_at_end(slow)
-        slow_v = self._gather(buf, st, vec, lanes, fallback=True)  # type: ignore[attr-defined]
+        slow_v = self._gather(buf, st, vec, lanes)  # type: ignore[attr-defined]
         slow_end = b.block
         b.branch(done)
         b.position_at_end(done)

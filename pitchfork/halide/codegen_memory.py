@@ -21,8 +21,17 @@ from pitchfork.halide import ir as H
 from pitchfork.halide.codegen_base import BufferInfo, Leaf, Unsupported, _show, _storage
 
 
-#: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop)
-SHORT_GATHER = 16
+#: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop): the
+#: lanes of one vector register of bytes on x86 (a u8 lookup table read at the schedule's vector
+#: width, camera_pipe's tone curve: 32 lanes in the innermost loop), 16 elsewhere (one Neon register
+#: of bytes; HVX keeps its lane loops, a straight-line lane costs ~2 packets and long compiles there)
+SHORT_GATHER: dict[str, int] = {"x86-avx2": 32}
+SHORT_GATHER_DEFAULT = 16
+
+
+def short_gather(target: str) -> int:
+    """The most unmasked lanes `target`'s gathers/scatters write out lane by lane (see SHORT_GATHER)."""
+    return SHORT_GATHER.get(target, SHORT_GATHER_DEFAULT)
 
 
 @dataclass(frozen=True)
@@ -299,18 +308,22 @@ class MemoryMixin:
         return buf
 
     def _gather(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, lanes: int,
-                mask: Optional[ir.Value] = None, *, fallback: bool = False) -> ir.Value:
+                mask: Optional[ir.Value] = None, border: bool = False) -> ir.Value:
         """Lane-by-lane load of `buf[idx[k]]`; lanes whose `mask` bit is false are not read (zero).
-        `fallback`: the rarely taken slow path of a faster access (an image border's window), whose
-        addresses get no loop-local copies: those would hold registers through the hot loop around
-        it (conv3x3a16 arm64: same 52-instruction loop, static estimate +1.2%)."""
+        `border`: the slow path of a border window, which runs only at image edges: kept a compact
+        lane loop beyond SHORT_GATHER_DEFAULT lanes (written out, sobel3x3's x86 kernel grew by 325
+        lines and its hot loop by 2 instructions, through register allocation), and given no
+        loop-local copies of its addresses (`_loop_local_gather`): those would hold registers through
+        the hot loop around it (conv3x3a16 arm64: same 52-instruction loop, static estimate +1.2%)."""
         et = ir.IntType(_storage(st).bits)
-        if mask is None and lanes <= SHORT_GATHER:
-            # Few lanes (fully_connected's rfactor intermediates at stride 4, in the inner loop):
+        if mask is None and lanes <= (SHORT_GATHER_DEFAULT if border else short_gather(self.target)):
+            # Few lanes (fully_connected's rfactor intermediates at stride 4, in the inner loop; on
+            # x86 camera_pipe's 32-lane tone-curve lookup, which as a lane loop through two stack
+            # slots ran at 0.65x of Halide 21's speed, whose code reads the table lane by lane too):
             # straight-line loads, which LLVM schedules and combines, instead of a loop per vector.
             v: ir.Value = ir.Constant(ir.VectorType(et, lanes), ir.Undefined)
             idx = self._index32(idx)
-            if not fallback:
+            if not border:
                 buf = self._loop_local_gather(buf, idx)
             for k in range(lanes):
                 ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), k))
@@ -384,7 +397,7 @@ class MemoryMixin:
         fast_end = b.block
         b.branch(done)
         b.position_at_end(slow)
-        slow_v = self._gather(buf, st, index, lanes, fallback=True)
+        slow_v = self._gather(buf, st, index, lanes, border=True)
         slow_end = b.block
         b.branch(done)
         b.position_at_end(done)
@@ -398,7 +411,7 @@ class MemoryMixin:
         """Lane-by-lane store of `val[k]` to `buf[idx[k]]`, in lane order (a later lane wins), skipping
         lanes whose `mask` bit is false."""
         et = ir.IntType(_storage(st).bits)
-        if mask is None and lanes <= SHORT_GATHER:
+        if mask is None and lanes <= short_gather(self.target):
             idx = self._index32(idx)
             for k in range(lanes):  # straight-line, in lane order (see _gather)
                 ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), k))

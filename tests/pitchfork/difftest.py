@@ -31,8 +31,19 @@ half of them the shapes udot/sdot, vrmpy, vdmpy, pmaddwd/pmaddubsw, psadbw and t
 
     python -m tests.pitchfork.difftest --reductions --count 300 --target arm64 --max-bits 32
 
+`--families` draws issue 11's lifting-family spellings (tests/pitchfork/test_lift_families.py) and the
+HVX instruction forms it added (`HVX_TEMPLATES`), their variables replaced by random terms:
+
+    python -m tests.pitchfork.difftest --families --count 300 --target hvx128 --max-bits 32
+
+`--save PATH` writes every mismatch and error as a reproducer (one JSON object per line: target, isel,
+lane count, expression text); `--replay PATH` reruns just those, each alone:
+
+    python -m tests.pitchfork.difftest --target hvx128 --count 200 --seed 12 --save /tmp/f.jsonl
+    python -m tests.pitchfork.difftest --replay /tmp/f.jsonl
+
 Library use (tests/pitchfork/test_differential.py, the per-ISA tests): `random_terms`,
-`random_overflow_terms`, `run_batch`.
+`random_overflow_terms`, `random_family_terms`, `run_batch`.
 """
 
 from __future__ import annotations
@@ -406,6 +417,74 @@ def _overflow_idiom(gen: "Generator", rng: random.Random) -> Term:
     return make("shr", make("add", x, rnd), n)
 
 
+# Issue 11's HVX instructions, in the forms that select them (tests/pitchfork/emit/test_hvx*.py run the
+# same forms with plain variables): Q31 / Q15 high multiplies (vmpye + vmpyo :<<1:sat / :rnd:sat, vmpyo),
+# high halves of widening products (vmpy + vpacko/vshuffo), truncating and saturating narrows on pairs
+# (vpacke, vsat, vround, vasr:sat), rounding shifts by clamped variable amounts (rounding_shr_b_var via
+# vavg), multiplies by scalars (vmpyi, vmpa, accumulating forms) and the saturating pair sum (vdmpyhvsat).
+HVX_TEMPLATES = [
+    "rounding_mul_shr(a_i32, b_i32, 31)", "mul_shr(a_i32, b_i32, 31)", "mul_shr(a_i32, i32(b_i16), 15)",
+    "saturating_cast<i32>(rounding_shr(widening_mul(a_i32, b_i32), 31))",
+    "mul_shr(a_i16, b_i16, 16)", "mul_shr(a_u16, b_u16, 16)", "mul_shr(a_u8, b_u8, 8)", "mul_shr(a_i8, b_i8, 8)",
+    "mul_shr(a_i16, 23170, 15)", "rounding_mul_shr(a_i16, b_i16, 15)", "rounding_mul_shr(a_u8, b_u8, 8)",
+    "u8(a_u16)", "i16(a_i32)", "u8(a_u16 >> 8)", "i16(a_i32 >> 16)", "u16(widening_mul(a_u8, b_u8) >> 8)",
+    "saturating_cast<u8>(a_i16)", "saturating_cast<i16>(a_i32)", "saturating_cast<u8>(rounding_shr(a_i16, 4))",
+    "saturating_cast<i8>(a_i16 >> 3)", "saturating_cast<u16>(rounding_shr(a_u32, 7))",
+    "rounding_shr(a_u8, u8(min(n_u16, 7)))", "rounding_shr(a_i8, i8(max(min(n_i16, 8), 0)))",
+    "rounding_shr(a_i16, i16(max(min(n_i32, 15), 0)))", "rounding_shr(a_i32, max(min(n_i32, 31), 0))",
+    "rounding_shl(a_i16, max(min(n_i16, 15), -15))", "rounding_shr(a_u16, n_u16)",
+    "a_i16 * 7 + b_i16 * -3", "acc_i32 + widening_mul(a_i16, 300)", "acc_u16 + widening_mul(a_u8, 3)",
+    "acc_i32 + widening_mul(a_i16, b_i16)", "a_i32 * 1000 + b_i32",
+    "vector_reduce_saturating_add_x2(widening_mul(a_i16, b_i16))",
+    "vector_reduce_add_x2(widening_mul(max(a_i16, -32767), b_i16))",
+]
+
+
+def family_templates() -> list[str]:
+    """Every issue-11 lifting-family spelling and near miss (tests/pitchfork/test_lift_families.py) and
+    the HVX instruction forms above."""
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parent)  # test_lift_families imports trs.termgen as pytest does
+    if here not in sys.path:
+        sys.path.append(here)
+    from tests.pitchfork.test_lift_families import NOT_LIFTED, SPELLINGS
+
+    return [s for _, s, _ in SPELLINGS] + [s for s, _ in NOT_LIFTED] + HVX_TEMPLATES
+
+
+def random_family_terms(count: int, seed: int = 0, max_bits: int = 64, max_depth: int = 3) -> list[Term]:
+    """`count` terms from `family_templates`, each variable replaced (with probability 1/2, every
+    occurrence alike) by a random term of its type: the spellings the lifting rules and the HVX
+    instruction rules match, over operands whose bounds and shapes vary (so a rule's side condition
+    holds or fails), at the lane counts run_batch draws. Templates wider than `max_bits` are skipped."""
+    from fpir.ops import spec
+    from fpir.text import parse
+
+    rng = random.Random(seed)
+    gen = Generator(rng, max_depth, max_bits=max_bits)
+    templates = [t for t in (parse(s) for s in family_templates())
+                 if max(n.type.bits for n in t.walk()) <= max_bits]
+    out: list[Term] = []
+    while len(out) < count:
+        tmpl = rng.choice(templates)
+        subst = {v: gen.term(v.type, 1) for v in tmpl.variables() if rng.random() < 0.5}
+        memo: dict[int, Term] = {}
+        try:
+            for t in tmpl.walk():
+                if t.args:
+                    memo[id(t)] = make(t.op, *[memo[id(a)] for a in t.args],
+                                       type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
+                else:
+                    memo[id(t)] = subst.get(t, t)
+        except FPIRTypeError:
+            continue
+        term = memo[id(tmpl)]
+        if term.variables() and max(n.type.bits for n in term.walk()) <= max_bits:
+            out.append(term)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Inputs
 
@@ -497,6 +576,15 @@ class Result:
     skipped: str = ""  # a whole-target skip reason (tools missing, known link problem)
     seconds: float = 0.0
     masked: int = 0  # lanes not compared: no redraw made their inputs respect the flags' facts
+    # every mismatch and error as a reproducer (`finding`), for `--save` / `--replay`
+    findings: list[dict] = field(default_factory=list)
+
+
+def finding(kind: str, target: str, isel: str, c: "Case", message: str) -> dict:
+    """A failing case as one JSON object: enough to rerun it alone (`replay`) at its lane count."""
+    return {"kind": kind, "target": target, "isel": isel, "lanes": c.lanes, "expression": to_text(c.term),
+            "uniform": sorted(v.name for v in c.term.variables() if v.is_uniform_leaf),
+            "message": message[:2000]}
 
 
 def natural_lanes(target: str, t: ScalarType) -> int:
@@ -548,14 +636,16 @@ def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batc
         except Exception as e:  # noqa: BLE001 - a selection crash is a finding
             c.error = f"select: {type(e).__name__}: {e}"
             res.errors.append(f"{c.error}\n  expression: {to_text(term)}")
+            res.findings.append(finding("select", target, isel, c, c.error))
         cases.append(c)
 
     todo = [c for c in cases if c.final is not None]
     # (No compile-ahead thread: forking an LLVM compile while this thread runs LLVM (the JIT, object
     # emission) can deadlock the child on a lock held at fork time.)
     for start in range(0, len(todo), batch):
-        good, mods, errors = _compile_chunk(todo[start:start + batch], target)
+        good, mods, errors, failed = _compile_chunk(todo[start:start + batch], target)
         res.errors.extend(errors)
+        res.findings.extend(finding("compile", target, isel, c, e) for c, e in failed)
         _run_chunk(good, mods, target, nrng, res, max_report)
         if res.skipped:
             break
@@ -578,10 +668,12 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
 
     indexed = list(enumerate(chunk))
     errors: list[str] = []
+    failed: list[tuple[Case, str]] = []
     try:
-        return indexed, [_compile(_build(indexed, target), target)], errors
-    except CompileError:
-        pass
+        return indexed, [_compile(_build(indexed, target), target)], errors, failed
+    except CompileError as e:  # a finding only if some kernel fails alone too (reported below)
+        print(f"note: the {len(chunk)}-kernel module did not compile ({str(e).strip().splitlines()[0][:200]}); "
+              "compiling each kernel alone", file=sys.stderr, flush=True)
     good, mods = [], []
     for i, c in indexed:
         err = None
@@ -596,7 +688,8 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
         if err is not None:
             errors.append(f"compile: {str(err)[:6000]}\n  expression: {to_text(c.term)}\n"
                           f"  lowered: {to_text(c.final)}")
-    return good, mods, errors
+            failed.append((c, str(err)))
+    return good, mods, errors, failed
 
 
 def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: ignore[no-untyped-def]
@@ -639,6 +732,7 @@ def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: igno
                            f"problem): {msg.splitlines()[0][:300]}")
             return
         res.errors.append(f"run: {msg[:3000]}")
+        res.findings.extend(finding("run", target, res.isel, c, msg) for _, c in good)
         return
     for (i, c), env, out in zip(good, envs, outs):
         got = out[0]
@@ -659,6 +753,7 @@ def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: igno
         mm = Mismatch(target, res.isel, c.term, c.final, c.lanes, inputs, [int(exp[j]) for j in bad],
                       [int(got[j]) for j in bad], lowered_ok=bool(np.array_equal(np.asarray(low).astype(got.dtype), exp)))
         res.mismatches.append(mm)
+        res.findings.append(finding("mismatch", target, res.isel, c, mm.report()))
         if len(res.mismatches) <= max_report:
             print(mm.report(), file=sys.stderr)
 
@@ -668,6 +763,53 @@ def summary(r: Result) -> str:
         return f"{r.target:9s} isel={r.isel:9s} SKIPPED: {r.skipped}"
     return (f"{r.target:9s} isel={r.isel:9s} ran {r.ran:6d} expressions, {len(r.mismatches)} mismatches, "
             f"{len(r.errors)} errors, {r.seconds:.1f} s" + (f", {r.masked} lanes masked" if r.masked else ""))
+
+
+def save_findings(results: Sequence[Result], path: str) -> int:
+    """Write every finding of `results` to `path` (JSON lines); the number written."""
+    import json
+
+    rows = [f for r in results for f in r.findings]
+    with open(path, "w") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+    return len(rows)
+
+
+def replay(path: str, seed: int = 0) -> list[Result]:
+    """Rerun the findings saved in `path` (`--save`), each alone at its own target, isel and lane count
+    (inputs are drawn afresh from `seed`: a mismatch that needs particular inputs may want several seeds)."""
+    import json
+
+    from fpir.text import parse
+
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    out = []
+    for target, isel in sorted({(r["target"], r["isel"]) for r in rows}):
+        mine = [r for r in rows if (r["target"], r["isel"]) == (target, isel)]
+        terms = [_with_uniform(parse(r["expression"]), set(r.get("uniform", ()))) for r in mine]
+        lanes = iter([r["lanes"] for r in mine])
+        out.append(run_batch(terms, target, isel, seed=seed, batch=1, lanes_choice=lambda rng, nat: next(lanes)))
+    return out
+
+
+def _with_uniform(term: Term, names: set[str]) -> Term:
+    """`term` with the variables in `names` made uniform leaves (FPIR text has no spelling for them)."""
+    if not names:
+        return term
+    from fpir.ops import spec
+    from fpir.term import var as mkvar
+
+    memo: dict[int, Term] = {}
+    for t in term.walk():
+        if t.is_var:
+            memo[id(t)] = mkvar(t.name, t.type, uniform=t.name in names)
+        elif t.args:
+            memo[id(t)] = make(t.op, *[memo[id(a)] for a in t.args],
+                               type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
+        else:
+            memo[id(t)] = t
+    return memo[id(term)]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -689,10 +831,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--reductions", action="store_true",
                    help="terms under vector_reduce_<op>_x<f>, half of them dot-product / pair-sum / "
                         "sum-of-absolute-difference shapes: random_reductions")
+    p.add_argument("--families", action="store_true",
+                   help="issue 11's lifting-family spellings and HVX instruction forms with random "
+                        "operands: random_family_terms")
+    p.add_argument("--save", metavar="PATH",
+                   help="write every mismatch and error as a reproducer (JSON lines: target, isel, lanes, "
+                        "expression text, message) to PATH; rerun them with --replay PATH")
+    p.add_argument("--replay", metavar="PATH",
+                   help="rerun the findings saved with --save, each alone at its own target, isel and "
+                        "lane count (the generator options are ignored)")
     args = p.parse_args(argv)
-    if args.overflow and args.reductions:
-        p.error("--overflow and --reductions are two generators: pick one")
-    if args.reductions:
+    if args.replay:
+        results = replay(args.replay, args.seed)
+        for r in results:
+            for e in r.errors[:20]:
+                print("ERROR " + e, file=sys.stderr)
+            print(summary(r), flush=True)
+        if args.save:
+            save_findings(results, args.save)
+        return int(any(r.mismatches or r.errors for r in results))
+    if args.overflow + args.reductions + args.families > 1:
+        p.error("--overflow, --reductions and --families are three generators: pick one")
+    if args.families:
+        terms = random_family_terms(args.count, args.seed, args.max_bits, min(args.depth, 3))
+    elif args.reductions:
         terms = random_reductions(args.count, args.seed, min(args.depth, 3), args.max_bits)
     elif args.overflow:
         terms = random_overflow_terms(args.count, args.seed, min(args.depth, 3))
@@ -701,6 +863,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.uniform:
         terms = with_uniform_leaves(terms, args.seed)
     status = 0
+    results = []
     for target in args.target or TARGETS:
         for isel in args.isel or ISELS:
             r = run_batch(terms, target, isel, seed=args.seed, batch=args.batch)
@@ -708,6 +871,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print("ERROR " + e, file=sys.stderr)
             print(summary(r), flush=True)
             status |= bool(r.mismatches or r.errors)
+            results.append(r)
+            if args.save:  # after each target/isel, so an interrupted run keeps what it found
+                save_findings(results, args.save)
+    if args.save:
+        print(f"{sum(len(r.findings) for r in results)} findings written to {args.save}", flush=True)
     return status
 
 

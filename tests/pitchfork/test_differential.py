@@ -15,8 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.pitchfork.difftest import (Result, random_overflow_terms, random_reductions, random_terms,  # noqa: E402
-                                      run_batch, summary)
+from tests.pitchfork.difftest import (Result, finding, random_family_terms, random_overflow_terms,  # noqa: E402
+                                      random_reductions, random_terms, replay, run_batch, save_findings,
+                                      summary)
 
 from fpir.text import parse  # noqa: E402
 
@@ -104,6 +105,53 @@ def test_overflow_terms_run_bit_exact(target: str, isel: str, count: int, seed: 
     r = run_batch(terms, target, isel, seed=seed)
     assert_bit_exact(r)
     assert r.ran == len(terms)
+
+
+# Issue 11's lifting-family spellings and HVX instruction forms with random operands (random_family_terms);
+# long runs: python -m tests.pitchfork.difftest --families --count 300 --target hvx128 --max-bits 32
+FAMILY_CONFIGS = [
+    pytest.param("x86-avx2", "pitchfork", 150, 401, id="x86-avx2-pitchfork"),
+    pytest.param("arm64", "pitchfork", 60, 402, id="arm64-pitchfork", marks=pytest.mark.qemu),
+    pytest.param("hvx128", "pitchfork", 30, 403, id="hvx128-pitchfork", marks=[pytest.mark.qemu, pytest.mark.slow]),
+]
+
+
+@pytest.mark.parametrize("target,isel,count,seed", FAMILY_CONFIGS)
+def test_family_terms_run_bit_exact(target: str, isel: str, count: int, seed: int) -> None:
+    terms = random_family_terms(count, seed, max_bits=32 if target == "hvx128" else 64)
+    r = run_batch(terms, target, isel, seed=seed)
+    assert_bit_exact(r)
+    assert r.ran == len(terms)
+
+
+def test_family_generator_reaches_hvx_instructions() -> None:
+    """The family generator's terms select the instructions issue 11 added on HVX (so a difftest run of
+    it exercises them): high multiplies, even/odd narrowing, the saturating pair sum, vmpa / vmpyi."""
+    from pitchfork.lower import select_instructions
+
+    ops = {n.op for t in random_family_terms(150, 1, max_bits=32)
+           for n in select_instructions(t, "hvx128", "pitchfork").final.walk()}
+    assert {"hvx.vmpyo_sacc", "hvx.vmpyo", "hvx.vmpyhvsrs", "hvx.vpacke", "hvx.vpacko", "hvx.vdmpyhvsat",
+            "hvx.vmpa", "hvx.vmpyi", "hvx.vavg_rnd", "hvx.vasr_rnd_sat_ub"} <= ops, sorted(ops)
+
+
+def test_saved_findings_replay(tmp_path: Path) -> None:
+    """--save writes a reproducer per finding; --replay reruns each alone at its lane count (uniform
+    leaves kept, though FPIR text has no spelling for them)."""
+    from tests.pitchfork.difftest import Case, with_uniform_leaves
+
+    terms = with_uniform_leaves([parse("rounding_shr(a_u8, b_u8)"), parse("mul_shr(a_i16, b_i16, 15) + c_i16")], 3)
+    r = Result("x86-avx2", "pitchfork")
+    r.findings = [finding("mismatch", "x86-avx2", "pitchfork", Case(t, lanes, lanes), "m") for t, lanes in
+                  zip(terms, (7, 48))]
+    path = str(tmp_path / "f.jsonl")
+    assert save_findings([r], path) == 2
+    (again,) = replay(path, seed=2)
+    assert again.ran == 2 and not again.mismatches and not again.errors, summary(again)
+    import json
+
+    rows = [json.loads(line) for line in open(path)]
+    assert [row["lanes"] for row in rows] == [7, 48] and any(row["uniform"] for row in rows)
 
 
 # ---------------------------------------------------------------------------------------------

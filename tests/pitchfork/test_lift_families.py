@@ -114,6 +114,25 @@ SPELLINGS = [
     ("rounding_shr_var", "(i16(a_u8) + ((1 << max(min(b_i16, 8), 0)) >> 1)) >> u16(max(min(b_i16, 8), 0))",
      "i16(rounding_shr(a_u8, saturating_cast<u8>(min(b_i16, 8))))"),
     # rounding shifts by a constant, widened into the other signedness or four times
+    # the left-shift twin, narrowed back (Halide's rounding_shift_left on the widened value): clamped
+    # amounts in either order, / 2 for >> 1, the two shifts of 1 folded, either signedness of the
+    # widening; an unsigned wide type needs no lower clamp (1 << 31 >> 1 is still the rounding term)
+    ("rounding_shl_var", "i8((i16(a_i8) + ((1 >> max(min(n_i16, 7), -8)) >> 1)) << max(min(n_i16, 7), -8))",
+     "rounding_shl(a_i8, i8(max(min(n_i16, 7), -8)))"),
+    ("rounding_shl_var", "u8((u16(a_u8) + ((u16(1) >> min(max(n_i16, -8), 7)) / 2)) << min(max(n_i16, -8), 7))",
+     "rounding_shl(a_u8, i8(min(max(n_i16, -8), 7)))"),
+    ("rounding_shl_var", "u8((i16(a_u8) + (1 >> (max(min(n_i16, 7), -8) + 1))) << max(min(n_i16, 7), -8))",
+     "rounding_shl(a_u8, i8(max(min(n_i16, 7), -8)))"),
+    ("rounding_shl_var", "i8((u16(a_i8) + ((u16(1) >> max(min(n_i16, 9), -14)) >> 1)) << max(min(n_i16, 9), -14))",
+     "rounding_shl(a_i8, i8(max(min(n_i16, 9), -14)))"),
+    ("rounding_shl_var", "i16((i32(a_i16) + ((1 >> max(min(n_i32, 15), -16)) >> 1)) << max(min(n_i32, 15), -16))",
+     "rounding_shl(a_i16, i16(max(min(n_i32, 15), -16)))"),
+    ("rounding_shl_var", "i16((i32(a_i16) + (1 >> (max(min(n_i32, 20), -30) + 1))) << max(min(n_i32, 20), -30))",
+     "rounding_shl(a_i16, i16(max(min(n_i32, 20), -30)))"),
+    ("rounding_shl_var", "u16((u32(a_u16) + ((u32(1) >> i32(n_i8)) >> 1)) << i32(n_i8))", "rounding_shl(a_u16, i16(n_i8))"),
+    ("rounding_shl_var", "u16((u32(a_u16) + (u32(1) >> (max(min(n_i32, 15), -16) + 1))) << max(min(n_i32, 15), -16))",
+     "rounding_shl(a_u16, i16(max(min(n_i32, 15), -16)))"),
+    ("rounding_shl_var", "u32((u64(a_u32) + ((u64(1) >> i64(n_i16)) >> 1)) << i64(n_i16))", "rounding_shl(a_u32, i32(n_i16))"),
     ("rounding_shr", "(i16(a_u8) + 8) / 16", "i16(rounding_shr(a_u8, 4))"),
     ("rounding_shr", "u8((i16(a_u8) + 8) >> 4)", "rounding_shr(a_u8, 4)"),
     ("rounding_shr", "u8((u32(a_u8) + 8) >> 4)", "rounding_shr(a_u8, 4)"),
@@ -157,6 +176,14 @@ NOT_LIFTED = [
     ("(u16(a_u8) + ((1 << n_u16) >> 1)) >> n_u16", "rounding_shr"),  # n may exceed 8
     ("(u16(a_i8) + ((1 << min(n_u16, 8)) >> 1)) >> min(n_u16, 8)", "rounding_shr"),  # u16(a_i8) wraps
     ("(u16(a_i8) + 8) >> 4", "rounding_shr"),
+    # the left-shift twin: a signed wide type needs the amount >= 2 - bits(W) (at 1 - bits(W) the
+    # rounding term 1 << 15 >> 1 is negative); the amount must fit the narrow type; not narrowed back,
+    # a positive amount keeps the bits the narrow shift drops; 2^(k-2) is not the rounding term
+    ("i8((i16(a_i8) + ((1 >> max(min(n_i16, 7), -15)) >> 1)) << max(min(n_i16, 7), -15))", "rounding_shl"),
+    ("i16((i32(a_i16) + ((1 >> i32(n_i8)) >> 1)) << i32(n_i8))", "rounding_shl"),
+    ("u8((u16(a_u8) + ((u16(1) >> max(n_i16, -8)) >> 1)) << max(n_i16, -8))", "rounding_shl"),
+    ("(u16(a_u8) + ((u16(1) >> max(min(n_i16, 7), -8)) >> 1)) << max(min(n_i16, 7), -8)", "rounding_shl"),
+    ("u8((u16(a_u8) + (u16(1) >> (max(min(n_i16, 7), -8) + 2))) << max(min(n_i16, 7), -8))", "rounding_shl"),
 ]
 
 
@@ -207,6 +234,7 @@ def test_families_fire_their_rules() -> None:
             "widening_add_of_lossless_casts", "extending_add_pair_of_casts", "mac_of_add_shls",
             "mac_of_resigned_extending_add_mul", "rounding_shr_var_of_extending_add",
             "rounding_shr_var_plus_minus_one_of_extending_add", "rounding_shr_of_extending_add_const",
+            "rounding_shl_var_of_extending_add", "rounding_shl_var_plus_one_of_extending_add",
             "rounding_shr_of_lossless_cast", "rounding_halving_add_of_extending_add_one",
             "rounding_halving_add_of_signed_extending_add_const_one", "rounding_shr_var_sat_amount_of_extending_add",
             "rounding_shr_var_sat_amount_plus_minus_one_of_extending_add"} <= fired
@@ -236,3 +264,38 @@ def test_spellings_run_bit_exact(target: str) -> None:
     assert not r.mismatches and not r.errors, summary(r) + "\n" + "\n".join(
         [m.report() for m in r.mismatches[:3]] + r.errors[:3])
     assert r.ran == len(terms)
+
+
+# Halide's widened rounding_shift_left at each narrow type, amounts in the wide type as Halide gives them
+RSHL_SPELLINGS = [
+    "i8((i16(a_i8) + ((1 >> max(min(n_i16, 7), -8)) >> 1)) << max(min(n_i16, 7), -8))",
+    "u8((u16(a_u8) + ((u16(1) >> max(min(n_i16, 7), -8)) >> 1)) << max(min(n_i16, 7), -8))",
+    "i16((i32(a_i16) + ((1 >> max(min(n_i32, 15), -16)) >> 1)) << max(min(n_i32, 15), -16))",
+    "u16((u32(a_u16) + ((u32(1) >> max(min(n_i32, 15), -16)) >> 1)) << max(min(n_i32, 15), -16))",
+]
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
+def test_rounding_shl_lifting_never_loses(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lifting the left-shift twin gives a steady-state loop no longer than leaving it unlifted (HVX:
+    packets, its performance proxy): the lifted rounding_shl needs a lowering as good as the wide code
+    on every ISA (x86: rounding_shl_widened). Compiled only; the runs are test_spellings_run_bit_exact."""
+    import pitchfork.lift as lift_mod
+    from pitchfork.emit.machine import main_vector_loop
+    from pitchfork.select_batch import select_expression
+    from pitchfork.trs.rewriter import Rewriter
+    from pitchfork.trs.rules import RuleSet
+
+    def loop(text: str) -> tuple[int, str]:
+        rec = select_expression(text, target, emit="asm")
+        assert rec.error is None and rec.asm is not None, rec.error
+        lp = main_vector_loop(rec.asm, target=target)
+        return (len(lp.packets) if target == "hvx128" else len(lp.instructions)), str(rec.fpir)
+
+    lifted = {s: loop(s) for s in RSHL_SPELLINGS}
+    kept = RuleSet([r for r in lift_mod.lift_rules().rules if not r.name.startswith("rounding_shl_var_")])
+    monkeypatch.setattr(lift_mod, "lifter", lambda rules=None, trace=False: Rewriter(kept, trace=trace))
+    for s in RSHL_SPELLINGS:
+        n_unlifted, fpir = loop(s)
+        assert "rounding_shl" not in fpir and lifted[s][1].startswith("rounding_shl("), (fpir, lifted[s][1])
+        assert lifted[s][0] <= n_unlifted, f"{target}: {s}: lifted {lifted[s][0]} > unlifted {n_unlifted}"

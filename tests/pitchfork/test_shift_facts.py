@@ -10,7 +10,10 @@ x * 2^y, which never overflows; its ARM backend relies on both to select one `sq
 * the Halide frontend states them, FPIR text only where written or with `pitchfork lift
   --assume-no-overflow --assume-shifts-in-range`;
 * a Halide pipeline with softmax's exp2 shift gets sqshl on arm64 and runs bit-exactly under qemu
-  against Halide's realize().
+  against Halide's realize();
+* under `inrange` a runtime shl/shr is one ushl/sshl (arm_neon.rules ushl_in_range ... sshr_in_range:
+  no clamp, no mask; softmax's `x - (n << q)`), bit-exact under qemu; without the fact the generic
+  code keeps its mask and is bit-exact on amounts past the width.
 """
 
 from __future__ import annotations
@@ -148,3 +151,104 @@ def test_exp2_shift_is_one_sqshl_and_bit_exact() -> None:
         want = np.asarray(f.realize([512], hl.get_host_target()))
         got = np.asarray(prog(data, q))
         assert np.array_equal(got, want), q
+
+
+# ---- register shifts under `inrange` (rules/lower/arm_neon.rules ushl_in_range ... sshr_in_range) ----
+# Halide's shift rule lets a runtime shift be one ushl/sshl: no clamp of the amount, no mask of the
+# result. Without the fact the generic code keeps its mask (the `and` softmax's arm64 loop had).
+
+_IN_RANGE_RULES = ("ushl_in_range", "ushl_in_range_unsigned_amount", "sshl_in_range",
+                   "sshl_in_range_unsigned_amount", "ushr_in_range", "sshr_in_range")
+
+
+def test_register_shift_rules_valid_under_inrange_only() -> None:
+    rules = {r.name: r for r in load_target("arm64", include_synthesized=False).rules.rules}
+    for name in _IN_RANGE_RULES:
+        result = verify_rule(rules[name])
+        assert result.status == "VALID", f"{name}: {result.summary()}"
+        # the same rule on a plain shift: a shift by the width or more differs (0 vs the low byte's shift)
+        r = rules[name]
+        pred = f" if {r.predicate}" if r.predicate else ""
+        text = f"{name}_no_fact: {r.lhs.replace('.inrange(', '(')} -> {r.rhs}{pred}"
+        assert ".inrange" not in text, text
+        negative = verify_rule(parse_rule(text, "<test>", 1))
+        assert negative.status == "INVALID", f"{text}: {negative.summary()}"
+
+
+def test_plain_shift_text_keeps_its_mask() -> None:
+    """FPIR text without the fact: the amount is not provably in range, so no register shift."""
+    text = "x_i16 - (x_i16 >> y_u16 << y_u16)"
+    plain = select_expression(text, "arm64").final
+    assert "arm.sshl" not in plain and "arm.ushl" not in plain, plain
+    flagged = select_expression(text, "arm64", shifts_in_range=True).final
+    # the left shift is one sshl; the right shift by an unsigned amount stays generic (no cheaper)
+    assert flagged == "x_i16 - arm.sshl(shr.inrange(x_i16, y_u16), reinterpret<i16>(y_u16))", flagged
+
+
+def _sub_shifted(lanes: int) -> tuple[hl.Func, list]:
+    """softmax's exp2 fraction `x - (i16(x >> q) << q)` (q a u16 Param) and a shift by a per-lane
+    amount b (u16 lanes)."""
+    a = hl.ImageParam(hl.Int(16), 1, "a")
+    b = hl.ImageParam(hl.UInt(16), 1, "b")
+    q = hl.Param(hl.UInt(16), "q")
+    x = hl.Var("x")
+    f = hl.Func("sub_shifted")
+    n = hl.i16(a[x] >> q)
+    f[x] = (a[x] - (n << q)) + (a[x] << b[x])
+    f.vectorize(x, lanes)
+    return f, [a, b, q]
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="needs qemu-aarch64")
+def test_in_range_shifts_are_bare_register_shifts_and_bit_exact() -> None:
+    f, args = _sub_shifted(8)
+    prog = pitchfork.compile(f, args, target="arm64", name="sub_shifted")
+    assert prog.stats.rules_fired.get("sshl_in_range_unsigned_amount", 0) >= 2, prog.stats.rules_fired
+    loop = main_vector_loop(prog.assembly(), "sub_shifted", target="arm64").instructions
+    mnemonics = [i.split()[0] for i in loop]
+    # the uniform amount's negation and clamp are hoisted; a mask would be an and/bic, a compare cm*
+    assert not {"and", "bic", "cmhi", "cmhs", "bsl", "bif", "bit"} & set(mnemonics), loop
+    assert mnemonics.count("sshl") + mnemonics.count("ushl") == 3, loop
+    rng = np.random.default_rng(11)
+    data = rng.integers(-32768, 32767, 512, dtype=np.int16)
+    data[:6] = [-32768, -1, 0, 1, 32767, 16]
+    amounts = rng.integers(0, 16, 512, dtype=np.uint16)  # Halide's facts: every amount below 16
+    args[0].set(hl.Buffer(data))
+    args[1].set(hl.Buffer(amounts))
+    for q in (0, 4, 8, 15):
+        args[2].set(q)
+        want = np.asarray(f.realize([512], hl.get_host_target()))
+        got = np.asarray(prog(data, amounts, q))
+        assert np.array_equal(got, want), q
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="needs qemu-aarch64")
+def test_plain_shift_keeps_its_mask_and_is_bit_exact_past_the_width() -> None:
+    """`x << y` (u16 amount, no fact) on amounts up to 65535: the loop keeps the mask (an and/bic or a
+    compare) and every lane equals the interpreter's, 0 for amounts of 16 or more."""
+    from fpir.interp import evaluate
+    from pitchfork.emit.kernel import add_expression_kernel, new_module
+    from pitchfork.emit.machine import compile_module, inner_loop_instructions
+    from pitchfork.emit.run import Buffer, Call, Scalar, run_calls
+
+    term = parse("x_i16 << y_u16")
+    final = select_instructions(term, "arm64").final
+    assert "arm." not in str(final), final
+    module = new_module()
+    xs, ys = var("x", parse_type("i16")), var("y", parse_type("u16"))
+    add_expression_kernel(module, "plain_shl", final, 8, [xs, ys])
+    cm = compile_module(str(module), "arm64", isolate=True)
+    loop = [i.split()[0] for i in inner_loop_instructions(cm.asm, "plain_shl", target="arm64")]
+    assert {"and", "bic", "cmhi", "cmhs", "bsl", "bif", "bit"} & set(loop), loop
+    rng = np.random.default_rng(5)
+    n = 1024
+    x = rng.integers(-32768, 32767, n, dtype=np.int16)
+    y = rng.integers(0, 65535, n, dtype=np.uint16)
+    y[:64] = np.arange(64)  # every amount around the width, and low bytes that wrap (256 + k)
+    y[64:80] = 256 + np.arange(16)
+    out = np.zeros(n, dtype=np.int16)
+    call = Call("plain_shl", [Buffer.output(out), Buffer.input(x), Buffer.input(y), Scalar(n, 64)])
+    got = run_calls(cm, "arm64", [call])[0][0]
+    want = np.asarray(evaluate(term, {"x": x, "y": y})).astype(np.int16)
+    assert np.array_equal(got, want)
+    assert (got[16:64] == 0).all() and (got[64:80] == 0).all()

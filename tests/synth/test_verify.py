@@ -94,6 +94,37 @@ def _type_of(lhs, rhs, name: str):  # type: ignore[no-untyped-def]
     raise KeyError(name)
 
 
+# ---- product bounds (the integer proof of a bounded factor) ------------------------------------
+
+
+def test_assumed_bounds_reads_only_top_level_constant_bounds() -> None:
+    import z3
+
+    from synth.verify_fallback import _assumed_bounds
+
+    x, y, z, k = z3.Ints("x y z k1")
+    facts = [z3.And(x <= 2 ** 31, 1 - 2 ** 31 <= x), z3.Not(y > 7), y > -3, k == 31,
+             z3.Or(z <= 0, z >= 9), x * y <= 5]
+    assert _assumed_bounds(facts) == {"x": (1 - 2 ** 31, 2 ** 31), "y": (-2, 7), "k1": (31, 31)}
+
+
+def test_product_bounds_prove_the_bounded_truncation_and_keep_counterexamples() -> None:
+    """The Q31 instance of multiply.rules' bounded truncation, by hand: with product bounds the integer
+    proof is quick; with the factor's bound one step looser it finds the real counterexample."""
+    import z3
+
+    from fpir import parse
+    from synth.verify_fallback import equivalent_int
+
+    before = parse("i32(widening_mul(x_i32, y_i32) >> 31)")
+    after = parse("mul_shr(y_i32, x_i32, 31)")
+    x = z3.Int("x")
+    ok = equivalent_int(before, after, 4_000_000, [x <= 2 ** 31, x >= 1 - 2 ** 31], product_bounds=True)
+    assert ok.status == "VALID", ok
+    bad = equivalent_int(before, after, 4_000_000, [x <= 2 ** 31, x >= -2 ** 31], product_bounds=True)
+    assert bad.status == "INVALID" and bad.counterexample == {"x": -2 ** 31, "y": -2 ** 31}, bad
+
+
 # ---- the CLI ------------------------------------------------------------------------------------
 
 

@@ -78,6 +78,14 @@ SPELLINGS: dict[str, Spelling] = {
     "q31_shift_at_i64": Spelling(
         (I32, I32), lambda a, b, c: hl.saturating_cast(I32, (hl.i64(a) * hl.i64(b) + (hl.i64(1) << 30)) >> hl.i64(31)),
         "rounding_mul_shr", {"arm64": r"sqrdmulh"}),
+    # i32 with a bounded factor (b / 2 fits in [1 - 2^31, 2^31]): Halide keeps the truncating narrow of
+    # the i64 product; Q31 instructions (HVX vmpye + vmpyo:<<1:sat, Neon sqdmulh / sqrdmulh)
+    "q31_bounded_truncating": Spelling(
+        (I32, I32), lambda a, b, c: hl.i32((hl.i64(a) * hl.i64(b / 2)) >> 31),
+        "mul_shr", {"arm64": r"sqdmulh", "hvx128": r"vmpyo\(v\d+\.w,v\d+\.h\):<<1:sat"}),
+    "q31_bounded_truncating_rounding": Spelling(
+        (I32, I32), lambda a, b, c: hl.i32((hl.i64(b >> 1) * hl.i64(a) + (hl.i64(1) << 30)) >> 31),
+        "rounding_mul_shr", {"arm64": r"sqrdmulh", "hvx128": r"vmpyo\(v\d+\.w,v\d+\.h\):<<1:rnd:sat"}),
     "u8_rounding_const": Spelling((U8, U8), lambda a, b, c: hl.u8((hl.u16(a) * 77 + 128) >> 8),
                                   "rounding_mul_shr", {"arm64": r"uqrshrn|rshrn"}),
     # ---- saturating_add / saturating_sub ----
@@ -116,6 +124,19 @@ SPELLINGS: dict[str, Spelling] = {
     "rshr_var_i8_clamped": Spelling(
         (I8, I8), lambda a, b, c: (hl.i16(a) + (hl.i16(1) << (hl.clamp(hl.i16(b), 0, 8) - 1))) >> hl.clamp(hl.i16(b), 0, 8),
         "rounding_shr", {"arm64": r"srshl"}),
+    # Halide's rounding_shift_left(x, n) written on the widened value (the left-shift twin), narrowed back
+    "rshl_var_i16_clamped": Spelling(
+        (I16, I8), lambda a, b, c: hl.i16((hl.i32(a) + ((hl.i32(1) >> hl.clamp(hl.i32(b), -16, 15)) >> 1))
+                                          << hl.clamp(hl.i32(b), -16, 15)),
+        "rounding_shl", {"x86-avx2": r"vpsravd", "arm64": r"srshl"}),
+    "rshl_var_u8_clamped": Spelling(
+        (U8, I8), lambda a, b, c: hl.u8((hl.u16(a) + ((hl.u16(1) >> hl.clamp(hl.i16(b), -8, 7)) >> 1))
+                                        << hl.clamp(hl.i16(b), -8, 7)),
+        "rounding_shl", {"x86-avx2": r"vpsrlvd", "arm64": r"urshl"}),
+    "rshl_var_u16_folded": Spelling(
+        (U16, I8), lambda a, b, c: hl.u16((hl.u32(a) + (hl.u32(1) >> (hl.clamp(hl.i32(b), -31, 15) + 1)))
+                                          << hl.clamp(hl.i32(b), -31, 15)),
+        "rounding_shl", {"x86-avx2": r"vpsrlvd", "arm64": r"urshl"}),
     "rshr_const_resigned": Spelling((U8, U8), lambda a, b, c: hl.u8((hl.i16(a) + 8) / 16), "rounding_shr",
                                     {"arm64": r"urshr|rshrn"}),
     "rhadd_one_first": Spelling((U8, U8), lambda a, b, c: hl.u8((1 + hl.u16(a) + hl.u16(b)) / 2),
@@ -133,8 +154,9 @@ SPELLINGS: dict[str, Spelling] = {
 
 #: spellings also compiled for and run on AArch64 / Hexagon (qemu) in the default run
 ARM_RUN = ("q15_bounded_truncating_rounding", "q15_const_truncating", "sat_add_signed_sum", "mac_u8",
-           "acc_signed_of_u8", "acc_i32_of_u8", "high_half_resigned", "rshr_var_u8", "rshr_var_i8_clamped")
-HVX_RUN = ("mac_u8", "acc_signed_of_u8")
+           "acc_signed_of_u8", "acc_i32_of_u8", "high_half_resigned", "rshr_var_u8", "rshr_var_i8_clamped",
+           "rshl_var_i16_clamped", "rshl_var_u8_clamped", "q31_bounded_truncating")
+HVX_RUN = ("mac_u8", "acc_signed_of_u8", "q31_bounded_truncating", "q31_bounded_truncating_rounding")
 
 
 def _build(name: str, sp: Spelling, lanes: int) -> tuple[hl.Func, list[Any]]:

@@ -396,6 +396,15 @@ EXAMPLES = [
     # Halide's facts on a shift it built (sqshl_in_range): amounts in range, no overflow of the i32 shift
     ("saturating_cast<i16>(widening_shl.inrange.nsw(a_i16, max(min(b_i16, 20), -20)))", "sqshl"),
     ("saturating_cast<i8>(widening_shl.inrange.nsw(a_i8, max(min(b_i8, 12), -12)))", "sqshl"),
+    # Halide's shift rule (`inrange`): the register shift, no clamp or mask. b - (b >> k << k) is in
+    # [0, 2^k) for every b (so the fact holds on every input) but bounds cannot place it (the u16/u32
+    # subtraction may wrap as far as they know), so only the fact selects these forms
+    ("shl.inrange(a_u16, b_i16 - (b_i16 >> 3 << 3))", "ushl"),
+    ("shl.inrange(a_u32, b_u32 - (b_u32 >> 5 << 5))", "ushl"),
+    ("shl.inrange(a_i32, b_i32 - (b_i32 >> 4 << 4))", "sshl"),
+    ("shl.inrange(a_i16, b_u16 - (b_u16 >> 4 << 4))", "sshl"),
+    ("shr.inrange(a_u16, b_i16 - (b_i16 >> 3 << 3))", "ushl"),
+    ("shr.inrange(a_i64, b_i64 - (b_i64 >> 5 << 5))", "sshl"),
 ]
 
 

@@ -181,6 +181,7 @@ MNEMONIC = {
     "x86.wmul_pmaddwd": r"vpmaddwd", "x86.pmaddwd": r"vpmaddwd", "x86.pmaddubsw": r"vpmaddubsw",
     "x86.psllv": r"vpsllv[dq]", "x86.psrlv": r"vpsrlv[dq]", "x86.psrav": r"vpsravd",
     "x86.psllv_widened": r"vpsllvd", "x86.psrlv_widened": r"vpsrlvd", "x86.psrav_widened": r"vpsravd",
+    "x86.rounding_shl_widened": r"vpsllvd",
 }
 
 
@@ -312,6 +313,12 @@ RULE_EXAMPLES: dict[str, list[str]] = {
                                         "(i32(a_i16) + (1 << (max(min(n_i32, 16), 0) + -1))) >> u32(max(min(n_i32, 16), 0))"],
     "rounding_shr_i8_widened": ["rounding_shr(a_i8, b_u8)", "rounding_shr(a_i8, max(n_i8, 0))",
                                 "(i16(a_i8) + ((1 << max(min(n_i16, 8), 0)) >> 1)) >> max(min(n_i16, 8), 0)"],
+    "rounding_shl_widened": ["rounding_shl(a_i8, b_i8)", "rounding_shl(a_u8, b_i8)", "rounding_shl(a_i16, b_i16)",
+                             "rounding_shl(a_u16, b_i16)", "rounding_shl(a_i16, rounding_shl(b_i16, c_i16))"],
+    "rounding_shl_widened_wide_amount": [
+        "rounding_shl(a_i16, i16(max(min(n_i32, 40), -40)))", "rounding_shl(a_u8, i8(n_i16 >> 9))",
+        "i8((i16(a_i8) + ((1 >> max(min(n_i16, 7), -8)) >> 1)) << max(min(n_i16, 7), -8))",
+        "u16((u32(a_u16) + ((u32(1) >> max(min(n_i32, 15), -16)) >> 1)) << max(min(n_i32, 15), -16))"],
     "saturating_shl_psllv": ["saturating_shl(a_u32, b_u32)", "saturating_shl(a_u64, b_u64)"],
     "saturating_shl_psllv_signed": ["saturating_shl(a_i32, b_u32)"],
     "saturating_shl_psllv_widened": ["saturating_shl(a_u16, b_u16)"],
@@ -441,6 +448,8 @@ SHOWN = [
     ("mul_shr(a_i16, b_i16, 15)", ["vpmulhw", "vpaddsw", "vpmullw"]),
     ("mul_shr(a_u16, b_u16, 15)", ["vpmulhuw", "vpaddusw", "vpmullw"]),
     ("rounding_mul_shr(a_u16, b_u16, 16)", ["vpmulhuw", "vpmullw"]),
+    ("rounding_shl(a_i16, b_i16)", ["vpsllvd", "vpsravd", "vblendvps"]),
+    ("rounding_shl(a_u8, b_i8)", ["vpsllvd", "vpsrlvd", "vpor"]),
 ]
 
 
