@@ -383,6 +383,18 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
         _set_align_vectors(align_vectors)
     with _emission_options(target, text):
         asm = tm.emit_assembly(mod)
+    if target.name == "hvx128":
+        from pitchfork.emit.hvx_pairs import has_pair_forms, keep_pairs, split_pairs
+
+        if has_pair_forms(text):  # register-pair forms: kept only where they cost no packet
+            split_text = split_pairs(text)
+            split_mod = _parse(split_text, target)
+            with _emission_options(target, split_text):
+                split_asm = tm.emit_assembly(split_mod)
+            packets = [len(lp.packets) for lp in find_loops(asm, target=target.name)]
+            split_packets = [len(lp.packets) for lp in find_loops(split_asm, target=target.name)]
+            if not keep_pairs(packets, split_packets):
+                text, mod, asm = split_text, split_mod, split_asm
     bad = _unknown_intrinsic_calls(asm)
     if bad:
         raise IntrinsicError(target.name, bad)

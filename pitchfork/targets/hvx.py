@@ -49,9 +49,9 @@ _SUBSAT = _by_type("vsub{}sat", _ALL6, _SFX6)
 _AVG = _by_type("vavg{}", _ALL6, _SFX6)
 _AVGRND = _by_type("vavg{}rnd", _ALL6, _SFX6)
 _NAVG = {("u8", "u8"): "vnavgub", ("i8", "i8"): "vnavgb", ("i16", "i16"): "vnavgh", ("i32", "i32"): "vnavgw"}
-_declare("hvx.vadd_sat", _sigs(_ADDSAT, lambda k: k[0]), "saturating_add(x, y)", _lanewise(_ADDSAT), ONE,
+_declare("hvx.vadd_sat", _sigs(_ADDSAT, lambda k: k[0]), "saturating_add(x, y)", _lanewise(_ADDSAT, pairs=True), ONE,
          "vadd{ub,b,uh,h,uw,w}sat", "lanewise")
-_declare("hvx.vsub_sat", _sigs(_SUBSAT, lambda k: k[0]), "saturating_sub(x, y)", _lanewise(_SUBSAT), ONE,
+_declare("hvx.vsub_sat", _sigs(_SUBSAT, lambda k: k[0]), "saturating_sub(x, y)", _lanewise(_SUBSAT, pairs=True), ONE,
          "vsub{ub,b,uh,h,uw,w}sat", "lanewise")
 _declare("hvx.vavg", _sigs(_AVG, lambda k: k[0]), "halving_add(x, y)", _lanewise(_AVG), ONE,
          "vavg{ub,b,uh,h,uw,w}", "lanewise")

@@ -207,27 +207,38 @@ def _layouts(em: Any) -> frozenset[str]:
 Table = Mapping[tuple[str, ...], Any]
 
 
-def _lanewise(table: Table) -> Callable[..., ir.Value]:
+def _lanewise(table: Table, pairs: bool = False) -> Callable[..., ir.Value]:
     """Same-width lane-wise instruction (V, V) -> V; follows the operands' lane layout.
 
-    One instruction per register, never the register-pair form (`.dv`, Halide's choice for
-    double-width vectors): a pair instruction takes two HVX resources in one packet, and on add
-    hvx128 it cost a packet in the hot loop (8 -> 9; static estimate +8%, softmax +1.6%) while
-    saving mul's 26th instruction without saving a packet (13 both ways)."""
+    With `pairs` the instruction also has a register-pair form (`<name>.dv`: Vdd = op(Vuu, Vvv), one
+    instruction for two registers, Halide's choice for double-width vectors), written when the
+    operands span a whole number of pairs. It takes both registers' resources in one packet, so it
+    can cost a packet (add hvx128: 8 -> 9) as well as save an instruction (mul hvx128: 26 -> 25 in
+    13 packets): pitchfork/emit/hvx_pairs.py keeps it only where the backend's schedule of every
+    loop takes no more packets with it, and splits it into single-register instructions elsewhere."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
         name = table[_key(t)]
         bits = t.type.bits
         n = REG_BITS // bits
         rt = _vec(bits, n)
+        whole_pairs = pairs and all(a.type.count % (2 * n) == 0 for a in args)
+        if whole_pairs:
+            def on_pair(*ps: ir.Value) -> ir.Value:
+                return em.hvx_call(f"{name}.dv", ps, _vec(bits, 2 * n), pair_result=True,
+                                   pair_args=[True] * len(ps))
         if _layout(t, _layouts(em)) == DEINT:
             def pairwise(*ps: ir.Value) -> ir.Value:
+                if whole_pairs:
+                    return _interleave(em, on_pair(*[_deinterleave(em, p) for p in ps]))
                 halves = [_halves(em, _deinterleave(em, p)) for p in ps]
                 lo = em.hvx_call(name, [h[0] for h in halves], rt)
                 hi = em.hvx_call(name, [h[1] for h in halves], rt)
                 return _interleave(em, _join(em, lo, hi))
 
             return em.map_chunks(args, 2 * n, pairwise)
+        if whole_pairs:
+            return em.map_chunks(args, 2 * n, on_pair)
         return em.map_chunks(args, n, lambda *xs: em.hvx_call(name, xs, rt))
 
     return emit
