@@ -59,7 +59,7 @@ from pitchfork.halide.codegen_expr import ExprConverter
 from pitchfork.halide.codegen_float import FloatEmitter
 from pitchfork.halide.codegen_lut import LutMixin
 from pitchfork.halide.hvx_accumulate import start_from_fresh
-from pitchfork.halide.codegen_memory import MemoryMixin, clamped_ramp
+from pitchfork.halide.codegen_memory import LoopFrame, MemoryMixin, clamped_ramp
 from pitchfork.halide.codegen_reduce import REDUCE_OPS, split_reduce
 from pitchfork.halide.htypes import HType
 from pitchfork.halide.scalars import ScalarEmitter
@@ -101,6 +101,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         self._scoped: list[tuple[str, ir.Instruction]] = []
         #: assertion number (the value written to err[0]) -> "condition: Halide's error call"
         self.assert_messages: dict[int, str] = {}
+        #: the serial loops being emitted, outermost first (see MemoryMixin._loop_copy)
+        self._loops: list[LoopFrame] = []
 
     # ---- function and arguments ------------------------------------------------------------
     def build(self) -> ir.Function:
@@ -280,7 +282,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         self.b.position_at_end(body)
         saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers))
         self.scalars[s.name] = (iv, i32)
+        self._loops.append(LoopFrame(pre, head, body, len(self.fn.blocks)))
         self.stmt_(s.body)
+        self._loops.pop()
         self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
         if not self.b.block.is_terminated:
             nxt = self.b.add(iv, ir.Constant(ir.IntType(32), 1), flags=["nsw"])

@@ -10,7 +10,7 @@ prove (`_align`); masked-off lanes are never read or written.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from llvmlite import ir
@@ -32,6 +32,20 @@ SHORT_GATHER_DEFAULT = 16
 def short_gather(target: str) -> int:
     """The most unmasked lanes `target`'s gathers/scatters write out lane by lane (see SHORT_GATHER)."""
     return SHORT_GATHER.get(target, SHORT_GATHER_DEFAULT)
+
+
+@dataclass(frozen=True)
+class LoopFrame:
+    """A serial loop being emitted: `pre`, the block that branches into it (its preheader);
+    `blocks`, the function's block count when its body began (every block appended since, and
+    `head` and `body`, lie in the loop); the preheader copies of arguments made for it so far
+    (`_loop_copy`), by argument name."""
+
+    pre: ir.Block
+    head: ir.Block
+    body: ir.Block
+    blocks: int
+    copies: dict[str, ir.Value] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -232,12 +246,75 @@ class MemoryMixin:
         opaque = ir.InlineAsm(ir.FunctionType(buf.ptr.type, [buf.ptr.type]), "", "=r,0")
         return replace(buf, ptr=self.b.call(opaque, [buf.ptr]))
 
+    def _loop_copy(self, arg: ir.Argument) -> ir.Value:
+        """A copy of the kernel argument `arg`, made (empty inline asm) at the end of the innermost
+        enclosing loop's preheader, once per loop and argument. Why: an argument lives through the
+        whole kernel; when the register allocator spills it, LLVM 22 reloads it before each use,
+        i.e. inside the loop, in every iteration, even with registers free there (depthwise_conv p1:
+        x86 `movq 344(%rbx), %r8` for the input pointer in the 16-lane gather loop, 61 instructions
+        against Halide 21's 60; arm64 `ldr x15, [x19, #904]` for the row stride the loop steps by,
+        which waits behind the 16 lane loads in the load queue: 31 against 25 cycles an iteration
+        in llvm-mca). The copy is a value whose life is this loop: at most one reload per entry to
+        it, one loop further out, as Halide 21's code does. The call is declared to write memory
+        no IR can see (`inaccessiblemem`), so LLVM neither hoists it out of the enclosing loop
+        (where it would live as long as the argument again) nor merges copies, while loads and
+        stores still move across it; `willreturn nounwind`, or what follows it in the enclosing
+        loop would no longer be sure to run and LICM would keep a trapping division there (the
+        gather's index c / dm: 16 idivl per row)."""
+        frame = self._loops[-1]  # type: ignore[attr-defined]
+        copy = frame.copies.get(arg.name)
+        if copy is None:
+            b = ir.IRBuilder(frame.pre)
+            b.position_before(frame.pre.terminator)
+            opaque = ir.InlineAsm(ir.FunctionType(arg.type, [arg.type]), "", "=r,0")
+            copy = frame.copies[arg.name] = b.call(opaque, [arg])
+            for attr in ("nounwind", "willreturn", "memory(inaccessiblemem: readwrite)"):
+                set.add(copy.attributes, attr)  # llvmlite's attribute check predates memory(...)
+        return copy
+
+    def _loop_local_gather(self, buf: BufferInfo, idx: ir.Value) -> BufferInfo:
+        """For a straight-line gather in a loop: `buf` with its base pointer read through
+        `_loop_copy`, and, in place, the instructions of `idx`'s computation that vary in this loop
+        with the arguments they read (the stride the loop steps by) read through it too. Only
+        varying ones: an invariant part (the channel index c / dm) must stay free to leave the
+        loop nest, and it could not leave the enclosing loop if it read a copy made there.
+        Arguments only: any other value may be defined inside the loop. Alias scope and alignment
+        are `buf`'s. Nothing changes outside a loop."""
+        if not self._loops:  # type: ignore[attr-defined]
+            return buf
+        frame = self._loops[-1]  # type: ignore[attr-defined]
+        blocks = self.fn.blocks[frame.blocks:]  # type: ignore[attr-defined]
+        inside = {id(frame.head), id(frame.body)} | {id(bb) for bb in blocks}
+        varies: dict[int, bool] = {}
+
+        def localize(v: ir.Value) -> bool:
+            """Whether `v` varies in the loop (an instruction of it reading a phi, load or call of
+            it); reads the arguments of those that do through their copies."""
+            if not isinstance(v, ir.Instruction) or id(v.parent) not in inside:
+                return False
+            if id(v) not in varies:
+                varies[id(v)] = True  # phis, loads and calls; and a guard against revisits
+                if not isinstance(v, (ir.PhiInstr, ir.LoadInstr, ir.CallInstr)):
+                    varies[id(v)] = any([localize(op) for op in v.operands])
+                    if varies[id(v)]:
+                        for op in v.operands:
+                            if isinstance(op, ir.Argument) and isinstance(op.type, ir.IntType):
+                                v.replace_usage(op, self._loop_copy(op))
+            return varies[id(v)]
+
+        localize(idx)
+        if isinstance(buf.ptr, ir.Argument):
+            buf = replace(buf, ptr=self._loop_copy(buf.ptr))
+        return buf
+
     def _gather(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, lanes: int,
                 mask: Optional[ir.Value] = None, border: bool = False) -> ir.Value:
         """Lane-by-lane load of `buf[idx[k]]`; lanes whose `mask` bit is false are not read (zero).
         `border`: the slow path of a border window, which runs only at image edges: kept a compact
         lane loop beyond SHORT_GATHER_DEFAULT lanes (written out, sobel3x3's x86 kernel grew by 325
-        lines and its hot loop by 2 instructions, through register allocation)."""
+        lines and its hot loop by 2 instructions, through register allocation), and given no
+        loop-local copies of its addresses (`_loop_local_gather`): those would hold registers through
+        the hot loop around it (conv3x3a16 arm64: same 52-instruction loop, static estimate +1.2%)."""
         et = ir.IntType(_storage(st).bits)
         if mask is None and lanes <= (SHORT_GATHER_DEFAULT if border else short_gather(self.target)):
             # Few lanes (fully_connected's rfactor intermediates at stride 4, in the inner loop; on
@@ -246,6 +323,8 @@ class MemoryMixin:
             # straight-line loads, which LLVM schedules and combines, instead of a loop per vector.
             v: ir.Value = ir.Constant(ir.VectorType(et, lanes), ir.Undefined)
             idx = self._index32(idx)
+            if not border:
+                buf = self._loop_local_gather(buf, idx)
             for k in range(lanes):
                 ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), k))
                 x = self._mem_access(buf, self.b.load(self._elem_ptr(buf, st, ix, et), align=self._align(buf, st, None)))
