@@ -189,7 +189,18 @@ def _mulh_operands(ir_text: str, n: str, shifted: str) -> tuple[str, str, int] |
 
 
 def has_i128_mulh(ir_text: str) -> bool:
-    return any(_mulh_operands(ir_text, m["n"], m["s"]) for m in _TRUNC_I128.finditer(ir_text))
+    """Whether some function has a high multiply `rewrite_i128_mulhs` takes back. Judged one function
+    at a time (as the rewrite is): over a module of kernels that reuse value names, the lookups read
+    another function's definitions, missed every shape, and the rewrite never ran (difftest batches)."""
+    found: list[bool] = []
+
+    def check(text: str) -> str:
+        found.append(any(_mulh_operands(text, m["n"], m["s"]) for m in _TRUNC_I128.finditer(text)))
+        return text
+
+    if each_function(ir_text, check) and not found:  # a fragment without definitions
+        check(ir_text)
+    return any(found)
 
 
 def each_function(ir_text: str, rewrite: Callable[[str], str]) -> str:

@@ -124,6 +124,11 @@ def test_optimizer_i128_is_judged_per_function() -> None:
     assert optimizer_i128_line(plain, opt_h) == made.strip()
     # the seed-21 shape in two kernels reusing each other's value names: both rewritten, nothing refused
     two = MULH + MULH.replace("@f(", "@f2(")
+    # ... also when an earlier function defines the same names otherwise (has_i128_mulh read them)
+    other = ("define void @e(ptr %p) {\n  %3 = load <4 x i64>, ptr %p, align 8\n"
+             + "".join(f"  %{k} = add <4 x i64> %3, %3\n" for k in (4, 6, 8, 9)) + "  ret void\n}\n")
+    assert has_i128_mulh(other + MULH) and not has_i128_mulh(other)
+    assert "i128" not in compile_module(other + MULH, TARGET).optimized_ir
     out = rewrite_i128_mulhs(two)
     assert "i128" not in out and optimizer_i128_line(two.replace("i128", "i64"), out) is None
 
