@@ -341,24 +341,8 @@ def random_terms(count: int, seed: int = 0, max_depth: int = 4, max_bits: int = 
 def with_uniform_leaves(terms: Sequence[Term], seed: int = 0) -> list[Term]:
     """Each variable made a uniform leaf (a broadcast, as the Halide frontend makes its splats) with
     probability 1/2, per term; run_batch feeds such a variable one value in every lane."""
-    from fpir.ops import make, spec
-    from fpir.term import var as mkvar
-
     rng = random.Random(seed)
-    out = []
-    for term in terms:
-        pick = {v.name for v in term.variables() if rng.random() < 0.5}
-        memo: dict[int, Term] = {}
-        for t in term.walk():
-            if t.is_var:
-                memo[id(t)] = mkvar(t.name, t.type, uniform=t.name in pick)
-            elif t.args:
-                memo[id(t)] = make(t.op, *[memo[id(a)] for a in t.args],
-                                   type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
-            else:
-                memo[id(t)] = t
-        out.append(memo[id(term)])
-    return out
+    return [_with_uniform(term, {v.name for v in term.variables() if rng.random() < 0.5}) for term in terms]
 
 
 def random_overflow_terms(count: int, seed: int = 0, max_depth: int = 3) -> list[Term]:
