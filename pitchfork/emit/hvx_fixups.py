@@ -73,12 +73,14 @@ def _split_lanes(m: re.Match[str]) -> int:
     return 1024 // bits if pieces & (pieces - 1) == 0 else 0
 
 
+def shuffle_mask(idx: range | list[int]) -> str:
+    """The IR text of a shufflevector mask selecting lanes `idx` (the text-level rewrites' one spelling)."""
+    return f"<{len(idx)} x i32> <" + ", ".join(f"i32 {i}" for i in idx) + ">"
+
+
 def rewrite_wide_predicate_exts(ir_text: str) -> str:
     """Every multi-register `zext`/`sext <N x i1>` done one register at a time (see above)."""
     counter = iter(range(1 << 30))
-
-    def mask(idx: range | list[int]) -> str:
-        return f"<{len(idx)} x i32> <" + ", ".join(f"i32 {i}" for i in idx) + ">"
 
     def expand(m: re.Match[str]) -> str:
         r = _split_lanes(m)
@@ -90,7 +92,7 @@ def rewrite_wide_predicate_exts(ir_text: str) -> str:
         lines, parts = [], []
         for j in range(n // r):
             p, e = f"%pfx.qp.{k}.{j}", f"%pfx.qe.{k}.{j}"
-            lines.append(f"{ind}{p} = shufflevector <{n} x i1> {c}, <{n} x i1> poison, {mask(range(j * r, j * r + r))}")
+            lines.append(f"{ind}{p} = shufflevector <{n} x i1> {c}, <{n} x i1> poison, {shuffle_mask(range(j * r, j * r + r))}")
             lines.append(f"{ind}{e} = {op} <{r} x i1> {p} to <{r} x i{bits}>")
             parts.append(e)
         width, level = r, 0
@@ -99,7 +101,7 @@ def rewrite_wide_predicate_exts(ir_text: str) -> str:
             for j in range(0, len(parts), 2):
                 name = dst if len(parts) == 2 else f"%pfx.qc.{k}.{level}.{j}"
                 lines.append(f"{ind}{name} = shufflevector <{width} x i{bits}> {parts[j]}, <{width} x i{bits}> "
-                             f"{parts[j + 1]}, {mask(range(2 * width))}")
+                             f"{parts[j + 1]}, {shuffle_mask(range(2 * width))}")
                 nxt.append(name)
             parts, width, level = nxt, 2 * width, level + 1
         return "\n".join(lines)

@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from pitchfork.emit.hvx_fixups import each_function
+from pitchfork.emit.hvx_fixups import each_function, shuffle_mask
 
 _NAME = r"%[\w.$-]+"
 _LINE = re.compile(rf"^(?P<ind>\s*)(?P<dst>{_NAME}) = (?P<rhs>.*?)\s*$")
@@ -176,7 +176,7 @@ class _Writer:
             idx = [start + i if start + i < self.n else 0 for i in range(_HVX_LANES)]
             if self.n == _HVX_LANES:
                 return [x]
-            out.append(self.emit(f"shufflevector {self.ty} {x}, {self.ty} poison, {_mask(idx)}"))
+            out.append(self.emit(f"shufflevector {self.ty} {x}, {self.ty} poison, {shuffle_mask(idx)}"))
         return out
 
     def _concat(self, parts: list[str], width: int) -> str:
@@ -187,11 +187,11 @@ class _Writer:
                 if j + 1 == len(parts):  # odd count: pair with itself (the copy is cut off below)
                     parts.append(parts[j])
                 nxt.append(self.emit(f"shufflevector <{width} x i32> {parts[j]}, <{width} x i32> {parts[j + 1]}, "
-                                     f"{_mask(range(2 * width))}"))
+                                     f"{shuffle_mask(range(2 * width))}"))
             parts, width = nxt, 2 * width
         if width == self.n:
             return parts[0]
-        return self.emit(f"shufflevector <{width} x i32> {parts[0]}, <{width} x i32> poison, {_mask(range(self.n))}")
+        return self.emit(f"shufflevector <{width} x i32> {parts[0]}, <{width} x i32> poison, {shuffle_mask(range(self.n))}")
 
     def product(self, a: Pair, b: Pair) -> Pair | None:
         if "s" in a.kind and "s" in b.kind and not ("u" in a.kind and "u" in b.kind):
@@ -208,8 +208,8 @@ class _Writer:
         for x, y in zip(self._chunks(a.lo), self._chunks(b.lo)):
             e = self.emit(f"call <64 x i32> @{_EWUH}(<32 x i32> {x}, <32 x i32> {y})")
             p = self.emit(f"call <64 x i32> @{_OWH}(<64 x i32> {e}, <32 x i32> {x}, <32 x i32> {y})")
-            los.append(self.emit(f"shufflevector <64 x i32> {p}, <64 x i32> poison, {_mask(range(32))}"))
-            his.append(self.emit(f"shufflevector <64 x i32> {p}, <64 x i32> poison, {_mask(range(32, 64))}"))
+            los.append(self.emit(f"shufflevector <64 x i32> {p}, <64 x i32> poison, {shuffle_mask(range(32))}"))
+            his.append(self.emit(f"shufflevector <64 x i32> {p}, <64 x i32> poison, {shuffle_mask(range(32, 64))}"))
         lo, hi = self._concat(los, 32), self._concat(his, 32)
         self.products.append((a.lo, b.lo, lo))
         if not signed:  # hi(u x u) = hi(s x s) + (a < 0 ? b : 0) + (b < 0 ? a : 0)
@@ -269,10 +269,6 @@ class _Writer:
         if lo == "true":
             return self.cmp(f"{sign}le", a.hi, b.hi)
         return self.logic("or", hi_lt, self.logic("and", self.cmp("eq", a.hi, b.hi), lo))
-
-
-def _mask(idx: range | list[int]) -> str:
-    return f"<{len(idx)} x i32> <" + ", ".join(f"i32 {i}" for i in idx) + ">"
 
 
 def rewrite_i64_products(ir_text: str) -> str:

@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from pitchfork.emit.hvx_fixups import shuffle_mask
+
 #: pair-form intrinsics (`llvm.hexagon.V6.<name>.dv.128B`) whose value is the single-register form's
 #: on the low and the high register of each operand pair
 SPLITTABLE = frozenset(f"v{op}{t}sat" for op in ("add", "sub") for t in ("ub", "b", "uh", "h", "uw", "w"))
@@ -33,9 +35,7 @@ _PAIR_CALL = re.compile(
     r"<64 x i32> (?P<b>" + _OPERAND + r")\)(?P<attrs>[^\n]*)$",
     re.M,
 )
-_LO = "<32 x i32> <" + ", ".join(f"i32 {i}" for i in range(32)) + ">"
-_HI = "<32 x i32> <" + ", ".join(f"i32 {i}" for i in range(32, 64)) + ">"
-_BOTH = "<64 x i32> <" + ", ".join(f"i32 {i}" for i in range(64)) + ">"
+_LO, _HI, _BOTH = shuffle_mask(range(32)), shuffle_mask(range(32, 64)), shuffle_mask(range(64))
 
 
 def _splittable(m: re.Match[str]) -> bool:
