@@ -42,6 +42,15 @@ SPELLINGS = [
     # the shift constant written at another integer type (fpir/text.py retypes it: `>> 15`)
     ("mul_shr", "i16(max(min((i32(a_i16) * i32(b_i16)) >> u32(15), 32767), -32768))", "mul_shr(a_i16, b_i16, 15)"),
     ("mul_shr", "i16((i32(a_i16) * 23170) >> u8(15))", "mul_shr(a_i16, 23170, 15)"),
+    # products whose widened type differs from the operands' only in signedness (the shifted-out sign
+    # bits never reach the narrowed result): casts.rules cast_of_*_reinterpret, cast_of_widening_shr
+    ("mul_shr", "u16((i32(a_u16) * i32(b_u16)) >> 16)", "mul_shr(a_u16, b_u16, 16)"),
+    ("mul_shr", "u8((i16(a_u8) * i16(b_u8)) / 256)", "mul_shr(a_u8, b_u8, 8)"),
+    ("mul_shr", "i16((i32(b_u16) * i32(a_u16)) >> u32(16))", "reinterpret<i16>(mul_shr(b_u16, a_u16, 16))"),
+    ("mul_shr", "u8((i16(a_u8) * 200) >> 8)", "mul_shr(a_u8, 200, 8)"),
+    ("mul_shr", "u8((i32(a_u8) * i32(b_u8)) >> 8)", "mul_shr(a_u8, b_u8, 8)"),
+    ("rounding_mul_shr", "u16((i32(a_u16) * i32(b_u16) + 32768) >> 16)", "rounding_mul_shr(a_u16, b_u16, 16)"),
+    ("rounding_mul_shr", "u8((128 + i16(a_u8) * i16(b_u8)) / 256)", "rounding_mul_shr(a_u8, b_u8, 8)"),
     ("rounding_mul_shr", "saturating_cast<i16>((i32(a_i16) * i32(b_i16) + 16384) >> i64(15))",
      "rounding_mul_shr(a_i16, b_i16, 15)"),
     # saturating_add / saturating_sub from the sum or difference widened into either signedness
@@ -237,7 +246,23 @@ def test_families_fire_their_rules() -> None:
             "rounding_shl_var_of_extending_add", "rounding_shl_var_plus_one_of_extending_add",
             "rounding_shr_of_lossless_cast", "rounding_halving_add_of_extending_add_one",
             "rounding_halving_add_of_signed_extending_add_const_one", "rounding_shr_var_sat_amount_of_extending_add",
-            "rounding_shr_var_sat_amount_plus_minus_one_of_extending_add"} <= fired
+            "rounding_shr_var_sat_amount_plus_minus_one_of_extending_add", "cast_of_shr_of_reinterpret",
+            "cast_of_rounding_add_shr_of_reinterpret", "cast_of_widening_shr"} <= fired
+
+
+@pytest.mark.parametrize("source, lifted", [
+    ("u16((i32(a_u16) * i32(b_u16) + 32768) >> 16)", "rounding_mul_shr(a_u16, b_u16, 16)"),
+    ("i16((i32(a_u16) * i32(b_u16)) >> 16)", "reinterpret<i16>(mul_shr(a_u16, b_u16, 16))"),
+])
+def test_resigned_product_lifts_with_the_frontends_flags(source: str, lifted: str) -> None:
+    """As the Halide frontend gives it (nsw on the i32 add and multiply), the i32 rounding add becomes
+    rounding_shr.nsw before the narrowing cast is seen: cast_of_rounding_shr_of_reinterpret takes it."""
+    from fpir.flags import with_halide_overflow
+
+    out, stats = lift_with_stats(with_halide_overflow(parse(source), overflow=True))
+    assert str(out) == lifted
+    if "rounding" in lifted:
+        assert "cast_of_rounding_shr_of_reinterpret" in stats.fired
 
 
 @pytest.mark.parametrize("target", [
