@@ -78,3 +78,12 @@ _declare("hvx.rounding_shl_b", ["i8, i8 -> i8", "u8, i8 -> u8"],
                     f"reinterpret<i16>(hvx.vmpy(x, 2)), hvx.vmpy(max(min(y, 8), -9), 1)), 0)))",
          _rounding_shl_b, 6, "vmaxb, vminb (clamp), vmpy by 2 and by 1 (widen: de-interleaved pairs), "
          "vaslhv, vavghrnd, vshuffeb: 9 instructions per 128 lanes")
+# An amount already known to lie in [-9, 8] (Halide's clamped spellings) needs no clamp: the same
+# sequence without vmaxb/vminb (rule rounding_shl_b_var_in_range; any other amount is read by vaslhv
+# modulo 32, as the semantics says).
+_declare("hvx.rounding_shl_b_in_range", ["i8, i8 -> i8", "u8, i8 -> u8"],
+         lambda sg: f"reinterpret<{sg.result.name}>(hvx.vpacke(hvx.vavg_rnd(hvx.vasl_v("
+                    f"reinterpret<i16>(hvx.vmpy(x, 2)), hvx.vmpy(y, 1)), 0)))",
+         _rounding_shl_b, 5, "vmpy by 2 and by 1 (widen: de-interleaved pairs), vaslhv, vavghrnd, vshuffeb: "
+         "7 instructions per 128 lanes")
+

@@ -104,14 +104,17 @@ def _run_exhaustive(text: str, inputs: dict[str, np.ndarray], lanes: int):  # ty
 @needs_qemu
 @pytest.mark.qemu
 @pytest.mark.parametrize("t", ["i8", "u8"])
-def test_byte_rounding_shl_by_a_signed_amount_is_exhaustively_bit_exact(t: str) -> None:
-    """rounding_shl(x_T, y_i8) (rule rounding_shl_b_var): every (x, y) pair of bytes, 128 lanes, under
-    qemu-hexagon against FPIR's rounding_shl; 11 loop packets where the generic expansion took 18."""
+@pytest.mark.parametrize("amount, inst", [("y_i8", "rounding_shl_b"),
+                                          ("max(min(y_i8, 8), -9)", "rounding_shl_b_in_range")])
+def test_byte_rounding_shl_by_a_signed_amount_is_exhaustively_bit_exact(t: str, amount: str, inst: str) -> None:
+    """rounding_shl(x_T, y_i8) (rules rounding_shl_b_var / _in_range): every (x, y) pair of bytes, 128
+    lanes, under qemu-hexagon against FPIR's rounding_shl; 11 loop packets where the generic expansion
+    took 18 (an amount known to be in [-9, 8] skips the clamp)."""
     xs, ys = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
     x = (xs.ravel() - (128 if t == "i8" else 0)).astype(parse_type(t).np_dtype)
     y = (ys.ravel() - 128).astype(np.int8)
-    got, want, final, loop = _run_exhaustive(f"rounding_shl(x_{t}, y_i8)", {"x": x, "y": y}, 128)
-    assert "hvx.rounding_shl_b(" in str(final), final
+    got, want, final, loop = _run_exhaustive(f"rounding_shl(x_{t}, {amount})", {"x": x, "y": y}, 128)
+    assert f"hvx.{inst}(" in str(final), final
     bad = np.nonzero(got != want)[0]
     assert not len(bad), [(int(x[j]), int(y[j]), int(got[j]), int(want[j])) for j in bad[:8]]
     assert sum("vasl(v" in i and ".h,v" in i for i in loop.instructions) == 2, loop.instructions  # vaslhv x 2
