@@ -51,6 +51,10 @@ SPELLINGS = [
     ("mul_shr", "u8((i32(a_u8) * i32(b_u8)) >> 8)", "mul_shr(a_u8, b_u8, 8)"),
     ("rounding_mul_shr", "u16((i32(a_u16) * i32(b_u16) + 32768) >> 16)", "rounding_mul_shr(a_u16, b_u16, 16)"),
     ("rounding_mul_shr", "u8((128 + i16(a_u8) * i16(b_u8)) / 256)", "rounding_mul_shr(a_u8, b_u8, 8)"),
+    # products widened four times (the shift is then a widening_shr), clamped
+    ("mul_shr", "saturating_cast<i16>((i64(a_i16) * i64(b_i16)) >> 15)", "mul_shr(a_i16, b_i16, 15)"),
+    ("mul_shr", "u8(min((i32(a_u8) * i32(b_u8)) >> 8, 255))", "mul_shr(a_u8, b_u8, 8)"),
+    ("mul_shr", "i8(max(min((i32(a_i8) * i32(b_i8)) / 128, 127), -128))", "mul_shr(a_i8, b_i8, 7)"),
     ("rounding_mul_shr", "saturating_cast<i16>((i32(a_i16) * i32(b_i16) + 16384) >> i64(15))",
      "rounding_mul_shr(a_i16, b_i16, 15)"),
     # saturating_add / saturating_sub from the sum or difference widened into either signedness
@@ -260,7 +264,8 @@ def test_families_fire_their_rules() -> None:
             "rounding_halving_add_of_signed_extending_add_const_one", "rounding_shr_var_sat_amount_of_extending_add",
             "rounding_shr_var_sat_amount_plus_minus_one_of_extending_add", "cast_of_shr_of_reinterpret",
             "cast_of_rounding_add_shr_of_reinterpret", "cast_of_widening_shr", "mac_of_extending_sub_mul",
-            "mac_of_sub_muls", "mac_of_extending_add_add_muls"} <= fired
+            "mac_of_sub_muls", "mac_of_extending_add_add_muls", "saturating_cast_of_widening_shr",
+            "saturating_cast_of_resigned_widening_shr"} <= fired
 
 
 @pytest.mark.parametrize("source, lifted", [
