@@ -24,6 +24,7 @@ from typing import Any
 
 from llvmlite import ir
 
+from pitchfork.emit.lane_order import pack_order_registers
 from pitchfork.targets.base import Inst, declare
 
 VECTOR_BITS = 256
@@ -90,6 +91,11 @@ def _pack(name: str, src_bits: int) -> Emit:
             packed = em.call(name, out_t, [lo, hi])
             return em.b.shuffle_vector(packed, ir.Constant(out_t, ir.Undefined), _mask(order))
 
+        if src_bits == 32:
+            # the operand computed in the order the in-lane pack consumes: no vpermq (emit/lane_order.py)
+            regs = pack_order_registers(em, t.args[0])
+            if regs is not None:
+                return em.concat([em.call(name, out_t, [regs[i], regs[i + 1]]) for i in range(0, len(regs), 2)])
         chunks = em.split(args[0], n_in)
         if len(chunks) % 2:
             chunks.append(chunks[-1])
