@@ -236,6 +236,27 @@ def test_widening_chain_keeps_deinterleaved_order_and_new_forms_run() -> None:
 
 @needs_qemu
 @pytest.mark.qemu
+def test_non_widening_multiply_in_a_widening_chain_keeps_deinterleaved_order() -> None:
+    """vmpyi is lane-wise: between a widening add and a widening multiply-accumulate (and a vpacko
+    narrowing) it runs on the de-interleaved pair, so the loop has no vdeal and at most the one
+    vshuff that restores lane order at the store (before: vshuff + vdeal around the vmpyi).
+    Bit-exact at one and two pairs, by a byte constant (vmpyi(.., Rt.b)) and a splat (vmpyih)."""
+    u8s = {n: "u8" for n in "abcd"}
+    cases = [_select_case("(u16(a) + u16(b)) * 3 + u16(c) * u16(d)", u8s, lanes) for lanes in (128, 256)]
+    cases += [_select_case("u8(((u16(a) + u16(b)) * 3 + u16(c) * u16(d)) >> 8)", u8s, 128),
+              _select_case("(i32(a) + i32(b)) * 7 + i32(c) * i32(d)", {n: "i16" for n in "abcd"}, 64),
+              _select_case("(u16(a) + u16(b)) * 300 + u16(c) * u16(d)", u8s, 128)]
+    failures = run_cases(cases, np.random.default_rng(61))
+    assert not failures, "\n".join(failures)
+    for c in cases:
+        body = hvx_asm_lines(c)
+        assert any("vmpyi" in i for i in body), body
+        assert not any(re.search(r"\bvdeal\b", i) for i in body), (c.name, body)
+        assert sum(bool(re.search(r"\bvshuff\b", i)) for i in body) <= (2 if c.lanes == 256 else 1), body
+
+
+@needs_qemu
+@pytest.mark.qemu
 def test_product_with_a_widened_narrow_operand_is_a_16bit_multiply() -> None:
     """i32(x_u8) * i32(f_i16) (depthwise_conv's taps) is one 16 x 16 widening multiply of the zero-extended
     input (vmpyhv, accumulating: vmpyhv.acc) as Halide's, not 32-bit multiply emulation (vmpyie + vmpyieo);
