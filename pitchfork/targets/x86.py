@@ -124,6 +124,49 @@ declare("x86", (
 ))
 
 
+
+# Q31 high multiplies of 32-bit lanes (quantized ML's requantize, gemmlowp's "saturating rounding
+# doubling high multiply"): AVX2 multiplies 32-bit lanes into 64-bit products only in even lanes
+# (vpmuldq), so the odd lanes are shifted down first (vpsrlq 32) and multiplied too; the even products'
+# results are their bits 31..62 moved down (vpsrlq 31), the odd ones' moved up into the high half
+# (vpaddq p, p), and one vpblendd interleaves them: no widening of the operands, no narrowing of the
+# products (LLVM alone: 4 vpmovsxdq, and vshufps + vpermpd). The only product past the i32 range is
+# MIN * MIN (2^31, which wraps to MIN, the one result that cannot occur otherwise): flipping its bits
+# gives MAX (vpcmpeqd + vpxor). Rounding adds 2^30 to both products first. ~11 instructions per 8
+# lanes; priced below the unlowered FPIR op (8) they replace (LLVM alone: ~22).
+def _q31_high(rounding: bool) -> Emit:
+    def emit(em, args, t):  # type: ignore[no-untyped-def]
+        v64, v32 = _vt(64, 4), _vt(32, 8)
+
+        def c64(v: int) -> ir.Constant:
+            return ir.Constant(v64, [v] * 4)
+
+        def one(x, y):  # type: ignore[no-untyped-def]
+            xq, yq = em.b.bitcast(x, v64), em.b.bitcast(y, v64)
+            # sign-extended low halves (even lanes) and high halves (odd lanes): LLVM selects vpmuldq
+            even = em.b.mul(em.b.ashr(em.b.shl(xq, c64(32)), c64(32)), em.b.ashr(em.b.shl(yq, c64(32)), c64(32)))
+            odd = em.b.mul(em.b.ashr(xq, c64(32)), em.b.ashr(yq, c64(32)))
+            if rounding:
+                even, odd = em.b.add(even, c64(1 << 30)), em.b.add(odd, c64(1 << 30))
+            lo = em.b.bitcast(em.b.lshr(even, c64(31)), v32)
+            hi = em.b.bitcast(em.b.add(odd, odd), v32)
+            r = em.b.shuffle_vector(lo, hi, _mask([0, 9, 2, 11, 4, 13, 6, 15]))
+            wrapped = em.b.sext(em.b.icmp_signed("==", r, ir.Constant(v32, [-(1 << 31)] * 8)), v32)
+            return em.b.xor(r, wrapped)
+
+        return em.map_chunks(args, 8, one)
+
+    return emit
+
+
+declare("x86", (
+    Inst("pmuldq_q31", ["i32, i32 -> i32"], "mul_shr(x, y, 31)", _q31_high(False),
+         "vpsrlq 32 x2, vpmuldq x2, vpsrlq 31, vpaddq, vpblendd, vpcmpeqd + vpxor (MIN * MIN)", cost=6),
+    Inst("pmuldq_q31_round", ["i32, i32 -> i32"], "rounding_mul_shr(x, y, 31)",
+         _q31_high(True), "vpsrlq 32 x2, vpmuldq x2, vpaddq 2^30 x2, vpsrlq 31, vpaddq, vpblendd, vpcmpeqd + vpxor",
+         cost=6),
+))
+
 # ---- multiply-add of adjacent pairs ----------------------------------------------------------------
 def _interleave(em, a, b):  # type: ignore[no-untyped-def]
     """[a0, b0, a1, b1, ...] from two vectors of n lanes."""

@@ -182,6 +182,7 @@ MNEMONIC = {
     "x86.psllv": r"vpsllv[dq]", "x86.psrlv": r"vpsrlv[dq]", "x86.psrav": r"vpsravd",
     "x86.psllv_widened": r"vpsllvd", "x86.psrlv_widened": r"vpsrlvd", "x86.psrav_widened": r"vpsravd",
     "x86.rounding_shl_widened": r"vpsllvd", "x86.psrav_q": r"vpsrlvq",
+    "x86.pmuldq_q31": r"vpmuldq", "x86.pmuldq_q31_round": r"vpmuldq",
 }
 
 
@@ -287,6 +288,8 @@ RULE_EXAMPLES: dict[str, list[str]] = {
     "pmulhuw_shr": ["mul_shr(a_u16, b_u16, 17)", "mul_shr(a_u16, b_u16, 31)", "mul_shr(a_u16, b_u16, 33)"],
     "pmulhuw_q15": ["mul_shr(a_u16, 1000, 15)", "mul_shr(a_u16, 32767, 15)"],
     "pmulhuw_q15_const_first": ["mul_shr(1000, a_u16, 15)"],
+    "pmuldq_q31": ["mul_shr(a_i32, b_i32, 31)", "i32((i64(a_i32) * i64(b_i32 >> 1)) >> 31)"],
+    "pmuldq_q31_round": ["rounding_mul_shr(a_i32, b_i32, 31)"],
     "pmulhrsw_fixup": ["rounding_mul_shr(a_i16, b_i16, 15)"],
     "pmulhrsw": ["rounding_mul_shr(i16(a_i8), b_i16, 15)", "rounding_mul_shr(a_i16, i16(b_u8), 15)"],
     "wmul_pmaddwd": ["widening_mul(a_i16, b_i16)"],

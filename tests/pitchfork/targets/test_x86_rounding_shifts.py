@@ -1,5 +1,5 @@
-"""x86 AVX2 rounding shifts by a per-lane signed amount (32/64-bit lanes), the emulated vpsravq, and
-vpmulhrsw under the narrowings Halide writes around it.
+"""x86 AVX2 rounding shifts by a per-lane signed amount (32/64-bit lanes), the emulated vpsravq,
+vpmulhrsw under the narrowings Halide writes around it, and the Q31 high multiplies through vpmuldq.
 
 The rules themselves are verified and run on edge values in test_x86.py (test_rule_verifies,
 test_rules_fire_and_run, test_every_fpir_op_lowers_at_every_type). Checked here:
@@ -10,6 +10,7 @@ test_rules_fire_and_run, test_every_fpir_op_lowers_at_every_type). Checked here:
 * a Halide pipeline narrowing a Q15 product in the ways quantized code does (truncating, saturating to
   8 and 16 bits, through Halide's rounding_shift_right and its unsigned amount) gets vpmulhrsw and no
   32-bit product, bit-exact against realize();
+* Halide's Q31 requantize multiplies get vpmuldq on both lane halves (x86.pmuldq_q31*);
 * lifting Halide's widened 32-bit rounding_shift_left spelling does not lose on x86.
 """
 
@@ -146,3 +147,26 @@ def test_rounding_shl_32bit_lifting_never_loses(monkeypatch: pytest.MonkeyPatch)
         n_unlifted, fpir = loop(s)
         assert lifted[s][1].startswith("rounding_shl(") and "rounding_shl" not in fpir, (lifted[s][1], fpir)
         assert lifted[s][0] < n_unlifted, (s, lifted[s][0], n_unlifted)
+
+
+def test_halide_q31_requantize_uses_pmuldq_on_both_halves() -> None:
+    """Halide's rounding_mul_shift_right / mul_shift_right of i32 by 31 (the requantize multiply):
+    vpmuldq on the even and odd lanes, no widening of the operands (vpmovsxdq) or narrowing of the
+    products (vpermpd), bit-exact against realize() including MIN * MIN."""
+    a = hl.ImageParam(hl.Int(32), 1, "a")
+    b = hl.ImageParam(hl.Int(32), 1, "b")
+    x = hl.Var("x")
+    f = hl.Func("q31")
+    f[x] = hl.rounding_mul_shift_right(a[x], b[x], 31) ^ hl.mul_shift_right(a[x], b[x] >> 1, 31)
+    f.vectorize(x, 8)
+    ours, llvm, mine, theirs = _compile_both(f, [a, b], "q31")
+    assert mine.count("vpmuldq") == 4 and not {"vpmovsxdq", "vpermpd", "vpermq"} & set(mine), mine
+    assert len(mine) < len(theirs), (mine, theirs)
+    rng = np.random.default_rng(31)
+    da = rng.integers(-2**31, 2**31, 4096, dtype=np.int64).astype(np.int32)
+    db = rng.integers(-2**31, 2**31, 4096, dtype=np.int64).astype(np.int32)
+    da[:8] = [-2**31, -2**31, 2**31 - 1, -1, 0, 1, -2**31, 2**30]
+    db[:8] = [-2**31, 2**31 - 1, 2**31 - 1, -1, 5, -2**31, -2**31 + 1, 2]
+    a.set(hl.Buffer(da))
+    b.set(hl.Buffer(db))
+    assert np.array_equal(np.asarray(ours(da, db)), np.asarray(f.realize([4096], HALIDE_TARGET)))
