@@ -14,7 +14,8 @@ to rounding_mul_shr(a, b, 32) (multiply.rules rounding_mul_shr_of_cast, up to 16
 its 32-bit instances got the integer product-bounds proof), `i32((i64(a) * i64(b)) >> 33)` to mul_shr.
 They run bit-exactly on the three ISAs, from FPIR text and from Halide Funcs (against realize()), and
 the lifted code is no longer than the unlifted on x86 and arm64 (generic.rules
-rounding_mul_shr_high_word*, the high word in T instead of a clamped 64-bit rounding).
+rounding_mul_shr_high_word*, the high word in T instead of a clamped 64-bit rounding) and on hvx128
+(hvx.rules vmpyo_sacc_rnd_shr) except u32 by a constant (test_high_word_lifting_never_loses).
 """
 
 from __future__ import annotations
@@ -235,13 +236,32 @@ def test_high_word_spellings_run_bit_exact(target: str) -> None:
     assert r.ran == len(terms)
 
 
-@pytest.mark.parametrize("target", ["x86-avx2", "arm64"])
+# The rounding high-word forms the never-loses comparison covers: HIGH_WORD's, plus u32 by a constant at
+# the shifts where a vector u32 operand is not lifted (2^(c-1) + (2^32 - 1)^2 wraps u64 above 33) and an
+# i32 constant factor above 32.
+NEVER_LOSES_EXTRA = [
+    "i32((i64(a_i32) * -1518500250 + 4294967296) >> 33)",
+    "i32((i64(a_i32) * 1518500250 + 2305843009213693952) >> 62)",
+    "u32((u64(a_u32) * 3037000500 + 2147483648) >> 32)",
+    "u32((u64(a_u32) * 3037000500 + 4294967296) >> 33)",
+    "u32((u64(a_u32) * 3037000500 + 549755813888) >> 40)",
+    "u32((u64(a_u32) * 3037000500 + 2305843009213693952) >> 62)",
+]
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
 def test_high_word_lifting_never_loses(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The lifted high-word forms give a steady-state loop no longer than leaving them unlifted
-    (scripts/lift_vs_unlifted.py). Before generic.rules' rounding_mul_shr_high_word*, x86 lost up to
-    31 against 22 instructions (the 64-bit rounding kept and clamped). HVX is not asserted: there the
-    unlifted 64-bit code goes through hvx_i64's vmpye/vmpyo halves, and the lifted op waits for an
-    HVX lowering of rounding_mul_shr(i32, 32..63) (pitchfork/emit/hvx_i64.py; the rule set's gap)."""
+    (scripts/lift_vs_unlifted.py; HVX: packets, its performance proxy). Before generic.rules'
+    rounding_mul_shr_high_word*, x86 lost up to 31 against 22 instructions (the 64-bit rounding kept and
+    clamped). On HVX the unlifted 64-bit code goes through hvx_i64's vmpye/vmpyo pair product; since
+    hvx.rules vmpyo_sacc_rnd_shr the lifted i32 forms win or tie (7-9 vs 8-14 packets, also by a
+    constant) and u32 by a vector ties or wins (11 vs 11-14). STILL LOSING on HVX, so not asserted there:
+    u32 by a constant (17-19 vs 12-14 packets): no HVX rule for rounding_mul_shr(u32), so the generic
+    16-bit partial products are emitted, which LLVM does not fold back into one 64-bit product when a
+    factor is constant (by a vector it does, and hvx_i64 takes it). A candidate rule (Q31 product plus
+    the unsigned correction, 8-10 packets, bit-exact under qemu) is on branch s7-hvx-lift-u32-wip; its
+    Z3 proof is UNKNOWN at the suite's rlimit."""
     import pitchfork.lift as lift_mod
     from pitchfork.emit.machine import main_vector_loop
     from pitchfork.select_batch import select_expression
@@ -251,9 +271,12 @@ def test_high_word_lifting_never_loses(target: str, monkeypatch: pytest.MonkeyPa
     def loop(text: str) -> tuple[int, str]:
         rec = select_expression(text, target, emit="asm")
         assert rec.error is None and rec.asm is not None, rec.error
-        return len(main_vector_loop(rec.asm, target=target).instructions), str(rec.fpir)
+        lp = main_vector_loop(rec.asm, target=target)
+        return len(lp.packets if target == "hvx128" else lp.instructions), str(rec.fpir)
 
-    rounding = [s for s, lifted, _ in HIGH_WORD if lifted.startswith("rounding_mul_shr")]
+    rounding = [s for s, lifted, _ in HIGH_WORD if lifted.startswith("rounding_mul_shr")] + NEVER_LOSES_EXTRA
+    if target == "hvx128":  # see the docstring: u32 by a constant still loses there
+        rounding = [s for s in rounding if not (s.startswith("u32") and "u64(b_u32)" not in s)]
     lifted = {s: loop(s) for s in rounding}
     kept = RuleSet([r for r in lift_mod.lift_rules().rules if r.name != "rounding_mul_shr_of_cast"])
     monkeypatch.setattr(lift_mod, "lifter", lambda rules=None, trace=False: Rewriter(kept, trace=trace))
