@@ -32,7 +32,7 @@ RUNTIME_SHIFT_COST_SIGNED = 4
 class TargetInfo:
     name: str
     rules: RuleSet
-    cost: Callable[[Term], tuple[int, ...]]
+    cost: Callable[[Term], tuple[int, ...]]  # target_cost, or ordered_target_cost (ORDERED_SUMS)
 
 
 def canonical(name: str) -> str:
@@ -40,6 +40,43 @@ def canonical(name: str) -> str:
     if name not in ISAS:
         raise ValueError(f"unknown target {name!r}; choose one of {', '.join(ISAS)}")
     return name
+
+
+#: multiply-accumulate instructions whose first operand is the accumulator (the chains of
+#: `_accumulation_order`)
+MULTIPLY_ACCUMULATE = frozenset({"arm.umlal", "arm.smlal"})
+#: adds whose operands (all of them) or accumulator (the first) may sit on a multiply-accumulate chain
+_CHAIN_ADDS = {"add": None, "arm.uaddw": 0, "arm.saddw": 0}
+
+
+def _mac_chain(t: Term) -> int:
+    """Length of the multiply-accumulate chain `t` starts (through the accumulator operands)."""
+    n = 0
+    while t.op in MULTIPLY_ACCUMULATE:
+        n, t = n + 1, t.args[0]
+    return n
+
+
+def _accumulation_order(t: Term) -> int:
+    """The tie-break of `ordered_target_cost`: how many multiply-accumulates an add sits above, and how
+    many of an add's operands are adds of a shift by a constant. Moving an add (or widen-right add)
+    below a multiply-accumulate into its accumulator, or a constant shift up a chain of adds, keeps
+    the instruction count and lowers this, so the rewriter takes it (rules/lower/arm_neon.rules,
+    "accumulation chains" and "sums of shifted terms"); it ends where the add meets the chain's root,
+    or the shift another one, where a cheaper form may appear (two uaddw over a ushll root are a
+    uaddl root and one umlal; (x << c) + (y << c) is (x + y) << c)."""
+    which = _CHAIN_ADDS.get(t.op, -1)
+    if which == -1:
+        return 0
+    args = t.args if which is None else t.args[which:which + 1]
+    n = sum(_mac_chain(a) for a in args)
+    if t.op == "add":  # a shift by a constant one add down: moved up, two such shifts meet and merge
+        n += sum(1 for a in t.args if a.op == "add" and any(_const_shl(b) for b in a.args))
+    return n
+
+
+def _const_shl(t: Term) -> bool:
+    return t.op == "shl" and t.args[1].is_const
 
 
 def _target_node_cost(t: Term) -> tuple[int, int, int]:
@@ -64,6 +101,9 @@ def _target_node_cost(t: Term) -> tuple[int, int, int]:
 
 
 _TARGET_COST = DagCost(_target_node_cost, 3)
+_ORDERED_COST = DagCost(lambda t: (*_target_node_cost(t), _accumulation_order(t)), 4)
+#: targets whose lowering breaks cost ties by the accumulation order (their rules reorder sums)
+ORDERED_SUMS = frozenset({"arm64"})
 
 
 def target_cost(term: Term) -> tuple[int, int, int]:
@@ -73,6 +113,12 @@ def target_cost(term: Term) -> tuple[int, int, int]:
     Neon `abs` for `abs`). Summed over the distinct nodes (over every use above
     pitchfork.dagcost.EXACT_LIMIT nodes), cached per term."""
     return _TARGET_COST(term)  # type: ignore[return-value]
+
+
+def ordered_target_cost(term: Term) -> tuple[int, int, int, int]:
+    """`target_cost` and then, to break its ties, the accumulation order (`_accumulation_order`):
+    the cost the lowering of the ORDERED_SUMS targets minimises."""
+    return _ORDERED_COST(term)  # type: ignore[return-value]
 
 
 def load_target(name: str, include_synthesized: Optional[bool] = None,
@@ -96,4 +142,4 @@ def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[s
     path = RULES_DIR / "lower" / f"{stem}.rules"
     rules = load_rule_file(path) if path.exists() else []
     rules += synthesized_rules(f"lower_{stem}", SynthConfig(include_synthesized, exclude_from))
-    return TargetInfo(name, RuleSet(rules), target_cost)
+    return TargetInfo(name, RuleSet(rules), ordered_target_cost if name in ORDERED_SUMS else target_cost)

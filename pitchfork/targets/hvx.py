@@ -287,8 +287,25 @@ _VMPYI_SCALAR = {16: (("vmpyihb", 8),), 32: (("vmpyiwb", 8), ("vmpyiwh", 16))}
 _VMPYI_VECTOR = {16: "vmpyih"}
 
 
+def _follow_layout(em: Any, t: Term, args: Sequence[ir.Value], n: int,
+                   f: Callable[..., ir.Value]) -> ir.Value:
+    """Apply the one-register, lane-wise `f` to `args` in the lane order `t` is cheapest in: on a
+    de-interleaved operand (a widening instruction's pair) `f` runs on the two de-interleaved halves
+    and the result is re-interleaved, so LLVM cancels the shuffles against the neighbours' and a chain
+    widening op -> vmpyi -> accumulate keeps its pairs de-interleaved (as `_lanewise` does)."""
+    if _layout(t, _layouts(em)) != DEINT:
+        return em.map_chunks(args, n, f)
+
+    def pairwise(*ps: ir.Value) -> ir.Value:
+        halves = [_halves(em, _deinterleave(em, p)) for p in ps]
+        return _interleave(em, _join(em, f(*[h[0] for h in halves]), f(*[h[1] for h in halves])))
+
+    return em.map_chunks(args, 2 * n, pairwise)
+
+
 def _vmpyi(acc: bool) -> Callable[..., ir.Value]:
-    """x * y (acc: x + y * z), every lane modulo 2^bits; signedness does not change the low bits."""
+    """x * y (acc: x + y * z), every lane modulo 2^bits; signedness does not change the low bits.
+    Lane-wise, so it follows its operands' lane order (`_follow_layout`)."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
         bits = t.type.bits
@@ -305,11 +322,12 @@ def _vmpyi(acc: bool) -> Callable[..., ir.Value]:
             for name, rbits in _VMPYI_SCALAR[bits]:
                 if -(1 << (rbits - 1)) <= sc < 1 << (rbits - 1):
                     r = _replicate(sc, rbits)
-                    return em.map_chunks([*head, args[v_at]], n,
-                                         lambda *xs, name=name, r=r: em.hvx_call(name + sfx, [*xs, r], rt))
+                    return _follow_layout(em, t, [*head, args[v_at]], n,
+                                          lambda *xs, name=name, r=r: em.hvx_call(name + sfx, [*xs, r], rt))
         if bits in _VMPYI_VECTOR:
             name = _VMPYI_VECTOR[bits] + sfx
-            return em.map_chunks([*head, args[first], args[first + 1]], n, lambda *xs: em.hvx_call(name, xs, rt))
+            return _follow_layout(em, t, [*head, args[first], args[first + 1]], n,
+                                  lambda *xs: em.hvx_call(name, xs, rt))
         return _fallback(em, t)
 
     return emit

@@ -20,7 +20,7 @@ from llvmlite import ir
 
 from fpir.term import Term
 from pitchfork.targets.hvx_emit import (DEINT, ONE, REG_BITS, _const, _declare, _deinterleave, _fallback,
-                                        _halves, _i32, _interleave, _join, _layout, _layouts, _vec)
+                                        _halves, _i32, _interleave, _join, _lanewise, _layout, _layouts, _vec)
 
 _VASL_ACC = {"i16": "vaslh.acc", "u16": "vaslh.acc", "i32": "vaslw.acc", "u32": "vaslw.acc"}
 
@@ -47,3 +47,43 @@ def _vasl_acc(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
 
 _declare("hvx.vasl_acc", [f"{k}, {k}, {k} -> {k}" for k in _VASL_ACC], "x + (y << z)", _vasl_acc, ONE,
          "vaslh.acc / vaslw.acc: Vx += vasl(Vu, Rt) (Rt = constant z in [0, bits))", "lanewise")
+
+
+# ---- shift by a signed per-lane amount, both directions: vaslhv ------------------------------------
+# Vd.h = vasl(Vu.h, Vv.h) reads the amount as the sign-extended low 5 bits of each lane (checked under
+# qemu-hexagon for every amount in [-64, 63]): 0..15 shift left, -16..-1 shift right arithmetically by
+# the magnitude (-16 gives the sign fill), which is FPIR's `<<` by a negative amount. One instruction
+# where the generic code for a signed runtime amount shifts both ways and selects.
+_VASLV = {("i16", "i16"): "vaslhv"}
+_declare("hvx.vasl_v", ["i16, i16 -> i16"], "x << ((y << 11) >> 11)", _lanewise(_VASLV), ONE,
+         "vaslhv: Vd.h = vasl(Vu.h, Vv.h) (amount: the sign-extended low 5 bits; negative shifts right)",
+         "lanewise")
+
+
+# ---- rounding_shl of bytes by a signed per-lane amount ----------------------------------------------
+# HVX has no byte shifts. The doubled value widened to 16 bits, shifted both ways at once by vaslhv by
+# the amount clamped to [-9, 8], then halved with rounding (vavg(v, 0):rnd) and truncated back:
+# for y >= 0, ((2x << y) + 1) >> 1 = x << y (its low byte, which is what wraps); for y = -k < 0,
+# (floor(2x / 2^k) + 1) >> 1 = floor((x + 2^(k-1)) / 2^k), the rounding right shift. Past the clamp
+# every result is 0 either way (a byte shifted left by 8 or more; rounded right by 9 or more, also
+# for u8), so the clamp changes nothing. The semantics below is that sequence of declared
+# instructions, so `pitchfork verify` proves the lowering rule (rules/lower/hvx.rules:
+# rounding_shl_b_var) against rounding_shl itself, and the emitter writes exactly that sequence.
+def _rounding_shl_b(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    return _fallback(em, t)
+
+
+_declare("hvx.rounding_shl_b", ["i8, i8 -> i8", "u8, i8 -> u8"],
+         lambda sg: f"reinterpret<{sg.result.name}>(hvx.vpacke(hvx.vavg_rnd(hvx.vasl_v("
+                    f"reinterpret<i16>(hvx.vmpy(x, 2)), hvx.vmpy(max(min(y, 8), -9), 1)), 0)))",
+         _rounding_shl_b, 6, "vmaxb, vminb (clamp), vmpy by 2 and by 1 (widen: de-interleaved pairs), "
+         "vaslhv, vavghrnd, vshuffeb: 9 instructions per 128 lanes")
+# An amount already known to lie in [-9, 8] (Halide's clamped spellings) needs no clamp: the same
+# sequence without vmaxb/vminb (rule rounding_shl_b_var_in_range; any other amount is read by vaslhv
+# modulo 32, as the semantics says).
+_declare("hvx.rounding_shl_b_in_range", ["i8, i8 -> i8", "u8, i8 -> u8"],
+         lambda sg: f"reinterpret<{sg.result.name}>(hvx.vpacke(hvx.vavg_rnd(hvx.vasl_v("
+                    f"reinterpret<i16>(hvx.vmpy(x, 2)), hvx.vmpy(y, 1)), 0)))",
+         _rounding_shl_b, 5, "vmpy by 2 and by 1 (widen: de-interleaved pairs), vaslhv, vavghrnd, vshuffeb: "
+         "7 instructions per 128 lanes")
+

@@ -42,6 +42,19 @@ SPELLINGS = [
     # the shift constant written at another integer type (fpir/text.py retypes it: `>> 15`)
     ("mul_shr", "i16(max(min((i32(a_i16) * i32(b_i16)) >> u32(15), 32767), -32768))", "mul_shr(a_i16, b_i16, 15)"),
     ("mul_shr", "i16((i32(a_i16) * 23170) >> u8(15))", "mul_shr(a_i16, 23170, 15)"),
+    # products whose widened type differs from the operands' only in signedness (the shifted-out sign
+    # bits never reach the narrowed result): casts.rules cast_of_*_reinterpret, cast_of_widening_shr
+    ("mul_shr", "u16((i32(a_u16) * i32(b_u16)) >> 16)", "mul_shr(a_u16, b_u16, 16)"),
+    ("mul_shr", "u8((i16(a_u8) * i16(b_u8)) / 256)", "mul_shr(a_u8, b_u8, 8)"),
+    ("mul_shr", "i16((i32(b_u16) * i32(a_u16)) >> u32(16))", "reinterpret<i16>(mul_shr(b_u16, a_u16, 16))"),
+    ("mul_shr", "u8((i16(a_u8) * 200) >> 8)", "mul_shr(a_u8, 200, 8)"),
+    ("mul_shr", "u8((i32(a_u8) * i32(b_u8)) >> 8)", "mul_shr(a_u8, b_u8, 8)"),
+    ("rounding_mul_shr", "u16((i32(a_u16) * i32(b_u16) + 32768) >> 16)", "rounding_mul_shr(a_u16, b_u16, 16)"),
+    ("rounding_mul_shr", "u8((128 + i16(a_u8) * i16(b_u8)) / 256)", "rounding_mul_shr(a_u8, b_u8, 8)"),
+    # products widened four times (the shift is then a widening_shr), clamped
+    ("mul_shr", "saturating_cast<i16>((i64(a_i16) * i64(b_i16)) >> 15)", "mul_shr(a_i16, b_i16, 15)"),
+    ("mul_shr", "u8(min((i32(a_u8) * i32(b_u8)) >> 8, 255))", "mul_shr(a_u8, b_u8, 8)"),
+    ("mul_shr", "i8(max(min((i32(a_i8) * i32(b_i8)) / 128, 127), -128))", "mul_shr(a_i8, b_i8, 7)"),
     ("rounding_mul_shr", "saturating_cast<i16>((i32(a_i16) * i32(b_i16) + 16384) >> i64(15))",
      "rounding_mul_shr(a_i16, b_i16, 15)"),
     # saturating_add / saturating_sub from the sum or difference widened into either signedness
@@ -89,6 +102,15 @@ SPELLINGS = [
     ("mac2", "((i16(a_i8) << 2) + (i16(b_i8) << 1)) * 3", "widening_mul(a_i8, 12) + widening_mul(b_i8, 6)"),
     ("mac2", "((u32(a_u16) << 2) + (u32(b_u16) << 1)) * 7", "widening_mul(a_u16, 28) + widening_mul(b_u16, 14)"),
     ("mac", "(i16(a_u8) * 3 + i16(b_u8)) * 5", "reinterpret<i16>(widening_mul(a_u8, 15) + widening_mul(b_u8, 5))"),
+    # differences distribute alike; Horner's form ((a*c0 + b)*c1 + c)*c2 gives three products
+    ("mac_sub", "(u16(a_u8) * 3 - u16(b_u8)) * 5", "widening_mul(a_u8, 15) - widening_mul(b_u8, 5)"),
+    ("mac_sub", "(i32(a_i16) * -3 - i32(b_i16)) * 7", "widening_mul(a_i16, -21) - widening_mul(b_i16, 7)"),
+    ("mac_sub", "(i16(a_i8) * 3 - i16(b_i8) * 5) * 7", "widening_mul(a_i8, 21) - widening_mul(b_i8, 35)"),
+    ("mac_sub", "(u32(a_u16) * 3 - u32(b_u16) * 5) * 7", "widening_mul(a_u16, 21) - widening_mul(b_u16, 35)"),
+    ("mac3", "((u16(a_u8) * 3 + u16(b_u8)) * 5 + u16(c_u8)) * 7",
+     "widening_mul(a_u8, 105) + widening_mul(b_u8, 35) + widening_mul(c_u8, 7)"),
+    ("mac3", "(i32(c_i16) + (i32(b_i16) + i32(a_i16) * 3) * 5) * 7",
+     "widening_mul(a_i16, 105) + widening_mul(b_i16, 35) + widening_mul(c_i16, 7)"),
     ("mac", "(i16(b_u8) + i16(a_u8) * 3) * 5", "reinterpret<i16>(widening_mul(a_u8, 15) + widening_mul(b_u8, 5))"),
     # rounding shifts of a widened narrow value by a variable amount clamped to [0, bits]: >> 1 or / 2,
     # n - 1 or n + -1, clamps in either order, widened into either signedness
@@ -194,6 +216,8 @@ NOT_LIFTED = [
     ("(u16(a_u8) * 3 + u16(b_u8) * 5) >> 1", "mac"),  # right shifts do not distribute
     ("((u16(a_u8) << 2) + (u16(b_u8) << 1)) * 100", "mac"),  # 400 does not fit u8
     ("(i16(a_u8) * 100 + i16(b_u8)) * 5", "mac"),  # 500 does not fit u8
+    ("(u16(a_u8) * 3 - u16(b_u8)) * 300", "mac"),  # 300 does not fit u8
+    ("((u16(a_u8) * 3 + u16(b_u8)) * 5 + u16(c_u8)) * 100", "mac"),  # 1500 does not fit u8
     ("(i16(a_i8) + (1 << (min(n_i16, 8) - 1))) >> min(n_i16, 8)", "rounding_shr"),  # n may be negative
     ("(u16(a_u8) + ((1 << n_u16) >> 1)) >> n_u16", "rounding_shr"),  # n may exceed 8
     ("(u16(a_i8) + ((1 << min(n_u16, 8)) >> 1)) >> min(n_u16, 8)", "rounding_shr"),  # u16(a_i8) wraps
@@ -240,7 +264,8 @@ def test_spelling_reaches_family(family: str, source: str, lifted: str) -> None:
 
 
 def _mac_lifted(t: Term) -> bool:
-    return t.op == "add" and all(a.op in ("widening_mul", "widening_shl") for a in t.args)
+    """A sum or difference whose leaves are all widening products."""
+    return t.op in ("add", "sub") and all(a.op in ("widening_mul", "widening_shl") or _mac_lifted(a) for a in t.args)
 
 
 @pytest.mark.parametrize("source, op", NOT_LIFTED, ids=[s for s, _ in NOT_LIFTED])
@@ -271,9 +296,27 @@ def test_families_fire_their_rules() -> None:
             "rounding_shl_var_of_extending_add", "rounding_shl_var_plus_one_of_extending_add",
             "rounding_shr_of_lossless_cast", "rounding_halving_add_of_extending_add_one",
             "rounding_halving_add_of_signed_extending_add_const_one", "rounding_shr_var_sat_amount_of_extending_add",
-            "rounding_shr_var_sat_amount_plus_minus_one_of_extending_add",
+            "rounding_shr_var_sat_amount_plus_minus_one_of_extending_add", "cast_of_shr_of_reinterpret",
+            "cast_of_rounding_add_shr_of_reinterpret", "cast_of_widening_shr", "mac_of_extending_sub_mul",
+            "mac_of_sub_muls", "mac_of_extending_add_add_muls", "saturating_cast_of_widening_shr",
+            "saturating_cast_of_resigned_widening_shr",
             "rounding_shl_var_plus_one_widened_amount", "rounding_shl_var_plus_one_extended_amount",
             "rounding_shr_var_sat_amount_widened_minus_one", "rounding_shr_var_sat_amount_extended_minus_one"} <= fired
+
+
+@pytest.mark.parametrize("source, lifted", [
+    ("u16((i32(a_u16) * i32(b_u16) + 32768) >> 16)", "rounding_mul_shr(a_u16, b_u16, 16)"),
+    ("i16((i32(a_u16) * i32(b_u16)) >> 16)", "reinterpret<i16>(mul_shr(a_u16, b_u16, 16))"),
+])
+def test_resigned_product_lifts_with_the_frontends_flags(source: str, lifted: str) -> None:
+    """As the Halide frontend gives it (nsw on the i32 add and multiply), the i32 rounding add becomes
+    rounding_shr.nsw before the narrowing cast is seen: cast_of_rounding_shr_of_reinterpret takes it."""
+    from fpir.flags import with_halide_overflow
+
+    out, stats = lift_with_stats(with_halide_overflow(parse(source), overflow=True))
+    assert str(out) == lifted
+    if "rounding" in lifted:
+        assert "cast_of_rounding_shr_of_reinterpret" in stats.fired
 
 
 @pytest.mark.parametrize("target", [

@@ -5,6 +5,8 @@ out of [0, bits)), and its rule is proved there (test_rule_verifies[vasl_acc])."
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -66,3 +68,88 @@ def test_byte_rounding_shift_by_a_runtime_amount_never_loses_to_unlifted() -> No
             (ours.name, a.packets, b.packets)
     for i in (0, 1, 2):  # the clamped spellings take the rules (text 3's amount may be >= 16: generic)
         assert "hvx.vavg_rnd" in str(cases[4 * i].term), cases[4 * i].term
+
+
+# ---------------------------------------------------------------------------------------------
+# Shifts by a signed per-lane amount: hvx.vasl_v (vaslhv) and the byte rounding_shl built on it. Both
+# declarations also run against their own semantics (random and edge operands, vasl_v's amount anywhere
+# in i16) in test_hvx.py::test_every_instruction_matches_its_semantics_under_qemu; their rules are
+# proved by test_hvx.py::test_rule_verifies.
+
+def _run_exhaustive(text: str, inputs: dict[str, np.ndarray], lanes: int):  # type: ignore[no-untyped-def]
+    """Compile `text` (pitchfork isel) as one kernel, run it under qemu on `inputs`; return
+    (got, want from the text's own meaning, the selected term, the loop)."""
+    from pitchfork.emit.harness import Buffer, Call, Scalar
+    from pitchfork.emit.kernel import add_expression_kernel, new_module, storage_type
+    from pitchfork.emit.machine import compile_module, main_vector_loop
+    from pitchfork.emit.run import run_calls
+
+    from .hvx_difftest import free_vars
+
+    term = parse(text)
+    final = select_instructions(term, TARGET, "pitchfork").final
+    m = new_module("shifts")
+    vs = free_vars(final)
+    add_expression_kernel(m, "k", final, lanes, vs, TARGET, frozenset())
+    cm = compile_module(str(m), TARGET)
+    n = len(next(iter(inputs.values())))
+    out_t = storage_type(term.type).np_dtype
+    call = Call("k", (Buffer.output(np.zeros(n, dtype=out_t)), *[Buffer.input(inputs[v.name]) for v in vs],
+                      Scalar(n, 64)))
+    got = run_calls([cm], TARGET, [call])[0][0]
+    want = np.asarray(evaluate(term, inputs)).astype(out_t)
+    return got, want, final, main_vector_loop(cm.asm, "k", target=TARGET)
+
+
+@needs_qemu
+@pytest.mark.qemu
+@pytest.mark.parametrize("t", ["i8", "u8"])
+@pytest.mark.parametrize("amount, inst", [("y_i8", "rounding_shl_b"),
+                                          ("max(min(y_i8, 8), -9)", "rounding_shl_b_in_range")])
+def test_byte_rounding_shl_by_a_signed_amount_is_exhaustively_bit_exact(t: str, amount: str, inst: str) -> None:
+    """rounding_shl(x_T, y_i8) (rules rounding_shl_b_var / _in_range): every (x, y) pair of bytes, 128
+    lanes, under qemu-hexagon against FPIR's rounding_shl; 11 loop packets where the generic expansion
+    took 18 (an amount known to be in [-9, 8] skips the clamp)."""
+    xs, ys = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
+    x = (xs.ravel() - (128 if t == "i8" else 0)).astype(parse_type(t).np_dtype)
+    y = (ys.ravel() - 128).astype(np.int8)
+    got, want, final, loop = _run_exhaustive(f"rounding_shl(x_{t}, {amount})", {"x": x, "y": y}, 128)
+    assert f"hvx.{inst}(" in str(final), final
+    bad = np.nonzero(got != want)[0]
+    assert not len(bad), [(int(x[j]), int(y[j]), int(got[j]), int(want[j])) for j in bad[:8]]
+    assert sum("vasl(v" in i and ".h,v" in i for i in loop.instructions) == 2, loop.instructions  # vaslhv x 2
+    assert len(loop.packets) <= 12, loop.packets
+
+
+@needs_qemu
+@pytest.mark.qemu
+def test_bounded_signed_16_bit_shift_is_one_vaslhv() -> None:
+    """x_i16 << y with y clamped to [-16, 15] (rule vasl_v): one vaslhv per register, both directions;
+    every clamped amount meets edge and random values of x under qemu."""
+    rng = np.random.default_rng(16)
+    edges = np.array([0, 1, -1, 2, 3, -3, 0x4001, -0x4001, 32767, -32768, 100, -100, 0x1234], dtype=np.int16)
+    amounts = np.arange(-40, 41, dtype=np.int16)
+    x = np.concatenate([np.repeat(edges, len(amounts)), rng.integers(-32768, 32768, 1536).astype(np.int16)])
+    y = np.concatenate([np.tile(amounts, len(edges)), rng.integers(-32768, 32768, 1536).astype(np.int16)])
+    pad = (-len(x)) % 64
+    x, y = np.concatenate([x, np.zeros(pad, np.int16)]), np.concatenate([y, np.zeros(pad, np.int16)])
+    got, want, final, loop = _run_exhaustive("x_i16 << max(min(y_i16, 15), -16)", {"x": x, "y": y}, 64)
+    assert "hvx.vasl_v(" in str(final), final
+    assert np.array_equal(got, want), np.nonzero(got != want)[0][:8]
+    assert any(re.search(r"\.h = vasl\(v\d+\.h,v\d+\.h\)", i) for i in loop.instructions), loop.instructions
+    assert not any("vmux" in i for i in loop.instructions), loop.instructions  # no two-way select
+
+
+def test_a_tighter_byte_clamp_is_invalid() -> None:
+    """The clamp of rounding_shl_b's amount at -9 matters: at -8 a u8 rounded right by 9 or more would
+    give 1 for x >= 128 (2x >> 8 = 1, then rounded up), which the verifier must find."""
+    from pitchfork.trs.rules import parse_rule
+    from synth.verify import verify_rule
+
+    ok = parse_rule("ok: rounding_shl(x_T, y_i8) -> cast<T>(hvx.vavg_rnd(hvx.vasl_v(cast<i16>(x_T) << 1, "
+                    "cast<i16>(max(min(y_i8, 8), -9))), 0)) if bits(T) == 8")
+    bad = parse_rule("bad: rounding_shl(x_u8, y_i8) -> cast<u8>(hvx.vavg_rnd(hvx.vasl_v(cast<i16>(x_u8) << 1, "
+                     "cast<i16>(max(min(y_i8, 8), -8))), 0))")
+    assert verify_rule(ok).status == "VALID"
+    result = verify_rule(bad)
+    assert result.status == "INVALID", result.summary()
