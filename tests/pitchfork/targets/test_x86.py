@@ -352,6 +352,7 @@ RULE_EXAMPLES: dict[str, list[str]] = {
     "pmulhuw_q15_any": ["mul_shr(a_u16, b_u16, 15)"],
     "pmulhw_round16": ["rounding_mul_shr(a_i16, b_i16, 16)"],
     "pmulhuw_round16": ["rounding_mul_shr(a_u16, b_u16, 16)"],
+    "pmulhuw_round15": ["rounding_mul_shr(a_u16, b_u16, 15)"],
     "pmaddubsw_taps": ["widening_mul(a_u8, 3) + widening_mul(b_u8, 5)",
                        "widening_mul(a_u8, 100) + widening_mul(b_u8, 28)"],
 }
