@@ -208,3 +208,14 @@ def test_high_multiply_truncated_below_i64_is_rewritten() -> None:
     hi = _mulh(a, b)
     want = ((hi >> np.uint64(9)) & np.uint64(0xFF)) ^ (hi & np.uint64(0xFFFF))
     assert np.array_equal(out_v, want)
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available(TARGET), reason="qemu-hexagon / clang / lld missing")
+def test_seed721_term_compiles_and_is_bit_exact() -> None:
+    """The seed-721 difftest case end to end at its 16 lanes, under qemu-hexagon (~3 s)."""
+    from tests.pitchfork.difftest import run_batch
+
+    term = parse("rounding_shr(saturating_add(bu8_u8, u8(mul_shr(du64_u64, cu64_u64, 73))), ai8_i8)")
+    r = run_batch([term], TARGET, "pitchfork", seed=721, batch=1, lanes_choice=lambda rng, nat: 16)
+    assert not r.skipped and r.ran == 1 and not r.errors and not r.mismatches, r.errors[:1]
