@@ -166,6 +166,14 @@ SPELLINGS = [
      "rounding_shl(a_i16, i16(max(min(n_i8, 15), -16)))"),
     ("rounding_shl_var", "i8((i16(a_i8) + (1 >> (i16(max(min(n_i8, 7), -8)) + 1))) << i16(max(min(n_i8, 7), -8)))",
      "rounding_shl(a_i8, max(min(n_i8, 7), -8))"),
+    # a value widened four times and narrowed back (Python's Halide widens a clamp with int bounds, and
+    # so the whole sum, to 32 bits)
+    ("rounding_shl_var", "u8((u32(a_u8) + ((u32(1) >> max(min(i32(n_i8), 7), -8)) / 2)) << max(min(i32(n_i8), 7), -8))",
+     "rounding_shl(a_u8, i8(max(min(i32(n_i8), 7), -8)))"),
+    ("rounding_shr_var", "i8((i32(a_i8) + ((i32(1) << u32(max(min(i32(n_i8), 8), 0))) / 2)) >> u32(max(min(i32(n_i8), 8), 0)))",
+     "rounding_shr(a_i8, i8(saturating_cast<u32>(min(i32(n_i8), 8))))"),
+    ("rounding_shr_var", "u8((u32(a_u8) + ((u32(1) << min(u32(n_u8), 8)) / 2)) >> min(u32(n_u8), 8))",
+     "rounding_shr(a_u8, u8(min(u32(n_u8), 8)))"),
     # the right-shift side as Halide leaves a signed amount clamped before the widening (the left shift
     # by i16(clamp) + -1, the right shift by the unsigned u16(clamp)), or clamped in the wide type and
     # given to both shifts as unsigned
@@ -237,6 +245,8 @@ NOT_LIFTED = [
     ("i8((i16(a_i8) + (1 >> (i16(max(min(n_i8, 7), -15)) + 1))) << i16(max(min(n_i8, 7), -15)))", "rounding_shl"),
     ("u8((u16(a_u8) + (u16(1) >> (i16(n_i8) + 2))) << i16(n_i8))", "rounding_shl"),
     ("u8((u16(a_u8) + (u16(1) >> (u16(n_i8) + 1))) << u16(n_i8))", "rounding_shl"),
+    # ... four times widened into a signed W: the amount must still be >= 2 - bits(W)
+    ("i8((i32(a_i8) + ((i32(1) >> max(min(i32(n_i8), 7), -31)) / 2)) << max(min(i32(n_i8), 7), -31))", "rounding_shl"),
     # the right-shift side: an amount that may exceed bits(a); and a value that was not widened, whose
     # 16-bit rounding addition wraps (Halide's 8/16-bit arithmetic wraps) where rounding_shr does not:
     # a = 32767, n = 14 gives -2 against 2
@@ -301,7 +311,8 @@ def test_families_fire_their_rules() -> None:
             "mac_of_sub_muls", "mac_of_extending_add_add_muls", "saturating_cast_of_widening_shr",
             "saturating_cast_of_resigned_widening_shr",
             "rounding_shl_var_plus_one_widened_amount", "rounding_shl_var_plus_one_extended_amount",
-            "rounding_shr_var_sat_amount_widened_minus_one", "rounding_shr_var_sat_amount_extended_minus_one"} <= fired
+            "rounding_shr_var_sat_amount_widened_minus_one", "rounding_shr_var_sat_amount_extended_minus_one",
+            "rounding_shr_var_of_lossless_cast", "rounding_shl_var_of_extending_add_of_cast"} <= fired
 
 
 @pytest.mark.parametrize("source, lifted", [

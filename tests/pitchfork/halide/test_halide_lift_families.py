@@ -155,6 +155,15 @@ SPELLINGS: dict[str, Spelling] = {
         (I16, I8), lambda a, b, c: hl.i16((hl.i32(a) + ((hl.i32(1) << hl.clamp(hl.i32(b), 0, 16)) >> 1))
                                           >> hl.clamp(hl.i32(b), 0, 16)),
         "rounding_shr", {"arm64": r"srshl"}),
+    # clamps with Python int bounds: hl.min/hl.max widen the amount, and so the whole sum, to 32 bits
+    "rshr_var_i8_int_bounds": Spelling(
+        (I8, I8), lambda a, b, c: hl.i8((hl.i16(a) + ((hl.i16(1) << hl.min(hl.max(hl.i16(b), 0), 8)) >> 1))
+                                        >> hl.min(hl.max(hl.i16(b), 0), 8)),
+        "rounding_shr", {"arm64": r"srshl"}),
+    "rshl_var_u8_int_bounds": Spelling(
+        (U8, I8), lambda a, b, c: hl.u8((hl.u16(a) + ((hl.u16(1) >> hl.min(hl.max(hl.i16(b), -8), 7)) >> 1))
+                                        << hl.min(hl.max(hl.i16(b), -8), 7)),
+        "rounding_shl", {"arm64": r"urshl"}),
     "rshr_const_resigned": Spelling((U8, U8), lambda a, b, c: hl.u8((hl.i16(a) + 8) / 16), "rounding_shr",
                                     {"arm64": r"urshr|rshrn"}),
     "rhadd_one_first": Spelling((U8, U8), lambda a, b, c: hl.u8((1 + hl.u16(a) + hl.u16(b)) / 2),
@@ -174,7 +183,7 @@ SPELLINGS: dict[str, Spelling] = {
 ARM_RUN = ("q15_bounded_truncating_rounding", "q15_const_truncating", "sat_add_signed_sum", "mac_u8",
            "acc_signed_of_u8", "acc_i32_of_u8", "high_half_resigned", "rshr_var_u8", "rshr_var_i8_clamped",
            "rshl_var_i16_clamped", "rshl_var_u8_clamped", "q31_bounded_truncating", "rshl_var_u16_unclamped_folded",
-           "rshr_var_i8_clamped_narrow")
+           "rshr_var_i8_clamped_narrow", "rshl_var_u8_int_bounds")
 HVX_RUN = ("mac_u8", "acc_signed_of_u8", "q31_bounded_truncating", "q31_bounded_truncating_rounding",
            "rshl_var_u16_unclamped_folded", "rshr_var_i8_clamped_narrow")
 
