@@ -189,10 +189,6 @@ REFERENCE: dict[str, list[tuple[str, Pred, str]]] = {
 REASONS: dict[str, list[tuple[str, Pred, str]]] = {
     "rounding_shl": [(ARM, _var(lambda i: i.b is not None and not i.b.signed),
                       "an unsigned amount never rounds: the lifter makes it a plain `<<` (ushl)")],
-    "rounding_shr": [(X86, _var(lambda i: i.b is not None and i.b.signed and i.a.bits >= 32),
-                      "a signed amount may be negative (a left shift), so both directions are computed and "
-                      "selected; vpsrlv/vpsravd take the unsigned-amount rows"),
-                     (X86, _var(_types("i64")), "AVX2 has no 64-bit arithmetic variable shift (vpsravq is AVX-512)")],
     "saturating_cast": [(HVX, _cast("u32>i8"),
                          "vmin(x, 127) + two vpacke: as short as two saturating packs, which need the same "
                          "vmin first for an unsigned source (vsat_h reads words as signed)")],

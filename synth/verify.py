@@ -36,7 +36,8 @@ from fpir.text import FPIRSyntaxError, Raw, _Elaborator
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
 from fpir.z3enc import BROADCAST_NAME, DEFAULT_RLIMIT, Verdict, equivalent, flag_facts, has_flags, isolated_solver, unknown_reason
 from pitchfork.trs.pattern import _CWILD_RE, parse_type_expr, split_wildcard
-from pitchfork.trs.predicate import IntDomain, PredicateError, PyDomain, Z3Domain, evaluate, is_const_expr, uses_bounds
+from pitchfork.trs.predicate import (VALUE_BOUNDS, IntDomain, PredicateError, PyDomain, Z3Domain, evaluate, is_const_expr,
+                                     uses_bounds)
 from pitchfork.trs.rules import Rule
 
 _TVAR = re.compile(r"(?<![A-Za-z0-9])([A-Z][A-Za-z0-9]*)(?![A-Za-z0-9])")
@@ -345,11 +346,13 @@ def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.Bool
     query a case split inside nonlinear arithmetic, which Z3 handles badly; when the assumptions limit
     it to at most SPLIT_LIMIT values, the integer proof runs once per value instead (exact).
 
-    A predicate that bounds an operand (`upper_bounded(x, 1 << c0)`) next to a product makes both
-    bit-vector queries hopeless at 32 bits (a 64-bit multiplier whose range decides the result): such
-    instances, if the cheap stages fail, get the integer split with product bounds before the
-    bit-vector split (_integer_split); it only returns VALID or a counterexample the bit-vector query
-    confirms, so it decides nothing the later stages would have decided otherwise.
+    A predicate that bounds an operand (`upper_bounded(x, 1 << c0)`) next to a product, or a left side
+    that shifts a product right by a rule constant (`rounding_shr(widening_mul(x, y), c0)`,
+    `rounding_mul_shr(x, y, c0)`: _shifted_product), makes both bit-vector queries hopeless at 32 bits
+    (a 64-bit multiplier whose range decides the result): such instances, if the cheap stages fail,
+    get the integer split with product bounds before the bit-vector split (_integer_split); it only
+    returns VALID or a counterexample the bit-vector query confirms, so it decides nothing the later
+    stages would have decided otherwise.
 
     Wide dividers and shifters by a symbolic amount (`x_u64 / c0` against `x_u64 >> log2(c0)`) defeat
     bit-blasting, but each value of the constant gives a query Z3 answers in milliseconds. A constant
@@ -378,7 +381,8 @@ def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.Bool
     decisive = fallback(lhs, rhs, assume, rlimit, base[0] if (base is not None and int_first) else None)
     if decisive is not None:
         return decisive
-    if not int_first and int_query is not None and _bounds_facts(int_query.rule.pred_raw):
+    if not int_first and int_query is not None and (_bounds_facts(int_query.rule.pred_raw)
+                                                    or _shifted_product(lhs)):
         bounded = _integer_split(lhs, rhs, assume, rlimit, int_query, product_bounds=True,
                                  confirm=(reparam, env))
         if bounded is not None:
@@ -400,7 +404,34 @@ def _bounds_facts(node: Optional[Raw]) -> bool:
     return any(_bounds_facts(a) for a in node.args)
 
 
-VALUE_BOUNDS = ("upper_bounded", "lower_bounded", "fits", "sum_fits")
+def _shifted_product(t: Term) -> bool:
+    """The left side shifts a product of two non-constant operands right by a rule constant
+    (`widening_mul(x, y) >> c0`, `rounding_shr(widening_mul(x, y), c0)`, or mul_shr /
+    rounding_mul_shr themselves, whose definitions are those forms). With no bound in the predicate
+    the product's range still decides the result (shifted by at least bits(T), it always fits T), and
+    the product's interval lemma states it."""
+    for n in t.walk():
+        if n.op in ("mul_shr", "rounding_mul_shr") and _is_rule_constant(n.args[2]):
+            factors = n.args[:2]  # the op is its definition's shifted widening_mul (fpir/ops.py)
+        elif n.op in ("shr", "rounding_shr") and _is_rule_constant(n.args[1]) and n.args[0].op in ("mul", "widening_mul"):
+            factors = n.args[0].args
+        else:
+            continue
+        if not any(a.is_const or _is_rule_constant(a) for a in factors):
+            return True
+    return False
+
+
+def _is_rule_constant(t: Term) -> bool:
+    return t.op == "var" and bool(BROADCAST_NAME.match(t.name))
+
+
+# Ops whose last operand is a shift amount. The integer split of a product-bounds proof fixes the rule
+# constants given there (`rounding_shr(p, c0)` needs c0 known to be linear); the other integer proofs
+# split on plain shifts' amounts only, as they did before the product-bounds stage existed.
+_SHIFT_OPS = ("shl", "shr")
+_FPIR_SHIFT_OPS = ("widening_shl", "widening_shr", "rounding_shr", "rounding_shl", "saturating_shl", "mul_shr",
+                   "rounding_mul_shr")
 
 
 def _integer_split(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,
@@ -424,10 +455,11 @@ def _integer_split(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: int,
     if base is None:
         return None
     amounts = set(base[1])
+    shifts = _SHIFT_OPS + (_FPIR_SHIFT_OPS if product_bounds else ())
     for t in (lhs, rhs):
         for n in t.walk():
-            if n.op in ("shl", "shr") and n.args[1].op == "var" and BROADCAST_NAME.match(n.args[1].name):
-                amounts.add(n.args[1].name)
+            if n.op in shifts and _is_rule_constant(n.args[-1]):
+                amounts.add(n.args[-1].name)
     bounded = sorted((len(vs), name, vs) for name in sorted(amounts)
                      if (vs := int_query.values(name)) is not None)
     if not bounded:

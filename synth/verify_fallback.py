@@ -17,9 +17,10 @@ about one 128-bit multiplier inside a large formula, within any reasonable time,
    definitions. Anything else raises `Unsupported` and the verdict stays UNKNOWN. Its meaning is
    cross-checked against the numpy interpreter in tests/pitchfork/test_generic_lowering.py.
 
-   With `product_bounds` (synth.verify tries it for rules whose predicate bounds an operand, one case
-   per shift constant), each variable's interval is narrowed by the constant bounds the assumptions
-   state and every product gets its interval (the corners of its operands' intervals) as a lemma:
+   With `product_bounds` (synth.verify tries it for rules whose predicate bounds an operand or whose
+   left side shifts a product by a rule constant, one case per shift constant), each variable's
+   interval is narrowed by the constant bounds the assumptions state and every product gets its
+   interval (the corners of its operands' intervals) as a lemma:
    "a truncating narrow of a product with a bounded factor is the saturating narrow" becomes linear
    arithmetic (the 32-bit instances of multiply.rules' bounded rules: ~0.3 s per case instead of
    UNKNOWN after 956 s as bit-vectors).

@@ -124,6 +124,57 @@ declare("x86", (
 ))
 
 
+
+# Q31 high multiplies of 32-bit lanes (quantized ML's requantize, gemmlowp's "saturating rounding
+# doubling high multiply"): AVX2 multiplies 32-bit lanes into 64-bit products only in even lanes
+# (vpmuldq), so the odd lanes are moved down first (vpshufd) and multiplied too; the even products'
+# results are their bits 31..62 moved down (vpsrlq 31), the odd ones' moved up into the high half
+# (vpaddq p, p), and one vpblendd interleaves them: no widening of the operands, no narrowing of the
+# products (LLVM alone: 4 vpmovsxdq, and vshufps + vpermpd). The only product past the i32 range is
+# MIN * MIN (2^31, which wraps to MIN, the one result that cannot occur otherwise): flipping its bits
+# gives MAX (vpcmpeqd + vpxor). Rounding adds 2^30 to both products first. ~11 instructions per 8
+# lanes; priced below the unlowered FPIR op (8) they replace (LLVM alone: ~22).
+def _q31_high(rounding: bool) -> Emit:
+    def emit(em, args, t):  # type: ignore[no-untyped-def]
+        v64, v32 = _vt(64, 4), _vt(32, 8)
+
+        def c64(v: int) -> ir.Constant:
+            return ir.Constant(v64, [v] * 4)
+
+        def sext_even(v):  # type: ignore[no-untyped-def]
+            q = em.b.bitcast(v, v64)
+            return em.b.ashr(em.b.shl(q, c64(32)), c64(32))
+
+        def odd_down(v):  # type: ignore[no-untyped-def]
+            return em.b.shuffle_vector(v, ir.Constant(v32, ir.Undefined), _mask([1, 1, 3, 3, 5, 5, 7, 7]))
+
+        def one(x, y):  # type: ignore[no-untyped-def]
+            # the sign-extended even lanes of each operand, and of its odd lanes moved down (vpshufd; a
+            # 64-bit ashr by 32 instead loses LLVM's sign-bit facts on a broadcast operand, which then
+            # gets the three-vpmuludq 64-bit multiply): LLVM selects vpmuldq for both products
+            even = em.b.mul(sext_even(x), sext_even(y))
+            odd = em.b.mul(sext_even(odd_down(x)), sext_even(odd_down(y)))
+            if rounding:
+                even, odd = em.b.add(even, c64(1 << 30)), em.b.add(odd, c64(1 << 30))
+            lo = em.b.bitcast(em.b.lshr(even, c64(31)), v32)
+            hi = em.b.bitcast(em.b.add(odd, odd), v32)
+            r = em.b.shuffle_vector(lo, hi, _mask([0, 9, 2, 11, 4, 13, 6, 15]))
+            wrapped = em.b.sext(em.b.icmp_signed("==", r, ir.Constant(v32, [-(1 << 31)] * 8)), v32)
+            return em.b.xor(r, wrapped)
+
+        return em.map_chunks(args, 8, one)
+
+    return emit
+
+
+declare("x86", (
+    Inst("pmuldq_q31", ["i32, i32 -> i32"], "mul_shr(x, y, 31)", _q31_high(False),
+         "vpshufd x2, vpmuldq x2, vpsrlq 31, vpaddq, vpblendd, vpcmpeqd + vpxor (MIN * MIN)", cost=6),
+    Inst("pmuldq_q31_round", ["i32, i32 -> i32"], "rounding_mul_shr(x, y, 31)",
+         _q31_high(True), "vpshufd x2, vpmuldq x2, vpaddq 2^30 x2, vpsrlq 31, vpaddq, vpblendd, vpcmpeqd + vpxor",
+         cost=6),
+))
+
 # ---- multiply-add of adjacent pairs ----------------------------------------------------------------
 def _interleave(em, a, b):  # type: ignore[no-untyped-def]
     """[a0, b0, a1, b1, ...] from two vectors of n lanes."""
@@ -226,6 +277,29 @@ declare("x86", (
 ))
 
 
+
+# 64-bit arithmetic shift by a vector amount (AVX-512's vpsravq; AVX2 has none): with m = x's sign mask
+# (vpcmpgtq), (x ^ m) is non-negative, so its logical shift (vpsrlvq: 0 for amounts of 64 or more) ^ m
+# is the arithmetic shift, sign fill included. 4 instructions (the sign mask is shared by shifts of the
+# same x); priced at 1 like the widened 16-bit shifts below, under the generic runtime shift it
+# replaces (targets.RUNTIME_SHIFT_COST, 2), which LLVM emits as 2 vpsrlvq + vpxor + vpsubq plus the
+# emitter's clamp of large amounts (vpxor + vpcmpgtq + vblendvpd): 7.
+def _psrav_q(em, args, t):  # type: ignore[no-untyped-def]
+    v64 = _vt(64, 4)
+
+    def one(x, y):  # type: ignore[no-untyped-def]
+        m = em.b.sext(em.b.icmp_signed("<", x, ir.Constant(v64, None)), v64)
+        r = em.call("llvm.x86.avx2.psrlv.q.256", v64, [em.b.xor(x, m), y])
+        return em.b.xor(r, m)
+
+    return em.map_chunks(args, 4, one)
+
+
+declare("x86", (
+    Inst("psrav_q", ["i64, u64 -> i64", "i64, i64 -> i64"], _shift_semantics(">>"), _psrav_q,
+         "vpcmpgtq (sign mask m) + vpxor + llvm.x86.avx2.psrlv.q.256 + vpxor m"),
+))
+
 # 16-bit lanes: no variable shift on AVX2. Shift the 32-bit extension (an amount of 16 or more
 # already empties the kept bits, or fills them with the sign) and truncate, one ymm of 8 lanes at a
 # time; LLVM packs the truncations. Cost 1 like the primitive shift it replaces: the cost model prices
@@ -259,13 +333,14 @@ declare("x86", (
 # rounding_shl of 8/16-bit lanes by a signed per-lane amount (a negative amount is a rounding right
 # shift). AVX2 shifts 32-bit lanes only, and the generic code shifts both ways at the narrow width and
 # selects (i16 x 16 lanes: 59 loop instructions), which made lifting Halide's widened spelling worse
-# than leaving it (44). Here, per 8 lanes widened to 32 bits: v = 2x, then vpsllvd(v, y) for y >= 0
-# and vpsravd / vpsrlvd(v, -y) for y < 0 (one vblendvps on y's sign bit; unsigned lanes OR the two,
-# since each shift empties its lanes for the other direction's amounts: a negative amount reads as
-# >= 32), then (s + 1) >> 1 and truncate. (2x >> k) + 1 >> 1 is the rounded x >> k; (2x << y) >> 1
-# keeps the low 31 bits of x << y, which contain the narrow result; past the width everything is 0
-# (vpsravd fills with the sign, -1 or 0, which rounds to 0). Priced below the unlowered FPIR op (8)
-# that it replaces: ~20 uops per 16-lane result register, against ~30 for that op's generic code.
+# than leaving it (44). Here, per 8 lanes widened to 32 bits, the two directions are computed so that
+# each is 0 for the other's amounts and or'ed (no compare, no blend): vpsllvd(x, y), 0 for y < 0
+# (read as unsigned, >= 32); and the rounding right shift by k = -y as ceil(a / 2) = a - (a >> 1),
+# a = vpsravd / vpsrlvd(x, ~y) = x >> (k - 1), which is the sign fill or 0 for y >= 0 (~y reads as
+# >= 2^31) and so rounds to 0, as it does past the width. The low 8/16 bits of x << y are the narrow
+# result. (The same on 32/64-bit lanes is a rule: rounding_shl_psllv_psrav in x86_avx2.rules.) Priced
+# below the unlowered FPIR op (8) that it replaces: 7 instructions per 8 lanes, ~16 per 16-lane
+# result register, against ~30 for that op's generic code.
 # The forms with an amount twice as wide take Halide's amount as it comes (its wide spelling shifts by
 # an i16 / i32 amount, which the lifted op narrows): sign-extending it from there spares LLVM a pack of
 # the amount and its unpacking (5 of 33 loop instructions at i16); any amount past the width rounds
@@ -273,17 +348,15 @@ declare("x86", (
 def _rounding_shl_widened(em, args, t):  # type: ignore[no-untyped-def]
     signed = t.type.signed
     v32 = _vt(32, 8)
-    zero, one = ir.Constant(v32, None), ir.Constant(v32, [1] * 8)
+    ones = ir.Constant(v32, [-1] * 8)
 
     def one_chunk(x, y):  # type: ignore[no-untyped-def]
         x32 = (em.b.sext if signed else em.b.zext)(x, v32)
         y32 = y if y.type.element.width == 32 else em.b.sext(y, v32)
-        v = em.b.add(x32, x32)
-        left = em.call("llvm.x86.avx2.psllv.d.256", v32, [v, y32])
-        right = em.call(f"llvm.x86.avx2.{'psrav' if signed else 'psrlv'}.d.256", v32, [v, em.b.sub(zero, y32)])
-        s = em.b.select(em.b.icmp_signed("<", y32, zero), right, left) if signed else em.b.or_(left, right)
-        r = (em.b.ashr if signed else em.b.lshr)(em.b.add(s, one), one)
-        return em.b.trunc(r, _vt(t.type.bits, 8))
+        left = em.call("llvm.x86.avx2.psllv.d.256", v32, [x32, y32])
+        a = em.call(f"llvm.x86.avx2.{'psrav' if signed else 'psrlv'}.d.256", v32, [x32, em.b.xor(y32, ones)])
+        right = em.b.sub(a, (em.b.ashr if signed else em.b.lshr)(a, ir.Constant(v32, [1] * 8)))
+        return em.b.trunc(em.b.or_(left, right), _vt(t.type.bits, 8))
 
     return em.map_chunks(args, 8, one_chunk)
 
@@ -293,8 +366,8 @@ declare("x86", (
                                   "i8, i16 -> i8", "u8, i16 -> u8", "i16, i32 -> i16", "u16, i32 -> u16"],
          lambda s: "rounding_shl(x, y)" if s.args[1].bits == s.args[0].bits else
          f"rounding_shl(x, saturating_cast<i{s.args[0].bits}>(y))", _rounding_shl_widened,
-         "sext/zext to i32, vpaddd, vpsllvd + vpsravd/vpsrlvd by -y, vblendvps (signed) / vpor, vpaddd, "
-         "vpsrad/vpsrld 1, trunc", cost=6),
+         "sext/zext to i32, vpsllvd by y | ceil-half of vpsravd/vpsrlvd by ~y (vpsrad/vpsrld 1, vpsubd), "
+         "trunc", cost=6),
 ))
 
 

@@ -442,9 +442,12 @@ def _wild_name(node: Raw) -> str:
     return split_wildcard(node.text)[0]
 
 
+#: the queries that bound a term wildcard's value (the verifier assumes them as facts on its inputs, and
+#: synth/verify.py gives rules using them its product-bounds proof)
+VALUE_BOUNDS = ("upper_bounded", "lower_bounded", "fits", "sum_fits")
 #: the queries about term wildcards' values or structure (bounds, streams, uniformity): a predicate using
 #: one needs the matched terms (and, at match time, their bounds), and is not a constant expression
-TERM_QUERIES = ("upper_bounded", "lower_bounded", "fits", "sum_fits", "is_variable", "stream", "is_uniform")
+TERM_QUERIES = VALUE_BOUNDS + ("is_variable", "stream", "is_uniform")
 
 
 def uses_bounds(node: Optional[Raw]) -> bool:

@@ -155,6 +155,36 @@ SPELLINGS = [
     ("rounding_shl_var", "u16((u32(a_u16) + (u32(1) >> (max(min(n_i32, 15), -16) + 1))) << max(min(n_i32, 15), -16))",
      "rounding_shl(a_u16, i16(max(min(n_i32, 15), -16)))"),
     ("rounding_shl_var", "u32((u64(a_u32) + ((u64(1) >> i64(n_i16)) >> 1)) << i64(n_i16))", "rounding_shl(a_u32, i32(n_i16))"),
+    # ... the rounding term's n + 1 of a widened narrow amount, which lifting has already made
+    # widening_add(n, 1) (2x) or extending_add(1, M(n)) (4x): unclamped (an unsigned wide type needs
+    # no lower clamp) or clamped before the widening
+    ("rounding_shl_var", "u16((u32(a_u16) + (u32(1) >> (i32(n_i8) + 1))) << i32(n_i8))", "rounding_shl(a_u16, i16(n_i8))"),
+    ("rounding_shl_var", "u8((u16(a_u8) + (u16(1) >> (i16(n_i8) + 1))) << i16(n_i8))", "rounding_shl(a_u8, n_i8)"),
+    ("rounding_shl_var", "i8((u16(a_i8) + (u16(1) >> (i16(n_i8) + 1))) << i16(n_i8))", "rounding_shl(a_i8, n_i8)"),
+    ("rounding_shl_var", "u32((u64(a_u32) + (u64(1) >> (i64(n_i16) + 1))) << i64(n_i16))", "rounding_shl(a_u32, i32(n_i16))"),
+    ("rounding_shl_var", "i16((i32(a_i16) + (1 >> (i32(max(min(n_i8, 15), -16)) + 1))) << i32(max(min(n_i8, 15), -16)))",
+     "rounding_shl(a_i16, i16(max(min(n_i8, 15), -16)))"),
+    ("rounding_shl_var", "i8((i16(a_i8) + (1 >> (i16(max(min(n_i8, 7), -8)) + 1))) << i16(max(min(n_i8, 7), -8)))",
+     "rounding_shl(a_i8, max(min(n_i8, 7), -8))"),
+    # a value widened four times and narrowed back (Python's Halide widens a clamp with int bounds, and
+    # so the whole sum, to 32 bits)
+    ("rounding_shl_var", "u8((u32(a_u8) + ((u32(1) >> max(min(i32(n_i8), 7), -8)) / 2)) << max(min(i32(n_i8), 7), -8))",
+     "rounding_shl(a_u8, i8(max(min(i32(n_i8), 7), -8)))"),
+    ("rounding_shr_var", "i8((i32(a_i8) + ((i32(1) << u32(max(min(i32(n_i8), 8), 0))) / 2)) >> u32(max(min(i32(n_i8), 8), 0)))",
+     "rounding_shr(a_i8, i8(saturating_cast<u32>(min(i32(n_i8), 8))))"),
+    ("rounding_shr_var", "u8((u32(a_u8) + ((u32(1) << min(u32(n_u8), 8)) / 2)) >> min(u32(n_u8), 8))",
+     "rounding_shr(a_u8, u8(min(u32(n_u8), 8)))"),
+    # the right-shift side as Halide leaves a signed amount clamped before the widening (the left shift
+    # by i16(clamp) + -1, the right shift by the unsigned u16(clamp)), or clamped in the wide type and
+    # given to both shifts as unsigned
+    ("rounding_shr_var", "i8((i16(a_i8) + (1 << (i16(max(min(n_i8, 8), 0)) + -1))) >> u16(max(min(n_i8, 8), 0)))",
+     "rounding_shr(a_i8, max(min(n_i8, 8), 0))"),
+    ("rounding_shr_var", "i16((i32(a_i16) + (1 << (i32(max(min(n_i8, 16), 0)) + -1))) >> u32(max(min(n_i8, 16), 0)))",
+     "rounding_shr(a_i16, i16(max(min(n_i8, 16), 0)))"),
+    ("rounding_shr_var", "i8((i16(a_i8) + ((i16(1) << u16(max(min(n_i16, 8), 0))) >> 1)) >> u16(max(min(n_i16, 8), 0)))",
+     "rounding_shr(a_i8, i8(saturating_cast<u16>(min(n_i16, 8))))"),
+    ("rounding_shr_var", "u8((i16(a_u8) + ((i16(1) << u16(max(min(i16(n_i8), 8), 0))) / 2)) >> u16(max(min(i16(n_i8), 8), 0)))",
+     "rounding_shr(a_u8, u8(saturating_cast<u16>(min(i16(n_i8), 8))))"),
     ("rounding_shr", "(i16(a_u8) + 8) / 16", "i16(rounding_shr(a_u8, 4))"),
     ("rounding_shr", "u8((i16(a_u8) + 8) >> 4)", "rounding_shr(a_u8, 4)"),
     ("rounding_shr", "u8((u32(a_u8) + 8) >> 4)", "rounding_shr(a_u8, 4)"),
@@ -208,6 +238,20 @@ NOT_LIFTED = [
     ("u8((u16(a_u8) + ((u16(1) >> max(n_i16, -8)) >> 1)) << max(n_i16, -8))", "rounding_shl"),
     ("(u16(a_u8) + ((u16(1) >> max(min(n_i16, 7), -8)) >> 1)) << max(min(n_i16, 7), -8)", "rounding_shl"),
     ("u8((u16(a_u8) + (u16(1) >> (max(min(n_i16, 7), -8) + 2))) << max(min(n_i16, 7), -8))", "rounding_shl"),
+    # ... with a widened narrow amount: unclamped i8 amounts reach -128 < 2 - bits(W) in a signed W;
+    # a clamp one too wide; 1 >> (n + 2); an unsigned amount (never a right shift)
+    ("i8((i16(a_i8) + (1 >> (i16(n_i8) + 1))) << i16(n_i8))", "rounding_shl"),
+    ("i16((i32(a_i16) + (1 >> (i32(n_i8) + 1))) << i32(n_i8))", "rounding_shl"),
+    ("i8((i16(a_i8) + (1 >> (i16(max(min(n_i8, 7), -15)) + 1))) << i16(max(min(n_i8, 7), -15)))", "rounding_shl"),
+    ("u8((u16(a_u8) + (u16(1) >> (i16(n_i8) + 2))) << i16(n_i8))", "rounding_shl"),
+    ("u8((u16(a_u8) + (u16(1) >> (u16(n_i8) + 1))) << u16(n_i8))", "rounding_shl"),
+    # ... four times widened into a signed W: the amount must still be >= 2 - bits(W)
+    ("i8((i32(a_i8) + ((i32(1) >> max(min(i32(n_i8), 7), -31)) / 2)) << max(min(i32(n_i8), 7), -31))", "rounding_shl"),
+    # the right-shift side: an amount that may exceed bits(a); and a value that was not widened, whose
+    # 16-bit rounding addition wraps (Halide's 8/16-bit arithmetic wraps) where rounding_shr does not:
+    # a = 32767, n = 14 gives -2 against 2
+    ("i8((i16(a_i8) + (1 << (i16(max(min(n_i8, 9), 0)) + -1))) >> u16(max(min(n_i8, 9), 0)))", "rounding_shr"),
+    ("(i16(a_i16) + ((i16(1) << u16(max(min(n_i16, 14), 0))) >> 1)) >> u16(max(min(n_i16, 14), 0))", "rounding_shr"),
 ]
 
 
@@ -265,7 +309,10 @@ def test_families_fire_their_rules() -> None:
             "rounding_shr_var_sat_amount_plus_minus_one_of_extending_add", "cast_of_shr_of_reinterpret",
             "cast_of_rounding_add_shr_of_reinterpret", "cast_of_widening_shr", "mac_of_extending_sub_mul",
             "mac_of_sub_muls", "mac_of_extending_add_add_muls", "saturating_cast_of_widening_shr",
-            "saturating_cast_of_resigned_widening_shr"} <= fired
+            "saturating_cast_of_resigned_widening_shr",
+            "rounding_shl_var_plus_one_widened_amount", "rounding_shl_var_plus_one_extended_amount",
+            "rounding_shr_var_sat_amount_widened_minus_one", "rounding_shr_var_sat_amount_extended_minus_one",
+            "rounding_shr_var_of_lossless_cast", "rounding_shl_var_of_extending_add_of_cast"} <= fired
 
 
 @pytest.mark.parametrize("source, lifted", [
@@ -315,6 +362,9 @@ RSHL_SPELLINGS = [
     "u8((u16(a_u8) + ((u16(1) >> max(min(n_i16, 7), -8)) >> 1)) << max(min(n_i16, 7), -8))",
     "i16((i32(a_i16) + ((1 >> max(min(n_i32, 15), -16)) >> 1)) << max(min(n_i32, 15), -16))",
     "u16((u32(a_u16) + ((u32(1) >> max(min(n_i32, 15), -16)) >> 1)) << max(min(n_i32, 15), -16))",
+    # the folded rounding term of a widened narrow amount (rounding_shl_var_plus_one_*_amount)
+    "u16((u32(a_u16) + (u32(1) >> (i32(n_i8) + 1))) << i32(n_i8))",
+    "i8((i16(a_i8) + (1 >> (i16(max(min(n_i8, 7), -8)) + 1))) << i16(max(min(n_i8, 7), -8)))",
 ]
 
 
