@@ -368,11 +368,20 @@ RSHL_SPELLINGS = [
 ]
 
 
-@pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
-def test_rounding_shl_lifting_never_loses(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Lifting the left-shift twin gives a steady-state loop no longer than leaving it unlifted (HVX:
-    packets, its performance proxy): the lifted rounding_shl needs a lowering as good as the wide code
-    on every ISA (x86: rounding_shl_widened). Compiled only; the runs are test_spellings_run_bit_exact."""
+# Halide's widened rounding_shift_right at 8/16 bits whose lifted amount is SIGNED (clamped non-negative)
+RSHR_SPELLINGS = [
+    "i16((i32(a_i16) + (1 << (i32(max(min(n_i8, 16), 0)) + -1))) >> u32(max(min(n_i8, 16), 0)))",
+    "(i32(a_i16) + (1 << (max(min(n_i32, 16), 0) + -1))) >> u32(max(min(n_i32, 16), 0))",
+    "i8((i16(a_i8) + (1 << (i16(max(min(n_i8, 8), 0)) + -1))) >> u16(max(min(n_i8, 8), 0)))",
+    "i8((i16(a_i8) + ((i16(1) << u16(max(min(n_i16, 8), 0))) >> 1)) >> u16(max(min(n_i16, 8), 0)))",
+    "(i16(a_i8) + ((1 << max(min(n_i16, 8), 0)) >> 1)) >> max(min(n_i16, 8), 0)",
+]
+
+
+def _assert_lifting_never_loses(target: str, spellings: list[str], family: str, prefix: str,
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each spelling lifts to `family(` and its steady-state loop (HVX: packets, the performance proxy
+    there) is no longer than with the lifting rules named `prefix*` left out."""
     import pitchfork.lift as lift_mod
     from pitchfork.emit.machine import main_vector_loop
     from pitchfork.select_batch import select_expression
@@ -385,10 +394,26 @@ def test_rounding_shl_lifting_never_loses(target: str, monkeypatch: pytest.Monke
         lp = main_vector_loop(rec.asm, target=target)
         return (len(lp.packets) if target == "hvx128" else len(lp.instructions)), str(rec.fpir)
 
-    lifted = {s: loop(s) for s in RSHL_SPELLINGS}
-    kept = RuleSet([r for r in lift_mod.lift_rules().rules if not r.name.startswith("rounding_shl_var_")])
+    lifted = {s: loop(s) for s in spellings}
+    kept = RuleSet([r for r in lift_mod.lift_rules().rules if not r.name.startswith(prefix)])
     monkeypatch.setattr(lift_mod, "lifter", lambda rules=None, trace=False: Rewriter(kept, trace=trace))
-    for s in RSHL_SPELLINGS:
+    for s in spellings:
         n_unlifted, fpir = loop(s)
-        assert "rounding_shl" not in fpir and lifted[s][1].startswith("rounding_shl("), (fpir, lifted[s][1])
+        assert family not in fpir and family + "(" in lifted[s][1], (fpir, lifted[s][1])
         assert lifted[s][0] <= n_unlifted, f"{target}: {s}: lifted {lifted[s][0]} > unlifted {n_unlifted}"
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
+def test_rounding_shl_lifting_never_loses(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lifting the left-shift twin gives a steady-state loop no longer than leaving it unlifted (HVX:
+    packets, its performance proxy): the lifted rounding_shl needs a lowering as good as the wide code
+    on every ISA (x86: rounding_shl_widened). Compiled only; the runs are test_spellings_run_bit_exact."""
+    _assert_lifting_never_loses(target, RSHL_SPELLINGS, "rounding_shl", "rounding_shl_var_", monkeypatch)
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
+def test_rounding_shr_signed_amount_lifting_never_loses(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for rounding_shr by a signed 8/16-bit amount that bounds show non-negative (x86:
+    rounding_shr_psrav_widened_nonneg_amount and the one-sided widened forms, not the generic code,
+    nor rounding_shr_widened_negated, which is longer there). Runs: test_x86.py test_rules_fire_and_run."""
+    _assert_lifting_never_loses(target, RSHR_SPELLINGS, "rounding_shr", "rounding_shr_var", monkeypatch)
