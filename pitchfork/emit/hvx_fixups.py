@@ -140,7 +140,7 @@ def rewrite_wide_lane_predicate_truncs(ir_text: str) -> str:
 
 
 # The high half of a 64 x 64-bit unsigned product, `trunc(lshr(mul(zext a, zext b), 64))` on
-# `<N x i128>` (or shifted further, by 64 + s: then hi >> s): LLVM 22's AggressiveInstCombine (foldMulHigh) forms it from the 32 x 32 -> 64-bit
+# `<N x i128>` (or shifted further, by 64 + s: then hi >> s; truncated to i64 or narrower): LLVM 22's AggressiveInstCombine (foldMulHigh) forms it from the 32 x 32 -> 64-bit
 # partial products our lowerings write for a 64-bit mul_shr / rounding_mul_shr (pitchfork.lower's width
 # convention: no i128 product). HVX has no 64-bit lanes, so the backend scalarises the i128 vector, and
 # that code ran wrong under qemu-hexagon 7.2 (difftest hvx128 seed 21, both isels: a 48-lane
@@ -153,7 +153,7 @@ def rewrite_wide_lane_predicate_truncs(ir_text: str) -> str:
 # computation the optimiser made is refused (`optimizer_i128_line`, pitchfork.emit.machine) rather than compiled.
 _TRUNC_I128 = re.compile(
     r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = trunc (?:nuw )?(?:nsw )?<(?P<n>\d+) x i128> (?P<s>%[\w.$-]+) to "
-    r"<(?P=n) x i64>\s*$",
+    r"<(?P=n) x i(?P<k>8|16|32|64)>\s*$",
     re.M,
 )
 _I128_VECTOR = re.compile(r"<(?:[2-9]|\d\d+) x i128>")
@@ -243,7 +243,12 @@ def _rewrite_i128_mulhs(ir_text: str, counter: Iterator[int]) -> str:
         v = {s: f"%pfx.mh{k}.{s}" for s in ("a1", "b1", "a0", "b0", "hh", "lh", "hl", "ll", "llh", "lhl",
                                              "hll", "s1", "s2", "c", "lhh", "hlh", "t1", "t2")}
         (a, b, shift), lo = ops, "splat (i64 4294967295)"
-        hi = dst if shift == 64 else f"%pfx.mh{k}.hi"
+        # The result is the i64 high part shifted by S - 64, truncated further when the optimiser
+        # fused a narrowing cast into the i128 trunc (`trunc <N x i128> to <N x i8>`: a u8 of a
+        # mul_shr(u64, u64, 73), difftest hvx128 seed 721).
+        narrow = m["k"] != "64"
+        hi = dst if shift == 64 and not narrow else f"%pfx.mh{k}.hi"
+        wide = f"%pfx.mh{k}.w" if narrow else dst
         dead.append(m["s"])
         lines = [
             f"{v['a1']} = lshr {ty} {a}, splat (i64 32)", f"{v['b1']} = lshr {ty} {b}, splat (i64 32)",
@@ -256,7 +261,9 @@ def _rewrite_i128_mulhs(ir_text: str, counter: Iterator[int]) -> str:
             f"{v['lhh']} = lshr {ty} {v['lh']}, splat (i64 32)", f"{v['hlh']} = lshr {ty} {v['hl']}, splat (i64 32)",
             f"{v['t1']} = add nuw {ty} {v['hh']}, {v['lhh']}", f"{v['t2']} = add nuw {ty} {v['t1']}, {v['hlh']}",
             f"{hi} = add nuw {ty} {v['t2']}, {v['c']}",
-        ] + ([] if shift == 64 else [f"{dst} = lshr {ty} {hi}, splat (i64 {shift - 64})"])
+        ] + ([] if shift == 64 else [f"{wide} = lshr {ty} {hi}, splat (i64 {shift - 64})"])
+        if narrow:
+            lines.append(f"{dst} = trunc {ty} {hi if shift == 64 else wide} to <{m['n']} x i{m['k']}>")
         return "\n".join(ind + ln for ln in lines)
 
     text = _TRUNC_I128.sub(expand, ir_text)

@@ -75,6 +75,25 @@ def _accumulation_order(t: Term) -> int:
     return n
 
 
+#: the accumulating instructions a shift by a constant moves through, into their accumulator (first
+#: operand), down to the chain's root
+_SHIFTED_CHAIN = frozenset({"arm.umlal", "arm.smlal", "arm.uaddw", "arm.saddw", "arm.uaddl", "arm.saddl"})
+
+
+def _shift_order(t: Term) -> int:
+    """A shift by a constant of an accumulation chain: the chain's length below it (through
+    reinterprets). Moved to the root, the shift becomes the root's widening shift (ushll)."""
+    if not _const_shl(t):
+        return 0
+    n, u = 0, t.args[0]
+    while u.op in _SHIFTED_CHAIN or u.op == "reinterpret":
+        n += u.op != "reinterpret"
+        if not u.args or u.op in ("arm.uaddl", "arm.saddl"):
+            break
+        u = u.args[0]
+    return n
+
+
 def _const_shl(t: Term) -> bool:
     return t.op == "shl" and t.args[1].is_const
 
@@ -101,7 +120,12 @@ def _target_node_cost(t: Term) -> tuple[int, int, int]:
 
 
 _TARGET_COST = DagCost(_target_node_cost, 3)
-_ORDERED_COST = DagCost(lambda t: (*_target_node_cost(t), _accumulation_order(t)), 4)
+def _ordered_node_cost(t: Term) -> tuple[int, int, int, int]:
+    n, width, primitives = _target_node_cost(t)
+    return (n, _accumulation_order(t) + _shift_order(t), width, primitives)
+
+
+_ORDERED_COST = DagCost(_ordered_node_cost, 4)
 #: targets whose lowering breaks cost ties by the accumulation order (their rules reorder sums)
 ORDERED_SUMS = frozenset({"arm64"})
 
@@ -116,8 +140,11 @@ def target_cost(term: Term) -> tuple[int, int, int]:
 
 
 def ordered_target_cost(term: Term) -> tuple[int, int, int, int]:
-    """`target_cost` and then, to break its ties, the accumulation order (`_accumulation_order`):
-    the cost the lowering of the ORDERED_SUMS targets minimises."""
+    """`target_cost` with the accumulation order right after the instruction count: among forms with
+    the same instructions, an add above a multiply-accumulate or over an add of a shifted term
+    (`_accumulation_order`), and a shift by a constant above an accumulation chain (`_shift_order`),
+    cost more, whatever the operand widths (a umlal reads wider operands than the uaddw it
+    replaces). The cost the lowering of the ORDERED_SUMS targets minimises."""
     return _ORDERED_COST(term)  # type: ignore[return-value]
 
 

@@ -127,7 +127,7 @@ declare("x86", (
 
 # Q31 high multiplies of 32-bit lanes (quantized ML's requantize, gemmlowp's "saturating rounding
 # doubling high multiply"): AVX2 multiplies 32-bit lanes into 64-bit products only in even lanes
-# (vpmuldq), so the odd lanes are shifted down first (vpsrlq 32) and multiplied too; the even products'
+# (vpmuldq), so the odd lanes are moved down first (vpshufd) and multiplied too; the even products'
 # results are their bits 31..62 moved down (vpsrlq 31), the odd ones' moved up into the high half
 # (vpaddq p, p), and one vpblendd interleaves them: no widening of the operands, no narrowing of the
 # products (LLVM alone: 4 vpmovsxdq, and vshufps + vpermpd). The only product past the i32 range is
@@ -141,11 +141,19 @@ def _q31_high(rounding: bool) -> Emit:
         def c64(v: int) -> ir.Constant:
             return ir.Constant(v64, [v] * 4)
 
+        def sext_even(v):  # type: ignore[no-untyped-def]
+            q = em.b.bitcast(v, v64)
+            return em.b.ashr(em.b.shl(q, c64(32)), c64(32))
+
+        def odd_down(v):  # type: ignore[no-untyped-def]
+            return em.b.shuffle_vector(v, ir.Constant(v32, ir.Undefined), _mask([1, 1, 3, 3, 5, 5, 7, 7]))
+
         def one(x, y):  # type: ignore[no-untyped-def]
-            xq, yq = em.b.bitcast(x, v64), em.b.bitcast(y, v64)
-            # sign-extended low halves (even lanes) and high halves (odd lanes): LLVM selects vpmuldq
-            even = em.b.mul(em.b.ashr(em.b.shl(xq, c64(32)), c64(32)), em.b.ashr(em.b.shl(yq, c64(32)), c64(32)))
-            odd = em.b.mul(em.b.ashr(xq, c64(32)), em.b.ashr(yq, c64(32)))
+            # the sign-extended even lanes of each operand, and of its odd lanes moved down (vpshufd; a
+            # 64-bit ashr by 32 instead loses LLVM's sign-bit facts on a broadcast operand, which then
+            # gets the three-vpmuludq 64-bit multiply): LLVM selects vpmuldq for both products
+            even = em.b.mul(sext_even(x), sext_even(y))
+            odd = em.b.mul(sext_even(odd_down(x)), sext_even(odd_down(y)))
             if rounding:
                 even, odd = em.b.add(even, c64(1 << 30)), em.b.add(odd, c64(1 << 30))
             lo = em.b.bitcast(em.b.lshr(even, c64(31)), v32)
@@ -161,9 +169,9 @@ def _q31_high(rounding: bool) -> Emit:
 
 declare("x86", (
     Inst("pmuldq_q31", ["i32, i32 -> i32"], "mul_shr(x, y, 31)", _q31_high(False),
-         "vpsrlq 32 x2, vpmuldq x2, vpsrlq 31, vpaddq, vpblendd, vpcmpeqd + vpxor (MIN * MIN)", cost=6),
+         "vpshufd x2, vpmuldq x2, vpsrlq 31, vpaddq, vpblendd, vpcmpeqd + vpxor (MIN * MIN)", cost=6),
     Inst("pmuldq_q31_round", ["i32, i32 -> i32"], "rounding_mul_shr(x, y, 31)",
-         _q31_high(True), "vpsrlq 32 x2, vpmuldq x2, vpaddq 2^30 x2, vpsrlq 31, vpaddq, vpblendd, vpcmpeqd + vpxor",
+         _q31_high(True), "vpshufd x2, vpmuldq x2, vpaddq 2^30 x2, vpsrlq 31, vpaddq, vpblendd, vpcmpeqd + vpxor",
          cost=6),
 ))
 

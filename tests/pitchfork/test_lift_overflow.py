@@ -155,6 +155,9 @@ SPELLINGS = {
         "add.nsw(a_T, 1 << (min(n_T, 20) - 1)) >> min(n_T, 20)"],
     "rounding_shr.nsw(a_T, U(max(min(n_T, 30), 0)))": [
         "add.nsw(a_T, (T(1) << U(max(min(n_T, 30), 0))) / 2) >> U(max(min(n_T, 30), 0))"],
+    # Halide's clamp - 1 on the left, the clamp as unsigned on the right (saturating_cast after lifting)
+    "rounding_shr.nsw(a_T, U(max(min(n_T, 30), 0)))": [
+        "add.nsw(a_T, 1 << add.nsw(max(min(n_T, 30), 0), -1)) >> U(max(min(n_T, 30), 0))"],
     "rounding_shl(a_T, max(n_T, -30))": [
         "add.nsw(a_T, (1 >> max(n_T, -30)) >> 1) << max(n_T, -30)",
         "add.nsw(a_T, (1 >> max(n_T, -30)) / 2) << max(n_T, -30)",
@@ -264,6 +267,7 @@ FAMILIES: dict[str, tuple[Callable[..., Any], str]] = {
     "rshr_const": (lambda a, b, n: (a + (1 << 5)) >> 6, "rounding_shr"),
     "rshr_var": (lambda a, b, n: (a + ((1 << hl.clamp(n, 0, 30)) >> 1)) >> hl.clamp(n, 0, 30), "rounding_shr"),
     "rshr_var_min": (lambda a, b, n: (a + (1 << (hl.min(n, 20) - 1))) >> hl.min(n, 20), "rounding_shr"),
+    "rshr_var_clamp_m1": (lambda a, b, n: (a + (1 << (hl.clamp(n, 0, 30) - 1))) >> hl.clamp(n, 0, 30), "rounding_shr"),
     "rshl_var": (lambda a, b, n: (a + ((1 >> hl.clamp(n, -30, 3)) >> 1)) << hl.clamp(n, -30, 3), "rounding_shl"),
 }
 N = 200

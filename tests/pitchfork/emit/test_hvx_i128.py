@@ -161,3 +161,61 @@ def test_seed21_term_is_bit_exact(lanes: int) -> None:
     for ins, out in zip(runs, run_calls([cm], TARGET, calls)):
         want = np.asarray(evaluate(term, {v.name: _as_type(ins[v.name], v.type) for v in vs})).astype(np.int64)
         assert np.array_equal(out[0], want), np.nonzero(out[0] != want)[0][:8]
+
+
+# difftest hvx128 seed 721 (isel=pitchfork): `u8(mul_shr(d_u64, c_u64, 73))` under a saturating add.
+# O3 fused the u8 cast into the i128 high multiply's truncation (`trunc <N x i128> to <N x i8>`), which
+# the rewrite did not take: the module was refused ("the optimiser made vectors of i128 lanes").
+NARROW = """define void @f(ptr %pa, ptr %pb, ptr %out) {
+  %a = load <4 x i64>, ptr %pa, align 8
+  %b = load <4 x i64>, ptr %pb, align 8
+  %1 = zext <4 x i64> %a to <4 x i128>
+  %2 = zext <4 x i64> %b to <4 x i128>
+  %3 = mul nuw <4 x i128> %1, %2
+  %4 = lshr <4 x i128> %3, splat (i128 73)
+  %n8 = trunc <4 x i128> %4 to <4 x i8>
+  %5 = lshr <4 x i128> %3, splat (i128 64)
+  %n16 = trunc <4 x i128> %5 to <4 x i16>
+  %w8 = zext <4 x i8> %n8 to <4 x i64>
+  %w16 = zext <4 x i16> %n16 to <4 x i64>
+  %r = xor <4 x i64> %w8, %w16
+  store <4 x i64> %r, ptr %out, align 8
+  ret void
+}
+"""
+
+
+def test_high_multiply_truncated_below_i64_is_rewritten() -> None:
+    out = rewrite_i128_mulhs(NARROW)
+    assert has_i128_mulh(NARROW) and "i128" not in out
+    assert "%n8 = trunc <4 x i64> %pfx.mh0.w to <4 x i8>" in out
+    assert "%n16 = trunc <4 x i64> %pfx.mh1.hi to <4 x i16>" in out
+    assert "i128" not in compile_module(NARROW, TARGET).optimized_ir  # no longer refused
+    mod = llvm.parse_assembly(out)
+    mod.verify()
+    ee = llvm.create_mcjit_compiler(mod, target_machine("x86-avx2", jit=True))
+    ee.finalize_object()
+    f = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(ee.get_function_address("f"))
+    edges = np.array([0, 1, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 0x7FFFFFFF80000001], dtype=np.uint64)
+    rng = np.random.default_rng(721)
+    a = np.concatenate([np.repeat(edges, len(edges)), rng.integers(0, 2**64, 2000, dtype=np.uint64)])
+    b = np.concatenate([np.tile(edges, len(edges)), rng.integers(0, 2**64, 2000, dtype=np.uint64)])
+    out_v = np.zeros_like(a)
+    for i in range(0, len(a), 4):
+        pa, pb, po = (np.ascontiguousarray(v[i:i + 4]) for v in (a, b, out_v))
+        f(pa.ctypes.data, pb.ctypes.data, po.ctypes.data)
+        out_v[i:i + 4] = po
+    hi = _mulh(a, b)
+    want = ((hi >> np.uint64(9)) & np.uint64(0xFF)) ^ (hi & np.uint64(0xFFFF))
+    assert np.array_equal(out_v, want)
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available(TARGET), reason="qemu-hexagon / clang / lld missing")
+def test_seed721_term_compiles_and_is_bit_exact() -> None:
+    """The seed-721 difftest case end to end at its 16 lanes, under qemu-hexagon (~3 s)."""
+    from tests.pitchfork.difftest import run_batch
+
+    term = parse("rounding_shr(saturating_add(bu8_u8, u8(mul_shr(du64_u64, cu64_u64, 73))), ai8_i8)")
+    r = run_batch([term], TARGET, "pitchfork", seed=721, batch=1, lanes_choice=lambda rng, nat: 16)
+    assert not r.skipped and r.ran == 1 and not r.errors and not r.mismatches, r.errors[:1]

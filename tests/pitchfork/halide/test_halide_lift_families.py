@@ -137,6 +137,33 @@ SPELLINGS: dict[str, Spelling] = {
         (U16, I8), lambda a, b, c: hl.u16((hl.u32(a) + (hl.u32(1) >> (hl.clamp(hl.i32(b), -31, 15) + 1)))
                                           << hl.clamp(hl.i32(b), -31, 15)),
         "rounding_shl", {"x86-avx2": r"vpsrlvd", "arm64": r"urshl"}),
+    # the rounding term's n + 1 of a widened narrow amount (lifted to widening_add / extending_add first),
+    # unclamped (unsigned wide type) or clamped before the widening
+    "rshl_var_u16_unclamped_folded": Spelling(
+        (U16, I8), lambda a, b, c: hl.u16((hl.u32(a) + (hl.u32(1) >> (hl.i32(b) + 1))) << hl.i32(b)),
+        "rounding_shl", {"x86-avx2": r"vpsrlvd", "arm64": r"urshl"}),
+    "rshl_var_i8_clamped_narrow_folded": Spelling(
+        (I8, I8), lambda a, b, c: hl.i8((hl.i16(a) + (hl.i16(1) >> (hl.i16(hl.clamp(b, -8, 7)) + 1)))
+                                        << hl.i16(hl.clamp(b, -8, 7))),
+        "rounding_shl", {"arm64": r"srshl"}),
+    # a signed amount clamped to [0, bits] before the widening: Halide shifts right by the unsigned u16(...)
+    "rshr_var_i8_clamped_narrow": Spelling(
+        (I8, I8), lambda a, b, c: hl.i8((hl.i16(a) + (hl.i16(1) << (hl.i16(hl.clamp(b, 0, 8)) - 1)))
+                                        >> hl.i16(hl.clamp(b, 0, 8))),
+        "rounding_shr", {"arm64": r"srshl"}),
+    "rshr_var_i16_clamped_wide_halved": Spelling(
+        (I16, I8), lambda a, b, c: hl.i16((hl.i32(a) + ((hl.i32(1) << hl.clamp(hl.i32(b), 0, 16)) >> 1))
+                                          >> hl.clamp(hl.i32(b), 0, 16)),
+        "rounding_shr", {"arm64": r"srshl"}),
+    # clamps with Python int bounds: hl.min/hl.max widen the amount, and so the whole sum, to 32 bits
+    "rshr_var_i8_int_bounds": Spelling(
+        (I8, I8), lambda a, b, c: hl.i8((hl.i16(a) + ((hl.i16(1) << hl.min(hl.max(hl.i16(b), 0), 8)) >> 1))
+                                        >> hl.min(hl.max(hl.i16(b), 0), 8)),
+        "rounding_shr", {"arm64": r"srshl"}),
+    "rshl_var_u8_int_bounds": Spelling(
+        (U8, I8), lambda a, b, c: hl.u8((hl.u16(a) + ((hl.u16(1) >> hl.min(hl.max(hl.i16(b), -8), 7)) >> 1))
+                                        << hl.min(hl.max(hl.i16(b), -8), 7)),
+        "rounding_shl", {"arm64": r"urshl"}),
     "rshr_const_resigned": Spelling((U8, U8), lambda a, b, c: hl.u8((hl.i16(a) + 8) / 16), "rounding_shr",
                                     {"arm64": r"urshr|rshrn"}),
     "rhadd_one_first": Spelling((U8, U8), lambda a, b, c: hl.u8((1 + hl.u16(a) + hl.u16(b)) / 2),
@@ -155,8 +182,10 @@ SPELLINGS: dict[str, Spelling] = {
 #: spellings also compiled for and run on AArch64 / Hexagon (qemu) in the default run
 ARM_RUN = ("q15_bounded_truncating_rounding", "q15_const_truncating", "sat_add_signed_sum", "mac_u8",
            "acc_signed_of_u8", "acc_i32_of_u8", "high_half_resigned", "rshr_var_u8", "rshr_var_i8_clamped",
-           "rshl_var_i16_clamped", "rshl_var_u8_clamped", "q31_bounded_truncating")
-HVX_RUN = ("mac_u8", "acc_signed_of_u8", "q31_bounded_truncating", "q31_bounded_truncating_rounding")
+           "rshl_var_i16_clamped", "rshl_var_u8_clamped", "q31_bounded_truncating", "rshl_var_u16_unclamped_folded",
+           "rshr_var_i8_clamped_narrow", "rshl_var_u8_int_bounds")
+HVX_RUN = ("mac_u8", "acc_signed_of_u8", "q31_bounded_truncating", "q31_bounded_truncating_rounding",
+           "rshl_var_u16_unclamped_folded", "rshr_var_i8_clamped_narrow")
 
 
 def _build(name: str, sp: Spelling, lanes: int) -> tuple[hl.Func, list[Any]]:

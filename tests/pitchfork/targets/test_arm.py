@@ -273,6 +273,14 @@ EXAMPLES = [
     ("extending_add(extending_add(reinterpret<u16>(widening_shl(a_i8, 2)), b_i8), c_i8)", "smlal"),
     ("extending_add(extending_add(reinterpret<i16>(widening_mul(a_u8, b_u8)), c_u8), d_u8)", "umlal"),
     ("extending_add(extending_add(reinterpret<u32>(widening_mul(a_i16, b_i16)), c_i16), d_i16)", "smlal"),
+    # a shift of an accumulation chain moved to its root
+    ("(d_u16 + widening_mul(a_u8, 3)) << 2", "umlal"),
+    ("(d_i16 + widening_mul(a_i8, 3)) << 2", "smlal"),
+    ("extending_add(extending_add(reinterpret<i16>(widening_shl(b_u8, 1)), c_u8), d_u8) << 1", "umlal"),
+    ("extending_add(d_u16 * 3, a_u8) << 2", "umlal"),
+    ("extending_add(d_i16 * 3, a_i8) << 2", "smlal"),
+    ("widening_add(a_u8, b_u8) << 2", "umlal"),
+    ("widening_add(a_i8, b_i8) << 2", "smlal"),
     # sums of shifted terms: two shifts by one constant merged, a shift moved up the sum
     ("(a_i16 << 2) + (b_i16 << 2)", "shl"),
     ("(c_u16 + (a_u16 << 3)) + (b_u16 << 3)", "shl"),

@@ -44,6 +44,8 @@ UNSOUND = [
     "(z_T + (x_T << c0)) + (y_T << c0) -> z_T + ((x_T + y_T) << c0) if T == i16",
     # a shift moved up past a subtraction
     "(z_T - (x_T << c0)) + w_T -> (z_T + w_T) + (x_T << c0)",
+    # a widen-right add's narrow term shifted in the narrow type (wraps), not multiplied in the wide one
+    "arm.uaddw(x_W, y_T) << c0 -> arm.uaddw(x_W << c0, y_T << c0) if T == u8",
 ]
 
 
@@ -57,12 +59,17 @@ def test_accumulation_order_breaks_the_tie() -> None:
     """Same instructions, same widths: the add inside the accumulator costs less than the add above."""
     above = parse("d_u16 + arm.umlal(c_u16, a_u8, b_u8)")
     below = parse("arm.umlal(d_u16 + c_u16, a_u8, b_u8)")
-    assert target_cost(above)[:3] == target_cost(below)[:3]
+    assert target_cost(above)[0] == target_cost(below)[0] and target_cost(above)[2:] == target_cost(below)[2:]
     assert target_cost(below) < target_cost(above)
     buried = parse("(c_i16 + (a_i16 << 2)) + d_i16")
     raised = parse("(c_i16 + d_i16) + (a_i16 << 2)")
-    assert target_cost(buried)[:3] == target_cost(raised)[:3]
+    assert target_cost(buried)[0] == target_cost(raised)[0] and target_cost(buried)[2:] == target_cost(raised)[2:]
     assert target_cost(raised) < target_cost(buried)
+    # a shift of a chain moves to its root, though the umlal there reads wider operands than a uaddw
+    shifted = parse("arm.uaddw(arm.uaddl(a_u8, b_u8), c_u8) << 1")
+    at_root = parse("arm.umlal(arm.umlal(arm.ushll(a_u8, 1), b_u8, 2), c_u8, 2)")
+    assert target_cost(at_root)[0] == target_cost(shifted)[0] and target_cost(at_root)[2] > target_cost(shifted)[2]
+    assert target_cost(at_root) < target_cost(shifted)
 
 
 #: Columns of the separable blurs as the Halide frontend gives them (i16 sums of widened u8 taps,
@@ -72,10 +79,10 @@ COLUMNS = [
     # gaussian5x5: a + 4b + 6c + 4d + e = uaddl, umlal, umlal, umlal (was ushll, 2 umlal, 2 uaddw)
     ("extending_add(extending_add(reinterpret<i16>(widening_shl(b_u8, 2)) + reinterpret<i16>(widening_shl(d_u8, 2))"
      " + reinterpret<i16>(widening_mul(c_u8, 6)), a_u8), e_u8)", 4, 5),
-    # gaussian3x3 (its 3x3 sum): 2a + 2(2b + c + d + e) + f + g + h + i
+    # gaussian3x3 (its 3x3 sum): 2a + 2(2b + c + d + e) + f + g + h + i = uaddl(f, g), 2 uaddw, 5 umlal
     ("u8(rounding_shr(extending_add(extending_add(extending_add(extending_add(reinterpret<i16>(widening_shl(a_u8, 1))"
      " + (extending_add(extending_add(extending_add(reinterpret<i16>(widening_shl(b_u8, 1)), c_u8), d_u8), e_u8)"
-     " << 1), f_u8), g_u8), h_u8), i_u8), 4))", 10, 11),
+     " << 1), f_u8), g_u8), h_u8), i_u8), 4))", 9, 11),
     # gaussian7x7-like: two products and two plain taps
     ("extending_add(extending_add(reinterpret<i16>(widening_mul(a_u8, 20)) + reinterpret<i16>(widening_mul(b_u8, 15)),"
      " c_u8), d_u8)", 3, 4),

@@ -4,6 +4,8 @@ vpmulhrsw under the narrowings Halide writes around it, and the Q31 high multipl
 The rules themselves are verified and run on edge values in test_x86.py (test_rule_verifies,
 test_rules_fire_and_run, test_every_fpir_op_lowers_at_every_type). Checked here:
 * the unsound near misses of the new compound forms are INVALID (negative tests);
+* rounding_shr_widened_negated is VALID without its `!lower_bounded` guard (the guard only steers
+  a non-negative amount to the shorter one-sided forms);
 * Halide pipelines using rounding_shift_left / rounding_shift_right with a per-lane Int(32) amount get
   the or'ed vpsllvd / vpsravd form (no blend), a shorter loop than LLVM alone, and the same values as
   Halide's realize() (amounts in range) and as isel=llvm (every amount);
@@ -40,6 +42,9 @@ UNSOUND = {
                        "((x86.psrav(x_i32, ~y_i32) + 1) >> 1)",
     # the logical shift of a signed value loses the sign fill
     "psrav_q_logical": "x_i64 >> y_u64 -> reinterpret<i64>(x86.psrlv(reinterpret<u64>(x_i64), y_u64))",
+    # rounding_shr by y as rounding_shl by ~y (= -y - 1): one bit too far (rounding_shr_widened_negated)
+    "negated_by_not": "rounding_shr(x_T, y_S) -> x86.rounding_shl_widened(x_T, ~y_S) "
+                      "if bits(T) <= 16 && is_signed(S) && bits(S) == bits(T)",
     # clamping the negatives alone turns the overflowing product (32768) into 0
     "pmulhrsw_u16_max": "saturating_cast<u16>(rounding_shr(widening_mul(x_i16, y_i16), 15)) -> "
                         "reinterpret<u16>(max(x86.pmulhrsw(x_i16, y_i16), 0))",
@@ -53,6 +58,20 @@ UNSOUND = {
 def test_unsound_variants_are_invalid(name: str) -> None:
     result = verify_rule(parse_rule(f"{name}: {UNSOUND[name]}", "<test>", 1))
     assert result.status == "INVALID", result.summary()
+
+
+def test_negated_rounding_shr_guard_is_cost_only() -> None:
+    """rounding_shr_widened_negated's `!lower_bounded(y_S, 0)` only steers selection to the shorter
+    one-sided forms for a non-negative amount (the verifier reads it as an assumption, y < 0): the rule
+    without it is VALID at every type instance, so it is sound for every amount."""
+    from pitchfork.targets import load_target
+
+    rule = next(r for r in load_target(TARGET).rules.rules if r.name == "rounding_shr_widened_negated")
+    guard = " && !lower_bounded(y_S, 0)"
+    assert rule.predicate is not None and rule.predicate.endswith(guard), rule.predicate
+    unguarded = rule.text().removesuffix(guard)
+    result = verify_rule(parse_rule(unguarded, "<test>", 1), rlimit=300_000_000)
+    assert result.status == "VALID" and len(result.instances) == 4, result.summary()
 
 
 def _loop(prog: pitchfork.CompiledPipeline, name: str) -> list[str]:
