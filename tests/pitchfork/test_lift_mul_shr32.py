@@ -137,6 +137,25 @@ def test_q31_selects_the_instruction(target: str) -> None:
             assert not re.search(r"=\s*mpy|vinsert", asm), asm
 
 
+def _run_bit_exact(terms: list[Term], target: str, seed: int) -> None:
+    """Select `terms` for `target` with isel=pitchfork, compile and RUN them (tests/pitchfork/difftest.py:
+    edge and random inputs) at one and two registers of 32-bit lanes; each must equal the interpreter on
+    the ORIGINAL expression."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.pitchfork.difftest import natural_lanes, run_batch, summary
+    from fpir.types import ScalarType
+
+    reg = natural_lanes(target, ScalarType(True, 32))
+    r = run_batch(terms, target, "pitchfork", seed=seed, lanes_choice=lambda rng, _nat: rng.choice([reg, 2 * reg]))
+    if r.skipped:
+        pytest.skip(r.skipped)
+    assert not r.mismatches and not r.errors, summary(r) + "\n" + "\n".join(
+        [m.report() for m in r.mismatches[:3]] + r.errors[:3])
+    assert r.ran == len(terms)
+
+
 @pytest.mark.parametrize("target", [
     "x86-avx2",
     pytest.param("arm64", marks=pytest.mark.qemu),
@@ -146,20 +165,7 @@ def test_spellings_run_bit_exact(target: str) -> None:
     """Every spelling and near miss, selected for the target with isel=pitchfork, compiled and RUN
     (tests/pitchfork/difftest.py: edge and random inputs) equals the interpreter on the ORIGINAL
     expression, at one and two registers of 32-bit lanes."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.pitchfork.difftest import natural_lanes, run_batch, summary
-    from fpir.types import ScalarType
-
-    terms = [parse(s) for s, _ in SPELLINGS + NOT_LIFTED]
-    reg = natural_lanes(target, ScalarType(True, 32))
-    r = run_batch(terms, target, "pitchfork", seed=9, lanes_choice=lambda rng, _nat: rng.choice([reg, 2 * reg]))
-    if r.skipped:
-        pytest.skip(r.skipped)
-    assert not r.mismatches and not r.errors, summary(r) + "\n" + "\n".join(
-        [m.report() for m in r.mismatches[:3]] + r.errors[:3])
-    assert r.ran == len(terms)
+    _run_bit_exact([parse(s) for s, _ in SPELLINGS + NOT_LIFTED], target, seed=9)
 
 
 # ---- the high-word forms: shift >= bits(T), any operands ----------------------------------------
@@ -220,20 +226,7 @@ def test_high_word_i32_instance_is_proven_by_product_bounds() -> None:
 def test_high_word_spellings_run_bit_exact(target: str) -> None:
     """Every high-word spelling (and the near miss), selected with isel=pitchfork, compiled and RUN
     against the interpreter on the ORIGINAL expression, at one and two registers of 32-bit lanes."""
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.pitchfork.difftest import natural_lanes, run_batch, summary
-    from fpir.types import ScalarType
-
-    terms = [parse(s) for s, _, _ in HIGH_WORD] + [parse(s) for s in HIGH_WORD_NOT_LIFTED]
-    reg = natural_lanes(target, ScalarType(True, 32))
-    r = run_batch(terms, target, "pitchfork", seed=17, lanes_choice=lambda rng, _nat: rng.choice([reg, 2 * reg]))
-    if r.skipped:
-        pytest.skip(r.skipped)
-    assert not r.mismatches and not r.errors, summary(r) + "\n" + "\n".join(
-        [m.report() for m in r.mismatches[:3]] + r.errors[:3])
-    assert r.ran == len(terms)
+    _run_bit_exact([parse(s) for s, _, _ in HIGH_WORD] + [parse(s) for s in HIGH_WORD_NOT_LIFTED], target, seed=17)
 
 
 # The rounding high-word forms the never-loses comparison covers: HIGH_WORD's, plus u32 by a constant at

@@ -63,6 +63,26 @@ def _mulh(x: np.ndarray, y: np.ndarray | int) -> np.ndarray:
     return np.array([(int(a) * b) >> 64 for a, b in zip(x.view(np.uint64), ys)], dtype=np.uint64)
 
 
+def _jit_run(ir_text: str, seed: int, randoms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """JIT `@f(pa, pb, out)` of 4 x i64 lanes (x86: the rewrite is target-independent) over every pair of
+    64-bit edge values plus `randoms` random pairs; returns (a, b, out)."""
+    mod = llvm.parse_assembly(ir_text)
+    mod.verify()
+    ee = llvm.create_mcjit_compiler(mod, target_machine("x86-avx2", jit=True))
+    ee.finalize_object()
+    f = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(ee.get_function_address("f"))
+    edges = np.array([0, 1, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 0x7FFFFFFF80000001], dtype=np.uint64)
+    rng = np.random.default_rng(seed)
+    a = np.concatenate([np.repeat(edges, len(edges)), rng.integers(0, 2**64, randoms, dtype=np.uint64)])
+    b = np.concatenate([np.tile(edges, len(edges)), rng.integers(0, 2**64, randoms, dtype=np.uint64)])
+    out = np.zeros_like(a)
+    for i in range(0, len(a), 4):
+        pa, pb, po = (np.ascontiguousarray(v[i:i + 4]) for v in (a, b, out))
+        f(pa.ctypes.data, pb.ctypes.data, po.ctypes.data)
+        out[i:i + 4] = po
+    return a, b, out
+
+
 def test_rewrite_leaves_no_i128_and_keeps_other_code() -> None:
     assert has_i128_mulh(MULH)
     out = rewrite_i128_mulhs(MULH)
@@ -79,20 +99,7 @@ def test_rewrite_leaves_no_i128_and_keeps_other_code() -> None:
 
 def test_rewrite_is_the_same_high_product() -> None:
     """JIT the rewritten IR (x86: the rewrite is target-independent) on edge and random 64-bit values."""
-    mod = llvm.parse_assembly(rewrite_i128_mulhs(MULH))
-    mod.verify()
-    ee = llvm.create_mcjit_compiler(mod, target_machine("x86-avx2", jit=True))
-    ee.finalize_object()
-    f = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(ee.get_function_address("f"))
-    edges = np.array([0, 1, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 0x7FFFFFFF80000001], dtype=np.uint64)
-    rng = np.random.default_rng(0)
-    a = np.concatenate([np.repeat(edges, len(edges)), rng.integers(0, 2**64, 4000, dtype=np.uint64)])
-    b = np.concatenate([np.tile(edges, len(edges)), rng.integers(0, 2**64, 4000, dtype=np.uint64)])
-    out = np.zeros_like(a)
-    for i in range(0, len(a), 4):
-        pa, pb, po = (np.ascontiguousarray(v[i:i + 4]) for v in (a, b, out))
-        f(pa.ctypes.data, pb.ctypes.data, po.ctypes.data)
-        out[i:i + 4] = po
+    a, b, out = _jit_run(rewrite_i128_mulhs(MULH), seed=0, randoms=4000)
     want = ((_mulh(a, b) + _mulh(a, K)) ^ _mulh(b, b)) - (_mulh(a, b) >> np.uint64(17))
     assert np.array_equal(out, want)
 
@@ -191,20 +198,7 @@ def test_high_multiply_truncated_below_i64_is_rewritten() -> None:
     assert "%n8 = trunc <4 x i64> %pfx.mh0.w to <4 x i8>" in out
     assert "%n16 = trunc <4 x i64> %pfx.mh1.hi to <4 x i16>" in out
     assert "i128" not in compile_module(NARROW, TARGET).optimized_ir  # no longer refused
-    mod = llvm.parse_assembly(out)
-    mod.verify()
-    ee = llvm.create_mcjit_compiler(mod, target_machine("x86-avx2", jit=True))
-    ee.finalize_object()
-    f = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(ee.get_function_address("f"))
-    edges = np.array([0, 1, 2**32 - 1, 2**32, 2**63 - 1, 2**63, 2**64 - 1, 0x7FFFFFFF80000001], dtype=np.uint64)
-    rng = np.random.default_rng(721)
-    a = np.concatenate([np.repeat(edges, len(edges)), rng.integers(0, 2**64, 2000, dtype=np.uint64)])
-    b = np.concatenate([np.tile(edges, len(edges)), rng.integers(0, 2**64, 2000, dtype=np.uint64)])
-    out_v = np.zeros_like(a)
-    for i in range(0, len(a), 4):
-        pa, pb, po = (np.ascontiguousarray(v[i:i + 4]) for v in (a, b, out_v))
-        f(pa.ctypes.data, pb.ctypes.data, po.ctypes.data)
-        out_v[i:i + 4] = po
+    a, b, out_v = _jit_run(out, seed=721, randoms=2000)
     hi = _mulh(a, b)
     want = ((hi >> np.uint64(9)) & np.uint64(0xFF)) ^ (hi & np.uint64(0xFFFF))
     assert np.array_equal(out_v, want)
