@@ -7,8 +7,9 @@ n mod block elements once more in a whole-register block on stack copies (`_whol
 then any n > 0 works. An input read by a lane-combining op (`vector_reduce_add_x4`, udot)
 has that many elements per output element (`input_factors`): the kernel reads lanes x factor of it per
 iteration, so in_k holds n x factor elements. Inputs are the term's variables in `var_order`; u1 values are
-stored one byte each. Loads and stores claim alignment 1: numpy buffers and qemu harness buffers give
-no stronger guarantee, and on HVX an over-claimed alignment silently reads the wrong bytes.
+stored one byte each. Loads and stores of the caller's buffers claim alignment 1: numpy buffers and qemu
+harness buffers give no stronger guarantee, and on HVX an over-claimed alignment silently reads the
+wrong bytes (the kernel's own 128-aligned stack copies claim 128).
 `offsets` maps a variable to (another variable, element offset): it takes no argument of its own and
 reads the other variable's buffer `offset` elements on (in[i + offset]), so one buffer can feed a
 sliding window (x, x+1, x+2 of one stream); that buffer then holds n + the largest offset elements.
