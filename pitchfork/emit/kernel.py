@@ -2,9 +2,11 @@
 
 `void <name>(ptr out, ptr in_0, ..., ptr in_k, i64 n)` computes `lanes` elements per iteration for
 n elements (n a multiple of `lanes`). On HVX, where `lanes` elements of some type of the term do not
-fill whole vector registers, it computes a whole-register block per iteration instead and the last
-n mod block elements once more in a whole-register block on stack copies (`_whole_register_loop`);
-then any n > 0 works. An input read by a lane-combining op (`vector_reduce_add_x4`, udot)
+fill whole vector registers and no lane is wider than 32 bits, it computes a whole-register block per
+iteration instead and the last n mod block elements once more in a whole-register block on stack
+copies (`_whole_register_loop`); then any n > 0 works. (A term with 64-bit lanes, which LLVM
+scalarises on HVX anyway, computes each block of `lanes` at the whole-register width on zero-padded
+operands.) An input read by a lane-combining op (`vector_reduce_add_x4`, udot)
 has that many elements per output element (`input_factors`): the kernel reads lanes x factor of it per
 iteration, so in_k holds n x factor elements. Inputs are the term's variables in `var_order`; u1 values are
 stored one byte each. Loads and stores of the caller's buffers claim alignment 1: numpy buffers and qemu
@@ -127,8 +129,10 @@ def _elem_ptr(b: ir.IRBuilder, p: ir.Value, t: ScalarType) -> ir.Value:
 
 def _compute(b: ir.IRBuilder, term: Term, width: int, reads: Sequence[_Read], uniform: frozenset[str],
              index: ir.Value, sources: Mapping[str, _Source], target: Optional[object],
-             streams: Mapping[str, tuple[str, int]]) -> ir.Value:
-    """The term over `width` lanes (elements index .. index + width), in storage type."""
+             streams: Mapping[str, tuple[str, int]], loaded: Optional[int] = None) -> ir.Value:
+    """The term over `width` lanes (elements index .. index + width), in storage type. With `loaded`
+    (< width) only that many lanes are read, the others zero (`_pad`)."""
+    loaded = loaded or width
     i64 = ir.IntType(64)
     env: dict[str, ir.Value] = {}
     for r in reads:
@@ -145,7 +149,7 @@ def _compute(b: ir.IRBuilder, term: Term, width: int, reads: Sequence[_Read], un
         addr = b.gep(_elem_ptr(b, src.ptr, r.var.type), [at])
         shift = (r.offset + src.bias) * (st.bits // 8)
         align = math.gcd(src.align, shift) if shift else src.align
-        val = b.load(b.bitcast(addr, ir.PointerType(vec_type(st, width * f))), align=align)
+        val = _pad(b, b.load(b.bitcast(addr, ir.PointerType(vec_type(st, loaded * f))), align=align), width * f)
         if r.var.type.bits == 1:
             val = b.icmp_unsigned("!=", val, ir.Constant(val.type, [0] * (width * f)))
         env[r.var.name] = val
@@ -153,6 +157,22 @@ def _compute(b: ir.IRBuilder, term: Term, width: int, reads: Sequence[_Read], un
     if term.type.bits == 1:
         result = b.zext(result, vec_type(storage_type(term.type), width))
     return result
+
+
+def _pad(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
+    """v's lanes followed by zero lanes, `lanes` in all."""
+    n = v.type.count
+    if n == lanes:
+        return v
+    mask = ir.Constant(ir.VectorType(ir.IntType(32), lanes), [min(i, n) for i in range(lanes)])
+    return b.shuffle_vector(v, ir.Constant(v.type, None), mask)
+
+
+def _unpad(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
+    if v.type.count == lanes:
+        return v
+    return b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                                                                              list(range(lanes))))
 
 
 def _copy_bytes(b: ir.IRBuilder, fn: ir.Function, dst: ir.Value, src: ir.Value, nbytes: ir.Value,
@@ -180,7 +200,8 @@ def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, 
                           target: Optional[object] = None, uniform: frozenset[str] = frozenset(),
                           offsets: Optional[Mapping[str, tuple[str, int]]] = None) -> ir.Function:
     """The kernel computes `lanes` elements per iteration; on HVX (target hvx128, or a term with HVX
-    instructions) in whole registers (`register_lanes`; see `_whole_register_loop`). Variables named
+    instructions) in whole registers (`register_lanes`; `_whole_register_loop`, or padded blocks of
+    `lanes` for terms with 64-bit lanes). Variables named
     in `uniform` are read once, from their buffer's first element, and splat (as a Halide Param or a
     value loaded once reaches an expression: what by-scalar instruction forms read). Variables named
     in `offsets` read another variable's buffer at an element offset (module docstring); they must
@@ -209,14 +230,18 @@ def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, 
     direct = {p.name: _Source(p, 0, 1) for p in in_ps}
     entry = fn.append_basic_block("entry")
     b = ir.IRBuilder(entry)
-    if width == lanes:
+    if width == lanes or max(t.type.bits for t in term.walk()) > 32:
+        # One block of `lanes` per iteration, computed at `width` lanes on zero-padded operands. HVX has
+        # no 64-bit lanes: LLVM scalarises a term with them however its blocks are cut, so such a term
+        # gains nothing from `_whole_register_loop`, whose second (tail) copy of the scalarised body
+        # made the seed-21 i64 term of test_hvx_i128 compile for over 15 minutes instead of 30 s.
         loop = fn.append_basic_block("loop")
         done = fn.append_basic_block("done")
         b.cbranch(b.icmp_signed(">", n, ir.Constant(i64, 0)), loop, done)
         b.position_at_end(loop)
         i = b.phi(i64, "i")
         i.add_incoming(ir.Constant(i64, 0), entry)
-        result = _compute(b, term, width, reads, uniform, i, direct, target, streams)
+        result = _unpad(b, _compute(b, term, width, reads, uniform, i, direct, target, streams, lanes), lanes)
         addr = b.gep(_elem_ptr(b, out_p, term.type), [i])
         b.store(result, b.bitcast(addr, ir.PointerType(result.type)), align=1)
         nxt = b.add(i, ir.Constant(i64, lanes))
