@@ -1,7 +1,7 @@
-"""Halide's very-likely branch weights (codegen_base.VERY_LIKELY): every loop's entry test and every
-check inside a loop (an assertion, a halide_malloc result) is marked as all but always going on, so
-LLVM's block-frequency estimate of a loop body is not halved by each check before it; the argument
-checks ahead of the loop nest keep even weights.
+"""Halide's very-likely branch weights (codegen_base.VERY_LIKELY, on the WEIGHTED_TARGETS: x86): every
+loop's entry test and every check inside a loop (an assertion, a halide_malloc result) is marked as all
+but always going on, so LLVM's block-frequency estimate of a loop body is not halved by each check
+before it; the argument checks ahead of the loop nest keep even weights.
 
 * the IR facts on a small pipeline whose row buffer is allocated in the y loop (one heap allocation
   checked inside the loop), and the result is bit-exact (x86 JIT);
