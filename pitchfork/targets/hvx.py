@@ -93,8 +93,8 @@ _declare("hvx.vmpy", _sigs(_VMPY, _mul_result), "widening_mul(x, y)", _widening(
 
 _VMPY_ACC = {(_mul_result(k), *k): ((v[0] + ".acc", True) if isinstance(v, tuple) else v + ".acc")
              for k, v in _VMPY.items()}
-_VMPY_ACC_SCALAR = {(_mul_result(k), *k): (n + ".acc", b) for k, (n, b) in _VMPY_SCALAR.items()
-                    if n != "vmpyh"}  # vmpyh has only a saturating accumulation (vmpyhsat.acc)
+# vmpyh.acc (Vxx.w += vmpy(Vu.h, Rt.h), no saturation) is HVX v65+ (we target v66).
+_VMPY_ACC_SCALAR = {(_mul_result(k), *k): (n + ".acc", b) for k, (n, b) in _VMPY_SCALAR.items()}
 # A signed accumulator of unsigned products (Halide's i16 sums of u8 pixels): the same instructions,
 # the accumulation wraps modulo 2^bits either way.
 _VMPY_ACC.update({("i16", "u8", "u8"): "vmpyubv.acc", ("i32", "u16", "u16"): "vmpyuhv.acc"})

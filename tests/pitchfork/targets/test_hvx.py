@@ -403,8 +403,9 @@ def test_widening_chain_keeps_deinterleaved_order_and_new_forms_run() -> None:
     for c in cases[:2]:
         body = hvx_asm_lines(c)
         assert not any(re.search(r"\bv(shuff|deal)\b", i) for i in body), body
-        # accumulating widening multiplies (vmpa, or vmpy +=; which one depends on the lifting order)
-        assert sum("+= vmpy(" in i or "vmpa(" in i for i in body) >= 6, body
+        # accumulating widening multiplies (vmpa, or vmpy +=; which one depends on the lifting order;
+        # reinterpret_round_trip lets vmpa.acc take two unscaled pixels: 5 per register since then, 8 before)
+        assert sum("+= vmpy(" in i or "vmpa(" in i for i in body) >= 5, body
         assert any(re.search(r"\.ub = vasr\(v\d+\.h,v\d+\.h,r\d+\):rnd:sat", i) for i in body), body
     packo, mpyi, asr, packe, mpyie = (hvx_asm_lines(c) for c in cases[2:])
     assert any(re.search(r"\.b = vpacko\(", i) for i in packo), packo
