@@ -13,7 +13,8 @@ about one 128-bit multiplier inside a large formula, within any reasonable time,
    identity that nonlinear arithmetic proves in milliseconds. A lane of type t is an integer in
    [t.min, t.max] (u1: 0 or 1); each primitive computes the exact result and wraps it into its type
    with a Euclidean modulo; shifts and masks are only encoded where they are arithmetic (shifts by
-   constants, `&` with a low-bit mask 2^k - 1); FPIR and target ops expand through their
+   constants, `&` with a low-bit mask 2^k - 1 or with a sign mask `s >> (bits - 1)`, which is 0 or all
+   ones: a select); FPIR and target ops expand through their
    definitions. Anything else raises `Unsupported` and the verdict stays UNKNOWN. Its meaning is
    cross-checked against the numpy interpreter in tests/pitchfork/test_generic_lowering.py.
 
@@ -142,6 +143,15 @@ def _variable_shift(t: Term, a: Val, amount: Val, left: bool) -> Val:
     return (out, out_lo, out_hi)
 
 
+def _sign_mask(t: Term) -> bool:
+    """t is 0 or all ones in its type: a signed value shifted right by bits - 1 (the sign smeared over
+    the word), possibly through casts or reinterprets that keep the width."""
+    while t.op in ("reinterpret", "cast") and t.args[0].type.bits == t.type.bits:
+        t = t.args[0]
+    amount = t.args[1] if t.op == "shr" else None
+    return amount is not None and t.type.signed and amount.is_const and amount.value == t.type.bits - 1
+
+
 def _and(t: Term, a: Val, b: Val) -> Val:
     for i, other in ((1, a), (0, b)):
         k = _known(t.args[i], (a, b)[i])
@@ -154,7 +164,11 @@ def _and(t: Term, a: Val, b: Val) -> Val:
             if _MODE[0] == "linear" and 0 <= lo and hi <= k:
                 return other
             return (_divmod(e, k + 1)[1], 0, k)
-    raise Unsupported("& other than with a low-bit mask")
+    for i, other in ((1, a), (0, b)):
+        if _sign_mask(t.args[i]):  # m & v with m in {0, all ones}: v where m is not 0
+            e, lo, hi = other
+            return (z3.If((a, b)[i][0] != 0, e, z3.IntVal(0)), min(lo, 0), max(hi, 0))
+    raise Unsupported("& other than with a low-bit mask or a sign mask")
 
 
 def _node(t: Term, args: list[Val]) -> Val:

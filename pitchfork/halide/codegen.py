@@ -53,11 +53,13 @@ from pitchfork.halide import ir as H
 from pitchfork.halide.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
 from pitchfork.halide.codegen_alloc import AllocMixin, hoist_allocations
 from pitchfork.halide.codegen_base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS,  # noqa: F401
-                                           STACK_LIMIT, BufferInfo, Leaf, Stats, Unsupported, _assert_text,
-                                           _ident, _show, _storage, fpir_type, type_code)
+                                           STACK_LIMIT, VERY_LIKELY, WEIGHTED_TARGETS, BufferInfo, Leaf, Stats,
+                                           Unsupported, _assert_text, _ident, _show, _storage, fpir_type,
+                                           type_code)
 from pitchfork.halide.codegen_expr import ExprConverter
 from pitchfork.halide.codegen_float import FloatEmitter
 from pitchfork.halide.codegen_lut import LutMixin
+from pitchfork.halide.codegen_span import SpanMixin
 from pitchfork.halide.hvx_accumulate import start_from_fresh
 from pitchfork.halide.codegen_memory import LoopFrame, MemoryMixin, clamped_ramp
 from pitchfork.halide.codegen_reduce import REDUCE_OPS, split_reduce
@@ -81,7 +83,7 @@ if TYPE_CHECKING:
 NO_BUILTINS: tuple[str, ...] = ("memcpy",)  # every target
 
 
-class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
+class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
     def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline") -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
         self.module = ir.Module(name=name)
@@ -274,7 +276,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
         head = self.fn.append_basic_block(f"for_{s.name}")
         body = self.fn.append_basic_block(f"body_{s.name}")
         done = self.fn.append_basic_block(f"end_{s.name}")
-        self.b.cbranch(self.b.icmp_signed("<", lo, hi), head, done)
+        enter = self.b.cbranch(self.b.icmp_signed("<", lo, hi), head, done)
+        if self.target in WEIGHTED_TARGETS:  # a loop is entered: the code it guards is as hot as it
+            enter.set_weights(VERY_LIKELY)
         self.b.position_at_end(head)
         iv = self.b.phi(ir.IntType(32), s.name)
         iv.add_incoming(lo, pre)
@@ -512,13 +516,16 @@ class LoopNestCodegen(MemoryMixin, LutMixin, AllocMixin):
             else:
                 # hvx128: aligned windows + valign (_clamped_ramp_load), or vlut32 for a byte table of
                 # at most 256 entries (_hvx_lut); elsewhere one dense load and a window of
-                # [splat(first), it, splat(last)] (_clamped_gather); else a lane loop.
+                # [splat(first), it, splat(last)] (_clamped_gather); a lane-monotone byte index:
+                # vlut32 / tbl over its span (codegen_span.py); else a lane loop.
                 parts = clamped_ramp(e.index, self._vector_source) if mask is None else None
                 clamped = self._clamped_ramp_load(buf, st, parts, leaf.lanes, node) if parts is not None else None
                 if clamped is None and parts is None and mask is None:
                     clamped = self._hvx_lut(buf, st, e.index, leaf.lanes, node)  # a small byte table
                     if clamped is None:  # a lane-monotone index (ramp / d, strided)
                         clamped = self._hvx_span_gather(buf, st, e.index, leaf.lanes, node)
+                    if clamped is None:
+                        clamped = self._arm_span_gather(buf, st, e.index, leaf.lanes, node)
                 if clamped is not None:
                     v = clamped
                 else:

@@ -34,6 +34,7 @@ from fpir.types import ScalarType, u8
 from pitchfork.bounds import bounds
 from pitchfork.halide import ir as H
 from pitchfork.halide.codegen_base import BufferInfo, _storage
+from pitchfork.halide.codegen_span import span_parts
 from pitchfork.halide.htypes import Int
 
 #: bytes per HVX register (hvx128) and entries one vlut32 call looks up
@@ -84,27 +85,13 @@ class LutMixin:
         loads into dense loads and shuffles before this point.)
         depthwise_conv's `input[ramp(c, 1, L) / depth_multiplier + row]`, runtime strides. None when
         the load is not of that form (or not hvx128, bytes, 128 lanes)."""
-        if self.target != "hvx128" or st.bits != 8 or lanes not in (REG_BYTES,) \
-                or index.type.elem != Int(32):
+        if self.target != "hvx128" or st.bits != 8 or lanes not in (REG_BYTES,):
             return None
-        src = self._vector_source  # type: ignore[attr-defined]
-        e, off = src(index), None
-        if isinstance(e, H.BinOp) and e.op == "+":
-            a, c = src(e.a), src(e.b)
-            if isinstance(c, H.Broadcast):
-                e, off = a, c.value
-            elif isinstance(a, H.Broadcast):
-                e, off = c, a.value
-        den = None
-        if isinstance(e, H.BinOp) and e.op == "/" and isinstance(src(e.b), H.Broadcast):
-            den = src(e.b).value
-            e = src(e.a)
-        if not isinstance(e, H.Ramp):
+        parts = span_parts(index, self._vector_source)  # type: ignore[attr-defined]
+        if parts is None:
             return None
-        t = Int(32)
-        ends = [e.base, H.BinOp("+", e.base, H.BinOp("*", e.stride, H.IntImm(lanes - 1, t), t), t)]
-        if den is not None:
-            ends = [H.BinOp("/", x, den, t) for x in ends]
+        off = parts.off
+        ends = [parts.lane(0), parts.lane(lanes - 1)]
         b = self.b
         i32t = ir.IntType(32)
         first, last = (self.scalar(x, node, nsw=False) for x in ends)  # type: ignore[attr-defined]

@@ -93,8 +93,8 @@ _declare("hvx.vmpy", _sigs(_VMPY, _mul_result), "widening_mul(x, y)", _widening(
 
 _VMPY_ACC = {(_mul_result(k), *k): ((v[0] + ".acc", True) if isinstance(v, tuple) else v + ".acc")
              for k, v in _VMPY.items()}
-_VMPY_ACC_SCALAR = {(_mul_result(k), *k): (n + ".acc", b) for k, (n, b) in _VMPY_SCALAR.items()
-                    if n != "vmpyh"}  # vmpyh has only a saturating accumulation (vmpyhsat.acc)
+# vmpyh.acc (Vxx.w += vmpy(Vu.h, Rt.h), no saturation) is HVX v65+ (we target v66).
+_VMPY_ACC_SCALAR = {(_mul_result(k), *k): (n + ".acc", b) for k, (n, b) in _VMPY_SCALAR.items()}
 # A signed accumulator of unsigned products (Halide's i16 sums of u8 pixels): the same instructions,
 # the accumulation wraps modulo 2^bits either way.
 _VMPY_ACC.update({("i16", "u8", "u8"): "vmpyubv.acc", ("i32", "u16", "u16"): "vmpyuhv.acc"})
@@ -243,6 +243,31 @@ _declare("hvx.vmpyo_rnd_sacc", ["i32, i32, i32 -> i32"],
          "saturating_cast<i32>((i64(x) + i64(y) * i64(z >> 16) + 16384) >> 15)",
          _lanewise(_VMPYO_RND_SACC), ONE, "vmpyowh.rnd.sacc: Vx.w += vmpyo(Vu.w, Vv.h):<<1:rnd:sat:shift",
          "lanewise")
+
+
+# ---- the unsigned 32 x 32 high word from the signed Q31 product (sequences of the instructions above) ----
+# HVX's 32-bit multiplies are signed in the word operand. For u32 bits read as i32 (xs, ys),
+# u*u = s*s + 2^32 * ((xs < 0 ? y : 0) + (ys < 0 ? x : 0)) mod 2^64, so the unsigned high word is the
+# signed one plus that correction. q = vmpyo_sacc(vmpye(xs, ys), xs, ys) is floor(s*s / 2^31)
+# (saturated only for xs = ys = -2^31, to 2^31 - 1 for 2^31): vmpy_uw_hi is (q >> 1) + correction, the
+# high word (2^30 - 1 for 2^30 at x = y = 2^31); vmpy_uw_hi_rnd is (q + 1) >> 1 (vavg:rnd) + correction,
+# round(u*u / 2^32) exactly (the correction is even in Q31 units). Like rounding_shl_b these are
+# sequences, not instructions: the semantics is the sequence, the emitter writes it (a constant operand's
+# sign test folds: 7 instructions, else 9). Cost 5 / 6, below the 8 of rounding_mul_shr left for the
+# generic expansion they replace (16-bit partial products, ~25 instructions when one factor is a
+# constant; hvx_i64's 64-bit code for the unlifted spelling, 12-14 packets): rules vmpyo_sacc_rnd*_u32.
+def _sequence(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    return _fallback(em, t)  # the declared semantics, a sequence of declared instructions
+
+
+_UW_CORRECTION = ("(reinterpret<u32>(reinterpret<i32>(x) >> 31) & y) + (reinterpret<u32>(reinterpret<i32>(y) >> 31) & x)")
+_Q31_OF_BITS = ("hvx.vmpyo_sacc(hvx.vmpye(reinterpret<i32>(x), reinterpret<i32>(y)), reinterpret<i32>(x), "
+                "reinterpret<i32>(y))")
+_declare("hvx.vmpy_uw_hi", ["u32, u32 -> u32"], f"reinterpret<u32>({_Q31_OF_BITS} >> 1) + {_UW_CORRECTION}",
+         _sequence, 5, "vmpye, vmpyo:<<1:sat:shift, vasr, and the sign correction (vasr, vand, vadd x2)")
+_declare("hvx.vmpy_uw_hi_rnd", ["u32, u32 -> u32"],
+         f"reinterpret<u32>(hvx.vavg_rnd({_Q31_OF_BITS}, 0)) + {_UW_CORRECTION}",
+         _sequence, 6, "vmpye, vmpyo:<<1:sat:shift, vavg:rnd, and the sign correction (vasr, vand, vadd x2)")
 
 
 # ---- zero-point subtraction scaled by a shift: (widen(x) - z) << c as one by-scalar multiply-accumulate --

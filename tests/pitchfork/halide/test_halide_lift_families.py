@@ -164,6 +164,10 @@ SPELLINGS: dict[str, Spelling] = {
         (U8, I8), lambda a, b, c: hl.u8((hl.u16(a) + ((hl.u16(1) >> hl.min(hl.max(hl.i16(b), -8), 7)) >> 1))
                                         << hl.min(hl.max(hl.i16(b), -8), 7)),
         "rounding_shl", {"arm64": r"urshl"}),
+    # an unclamped narrow amount in an unsigned sum, both shifts by unsigned amounts
+    "rshr_var_u16_unsigned_amount": Spelling(
+        (U16, I8), lambda a, b, c: hl.u16((hl.u32(a) + (hl.u32(1) << hl.u32(hl.i32(b) - 1))) >> hl.u32(b)),
+        "rounding_shr", {"x86-avx2": r"vpunpcklwd", "arm64": r"urshl"}),
     "rshr_const_resigned": Spelling((U8, U8), lambda a, b, c: hl.u8((hl.i16(a) + 8) / 16), "rounding_shr",
                                     {"arm64": r"urshr|rshrn"}),
     "rhadd_one_first": Spelling((U8, U8), lambda a, b, c: hl.u8((1 + hl.u16(a) + hl.u16(b)) / 2),
@@ -183,7 +187,7 @@ SPELLINGS: dict[str, Spelling] = {
 ARM_RUN = ("q15_bounded_truncating_rounding", "q15_const_truncating", "sat_add_signed_sum", "mac_u8",
            "acc_signed_of_u8", "acc_i32_of_u8", "high_half_resigned", "rshr_var_u8", "rshr_var_i8_clamped",
            "rshl_var_i16_clamped", "rshl_var_u8_clamped", "q31_bounded_truncating", "rshl_var_u16_unclamped_folded",
-           "rshr_var_i8_clamped_narrow", "rshl_var_u8_int_bounds")
+           "rshr_var_i8_clamped_narrow", "rshl_var_u8_int_bounds", "rshr_var_u16_unsigned_amount")
 HVX_RUN = ("mac_u8", "acc_signed_of_u8", "q31_bounded_truncating", "q31_bounded_truncating_rounding",
            "rshl_var_u16_unclamped_folded", "rshr_var_i8_clamped_narrow")
 

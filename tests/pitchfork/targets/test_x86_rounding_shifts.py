@@ -45,6 +45,10 @@ UNSOUND = {
     # rounding_shr by y as rounding_shl by ~y (= -y - 1): one bit too far (rounding_shr_widened_negated)
     "negated_by_not": "rounding_shr(x_T, y_S) -> x86.rounding_shl_widened(x_T, ~y_S) "
                       "if bits(T) <= 16 && is_signed(S) && bits(S) == bits(T)",
+    # x86.rounding_shr_widened by a 16-bit amount of the other signedness cast to a signed value: i16(n_u16)
+    # of an n >= 2^15 is a negative amount (a left shift), where the instruction reads it as unsigned
+    "rounding_shr_widened_same_width_unsigned": "rounding_shr(x_i16, cast<i16>(y_u16)) -> "
+                                                "x86.rounding_shr_widened(x_i16, cast<u16>(y_u16))",
     # clamping the negatives alone turns the overflowing product (32768) into 0
     "pmulhrsw_u16_max": "saturating_cast<u16>(rounding_shr(widening_mul(x_i16, y_i16), 15)) -> "
                         "reinterpret<u16>(max(x86.pmulhrsw(x_i16, y_i16), 0))",
