@@ -9,9 +9,9 @@ scalarises on HVX anyway, computes each block of `lanes` at the whole-register w
 operands.) An input read by a lane-combining op (`vector_reduce_add_x4`, udot)
 has that many elements per output element (`input_factors`): the kernel reads lanes x factor of it per
 iteration, so in_k holds n x factor elements. Inputs are the term's variables in `var_order`; u1 values are
-stored one byte each. Loads and stores of the caller's buffers claim alignment 1: numpy buffers and qemu
+stored one byte each. Loads and stores of vectors claim alignment 1: numpy buffers and qemu
 harness buffers give no stronger guarantee, and on HVX an over-claimed alignment silently reads the
-wrong bytes (the kernel's own 128-aligned stack copies claim 128).
+wrong bytes.
 `offsets` maps a variable to (another variable, element offset): it takes no argument of its own and
 reads the other variable's buffer `offset` elements on (in[i + offset]), so one buffer can feed a
 sliding window (x, x+1, x+2 of one stream); that buffer then holds n + the largest offset elements.
@@ -233,8 +233,9 @@ def add_expression_kernel(module: ir.Module, name: str, term: Term, lanes: int, 
     if width == lanes or max(t.type.bits for t in term.walk()) > 32:
         # One block of `lanes` per iteration, computed at `width` lanes on zero-padded operands. HVX has
         # no 64-bit lanes: LLVM scalarises a term with them however its blocks are cut, so such a term
-        # gains nothing from `_whole_register_loop`, whose second (tail) copy of the scalarised body
-        # made the seed-21 i64 term of test_hvx_i128 compile for over 15 minutes instead of 30 s.
+        # gains nothing from `_whole_register_loop` and keeps this code (a first version of that loop,
+        # with a second copy of the body, made test_hvx_i128's seed-21 i64 term compile for over 15
+        # minutes instead of 30 s).
         loop = fn.append_basic_block("loop")
         done = fn.append_basic_block("done")
         b.cbranch(b.icmp_signed(">", n, ir.Constant(i64, 0)), loop, done)
@@ -260,12 +261,14 @@ def _whole_register_loop(fn: ir.Function, b: ir.IRBuilder, term: Term, width: in
     """A kernel whose vectors at `lanes` would be narrower than an HVX register (or fill registers
     only in part) computes `width` elements per iteration (`register_lanes`: every vector whole
     registers), directly from and to the buffers while `width` elements are left. The rest (fewer
-    than `width`, possibly all of n) is computed once more at `width` lanes on 128-aligned stack
+    than `width`, possibly all of n) goes through the same loop body once more, on 128-aligned stack
     copies: the inputs' remaining elements copied byte by byte after zeros (a zero lane is a defined
-    value for every op, undefined lanes are not: a division by one would be undefined behaviour), the
-    result's first elements copied out. So no vector narrower than a register reaches LLVM's Hexagon
-    backend, which scalarises them lane by lane (~460 assembly lines for `c_u16 + widening_mul(a_u8,
-    b_u8)` at 64 lanes, against 11 packets per 128 elements) and miscompiles some (variable byte
+    value for every op, undefined lanes are not: a division by an undefined lane may be undefined behaviour), the
+    result's first elements copied out. One body for both phases: a second copy of it doubled the
+    compile time of difftest modules (40 --families terms: 7.9 -> 14.4 s of CPU; one body: 7.6 s).
+    So no vector narrower than a register reaches LLVM's Hexagon backend, which scalarises them lane
+    by lane (~460 instructions for `c_u16 + widening_mul(a_u8, b_u8)` at 64 lanes, 135 loop packets
+    per 64 elements, against 10 packets per 128 elements) and miscompiles some (variable byte
     shifts at 16/32 lanes; a `vselect` it cannot select). Lanes never move: lane k of every vector is
     element k of the block, in the main loop and in the tail alike."""
     for attr in NO_BUILTINS:  # string attributes are not in llvmlite's known set; LLVM reads them as written
@@ -290,31 +293,51 @@ def _whole_register_loop(fn: ir.Function, b: ir.IRBuilder, term: Term, width: in
     out_scratch = b.alloca(ir.ArrayType(ir.IntType(rt.bits), width))
     out_scratch.align = 128
     main = fn.append_basic_block("loop")
+    leave = fn.append_basic_block("loop_exit")
     tail_check = fn.append_basic_block("tail_check")
     tail = fn.append_basic_block("tail")
+    tail_out = fn.append_basic_block("tail_out")
     done = fn.append_basic_block("done")
     w = ir.Constant(i64, width)
+    i8p = ir.PointerType(ir.IntType(8))
     b.cbranch(b.icmp_signed(">=", n, w), main, tail_check)
 
+    # One loop body serves both phases (its code is emitted, and compiled, once): the buffers while
+    # `width` elements are left, then, entered once more from `tail`, the stack copies. The pointers,
+    # the limit and the phase are loop-carried values that the main phase never changes.
     b.position_at_end(main)
     i = b.phi(i64, "i")
-    i.add_incoming(ir.Constant(i64, 0), entry)
-    result = _compute(b, term, width, reads, uniform, i, direct, target, streams)
-    addr = b.gep(_elem_ptr(b, out_p, term.type), [i])
+    limit = b.phi(i64, "limit")
+    in_tail = b.phi(ir.IntType(1), "in_tail")
+    start = b.phi(i64, "start")  # the tail's first element (0 in the main phase)
+    bases = {key: b.phi(i8p, f"base{key.strip('.')}") for key in windows}
+    out_base = b.phi(i8p, "out_base")
+    for v, x in ((i, 0), (limit, n), (in_tail, ir.Constant(ir.IntType(1), 0)), (start, 0), (out_base, out_p)):
+        v.add_incoming(ir.Constant(i64, x) if isinstance(x, int) else x, entry)
+    for key, phi in bases.items():
+        phi.add_incoming(windows[key][0], entry)
+    sources = {**direct, **{key: _Source(phi, 0, 1) for key, phi in bases.items()}}
+    result = _compute(b, term, width, reads, uniform, i, sources, target, streams)
+    addr = b.gep(_elem_ptr(b, out_base, term.type), [i])
     b.store(result, b.bitcast(addr, ir.PointerType(result.type)), align=1)
     nxt = b.add(i, w)
+    for v in (limit, in_tail, start, out_base, *bases.values()):
+        v.add_incoming(v, b.block)
     i.add_incoming(nxt, b.block)
-    b.cbranch(b.icmp_signed("<=", b.add(nxt, w), n), main, tail_check)
+    b.cbranch(b.icmp_signed("<=", b.add(nxt, w), limit), main, leave)
+
+    b.position_at_end(leave)
+    b.cbranch(in_tail, tail_out, tail_check)
 
     b.position_at_end(tail_check)
     j = b.phi(i64, "j")
     j.add_incoming(ir.Constant(i64, 0), entry)
-    j.add_incoming(nxt, main)
+    j.add_incoming(nxt, leave)
     b.cbranch(b.icmp_signed("<", j, n), tail, done)
 
     b.position_at_end(tail)
     rem = b.sub(n, j)
-    sources = dict(direct)
+    copies = {}
     for key, (p, t, f, lo, hi) in windows.items():
         st = storage_type(t)
         count = width * f + hi - lo
@@ -325,11 +348,18 @@ def _whole_register_loop(fn: ir.Function, b: ir.IRBuilder, term: Term, width: in
         elems = b.add(b.mul(rem, ir.Constant(i64, f)) if f != 1 else rem, ir.Constant(i64, hi - lo))
         _copy_bytes(b, fn, scratch[key], b.gep(_elem_ptr(b, p, t), [first]),
                     b.mul(elems, ir.Constant(i64, st.bits // 8)), f"in{key.strip('.')}")
-        sources[key] = _Source(scratch[key], -lo, 128)
-    result = _compute(b, term, width, reads, uniform, ir.Constant(i64, 0), sources, target, streams)
-    b.store(result, b.bitcast(out_scratch, ir.PointerType(result.type)), align=128)
-    _copy_bytes(b, fn, b.gep(_elem_ptr(b, out_p, term.type), [j]), out_scratch,
-                b.mul(rem, ir.Constant(i64, rt.bits // 8)), "out")
+        # element `off` of the block is at scratch[off - lo]: the body adds `off` to this pointer
+        copies[key] = b.bitcast(b.gep(_elem_ptr(b, scratch[key], t), [ir.Constant(i64, -lo)]), i8p)
+    for v, x in ((i, ir.Constant(i64, 0)), (limit, w), (in_tail, ir.Constant(ir.IntType(1), 1)), (start, j),
+                 (out_base, b.bitcast(out_scratch, i8p))):
+        v.add_incoming(x, b.block)
+    for key, phi in bases.items():
+        phi.add_incoming(copies[key], b.block)
+    b.branch(main)
+
+    b.position_at_end(tail_out)
+    _copy_bytes(b, fn, b.gep(_elem_ptr(b, out_p, term.type), [start]), out_scratch,
+                b.mul(b.sub(n, start), ir.Constant(i64, rt.bits // 8)), "out")
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
