@@ -28,7 +28,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", "-t", default="x86-avx2", choices=TARGETS, help="target ISA (default x86-avx2)")
     p.add_argument("--lanes", "-n", type=int, default=None,
                    help="vector lanes of the emitted kernel (default: one native register of the "
-                        "expression's result element type; for a u1 result, of its widest input type)")
+                        "expression's result element type; for a u1 result, of its widest input type). "
+                        "On hvx128, where that many lanes of some type of the expression would not fill "
+                        "whole vector registers, the kernel computes blocks that do (the narrowest type "
+                        "filling whole registers) and the last, shorter block on stack copies")
     p.add_argument("--isel", choices=ISELS, default="pitchfork",
                    help="pitchfork: lift + target rules + generic expansion; llvm: the LLVM-alone "
                         "baseline (no lifting, FPIR ops expanded generically)")

@@ -53,8 +53,9 @@ from pitchfork.halide import ir as H
 from pitchfork.halide.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
 from pitchfork.halide.codegen_alloc import AllocMixin, hoist_allocations
 from pitchfork.halide.codegen_base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS,  # noqa: F401
-                                           STACK_LIMIT, BufferInfo, Leaf, Stats, Unsupported, _assert_text,
-                                           _ident, _show, _storage, fpir_type, type_code)
+                                           STACK_LIMIT, VERY_LIKELY, WEIGHTED_TARGETS, BufferInfo, Leaf, Stats,
+                                           Unsupported, _assert_text, _ident, _show, _storage, fpir_type,
+                                           type_code)
 from pitchfork.halide.codegen_expr import ExprConverter
 from pitchfork.halide.codegen_float import FloatEmitter
 from pitchfork.halide.codegen_lut import LutMixin
@@ -275,7 +276,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         head = self.fn.append_basic_block(f"for_{s.name}")
         body = self.fn.append_basic_block(f"body_{s.name}")
         done = self.fn.append_basic_block(f"end_{s.name}")
-        self.b.cbranch(self.b.icmp_signed("<", lo, hi), head, done)
+        enter = self.b.cbranch(self.b.icmp_signed("<", lo, hi), head, done)
+        if self.target in WEIGHTED_TARGETS:  # a loop is entered: the code it guards is as hot as it
+            enter.set_weights(VERY_LIKELY)
         self.b.position_at_end(head)
         iv = self.b.phi(ir.IntType(32), s.name)
         iv.add_incoming(lo, pre)

@@ -47,6 +47,18 @@ ALLOC_ALIGN = 128
 # Bit counts (no FPIR op): emitted with LLVM's intrinsics, the argument selected on its own. Halide's
 # count_leading_zeros(0) is the bit width, which is llvm.ctlz with is_zero_poison = false.
 BIT_COUNTS = {"count_leading_zeros": "ctlz", "count_trailing_zeros": "cttz", "popcount": "ctpop"}
+#: Branch weights (taken, not taken) of a branch that is all but always taken: Halide's
+#: `very_likely_branch`, which its backend puts on every assertion and on every loop's entry test.
+#: Without them LLVM weighs each side of such a branch evenly: each assertion halves the estimated
+#: frequency of the code after it, and the register allocator, which ranks values by the frequency
+#: of their uses, spilled the short loops of a long loop body and reloaded their loop-invariant
+#: values in every iteration (camera_pipe's denoise loop: 7 reloads an iteration, Halide 21's 1).
+VERY_LIKELY = (1 << 30, 0)
+#: Targets whose kernels carry VERY_LIKELY. On arm64 and hvx128 the weights moved the register
+#: allocator's choices in hot loops both ways (arm64 depthwise_conv p0 431 -> 434 instructions;
+#: hvx128 fully_connected 250 -> 258 packets in one loop, matmul 179 -> 174 in another), unmeasured
+#: as a whole there, so those targets keep LLVM's even estimate for now.
+WEIGHTED_TARGETS = ("x86-avx2",)
 IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
 
 

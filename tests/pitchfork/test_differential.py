@@ -23,8 +23,8 @@ from fpir.text import parse  # noqa: E402
 
 # (target, isel, expressions, widest type, seed). HVX has no 64-bit lanes: LLVM scalarises them, which
 # is slow to compile and to emulate, so most HVX expressions stay within 32 bits. Every lane count is
-# tested on every ISA: HVX kernels compute vectors narrower than a register in padded whole registers
-# (pitchfork.emit.kernel.register_lanes), since LLVM 22 miscompiles sub-register HVX vectors.
+# tested on every ISA: HVX kernels compute vectors narrower than a register in whole registers
+# (pitchfork.emit.kernel.register_lanes, _whole_register_loop), since LLVM 22 miscompiles sub-register HVX vectors.
 #
 # CI runs the first `CI_COUNT` expressions of each generator stream; the rest of the stream (to `count`,
 # as many as CI ran before) is the `extended` set, run with `pytest --extended` (tests/conftest.py).
@@ -167,7 +167,7 @@ def test_saved_findings_replay(tmp_path: Path) -> None:
 @pytest.mark.qemu
 def test_hvx_i64_partial_products() -> None:
     # Found by difftest seed 3: <8 x i64> code (half a register) computed a wrong 64-bit partial-product
-    # sum under qemu-hexagon; right since kernels compute in padded whole registers.
+    # sum under qemu-hexagon; right since kernels compute in whole registers.
     term = parse("rounding_mul_shr(18446744073709551614, u64(ci8_i8 | bi8_i8) + u64(bu32_u32) * "
                  "u64(u32(u64(absd(du32_u32, au32_u32)) + u64(u32(bi16_i16)) + 2 >> 2)), 44)")
     r = run_batch([term] * 8, "hvx128", "pitchfork", seed=3, lanes_choice=lambda rng, nat: 8)
@@ -180,7 +180,7 @@ def test_hvx_i64_partial_products() -> None:
 @pytest.mark.parametrize("lanes", [16, 32, 48])
 def test_hvx_sub_register_variable_shift(lanes: int) -> None:
     # LLVM 22 (or qemu-hexagon 7.2) gives wrong lanes for `lshr <16|32 x i8>` by a variable amount
-    # (235 >> 0 = 255, 105 >> 1 = 53); kernels now compute in padded whole registers (issue 11, item 5).
+    # (235 >> 0 = 255, 105 >> 1 = 53); kernels now compute in whole registers (issue 11, item 5).
     r = run_batch([parse("x_u8 >> c_u8"), parse("x_u8 << c_i8"), parse("x_i8 >> c_u8")] * 2, "hvx128", "llvm",
                   seed=1, lanes_choice=lambda rng, nat: lanes)
     if r.skipped:

@@ -239,6 +239,8 @@ NEVER_LOSES_EXTRA = [
     "u32((u64(a_u32) * 3037000500 + 4294967296) >> 33)",
     "u32((u64(a_u32) * 3037000500 + 549755813888) >> 40)",
     "u32((u64(a_u32) * 3037000500 + 2305843009213693952) >> 62)",
+    "u32((u64(a_u32) * 3037000500 + 4611686018427387904) >> 63)",
+    "u32((u64(a_u32) * 1500000000 + 4611686018427387904) >> 63)",
 ]
 
 
@@ -274,8 +276,8 @@ def test_high_word_lifting_never_loses(target: str, monkeypatch: pytest.MonkeyPa
     lifted op lost (i32 by 33: 11 vs 9 packets; by a constant 18 vs 13; u32 by a constant 17/18/19/19
     vs 13/12/14/14 at 32/33/40/62) until rules/lower/hvx.rules vmpyo_sacc_rnd_shr (i32) and
     vmpyo_sacc_rnd*_u32 (u32, hvx.vmpy_uw_hi*): now i32 7-9 vs 8-14 and u32 8-10 vs 11-14 packets, no
-    case loses. Not covered: u32 by 63 (a constant factor only; that shift keeps the generic expansion
-    on HVX, see the rule's comment); mul_shr: test_u32_mul_shr_by_constant_lifting_never_loses_on_hvx."""
+    case loses; u32 by 63 (a constant factor only) 18 -> 10 packets against 14 (vmpy_uw_hi_rnd_63_*).
+    mul_shr: test_u32_mul_shr_by_constant_lifting_never_loses_on_hvx."""
     rounding = [s for s, lifted, _ in HIGH_WORD if lifted.startswith("rounding_mul_shr")] + NEVER_LOSES_EXTRA
     for s, n_lifted, n_unlifted, fpir_lifted, fpir in _lifted_vs_unlifted(target, rounding, "rounding_mul_shr_of_cast",
                                                                           monkeypatch):

@@ -182,10 +182,11 @@ def test_rounding_mul_shr_by_32_to_63_is_vmpye_vmpyo_then_one_rounding() -> None
 def test_unsigned_high_word_is_the_corrected_q31_product() -> None:
     """rounding_mul_shr(u32, u32, c) for every c in 32..62 (rules vmpyo_sacc_rnd_u32, vmpyo_sacc_rnd_shr_u32:
     the signed Q31 product of the bits plus the unsigned correction, hvx.vmpy_uw_hi*), by a vector and by a
-    constant, and mul_shr(u32, u32, c) for every c in 32..63 by a constant (vmpy_uw_hi_shr_lo / _hi, also
+    constant, and by 63 by a constant (vmpy_uw_hi_rnd_63_*),
+    and mul_shr(u32, u32, c) for every c in 32..63 by a constant (vmpy_uw_hi_shr_lo / _hi, also
     at the smallest constant they take; not by 2^31 or a constant whose product is always below 2^c),
     bit-exact under qemu on every pair of edge values (2^31 x 2^31, where vmpyo saturates, included) and
-    random ones, as one module of 99 kernels. Loops: rounding by a vector at most 12 packets (10-12; the
+    random ones, as one module of 104 kernels. Loops: rounding by a vector at most 12 packets (10-12; the
     generic 16-bit expansion took 13), by a constant 10 (8-10; generic: 17-19); mul_shr by a constant 10
     (generic: 16-17)."""
     import itertools
@@ -215,6 +216,8 @@ def test_unsigned_high_word_is_the_corrected_q31_product() -> None:
     # not through vmpy_uw_hi: a constant below 2^31 whose product with any x is below 2^c (the result is 0)
     generic = {f"m{c}" for c, k in by_constant if k < 2**31 and (k <= 2**(c - 32) or c == 63)}
     cases += [(f"t{c}", c, parse(f"mul_shr(a_u32, {2**(c - 32) + 1}, {c})")) for c in (32, 47, 62)]
+    cases += [(f"r{k}", 63, parse(f"rounding_mul_shr(a_u32, {k}, 63)"))  # vmpy_uw_hi_rnd_63_*
+              for k in (3037000500, 2**31 - 1, 2**30 + 1, 2**31 + 1, 2**32 - 1)]
     # not through vmpy_uw_hi: by 2^31 it would be wrong, below 2^(c - 32) + 1 the result is 0
     cases += [("p40", 40, parse("mul_shr(a_u32, 2147483648, 40)")), ("z47", 47, parse("mul_shr(a_u32, 32768, 47)"))]
     finals = [select_instructions(t, TARGET).final for _, _, t in cases]
@@ -274,6 +277,9 @@ UNSOUND_U32 = [
     ("rounding_mul_shr(x_u32, y_u32, 32) -> reinterpret<u32>(hvx.vavg_rnd(hvx.vmpyo_sacc(hvx.vmpye(reinterpret<i32>(x_u32), "
      "reinterpret<i32>(y_u32)), reinterpret<i32>(x_u32), reinterpret<i32>(y_u32)), 0)) + "
      "(reinterpret<u32>(reinterpret<i32>(x_u32) >> 31) & y_u32)", ""),
+    # by 63 through the floor high word with a bound that admits 2^31 (vmpy_uw_hi_rnd_63_hi's is 2^31 + 1)
+    ("rounding_mul_shr(x_u32, y_u32, c0) -> hvx.vavg_rnd(hvx.vmpy_uw_hi(x_u32, y_u32) >> 30, 0) "
+     "if c0 == 63 && lower_bounded(y_u32, 2147483648)", "x = 2147483648, y = 2147483648"),
     # mul_shr through the floor high word with a bound that admits 2^31 (vmpy_uw_hi_shr_lo's is 2^31 - 1)
     ("mul_shr(x_u32, y_u32, c0) -> hvx.vmpy_uw_hi(x_u32, y_u32) >> (c0 - 32) if c0 >= 32 && c0 <= 63 "
      "&& upper_bounded(y_u32, 2147483648)", "x = 2147483648, y = 2147483648"),
@@ -281,9 +287,9 @@ UNSOUND_U32 = [
 
 
 @pytest.mark.parametrize("text, pair", UNSOUND_U32, ids=["by63", "floor_average", "shift_off_by_one", "half_correction",
-                                                         "floor_bound_admits_2p31"])
+                                                         "by63_bound_admits_2p31", "floor_bound_admits_2p31"])
 def test_unsigned_high_word_variants_are_invalid(text: str, pair: str) -> None:
-    """The proofs of vmpyo_sacc_rnd_u32 / vmpyo_sacc_rnd_shr_u32 / vmpy_uw_hi_shr_* (integer arithmetic with the sign-mask
+    """The proofs of vmpyo_sacc_rnd_u32 / vmpyo_sacc_rnd_shr_u32 / vmpy_uw_hi_rnd_63_* / vmpy_uw_hi_shr_* (integer arithmetic with the sign-mask
     `&` as a select, synth/verify_fallback.py) still reject the near misses, with a real counterexample."""
     from fpir.interp import evaluate
     from pitchfork.trs.rules import parse_rule
