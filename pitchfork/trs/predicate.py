@@ -22,7 +22,9 @@ consecutive element offsets, from the frontend's `Streams` facts: what HVX vtmpy
 add no fact for the verifier (Z3 reads them as true, so a rule they guard is proved for every operand);
 `is_uniform(x)` (the same value in every lane: built by lane-wise ops from constants and leaves the
 Halide frontend states uniform, `fpir.term.var(uniform=True)`) is read by the verifier as the fact that
-x is one symbol for every lane (`Z3Domain.uniform`).
+x is one symbol for every lane (`Z3Domain.uniform`). Its negation for selection, `is_varying(x)` (not
+provably uniform), is structural like `is_variable`: it steers a per-lane form away from operands a
+broadcast-count form serves better, and the verifier reads it as true.
 """
 
 from __future__ import annotations
@@ -135,6 +137,9 @@ class PyDomain:
     def is_uniform(self, name: str) -> bool:
         return is_uniform_term(self.terms[name])
 
+    def is_varying(self, name: str) -> bool:
+        return not is_uniform_term(self.terms[name])
+
 
 def is_stream(terms: Sequence[Term], streams: Streams) -> bool:
     """The terms are variables reading one stream at consecutive element offsets o, o+1, ..."""
@@ -245,6 +250,10 @@ class Z3Domain(_Z3Logic):
         # a rule guarded by it selects has the right side's lane-wise meaning for every operand.
         return z3.BoolVal(True)
 
+    def is_varying(self, name: str) -> Any:
+        # Structural (lanes not provably equal): no fact; the rule is proved for every operand.
+        return z3.BoolVal(True)
+
 
 class IntDomain(_Z3Logic):
     """Symbolic evaluation over Z3's unbounded integers, for the verifier's integer-arithmetic proofs
@@ -351,6 +360,9 @@ class IntDomain(_Z3Logic):
     def stream(self, names: Sequence[str]) -> Any:
         return z3.BoolVal(True)
 
+    def is_varying(self, name: str) -> Any:
+        return z3.BoolVal(True)
+
 
 class UnsupportedPredicate(PredicateError):
     """IntDomain cannot encode this predicate exactly."""
@@ -429,6 +441,8 @@ def evaluate(node: Raw, d: Any) -> Any:
         return d.is_variable(_wild_name(args[0]))
     if name == "is_uniform":
         return d.is_uniform(_wild_name(args[0]))
+    if name == "is_varying":
+        return d.is_varying(_wild_name(args[0]))
     if name == "stream":
         return d.stream([_wild_name(a) for a in args])
     raise PredicateError(f"unknown predicate function {name!r}")
@@ -447,7 +461,7 @@ def _wild_name(node: Raw) -> str:
 VALUE_BOUNDS = ("upper_bounded", "lower_bounded", "fits", "sum_fits")
 #: the queries about term wildcards' values or structure (bounds, streams, uniformity): a predicate using
 #: one needs the matched terms (and, at match time, their bounds), and is not a constant expression
-TERM_QUERIES = VALUE_BOUNDS + ("is_variable", "stream", "is_uniform")
+TERM_QUERIES = VALUE_BOUNDS + ("is_variable", "stream", "is_uniform", "is_varying")
 
 
 def uses_bounds(node: Optional[Raw]) -> bool:
@@ -477,7 +491,7 @@ SIGNATURES: dict[str, str] = {
     "is_pow2": "v", "log2": "v", "bits": "t", "tmin": "t", "tmax": "t", "is_signed": "t", "is_unsigned": "t",
     "represents": "tt", "upper_bounded": "wv", "lower_bounded": "wv", "fits": "wt", "is_variable": "w",
     "sum_fits": "wwt",  # variadic: two or more term wildcards, then the type (check_syntax)
-    "stream": "www", "is_uniform": "w",
+    "stream": "www", "is_uniform": "w", "is_varying": "w",
     "land": "vv", "lor": "vv", "not": "v", **{op: "vv" for op in _BIN},
 }
 

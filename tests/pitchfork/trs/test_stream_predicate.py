@@ -45,3 +45,23 @@ def test_stream_is_structural_for_the_verifier() -> None:
 def test_stream_takes_three_term_wildcards() -> None:
     with pytest.raises(RuleFileError, match="stream takes 3 argument"):
         parse_rules("r: x_u8 + y_u8 -> y_u8 + x_u8 if stream(x_u8, y_u8)", "f.rules")
+
+
+def test_is_varying_is_the_selection_negation_of_is_uniform_and_structural_for_the_verifier() -> None:
+    """`is_varying(x)` (not provably the same in every lane) fires on a per-lane operand only, and adds no
+    fact for the verifier: a rule it guards is VALID exactly when the unguarded one is."""
+    from fpir.ops import make
+    from fpir.term import var
+    from fpir.types import parse_type
+
+    import pitchfork.targets.x86  # noqa: F401  (declares x86.psrlv_widened)
+
+    (rule,) = parse_rules("r: x_u16 >> y_u16 -> x86.psrlv_widened(x_u16, y_u16) if is_varying(y_u16)")
+    x = var("x", parse_type("u16"))
+    for y, fires in ((var("n", parse_type("u16")), True), (var("n", parse_type("u16"), uniform=True), False)):
+        rw = Rewriter(RuleSet([rule]), cost=lambda t: (0,) if t.op.startswith("x86.") else (1,))
+        rw.rewrite(make("shr", x, y))
+        assert (rw.stats.fired["r"] == 1) == fires
+    assert verify_rule(rule).status == "VALID"
+    (bad,) = parse_rules("r: x_u16 << y_u16 -> x86.psrlv_widened(x_u16, y_u16) if is_varying(y_u16)")
+    assert verify_rule(bad).status == "INVALID"
