@@ -101,27 +101,15 @@ class LutMixin:
         ok = b.icmp_unsigned("<", span, ir.Constant(i32t, REG_BYTES))
         vec = self.vector(index, node)  # type: ignore[attr-defined]
         start = b.add(lo, self.scalar(off, node, nsw=False)) if off is not None else lo  # type: ignore[attr-defined]
-        fast = self.fn.append_basic_block("span_lut")  # type: ignore[attr-defined]
-        slow = self.fn.append_basic_block("span_gather")  # type: ignore[attr-defined]
-        done = self.fn.append_basic_block("span_done")  # type: ignore[attr-defined]
-        b.cbranch(ok, fast, slow)
-        b.position_at_end(fast)
-        k = b.trunc(b.sub(vec, self._splat(start, Int(32).to_fpir(), lanes)),  # type: ignore[attr-defined]
-                    ir.VectorType(ir.IntType(8), lanes))
-        window = self._hvx_aligned_window(buf, st, start, REG_BYTES,  # type: ignore[attr-defined]
-                                          (start, b.add(start, span)))
-        fast_v = self._vlut(k, [b.bitcast(window, ir.VectorType(i32t, 32))], 4, lanes)
-        fast_end = b.block
-        b.branch(done)
-        b.position_at_end(slow)
-        slow_v = self._gather(buf, st, vec, lanes)  # type: ignore[attr-defined]
-        slow_end = b.block
-        b.branch(done)
-        b.position_at_end(done)
-        v = b.phi(fast_v.type)
-        v.add_incoming(fast_v, fast_end)
-        v.add_incoming(slow_v, slow_end)
-        return v
+        def fast_lut() -> ir.Value:
+            k = b.trunc(b.sub(vec, self._splat(start, Int(32).to_fpir(), lanes)),  # type: ignore[attr-defined]
+                        ir.VectorType(ir.IntType(8), lanes))
+            window = self._hvx_aligned_window(buf, st, start, REG_BYTES,  # type: ignore[attr-defined]
+                                              (start, b.add(start, span)))
+            return self._vlut(k, [b.bitcast(window, ir.VectorType(i32t, 32))], 4, lanes)
+
+        return self._fast_else_gather(ok, "span_lut", fast_lut,  # type: ignore[attr-defined]
+                                      lambda: self._gather(buf, st, vec, lanes))  # type: ignore[attr-defined]
 
     def _vlut(self, idx: ir.Value, tables: list[ir.Value], segments: int, lanes: int) -> ir.Value:
         """`lanes` bytes: lane i is byte idx[i] of the concatenated `tables` (registers in memory order,

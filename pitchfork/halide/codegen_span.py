@@ -107,45 +107,50 @@ class SpanMixin:
             ok = fits if ok is None else b.and_(ok, fits)
             bounds.append((lo, hi))
         assert ok is not None
-        fast = self.fn.append_basic_block("span_tbl")  # type: ignore[attr-defined]
-        slow = self.fn.append_basic_block("span_gather")  # type: ignore[attr-defined]
-        done = self.fn.append_basic_block("span_done")  # type: ignore[attr-defined]
-        b.cbranch(ok, fast, slow)
+        def fast_tbl() -> ir.Value:
+            m = self.vector(parts.monotone, node)  # type: ignore[attr-defined]
+            off = self.scalar(parts.off, node, nsw=False) if parts.off is not None else None  # type: ignore[attr-defined]
+            tbl2 = self._intrinsic("llvm.aarch64.neon.tbl2.v16i8", reg, [reg, reg, reg])  # type: ignore[attr-defined]
+            zero64 = ir.Constant(i64t, 0)
+            pieces = []
+            for c, (lo, hi) in enumerate(bounds):
+                blocks, shift = [], None
+                for x in (lo, hi):
+                    at = b.add(x, off) if off is not None else x
+                    p = self._elem_ptr(buf, st, at, i8t)  # type: ignore[attr-defined]  # an element read
+                    s = b.and_(b.ptrtoint(p, i64t), ir.Constant(i64t, NEON_BYTES - 1))
+                    shift = shift if shift is not None else s
+                    blk = b.bitcast(b.gep(p, [b.sub(zero64, s)]), ir.PointerType(reg))  # not inbounds
+                    blocks.append(self._mem_access(buf, b.load(blk, align=NEON_BYTES)))  # type: ignore[attr-defined]
+                mc = m if chunks == 1 else b.shuffle_vector(
+                    m, ir.Constant(m.type, ir.Undefined),
+                    ir.Constant(ir.VectorType(i32t, NEON_BYTES), list(range(NEON_BYTES * c, NEON_BYTES * (c + 1)))))
+                rel = b.trunc(b.sub(mc, self._splat(lo, Int(32).to_fpir(), NEON_BYTES)), reg)  # type: ignore[attr-defined]
+                k = b.add(rel, self._splat(b.trunc(shift, i8t), Int(8).to_fpir(), NEON_BYTES))  # type: ignore[attr-defined]
+                pieces.append(b.call(tbl2, [blocks[0], blocks[1], k]))
+            return pieces[0] if chunks == 1 else _concat(b, pieces)
 
-        b.position_at_end(fast)
-        m = self.vector(parts.monotone, node)  # type: ignore[attr-defined]
-        off = self.scalar(parts.off, node, nsw=False) if parts.off is not None else None  # type: ignore[attr-defined]
-        tbl2 = self._intrinsic("llvm.aarch64.neon.tbl2.v16i8", reg, [reg, reg, reg])  # type: ignore[attr-defined]
-        zero64 = ir.Constant(i64t, 0)
-        pieces = []
-        for c, (lo, hi) in enumerate(bounds):
-            blocks, shift = [], None
-            for x in (lo, hi):
-                at = b.add(x, off) if off is not None else x
-                p = self._elem_ptr(buf, st, at, i8t)  # type: ignore[attr-defined]  # an element read
-                s = b.and_(b.ptrtoint(p, i64t), ir.Constant(i64t, NEON_BYTES - 1))
-                shift = shift if shift is not None else s
-                blk = b.bitcast(b.gep(p, [b.sub(zero64, s)]), ir.PointerType(reg))  # not inbounds
-                blocks.append(self._mem_access(buf, b.load(blk, align=NEON_BYTES)))  # type: ignore[attr-defined]
-            mc = m if chunks == 1 else b.shuffle_vector(
-                m, ir.Constant(m.type, ir.Undefined),
-                ir.Constant(ir.VectorType(i32t, NEON_BYTES), list(range(NEON_BYTES * c, NEON_BYTES * (c + 1)))))
-            rel = b.trunc(b.sub(mc, self._splat(lo, Int(32).to_fpir(), NEON_BYTES)), reg)  # type: ignore[attr-defined]
-            k = b.add(rel, self._splat(b.trunc(shift, i8t), Int(8).to_fpir(), NEON_BYTES))  # type: ignore[attr-defined]
-            pieces.append(b.call(tbl2, [blocks[0], blocks[1], k]))
-        fast_v = pieces[0] if chunks == 1 else _concat(b, pieces)
-        fast_end = b.block
-        b.branch(done)
+        return self._fast_else_gather(ok, "span_tbl", fast_tbl, lambda: self._gather(  # type: ignore[attr-defined]
+            buf, st, self.vector(index, node), lanes))  # type: ignore[attr-defined]
 
-        b.position_at_end(slow)
-        slow_v = self._gather(buf, st, self.vector(index, node), lanes)  # type: ignore[attr-defined]
-        slow_end = b.block
-        b.branch(done)
-
-        b.position_at_end(done)
-        v = b.phi(fast_v.type)
-        v.add_incoming(fast_v, fast_end)
-        v.add_incoming(slow_v, slow_end)
+    def _fast_else_gather(self, ok: ir.Value, fast_name: str, fast: Callable[[], ir.Value],
+                          slow: Callable[[], ir.Value]) -> ir.Value:
+        """`ok ? fast() : slow()` as two blocks joined by a phi: the span lookups (tbl here, vlut32 in
+        codegen_lut) with the lane-by-lane gather as the fallback."""
+        b = self.b
+        blocks = [self.fn.append_basic_block(n)  # type: ignore[attr-defined]
+                  for n in (fast_name, "span_gather", "span_done")]
+        b.cbranch(ok, blocks[0], blocks[1])
+        incoming = []
+        for block, make in zip(blocks[:2], (fast, slow)):
+            b.position_at_end(block)
+            value = make()
+            incoming.append((value, b.block))
+            b.branch(blocks[2])
+        b.position_at_end(blocks[2])
+        v = b.phi(incoming[0][0].type)
+        for value, block in incoming:
+            v.add_incoming(value, block)
         return v
 
 
