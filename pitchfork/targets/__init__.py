@@ -115,6 +115,12 @@ def _target_node_cost(t: Term) -> tuple[int, int, int]:
         # between both directions (pitchfork/emit/expr.py _shift)
         n = RUNTIME_SHIFT_COST_SIGNED if t.args[1].type.signed else RUNTIME_SHIFT_COST
         return (n, width, 1)
+    if s.reduce is not None and s.reduce[1] > 2:
+        # a VectorReduce by f = 2^k emitted generically: k levels of lane-pair combining, each a
+        # deinterleave (two shuffles) and the op, the last one without shuffles when it folds to a
+        # lane: 3k - 2 instructions (a reduction by 2 stays 1, as before), so two pairwise instructions
+        # (arm addp/umaxp, udot then addp) are cheaper than the generic reduction by 4 they implement
+        return (3 * max(1, s.reduce[1].bit_length() - 1) - 2, width, 1)
     one = 0 if t.op == "reinterpret" else 1
     return (one, width, one)
 

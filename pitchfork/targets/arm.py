@@ -23,7 +23,7 @@ read only the low byte of each shift lane as a signed amount, so their meaning s
 byte; `sabd` returns the unsigned difference. The dot products (udot/sdot, feature `dotprod`) combine lanes:
 lane j of the i32 accumulator adds the four products of byte lanes 4j..4j+3, declared with
 `vector_reduce_add_x4` and operand lanes (1, 4, 4); the pairwise adds (uaddlp/saddlp/uadalp/sadalp/addp)
-likewise with `vector_reduce_add_x2`.
+likewise with `vector_reduce_add_x2`, and umaxp/smaxp/uminp/sminp with `vector_reduce_max/min_x2`.
 """
 
 from __future__ import annotations
@@ -329,15 +329,23 @@ def _pairwise_long(op: str, accumulate: bool) -> Emit:
     return emit
 
 
-def _addp(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-    """addp Vd, Vn, Vm = the pair sums of Vn then of Vm: one instruction per two source registers."""
-    bits = t.type.bits
-    n = 128 // bits
-    xs = em.split(args[0], n)
-    if len(xs) % 2:
-        xs.append(xs[-1])  # a padding register: its sums land in lanes beyond the result
-    parts = [em.call(f"{NEON}.addp.v{n}i{bits}", _vec(bits, n), [a, b]) for a, b in zip(xs[::2], xs[1::2])]
-    return em.concat(parts, em.lanes)
+def _pairwise(op: str) -> Emit:
+    """addp/umaxp/smaxp/uminp/sminp Vd, Vn, Vm = the pair results of Vn then of Vm: one instruction per
+    two source registers."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        bits = t.type.bits
+        n = 128 // bits
+        xs = em.split(args[0], n)
+        if len(xs) % 2:
+            xs.append(xs[-1])  # a padding register: its pairs land in lanes beyond the result
+        parts = [em.call(f"{NEON}.{op}.v{n}i{bits}", _vec(bits, n), [a, b]) for a, b in zip(xs[::2], xs[1::2])]
+        return em.concat(parts, em.lanes)
+
+    return emit
+
+
+_addp = _pairwise("addp")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -498,6 +506,11 @@ TABLE: tuple[Inst, ...] = (
     Inst("sadalp", _sigs("{w}, {t} -> {w}", I8_32), _typed("x + vector_reduce_add_x2({r}(y))"),
          _pairwise_long("saddlp", True), f"add + {NEON}.saddlp (sadalp)", lanes=(1, 2)),
     Inst("addp", _same((*U8_64, *I8_64), 1), "vector_reduce_add_x2(x)", _addp, lanes=(2,)),
+    # pairwise max/min (lane-combining by 2; no 64-bit lanes)
+    Inst("umaxp", _same(U8_32, 1), "vector_reduce_max_x2(x)", _pairwise("umaxp"), lanes=(2,)),
+    Inst("smaxp", _same(I8_32, 1), "vector_reduce_max_x2(x)", _pairwise("smaxp"), lanes=(2,)),
+    Inst("uminp", _same(U8_32, 1), "vector_reduce_min_x2(x)", _pairwise("uminp"), lanes=(2,)),
+    Inst("sminp", _same(I8_32, 1), "vector_reduce_min_x2(x)", _pairwise("sminp"), lanes=(2,)),
 )
 
 declare("arm", TABLE, default_llvm=lambda mnemonic: f"{NEON}.{mnemonic}")
