@@ -62,8 +62,18 @@ _declare("hvx.vnavg", _sigs(_NAVG, lambda k: k[0]), "halving_sub(x, y)", _lanewi
          "vnavgub / vnavgb / vnavgh / vnavgw", "lanewise")
 # vmpy(Vu.h, Vv.h):<<1:rnd:sat = sat16((2ab + 2^15) >> 16) = the Q15 rounding multiply.
 _VMPYHVSRS = {("i16", "i16"): "vmpyhvsrs"}
-_declare("hvx.vmpyhvsrs", ["i16, i16 -> i16"], "rounding_mul_shr(x, y, 15)", _lanewise(_VMPYHVSRS), ONE,
-         "vmpyhvsrs", "lanewise")
+
+
+def _vmpyhvsrs(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    """vmpy(Vu.h, Vv.h):<<1:rnd:sat; by a constant, the scalar form vmpy(Vu.h, Rt.h):<<1:rnd:sat (vmpyhsrs,
+    Halide's choice: no splat register)."""
+    if t.args[1].is_const:
+        return _scalar_or_fallback("vmpyhsrs", 16)(em, args, t)
+    return _lanewise(_VMPYHVSRS)(em, args, t)
+
+
+_declare("hvx.vmpyhvsrs", ["i16, i16 -> i16"], "rounding_mul_shr(x, y, 15)", _vmpyhvsrs, ONE,
+         "vmpyhvsrs (vmpyhsrs by a constant Rt.h)", "lanewise")
 
 
 # ---- widening (de-interleaved pair results) ------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Hexagon HVX shift-and-accumulate: `Vx.h += vasl(Vu.h, Rt)` / `Vx.w += vasl(Vu.w, Rt)`.
+"""Hexagon HVX shift-and-accumulate: `Vx.h += vasl(Vu.h, Rt)` / `Vx.w += vasl(Vu.w, Rt)`, and the
+arithmetic right-shift twins `Vx.h += vasr(Vu.h, Rt)` / `Vx.w += vasr(Vu.w, Rt)` (signed lanes).
 
 Part of the HVX instruction table (pitchfork/targets/hvx.py; lane order, emitter helpers and costs
 are described in hvx_emit.py), imported at the end of it. `x + (y << c)` is a stencil tap by a power of two
@@ -23,14 +24,24 @@ from pitchfork.targets.hvx_emit import (DEINT, ONE, REG_BITS, _const, _declare, 
                                         _halves, _i32, _interleave, _join, _lanewise, _layout, _layouts, _vec)
 
 _VASL_ACC = {"i16": "vaslh.acc", "u16": "vaslh.acc", "i32": "vaslw.acc", "u32": "vaslw.acc"}
+# the arithmetic right shift accumulated (vasrw.acc; vasrh.acc from v65), signed lanes only
+_VASR_ACC = {"i16": "vasrh.acc", "i32": "vasrw.acc"}
 
 
 def _vasl_acc(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    return _shift_acc(em, args, t, _VASL_ACC)
+
+
+def _vasr_acc(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+    return _shift_acc(em, args, t, _VASR_ACC)
+
+
+def _shift_acc(em: Any, args: Sequence[ir.Value], t: Term, names: dict[str, str]) -> ir.Value:
     bits = t.type.bits
     c = _const(t.args[2])
     if c is None or not 0 <= c < bits:
         return _fallback(em, t)
-    name = _VASL_ACC[t.type.name]
+    name = names[t.type.name]
     n = REG_BITS // bits
     rt = _vec(bits, n)
     amount = _i32(c)
@@ -47,6 +58,8 @@ def _vasl_acc(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
 
 _declare("hvx.vasl_acc", [f"{k}, {k}, {k} -> {k}" for k in _VASL_ACC], "x + (y << z)", _vasl_acc, ONE,
          "vaslh.acc / vaslw.acc: Vx += vasl(Vu, Rt) (Rt = constant z in [0, bits))", "lanewise")
+_declare("hvx.vasr_acc", [f"{k}, {k}, {k} -> {k}" for k in _VASR_ACC], "x + (y >> z)", _vasr_acc, ONE,
+         "vasrh.acc / vasrw.acc: Vx += vasr(Vu, Rt) (Rt = constant z in [0, bits))", "lanewise")
 
 
 # ---- shift by a signed per-lane amount, both directions: vaslhv ------------------------------------
