@@ -147,17 +147,20 @@ _declare("hvx.vmpa", _VMPA_SIGS, _vmpa_semantics, _vmpa(_VMPA), PAIR,
          "vmpabuu / vmpabus / vmpauhb / vmpahb (taps z, w constants or runtime scalars)", DEINT)
 # The accumulating form on a de-interleaved accumulator (8-bit data: vmpabuu.acc / vmpabus.acc); an i16
 # accumulator of u8 x u8 products wraps like the u16 one.
-_VMPA_ACC_SIGS = ["u16, u8, u8, u8, u8 -> u16", "i16, u8, u8, u8, u8 -> i16", "i16, u8, u8, i8, i8 -> i16"]
+_VMPA_ACC_SIGS = ["u16, u8, u8, u8, u8 -> u16", "i16, u8, u8, u8, u8 -> i16", "i16, u8, u8, i8, i8 -> i16",
+                  "i32, i16, i16, i8, i8 -> i32"]
 
 
 def _vmpa_acc_semantics(sg: Signature) -> str:
+    if sg.args[1].bits == 16:  # vmpahb.acc: i16 data by i8 taps into i32 (Vxx.w += vmpa(Vuu.h, Rt.b))
+        return "x + (widening_mul(y, i16(w)) + widening_mul(z, i16(a)))"
     if sg.result.signed and not sg.args[3].signed:
         return "x + reinterpret<i16>(widening_mul(y, w) + widening_mul(z, a))"
     return "x + (widening_mul(y, w) + widening_mul(z, a))"
 
 
 _declare("hvx.vmpa_acc", _VMPA_ACC_SIGS, _vmpa_acc_semantics, _vmpa(_VMPA, acc=True), PAIR,
-         "vmpabuu.acc / vmpabus.acc (taps constants or runtime scalars)", DEINT)
+         "vmpabuu.acc / vmpabus.acc / vmpahb.acc (taps constants or runtime scalars)", DEINT)
 
 # ---- saturating narrowing ------------------------------------------------------------------------
 # vpack(Vu, Vv):sat keeps lane order; vsat / vasr(Vu, Vv, #0):sat interleave.
