@@ -41,7 +41,8 @@ PREFIX = {"x86-avx2": "x86", "arm64": "arm", "hvx128": "hvx"}
 MNEMONIC = {"arm.udot": "udot", "arm.sdot": "sdot", "x86.pmaddwd_pairs": "vpmaddwd",
             "x86.pmaddubsw_pairs": "vpmaddubsw", "hvx.vrmpy": "vrmpy", "x86.psadbw": "vpsadbw", "arm.uaddlp": "uaddlp",
             "arm.saddlp": "saddlp", "arm.uadalp": "uadalp", "arm.sadalp": "sadalp", "arm.addp": "addp",
-            "hvx.vdmpy_pairs": "vdmpy", "hvx.vdmpy_pairs_acc": "vdmpy", "hvx.vdmpyhvsat": "vdmpy"}
+            "hvx.vdmpy_pairs": "vdmpy", "hvx.vdmpy_pairs_acc": "vdmpy", "hvx.vdmpyhvsat": "vdmpy",
+            "arm.umaxp": "umaxp", "arm.smaxp": "smaxp", "arm.uminp": "uminp", "arm.sminp": "sminp"}
 
 # (expression, mnemonic regex in the isel=pitchfork code); together they fire every lane-combining rule.
 EXAMPLES: dict[str, list[tuple[str, str]]] = {
@@ -64,6 +65,29 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("c_i16 + vector_reduce_add_x2(i16(a_i8))", "sadalp"),
         ("vector_reduce_add_x2(a_i32)", "addp"),
         ("vector_reduce_add_x2(a_u8)", "addp"),
+        # issue 27 (Halide's simd_op_check_arm): signed sums of unsigned lanes, sums of 4 lanes, longer dot
+        # products, pairwise max/min
+        ("vector_reduce_add_x2(i16(a_u8))", "uaddlp"),
+        ("c_i32 + vector_reduce_add_x2(i32(a_u16))", "uadalp"),
+        ("c_u8 + vector_reduce_add_x4(a_u8)", "addp"),
+        ("vector_reduce_add_x4(u16(a_u8))", "uaddlp"),
+        ("c_i32 + vector_reduce_add_x4(i32(a_u16))", "uaddlp"),
+        ("vector_reduce_add_x4(i32(a_i16))", "saddlp"),
+        ("c_u64 + vector_reduce_add_x4(u64(a_u16))", "uadalp"),
+        ("vector_reduce_add_x4(i64(a_i16))", "saddlp"),
+        ("c_i32 + vector_reduce_add_x4(i32(a_i8))", "sdot"),
+        ("vector_reduce_add_x8(u32(widening_mul(a_u8, b_u8)))", "udot"),
+        ("c_i32 + vector_reduce_add_x16(i32(u16(a_u8) * u16(b_u8)))", "udot"),
+        ("vector_reduce_add_x8(i32(widening_mul(a_i8, b_i8)))", "sdot"),
+        ("vector_reduce_add_x16(i32(widening_mul(a_i8, b_i8)))", "sdot"),
+        ("vector_reduce_max_x2(a_u8)", "umaxp"),
+        ("vector_reduce_max_x2(a_i16)", "smaxp"),
+        ("vector_reduce_min_x2(a_u32)", "uminp"),
+        ("vector_reduce_min_x2(a_i8)", "sminp"),
+        ("vector_reduce_max_x4(a_u32)", "umaxp"),
+        ("vector_reduce_max_x4(a_i8)", "smaxp"),
+        ("vector_reduce_min_x4(a_u16)", "uminp"),
+        ("vector_reduce_min_x4(a_i32)", "sminp"),
     ],
     "x86-avx2": [
         ("vector_reduce_add_x2(widening_mul(a_i16, b_i16))", "vpmaddwd"),
@@ -81,6 +105,17 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         ("vector_reduce_add_x16(widening_mul(a_i16, a_i16))", "vpmaddwd"),
         ("vector_reduce_add_x32(widening_mul(a_i16, b_i16))", "vpmaddwd"),
         ("vector_reduce_add_x64(widening_mul(a_i16, b_i16))", "vpmaddwd"),
+        # issue 27 (Halide's simd_op_check_x86): psadbw sums in any type of 16 bits or more, widening pair
+        # sums by 1, u8 x u8 dot products over 4, 8, 16 bytes
+        ("vector_reduce_add_x8(u16(absd(a_u8, b_u8)))", "vpsadbw"),
+        ("c_i32 + vector_reduce_add_x8(i32(absd(a_u8, b_u8)))", "vpsadbw"),
+        ("vector_reduce_add_x2(u16(a_u8))", "vpmaddubsw"),
+        ("vector_reduce_add_x2(i16(a_u8))", "vpmaddubsw"),
+        ("vector_reduce_add_x2(i16(a_i8))", "vpmaddubsw"),
+        ("vector_reduce_add_x2(i32(a_i16))", "vpmaddwd"),
+        ("vector_reduce_add_x4(u32(widening_mul(a_u8, b_u8)))", "vpmaddwd"),
+        ("c_i32 + vector_reduce_add_x8(i32(widening_mul(a_u8, b_u8)))", "vpmaddwd"),
+        ("c_u32 + vector_reduce_add_x16(u32(u16(a_u8) * u16(b_u8)))", "vpmaddwd"),
     ],
     "hvx128": [
         ("c_u32 + vector_reduce_add_x4(u32(widening_mul(a_u8, b_u8)))", "vrmpy"),
@@ -104,6 +139,9 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
         # pair sums of two vectors' 16-bit products (vdmpy(Vu.h, Vv.h):sat)
         ("vector_reduce_saturating_add_x2(widening_mul(a_i16, b_i16))", r"vdmpy\(v\d+\.h,v\d+\.h\):sat"),
         ("vector_reduce_add_x2(widening_mul(max(a_i16, -32767), b_i16))", r"vdmpy\(v\d+\.h,v\d+\.h\):sat"),
+        # issue 27: u8 x u8 dot products over 8 and 16 bytes (vrmpy, then the ordinary reduction)
+        ("vector_reduce_add_x8(u32(widening_mul(a_u8, b_u8)))", "vrmpy"),
+        ("c_i32 + vector_reduce_add_x16(i32(u16(a_u8) * u16(b_u8)))", "vrmpy"),
     ],
 }
 # Generic lowering (no instruction expected): every reduction kind, odd factors, narrow and wide types.
