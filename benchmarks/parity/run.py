@@ -7,7 +7,8 @@ Each case is compiled with `pitchfork select --batch` (Halide's facts on: --assu
 matches the expected pattern the way Halide's check matches it (`*` = any text, spaces optional).
 
 `python3 -m benchmarks.parity -o DIR [--isa I ...] [--jobs N]` writes DIR/parity.md (the per-ISA table and
-every failing case) and DIR/parity.json (every case); nothing is written into the source tree.
+every failing case, with the measured reason of benchmarks/parity/notes.txt where one is recorded) and
+DIR/parity.json (every case); nothing is written into the source tree.
 Invariant: a case whose compilation fails counts as a miss, never as skipped.
 """
 
@@ -27,6 +28,7 @@ from typing import Optional, Sequence
 DATA = Path(__file__).resolve().parent
 ISAS = ("x86-avx2", "arm64", "hvx128")
 FILES = {"x86-avx2": "x86.txt", "arm64": "arm64.txt", "hvx128": "hvx128.txt"}
+NOTES = DATA / "notes.txt"
 
 
 class ParityDataError(ValueError):
@@ -74,6 +76,20 @@ def load_cases(isa: str, path: Optional[Path] = None) -> list[Case]:
         for lanes in lane_counts:
             cases.append(Case(isa, lanes, expected, expr, f"{path.name}:{n}"))
     return cases
+
+
+def load_notes(path: Path = NOTES) -> dict[tuple[str, str], str]:
+    """(isa, expression) -> "kind: note" for the misses benchmarks/parity/notes.txt explains."""
+    notes: dict[tuple[str, str], str] = {}
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split(" ; ", 3)]
+        if len(parts) != 4 or parts[0] not in FILES or parts[2] not in ("shorter", "same", "longer"):
+            raise ParityDataError(f"{path}:{n}: expected 'isa ; expression ; shorter|same|longer ; note'")
+        notes[(parts[0], parts[1])] = f"{parts[2]}: {parts[3]}"
+    return notes
 
 
 def pattern_regex(pattern: str) -> re.Pattern[str]:
@@ -131,7 +147,7 @@ def summary(outcomes: Sequence[Outcome]) -> tuple[int, int]:
     return sum(o.ok for o in outcomes), len(outcomes)
 
 
-def report(results: dict[str, list[Outcome]]) -> str:
+def report(results: dict[str, list[Outcome]], notes: Optional[dict[tuple[str, str], str]] = None) -> str:
     lines = ["# Selection parity with Halide's SIMD op checks", "",
              "Share of cases (benchmarks/parity/<isa>.txt, one per lane count) whose selected assembly "
              "contains the instruction Halide's simd_op_check expects.", "",
@@ -144,8 +160,9 @@ def report(results: dict[str, list[Outcome]]) -> str:
         lines += ["", f"## {isa}: {len(misses)} misses", ""]
         for o in misses:
             why = f"error: {o.error.splitlines()[0][:160]}" if o.error else f"selected `{o.final}`"
+            note = (notes or {}).get((isa, o.case.expr))
             lines.append(f"- {o.case.source} lanes {o.case.lanes}, expected `{o.case.expected}`: "
-                         f"`{o.case.expr}` -> {why}")
+                         f"`{o.case.expr}` -> {why}" + (f" ({note})" if note else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -157,12 +174,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = ap.parse_args(argv)
     try:
         results = {isa: evaluate(isa, load_cases(isa), args.jobs) for isa in (args.isa or ISAS)}
+        notes = load_notes()
     except (ParityDataError, RuntimeError) as e:
         print(f"benchmarks.parity: {e}", file=sys.stderr)
         return 2
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "parity.md").write_text(report(results))
+    (out / "parity.md").write_text(report(results, notes))
     (out / "parity.json").write_text(json.dumps(
         {isa: [dict(asdict(o.case), ok=o.ok, final=o.final, error=o.error) for o in outs]
          for isa, outs in results.items()}, indent=1))
