@@ -168,6 +168,52 @@ _declare("hvx.vrmpy_taps_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_TAPS
          "vrmpybus.acc / vrmpyub.acc (vector x scalar) on the interleaved data (taps constants)")
 
 
+# ---- four-way dot products of two vector sets: vrmpy(Vu, Vv) on both sets interleaved ----------------
+# sum_k x_k * a_k over four separate byte vectors x_0..x_3 and a_0..a_3 (Halide's vrmpy(v.ub, v.ub) check:
+# u32(x) * u32(x) + u32(y) * u32(y) + ...): per four registers of each set, the set interleaved by two
+# levels of vshuff (bytes, then halfwords: four vshuff; LLVM shares them when the sets are the same
+# vectors), then one vector x vector vrmpy per register, results in natural lane order. Declared lane-wise
+# over the de-interleaved operands, like vrmpy_taps.
+def _interleave_pair(em: Any, x: ir.Value, y: ir.Value, bits: int) -> ir.Value:
+    """The `bits`-wide elements of two equal byte vectors interleaved (x first): one vshuff per register pair."""
+    t = ir.VectorType(ir.IntType(bits), x.type.count * 8 // bits)
+    p = _interleave(em, _join(em, em.bitcast(x, t), em.bitcast(y, t)))
+    return em.bitcast(p, ir.VectorType(ir.IntType(8), 2 * x.type.count))
+
+
+def _vv(acc: bool) -> Callable[..., ir.Value]:
+    """Per four data registers: bytes of (x, y) and of (z, w) interleaved, then halfwords of the two
+    results (Halide's vshuff sequence: four vshuff per operand set), one vrmpy per register."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        first = 1 if acc else 0
+        key = (t.type.name, t.args[first].type.name, t.args[first + 4].type.name)
+        name = _VRMPY[key] if acc else _VRMPY[key][:-len(".acc")]
+        per_reg = REG_BITS // 32
+        out = _vec(32, per_reg)
+
+        def quad(vs: Sequence[ir.Value]) -> list[ir.Value]:
+            whole = _interleave_pair(em, _interleave_pair(em, vs[0], vs[1], 8), _interleave_pair(em, vs[2], vs[3], 8), 16)
+            return em.split(whole, REG_BITS // 8)
+
+        def four(*vs: ir.Value) -> ir.Value:
+            xs, ys = quad(vs[first:first + 4]), quad(vs[first + 4:first + 8])
+            accs = em.split(vs[0], per_reg) if acc else [None] * len(xs)
+            return em.concat([em.hvx_call(name, ([a] if acc else []) + [x, y], out) for a, x, y in zip(accs, xs, ys)],
+                             4 * per_reg)
+
+        return em.map_chunks(list(args), 4 * per_reg, four)
+
+    return emit
+
+
+_VRMPY_VV_SIGS = ["u8, u8, u8, u8, u8, u8, u8, u8 -> u32", "i8, i8, i8, i8, i8, i8, i8, i8 -> i32"]
+_declare("hvx.vrmpy_vv", _VRMPY_VV_SIGS, _taps_semantics(4, False), _vv(False), 7 * ONE,
+         "vrmpyubv / vrmpybv on both operand sets interleaved (six shuffles, one vrmpy per register)")
+_declare("hvx.vrmpy_vv_acc", [f"{s.split('-> ')[1]}, {s}" for s in _VRMPY_VV_SIGS], _taps_semantics(4, True), _vv(True),
+         7 * ONE, "vrmpyubv.acc / vrmpybv.acc on both operand sets interleaved")
+
+
 # ---- pairwise dot products by a constant tap: vdmpy as a reduction ----------------------------------
 # vdmpy(Vu, Rt) with every byte of Rt = c: out[i] = u[2i] * c + u[2i+1] * c (wrapping in the result width),
 # i.e. Halide's vector_reduce_add by 2 of widening products by a splat (a pairwise widening sum for c = 1,

@@ -68,7 +68,6 @@ NEW_RULES: dict[str, dict[str, list[str]]] = {
     },
     "hvx128": {
         "widening_mul_of_cast_const_4x": ["u32(a_u8) * 255 + u32(b_u8) * 254 + u32(c_u8) * 253 + u32(d_u8) * 252"],
-        "widening_mul_of_cast_neg_const_4x": ["i32(a_u8) * -3 + c_i32"],
         "vrmpy_uu_x8": ["vector_reduce_add_x8(u32(a_u8) * u32(b_u8))"],
         "vrmpy_uu_x16": ["c_u32 + vector_reduce_add_x16(u32(a_u8) * u32(b_u8))"],
         "vmpy_acc_neg_tap": ["c_i16 - i16(a_u8) * -127"],
@@ -84,6 +83,10 @@ NEW_RULES: dict[str, dict[str, list[str]]] = {
         "vmpyo_sacc_shr": ["i32((i64(a_i32) * 2147483646) / 4294967296)", "i32((i64(a_i32) * 1000) >> 40)"],
         "vsat_h_of_saturating_shl": ["saturating_cast<i16>(i32(a_i16) << 1)", "saturating_cast<i16>(i32(a_i16) * 64)"],
         "vasr_acc": ["a_i16 + b_i16 / 16", "a_i32 + (b_i32 >> 31)"],
+        "vrmpy_vv": ["u32(a_u8) * u32(a_u8) + u32(b_u8) * u32(b_u8) + u32(c_u8) * u32(c_u8) + u32(d_u8) * u32(d_u8)",
+                     "i32(a_i8) * i32(e_i8) + i32(b_i8) * i32(f_i8) + i32(c_i8) * i32(g_i8) + i32(d_i8) * i32(h_i8)"],
+        "vrmpy_vv_acc": ["q_u32 + u32(a_u8) * u32(e_u8) + u32(b_u8) * u32(f_u8) + u32(c_u8) * u32(g_u8) + u32(d_u8) * u32(h_u8)",
+                         "q_i32 + i32(a_i8) * i32(a_i8) + i32(b_i8) * i32(b_i8) + i32(c_i8) * i32(c_i8) + i32(d_i8) * i32(d_i8)"],
     },
 }
 
