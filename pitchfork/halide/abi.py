@@ -471,8 +471,6 @@ class EntryBuilder:
         estimates and buffer estimates are null (the captured pipeline does not carry them)."""
         import halide as hl
 
-        from pitchfork.halide.capture import TARGET_ALIASES
-
         arg_t = ir.LiteralStructType([PTR, I32, I32, I32, PTR, PTR, PTR, PTR, PTR])
         null = ir.Constant(PTR, None)
         kinds = {"scalar": 0, "input_buffer": 1, "output_buffer": 2}
@@ -487,7 +485,7 @@ class EntryBuilder:
         arr = ir.GlobalVariable(self.module, arr_t, name=f"{self.name}.metadata_arguments")
         arr.global_constant, arr.linkage, arr.initializer = True, "internal", ir.Constant(arr_t, entries)
         meta_t = ir.LiteralStructType([I32, I32, PTR, PTR, PTR])
-        target = hl.Target(TARGET_ALIASES.get(self.target, self.target)).to_string()
+        target = hl.Target(self.captured.target).to_string()  # the Halide target it was lowered for
         meta = ir.GlobalVariable(self.module, meta_t, name=f"{self.name}.metadata")
         meta.global_constant, meta.linkage = True, "internal"
         meta.initializer = ir.Constant(meta_t, [ir.Constant(I32, 1), ir.Constant(I32, len(entries)),
@@ -533,12 +531,12 @@ def _is_guard(s: H.IfThenElse) -> bool:
 def aot_ir(prog: CompiledPipeline) -> str:
     """LLVM IR text of the AOT module: the optimised kernel renamed `kernel_name` (internal) and the
     optimised Halide-ABI entry points, for `prog.target`."""
-    from pitchfork.emit.machine import _parse, get_target
+    from pitchfork.emit.machine import _parse
     from pitchfork.halide.generator import header_free_ir
 
     if prog.module is None or prog.captured is None:
         raise AbiError(f"{prog.name} was compiled by Halide (fallback); use Halide's own AOT output")
-    t = get_target(prog.target)
+    t = prog.module.target  # the machine it was compiled for (target features: pitchfork/targets/target_strings.py)
     stmt = prog.captured.parse()
     wrapper = ir.Module(name=f"{prog.name}.abi")
     wrapper.triple = t.triple
@@ -562,14 +560,14 @@ def aot_ir(prog: CompiledPipeline) -> str:
 def aot_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     """(`.ll` text, `.s` text, `.o` bytes) of the AOT module; `.s` and `.o` are what `llc -O3` makes
     of the `.ll` (no further optimisation)."""
-    from pitchfork.emit.machine import _parse, _set_align_vectors, _shared_machine, emission_options, get_target
+    from pitchfork.emit.machine import _parse, _set_align_vectors, _shared_machine, emission_options
 
     assert prog.module is not None
     text = aot_ir(prog)
-    t = get_target(prog.target)
+    t = prog.module.target  # the machine it was compiled for (target features: pitchfork/targets/target_strings.py)
     if t.name == "hvx128":
         _set_align_vectors(prog.module.align_vectors)
-    tm = _shared_machine(t.name, prog.module.opt)
+    tm = _shared_machine(t, prog.module.opt)
     with emission_options(t, text):  # hvx128: i64-vector modules unpacketised, as compile_module does
         return text, tm.emit_assembly(_parse(text, t)), tm.emit_object(_parse(text, t))
 
@@ -586,7 +584,7 @@ def header(prog: CompiledPipeline) -> str:
     pipeline, args = prog._halide
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / f"{prog.name}.h"
-        pipeline.compile_to_header(str(f), list(args), prog.name, _halide_target(prog.target))
+        pipeline.compile_to_header(str(f), list(args), prog.name, _halide_target(prog.halide_target))
         return f.read_text()
 
 
@@ -646,7 +644,7 @@ def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path
         from pitchfork.halide.api import _halide_target
 
         pipeline, args = prog._halide
-        t = _halide_target(prog.target)
+        t = _halide_target(prog.halide_target)
         pipeline.compile_to_static_library(str(d / prog.name), list(args), prog.name, t)
         pipeline.compile_to_object(str(paths["o"]), list(args), prog.name, t)
         paths["ll"].write_text(prog.llvm_ir())

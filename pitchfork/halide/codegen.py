@@ -86,8 +86,11 @@ NO_BUILTINS: tuple[str, ...] = ("memcpy",)  # every target
 
 
 class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixin):
-    def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline") -> None:
+    def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline",
+                 unavailable: frozenset[str] = frozenset()) -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
+        #: target instructions the target's features lack (pitchfork/targets/target_strings.py: no rule selects them)
+        self.unavailable = unavailable
         self.module = ir.Module(name=name)
         self.stats = Stats()
         self._sel_cache: dict[Term, Selection] = {}
@@ -461,7 +464,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             return hit.final
         from pitchfork.lower import select_instructions
 
-        sel = select_instructions(term, self.target, self.isel, self._streams(term))
+        sel = select_instructions(term, self.target, self.isel, self._streams(term), self.unavailable)
         self.selections.append((node, sel))
         self.stats.vector_exprs += 1
         self.stats.selection_seconds += sel.seconds

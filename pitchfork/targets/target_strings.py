@@ -195,3 +195,16 @@ def _bad_token(text: str) -> str:
 def halide_target_string(target: Any) -> str:
     """The Halide target string for a short name, Halide string or TargetSpec."""
     return parse_target(target).halide
+
+
+def machine_target(spec: TargetSpec) -> Any:
+    """The `pitchfork.emit.machine.Target` code for `spec` is compiled for: the ISA's own for its short
+    name's target, else the same with `spec`'s LLVM CPU and features."""
+    import dataclasses
+
+    from pitchfork.emit.machine import get_target
+
+    base = get_target(spec.isa)
+    if spec.is_default:
+        return base
+    return dataclasses.replace(base, cpu=spec.llvm_cpu, features=spec.llvm_features)
