@@ -198,11 +198,11 @@ def halide_target_string(target: Any) -> str:
 
 
 def machine_target(spec: TargetSpec) -> Any:
-    """The `pitchfork.emit.machine.Target` code for `spec` is compiled for: the ISA's own for its short
+    """The `pitchfork.backend.machine.Target` code for `spec` is compiled for: the ISA's own for its short
     name's target, else the same with `spec`'s LLVM CPU and features."""
     import dataclasses
 
-    from pitchfork.emit.machine import get_target
+    from pitchfork.backend.machine import get_target
 
     base = get_target(spec.isa)
     if spec.is_default:
