@@ -636,7 +636,11 @@ def library_symbols(name: str) -> list[str]:
 
 def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path]:
     """Write `<name>.o`, `<name>.a`, `<name>.h`, `<name>.ll` and `<name>.s` (Halide's own outputs for
-    a fallback: its object and static library carry its runtime)."""
+    a fallback: its object and static library carry its runtime). A pipeline with parallel loops
+    calls `halide_do_par_for`: its `.a` holds Halide's runtime too (pitchfork/backend/halide_runtime.py),
+    its `.o` links against a runtime the application supplies (as Halide's no_runtime objects)."""
+    from pitchfork.backend.halide_runtime import runtime_object, uses_runtime
+
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     paths = {k: d / f"{prog.name}.{k}" for k in ("o", "a", "h", "ll", "s")}
@@ -656,5 +660,32 @@ def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path
     paths["s"].write_text(asm)
     paths["o"].write_bytes(obj)
     paths["h"].write_text(header(prog))
-    paths["a"].write_bytes(static_library([(f"{prog.name}.o", obj)], dict.fromkeys(library_symbols(prog.name), 0)))
+    members = [(f"{prog.name}.o", obj)]
+    symbols = dict.fromkeys(library_symbols(prog.name), 0)
+    assert prog.module is not None
+    if uses_runtime(prog.module.optimized_ir) and "no_runtime" not in prog.halide_target.split("-"):
+        # Parallel loops call Halide's thread pool: the library carries Halide's runtime for the
+        # target, as Halide's own static libraries do (unless the target has no_runtime). Every
+        # runtime symbol is WEAK, so it links beside Halide's own libraries and their runtime.
+        rt = runtime_object(prog.target).read_bytes()
+        members.append(("halide_runtime.o", rt))
+        for sym in defined_symbols(rt):
+            symbols.setdefault(sym, 1)
+    paths["a"].write_bytes(static_library(members, symbols))
     return paths
+
+
+def defined_symbols(obj: bytes) -> list[str]:
+    """The global and weak symbols an ELF object defines (for an archive's index), read by `nm`."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    nm = shutil.which("nm")
+    if nm is None:
+        raise AbiError("nm (binutils) is needed to index Halide's runtime in the static library")
+    with tempfile.NamedTemporaryFile(suffix=".o") as f:
+        f.write(obj)
+        f.flush()
+        out = subprocess.run([nm, "-g", "--defined-only", "-P", f.name], capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
