@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from fpir.ops import OPS
 from fpir.term import Term
@@ -26,6 +26,9 @@ from fpir.text import parse, to_text
 from fpir.types import ScalarType, u1
 from synth.corpus import canonical, rebuild
 from synth.search import Grammar, constant_leaves, lhs_types, synthesize
+
+if TYPE_CHECKING:
+    from synth.rulesnap import RuleSnapshot
 
 SKIP_LIFT_OPS = frozenset({"div", "mod", "var", "const"})
 BOOL_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "select"})
@@ -61,13 +64,15 @@ class Task:
     generalize: bool = True
     #: names of existing rules to leave out of the baseline TRS (to show that synthesis finds them)
     hide: tuple[str, ...] = ()
+    #: digest of the rules the task is planned against (synth/rulesnap.py `stage_digest`)
+    rules: str = ""
 
     @property
     def key(self) -> str:
         hide = ",".join(self.hide)
         return (
             f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
-            f"{int(self.generalize)}|{hide}"
+            f"{int(self.generalize)}|{hide}|{self.rules}"
         )
 
 
@@ -188,11 +193,19 @@ def _lower_side(term: Term, isa: str, hide: tuple[str, ...] = ()) -> tuple[Term,
     return seen, expand_fpir(rw.rewrite(term), TARGET_MAX_BITS.get(isa, 64))
 
 
-def run_task(task: Task) -> dict[str, Any]:
-    """Run one task; never raises (an internal error is a rejection with its reason)."""
+def run_task(task: Task, snap: Optional["RuleSnapshot"] = None) -> dict[str, Any]:
+    """Run one task against the rules of `snap` (synth/rulesnap.py; None: whatever this process has
+    loaded); never raises (an internal error is a rejection with its reason)."""
     t0 = time.perf_counter()
     out: dict[str, Any] = {"task": asdict(task), "key": task.key, "status": "error", "seconds": 0.0}
     try:
+        if snap is not None:
+            from synth.rulesnap import activate
+
+            stage = "lift" if task.kind == "lift" else f"lower:{task.isa}"
+            if task.rules and snap.stage_digest(stage) != task.rules:
+                raise ValueError(f"task planned against rules {task.rules}, shipped {snap.stage_digest(stage)}")
+            activate(snap)
         out.update(_run(task))
     except Exception as e:  # noqa: BLE001 - a task's failure is data for the summary, not a crash
         out.update(status="error", reason=f"{type(e).__name__}: {e}")
