@@ -77,7 +77,7 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="stop handing out tasks after this long (unfinished ones stay uncached)",
+        help="per stage: stop handing out its tasks this long after it starts (unfinished ones stay uncached)",
     )
     p.add_argument("--output", "-o", "--out", dest="out", type=Path, default=None,
                    help=f"output directory for the rule files (default: ./{DEFAULT_OUT_NAME} in the current "
