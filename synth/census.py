@@ -19,7 +19,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Optional
 
 from fpir.term import Term
-from pitchfork.synthesized import provenance
+from pitchfork.selection.synthesized import provenance
 from pitchfork.trs.rules import RuleSet
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def _synth_names(stage: str) -> set[str]:
-    from pitchfork.synthesized import synthesized_rules
+    from pitchfork.selection.synthesized import synthesized_rules
 
     if stage == "lift":
         return {r.name for r in synthesized_rules("lift")}
@@ -42,7 +42,7 @@ def fire_counts(
     """(firings, matched-but-not-cheaper counts) per rule name, over the whole expressions, with the
     rules named in `hide` left out (as the run's tasks leave them out). `rules`: the stage's rule set
     to count (default: the one loaded now)."""
-    from pitchfork.lift import lift_rules, lifter, normalize_shift_constants
+    from pitchfork.selection.lift import lift_rules, lifter, normalize_shift_constants
     from pitchfork.trs.rewriter import Rewriter
     from synth.tasks import _without
 

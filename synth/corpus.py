@@ -1,7 +1,7 @@
 """The synthesis corpus: small sub-expressions of real vector code, canonicalised and counted.
 
 Sources are the benchmarks' vector expressions (every expression the Halide frontend turns into an
-fpir.Term, read from `LoopNestCodegen.selections` with isel="llvm", i.e. before any lifting) and
+fpir.Term, read from `LoopNestCodegen.selections` with isel="pitchfork" on each ISA, i.e. after the loop passes, before any lifting) and
 user expression files (`--from FILE`, one FPIR expression per line, `#` comments).
 
 A sub-expression ("cut") of an expression is a node together with some of its descendants, every
@@ -167,8 +167,8 @@ def benchmark_expressions(name: str, isas: Sequence[str] = ("arm64",), isel: str
     import halide as hl
 
     from benchmarks import registry
-    from pitchfork.halide.capture import capture_stmt
-    from pitchfork.halide.codegen import LoopNestCodegen
+    from pitchfork.frontend.capture import capture_stmt
+    from pitchfork.codegen.loop_nest import LoopNestCodegen
 
     bench = registry.get(name)
     out: list[Term] = []

@@ -284,7 +284,7 @@ def lift_tasks(
 def lifted_corpus(inputs: dict[str, list[Term]], max_nodes: int) -> Corpus:
     """Cuts of the whole expressions lifted as the compiler lifts them, with the rules loaded now
     (after the lift stage's new rules are in)."""
-    from pitchfork.lift import lift
+    from pitchfork.selection.lift import lift
 
     lowered = Corpus()
     for source, exprs in inputs.items():
@@ -371,11 +371,11 @@ def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
     from pitchfork.trs.rewriter import Rewriter
 
     if stage == "lift":
-        from pitchfork.cost import cost
+        from pitchfork.selection.cost import cost
 
         return lambda rules, t: cost(Rewriter(rules).rewrite(t))
     isa = stage.split(":", 1)[1]
-    from pitchfork.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import target_cost
 
     def lower_cost(rules: Any, t: Term) -> tuple:
@@ -390,7 +390,7 @@ def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
 def _base_rules(stage: str, hide: tuple[str, ...]) -> list[Any]:
     """The rules the stage's rewriter has today (hand-written and already synthesized, less hidden)."""
     if stage == "lift":
-        from pitchfork.lift import lift_rules
+        from pitchfork.selection.lift import lift_rules
 
         rules = list(lift_rules(True, ()).rules)
     else:

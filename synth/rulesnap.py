@@ -8,7 +8,7 @@ folder) and a digest of the hand-written files; `stage_digest(stage)` hashes wha
 read (lifting: lift rules; lowering: lift rules and that ISA's lowering rules), and goes into the
 task's cache key. A worker (local process, Dask worker, or this process) `activate`s the snapshot
 before running a task: the texts are written once to a private folder named by the digest and the
-compiler's synthesized-rule loader is pointed at it (pitchfork.synthesized.set_directory), which
+compiler's synthesized-rule loader is pointed at it (pitchfork.selection.synthesized.set_directory), which
 drops the rule sets it cached. So a long-lived worker that ran an earlier stage or an earlier run
 gives the same answer as a fresh one, and a cached result is reused only for the same rules.
 
@@ -79,7 +79,7 @@ def _rule_name(line: str) -> str:
 def take(out_dir: Path, base_dir: Optional[Path] = None) -> RuleSnapshot:
     """The synthesized rules a run works with: those of `base_dir` (default rules/synthesized/) and
     of its output folder `out_dir` (its rules added to the base's; the same folder counts once)."""
-    from pitchfork.synthesized import SYNTH_DIR
+    from pitchfork.selection.synthesized import SYNTH_DIR
 
     base = Path(base_dir or SYNTH_DIR)
     dirs = [base] if Path(out_dir).resolve() == base.resolve() else [base, Path(out_dir)]
@@ -137,7 +137,7 @@ def activate(snap: RuleSnapshot) -> None:
     if mine != snap.hand:
         differ = sorted({n for n, _ in set(mine) ^ set(snap.hand)})
         raise ForeignRules(f"hand-written rule files differ on this worker: {', '.join(differ[:4])}")
-    from pitchfork.synthesized import set_directory
+    from pitchfork.selection.synthesized import set_directory
 
     set_directory(materialize(snap))
     _ACTIVE = snap.digest
@@ -147,7 +147,7 @@ def activate(snap: RuleSnapshot) -> None:
 def active(snap: RuleSnapshot) -> Iterator[RuleSnapshot]:
     """`activate` for a `with` block in this process; the previous loader folder is restored after."""
     global _ACTIVE
-    from pitchfork.synthesized import _DIRECTORY, set_directory
+    from pitchfork.selection.synthesized import _DIRECTORY, set_directory
 
     prev, prev_active = _DIRECTORY, _ACTIVE
     try:
