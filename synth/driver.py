@@ -376,12 +376,12 @@ def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
         return lambda rules, t: cost(Rewriter(rules).rewrite(t))
     isa = stage.split(":", 1)[1]
     from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
-    from pitchfork.targets import target_cost
+    from pitchfork.targets import load_target
+    from synth.cost import lowering_cost
 
     def lower_cost(rules: Any, t: Term) -> tuple:
-        c = target_cost(
-            expand_fpir(Rewriter(rules, cost=target_cost).rewrite(t), TARGET_MAX_BITS.get(isa, 64))
-        )
+        rewriter = Rewriter(rules, cost=load_target(isa).cost)  # as the compiler lowers
+        c = lowering_cost(expand_fpir(rewriter.rewrite(t), TARGET_MAX_BITS.get(isa, 64)))
         return (c[0], 0, 0)
 
     return lower_cost
