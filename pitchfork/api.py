@@ -425,8 +425,11 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         t0 = time.perf_counter()
         # isel=pitchfork on HVX: no AlignVectors, and 64-bit-lane products on 32-bit halves
         # (compile_module); LLVM alone keeps LLVM's defaults and LLVM's own selection.
+        # (below HVX v66, what the instruction tables do not mark may still be an intrinsic LLVM cannot
+        # select for that version, and LLVM aborts the process then: compiled in a forked child, so
+        # it becomes a CompileError and a fallback naming the intrinsic)
         module = compile_module(str(cg.module), machine_target(spec), align_vectors=isel != "pitchfork",
-                                i64_halves=isel == "pitchfork")
+                                i64_halves=isel == "pitchfork", isolate=spec.isa == "hvx128" and spec.hvx_version < 66)
         stats.llvm_seconds = time.perf_counter() - t0
         return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
                                 halide_target=spec.halide)
