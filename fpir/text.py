@@ -24,9 +24,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Generator, Optional, Sequence, Union
 
-from lark import Lark, Token, Tree
+from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from fpir.diskcache import lark_parser
 from fpir.ops import OPS, known_op, make, spec, split_flags
 from fpir.term import Term, const, var
 from fpir.trampoline import trampoline
@@ -160,7 +161,7 @@ def _end_position(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-_PARSER = Lark(GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+_PARSER = lark_parser(GRAMMAR, "fpir-text", parser="lalr", propagate_positions=True, maybe_placeholders=False)
 _TO_RAW = _ToRaw()
 
 
@@ -328,7 +329,7 @@ class _Elaborator:
 # amount, which shifts the other way, keeps a signed type of that width); a value that does not fit keeps
 # its type and the op's type rule reports it. The parser applies it to amounts of another width (which
 # no term can hold, so parse(to_text(t)) is still t); lifting applies it to every amount
-# (pitchfork.lift.normalize_shift_constants), so the rules see one form.
+# (pitchfork.selection.lift.normalize_shift_constants), so the rules see one form.
 SHIFT_AMOUNT = {"shl": 1, "shr": 1, "widening_shl": 1, "widening_shr": 1, "rounding_shr": 1, "rounding_shl": 1,
                 "saturating_shl": 1, "mul_shr": 2, "rounding_mul_shr": 2}
 
