@@ -73,7 +73,17 @@ def normalize_shift_constants(term: Term) -> Term:
     return memo[term]
 
 
-def lift(term: Term, rules: Optional[RuleSet] = None) -> Term:
+ENGINES = ("greedy", "egraph")
+
+
+def lift(term: Term, rules: Optional[RuleSet] = None, engine: str = "greedy") -> Term:
+    """`engine="egraph"`: equality saturation (pitchfork/selection/egraph), never worse than greedy."""
+    if engine == "egraph":
+        from pitchfork.selection.egraph.engine import lift_egraph
+
+        return lift_egraph(term, rules).term
+    if engine != "greedy":
+        raise ValueError(f"unknown lifting engine {engine!r} (one of {', '.join(ENGINES)})")
     return lifter(rules).rewrite(normalize_shift_constants(term))
 
 

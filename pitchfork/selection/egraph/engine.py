@@ -35,7 +35,7 @@ from typing import Optional
 
 from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType, parse_type
-from pitchfork.cost import cost
+from pitchfork.selection.cost import cost
 from pitchfork.selection.egraph.declare import Encoding, declarations, encode, lifting_ops
 from pitchfork.selection.egraph.extract import extract, extract_all, read_egraph
 from pitchfork.selection.egraph.rules import Compiled, compile_rules, type_tables
@@ -141,7 +141,7 @@ def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, Egraph
     for r in range(budget.rounds):
         out = eg.run_program(*rnd)
         report = out[0].report
-        res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v})
+        res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v and not k.startswith("(")})
         eg.run_program(*close)
         added = _lift_pass(eg, enc, rw, seen, res)
         res.lift_unions += added
@@ -187,7 +187,7 @@ def validate(original: Term, result: Term) -> str:
 def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = Budget(),
                 check: bool = True) -> EgraphResult:
     """Lift `term` with the e-graph engine (see the module docstring); never worse than greedy."""
-    from pitchfork.lift import lift_rules, lift_with_stats, normalize_shift_constants
+    from pitchfork.selection.lift import lift_rules, lift_with_stats, normalize_shift_constants
 
     t0 = time.perf_counter()
     rs = lift_rs if lift_rs is not None else lift_rules()

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from fpir.term import Term
 from fpir.types import parse_type
-from pitchfork.cost import DEFAULT_RANK, OP_RANK
+from pitchfork.selection.cost import DEFAULT_RANK, OP_RANK
 from pitchfork.selection.egraph.declare import CONST, LEAF, Encoding, parse_ctor
 
 Cost3 = tuple[int, int, int]
