@@ -375,9 +375,18 @@ def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
 
 
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True) -> CompiledPipeline:
-    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order)."""
+            name: str = "pipeline", fallback: bool = True, engine: str = "greedy") -> CompiledPipeline:
+    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order). `engine` is the
+    lifting engine of isel=pitchfork: "greedy" (the TRS) or "egraph" (pitchfork/selection/egraph)."""
     import halide as hl
+
+    if engine != "greedy":
+        from pitchfork.selection.lift import ENGINES, lift_engine
+
+        if engine not in ENGINES:
+            raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        with lift_engine(engine):
+            return compile(pipeline_or_func, args, target, isel, name, fallback)
 
     target = canonical(target)
     if isel not in ("pitchfork", "llvm"):

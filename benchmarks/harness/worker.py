@@ -37,13 +37,14 @@ def _err(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg[0] if msg else ''}"[:500]
 
 
-def _compile(bench: Any, pset: dict, isa: str, isel: str) -> Any:
+def _compile(bench: Any, pset: dict, isa: str, isel: str, engine: str = "greedy") -> Any:
     import pitchfork
 
     out, args = bench.build(isa, pset)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return pitchfork.compile(out, args, target=isa, isel=isel, name=f"{bench.name}_{isel}", fallback=False)
+        return pitchfork.compile(out, args, target=isa, isel=isel, name=f"{bench.name}_{isel}", fallback=False,
+                                 engine=engine)
 
 
 def _compile_stats(prog: Any) -> dict[str, Any]:
@@ -113,7 +114,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
         for isel in [i for i in ISELS if i in want]:
             _progress(step=f"compile {isel}")
             try:
-                progs[isel] = _compile(bench, pset, isa, isel)
+                progs[isel] = _compile(bench, pset, isa, isel, job.get("engine", "greedy"))
                 rows[isel].update(_compile_stats(progs[isel]))
             except Exception as e:  # noqa: BLE001 - a failure row, never a stopped run
                 fail(isel, "compile", e)

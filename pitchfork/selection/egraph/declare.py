@@ -22,6 +22,7 @@ egglog's parser.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Optional
 
 from fpir.ops import OPS, make, spec
@@ -124,7 +125,7 @@ class Encoding:
     def decode_node(self, ctor_name: str, tname: str, args: list[Term], payload: Optional[int] = None,
                     fold: bool = True) -> Term:
         """The Term of one e-node, given its children's terms (`payload`: Const value / Leaf index)."""
-        t = parse_type(tname)
+        t = _type(tname)
         if ctor_name == CONST:
             return const(int(payload), t)  # type: ignore[arg-type]
         if ctor_name == LEAF:
@@ -132,6 +133,11 @@ class Encoding:
         op, flags = parse_ctor(ctor_name)
         s = spec(op)
         return make(op, *args, type=t if s.explicit_type else None, flags=flags, fold=fold)
+
+
+@lru_cache(maxsize=None)
+def _type(name: str) -> ScalarType:
+    return parse_type(name)
 
 
 def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "$n") -> Encoding:

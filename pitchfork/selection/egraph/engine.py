@@ -26,12 +26,13 @@ is never above greedy's.
 from __future__ import annotations
 
 import re
+import threading
 import time
 from functools import lru_cache
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType, parse_type
@@ -51,8 +52,8 @@ class Budget:
     seconds (for interactive use only: tests and measurements use rounds and nodes, which do not
     depend on machine load)."""
 
-    rounds: int = 6
-    nodes: int = 20_000
+    rounds: int = 4
+    nodes: int = 5_000
     seconds: Optional[float] = None
 
 
@@ -67,6 +68,7 @@ class EgraphResult:
     fired: Counter = field(default_factory=Counter)  # algebra rule name -> matches
     greedy_fired: Counter = field(default_factory=Counter)  # lifting rules fired on e-nodes and on the extracted term
     lift_unions: int = 0
+    rule_set: Optional[RuleSet] = field(default=None, repr=False)
     extracted: Optional[Term] = None
     greedy_term: Optional[Term] = None
     seconds: float = 0.0
@@ -97,10 +99,11 @@ def _size(eg: object) -> int:
     return sum(n for name, n in out[0].sizes if name.startswith("op_") or name in ("Const", "Leaf"))
 
 
-def _lift_pass(eg: object, enc: Encoding, rw: Rewriter, seen: set[Term], res: EgraphResult) -> int:
+def _lift_pass(eg: object, enc: Encoding, rw: Rewriter, seen: set, res: EgraphResult) -> int:
     """Greedy lifting of every e-node (over its children's cheapest terms), unioned back: the lifting
     rules act on the e-graph through the greedy TRS, with its own matcher, predicates and bounds.
-    Returns how many unions were added."""
+    An e-node over the same child terms as in an earlier pass is not lifted again. Returns how many
+    unions were added."""
     classes = read_egraph(eg)
     best = extract_all(classes, enc, fold=False)
     unions = []
@@ -108,32 +111,60 @@ def _lift_pass(eg: object, enc: Encoding, rw: Rewriter, seen: set[Term], res: Eg
         for n in nodes:
             if not n.children or any(ch not in best for ch in n.children):
                 continue
+            key = (n.ctor, n.tname, tuple(best[ch] for ch in n.children))
+            if key in seen:
+                continue
+            seen.add(key)
             try:
-                t = enc.decode_node(n.ctor, n.tname, [best[ch] for ch in n.children], n.payload, fold=False)
+                t = enc.decode_node(n.ctor, n.tname, list(key[2]), n.payload, fold=False)
             except FPIRTypeError:
                 continue
-            if t in seen:
-                continue
-            seen.add(t)
-            before = rw.stats.rewrites
             lifted = rw.rewrite(t)
-            if lifted is not t and rw.stats.rewrites > before:
+            if lifted is not t:
                 unions.append(f"(union {enc.expr(t)} {enc.expr(lifted)})")
     if unions:
         eg.run_program(*eg.parse_program("\n".join(unions)))  # type: ignore[attr-defined]
     return len(unions)
 
 
-def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
-    """Steps 1-3: the extracted term and the run's statistics (raises on any egglog error)."""
-    import egglog.bindings as eb
+_LOCAL = threading.local()
 
+
+def _session() -> tuple[object, list, list]:
+    """This thread's e-graph holding the prelude (declarations, type tables, algebra rules: adding
+    them costs egglog far more than a saturation), with parsed `(push)` / `(pop)` commands: each lift
+    works between a push and a pop, so it starts from the prelude alone."""
+    got = getattr(_LOCAL, "session", None)
+    if got is None:
+        import egglog.bindings as eb
+
+        eg = eb.EGraph()
+        eg.run_program(*eg.parse_program(_prelude()))
+        got = (eg, eg.parse_program("(push)"), eg.parse_program("(pop)"))
+        _LOCAL.session = got
+    return got
+
+
+def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
+    """Steps 1-3: the extracted term and the run's statistics (raises on any egglog error; the
+    thread's e-graph is then dropped and rebuilt on the next call)."""
+    eg, push, pop = _session()
+    eg.run_program(*push)  # type: ignore[attr-defined]
+    try:
+        out = _saturate(eg, term, lift_rs, budget)
+    except BaseException:
+        _LOCAL.session = None
+        raise
+    eg.run_program(*pop)  # type: ignore[attr-defined]
+    return out
+
+
+def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
     enc = encode(term, frozenset(lifting_ops()))
-    eg = eb.EGraph()
-    eg.run_program(*eg.parse_program(_prelude() + enc.program()))
+    eg.run_program(*eg.parse_program(enc.program()))
     res = EgraphResult(term, "egraph")
     rw = Rewriter(lift_rs)
-    seen: set[Term] = set()
+    seen: set = set()
     t0 = time.perf_counter()
     rnd, close = eg.parse_program(_ROUND), eg.parse_program(_CLOSE)
     eg.run_program(*close)
@@ -184,13 +215,34 @@ def validate(original: Term, result: Term) -> str:
     return f"translation validation {v.status}: {v}"
 
 
+#: results per (term, rule set, budget): terms are interned, and a compiled pipeline selects the same
+#: expression in several loops (vector body, tails); bounded, oldest dropped first
+_RESULTS: dict[tuple, EgraphResult] = {}
+_RESULTS_MAX = 4096
+
+
 def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = Budget(),
                 check: bool = True) -> EgraphResult:
     """Lift `term` with the e-graph engine (see the module docstring); never worse than greedy."""
-    from pitchfork.selection.lift import lift_rules, lift_with_stats, normalize_shift_constants
+    from pitchfork.selection.lift import lift_rules
+
+    rs = lift_rs if lift_rs is not None else lift_rules()
+    key = (term, id(rs), budget, check)
+    hit = _RESULTS.get(key)
+    if hit is not None and hit.rule_set is rs:
+        return hit
+    res = _lift_egraph(term, rs, budget, check)
+    res.rule_set = rs
+    if len(_RESULTS) >= _RESULTS_MAX:
+        del _RESULTS[next(iter(_RESULTS))]
+    _RESULTS[key] = res
+    return res
+
+
+def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
+    from pitchfork.selection.lift import lift_with_stats, normalize_shift_constants
 
     t0 = time.perf_counter()
-    rs = lift_rs if lift_rs is not None else lift_rules()
     norm = normalize_shift_constants(term)
     greedy_in, _ = lift_with_stats(norm, rs)
     try:

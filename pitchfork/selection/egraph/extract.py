@@ -13,6 +13,7 @@ which is what the engine compares with the greedy result.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Optional
 
 from fpir.term import Term
@@ -21,6 +22,11 @@ from pitchfork.selection.cost import DEFAULT_RANK, OP_RANK
 from pitchfork.selection.egraph.declare import CONST, LEAF, Encoding, parse_ctor
 
 Cost3 = tuple[int, int, int]
+
+
+@lru_cache(maxsize=None)
+def _bits(tname: str) -> int:
+    return parse_type(tname).bits
 _INF: Cost3 = (1 << 62, 0, 0)
 
 
@@ -56,18 +62,24 @@ def read_egraph(egraph: Any) -> dict[Any, list[ENode]]:
     return classes
 
 
-def _node_cost(n: ENode, types: dict[Any, int]) -> Cost3:
-    if n.ctor in (CONST, LEAF):
-        return (0, 0, 0)
-    op, flags = parse_ctor(n.ctor)
+@lru_cache(maxsize=None)
+def _ctor_cost(ctor: str) -> tuple[int, int]:
+    """(rank, 1 if the node could carry a flag but does not) of a constructor."""
     from fpir.ops import spec
 
-    unflagged = 1 if (spec(op).flags and not flags) else 0
-    return (sum(types[c] for c in n.children), OP_RANK.get(op, DEFAULT_RANK), unflagged)
+    op, flags = parse_ctor(ctor)
+    return OP_RANK.get(op, DEFAULT_RANK), 1 if (spec(op).flags and not flags) else 0
+
+
+def _node_cost(n: ENode, types: dict[Any, int]) -> Cost3:
+    if not n.children:
+        return (0, 0, 0)
+    rank, unflagged = _ctor_cost(n.ctor)
+    return (sum(types[c] for c in n.children), rank, unflagged)
 
 
 def _best(classes: dict[Any, list[ENode]]) -> dict[Any, tuple[Cost3, ENode]]:
-    types = {c: parse_type(ns[0].tname).bits for c, ns in classes.items()}
+    types = {c: _bits(ns[0].tname) for c, ns in classes.items()}
     best: dict[Any, tuple[Cost3, ENode]] = {}
     changed = True
     while changed:
