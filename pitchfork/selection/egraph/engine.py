@@ -39,11 +39,24 @@ from fpir.types import FPIRTypeError, ScalarType, parse_type
 from pitchfork.selection.cost import cost
 from pitchfork.selection.egraph.declare import Encoding, declarations, encode, lifting_ops
 from pitchfork.selection.egraph.extract import extract, extract_all, read_egraph
-from pitchfork.selection.egraph.rules import Compiled, compile_rules, type_tables
+from pitchfork.selection.egraph.rules import Compiled, compile_rules, result_type_table, type_tables
 from pitchfork.trs.rewriter import Rewriter
 from pitchfork.trs.rules import RuleSet, load_rule_file
 
 ALGEBRA_FILE = Path(__file__).resolve().parents[3] / "rules" / "egraph" / "algebra.rules"
+BOUNDED_FILE = ALGEBRA_FILE.with_name("bounded.rules")
+
+#: the rule set the lifting pass applies on e-nodes, per lifting rule set (kept alive beside it)
+_PASS_RULES: dict[int, tuple[RuleSet, RuleSet]] = {}
+
+
+def pass_rules(lift_rs: RuleSet) -> RuleSet:
+    """The lifting rules plus rules/egraph/bounded.rules (range-dependent equivalences)."""
+    hit = _PASS_RULES.get(id(lift_rs))
+    if hit is None or hit[0] is not lift_rs:
+        hit = (lift_rs, RuleSet(list(lift_rs.rules) + load_rule_file(BOUNDED_FILE)))
+        _PASS_RULES[id(lift_rs)] = hit
+    return hit[1]
 
 
 @dataclass(frozen=True)
@@ -87,7 +100,9 @@ def _prelude() -> str:
         raise ValueError(f"{ALGEBRA_FILE}: rules outside the compiled subset: {alg.unsupported}")
     folding = "\n".join(c.replace(":ruleset algebra", ":ruleset fold") for n, c in alg.commands if n.startswith("fold_"))
     growing = "\n".join(c for n, c in alg.commands if not n.startswith("fold_"))
-    return declarations() + type_tables() + "(ruleset algebra)\n(ruleset fold)\n" + folding + "\n" + growing + "\n"
+    tables = "".join(result_type_table(op) for op in alg.tables)
+    return declarations() + type_tables() + tables + "(ruleset algebra)\n(ruleset fold)\n" + folding + "\n" \
+        + growing + "\n"
 
 
 _ROUND = "(run-schedule (saturate (seq (saturate (run types)) (run fold))) (run algebra) (saturate (run types)))"
@@ -163,7 +178,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Te
     enc = encode(term, frozenset(lifting_ops()))
     eg.run_program(*eg.parse_program(enc.program()))
     res = EgraphResult(term, "egraph")
-    rw = Rewriter(lift_rs)
+    rw = Rewriter(pass_rules(lift_rs))
     seen: set = set()
     t0 = time.perf_counter()
     rnd, close = eg.parse_program(_ROUND), eg.parse_program(_CLOSE)
