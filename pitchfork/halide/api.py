@@ -413,10 +413,10 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         stats.vector_expressions = cg.stats.vector_exprs
         stats.asserts_checked, stats.asserts_skipped = cg.stats.asserts_checked, cg.stats.asserts_skipped
         t0 = time.perf_counter()
-        # isel=pitchfork on HVX: no AlignVectors, and 64-bit-lane products on 32-bit halves
-        # (compile_module); LLVM alone keeps LLVM's defaults and LLVM's own selection.
-        module = compile_module(str(cg.module), target, align_vectors=isel != "pitchfork",
-                                i64_halves=isel == "pitchfork")
+        # The same LLVM options for both isels (machine.backend_options, HVX_ALIGN_VECTORS). Only
+        # isel=pitchfork computes HVX 64-bit-lane products on 32-bit halves: that is instruction
+        # selection (which instructions compute a product), so LLVM alone keeps LLVM's own.
+        module = compile_module(str(cg.module), target, i64_halves=isel == "pitchfork")
         stats.llvm_seconds = time.perf_counter() - t0
         return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages))
     except FALLBACK_ERRORS as e:
