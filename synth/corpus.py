@@ -166,8 +166,8 @@ def benchmark_expressions(name: str, isas: Sequence[str] = ("arm64",)) -> list[T
     import halide as hl
 
     from benchmarks import registry
-    from pitchfork.halide.capture import capture_stmt
-    from pitchfork.halide.codegen import LoopNestCodegen
+    from pitchfork.frontend.capture import capture_stmt
+    from pitchfork.codegen.loop_nest import LoopNestCodegen
 
     bench = registry.get(name)
     out: list[Term] = []

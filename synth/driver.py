@@ -259,7 +259,7 @@ def lower_tasks(
     corpus: Corpus, isa: str, opts: Options
 ) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
     """Cuts of the lifted whole expressions that contain an FPIR op."""
-    from pitchfork.lift import lift
+    from pitchfork.selection.lift import lift
 
     lowered = Corpus()
     for source, exprs in corpus.expressions.items():
@@ -317,11 +317,11 @@ def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
     from pitchfork.trs.rewriter import Rewriter
 
     if stage == "lift":
-        from pitchfork.cost import cost
+        from pitchfork.selection.cost import cost
 
         return lambda rules, t: cost(Rewriter(rules).rewrite(t))
     isa = stage.split(":", 1)[1]
-    from pitchfork.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import target_cost
 
     def lower_cost(rules: Any, t: Term) -> tuple:
@@ -336,7 +336,7 @@ def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
 def _base_rules(stage: str, hide: tuple[str, ...]) -> list[Any]:
     """The rules the stage's rewriter has today (hand-written and already synthesized, less hidden)."""
     if stage == "lift":
-        from pitchfork.lift import lift_rules
+        from pitchfork.selection.lift import lift_rules
 
         rules = list(lift_rules(True, ()).rules)
     else:
@@ -443,7 +443,7 @@ def run(opts: Options) -> RunReport:
 
 def _clear_rule_caches() -> None:
     """Rules just written must be seen by the next stage (lowering lifts with the new lift rules)."""
-    from pitchfork.lift import _lift_rules
+    from pitchfork.selection.lift import _lift_rules
     from pitchfork.targets import _load_target
 
     _lift_rules.cache_clear()

@@ -101,7 +101,7 @@ def op_count(term: Term) -> int:
 def lifting_grammar(lhs: Term, current: Term) -> Grammar:
     """Candidates must beat `current` under the lifting cost and also with reinterprets free, so a
     rule never trades a free reinterpret for a different (not cheaper) instruction."""
-    from pitchfork.cost import cost
+    from pitchfork.selection.cost import cost
 
     base = lhs_types(lhs)
     types = set(base)
@@ -170,7 +170,7 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
 
 def _lift_side(term: Term, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
     """(what the lifting rewriter sees at the root: children lifted, what it makes of it)."""
-    from pitchfork.lift import lift, lift_rules
+    from pitchfork.selection.lift import lift, lift_rules
 
     rules = _without(lift_rules(), hide)
     seen = rebuild(term, [lift(a, rules) for a in term.args])
@@ -178,7 +178,7 @@ def _lift_side(term: Term, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
 
 
 def _lower_side(term: Term, isa: str, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
-    from pitchfork.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import load_target
     from pitchfork.trs.rewriter import Rewriter
 
@@ -205,7 +205,7 @@ def _run(task: Task) -> dict[str, Any]:
 
     term = parse(task.lhs)
     if task.kind == "lift":
-        from pitchfork.cost import cost
+        from pitchfork.selection.cost import cost
 
         seen, cur = _lift_side(term, task.hide)
         grammar = lifting_grammar(seen, cur)

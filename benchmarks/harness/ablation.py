@@ -53,7 +53,7 @@ def _compile_both(bench_name: str, isas: Sequence[str]) -> dict[str, Any]:
 
     import pitchfork
     from benchmarks import registry
-    from pitchfork.synthesized import rules_config
+    from pitchfork.selection.synthesized import rules_config
     from pitchfork.trs.provenance import excluding_rules_from
 
     bench = registry.get(bench_name)

@@ -127,7 +127,7 @@ def test_quick_cli_on_a_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_loader_switches(tmp_path: Path) -> None:
-    from pitchfork.synthesized import load_rules, provenance, rules_config, synthesized_rules
+    from pitchfork.selection.synthesized import load_rules, provenance, rules_config, synthesized_rules
 
     p = tmp_path / "lift.rules"
     p.write_text(
@@ -139,7 +139,7 @@ def test_loader_switches(tmp_path: Path) -> None:
     assert provenance(p.read_text().splitlines()[0]) == ("add", "mul")
     with rules_config(enabled=False):
         assert synthesized_rules("lift") == []
-    from pitchfork.lift import lift_rules
+    from pitchfork.selection.lift import lift_rules
 
     with rules_config(enabled=False):
         hand = len(lift_rules())
