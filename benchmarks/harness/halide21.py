@@ -180,7 +180,7 @@ def llc_command(ll: str, s: str, isa: str = "hvx128") -> list[str]:
     """llc on Halide's IR for `isa` with our own target (triple, CPU, features, relocation model) and the
     backend options both isels are compiled with (`machine.backend_options`): one option set."""
     from benchmarks.harness.static import llvm_tool
-    from pitchfork.emit.machine import backend_options, get_target
+    from pitchfork.backend.machine import backend_options, get_target
 
     t = get_target(isa)
     return [llvm_tool("llc"), "-O3", f"-mtriple={t.triple}", f"-mcpu={t.cpu}", f"-mattr={t.features}",

@@ -37,7 +37,7 @@ import numpy as np
 from benchmarks.harness.asmblocks import Block, Syntax, find_loops, instrument
 
 LLVM_BIN = "/usr/lib/llvm-22/bin"
-#: llvm-mca's core per ISA: the one we compile for (pitchfork.emit.machine.ARM64.cpu; Halide 21's ARM
+#: llvm-mca's core per ISA: the one we compile for (pitchfork.backend.machine.ARM64.cpu; Halide 21's ARM
 #: IR is compiled for it too, halide21.py) ...
 MCA_CPU = {"arm64": "cortex-a76"}
 #: ... and a second core's model, reported beside it (the estimate's sensitivity to the model).

@@ -10,7 +10,7 @@ import halide as hl
 import pytest
 
 import pitchfork
-import pitchfork.emit.machine as machine
+import pitchfork.backend.machine as machine
 from benchmarks.harness.halide21 import llc_command
 
 
