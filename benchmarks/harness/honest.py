@@ -111,6 +111,7 @@ def sections(data: dict[str, Any]) -> list[str]:
     L = L[:2] + ["Goals (issue 25; never tuned for): selection only x86 ≥1.31x, ARM ≥1.82x, HVX ≥2.44x; ≥1.0x vs "
                  "Halide 21 on every benchmark.", ""] + goal_lines + [""] + L[2:]
     L += quick_vs_full(data)
+    L += compiler_options()
     return L
 
 
@@ -163,3 +164,48 @@ def quick_vs_full(data: dict[str, Any]) -> list[str]:
              "overstate full-size gains by about this factor." if g and g < 0.97 else
              "full-size ratios are close to or above quick-size ones." if g else ""), ""]
     return L
+
+
+def compiler_options() -> list[str]:
+    """The 'Compiler options' section: what every contender is compiled with (from the code itself)."""
+    from pitchfork.backend.machine import HVX_ALIGN_VECTORS, TARGETS, backend_options
+
+    L = ["### Compiler options (the same for every contender)", "",
+         "| ISA | target machine (all contenders) | LLVM backend options beyond LLVM's defaults |", "|---|---|---|"]
+    for name, t in TARGETS.items():
+        opts = " ".join(f"`{o}`" for o in backend_options(name)) or "none"
+        L.append(f"| {name} | `{t.triple}`, `-mcpu={t.cpu}`, `{t.features}`, {t.reloc} | {opts} |")
+    L += ["",
+          "* Our two isels share one optimisation pipeline (LLVM's O3 without loop unrolling, loop vectorisation "
+          "and interleaving, as Halide; SLP vectorisation on AArch64 only) and one backend per ISA "
+          "(`pitchfork.backend.machine`, `backend_options`: a test fails if the isels' options differ, "
+          "tests/pitchfork/backend/test_equal_options.py). Halide 21's IR (optimised by Halide's own LLVM "
+          "pipeline, its choice) is compiled for AArch64 and HVX by Debian's llc 22 with the same target "
+          "machine and options (`halide21.llc_command`); on x86 Halide's own JIT is timed (mcpu haswell, as ours).",
+          f"* HVX AlignVectors (`-hvc-va`, HexagonVectorCombine's rewriting of groups of unaligned loads into "
+          f"aligned loads and byte shuffles) is a compiler option, so it is one setting for all contenders: "
+          f"**{'on' if HVX_ALIGN_VECTORS else 'off'}**. Earlier runs turned it off for isel=pitchfork only.",
+          *_align_vectors_table(),
+          "* Instruction selection, not an option: on HVX, isel=pitchfork computes the 64-bit-lane products O3 "
+          "makes of 32 x 32 -> 64-bit multiplies on 32-bit halves (`pitchfork.backend.hvx_i64`); that decides "
+          "which instructions compute a product, so LLVM alone keeps LLVM's own (scalarised) code.",
+          "* The static estimates count LLVM's default VLIW packets for every contender. (Our compiler emits a "
+          "module with 64-bit-lane vectors without packets, a qemu-hexagon workaround; that code is what a user "
+          "runs under qemu, not what is counted, for either isel.)", ""]
+    return L
+
+
+def _align_vectors_table() -> list[str]:
+    """The measurement behind HVX_ALIGN_VECTORS (benchmarks/align_vectors.json), if committed."""
+    import json
+    from pathlib import Path
+
+    from benchmarks.harness import align_vectors
+
+    p = Path(align_vectors.RESULTS_DIR) / "align_vectors.json"
+    if not p.exists():
+        return ["  (No measurement committed: `python -m benchmarks.harness.align_vectors --write-results`.)"]
+    data = json.loads(p.read_text())
+    return ["  Measured with every contender on HVX, weighted packets with the option off / on (above 1: on is "
+            f"better), first parameter set, quick size (`{data['command']}`):", ""] + \
+        ["  " + ln for ln in align_vectors.markdown(data)] + [""]
