@@ -127,8 +127,11 @@ def _init_llvm() -> None:
 #: HVX: LLVM's HexagonVectorCombine AlignVectors (`-hvc-va`: groups of unaligned vector loads rewritten
 #: as aligned loads + byte shuffles). A compiler option, not instruction selection, so it is the same
 #: for every contender: both isels and Halide 21's IR through llc (benchmarks/harness/halide21.py). The
-#: setting is the one measured better for the contenders (benchmarks/RESULTS.md, "Compiler options").
-HVX_ALIGN_VECTORS: bool = True
+#: setting is the one measured better for the contenders: off (benchmarks/align_vectors.json, made by
+#: benchmarks/harness/align_vectors.py: weighted packets off/on, geomean over the 16 benchmarks, 0.90 for
+#: PITCHFORK, 0.91 for LLVM alone, 0.90 for Halide 21; no benchmark of any contender is more than 3%
+#: worse off, the stencils gain most, e.g. blur3x3 0.52 for all three). RESULTS.md, "Compiler options".
+HVX_ALIGN_VECTORS: bool = False
 
 
 def backend_options(target: Target | str) -> tuple[str, ...]:
