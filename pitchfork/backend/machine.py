@@ -168,8 +168,9 @@ def target_machine(target: Target | str, opt: int = 3, *, jit: bool = False) -> 
 
 
 @functools.cache
-def _shared_machine(name: str, opt: int) -> llvm.TargetMachine:
-    return target_machine(name, opt)
+def _shared_machine(target: Target | str, opt: int) -> llvm.TargetMachine:
+    """One TargetMachine per target (a `Target`, or the name of one of TARGETS) and opt level."""
+    return target_machine(target, opt)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -232,7 +233,7 @@ class CompiledModule:
             if self.target.name == "hvx128":
                 _set_align_vectors(self.align_vectors)
             with _emission_options(self.target, self.optimized_ir):  # as when `asm` was emitted
-                obj = self._cache["obj"] = _shared_machine(self.target.name, self.opt).emit_object(mod)
+                obj = self._cache["obj"] = _shared_machine(self.target, self.opt).emit_object(mod)
         return obj
 
     @property
@@ -240,7 +241,8 @@ class CompiledModule:
         """Content hash identifying this module (target + optimised IR)."""
         key = self._cache.get("key")
         if not isinstance(key, str):
-            text = f"{self.target.name}\0{self.opt}\0{self.optimized_ir}"
+            t = self.target
+            text = f"{t.name}\0{t.cpu}\0{t.features}\0{self.opt}\0{self.optimized_ir}"
             key = self._cache["key"] = hashlib.sha1(text.encode()).hexdigest()
         return key
 
@@ -256,7 +258,7 @@ class CompiledModule:
             return self.asm
         mod = _parse(self.optimized_ir, self.target)  # (the options are at LLVM's defaults here)
         _set_align_vectors(self.align_vectors)
-        return _shared_machine(self.target.name, self.opt).emit_assembly(mod)
+        return _shared_machine(self.target, self.opt).emit_assembly(mod)
 
 
 #: A vector of two or more 64-bit lanes. HVX has no 64-bit lanes, so the Hexagon backend scalarises
@@ -322,7 +324,7 @@ def _parse(ir_text: str, target: Target) -> llvm.ModuleRef:
     except RuntimeError as e:
         raise CompileError(f"LLVM IR does not parse: {e}") from None
     mod.triple = target.triple
-    mod.data_layout = str(_shared_machine(target.name, 3).target_data)
+    mod.data_layout = str(_shared_machine(target, 3).target_data)
     return mod
 
 
@@ -365,7 +367,7 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
         mod.verify()
     except RuntimeError as e:
         raise CompileError(f"LLVM IR does not verify: {e}") from None
-    tm = _shared_machine(target.name, opt)
+    tm = _shared_machine(target, opt)
     if opt > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt)
         # As Halide's own backend does by default (no `enable_llvm_loop_opt`): the code is already
