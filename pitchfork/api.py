@@ -381,10 +381,12 @@ def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
 
 
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
-<<<<<<< HEAD
             name: str = "pipeline", fallback: bool = True, engine: str = "greedy") -> CompiledPipeline:
-    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order). `engine` is the
-    lifting engine of isel=pitchfork: "greedy" (the TRS) or "egraph" (pitchfork/selection/egraph)."""
+    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
+    short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
+    `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError).
+    `engine` is the lifting engine of isel=pitchfork: "greedy" (the TRS) or "egraph"
+    (pitchfork/selection/egraph)."""
     import halide as hl
 
     if engine != "greedy":
@@ -395,17 +397,8 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         with lift_engine(engine):
             return compile(pipeline_or_func, args, target, isel, name, fallback)
 
-    target = canonical(target)
-=======
-            name: str = "pipeline", fallback: bool = True) -> CompiledPipeline:
-    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
-    short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
-    `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError)."""
-    import halide as hl
-
     spec = parse_target(target)  # a short name or a Halide target string (pitchfork/targets/target_strings.py)
     target = spec.isa
->>>>>>> main
     if isel not in ("pitchfork", "llvm"):
         raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
     pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)

@@ -38,12 +38,8 @@ def _err(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg[0] if msg else ''}"[:500]
 
 
-<<<<<<< HEAD
-def _compile(bench: Any, pset: dict, isa: str, isel: str, engine: str = "greedy") -> Any:
-=======
-def _compile(bench: Any, pset: dict, isa: str, variant: str) -> Any:
-    """One of our compiler's variants (benchmarks/harness/variants.py)."""
->>>>>>> main
+def _compile(bench: Any, pset: dict, isa: str, variant: str, engine: str = "greedy") -> Any:
+    """One of our compiler's variants (benchmarks/harness/variants.py), lifting with `engine`."""
     import pitchfork
     from pitchfork.selection.synthesized import rules_config
 
@@ -52,19 +48,14 @@ def _compile(bench: Any, pset: dict, isa: str, variant: str) -> Any:
     out, args = bench.build(isa, pset)
     with warnings.catch_warnings(), rules_config(enabled=v.synthesized) if not v.synthesized else _nothing():
         warnings.simplefilter("ignore")
-<<<<<<< HEAD
-        return pitchfork.compile(out, args, target=isa, isel=isel, name=f"{bench.name}_{isel}", fallback=False,
-                                 engine=engine)
-=======
         return pitchfork.compile(out, args, target=isa, isel=v.isel, name=f"{bench.name}_{variant}", fallback=False,
-                                 **kw)
+                                 engine=engine, **kw)
 
 
 def _nothing() -> Any:
     import contextlib
 
     return contextlib.nullcontext()
->>>>>>> main
 
 
 def _compile_stats(prog: Any) -> dict[str, Any]:

@@ -62,7 +62,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-<<<<<<< HEAD
     from pitchfork.selection.lift import lift_engine
 
     with lift_engine(getattr(args, "engine", "greedy")):
@@ -70,11 +69,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-=======
     from pitchfork.targets.target_strings import parse_target
 
     parse_target(args.target)  # UsageError naming a bad token or feature: exit 2
->>>>>>> main
     if args.lanes is not None:
         check_lanes(args.lanes, "--lanes")  # UsageError: exit 2
     if args.jobs is not None and args.jobs < 1:
