@@ -381,11 +381,21 @@ def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
 
 
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True) -> CompiledPipeline:
+            name: str = "pipeline", fallback: bool = True, engine: str = "greedy") -> CompiledPipeline:
     """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
     short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
-    `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError)."""
+    `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError).
+    `engine` is the lifting engine of isel=pitchfork: "greedy" (the TRS) or "egraph"
+    (pitchfork/selection/egraph)."""
     import halide as hl
+
+    if engine != "greedy":
+        from pitchfork.selection.lift import ENGINES, lift_engine
+
+        if engine not in ENGINES:
+            raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        with lift_engine(engine):
+            return compile(pipeline_or_func, args, target, isel, name, fallback)
 
     spec = parse_target(target)  # a short name or a Halide target string (pitchfork/targets/target_strings.py)
     target = spec.isa
@@ -423,13 +433,14 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         stats.vector_expressions = cg.stats.vector_exprs
         stats.asserts_checked, stats.asserts_skipped = cg.stats.asserts_checked, cg.stats.asserts_skipped
         t0 = time.perf_counter()
-        # isel=pitchfork on HVX: no AlignVectors, and 64-bit-lane products on 32-bit halves
-        # (compile_module); LLVM alone keeps LLVM's defaults and LLVM's own selection.
-        # (below HVX v66, what the instruction tables do not mark may still be an intrinsic LLVM cannot
+        # The same LLVM options for both isels (machine.backend_options, HVX_ALIGN_VECTORS). Only
+        # isel=pitchfork computes HVX 64-bit-lane products on 32-bit halves: that is instruction
+        # selection (which instructions compute a product), so LLVM alone keeps LLVM's own.
+        # Below HVX v66, what the instruction tables do not mark may still be an intrinsic LLVM cannot
         # select for that version, and LLVM aborts the process then: compiled in a forked child, so
-        # it becomes a CompileError and a fallback naming the intrinsic)
-        module = compile_module(str(cg.module), machine_target(spec), align_vectors=isel != "pitchfork",
-                                i64_halves=isel == "pitchfork", isolate=spec.isa == "hvx128" and spec.hvx_version < 66)
+        # it becomes a CompileError and a fallback naming the intrinsic.
+        module = compile_module(str(cg.module), machine_target(spec), i64_halves=isel == "pitchfork",
+                                isolate=spec.isa == "hvx128" and spec.hvx_version < 66)
         stats.llvm_seconds = time.perf_counter() - t0
         return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
                                 halide_target=spec.halide)
