@@ -77,7 +77,7 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="stop handing out tasks after this long (unfinished ones stay uncached)",
+        help="per stage: stop handing out its tasks this long after it starts (unfinished ones stay uncached)",
     )
     p.add_argument("--output", "-o", "--out", dest="out", type=Path, default=None,
                    help=f"output directory for the rule files (default: ./{DEFAULT_OUT_NAME} in the current "
@@ -235,6 +235,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(summary(report))
     for stage, path in report.files.items():
         print(f"{stage}: {report.stages[stage].written} new rule(s) -> {path}")
+    for stage, counts in report.census.items():
+        firing = sum(1 for n in counts.values() if n)
+        gone = report.dropped.get(stage, [])
+        print(f"census {stage}: {firing} of {len(counts)} synthesized rules fire on the corpus"
+              + (f"; dropped {', '.join(n for n, _ in gone)}" if gone else ""))
     minutes = report.seconds / 60
     total = sum(st.written for k, st in report.stages.items() if k != "corpus")
     print(
