@@ -3,8 +3,9 @@
 factor F that is a multiple of the dot instructions' group of 4 (4, 8, 16), with and without a non-zero
 initial value. Each pipeline, compiled by PITCHFORK, must equal Halide's own realize() bit for bit (the
 inputs start with a block of 255s, the largest products) and select the dot instruction Halide selects:
-vpmaddwd on x86 (the first pair level; the rest is the ordinary reduction), udot on arm64 (the target has
-the dot-product extension), vrmpy on hvx128."""
+vpmaddwd on x86 (the first pair level; the rest is the ordinary reduction), udot on arm64 (the default
+target, arm-64-linux-arm_dot_prod, has the dot-product extension; without it, arm-64-linux, no udot),
+vrmpy on hvx128."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from pitchfork.backend.run import tools_available
 X86 = hl.Target("x86-64-linux-avx-avx2-fma-sse41")
 x = hl.Var("x")
 
-#: ISA -> (output lanes per vector step, the dot instruction Halide selects)
-ISAS = {"x86-avx2": (8, "vpmaddwd"), "arm64": (4, "udot"), "hvx128": (32, "vrmpy")}
+#: target -> (output lanes per vector step, the dot instruction Halide selects; None: none may appear)
+ISAS = {"x86-avx2": (8, "vpmaddwd"), "arm64": (4, "udot"), "hvx128": (32, "vrmpy"),
+        "arm-64-linux": (4, None)}  # without arm_dot_prod: no udot (the rules using it are not loaded)
 
 
 def dot(factor: int, lanes: int, init: int) -> tuple[hl.Func, list[Any]]:
@@ -50,14 +52,19 @@ def _check(isa: str, factor: int, init: int) -> None:
     prog = pitchfork.compile(f, args, target=isa, isel="pitchfork", fallback=False)
     got = prog(a, b, size=[n])
     assert np.array_equal(got, want), (isa, factor, init, got[:8], want[:8])
-    assert re.search(rf"\b{mnemonic}\b", prog.assembly()), f"{isa} factor {factor}: no {mnemonic}"
+    asm = prog.assembly()
+    if mnemonic is None:
+        assert not re.search(r"\b[us]dot\b", asm), f"{isa} factor {factor}: a dot instruction without the feature"
+    else:
+        assert re.search(rf"\b{mnemonic}\b", asm), f"{isa} factor {factor}: no {mnemonic}"
 
 
 def _isa(isa: str):  # type: ignore[no-untyped-def]
     if isa == "x86-avx2":
         return pytest.param(isa, id=isa)
+    tools = "arm64" if isa.startswith("arm") else isa
     return pytest.param(isa, id=isa, marks=[pytest.mark.qemu,
-                                            pytest.mark.skipif(not tools_available(isa), reason="no qemu")])
+                                            pytest.mark.skipif(not tools_available(tools), reason="no qemu")])
 
 
 @pytest.mark.parametrize("isa", [_isa(i) for i in ISAS])
