@@ -278,14 +278,14 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
             ps = [_deint_producer(t, pnames[i]) or v for i, (t, v) in enumerate(zip(sg.args, vs))]
             if any(p is not v for p, v in zip(ps, vs)):
                 out += [Case(f"{label} de-interleaved operands", make(name, *ps), int(reg * f)) for f in lane_factors]
-            if name.startswith("hvx.vasr"):
+            if name.startswith("hvx.vasr") and name != "hvx.vasr_acc":
                 ib = sg.args[0].bits
                 for c in range(ib + 1):
                     if sg.args[1].contains(c):
                         out.append(Case(f"{label} y={c}", make(name, vs[0], const(c, sg.args[1])), reg))
                 out.append(Case(f"{label} y={ib // 2} de-interleaved", make(name, ps[0], const(ib // 2, sg.args[1])),
                                 reg))
-            if name == "hvx.vasl_acc":  # the Rt amounts in [0, bits) and fallbacks outside
+            if name in ("hvx.vasl_acc", "hvx.vasr_acc"):  # the Rt amounts in [0, bits) and fallbacks outside
                 for c in (0, 1, 2, 7, sg.args[2].bits - 1, sg.args[2].bits, sg.args[2].bits + 3):
                     out.append(Case(f"{label} z={c}", make(name, vs[0], vs[1], const(c, sg.args[2])), reg))
                 out.append(Case(f"{label} z=3 de-interleaved", make(name, ps[0], ps[1], const(3, sg.args[2])), reg))

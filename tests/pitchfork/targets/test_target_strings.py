@@ -144,9 +144,9 @@ def test_cli_halide_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 @pytest.mark.parametrize("text, cpu, gated", [
-    ("hexagon-32-noos-hvx-hvx_128", "hexagonv60", {"hvx.vadd_w_acc", "hvx.vmpy_acc", "hvx.vasl_acc",
+    ("hexagon-32-noos-hvx-hvx_128", "hexagonv60", {"hvx.vadd_w_acc", "hvx.vmpy_acc", "hvx.vasl_acc", "hvx.vasr_acc",
                                                    "hvx.vasr_sat_ub", "hvx.vasr_rnd_sat_ub"}),
-    ("hexagon-32-noos-hvx-hvx_128-hvx_v62", "hexagonv62", {"hvx.vmpy_acc", "hvx.vasl_acc", "hvx.vasr_sat_ub",
+    ("hexagon-32-noos-hvx-hvx_128-hvx_v62", "hexagonv62", {"hvx.vmpy_acc", "hvx.vasl_acc", "hvx.vasr_acc", "hvx.vasr_sat_ub",
                                                          "hvx.vasr_rnd_sat_ub"}),
     ("hexagon-32-noos-hvx-hvx_128-hvx_v65", "hexagonv65", set()),
     ("hvx128", "hexagonv66", set()),
