@@ -376,7 +376,7 @@ RULE_EXAMPLES: dict[str, list[str]] = {
     "pmulhuw_round16": ["rounding_mul_shr(a_u16, b_u16, 16)"],
     "pmulhuw_round15": ["rounding_mul_shr(a_u16, b_u16, 15)"],
     "padds_of_saturating_shl1": ["saturating_shl(a_i16, 1)", "saturating_cast<i8>(i16(a_i8) << 1)"],
-    "pmulhuw_preshift": ["mul_shr(a_u16, u16(b_u8), 13)", "u16((u32(a_u16) * u32(b_u8)) >> 9)"],
+    "pmulhuw_preshift": ["mul_shr(a_u16, u16(b_u8), 13)", "mul_shr(a_u16, u16(b_u8), 9)"],
     "pmaddubsw_taps": ["widening_mul(a_u8, 3) + widening_mul(b_u8, 5)",
                        "widening_mul(a_u8, 100) + widening_mul(b_u8, 28)"],
 }
