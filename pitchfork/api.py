@@ -36,14 +36,15 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 
 from pitchfork.backend.machine import CompiledModule, CompileError, compile_module
-from pitchfork.frontend.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
+from pitchfork.frontend.capture import CaptureError, CapturedStmt, capture_stmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.passes.dot_products import rewrite_stmt as rewrite_dot_products
 from pitchfork.passes.hvx_windows import rewrite_stmt as share_hvx_windows
 from pitchfork.passes.stream_taps import rewrite_stmt as group_stream_taps
 from pitchfork.passes.strided_stores import rewrite_stmt as merge_strided_stores
 from pitchfork.errors import UsageError
-from pitchfork.frontend.checks import check_arguments, refuse_deep_statement, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
+from pitchfork.frontend.checks import (check_arguments, refuse_deep_statement, refuse_extern_stages,
+                                       refuse_huge_vectors, refuse_if_halide_rejects)
 from pitchfork.frontend.params import halide_scalar_value, scalar_value
 from pitchfork.frontend.stmt import HalideParseError
 from pitchfork.targets import canonical
@@ -116,7 +117,7 @@ class CompiledPipeline:
             p.write_bytes(aot_outputs(self)[2])
         else:
             pipeline, args = self._halide
-            pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.target))
+            pipeline.compile_to_object(str(p), list(args), self.name, halide_target(self.target))
         return p
 
     def header(self) -> str:
@@ -131,7 +132,7 @@ class CompiledPipeline:
         pipeline, args = self._halide
         with tempfile.TemporaryDirectory() as d:
             f = Path(d) / f"{self.name}{suffix}"
-            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, _halide_target(self.target))
+            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, halide_target(self.target))
             return f.read_text()
 
     # ---- running ---------------------------------------------------------------------------
@@ -267,10 +268,10 @@ class CompiledPipeline:
                 bufs = [hl.Buffer(f.type(), list(size)) for f in outs]
                 for b in bufs:
                     b.set_min(list(mins))
-                pipeline.realize(bufs[0] if len(bufs) == 1 else bufs, _halide_target("x86-avx2"))
+                pipeline.realize(bufs[0] if len(bufs) == 1 else bufs, halide_target("x86-avx2"))
                 out = bufs[0] if len(bufs) == 1 else bufs
             else:
-                out = pipeline.realize(list(size), _halide_target("x86-avx2"))
+                out = pipeline.realize(list(size), halide_target("x86-avx2"))
         except hl.HalideError as e:
             raise RuntimeError(f"{self.name} (Halide fallback): {e}") from e
         if isinstance(out, (tuple, list)):  # several outputs (or a Tuple-valued Func)
@@ -356,12 +357,6 @@ def _np_dtype(t: Any) -> str:
         return "bool"
     kind = "int" if t.is_int() else "uint" if t.is_uint() else "float"
     return f"{kind}{t.bits()}"
-
-
-def _halide_target(target: str) -> Any:
-    import halide as hl
-
-    return hl.Target(TARGET_ALIASES.get(target, target))
 
 
 def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:

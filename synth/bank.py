@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 import numpy as np
 
-from fpir.ops import OPS, make, spec, template
+from fpir.ops import make, template
+from fpir.opspec import OPS, spec
 from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType
 from pitchfork.trs.pattern import COMMUTATIVE

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
-from fpir.ops import spec
+from fpir.opspec import spec
 from fpir.term import Term
-from fpir.text import parse, to_text
+from fpir.printer import to_text
+from fpir.text import parse
 from synth.corpus import Corpus, build_corpus, canonical, cuts, benchmark_expressions
 from pitchfork.trs.rules import parse_rule
 from synth.output import (

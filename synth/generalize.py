@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from fpir.ops import spec
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
 from pitchfork.trs.rules import RuleFileError, parse_rule

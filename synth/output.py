@@ -75,7 +75,8 @@ def constant_regression(rule: Rule, example: Term, existing: Sequence[Rule]) -> 
     synthesized for `i16(x_u8) * y_i16` would fire on `i16(x_u8) * 4` and produce one. So each
     variable of the example is replaced by small constants and the rule must not bring such a form
     into the lifted result (the regression the paper saw on gaussian7x7 came from such a rule)."""
-    from fpir.ops import make, spec
+    from fpir.ops import make
+    from fpir.opspec import spec
     from fpir.term import const
     from pitchfork.trs.rewriter import Rewriter
 

@@ -27,9 +27,10 @@ import numpy as np
 import z3
 
 from fpir.interp import evaluate
-from fpir.ops import make, spec
+from fpir.ops import make
+from fpir.opspec import spec
 from fpir.term import Term, const
-from fpir.text import to_text
+from fpir.printer import to_text
 from fpir.types import FPIRTypeError, ScalarType
 from fpir.z3enc import to_z3
 from synth.bank import BudgetExceeded, row_hashes, shared_bank, type_salt

@@ -20,9 +20,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
-from fpir.ops import OPS
+from fpir.opspec import OPS
 from fpir.term import Term
-from fpir.text import parse, to_text
+from fpir.printer import to_text
+from fpir.text import parse
 from fpir.types import ScalarType, u1
 from synth.corpus import canonical, rebuild
 from synth.search import Grammar, constant_leaves, lhs_types, synthesize

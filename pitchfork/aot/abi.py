@@ -44,7 +44,7 @@ from llvmlite import ir
 
 from pitchfork.frontend import ir as H
 from pitchfork.aot.abi_runtime import MSG_BYTES, Formatter, error_code, message_for
-from pitchfork.frontend.capture import CapturedStmt
+from pitchfork.frontend.capture import CapturedStmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.frontend.htypes import HType
 
@@ -534,7 +534,6 @@ def aot_ir(prog: CompiledPipeline) -> str:
     """LLVM IR text of the AOT module: the optimised kernel renamed `kernel_name` (internal) and the
     optimised Halide-ABI entry points, for `prog.target`."""
     from pitchfork.backend.machine import _parse, get_target
-    from pitchfork.aot.generator import header_free_ir
 
     if prog.module is None or prog.captured is None:
         raise AbiError(f"{prog.name} was compiled by Halide (fallback); use Halide's own AOT output")
@@ -581,12 +580,10 @@ def header(prog: CompiledPipeline) -> str:
     import tempfile
     from pathlib import Path
 
-    from pitchfork.api import _halide_target
-
     pipeline, args = prog._halide
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / f"{prog.name}.h"
-        pipeline.compile_to_header(str(f), list(args), prog.name, _halide_target(prog.target))
+        pipeline.compile_to_header(str(f), list(args), prog.name, halide_target(prog.target))
         return f.read_text()
 
 
@@ -643,10 +640,8 @@ def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path
     d.mkdir(parents=True, exist_ok=True)
     paths = {k: d / f"{prog.name}.{k}" for k in ("o", "a", "h", "ll", "s")}
     if prog.is_fallback:
-        from pitchfork.api import _halide_target
-
         pipeline, args = prog._halide
-        t = _halide_target(prog.target)
+        t = halide_target(prog.target)
         pipeline.compile_to_static_library(str(d / prog.name), list(args), prog.name, t)
         pipeline.compile_to_object(str(paths["o"]), list(args), prog.name, t)
         paths["ll"].write_text(prog.llvm_ir())
@@ -660,3 +655,25 @@ def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path
     paths["h"].write_text(header(prog))
     paths["a"].write_bytes(static_library([(f"{prog.name}.o", obj)], dict.fromkeys(library_symbols(prog.name), 0)))
     return paths
+
+
+_DROP_LINE = re.compile(r"^(; ModuleID = .*|source_filename = .*|; Function Attrs: .*|attributes #\d+ = .*|"
+                        r"![\w.]+ = .*)$")
+_ATTR_REF = re.compile(r"(?<=[)\s])#\d+(?=\s|$|\s*\{)")
+_MD_ATTACH = re.compile(r",\s*![\w.]+ !\d+")
+
+
+def header_free_ir(llvm_ir: str) -> str:
+    """The optimised module without attribute groups, metadata, module id and source file name
+    (see the module docstring); lines otherwise unchanged."""
+    out: list[str] = []
+    for line in llvm_ir.splitlines():
+        if _DROP_LINE.match(line):
+            continue
+        line = _MD_ATTACH.sub("", line)
+        line = _ATTR_REF.sub("", line).rstrip()
+        if line.startswith(("define ", "declare ")):
+            line = re.sub(r"\s+", " ", line)
+        out.append(line)
+    text = "\n".join(out).strip("\n") + "\n"
+    return re.sub(r"\n{3,}", "\n\n", text)

@@ -17,7 +17,7 @@ content. Halide refuses to register a generator name twice, so a file registers 
 fresh registry that then updates Halide's (an edited file, or two files defining the same name, load;
 the last one loaded wins, as in Halide's interactive mode).
 
-Header-free LLVM IR (`header_free_ir`): the optimised module PITCHFORK compiled, reduced to what
+Header-free LLVM IR (`pitchfork.aot.abi.header_free_ir`): the optimised module PITCHFORK compiled, reduced to what
 `llc` needs to reproduce the assembly: the target triple and data layout, the pipeline function and
 the declarations of the intrinsics it calls. Dropped: the module id and source file name, attribute
 groups (`attributes #0 = {...}` and their `#0` uses: `nounwind`, inferred memory effects), metadata
@@ -274,28 +274,6 @@ def compile_generator(path_or_module: str | Path | ModuleType | type, class_name
 # --------------------------------------------------------------------------------------------------
 # Output files
 
-_DROP_LINE = re.compile(r"^(; ModuleID = .*|source_filename = .*|; Function Attrs: .*|attributes #\d+ = .*|"
-                        r"![\w.]+ = .*)$")
-_ATTR_REF = re.compile(r"(?<=[)\s])#\d+(?=\s|$|\s*\{)")
-_MD_ATTACH = re.compile(r",\s*![\w.]+ !\d+")
-
-
-def header_free_ir(llvm_ir: str) -> str:
-    """The optimised module without attribute groups, metadata, module id and source file name
-    (see the module docstring); lines otherwise unchanged."""
-    out: list[str] = []
-    for line in llvm_ir.splitlines():
-        if _DROP_LINE.match(line):
-            continue
-        line = _MD_ATTACH.sub("", line)
-        line = _ATTR_REF.sub("", line).rstrip()
-        if line.startswith(("define ", "declare ")):
-            line = re.sub(r"\s+", " ", line)
-        out.append(line)
-    text = "\n".join(out).strip("\n") + "\n"
-    return re.sub(r"\n{3,}", "\n\n", text)
-
-
 def llc_command(target: str, ll: str = "<name>.ll", ir_text: str = "") -> str:
     """The llc invocation that compiles a header-free `.ll` for `target` like PITCHFORK did (`ir_text`,
     the `.ll`'s text, adds the flags that module was emitted with, e.g. hvx128's unpacketised i64 code)."""
@@ -313,6 +291,7 @@ def header_free_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     header-free IR: it is parsed back and compiled without further optimisation, as `llc -O3` does.
     (`prog.assembly()` is itself emitted from the parsed optimised text, see machine._compile: LLVM's
     backend breaks ties by use-list order, which textual IR does not keep.)"""
+    from pitchfork.aot.abi import header_free_ir
     from pitchfork.backend.machine import _parse, _set_align_vectors, _shared_machine, emission_options, get_target
 
     assert prog.module is not None

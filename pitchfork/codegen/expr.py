@@ -17,7 +17,7 @@ from typing import Callable, Hashable, Mapping, Optional, Sequence
 
 from llvmlite import ir
 
-from fpir.ops import spec
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
 

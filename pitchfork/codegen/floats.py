@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Callable
 
 from llvmlite import ir
 
+from pitchfork.codegen.base import Unsupported, _show
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
 
@@ -41,8 +42,6 @@ def float_ir_type(t: HType) -> ir.Type:
         return ir.FloatType()
     if t.code == "float" and t.bits == 64:
         return ir.DoubleType()
-    from pitchfork.codegen.loop_nest import Unsupported
-
     raise Unsupported(f"{t} values")
 
 
@@ -64,22 +63,16 @@ class FloatEmitter:
         self.lets: dict[str, ir.Value] = {}
 
     def _unsupported(self, what: str) -> Exception:
-        from pitchfork.codegen.loop_nest import Unsupported
-
         return Unsupported(what, self.node)
 
     def emit(self, e: H.Expr) -> ir.Value:
         if e.type.is_vector:
-            from pitchfork.codegen.loop_nest import _show
-
             raise self._unsupported(f"vector floating-point expression {_show(e)} (float code is compiled "
                                     "for scalars only)")
         if not involves_float(e):  # an integer subexpression: the exact integer path
             return self.cg.scalar(e, self.node)
         m: Callable[[H.Expr], ir.Value] | None = getattr(self, f"_e_{type(e).__name__}", None)
         if m is None:
-            from pitchfork.codegen.loop_nest import _show
-
             raise self._unsupported(f"floating-point {type(e).__name__}: {_show(e)}")
         return m(e)
 

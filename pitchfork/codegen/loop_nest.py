@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Callable, Hashable, Optional
 
 from llvmlite import ir
 
-from fpir.ops import REDUCE_COMBINE, make, reduce_op
+from fpir.ops import make
+from fpir.opspec import REDUCE_COMBINE, reduce_op
 from fpir.term import Term, var
 from fpir.types import ScalarType, i32
 from pitchfork.codegen.expr import ExprEmitter, vec_type

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Optional
 from llvmlite import ir
 
 from fpir.flags import halide_overflow_flags
-from fpir.ops import REDUCE_COMBINE, make, reduce_op
+from fpir.ops import make
+from fpir.opspec import REDUCE_COMBINE, reduce_op
 from fpir.term import Term, const, var
 from fpir.types import ScalarType, i32, u1
 from pitchfork.frontend import ir as H
@@ -259,7 +260,7 @@ class ExprConverter:
         not stated."""
         if op not in ("shl", "shr", "widening_shl"):
             return ()
-        from fpir.ops import spec
+        from fpir.opspec import spec
 
         rt = spec(op).type_rule([a.type for a in args], None)
         flags = set(halide_overflow_flags("shl" if op == "widening_shl" else op, rt, shifts=True))

@@ -68,7 +68,7 @@ def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>"
     try:
         term = parse(text, source=source)
         if no_overflow or shifts_in_range:
-            from fpir.flags import with_halide_overflow
+            from fpir.ops import with_halide_overflow
 
             term = with_halide_overflow(term, shifts=shifts_in_range, overflow=no_overflow)
         lifted, stats = lift_with_stats(term, rules, trace=trace)

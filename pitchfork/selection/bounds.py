@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from fpir.ops import spec, template
+from fpir.ops import template
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
 

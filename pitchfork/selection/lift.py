@@ -12,7 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
-from fpir.ops import make, spec
+from fpir.ops import make
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.text import retype_shift_constant
 from pitchfork.trs.rewriter import Rewriter, RewriteStats

@@ -28,7 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Generator, Optional
 
-from fpir.ops import OPS, expansion, make, spec
+from fpir.ops import expansion, make
+from fpir.opspec import OPS, spec
 from fpir.term import Term
 from fpir.trampoline import trampoline
 from pitchfork.selection.bounds import bounds

@@ -15,7 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Generator, Optional
 
-from fpir.ops import make, spec
+from fpir.ops import make
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.trampoline import trampoline
 from fpir.types import FPIRTypeError

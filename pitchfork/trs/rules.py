@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Optional, Sequence
 
-from fpir.ops import OPS
+from fpir.opspec import OPS
 from fpir.term import Term, const
 from fpir.text import FPIRSyntaxError, Raw, _Elaborator, parse_raw
 from fpir.types import FPIRTypeError, ScalarType

@@ -23,7 +23,7 @@ import pytest
 import pitchfork
 from fpir import parse
 from fpir.term import Term, var
-from fpir.text import to_text
+from fpir.printer import to_text
 from pitchfork.frontend.examples import sobel3x3_reference
 from pitchfork.backend.machine import main_vector_loop
 from pitchfork.backend.run import tools_available

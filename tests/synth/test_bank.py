@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fpir.interp import evaluate
-from fpir.ops import spec
+from fpir.opspec import spec
 from fpir.text import parse
 from fpir.types import ScalarType, parse_type
 from pitchfork.selection.cost import cost

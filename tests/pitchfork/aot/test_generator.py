@@ -22,11 +22,11 @@ from pitchfork.backend.machine import _parse, _shared_machine, asm_instructions,
 from pitchfork.backend.run import tools_available
 from pitchfork.api import PitchforkFallbackWarning
 from pitchfork.codegen.loop_nest import Unsupported
+from pitchfork.aot.abi import header_free_ir
 from pitchfork.aot.generator import (
     GeneratorError,
     compile_generator,
     find_generator,
-    header_free_ir,
     header_free_outputs,
     instantiate,
     load_module,
