@@ -27,6 +27,8 @@ RoundUp tile, ...) raises RuntimeError quoting the assertion, never a crash.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -38,10 +40,8 @@ import numpy as np
 from pitchfork.backend.machine import CompiledModule, CompileError, compile_module
 from pitchfork.frontend.capture import CaptureError, CapturedStmt, capture_stmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
-from pitchfork.passes.dot_products import rewrite_stmt as rewrite_dot_products
-from pitchfork.passes.hvx_windows import rewrite_stmt as share_hvx_windows
-from pitchfork.passes.stream_taps import rewrite_stmt as group_stream_taps
-from pitchfork.passes.strided_stores import rewrite_stmt as merge_strided_stores
+from pitchfork.frontend.printer import to_text
+from pitchfork.passes.pipeline import PassList, resolve
 from pitchfork.errors import UsageError
 from pitchfork.frontend.checks import (check_arguments, refuse_deep_statement, refuse_extern_stages,
                                        refuse_huge_vectors, refuse_if_halide_rejects)
@@ -369,14 +369,34 @@ def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
     return arr, [0] * arr.ndim
 
 
+def debug_level() -> int:
+    """PITCHFORK_DEBUG: 0 (default) quiet; 1 the statement after parsing and after each loop pass, on
+    stderr; 2 also the LLVM IR codegen made, after O3 and after each backend pass that rewrote it."""
+    raw = os.environ.get("PITCHFORK_DEBUG", "") or "0"
+    if raw not in ("0", "1", "2"):
+        raise UsageError(f"PITCHFORK_DEBUG must be 0, 1 or 2, not {raw!r}")
+    return int(raw)
+
+
+def _log(title: str, text: str) -> None:
+    print(f"pitchfork: {title}:\n{text.rstrip()}\n", file=sys.stderr, flush=True)
+
+
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True) -> CompiledPipeline:
-    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order)."""
+            name: str = "pipeline", fallback: bool = True, passes: Optional[Sequence[str]] = None,
+            disable_passes: Sequence[str] = ()) -> CompiledPipeline:
+    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order).
+
+    The passes run are pitchfork.passes.pipeline's list for (target, isel): `passes` (names) narrows
+    it to those, `disable_passes` removes names from it (`pitchfork compile --print-passes` lists
+    them); an unknown name is a UsageError listing the valid ones."""
     import halide as hl
 
     target = canonical(target)
     if isel not in ("pitchfork", "llvm"):
         raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
+    plist = resolve(target, isel, None if passes is None else list(passes), list(disable_passes))
+    debug = debug_level()
     pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)
     args = check_arguments(pipeline, args)  # a list, with every Param the pipeline uses (no fallback)
     stats = CompileStats()
@@ -394,24 +414,23 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         stmt = captured.parse()
         refuse_huge_vectors(stmt, name)
-        if isel == "pitchfork":  # add trees of products -> vector_reduce_add, so dot products are selected
-            stmt = rewrite_dot_products(stmt, target)
-            if target == "hvx128":  # one whole-register window per row across unrolled x steps;
-                stmt = share_hvx_windows(stmt)  # [1 2 1] windows of one stream grouped (for vtmpy)
-                stmt = group_stream_taps(stmt)
-                stmt = merge_strided_stores(stmt)  # strided stores filling a range: one dense store
-        cg = LoopNestCodegen(captured, stmt, target, isel, name)
+        stmt = run_loop_passes(stmt, plist, name, debug)
+        cg = LoopNestCodegen(captured, stmt, target, isel, name, plist)
         cg.build()
+        if debug >= 2:
+            _log(f"{name}: LLVM IR from codegen", str(cg.module))
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
         stats.selection_seconds = cg.stats.selection_seconds
         stats.rules_fired = dict(cg.stats.rules_fired)
         stats.vector_expressions = cg.stats.vector_exprs
         stats.asserts_checked, stats.asserts_skipped = cg.stats.asserts_checked, cg.stats.asserts_skipped
         t0 = time.perf_counter()
-        # isel=pitchfork on HVX: no AlignVectors, and 64-bit-lane products on 32-bit halves
-        # (compile_module); LLVM alone keeps LLVM's defaults and LLVM's own selection.
-        module = compile_module(str(cg.module), target, align_vectors=isel != "pitchfork",
-                                i64_halves=isel == "pitchfork")
+        # The backend passes (hvx128, isel=pitchfork by default): no AlignVectors, 64-bit-lane products
+        # on 32-bit halves, pair forms only where they cost no packet; LLVM alone keeps LLVM's defaults.
+        module = compile_module(str(cg.module), target, align_vectors=not plist.on("hvx_no_align_vectors"),
+                                i64_halves=plist.on("hvx_i64_halves"), pairs=plist.on("hvx_pairs"),
+                                trace=(lambda stage, text: _log(f"{name}: LLVM IR after {stage}", text))
+                                if debug >= 2 else None)
         stats.llvm_seconds = time.perf_counter() - t0
         return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages))
     except FALLBACK_ERRORS as e:
@@ -421,3 +440,17 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         warnings.warn(f"PITCHFORK cannot compile {name} for {target} ({reason}); using Halide's own compiler",
                       PitchforkFallbackWarning, stacklevel=2)
         return CompiledPipeline(target, isel, name, captured, None, stats, reason, (pipeline, list(args)))
+
+
+def run_loop_passes(stmt: Any, plist: PassList, name: str = "pipeline", debug: int = 0) -> Any:
+    """`stmt` through the loop passes of `plist`, in order; with `debug` >= 1 the statement after
+    parsing and after each pass on stderr (Halide's printer syntax, pitchfork.frontend.printer)."""
+    if debug >= 1:
+        _log(f"{name}: passes for {plist.target}, isel={plist.isel}", ", ".join(plist.names) or "(none)")
+        _log(f"{name}: statement after parsing", to_text(stmt))
+    for p in plist.of_kind("loop"):
+        assert p.run is not None
+        stmt = p.run(stmt, plist.target)
+        if debug >= 1:
+            _log(f"{name}: statement after {p.name}", to_text(stmt))
+    return stmt

@@ -37,7 +37,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -248,7 +248,8 @@ def _user_frame(e: BaseException) -> str:
 
 def compile_generator(path_or_module: str | Path | ModuleType | type, class_name: str | None = None,
                       target: str = "x86-avx2", isel: str = "pitchfork", params: Mapping[str, Any] | None = None,
-                      *, name: str | None = None, fallback: bool = True) -> CompiledPipeline:
+                      *, name: str | None = None, fallback: bool = True, passes: Sequence[str] | None = None,
+                      disable_passes: Sequence[str] = ()) -> CompiledPipeline:
     """Compile a Halide generator with PITCHFORK.
 
     `path_or_module`: a `.py` file, a module (object or importable name), or the generator class
@@ -268,7 +269,8 @@ def compile_generator(path_or_module: str | Path | ModuleType | type, class_name
     fn = name or gp.name
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", fn):
         raise GeneratorError(f"function name {fn!r} is not a C identifier (pass name=...)")
-    return compile_pipeline(gp.pipeline, gp.arguments, target=target, isel=isel, name=fn, fallback=fallback)
+    return compile_pipeline(gp.pipeline, gp.arguments, target=target, isel=isel, name=fn, fallback=fallback,
+                            passes=passes, disable_passes=disable_passes)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ from pitchfork.frontend import ir as H
 from pitchfork.frontend.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
 from pitchfork.codegen.alloc import AllocMixin, hoist_allocations
 from pitchfork.codegen.base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS,  # noqa: F401
-                                           STACK_LIMIT, VERY_LIKELY, WEIGHTED_TARGETS, BufferInfo, Leaf, Stats,
+                                           STACK_LIMIT, VERY_LIKELY, BufferInfo, Leaf, Stats,
                                            Unsupported, _assert_text, _ident, _show, _storage, fpir_type,
                                            type_code)
 from pitchfork.codegen.to_fpir import ExprConverter
@@ -66,6 +66,7 @@ from pitchfork.codegen.memory import LoopFrame, MemoryMixin, clamped_ramp
 from pitchfork.codegen.reduce import REDUCE_OPS, split_reduce
 from pitchfork.frontend.htypes import HType
 from pitchfork.codegen.scalars import ScalarEmitter
+from pitchfork.passes.pipeline import PassList, default_passes
 
 if TYPE_CHECKING:
     from pitchfork.selection.lower import Selection
@@ -85,8 +86,11 @@ NO_BUILTINS: tuple[str, ...] = ("memcpy",)  # every target
 
 
 class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
-    def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline") -> None:
+    def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline",
+                 passes: Optional[PassList] = None) -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
+        #: the passes this compile runs (pitchfork.passes.pipeline); codegen reads its "codegen" ones
+        self.passes = passes if passes is not None else default_passes(target, isel)
         self.module = ir.Module(name=name)
         self.stats = Stats()
         self._sel_cache: dict[Term, Selection] = {}
@@ -266,7 +270,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
     def _s_For(self, s: H.For) -> None:
         if s.device_api:
             raise Unsupported(f"loop {s.name} offloaded to {s.device_api}", s)
-        lifted = hoist_allocations(s) if self.target == "arm64" else None
+        lifted = hoist_allocations(s) if self.passes.on("hoist_allocations") else None
         if lifted is not None:
             self.stmt_(lifted)
             return
@@ -278,7 +282,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         body = self.fn.append_basic_block(f"body_{s.name}")
         done = self.fn.append_basic_block(f"end_{s.name}")
         enter = self.b.cbranch(self.b.icmp_signed("<", lo, hi), head, done)
-        if self.target in WEIGHTED_TARGETS:  # a loop is entered: the code it guards is as hot as it
+        if self.passes.on("branch_weights"):  # a loop is entered: the code it guards is as hot as it
             enter.set_weights(VERY_LIKELY)
         self.b.position_at_end(head)
         iv = self.b.phi(ir.IntType(32), s.name)
@@ -393,9 +397,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         leaves = self.leaves
         final = self._select(term, node)
         valigned: set[Term] = set()
-        if self.target == "hvx128" and self.isel == "pitchfork":
+        if self.passes.on("hvx_aligned_loads"):
             valigned = {v for v in final.variables()
                         if v.name in leaves and self._hvx_valign_leaf(leaves[v.name], node)}
+        if self.passes.on("hvx_accumulate"):
             # an accumulation overwrites its first summand: start it from a valigned tap
             final = start_from_fresh(final, lambda t: int(t.is_var and t not in valigned))
 
@@ -407,12 +412,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
             return self._splat(val, st, lanes)
 
         env: dict[str, ir.Value]
-        if self.target == "x86-avx2" and LAZY_LEAVES:
+        if self.passes.on("lazy_leaves"):
             # Each leaf (a load, mostly) is emitted where the selected code first uses it, as
             # Halide's own code generator does; emitted all up front, LLVM's x86 scheduler kept them in
             # that order and sobel3x3's 4-row loop held 9 rows' vectors live at once (more spills).
             env = _LazyEnv(value)
-        elif valigned and LAZY_LEAVES and sum(
+        elif valigned and sum(
                 leaves[v.name].lanes * leaves[v.name].type.bits // 1024 for v in valigned) > LAZY_VALIGN_REGS:
             # Taps `valign`ed from aligned blocks that alone need more than half of the 32 HVX
             # registers are emitted at their first use: all up front, gaussian7x7's column pass held
@@ -428,14 +433,14 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         else:
             env = {v.name: value(v.name) for v in final.variables()}
         return ExprEmitter(self.b, lanes, env, self.target, self._streams(final),
-                           hvx_pairs=self.target == "hvx128" and self.isel == "pitchfork",
+                           hvx_pairs=self.passes.on("hvx_pair_forms"), lane_order=self.passes.on("x86_lane_order"),
                            to_one_lane=self._to_one_lane()).emit(final)
 
     def _to_one_lane(self) -> Optional[Callable[..., Optional[ir.Value]]]:
         """The selected lowering of reductions to one lane: on hvx128 under isel=pitchfork, the
         operand's pieces reduced without restoring their lane order (pitchfork/targets/hvx_reduce.py);
         LLVM alone keeps LLVM's own lowering of the whole value, as Halide's IR has it."""
-        if self.target == "hvx128" and self.isel == "pitchfork":
+        if self.passes.on("hvx_reduce"):
             from pitchfork.targets.hvx_reduce import reduce_to_lane
 
             return reduce_to_lane
@@ -502,7 +507,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
                 p = self._elem_ptr(buf, st, base, vt)
                 align = self._align(buf, st, e.alignment)
                 window = self._hvx_misaligned_load(buf, st, base, leaf.lanes, e.alignment) \
-                    if mask is None and self.target == "hvx128" and self.isel == "pitchfork" else None
+                    if mask is None and self.passes.on("hvx_aligned_loads") else None
                 if window is not None:
                     v = window
                 elif mask is None:
@@ -552,7 +557,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
                 starts.append(at)
                 at += part.type.count
             # (isel=pitchfork only: LLVM alone gets the generic shuffle, as Halide's IR writes it)
-            if self.target == "hvx128" and self.isel == "pitchfork" and _whole_register_interleave(e, parts):
+            if self.passes.on("hvx_interleave") and _whole_register_interleave(e, parts):
                 return self._hvx_interleave(parts)
             # Lane i of operand k is lane starts[k] + i of the concatenation (a window holds more lanes).
             where = [(k, i) for k, x in enumerate(e.vectors) for i in range(x.type.lanes)]
@@ -667,8 +672,6 @@ def _whole_register_interleave(e: H.Shuffle, parts: list[ir.Value]) -> bool:
         and list(e.indices) == [k * n + i for i in range(n) for k in range(len(parts))]
 
 
-#: x86: emit each leaf at its first use (see `_emit_term`); a switch for measuring the two orders
-LAZY_LEAVES = True
 #: hvx128: valigned taps of one expression emitted at their first use above this many registers
 LAZY_VALIGN_REGS = 16
 

@@ -149,7 +149,7 @@ class ExprConverter:
         # its bounds let lowering pass the scalar straight to an instruction's Rt (an HVX shift amount).
         if isinstance(v, H.BinOp) and v.op in ("min", "max") and (isinstance(v.a, H.IntImm) or isinstance(v.b, H.IntImm)):
             return self.go(H.BinOp(v.op, replace(e, value=v.a), replace(e, value=v.b), e.type))
-        if self.cg.isel == "pitchfork" and isinstance(v, H.Cast) \
+        if self.cg.passes.on("widened_splats") and isinstance(v, H.Cast) \
                 and v.type.is_integer and v.value.type.is_integer and not v.type.is_bool \
                 and not v.value.type.is_bool and v.value.type.bits < v.type.bits:
             # x128(int32(m_i16)), x16(int16(zero_u8)): splat the narrow value and widen it in FPIR, so

@@ -3,6 +3,8 @@
     pitchfork compile my_gen.py:Sobel --target arm64 -o out/            # out/sobel.{o,a,h,ll,s}
     pitchfork compile my_gen.py --target hvx128 --isel llvm -p lanes=64 -o out/
     pitchfork compile mypkg.gens:Blur --target x86-avx2 -p input.type=uint16 --name blur_u16 -o out/
+    pitchfork compile my_gen.py --target hvx128 --print-passes               # the passes, in order
+    pitchfork compile my_gen.py --target hvx128 --disable-pass stream_taps -o out/
 
 The generator is named `FILE.py[:CLASS]` or `MODULE[:CLASS]`; CLASS is the Python class name or the
 registered generator name and may be left out when the file defines one generator. `-p NAME=VALUE`
@@ -15,6 +17,10 @@ it says why and writes Halide's own outputs instead (exit status 0; 3 with --no-
 status (docs/ERRORS.md): 2 bad usage, 4 a file that cannot be read or written (the generator, -o),
 6 a generator that does not load or build, a bad GeneratorParam, or a pipeline Halide rejects
 (`-p lanes=-4`, a GPU schedule) or that has extern stages.
+
+`--print-passes` prints the passes that would run for --target and --isel (pitchfork.passes.pipeline:
+name, kind, what it does), minus any `--disable-pass NAME` (repeatable), and exits without loading the
+generator; an unknown or required pass name is refused (exit 2) with the valid names.
 """
 
 from __future__ import annotations
@@ -44,6 +50,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-fallback", action="store_true",
                    help="fail (exit 3) instead of falling back to Halide's compiler")
     p.add_argument("--rules", action="store_true", help="list every rule fired with its count")
+    p.add_argument("--print-passes", action="store_true",
+                   help="print the passes for --target/--isel in order (name, kind, what it does) and exit")
+    p.add_argument("--disable-pass", action="append", default=[], metavar="NAME",
+                   help="do not run pass NAME (repeatable; --print-passes lists them)")
 
 
 def _split_generator(spec: str) -> tuple[str, str | None]:
@@ -70,6 +80,12 @@ def run(args: argparse.Namespace) -> int:
     from pitchfork.aot.abi import AbiError
     from pitchfork.aot.generator import compile_generator, write_outputs
 
+    from pitchfork.passes.pipeline import format_passes, resolve
+
+    plist = resolve(args.target, args.isel, None, args.disable_pass)  # UsageError on a bad name
+    if args.print_passes:
+        print(format_passes(plist))
+        return 0
     kinds = tuple(k.strip() for k in args.emit.split(",") if k.strip())
     bad = [k for k in kinds if k not in ("o", "a", "h", "ll", "s")]
     if bad or not kinds:
@@ -86,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", PitchforkFallbackWarning)
         try:
             prog = compile_generator(path, cls, args.target, args.isel, params, name=args.name,
-                                     fallback=not args.no_fallback)
+                                     fallback=not args.no_fallback, disable_passes=args.disable_pass)
         except FALLBACK_ERRORS as e:
             print(f"pitchfork compile: PITCHFORK cannot compile this pipeline: {type(e).__name__}: "
                   f"{' '.join(str(e).split())}", file=sys.stderr)
