@@ -3,6 +3,7 @@
 * `pitchfork`: PITCHFORK as shipped (isel=pitchfork, every loop pass);
 * `pitchfork_sel`: isel=pitchfork with only the loop passes LLVM alone gets too (`shared_passes`):
   instruction selection alone, the headline's column (a) against `llvm`;
+* `pitchfork_nopass`: isel=pitchfork with no loop pass: column (b) is it against `pitchfork`;
 * `pitchfork_hand`: PITCHFORK as shipped with the synthesized rules off (the ablation, Figure 7);
 * `llvm`: LLVM alone (isel=llvm) with the shared loop passes;
 * `halide21`: Halide 21's own compiler (halide21.py).
@@ -24,13 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 #: Every variant, in the order rows are written and representatives chosen.
-VARIANTS = ("pitchfork", "pitchfork_sel", "pitchfork_hand", "llvm", "halide21")
+VARIANTS = ("pitchfork", "pitchfork_sel", "pitchfork_nopass", "pitchfork_hand", "llvm", "halide21")
 
 
 @dataclass(frozen=True)
 class Variant:
     isel: str
-    #: "all": the isel's default passes (pitchfork: every loop pass; llvm: none); "shared": the shared set
+    #: "all": the isel's default passes (pitchfork: every loop pass; llvm: none); "shared": the shared
+    #: set; "none": no loop pass
     loop_passes: str = "all"
     synthesized: bool = True
 
@@ -38,6 +40,7 @@ class Variant:
 COMPILED: dict[str, Variant] = {
     "pitchfork": Variant("pitchfork"),
     "pitchfork_sel": Variant("pitchfork", "shared"),
+    "pitchfork_nopass": Variant("pitchfork", "none"),
     "pitchfork_hand": Variant("pitchfork", synthesized=False),
     "llvm": Variant("llvm", "shared"),
 }
@@ -61,7 +64,7 @@ def pass_options(target: str, variant: Variant) -> dict[str, Any]:
     if variant.loop_passes == "all":
         return {}
     try:
-        return {"passes": shared_passes(target)}
+        return {"passes": shared_passes(target) if variant.loop_passes == "shared" else []}
     except PassSwitchUnavailable:
         if variant.isel == "llvm":  # no switches: LLVM alone runs no loop pass (its default)
             return {}
