@@ -10,8 +10,10 @@
 
 A loop pass belongs to the shared set when it is not instruction selection and isel=llvm can run it
 (its output is ordinary Halide IR both isels compile). The pass list and its switches are
-pitchfork.passes.pipeline's (issue 23); until that module exists, `pass_options` raises
-`PassSwitchUnavailable` for the variants that need a switch, which the worker reports as failure rows.
+`pitchfork.api.STATEMENT_PASSES` (`passes=` of `pitchfork.compile`); the codegen-level HVX
+restructurings (hvx_accumulate, valign loads, ...) are not switchable yet (issue 23's pass list) and
+run with isel=pitchfork in every pitchfork variant. Without switches `pass_options` raises
+`PassSwitchUnavailable` for the variants that need one, which the worker reports as failure rows.
 
 Variants whose assembly is identical (up to the function's name) are measured once (`code_key`): the
 others copy the measurement and say so (`same_code_as`), so a pass or rule set that changes nothing
@@ -51,12 +53,16 @@ class PassSwitchUnavailable(RuntimeError):
 
 
 def shared_passes(target: str) -> list[str]:
-    """The loop passes both isels get on `target` (see the module docstring)."""
+    """The loop passes both isels get on `target` (see the module docstring): every statement pass of
+    `pitchfork.api.STATEMENT_PASSES` for the target. Each is a semantics-preserving rewrite of the loop
+    nest into ordinary Halide IR that isel=llvm compiles as well (dot_products makes the VectorReduce
+    Halide itself makes of a written-out dot product); none chooses an instruction. The codegen-level
+    HVX restructurings are not switchable yet and stay with isel=pitchfork (said in RESULTS.md)."""
     try:
-        from pitchfork.passes import pipeline  # type: ignore[attr-defined]
+        from pitchfork.api import STATEMENT_PASSES
     except ImportError as e:
-        raise PassSwitchUnavailable("pitchfork.passes.pipeline (issue 23) is not available") from e
-    return list(pipeline.shared_passes(target))
+        raise PassSwitchUnavailable("pitchfork.api has no pass switches") from e
+    return [p for p, (targets, _) in STATEMENT_PASSES.items() if target in targets]
 
 
 def pass_options(target: str, variant: Variant) -> dict[str, Any]:
