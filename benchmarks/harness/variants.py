@@ -77,6 +77,19 @@ def pass_options(target: str, variant: Variant) -> dict[str, Any]:
         raise
 
 
+def compile_key(target: str, name: str) -> tuple[Any, ...]:
+    """What `name` is compiled with (isel, the statement passes it runs, synthesized rules on/off): two
+    variants with equal keys compile to the same code, so the second is not compiled at all."""
+    from pitchfork.api import statement_passes
+
+    v = COMPILED[name]
+    try:
+        passes = tuple(statement_passes(target, v.isel, pass_options(target, v).get("passes")))
+    except PassSwitchUnavailable:
+        passes = (name,)  # unknown: never equal to another variant's
+    return (v.isel, passes, v.synthesized)
+
+
 def code_key(prog: Any) -> str:
     """The assembly's identity, the function's own name left out."""
     return hashlib.sha1(prog.assembly().replace(prog.name, "@F").encode()).hexdigest()

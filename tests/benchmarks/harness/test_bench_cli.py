@@ -55,9 +55,11 @@ def test_quick_sobel_writes_every_row_and_the_report(tmp_path: Path) -> None:
 
 
 def _has_pass_switches() -> bool:
+    from benchmarks.harness.variants import PassSwitchUnavailable, shared_passes
+
     try:
-        from pitchfork.passes import pipeline  # noqa: F401
-    except ImportError:
+        shared_passes("arm64")
+    except PassSwitchUnavailable:
         return False
     return True
 
