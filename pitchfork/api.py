@@ -417,13 +417,24 @@ def _run_statement_pass(name: str, stmt: Any, target: str, spec: Any) -> Any:
 
 
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True, passes: Optional[Sequence[str]] = None,
-            disable_passes: Sequence[str] = ()) -> CompiledPipeline:
+            name: str = "pipeline", fallback: bool = True, engine: str = "greedy",
+            passes: Optional[Sequence[str]] = None, disable_passes: Sequence[str] = ()) -> CompiledPipeline:
     """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
     short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
     `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError).
-    `passes` (the statement passes to run, default: the isel's) and `disable_passes`: `STATEMENT_PASSES`."""
+    `engine` is the lifting engine of isel=pitchfork: "greedy" (the TRS) or "egraph"
+    (pitchfork/selection/egraph). `passes` (the statement passes to run, default: the isel's) and
+    `disable_passes`: `STATEMENT_PASSES`."""
     import halide as hl
+
+    if engine != "greedy":
+        from pitchfork.selection.lift import ENGINES, lift_engine
+
+        if engine not in ENGINES:
+            raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        with lift_engine(engine):
+            return compile(pipeline_or_func, args, target, isel, name, fallback, passes=passes,
+                           disable_passes=disable_passes)
 
     spec = parse_target(target)  # a short name or a Halide target string (pitchfork/targets/target_strings.py)
     target = spec.isa
@@ -460,7 +471,11 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         # The same LLVM options for both isels (machine.backend_options, HVX_ALIGN_VECTORS). Only
         # isel=pitchfork computes HVX 64-bit-lane products on 32-bit halves: that is instruction
         # selection (which instructions compute a product), so LLVM alone keeps LLVM's own.
-        module = compile_module(str(cg.module), machine_target(spec), i64_halves=isel == "pitchfork")
+        # Below HVX v66, what the instruction tables do not mark may still be an intrinsic LLVM cannot
+        # select for that version, and LLVM aborts the process then: compiled in a forked child, so
+        # it becomes a CompileError and a fallback naming the intrinsic.
+        module = compile_module(str(cg.module), machine_target(spec), i64_halves=isel == "pitchfork",
+                                isolate=spec.isa == "hvx128" and spec.hvx_version < 66)
         stats.llvm_seconds = time.perf_counter() - t0
         return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
                                 halide_target=spec.halide)

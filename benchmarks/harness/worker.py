@@ -38,8 +38,8 @@ def _err(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg[0] if msg else ''}"[:500]
 
 
-def _compile(bench: Any, pset: dict, isa: str, variant: str) -> Any:
-    """One of our compiler's variants (benchmarks/harness/variants.py)."""
+def _compile(bench: Any, pset: dict, isa: str, variant: str, engine: str = "greedy") -> Any:
+    """One of our compiler's variants (benchmarks/harness/variants.py), lifting with `engine`."""
     import pitchfork
     from pitchfork.selection.synthesized import rules_config
 
@@ -49,7 +49,7 @@ def _compile(bench: Any, pset: dict, isa: str, variant: str) -> Any:
     with warnings.catch_warnings(), rules_config(enabled=v.synthesized) if not v.synthesized else _nothing():
         warnings.simplefilter("ignore")
         return pitchfork.compile(out, args, target=isa, isel=v.isel, name=f"{bench.name}_{variant}", fallback=False,
-                                 **kw)
+                                 engine=engine, **kw)
 
 
 def _nothing() -> Any:
@@ -131,7 +131,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             compiled_as[key] = isel
             _progress(step=f"compile {isel}")
             try:
-                progs[isel] = _compile(bench, pset, isa, isel)
+                progs[isel] = _compile(bench, pset, isa, isel, job.get("engine", "greedy"))
                 rows[isel].update(_compile_stats(progs[isel]))
             except Exception as e:  # noqa: BLE001 - a failure row, never a stopped run
                 fail(isel, "compile", e)
