@@ -1,7 +1,7 @@
 """Parallel scaling on Halide's runtime: one pipeline with a `.parallel()` schedule, on 1 and 2 threads,
 compiled by PITCHFORK (x86 JIT, parallel loop on Halide's thread pool) and by Halide 21 (its JIT).
 
-    python -m benchmarks.parallel_scaling [--size 4096] [--reps 15] [--threads 1,2]
+    python -m benchmarks.parallel_scaling [--size 4096] [--reps 15] [--calls 3] [--threads 1,2]
 
 Two worker processes, one per thread count (HL_NUM_THREADS is read once, when a runtime's thread
 pool starts, by our runtime and Halide's JIT alike), each holding both compiled pipelines on the same
@@ -42,7 +42,7 @@ def build(size: int) -> tuple[Any, Any, Any]:
     return out, inp, rng.integers(0, 256, (size + 4, size + 4), dtype=np.uint8)
 
 
-def worker(size: int) -> None:
+def worker(size: int, calls: int) -> None:
     """Serve 'p' (time PITCHFORK once) / 'h' (Halide once) / 'q' on stdin; one line of JSON each."""
     import halide as hl
     import numpy as np
@@ -63,11 +63,12 @@ def worker(size: int) -> None:
         if cmd == "q":
             break
         t0 = time.perf_counter()
-        if cmd == "p":
-            call()
-        else:
-            out.realize(hbuf)
-        print(json.dumps({"s": time.perf_counter() - t0}), flush=True)
+        for _ in range(calls):
+            if cmd == "p":
+                call()
+            else:
+                out.realize(hbuf)
+        print(json.dumps({"s": (time.perf_counter() - t0) / calls}), flush=True)
 
 
 def _load() -> str:
@@ -78,11 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", type=int, default=4096, help="output width and height (default 4096)")
     ap.add_argument("--reps", type=int, default=15, help="interleaved repetitions (default 15)")
+    ap.add_argument("--calls", type=int, default=3, help="calls per sample (default 3)")
     ap.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        worker(args.size)
+        worker(args.size, args.calls)
         return 0
     counts = [int(t) for t in args.threads.split(",")]
     print(f"load before: {_load()}")
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in counts:
         env = dict(os.environ, HL_NUM_THREADS=str(n))
         procs[n] = subprocess.Popen([sys.executable, "-m", "benchmarks.parallel_scaling", "--worker",
-                                     "--size", str(args.size)], env=env, stdin=subprocess.PIPE,
+                                     "--size", str(args.size), "--calls", str(args.calls)], env=env, stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, text=True)
     for n, p in procs.items():
         hello = json.loads(p.stdout.readline())  # type: ignore[union-attr]

@@ -63,7 +63,7 @@ from pitchfork.codegen.lut import LutMixin
 from pitchfork.codegen.span import SpanMixin
 from pitchfork.codegen.hvx_accumulate import start_from_fresh
 from pitchfork.codegen.memory import LoopFrame, MemoryMixin, clamped_ramp
-from pitchfork.codegen.parallel import THREADED_TARGETS, ParallelMixin
+from pitchfork.codegen.parallel import THREADED_TARGETS, ParallelMixin, refuse_async
 from pitchfork.codegen.reduce import REDUCE_OPS, split_reduce
 from pitchfork.frontend.htypes import HType
 from pitchfork.codegen.scalars import ScalarEmitter
@@ -113,6 +113,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
 
     # ---- function and arguments ------------------------------------------------------------
     def build(self) -> ir.Function:
+        refuse_async(self.stmt)
         ptr = ir.PointerType(ir.IntType(8))
         arg_types: list[ir.Type] = [ptr]
         layout: list[tuple[str, str, int, HType]] = []

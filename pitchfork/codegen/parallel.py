@@ -28,7 +28,10 @@ The caller leaves through its own failure path when `halide_do_par_for` returns 
 task's code, or its own (a runtime failure) if no task wrote one.
 
 Where there are no threads (hvx128: Hexagon's runtime threads do not run under qemu) the loop is
-emitted serially, with a `PitchforkSerialNote` warning that names it: never silently.
+emitted serially, with a `PitchforkSerialNote` warning that names it: never silently. Parallel loops
+nest (a task may call `halide_do_par_for` again, as Halide's do). `async()` producers (`fork` /
+`acquire` on semaphores, Halide's `halide_do_parallel_tasks`) are refused with a reason
+(`refuse_async`: a fallback to Halide); `prefetch` directives never reach the statement we compile.
 """
 
 from __future__ import annotations
@@ -51,6 +54,20 @@ PTR = ir.PointerType(I8)
 TASK_TYPE = ir.FunctionType(I32, [PTR, I32, PTR])
 #: targets whose runtime has threads we run (x86 in process, arm64 under qemu-aarch64)
 THREADED_TARGETS = frozenset({"x86-avx2", "arm64"})
+
+
+def refuse_async(stmt: H.Stmt) -> None:
+    """`async()` producers (Halide's `fork` and `acquire` on semaphores, run by its runtime's
+    `halide_do_parallel_tasks`) are not compiled: raise Unsupported naming them (a fallback to Halide's
+    compiler). Running them serially is not an answer: a producer blocks on a folding semaphore that
+    only its consumer releases."""
+    from pitchfork.codegen.base import Unsupported
+
+    for n in H.walk(stmt):
+        if isinstance(n, (H.Fork, H.Acquire)):
+            what = "fork" if isinstance(n, H.Fork) else "acquire"
+            raise Unsupported(f"async() producer ({what}: Halide's task semaphores, halide_do_parallel_tasks) "
+                              "is not compiled by PITCHFORK", n)
 
 
 class PitchforkSerialNote(UserWarning):
@@ -134,6 +151,11 @@ class ParallelMixin:
         shared_err = loaded[0]
         local_err = b.alloca(I32, name="task_err")
         b.store(I32(0), local_err)
+        # The body starts in a block of its own: `_entry_alloca` inserts at the start of the entry
+        # block, which would shift an IRBuilder positioned at that block's end.
+        body = task.append_basic_block("body")
+        b.branch(body)
+        b.position_at_end(body)
         scalars: dict[str, tuple[ir.Value, ScalarType]] = {}
         for name, k in scalar_slots.items():
             scalars[name] = (loaded[k], cg.scalars[name][1])

@@ -142,3 +142,35 @@ def test_hexagon_schedule_refused_without_hvx_as_halide_refuses_it(target: str) 
     g, inp = _offloaded()
     with pytest.raises(PipelineError, match="requires <Hexagon> but no compatible target feature"):
         pitchfork.compile(g, [inp], target=target, name="g_hex")
+
+
+def test_nested_parallel_loops() -> None:
+    """Parallel loops inside a task (c, then y, then x tiles): tasks calling halide_do_par_for."""
+    import halide as hl
+
+    x, y, c, xo, xi = hl.vars("x y c xo xi")
+    inp = hl.ImageParam(hl.UInt(8), 3, "input")
+    f = hl.Func("nested")
+    f[x, y, c] = hl.u8((hl.u16(inp[x, y, c]) * 3 + inp[x + 1, y, c]) >> 2)
+    f.split(x, xo, xi, 64).parallel(c).parallel(y).parallel(xo).vectorize(xi, 32)
+    prog = pitchfork.compile(f, [inp], target="x86-avx2", name="nested_par", fallback=False)
+    assert len(re.findall(r"call i32 @halide_do_par_for\(", prog.llvm_ir())) == 3
+    arr = np.random.default_rng(9).integers(0, 256, (3, 20, 257), dtype=np.uint8)
+    assert np.array_equal(prog(arr, size=[256, 20, 3], check=True), _reference(f, inp, arr, [256, 20, 3]))
+
+
+def test_async_producer_falls_back_naming_it() -> None:
+    import halide as hl
+
+    from pitchfork.api import PitchforkFallbackWarning
+
+    x, y = hl.vars("x y")
+    inp = hl.ImageParam(hl.UInt(8), 2, "input")
+    g, h = hl.Func("g_async"), hl.Func("h_async")
+    g[x, y] = inp[x, y] + 1
+    h[x, y] = g[x, y] + g[x, y + 1]
+    g.compute_at(h, y).store_root().async_()
+    with pytest.warns(PitchforkFallbackWarning, match=r"async\(\) producer \(fork"):
+        prog = pitchfork.compile(h, [inp], target="x86-avx2", name="h_async")
+    arr = np.random.default_rng(10).integers(0, 255, (9, 64), dtype=np.uint8)
+    assert np.array_equal(prog(arr, size=[64, 8]), _reference(h, inp, arr, [64, 8]))
