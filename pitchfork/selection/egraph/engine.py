@@ -12,6 +12,8 @@
    a time, and the budget (rounds, e-nodes, optionally seconds) stops the growth. A budget hit keeps
    the e-graph built so far;
 3. the cheapest term is extracted by pitchfork/cost.py's node cost (extract.py);
+0. the gate: greedy runs first, and when its result is already fully lifted (`needs_saturation`)
+   that is the answer (no e-graph);
 4. never worse than greedy: the greedy TRS runs on the extracted term (this is also where the lifting
    rules egglog cannot decide act, rules.py `greedy_only`) and on the input; the cheaper result by
    pitchfork.cost.cost wins (greedy's on a tie);
@@ -69,6 +71,7 @@ class Budget:
     nodes: int = 5_000
     seconds: Optional[float] = None
     lifts: Optional[int] = None  # e-nodes the lifting pass may lift per round (None: all)
+    gate: bool = True  # skip saturation when greedy's result is fully lifted (needs_saturation)
 
 
 #: the budget of selection (`select --engine egraph`, pitchfork.compile(engine="egraph")): whole
@@ -293,12 +296,41 @@ def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = 
     return res
 
 
+#: primitive arithmetic: a node of one of these over a computed operand is not fully lifted
+_ARITH = frozenset({"add", "sub", "mul", "div", "mod", "shl", "shr", "min", "max", "abs", "select", "and", "or",
+                    "xor", "not"})
+
+
+def needs_saturation(lifted: Term) -> bool:
+    """The gate in front of the e-graph: False when greedy's result is already fully lifted, i.e. no
+    primitive arithmetic node takes a computed (non-leaf) operand and no FPIR instruction takes a
+    constant 0 or 1 or, for the value-combining ones, any constant (which the equivalences might fold
+    or move). Such a result has nothing the equivalences could re-associate into another
+    instruction, so saturation is skipped (on the 16 benchmarks it skips most expressions)."""
+    from fpir.ops import spec
+
+    amounts = ("widening_shl", "widening_shr", "rounding_shr", "rounding_shl", "mul_shr", "rounding_mul_shr",
+               "saturating_shl")
+    for x in lifted.walk():
+        if not x.args:
+            continue
+        if x.op in _ARITH and any(a.args for a in x.args):
+            return True
+        if spec(x.op).kind == "fpir" and any(a.is_const and (a.value in (0, 1) or x.op not in amounts)
+                                            for a in x.args):
+            return True
+    return False
+
+
 def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
     from pitchfork.selection.lift import lift_with_stats, normalize_shift_constants
 
     t0 = time.perf_counter()
     norm = normalize_shift_constants(term)
     greedy_in, _ = lift_with_stats(norm, rs)
+    if budget.gate and not needs_saturation(greedy_in):
+        return EgraphResult(greedy_in, "greedy", note="greedy result fully lifted (no saturation)",
+                            greedy_term=greedy_in, seconds=time.perf_counter() - t0)
     try:
         extracted, res = saturate(norm, rs, budget)
     except Exception as e:  # egglog errors, unsupported input: greedy's answer, said in one line
