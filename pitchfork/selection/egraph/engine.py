@@ -72,11 +72,14 @@ class Budget:
     seconds: Optional[float] = None
     lifts: Optional[int] = None  # e-nodes the lifting pass may lift per round (None: all)
     gate: bool = True  # skip saturation when greedy's result is fully lifted (needs_saturation)
+    rlimit: int = 60_000_000  # Z3 resource limit of the translation validation (fpir.z3enc.DEFAULT_RLIMIT)
 
 
 #: the budget of selection (`select --engine egraph`, pitchfork.compile(engine="egraph")): whole
 #: programs have hundreds of expressions, so fewer rounds and e-nodes than a single `lift`
-SELECTION_BUDGET = Budget(rounds=2, nodes=1_500, lifts=300)
+#: programs, and a smaller Z3 resource limit for the translation validation (a proof that does not
+#: finish within it keeps greedy's result)
+SELECTION_BUDGET = Budget(rounds=2, nodes=1_500, lifts=300, rlimit=1_000_000)
 
 
 @dataclass
@@ -258,13 +261,14 @@ def _root_value(eg: object, name: str) -> object:
     return frozen.functions[name].rows[0].output
 
 
-def validate(original: Term, result: Term) -> str:
-    """'' if Z3 proves result == original (under the original's flag facts), else the reason."""
+def validate(original: Term, result: Term, rlimit: int = 60_000_000) -> str:
+    """'' if Z3 proves result == original (under the original's flag facts) within `rlimit`, else the
+    reason."""
     from fpir.z3enc import equivalent, flag_facts
 
     try:
         facts = flag_facts(original)
-        v = equivalent(original, result, assume=facts)
+        v = equivalent(original, result, assume=facts, rlimit=rlimit)
     except (ValueError, FPIRTypeError) as e:
         return f"translation validation failed: {e}"
     if v.status == "VALID":
@@ -341,7 +345,7 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
     res.extracted, res.greedy_term = extracted, greedy_in
     res.greedy_fired.update(stats.fired)
     if cost(greedy_e) < cost(greedy_in):
-        why = validate(term, greedy_e) if check else ""
+        why = validate(term, greedy_e, budget.rlimit) if check else ""
         if why:
             res.term, res.source = greedy_in, "greedy"
             res.note = "; ".join(x for x in (res.note, why + "; greedy result") if x)
