@@ -271,7 +271,7 @@ class ParallelMixin:
             cg.scalars[s.name] = (task.args[1], i32)
             cg.stmt_(s.body)
 
-        task = self._task_function(f"par_for.{_ident(s.name)}", TASK_TYPE, cl, body)
+        task = self._task_function(_unique(cg.module, cg.name, f"par_for.{_ident(s.name)}"), TASK_TYPE, cl, body)
         do_par_for = self._runtime_function(
             "halide_do_par_for", ir.FunctionType(I32, [PTR, TASK_TYPE.as_pointer(), I32, I32, PTR]))
         result = cg.b.call(do_par_for, [ir.Constant(PTR, None), task, lo, ext, closure])
@@ -314,7 +314,7 @@ class ParallelMixin:
                     cg.b.store(self._semaphore(a.semaphore, a), cg.b.gep(slot, [I32(0), I32(0)], inbounds=True))
                     cg.b.store(cg.scalar(a.count, a), cg.b.gep(slot, [I32(0), I32(1)], inbounds=True))
                 sems = cg.b.bitcast(sem_array, SEMAPHORE_ACQUIRE.as_pointer())
-            label = f"task.{_ident(loop.name)}" if loop is not None else f"task{next(cg._assert_ids)}"
+            label = _unique(cg.module, cg.name, f"task.{_ident(loop.name)}" if loop is not None else "task")
 
             def body(task: ir.Function, body_stmt: H.Stmt = body_stmt, loop: Optional[H.For] = loop) -> None:
                 if loop is None:
@@ -382,6 +382,15 @@ class ParallelMixin:
 
 class PitchforkSerialNote(UserWarning):
     """A parallel loop compiled as a serial loop (the target has no threads to run it on)."""
+
+
+def _unique(module: ir.Module, prefix: str, label: str) -> str:
+    """`label`, or `label.N`, such that `prefix.label` names nothing in `module` yet."""
+    k, out = 0, label
+    while f"{prefix}.{out}" in module.globals:
+        k += 1
+        out = f"{label}.{k}"
+    return out
 
 
 def _c_string(module: ir.Module, name: str, text: str) -> ir.Value:
