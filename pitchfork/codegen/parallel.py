@@ -51,15 +51,12 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from llvmlite import ir
 
 from pitchfork.codegen.base import BufferInfo, Unsupported, _ident
 from pitchfork.frontend import ir as H
-
-if TYPE_CHECKING:
-    from fpir.types import ScalarType
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
 PTR = ir.PointerType(I8)
@@ -122,7 +119,7 @@ def min_threads(s: H.Stmt) -> int:
     return max((min_threads(c) for c in H.children(s) if isinstance(c, H.Stmt)), default=0)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Closure:
     """The values a task reads, as one struct, and where each lies in it."""
 
@@ -358,7 +355,7 @@ class ParallelMixin:
         while isinstance(v, (H.Cast, H.Reinterpret)):
             v = v.value
         if not (isinstance(v, H.Call) and v.name == "alloca" and len(v.args) == 1
-                and isinstance(v.args[0], H.IntImm) and "semaphore" in str(value.type)):
+                and isinstance(v.args[0], H.IntImm) and "halide_semaphore_t" in value.type.handle):
             return False
         slot = cg._entry_alloca(ir.ArrayType(I8, max(16, v.args[0].value)), 16)
         cg.handles[name] = cg.b.bitcast(slot, PTR)
