@@ -252,8 +252,10 @@ def child(name: str, isa: str, repeat: int) -> dict[str, Any]:
     return {"bench": name, "isa": isa, "median": med, "errors": errors}
 
 
-def compile_rows(benches: list[str], isas: list[str], repeat: int, roots: list[Path]) -> list[dict[str, Any]]:
-    rows = []
+def compile_rows(benches: list[str], isas: list[str], repeat: int, roots: list[Path],
+                 progress: Any = None) -> list[dict[str, Any]]:
+    """One child per benchmark x ISA x checkout; `progress(rows)` is called after each (partial reports)."""
+    rows: list[dict[str, Any]] = []
     for name in benches:
         for isa in isas:
             for root in roots:  # before/after side by side: same benchmark, one after the other
@@ -268,6 +270,8 @@ def compile_rows(benches: list[str], isas: list[str], repeat: int, roots: list[P
                 rows.append(row)
                 print(f"{name:16s} {isa:9s} {root.name:14s} " + "  ".join(
                     f"{k} {v['total']:.2f}s" for k, v in row["median"].items()), flush=True)
+                if progress is not None:
+                    progress(rows)
     return rows
 
 
@@ -454,19 +458,29 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             data["selection"][str(root)] = json.loads(pr.stdout.strip().splitlines()[-1])
             print(f"selection {root.name}: {json.dumps(data['selection'][str(root)])[:300]}", flush=True)
+            _save(data, out)
     if not args.skip_compile:
         benches = args.bench or (["add", "sobel3x3", "matmul"] if args.quick else list(NAMES))
+        def progress(rows: list[dict[str, Any]]) -> None:  # partial results survive an interrupted run
+            data["compile"] = {"rows": rows, "summary": summarize(rows)}
+            _save(data, out)
+
         rows = compile_rows(benches, args.isa or list(ISAS), args.repeat or (1 if args.quick else 2),
-                            [r.resolve() for r in args.roots])
+                            [r.resolve() for r in args.roots], progress)
         data["compile"] = {"rows": rows, "summary": summarize(rows)}
-    (out / "results.json").write_text(json.dumps(data, indent=1))
-    md = markdown(data)
-    (out / "compile_time.md").write_text(md)
+    md = _save(data, out)
     plot(data, out / "compile_time.png")
     print(md)
     if args.write_results:
         write_results(md, ROOT / "benchmarks" / "RESULTS.md")
     return 0
+
+
+def _save(data: dict[str, Any], out: Path) -> str:
+    (out / "results.json").write_text(json.dumps(data, indent=1))
+    md = markdown(data)
+    (out / "compile_time.md").write_text(md)
+    return md
 
 
 def selection_child(quick: bool, out: str) -> dict[str, Any]:
