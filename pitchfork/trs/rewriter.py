@@ -10,6 +10,7 @@ would not lower the cost is recorded in `stats.not_decreasing`, never applied.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -49,9 +50,17 @@ class Rewriter:
 
     def rewrite(self, term: Term) -> Term:
         t0 = time.perf_counter()
+        # Python's cyclic collector is paused while rewriting: terms are acyclic (reference counting frees
+        # them) and the interned-term table only grows, so each full collection during a big rewrite
+        # would rescan every term made so far (a 640-term sum took 9.4x an 80-term one with it, 8.0x
+        # without). Re-enabled on the way out only if it was on (nested or concurrent rewrites).
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             return self._go(term)
         finally:
+            if collecting:
+                gc.enable()
             self.stats.seconds += time.perf_counter() - t0
 
     def _go(self, t: Term) -> Term:
