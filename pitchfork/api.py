@@ -46,7 +46,7 @@ from pitchfork.errors import UsageError
 from pitchfork.frontend.checks import check_arguments, refuse_deep_statement, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
 from pitchfork.frontend.params import halide_scalar_value, scalar_value
 from pitchfork.frontend.stmt import HalideParseError
-from pitchfork.targets import canonical
+from pitchfork.targets.target_strings import machine_target, parse_target
 
 if TYPE_CHECKING:
     from pitchfork.aot.call import PreparedCall
@@ -89,6 +89,12 @@ class CompiledPipeline:
     _kernel_fn: Any = field(default=None, repr=False)  # the x86 JIT'd function (ctypes), once
     #: output arrays of earlier calls, reused once the caller has dropped them (pitchfork.aot.call)
     _spare_outputs: dict = field(default_factory=dict, repr=False)
+    #: the Halide target string compiled for (`target` is its ISA; pitchfork/targets/target_strings.py)
+    halide_target: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.halide_target:
+            self.halide_target = TARGET_ALIASES[self.target]
 
     @property
     def is_fallback(self) -> bool:
@@ -116,7 +122,7 @@ class CompiledPipeline:
             p.write_bytes(aot_outputs(self)[2])
         else:
             pipeline, args = self._halide
-            pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.target))
+            pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.halide_target))
         return p
 
     def header(self) -> str:
@@ -131,7 +137,7 @@ class CompiledPipeline:
         pipeline, args = self._halide
         with tempfile.TemporaryDirectory() as d:
             f = Path(d) / f"{self.name}{suffix}"
-            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, _halide_target(self.target))
+            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, _halide_target(self.halide_target))
             return f.read_text()
 
     # ---- running ---------------------------------------------------------------------------
@@ -374,14 +380,67 @@ def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
     return arr, [0] * arr.ndim
 
 
+#: The statement-level loop passes, in the order they run: name -> (targets, default isels). Each is a
+#: Stmt -> Stmt rewrite the loop-nest codegen of either isel compiles; `passes=` / `disable_passes=`
+#: of `compile` switch them (issue 25: the benchmark harness gives LLVM alone the same passes to
+#: measure instruction selection alone). The codegen-level HVX restructurings (hvx_accumulate, valign
+#: loads, ...) are not in this list yet: they follow isel=pitchfork (issue 23's pass list).
+STATEMENT_PASSES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "dot_products": (("x86-avx2", "arm64", "hvx128"), ("pitchfork",)),
+    "hvx_windows": (("hvx128",), ("pitchfork",)),
+    "stream_taps": (("hvx128",), ("pitchfork",)),
+    "strided_stores": (("hvx128",), ("pitchfork",)),
+}
+
+
+def statement_passes(target: str, isel: str, passes: Optional[Sequence[str]] = None,
+                     disable_passes: Sequence[str] = ()) -> list[str]:
+    """The statement passes `compile` runs: `passes` (those for `target`, in pipeline order) or the
+    isel's defaults, minus `disable_passes`. Unknown names raise UsageError."""
+    for p in [*(passes or ()), *disable_passes]:
+        if p not in STATEMENT_PASSES:
+            raise UsageError(f"unknown pass {p!r}; the statement passes are {', '.join(STATEMENT_PASSES)}")
+    chosen = [p for p, (targets, isels) in STATEMENT_PASSES.items() if target in targets
+              and (p in passes if passes is not None else isel in isels)]
+    return [p for p in chosen if p not in disable_passes]
+
+
+def _run_statement_pass(name: str, stmt: Any, target: str, spec: Any) -> Any:
+    if name == "dot_products":  # add trees of products -> vector_reduce_add, so dot products are selected
+        # (the grouping is for udot: none without arm_dot_prod)
+        return stmt if "arm.udot" in spec.unavailable else rewrite_dot_products(stmt, target)
+    if name == "hvx_windows":  # one whole-register window per row across unrolled x steps
+        return share_hvx_windows(stmt)
+    if name == "stream_taps":  # [1 2 1] windows of one stream grouped (for vtmpy)
+        return group_stream_taps(stmt)
+    return merge_strided_stores(stmt)  # strided stores filling a range: one dense store
+
+
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True) -> CompiledPipeline:
-    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order)."""
+            name: str = "pipeline", fallback: bool = True, engine: str = "greedy",
+            passes: Optional[Sequence[str]] = None, disable_passes: Sequence[str] = ()) -> CompiledPipeline:
+    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
+    short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
+    `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError).
+    `engine` is the lifting engine of isel=pitchfork: "greedy" (the TRS) or "egraph"
+    (pitchfork/selection/egraph). `passes` (the statement passes to run, default: the isel's) and
+    `disable_passes`: `STATEMENT_PASSES`."""
     import halide as hl
 
-    target = canonical(target)
+    if engine != "greedy":
+        from pitchfork.selection.lift import ENGINES, lift_engine
+
+        if engine not in ENGINES:
+            raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        with lift_engine(engine):
+            return compile(pipeline_or_func, args, target, isel, name, fallback, passes=passes,
+                           disable_passes=disable_passes)
+
+    spec = parse_target(target)  # a short name or a Halide target string (pitchfork/targets/target_strings.py)
+    target = spec.isa
     if isel not in ("pitchfork", "llvm"):
         raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
+    run_passes = statement_passes(target, isel, passes, disable_passes)
     pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)
     args = check_arguments(pipeline, args)  # a list, with every Param the pipeline uses (no fallback)
     stats = CompileStats()
@@ -389,7 +448,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
     try:
         t0 = time.perf_counter()
         try:
-            captured = capture_stmt(pipeline, args, target)
+            captured = capture_stmt(pipeline, args, spec.halide)
         except CaptureError as e:
             refuse_if_halide_rejects(e, name, target)  # PipelineError: the fallback could not work either
             raise
@@ -399,13 +458,9 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         stmt = captured.parse()
         refuse_huge_vectors(stmt, name)
-        if isel == "pitchfork":  # add trees of products -> vector_reduce_add, so dot products are selected
-            stmt = rewrite_dot_products(stmt, target)
-            if target == "hvx128":  # one whole-register window per row across unrolled x steps;
-                stmt = share_hvx_windows(stmt)  # [1 2 1] windows of one stream grouped (for vtmpy)
-                stmt = group_stream_taps(stmt)
-                stmt = merge_strided_stores(stmt)  # strided stores filling a range: one dense store
-        cg = LoopNestCodegen(captured, stmt, target, isel, name)
+        for pass_name in run_passes:
+            stmt = _run_statement_pass(pass_name, stmt, target, spec)
+        cg = LoopNestCodegen(captured, stmt, target, isel, name, unavailable=spec.unavailable)
         cg.build()
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
         stats.selection_seconds = cg.stats.selection_seconds
@@ -413,16 +468,22 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         stats.vector_expressions = cg.stats.vector_exprs
         stats.asserts_checked, stats.asserts_skipped = cg.stats.asserts_checked, cg.stats.asserts_skipped
         t0 = time.perf_counter()
-        # isel=pitchfork on HVX: no AlignVectors, and 64-bit-lane products on 32-bit halves
-        # (compile_module); LLVM alone keeps LLVM's defaults and LLVM's own selection.
-        module = compile_module(str(cg.module), target, align_vectors=isel != "pitchfork",
-                                i64_halves=isel == "pitchfork")
+        # The same LLVM options for both isels (machine.backend_options, HVX_ALIGN_VECTORS). Only
+        # isel=pitchfork computes HVX 64-bit-lane products on 32-bit halves: that is instruction
+        # selection (which instructions compute a product), so LLVM alone keeps LLVM's own.
+        # Below HVX v66, what the instruction tables do not mark may still be an intrinsic LLVM cannot
+        # select for that version, and LLVM aborts the process then: compiled in a forked child, so
+        # it becomes a CompileError and a fallback naming the intrinsic.
+        module = compile_module(str(cg.module), machine_target(spec), i64_halves=isel == "pitchfork",
+                                isolate=spec.isa == "hvx128" and spec.hvx_version < 66)
         stats.llvm_seconds = time.perf_counter() - t0
-        return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages))
+        return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
+                                halide_target=spec.halide)
     except FALLBACK_ERRORS as e:
         if not fallback:
             raise
         reason = f"{type(e).__name__}: {e}"
         warnings.warn(f"PITCHFORK cannot compile {name} for {target} ({reason}); using Halide's own compiler",
                       PitchforkFallbackWarning, stacklevel=2)
-        return CompiledPipeline(target, isel, name, captured, None, stats, reason, (pipeline, list(args)))
+        return CompiledPipeline(target, isel, name, captured, None, stats, reason, (pipeline, list(args)),
+                                halide_target=spec.halide)

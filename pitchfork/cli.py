@@ -63,12 +63,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="hand-written rules only (ignore rules/synthesized/)")
     sub = parser.add_subparsers(dest="command", required=True)
     handlers = {}
+    extra_takers = {}
     for mod in _commands(argv):
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         handlers[mod.NAME] = mod.run
+        extra_takers[mod.NAME] = mod
     try:
-        args = parser.parse_args(argv)
+        # A command that declares EXTRA_ARGS takes the words argparse does not match (`pitchfork
+        # compile gen.py -g blur target=host lanes=32`: Halide's generator command line, whose
+        # KEY=VALUE words may follow the options); for the others they are an error, as before.
+        args, extra = parser.parse_known_args(argv)
+        if extra and not getattr(extra_takers.get(args.command), "EXTRA_ARGS", False):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.extra = extra
     except SystemExit as e:  # argparse printed usage and one error line (or --help)
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     from pitchfork.selection.synthesized import configure
