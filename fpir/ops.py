@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
-import z3
+from fpir.lazy import numpy as np
+from fpir.lazy import z3
 
 from fpir import primitives as pr
 from fpir import typerules as tr

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 
 from pitchfork.backend.machine import CompiledModule, CompileError, compile_module
-from pitchfork.frontend.capture import CaptureError, CapturedStmt, capture_stmt, halide_target
+from pitchfork.frontend.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.frontend.printer import to_text
 from pitchfork.passes.pipeline import PassList, resolve
@@ -47,7 +47,7 @@ from pitchfork.frontend.checks import (check_arguments, refuse_deep_statement, r
                                        refuse_huge_vectors, refuse_if_halide_rejects)
 from pitchfork.frontend.params import halide_scalar_value, scalar_value
 from pitchfork.frontend.stmt import HalideParseError
-from pitchfork.targets import canonical
+from pitchfork.targets.target_strings import machine_target, parse_target
 
 if TYPE_CHECKING:
     from pitchfork.aot.call import PreparedCall
@@ -90,6 +90,12 @@ class CompiledPipeline:
     _kernel_fn: Any = field(default=None, repr=False)  # the x86 JIT'd function (ctypes), once
     #: output arrays of earlier calls, reused once the caller has dropped them (pitchfork.aot.call)
     _spare_outputs: dict = field(default_factory=dict, repr=False)
+    #: the Halide target string compiled for (`target` is its ISA; pitchfork/targets/target_strings.py)
+    halide_target: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.halide_target:
+            self.halide_target = TARGET_ALIASES[self.target]
 
     @property
     def is_fallback(self) -> bool:
@@ -117,7 +123,7 @@ class CompiledPipeline:
             p.write_bytes(aot_outputs(self)[2])
         else:
             pipeline, args = self._halide
-            pipeline.compile_to_object(str(p), list(args), self.name, halide_target(self.target))
+            pipeline.compile_to_object(str(p), list(args), self.name, halide_target(self.halide_target))
         return p
 
     def header(self) -> str:
@@ -132,7 +138,7 @@ class CompiledPipeline:
         pipeline, args = self._halide
         with tempfile.TemporaryDirectory() as d:
             f = Path(d) / f"{self.name}{suffix}"
-            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, halide_target(self.target))
+            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, halide_target(self.halide_target))
             return f.read_text()
 
     # ---- running ---------------------------------------------------------------------------
@@ -383,16 +389,29 @@ def _log(title: str, text: str) -> None:
 
 
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True, passes: Optional[Sequence[str]] = None,
-            disable_passes: Sequence[str] = ()) -> CompiledPipeline:
-    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order).
-
-    The passes run are pitchfork.passes.pipeline's list for (target, isel): `passes` (names) narrows
-    it to those, `disable_passes` removes names from it (`pitchfork compile --print-passes` lists
-    them); an unknown name is a UsageError listing the valid ones."""
+            name: str = "pipeline", fallback: bool = True, engine: str = "greedy",
+            passes: Optional[Sequence[str]] = None, disable_passes: Sequence[str] = ()) -> CompiledPipeline:
+    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
+    short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
+    `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError).
+    `engine` is the lifting engine of isel=pitchfork: "greedy" (the TRS) or "egraph"
+    (pitchfork/selection/egraph). The passes run are pitchfork.passes.pipeline's list for (target,
+    isel) (`pitchfork compile --print-passes`): `passes` names the loop passes to run instead of the
+    isel's, `disable_passes` removes passes by name; a name that is no pass is a UsageError listing
+    the valid ones."""
     import halide as hl
 
-    target = canonical(target)
+    if engine != "greedy":
+        from pitchfork.selection.lift import ENGINES, lift_engine
+
+        if engine not in ENGINES:
+            raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+        with lift_engine(engine):
+            return compile(pipeline_or_func, args, target, isel, name, fallback, passes=passes,
+                           disable_passes=disable_passes)
+
+    spec = parse_target(target)  # a short name or a Halide target string (pitchfork/targets/target_strings.py)
+    target = spec.isa
     if isel not in ("pitchfork", "llvm"):
         raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
     plist = resolve(target, isel, None if passes is None else list(passes), list(disable_passes))
@@ -404,7 +423,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
     try:
         t0 = time.perf_counter()
         try:
-            captured = capture_stmt(pipeline, args, target)
+            captured = capture_stmt(pipeline, args, spec.halide)
         except CaptureError as e:
             refuse_if_halide_rejects(e, name, target)  # PipelineError: the fallback could not work either
             raise
@@ -414,8 +433,8 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         stmt = captured.parse()
         refuse_huge_vectors(stmt, name)
-        stmt = run_loop_passes(stmt, plist, name, debug)
-        cg = LoopNestCodegen(captured, stmt, target, isel, name, plist)
+        stmt = run_loop_passes(stmt, plist, name, debug, spec.unavailable)
+        cg = LoopNestCodegen(captured, stmt, target, isel, name, unavailable=spec.unavailable, passes=plist)
         cg.build()
         if debug >= 2:
             _log(f"{name}: LLVM IR from codegen", str(cg.module))
@@ -425,31 +444,42 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         stats.vector_expressions = cg.stats.vector_exprs
         stats.asserts_checked, stats.asserts_skipped = cg.stats.asserts_checked, cg.stats.asserts_skipped
         t0 = time.perf_counter()
-        # The backend passes (hvx128, isel=pitchfork by default): no AlignVectors, 64-bit-lane products
-        # on 32-bit halves, pair forms only where they cost no packet; LLVM alone keeps LLVM's defaults.
-        module = compile_module(str(cg.module), target, align_vectors=not plist.on("hvx_no_align_vectors"),
-                                i64_halves=plist.on("hvx_i64_halves"), pairs=plist.on("hvx_pairs"),
+        # The same LLVM options for both isels (machine.backend_options, HVX_ALIGN_VECTORS). The backend
+        # passes of the list (hvx128, isel=pitchfork by default): 64-bit-lane products on 32-bit halves
+        # (instruction selection: which instructions compute a product, so LLVM alone keeps LLVM's own),
+        # pair forms only where they cost no packet.
+        # Below HVX v66, what the instruction tables do not mark may still be an intrinsic LLVM cannot
+        # select for that version, and LLVM aborts the process then: compiled in a forked child, so
+        # it becomes a CompileError and a fallback naming the intrinsic.
+        module = compile_module(str(cg.module), machine_target(spec), i64_halves=plist.on("hvx_i64_halves"),
+                                pairs=plist.on("hvx_pairs"), isolate=spec.isa == "hvx128" and spec.hvx_version < 66,
                                 trace=(lambda stage, text: _log(f"{name}: LLVM IR after {stage}", text))
                                 if debug >= 2 else None)
         stats.llvm_seconds = time.perf_counter() - t0
-        return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages))
+        return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
+                                halide_target=spec.halide)
     except FALLBACK_ERRORS as e:
         if not fallback:
             raise
         reason = f"{type(e).__name__}: {e}"
         warnings.warn(f"PITCHFORK cannot compile {name} for {target} ({reason}); using Halide's own compiler",
                       PitchforkFallbackWarning, stacklevel=2)
-        return CompiledPipeline(target, isel, name, captured, None, stats, reason, (pipeline, list(args)))
+        return CompiledPipeline(target, isel, name, captured, None, stats, reason, (pipeline, list(args)),
+                                halide_target=spec.halide)
 
 
-def run_loop_passes(stmt: Any, plist: PassList, name: str = "pipeline", debug: int = 0) -> Any:
+def run_loop_passes(stmt: Any, plist: PassList, name: str = "pipeline", debug: int = 0,
+                    unavailable: frozenset[str] = frozenset()) -> Any:
     """`stmt` through the loop passes of `plist`, in order; with `debug` >= 1 the statement after
-    parsing and after each pass on stderr (Halide's printer syntax, pitchfork.frontend.printer)."""
+    parsing and after each pass on stderr (Halide's printer syntax, pitchfork.frontend.printer).
+    dot_products groups products for udot: skipped when the target's features lack it."""
     if debug >= 1:
         _log(f"{name}: passes for {plist.target}, isel={plist.isel}", ", ".join(plist.names) or "(none)")
         _log(f"{name}: statement after parsing", to_text(stmt))
     for p in plist.of_kind("loop"):
         assert p.run is not None
+        if p.name == "dot_products" and "arm.udot" in unavailable:
+            continue
         stmt = p.run(stmt, plist.target)
         if debug >= 1:
             _log(f"{name}: statement after {p.name}", to_text(stmt))

@@ -17,8 +17,8 @@ Dask cluster, and get the same answer everywhere.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from fpir.opspec import OPS
 from fpir.term import Term
@@ -27,6 +27,9 @@ from fpir.text import parse
 from fpir.types import ScalarType, u1
 from synth.corpus import canonical, rebuild
 from synth.search import Grammar, constant_leaves, lhs_types, synthesize
+
+if TYPE_CHECKING:
+    from synth.rulesnap import RuleSnapshot
 
 SKIP_LIFT_OPS = frozenset({"div", "mod", "var", "const"})
 BOOL_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "select"})
@@ -48,7 +51,7 @@ LOWER_PRIMS = (
 )
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
 #: are not reused
-SEARCH_VERSION = {"lift": 4, "lower": 5}
+SEARCH_VERSION = {"lift": 7, "lower": 8}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -62,13 +65,19 @@ class Task:
     generalize: bool = True
     #: names of existing rules to leave out of the baseline TRS (to show that synthesis finds them)
     hide: tuple[str, ...] = ()
+    #: digest of the rules the task is planned against (synth/rulesnap.py `stage_digest`)
+    rules: str = ""
 
     @property
     def key(self) -> str:
         hide = ",".join(self.hide)
+        if len(hide) > 120:  # a bring-up hides hundreds of rules: their digest keeps cache lines short
+            import hashlib
+
+            hide = "sha1:" + hashlib.sha1(hide.encode()).hexdigest()[:16]
         return (
             f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
-            f"{int(self.generalize)}|{hide}"
+            f"{int(self.generalize)}|{hide}|{self.rules}"
         )
 
 
@@ -88,15 +97,23 @@ def _explicit_forms(op: str, types: set[ScalarType]) -> list[tuple[str, Optional
     return [(op, None)]
 
 
+def _free(t: Term) -> bool:
+    """A reinterpret or a same-width cast: no instruction on any target."""
+    from synth.cost import same_width_cast
+
+    return t.op == "reinterpret" or same_width_cast(t)
+
+
 def free_reinterpret_width(term: Term) -> int:
-    """The width part of the lifting cost with reinterprets free (they are on every target)."""
-    return sum(sum(a.type.bits for a in t.args) for t in term.walk() if t.args and t.op != "reinterpret")
+    """The width part of the lifting cost with reinterprets (and same-width casts) free."""
+    return sum(sum(a.type.bits for a in t.args) for t in term.walk() if t.args and not _free(t))
 
 
 def op_count(term: Term) -> int:
-    """Operations other than reinterprets: a lifting rule must not add instructions (the width-first
-    cost would otherwise trade `min(x_u16, 255)` for a narrowing and a widening)."""
-    return sum(1 for t in term.walk() if t.args and t.op != "reinterpret")
+    """Operations other than reinterprets and same-width casts: a lifting rule must not add
+    instructions (the width-first cost would otherwise trade `min(x_u16, 255)` for a narrowing and a
+    widening)."""
+    return sum(1 for t in term.walk() if t.args and not _free(t))
 
 
 def lifting_grammar(lhs: Term, current: Term) -> Grammar:
@@ -140,7 +157,8 @@ def lifting_grammar(lhs: Term, current: Term) -> Grammar:
 
 
 def lowering_grammar(lhs: Term, isa: str) -> Grammar:
-    from pitchfork.targets import load_target, target_cost
+    from pitchfork.targets import load_target
+    from synth.cost import lowering_cost
 
     load_target(isa)
     types = set(lhs_types(lhs))
@@ -156,6 +174,9 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
     for name in LOWER_PRIMS:
         if name != "reinterpret" and (name in used or name in ("cast", "add", "shl", "shr")):
             forms += _explicit_forms(name, {t for t in types if t.bits > 1})
+    # the left side's lane-combining primitives (a reduction the ISA lowers generically is a
+    # candidate too; the bank evaluates them over lane groups, synth/bank.py)
+    forms += [(name, None) for name in sorted(used) if name in OPS and OPS[name].reduce is not None]
     forms += _explicit_forms("reinterpret", {t for t in types if t.bits > 1})  # level 0: last
 
     def level(op: str, ts: tuple[ScalarType, ...]) -> int:
@@ -166,7 +187,7 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
 
     leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types))
     key = f"lower:{isa}:{';'.join(to_text(x) + ':' + x.type.name for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
-    return Grammar(leaves, tuple(forms), frozenset(types), target_cost, level, lambda c: c[0] - 1, key=key)
+    return Grammar(leaves, tuple(forms), frozenset(types), lowering_cost, level, lambda c: c[0] - 1, key=key)
 
 
 def _lift_side(term: Term, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
@@ -189,11 +210,35 @@ def _lower_side(term: Term, isa: str, hide: tuple[str, ...] = ()) -> tuple[Term,
     return seen, expand_fpir(rw.rewrite(term), TARGET_MAX_BITS.get(isa, 64))
 
 
-def run_task(task: Task) -> dict[str, Any]:
-    """Run one task; never raises (an internal error is a rejection with its reason)."""
+def _normal_form(stage: str, hide: tuple[str, ...]) -> Callable[[Term], bool]:
+    """Whether the stage's current TRS leaves a term as it is (search.Grammar.normal)."""
+    from pitchfork.trs.rewriter import Rewriter
+
+    if stage == "lift":
+        from pitchfork.selection.lift import lift_rules
+
+        rw = Rewriter(_without(lift_rules(), hide))
+    else:
+        from pitchfork.targets import load_target
+
+        info = load_target(stage)
+        rw = Rewriter(_without(info.rules, hide), cost=info.cost)
+    return lambda t: rw.rewrite(t) == t
+
+
+def run_task(task: Task, snap: Optional["RuleSnapshot"] = None) -> dict[str, Any]:
+    """Run one task against the rules of `snap` (synth/rulesnap.py; None: whatever this process has
+    loaded); never raises (an internal error is a rejection with its reason)."""
     t0 = time.perf_counter()
     out: dict[str, Any] = {"task": asdict(task), "key": task.key, "status": "error", "seconds": 0.0}
     try:
+        if snap is not None:
+            from synth.rulesnap import activate
+
+            stage = "lift" if task.kind == "lift" else f"lower:{task.isa}"
+            if task.rules and snap.stage_digest(stage) != task.rules:
+                raise ValueError(f"task planned against rules {task.rules}, shipped {snap.stage_digest(stage)}")
+            activate(snap)
         out.update(_run(task))
     except Exception as e:  # noqa: BLE001 - a task's failure is data for the summary, not a crash
         out.update(status="error", reason=f"{type(e).__name__}: {e}")
@@ -209,14 +254,14 @@ def _run(task: Task) -> dict[str, Any]:
         from pitchfork.selection.cost import cost
 
         seen, cur = _lift_side(term, task.hide)
-        grammar = lifting_grammar(seen, cur)
+        grammar = replace(lifting_grammar(seen, cur), normal=_normal_form("lift", task.hide))
         bound = cost(cur)
     else:
-        from pitchfork.targets import target_cost
+        from synth.cost import lowering_cost
 
         seen, cur = _lower_side(term, task.isa, task.hide)
-        grammar = lowering_grammar(seen, task.isa)
-        c = target_cost(cur)
+        grammar = replace(lowering_grammar(seen, task.isa), normal=_normal_form(task.isa, task.hide))
+        c = lowering_cost(cur)
         bound = (c[0], 0, 0)  # strictly fewer instructions
     seen = canonical(seen)
     info: dict[str, Any] = {"seen": to_text(seen), "current": to_text(cur), "bound": list(bound)}
@@ -229,6 +274,7 @@ def _run(task: Task) -> dict[str, Any]:
         terms=res.terms,
         solver_calls=res.solver_calls,
         rounds=res.rounds,
+        pruned=res.pruned,
     )
     if res.status != "found":
         status = {"exhausted": "optimal", "budget": "budget", "solver": "solver"}[res.status]

@@ -17,7 +17,8 @@ pass (pitchfork/frontend/capture.py), parsed by pitchfork/frontend/stmt.py. This
 * selects instructions for every vector expression (pitchfork.selection.lower.select_instructions, isel
   pitchfork or llvm) and emits them with pitchfork.codegen.expr; scalar expressions (indices, bounds)
   are emitted with the same exact semantics, without lifting;
-* emits loops (serial; Halide's parallel/unrolled loops run serially), lets, dense vector
+* emits loops (serial; unrolled loops as serial ones; parallel loops as Halide's task functions
+  run by its runtime's `halide_do_par_for`, codegen_parallel.py), lets, dense vector
   loads/stores (with the alignment Halide's `aligned(m, r)` and the base pointer prove; scoped-alias
   metadata per buffer; `inbounds` addressing; scalar index arithmetic with `nsw`, see scalars.py), gathers/scatters for other indices (lane loops), predicated loads and
   stores (TailStrategy Predicate*/GuardWithIf tails: llvm.masked.load/store, or lane loops that skip
@@ -63,6 +64,7 @@ from pitchfork.codegen.lut import LutMixin
 from pitchfork.codegen.span import SpanMixin
 from pitchfork.codegen.hvx_accumulate import start_from_fresh
 from pitchfork.codegen.memory import LoopFrame, MemoryMixin, clamped_ramp
+from pitchfork.codegen.parallel import THREADED_TARGETS, ParallelMixin, refuse_async
 from pitchfork.codegen.reduce import REDUCE_OPS, split_reduce
 from pitchfork.frontend.htypes import HType
 from pitchfork.codegen.scalars import ScalarEmitter
@@ -85,10 +87,12 @@ if TYPE_CHECKING:
 NO_BUILTINS: tuple[str, ...] = ("memcpy",)  # every target
 
 
-class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
+class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixin):
     def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline",
-                 passes: Optional[PassList] = None) -> None:
+                 unavailable: frozenset[str] = frozenset(), passes: Optional[PassList] = None) -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
+        #: target instructions the target's features lack (pitchfork/targets/target_strings.py: no rule selects them)
+        self.unavailable = unavailable
         #: the passes this compile runs (pitchfork.passes.pipeline); codegen reads its "codegen" ones
         self.passes = passes if passes is not None else default_passes(target, isel)
         self.module = ir.Module(name=name)
@@ -110,9 +114,15 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         self.assert_messages: dict[int, str] = {}
         #: the serial loops being emitted, outermost first (see MemoryMixin._loop_copy)
         self._loops: list[LoopFrame] = []
+        #: semaphores (`struct halide_semaphore_t *` lets of async producers) by name, and the task
+        #: system's parent argument of the task function being emitted (None outside one): parallel.py
+        self.handles: dict[str, ir.Value] = {}
+        self.task_parent: Optional[ir.Value] = None
 
     # ---- function and arguments ------------------------------------------------------------
     def build(self) -> ir.Function:
+        if self.target not in THREADED_TARGETS:
+            refuse_async(self.stmt)  # (no runtime threads to run producer and consumer on)
         ptr = ir.PointerType(ir.IntType(8))
         arg_types: list[ir.Type] = [ptr]
         layout: list[tuple[str, str, int, HType]] = []
@@ -215,6 +225,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
                 buf = self._buffer_of(value.args[0], node)
                 self.buffers[name] = buf
                 return
+            if self._bind_semaphore(name, value):  # (struct halide_semaphore_t *)alloca(16): parallel.py
+                return
             raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
         if t.is_float and t.is_scalar:
             self.fscalars[name] = FloatEmitter(self, node).emit(value)
@@ -268,8 +280,15 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         self.b.position_at_end(after)
 
     def _s_For(self, s: H.For) -> None:
-        if s.device_api:
+        if s.device_api and not (s.device_api == "Hexagon" and self.target == "hvx128"):
+            # (`.hexagon()` on hvx128: we compile for the Hexagon core itself, so the offloaded
+            # loop, `for<Hexagon> (f.s0.__outermost, 0, 1)`, is compiled in place)
             raise Unsupported(f"loop {s.name} offloaded to {s.device_api}", s)
+        if s.kind == "parallel":
+            if self.target in THREADED_TARGETS:
+                self._parallel_for(s, self.scalar(s.min, s), self.scalar(s.extent, s))
+                return
+            self._serial_note(s)
         lifted = hoist_allocations(s) if self.passes.on("hoist_allocations") else None
         if lifted is not None:
             self.stmt_(lifted)
@@ -308,6 +327,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
     def _s_Evaluate(self, s: H.Evaluate) -> None:
         v = s.value
         if isinstance(v, H.IntImm):
+            return
+        if self._semaphore_call(v, s):  # halide_semaphore_init / _release (parallel.py)
             return
         raise Unsupported(f"evaluated call {_show(v)}", s)
 
@@ -458,7 +479,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
             return hit.final
         from pitchfork.selection.lower import select_instructions
 
-        sel = select_instructions(term, self.target, self.isel, self._streams(term))
+        sel = select_instructions(term, self.target, self.isel, self._streams(term), self.unavailable)
         self.selections.append((node, sel))
         self.stats.vector_exprs += 1
         self.stats.selection_seconds += sel.seconds

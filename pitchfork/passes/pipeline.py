@@ -14,9 +14,9 @@ it (`format_passes`). Three kinds, run in this order:
   rewrite of the optimised IR. A `required` one works around a Hexagon backend abort ("Cannot select")
   or miscompile and cannot be disabled.
 
-`resolve(target, isel, passes=None, disable=())` is the list a compile runs: the applicable passes,
-narrowed to `passes` (names) if given, minus `disable`. Names outside the applicable list are refused
-with a UsageError listing the valid ones.
+`resolve(target, isel, passes=None, disable=())` is the list a compile runs: the applicable passes
+(`passes`, if given, names the loop passes instead of the isel's), minus `disable`. A name that is no
+pass is refused with a UsageError listing the valid ones.
 
 Invariant: the default list for a (target, isel) is exactly what compile() ran before the order was
 data (the harness's static estimates are unchanged); each pass keeps the program's results bit-exact,
@@ -26,7 +26,7 @@ so disabling any optional pass changes only the code, never the values it comput
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Literal, Optional
+from typing import Callable, Literal, Optional, Sequence
 
 from pitchfork.errors import UsageError
 from pitchfork.frontend import ir as H
@@ -128,10 +128,6 @@ PASSES: tuple[Pass, ...] = (
          "gather as fallback; same bytes",
          ("arm64", "hvx128"), BOTH),
     # ---- backend: around LLVM's O3 (pitchfork.backend.machine) ------------------------------------
-    Pass("hvx_no_align_vectors", "backend",
-         "HexagonVectorCombine's AlignVectors off: plain vmemu instead of aligned loads + predicate "
-         "shuffles; same values",
-         ("hvx128",), PF),
     Pass("hvx_predicate_selects", "backend",
          "selects between two multi-register <N x i1> vectors (InstCombine's) as and/xor/or: LLVM 22 "
          "cannot select them; same lanes",
@@ -192,28 +188,44 @@ def default_passes(target: str, isel: str) -> PassList:
 
 def resolve(target: str, isel: str, passes: Optional[list[str] | tuple[str, ...]] = None,
             disable: list[str] | tuple[str, ...] = ()) -> PassList:
-    """The list a compile runs: the applicable passes (narrowed to `passes` if given; required ones
-    always stay), minus `disable`. UsageError for a name that is not an applicable pass, or a required
-    one disabled."""
-    valid = passes_for(target, isel)
-    names = {p.name for p in valid}
+    """The list a compile runs. `passes` names the *loop* passes to run instead of the isel's defaults
+    (any isel: the benchmark harness gives LLVM alone the same loop passes, to measure instruction
+    selection alone; names of loop passes for other targets are ignored); the codegen and backend
+    passes are the isel's. `disable` removes names (a pass that does not run here is ignored).
+    UsageError for a name that is no pass (listing this target's), a non-loop name in `passes`, or a
+    required pass disabled."""
+    mine = [p for p in PASSES if target in p.targets]
 
     def check(given: list[str] | tuple[str, ...]) -> None:
         for n in given:
-            if n not in names:
-                what = f"pass {n!r} does not run" if n in BY_NAME else f"unknown pass {n!r}"
-                raise UsageError(f"{what} for {target} with isel={isel}; its passes: "
-                                 f"{', '.join(p.name for p in valid)}")
+            if n not in BY_NAME:
+                raise UsageError(f"unknown pass {n!r}; the passes for {target} with isel={isel}: "
+                                 f"{', '.join(p.name for p in passes_for(target, isel))}")
 
     check(list(disable))
     required = [n for n in disable if BY_NAME[n].required]
     if required:
         raise UsageError(f"pass {required[0]!r} cannot be disabled: {BY_NAME[required[0]].doc}")
-    keep = names
     if passes is not None:
         check(list(passes))
-        keep = set(passes) | {p.name for p in valid if p.required}
-    return PassList(target, isel, tuple(p for p in valid if p.name in keep and p.name not in set(disable)))
+        other = [n for n in passes if BY_NAME[n].kind != "loop"]
+        if other:
+            raise UsageError(f"passes= names loop passes ({', '.join(STATEMENT_PASSES)}); {other[0]!r} is a "
+                             f"{BY_NAME[other[0]].kind} pass (use disable_passes= to turn it off)")
+    chosen = [p for p in mine if (p.name in passes if passes is not None and p.kind == "loop" else isel in p.isels)]
+    return PassList(target, isel, tuple(p for p in chosen if p.name not in set(disable)))
+
+
+#: The loop passes: name -> (targets, isels that run it by default) (the benchmark harness's view).
+STATEMENT_PASSES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    p.name: (p.targets, p.isels) for p in PASSES if p.kind == "loop"}
+
+
+def statement_passes(target: str, isel: str, passes: Optional[Sequence[str]] = None,
+                     disable_passes: Sequence[str] = ()) -> list[str]:
+    """The names of the loop passes `compile` runs for these arguments, in order."""
+    return [p.name for p in resolve(target, isel, None if passes is None else list(passes),
+                                    list(disable_passes)).of_kind("loop")]
 
 
 def format_passes(plist: PassList) -> str:

@@ -192,9 +192,11 @@ def _canonical_target(target: object) -> str:
         return str(name)
 
 
-def select_instructions(term: Term, target: str, isel: str = "pitchfork", streams: Optional[Streams] = None) -> Selection:
+def select_instructions(term: Term, target: str, isel: str = "pitchfork", streams: Optional[Streams] = None,
+                        unavailable: frozenset[str] = frozenset()) -> Selection:
     """`term` lifted, lowered for `target` and expanded (isel=llvm: expanded only). `streams` are the
-    frontend's facts about which leaves read one stream of memory (`stream(...)` rule predicates)."""
+    frontend's facts about which leaves read one stream of memory (`stream(...)` rule predicates);
+    `unavailable`: target instructions the target's features lack (no rule producing one is used)."""
     import time
 
     from pitchfork.targets import load_target
@@ -206,11 +208,19 @@ def select_instructions(term: Term, target: str, isel: str = "pitchfork", stream
         return Selection(term, term, term, final, seconds=time.perf_counter() - t0)
     if isel != "pitchfork":
         raise ValueError(f"isel must be 'pitchfork' or 'llvm', not {isel!r}")
-    from pitchfork.selection.lift import lifter, normalize_shift_constants
+    from pitchfork.selection.lift import current_engine, lifter, normalize_shift_constants
 
     lw = lifter()
-    lifted = lw.rewrite(normalize_shift_constants(term))
-    info = load_target(target)
+    if current_engine() == "egraph":  # equality saturation (pitchfork/selection/egraph), never worse than greedy
+        from pitchfork.selection.egraph.engine import SELECTION_BUDGET, lift_egraph
+
+        res = lift_egraph(term, lw.rules, SELECTION_BUDGET)
+        lifted = res.term
+        lw.stats.fired.update(res.greedy_fired)
+        lw.stats.seconds = res.seconds
+    else:
+        lifted = lw.rewrite(normalize_shift_constants(term))
+    info = load_target(target, unavailable=unavailable)
     rw = Rewriter(info.rules, cost=info.cost, streams=streams)
     lowered = rw.rewrite(lifted)
     final = expand_fpir(lowered, max_bits)

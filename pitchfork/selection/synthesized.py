@@ -17,6 +17,7 @@ loader itself. The lifting and lowering rule sets are cached per setting, so swi
 
 from __future__ import annotations
 
+import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,6 +37,31 @@ class SynthConfig:
 
 
 _CONFIG = SynthConfig()
+#: where the synthesized rule files are read from (None: SYNTH_DIR); set by `set_directory`, or
+#: for a whole process (and its children: the ablation harness measuring a synthesis run's output
+#: folder) by the environment variable PITCHFORK_SYNTH_DIR
+_DIRECTORY: Optional[Path] = Path(os.environ["PITCHFORK_SYNTH_DIR"]) if os.environ.get("PITCHFORK_SYNTH_DIR") else None
+
+
+def rules_directory() -> Path:
+    """The folder the synthesized rule files (and withdrawn.txt) are loaded from."""
+    return _DIRECTORY if _DIRECTORY is not None else SYNTH_DIR
+
+
+def set_directory(path: Optional[str | Path]) -> Optional[Path]:
+    """Load synthesized rules from `path` (None: rules/synthesized/) from now on; returns the previous
+    setting. The cached rule sets are dropped (pitchfork-synth points each task at the rule set it
+    was planned with, synth/rulesnap.py)."""
+    global _DIRECTORY
+    prev = _DIRECTORY
+    _DIRECTORY = None if path is None else Path(path)
+    if prev != _DIRECTORY:
+        from pitchfork.selection.lift import _lift_rules
+        from pitchfork.targets import _load_target
+
+        _lift_rules.cache_clear()
+        _load_target.cache_clear()
+    return prev
 
 
 def current() -> SynthConfig:
@@ -97,7 +123,7 @@ def withdrawn(directory: str | Path = "") -> dict[str, str]:
     """Rule name -> reason, from `<directory>/withdrawn.txt` (default rules/synthesized/): verified
     rules that the benchmark harness measured to make code slower. Synthesis finds them again (its
     cost model prefers them), so the writer skips them and the compiler does not load them."""
-    p = Path(directory or SYNTH_DIR) / "withdrawn.txt"
+    p = Path(directory or rules_directory()) / "withdrawn.txt"
     out: dict[str, str] = {}
     if p.exists():
         for ln in p.read_text().splitlines():
@@ -119,12 +145,14 @@ def load_rules(path: str | Path, exclude_from: Iterable[str] = ()) -> list[Rule]
     lines = p.read_text().splitlines()
     lines = ["" if (excluded & set(provenance(ln))) or ln.split(":", 1)[0].strip() in gone else ln
              for ln in lines]
-    return parse_rules("\n".join(lines), str(p))
+    from pitchfork.trs.cache import parse_rules_cached
+
+    return parse_rules_cached("\n".join(lines), str(p), parse_rules)
 
 
 def synthesized_files(stem: str) -> list[Path]:
-    """rules/synthesized/<stem>.rules (stem: "lift" or "lower_<isa stem>") when it exists."""
-    p = SYNTH_DIR / f"{stem}.rules"
+    """<rules_directory()>/<stem>.rules (stem: "lift" or "lower_<isa stem>") when it exists."""
+    p = rules_directory() / f"{stem}.rules"
     return [p] if p.exists() else []
 
 
