@@ -38,6 +38,7 @@ import numpy as np
 from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
 from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.halide.link_check import undefined_calls
 from pitchfork.halide.dot_products import rewrite_stmt as rewrite_dot_products
 from pitchfork.halide.hvx_windows import rewrite_stmt as share_hvx_windows
 from pitchfork.halide.stream_taps import rewrite_stmt as group_stream_taps
@@ -190,7 +191,7 @@ class CompiledPipeline:
         size = self._output_size(size, first_extents)
         shape = tuple(reversed(size))
         for out in outs:
-            args.append(Buffer(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype), is_output=True))
+            args.append(Buffer(np.zeros(shape, dtype=_elem_dtype(out.types[0].elem)), is_output=True))
             stride = 1
             for d in range(out.dimensions):
                 args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
@@ -418,6 +419,10 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         module = compile_module(str(cg.module), target, align_vectors=isel != "pitchfork",
                                 i64_halves=isel == "pitchfork")
         stats.llvm_seconds = time.perf_counter() - t0
+        missing = undefined_calls(module.assembly(), target)
+        if missing:  # would fail to link at the first call: refused now (link_check.py)
+            raise Unsupported(f"the kernel calls {', '.join(missing)}, which {target} code cannot call here "
+                              "(no C library on the Hexagon harness)")
         return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages))
     except FALLBACK_ERRORS as e:
         if not fallback:

@@ -57,7 +57,7 @@ from pitchfork.halide.codegen_base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDEN
                                            Unsupported, _assert_text, _ident, _show, _storage, fpir_type,
                                            type_code)
 from pitchfork.halide.codegen_expr import ExprConverter
-from pitchfork.halide.codegen_float import FloatEmitter
+from pitchfork.halide.codegen_float import FloatEmitter, is_strict
 from pitchfork.halide.codegen_lut import LutMixin
 from pitchfork.halide.codegen_span import SpanMixin
 from pitchfork.halide.hvx_accumulate import start_from_fresh
@@ -105,6 +105,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         self.assert_messages: dict[int, str] = {}
         #: the serial loops being emitted, outermost first (see MemoryMixin._loop_copy)
         self._loops: list[LoopFrame] = []
+        #: `value` leaves: vectors computed in floating point and converted (codegen_expr._float_scalar)
+        self.values: dict[int, ir.Value] = {}  # by id() of the Leaf, which self.leaves keeps alive
+        #: strict_float code: no fast-math flags on any float instruction (codegen_float.py)
+        self.strict_float = is_strict(captured.text)
 
     # ---- function and arguments ------------------------------------------------------------
     def build(self) -> ir.Function:
@@ -211,7 +215,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
                 self.buffers[name] = buf
                 return
             raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
-        if t.is_float and t.is_scalar:
+        if t.is_float:  # scalar or vector: emitted here, where Halide's let is
             self.fscalars[name] = FloatEmitter(self, node).emit(value)
             return
         if t.is_vector:
@@ -315,7 +319,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
             base = self.b.bitcast(buf.ptr, ir.PointerType(val.type))
             self.b.store(val, self.b.gep(base, [self._address_width(idx)]), align=1)
             return
-        et = fpir_type(t.elem, s)
+        if t.is_float:  # a float vector: stored as the integer path stores the same bits
+            fval = FloatEmitter(self, s).emit(s.value)
+            et = ScalarType(False, t.bits)
+            val = self.b.bitcast(fval, vec_type(et, t.lanes))
+        else:
+            et = fpir_type(t.elem, s)
         if t.is_scalar:
             if s.predicate is not None:
                 raise Unsupported(f"predicated scalar store to {s.buffer}", s)
@@ -326,7 +335,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         # A predicated store (TailStrategy::Predicate/PredicateStores, GuardWithIf tails) writes only
         # the lanes whose predicate is true: a masked store, or a scatter that skips masked-off lanes.
         mask = self._mask(s.predicate, t.lanes, s) if s.predicate is not None else None
-        val = self._to_storage(self.vector(s.value, s), et)
+        if not t.is_float:
+            val = self._to_storage(self.vector(s.value, s), et)
         ramp = self._dense(s.index)
         if ramp is not None:
             base = self.address_index(ramp, s)
@@ -571,6 +581,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         if leaf.kind == "reduce":
             assert isinstance(e, H.VectorReduce)
             return self._reduce(e, leaf, node)
+        if leaf.kind == "value":  # emitted when its expression was converted (codegen_expr._float_scalar)
+            return self.values[id(leaf)]
         raise Unsupported(f"vector leaf {leaf.kind}", node)
 
     def _hvx_interleave(self, regs: list[ir.Value]) -> ir.Value:

@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     from pitchfork.halide.codegen import LoopNestCodegen
 
 
+def _int_ir(st: ScalarType, lanes: int) -> ir.Type:
+    t = ir.IntType(st.bits)
+    return ir.VectorType(t, lanes) if lanes > 1 else t
+
+
 class ExprConverter:
     """Halide Expr -> FPIR Term for one statement."""
 
@@ -88,12 +93,15 @@ class ExprConverter:
 
     def _float_scalar(self, e: H.Expr, convert) -> Term:  # type: ignore[no-untyped-def]
         """An integer-valued expression computed in floating point (a cast of a float, a comparison of
-        floats): emitted now as scalar code (codegen_float.py) and bound to a scalar name."""
-        if e.type.is_vector:
-            raise Unsupported(f"vector floating-point expression {_show(e)} (float code is compiled for "
-                              "scalars only)", self.node)
+        floats): emitted now (codegen_float.py) and used as a variable: a scalar name, or for a vector
+        a `value` leaf holding the emitted vector, so the integer code around it is still selected."""
         st = fpir_type(e.type.elem, self.node)
         v = convert(FloatEmitter(self.cg, self.node), st)
+        if e.type.is_vector:
+            name = f"fvalue{next(self.cg._leaf_ids)}"
+            leaf = self.leaves[name] = Leaf("value", e, e.type.lanes, st)
+            self.cg.values[id(leaf)] = v
+            return var(name, st)
         name = f"fconv{next(self.cg._leaf_ids)}"
         self.cg.scalars[name] = (v, st)
         return var(name, st)
@@ -109,6 +117,8 @@ class ExprConverter:
         return make("cast", x, type=t)
 
     def _e_Reinterpret(self, e: H.Reinterpret) -> Term:
+        if e.value.type.is_float:  # the bits of a float value
+            return self._float_scalar(e, lambda fe, st: fe.b.bitcast(fe.emit(e.value), _int_ir(st, e.type.lanes)))
         if e.type.is_handle or e.value.type.is_handle:
             raise Unsupported(f"pointer reinterpret {_show(e)}", self.node)
         return make("reinterpret", self.go(e.value), type=fpir_type(e.type.elem, self.node))
@@ -236,6 +246,10 @@ class ExprConverter:
                                                                                  st.bits))
         if n == "saturating_cast":
             return make("saturating_cast", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
+        if n == "reinterpret" and e.args[0].type.is_float:
+            return self._float_scalar(e, lambda fe, st: fe.b.bitcast(fe.emit(e.args[0]), _int_ir(st, e.type.lanes)))
+        if involves_float(e):  # strict_lt & co., is_nan_f32 & co.: a float comparison
+            return self._float_scalar(e, lambda fe, st: fe.emit(e))
         if n in ("reinterpret",):
             return make("reinterpret", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
         if n in BIT_COUNTS:
