@@ -38,6 +38,7 @@ import numpy as np
 from pitchfork.emit.machine import CompiledModule, CompileError, compile_module
 from pitchfork.halide.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
 from pitchfork.halide.codegen import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.halide.deep import run_deep
 from pitchfork.halide.link_check import undefined_calls
 from pitchfork.halide.dot_products import rewrite_stmt as rewrite_dot_products
 from pitchfork.halide.hvx_windows import rewrite_stmt as share_hvx_windows
@@ -398,16 +399,22 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         stats.capture_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
-        stmt = captured.parse()
-        refuse_huge_vectors(stmt, name)
-        if isel == "pitchfork":  # add trees of products -> vector_reduce_add, so dot products are selected
-            stmt = rewrite_dot_products(stmt, target)
-            if target == "hvx128":  # one whole-register window per row across unrolled x steps;
-                stmt = share_hvx_windows(stmt)  # [1 2 1] windows of one stream grouped (for vtmpy)
-                stmt = group_stream_taps(stmt)
-                stmt = merge_strided_stores(stmt)  # strided stores filling a range: one dense store
-        cg = LoopNestCodegen(captured, stmt, target, isel, name)
-        cg.build()
+        cap = captured
+
+        def frontend() -> LoopNestCodegen:
+            stmt = cap.parse()
+            refuse_huge_vectors(stmt, name)
+            if isel == "pitchfork":  # add trees of products -> vector_reduce_add, so dot products are selected
+                stmt = rewrite_dot_products(stmt, target)
+                if target == "hvx128":  # one whole-register window per row across unrolled x steps;
+                    stmt = share_hvx_windows(stmt)  # [1 2 1] windows of one stream grouped (for vtmpy)
+                    stmt = group_stream_taps(stmt)
+                    stmt = merge_strided_stores(stmt)  # strided stores filling a range: one dense store
+            cg = LoopNestCodegen(cap, stmt, target, isel, name)
+            cg.build()
+            return cg
+
+        cg = run_deep(frontend)  # the walkers recurse per nesting level: a deep stack, bounded (deep.py)
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
         stats.selection_seconds = cg.stats.selection_seconds
         stats.rules_fired = dict(cg.stats.rules_fired)

@@ -96,7 +96,7 @@ class ExprConverter:
         floats): emitted now (codegen_float.py) and used as a variable: a scalar name, or for a vector
         a `value` leaf holding the emitted vector, so the integer code around it is still selected."""
         st = fpir_type(e.type.elem, self.node)
-        v = convert(FloatEmitter(self.cg, self.node), st)
+        v = convert(FloatEmitter(self.cg, self.node, self.lets), st)
         if e.type.is_vector:
             name = f"fvalue{next(self.cg._leaf_ids)}"
             leaf = self.leaves[name] = Leaf("value", e, e.type.lanes, st)
@@ -140,6 +140,9 @@ class ExprConverter:
         return make("select", self.go(e.cond), self.go(e.true_value), self.go(e.false_value))
 
     def _e_Let(self, e: H.Let) -> Term:
+        if e.value.type.is_float:  # a float value: emitted now, used by the float code of the body
+            self.cg.fscalars[e.name] = FloatEmitter(self.cg, self.node, self.lets).emit(e.value)
+            return self.go(e.body)
         saved = dict(self.lets)
         self.lets[e.name] = self.go(e.value)
         try:

@@ -25,7 +25,7 @@ Vector float loads and stores are the integer path's loads and stores of the sam
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Optional
 
 from llvmlite import ir
 
@@ -34,6 +34,7 @@ from pitchfork.halide.float_math import FloatOps, declare
 from pitchfork.halide.htypes import HType
 
 if TYPE_CHECKING:
+    from fpir.term import Term
     from pitchfork.halide.codegen import LoopNestCodegen
 
 _IDENTITY = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
@@ -89,8 +90,10 @@ def _math_name(name: str) -> tuple[str, int]:
 class FloatEmitter:
     """Emits float expressions (any lane count) at the codegen's current insertion point."""
 
-    def __init__(self, cg: LoopNestCodegen, node: H.Node) -> None:
+    def __init__(self, cg: LoopNestCodegen, node: H.Node, int_lets: Optional[dict[str, Term]] = None) -> None:
         self.cg, self.node = cg, node
+        #: the integer lets in scope where the float expression sits (ExprConverter's), by name
+        self.int_lets = int_lets or {}
         self.b = cg.b
         self.lets: dict[str, ir.Value] = {}
         self.ops = FloatOps(cg.b, cg.module, getattr(cg, "strict_float", False), cg.target)
@@ -102,9 +105,16 @@ class FloatEmitter:
 
     def emit(self, e: H.Expr) -> ir.Value:
         if not involves_float(e):  # an integer subexpression: the integer path (selected)
+            if not self.int_lets:
+                return self.cg.vector(e, self.node) if e.type.is_vector else self.cg.scalar(e, self.node)
+            from pitchfork.halide.codegen_expr import ExprConverter
+
+            conv = ExprConverter(self.cg, self.node, self.cg.leaves)
+            conv.lets = dict(self.int_lets)
+            term = conv.go(e)
             if e.type.is_vector:
-                return self.cg.vector(e, self.node)
-            return self.cg.scalar(e, self.node)
+                return self.cg._emit_term(term, e.type.lanes, self.node)
+            return self.cg._emit_scalar_term(term)
         m: Callable[[H.Expr], ir.Value] | None = getattr(self, f"_e_{type(e).__name__}", None)
         if m is None:
             from pitchfork.halide.codegen import _show
