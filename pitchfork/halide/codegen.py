@@ -107,8 +107,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         self._loops: list[LoopFrame] = []
         #: `value` leaves: vectors computed in floating point and converted (codegen_expr._float_scalar)
         self.values: dict[int, ir.Value] = {}  # by id() of the Leaf, which self.leaves keeps alive
-        #: strict_float code: no fast-math flags on any float instruction (codegen_float.py)
-        self.strict_float = is_strict(captured.text)
+        #: a strict_float target: no fast-math flags on any float instruction (codegen_float.py); else
+        #: only Halide's `strict_*` ops (hl.strict_float(e)) are strict, as in Halide's own module
+        self.strict_float = is_strict(captured.target)
 
     # ---- function and arguments ------------------------------------------------------------
     def build(self) -> ir.Function:

@@ -10,9 +10,9 @@ bypasses lifting and lowering: `FloatEmitter.emit` turns a Halide expression of 
 the spot and uses the value as a leaf, so the integer part around it is still selected.
 
 Semantics, as Halide 21's CodeGen_LLVM (pitchfork/halide/float_math.py): every float instruction
-carries Halide's fast-math flags (`reassoc nnan ninf nsz contract afn`) unless the pipeline is strict
-(its statement has Halide's `strict_*` intrinsics, i.e. the target has strict_float: then no flags
-anywhere, as in Halide's module); `min`/`max` are `a < b ? a : b` / `a > b ? a : b`; `%` is
+carries Halide's fast-math flags (`reassoc nnan ninf nsz contract afn`), except Halide's `strict_*`
+ops (`hl.strict_float(e)`, or every op when the target has strict_float: then no flags anywhere,
+Halide's own expansions included, as in Halide's module); `min`/`max` are `a < b ? a : b` / `a > b ? a : b`; `%` is
 a - b*floor(a/b); casts to integers truncate toward zero (fptosi/fptoui); floor/ceil/trunc/round/
 sqrt/abs/fma are LLVM's intrinsics (round = roundeven); exp/log are Halide's own polynomials
 (`halide_exp`/`halide_log`); `lerp` is Lerp.cpp's zero*(1-w) + one*w; sin/cos are llvm.sin/cos and
@@ -74,9 +74,9 @@ def involves_float(e: H.Expr) -> bool:
     return False
 
 
-def is_strict(text: str) -> bool:
-    """Whether a captured statement is strict_float code (Halide wrote `strict_*` intrinsics)."""
-    return "strict_" in text
+def is_strict(target: str) -> bool:
+    """Whether a Halide target string has the strict_float feature (no fast-math anywhere)."""
+    return "strict_float" in target.split("-")
 
 
 def _math_name(name: str) -> tuple[str, int]:
