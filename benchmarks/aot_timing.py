@@ -3,8 +3,8 @@
     python3 -m benchmarks.aot_timing sobel3x3 softmax l2norm [--quick] [--out DIR]
 
 For each benchmark: its x86 pipeline is compiled twice, by `pitchfork.compile` (the `.a` of
-pitchfork/halide/abi.py: Halide's calling convention) and by Halide's `compile_to_static_library`;
-one C driver (pitchfork/halide/abi_driver.py) links both, first checks that they return 0 and write
+pitchfork/aot/abi.py: Halide's calling convention) and by Halide's `compile_to_static_library`;
+one C driver (pitchfork/aot/abi_driver.py) links both, first checks that they return 0 and write
 the same bytes on the same buffers (random input bytes; the benchmark's own scalar parameters), then
 calls each `repeat` times per round, the two interleaved, 7 rounds, and reports the best round's time
 per call. No Python in the timed loop; single-threaded (neither schedule is parallel). A timing
@@ -23,7 +23,7 @@ import numpy as np
 
 from benchmarks import registry
 from benchmarks.common import HALIDE_TARGETS
-from pitchfork.halide.abi_driver import Buf, Case, build_and_run, driver_source, parse_results
+from pitchfork.aot.abi_driver import Buf, Case, build_and_run, driver_source, parse_results
 
 TARGET = "x86-avx2"
 
@@ -46,7 +46,7 @@ def build(name: str, quick: bool, out: Path) -> tuple[Case, list[Path], list[str
     import halide as hl
 
     import pitchfork
-    from pitchfork.halide.abi import abi_arguments, write_library
+    from pitchfork.aot.abi import abi_arguments, write_library
 
     bm = registry.get(name)
     pset = bm.param_sets[0]
@@ -91,7 +91,7 @@ def time_benchmark(name: str, quick: bool, out: Path) -> tuple[float, float]:
 def markdown(rows: list[tuple[str, str, float, float]], command: str, note: str) -> str:
     """The RESULTS_AOT.md section (benchmarks/harness/report.py appends it to RESULTS.md)."""
     out = ["## Ahead-of-time libraries: PITCHFORK vs Halide 21, x86-avx2, one C process", "",
-           f"`{command}` (benchmarks/aot_timing.py, pitchfork/halide/abi.py): each benchmark's x86 pipeline",
+           f"`{command}` (benchmarks/aot_timing.py, pitchfork/aot/abi.py): each benchmark's x86 pipeline",
            "compiled by `pitchfork.compile` (its `.a`: Halide's calling convention) and by Halide's",
            "`compile_to_static_library`, linked into one C driver that first checks both return 0 and write",
            "identical bytes, then times each: the benchmark's timing size, first parameter set, random input",

@@ -11,11 +11,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.common import V8, V16, Benchmark, ParamSet, as_type
-from pitchfork.halide.examples import blur3x3
+from pitchfork.frontend.examples import blur3x3
 
 
 def build(isa: str, pset: ParamSet) -> tuple[Any, list[Any]]:
-    # The SPEC's algorithm and schedules are pitchfork.halide.examples.blur3x3: on CPUs 32-row strips
+    # The SPEC's algorithm and schedules are pitchfork.frontend.examples.blur3x3: on CPUs 32-row strips
     # vectorized by V8 u16 lanes (two native vectors), blur_x a sliding window computed per output
     # vector; on HVX 128-row strips of 64 lanes (one vector of u16), blur_x computed per row, with the
     # source's prefetch(input, y, 2) kept as written (Halide 21 removes it, the prefetched area is empty).

@@ -8,7 +8,7 @@ HVX variant of the curve: a 128-entry LUT indexed by v/8 with linear interpolati
 CPU targets index the 1024-entry LUT directly.
 
 The numpy reference computes those f32 tables in numpy float32 in the source's operation order, with
-`pow` by the numpy twin of the powf pitchfork emits (pitchfork/halide/powf.py); everything after the
+`pow` by the numpy twin of the powf pitchfork emits (pitchfork/codegen/powf.py); everything after the
 tables is exact int64 arithmetic with the wraps of SPEC 12. Pitchfork compiles the float code of
 Halide's simplified statement (constants folded, operations reassociated by Halide) as plain IEEE
 operations, so float intermediates may differ from the reference's in the last ulp; only the integer
@@ -27,7 +27,7 @@ import halide as hl
 import numpy as np
 
 from benchmarks.common import V16, Benchmark, ParamSet, as_type, sat, wrap
-from pitchfork.halide.powf import powf_numpy
+from pitchfork.codegen.powf import powf_numpy
 
 #: The N900 matrices of the driver, as [r][i] (numpy layout of the Halide [4, 3] buffers).
 M3200 = np.array([[1.6697, -0.2693, -0.4004, -42.4346], [-0.3576, 1.0615, 1.5949, -37.1158],

@@ -1,6 +1,6 @@
 """Demo: the paper's Sobel filter (Figure 2) compiled by PITCHFORK for x86 AVX2, ARM Neon and HVX.
 
-For each ISA the Halide pipeline (pitchfork.halide.examples.sobel3x3, the paper's schedule) is
+For each ISA the Halide pipeline (pitchfork.frontend.examples.sobel3x3, the paper's schedule) is
 compiled twice, with isel=llvm (LLVM alone) and isel=pitchfork; both are run (x86 in process, ARM
 and HVX under qemu) and checked bit-exactly against Halide's own realize() and a numpy reference;
 then the steady-state vector loop of each is compared: instructions (and VLIW packets on HVX).
@@ -29,9 +29,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import pitchfork
     from fpir import parse
-    from pitchfork.emit.machine import main_vector_loop
-    from pitchfork.halide.examples import sobel3x3, sobel3x3_reference
-    from pitchfork.lift import lift
+    from pitchfork.backend.machine import main_vector_loop
+    from pitchfork.frontend.examples import sobel3x3, sobel3x3_reference
+    from pitchfork.selection.lift import lift
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--width", type=int, default=512)

@@ -1,6 +1,6 @@
 """Side-by-side figures for issue 10 (lean generated code), x86-avx2 only, in one process:
 
-* steady-state vector loop length (instructions, `pitchfork.emit.machine.main_vector_loop`) of our
+* steady-state vector loop length (instructions, `pitchfork.backend.machine.main_vector_loop`) of our
   code and of Halide 21's own assembly for the same schedule;
 * run time of `prog(img)` (the public call), the kernel alone (`prog.prepare(...)`, no Python
   marshalling), and Halide's `realize` (JIT, same target), best of N.
@@ -13,7 +13,7 @@ in a temporary `git worktree`, in a subprocess that imports that tree's `pitchfo
 sets of rows to benchmarks/lean_codegen.json; the harness report (benchmarks/harness/lean.py) turns
 that file into the before/after table of RESULTS.md.
 
-The pipelines: sobel3x3 (the benchmark module), blur3x3 (pitchfork.halide.examples) and a
+The pipelines: sobel3x3 (the benchmark module), blur3x3 (pitchfork.frontend.examples) and a
 conv3x3a16-like 3x3 u8 * i8 mask convolution (SPEC section 6's CPU schedule), defined below.
 Times depend on machine load: compare columns of one run, not runs.
 """
@@ -35,9 +35,9 @@ import halide as hl
 import numpy as np
 
 from benchmarks.common import HALIDE_TARGETS
-from pitchfork.emit.machine import main_vector_loop
-from pitchfork.halide import api
-from pitchfork.halide.examples import SOBEL_LANES, blur3x3, sobel3x3
+from pitchfork.backend.machine import main_vector_loop
+from pitchfork import api
+from pitchfork.frontend.examples import SOBEL_LANES, blur3x3, sobel3x3
 
 
 #: the tree before issue 10's code generation (the parent of commit 9c2279c)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 
 from fpir import parse
 from fpir.term import Term
-from pitchfork.lift import lift_rules
+from pitchfork.selection.lift import lift_rules
 from pitchfork.trs.rewriter import Rewriter
 
 SOBEL = ("u8(min(absd(u16(a_u8) + u16(b_u8) * x(2) + u16(c_u8), u16(d_u8) + u16(e_u8) * x(2) + u16(f_u8)) + "

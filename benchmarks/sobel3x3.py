@@ -7,7 +7,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchmarks.common import Benchmark, ParamSet, one_u8_image, same_size
-from pitchfork.halide.examples import SOBEL_LANES, sobel3x3, sobel3x3_reference
+from pitchfork.frontend.examples import SOBEL_LANES, sobel3x3, sobel3x3_reference
 
 
 def build(isa: str, pset: ParamSet) -> tuple[Any, list[Any]]:

@@ -1,5 +1,5 @@
 """Markdown output shared by the generated documents: docs/FPIR.md (`fpir.docs`) and docs/COVERAGE.md
-(`pitchfork.coverage`). Two pieces: a pipe table, and the command line that writes, prints or checks a
+(`pitchfork.selection.coverage`). Two pieces: a pipe table, and the command line that writes, prints or checks a
 generated document.
 
 Invariant: the bytes the documents have always had (their staleness tests compare bytes), so the

@@ -328,7 +328,7 @@ class _Elaborator:
 # amount, which shifts the other way, keeps a signed type of that width); a value that does not fit keeps
 # its type and the op's type rule reports it. The parser applies it to amounts of another width (which
 # no term can hold, so parse(to_text(t)) is still t); lifting applies it to every amount
-# (pitchfork.lift.normalize_shift_constants), so the rules see one form.
+# (pitchfork.selection.lift.normalize_shift_constants), so the rules see one form.
 SHIFT_AMOUNT = {"shl": 1, "shr": 1, "widening_shl": 1, "widening_shr": 1, "rounding_shr": 1, "rounding_shl": 1,
                 "saturating_shl": 1, "mul_shr": 2, "rounding_mul_shr": 2}
 

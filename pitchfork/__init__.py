@@ -1,7 +1,7 @@
 """PITCHFORK: lift integer vector code to FPIR and select fixed-point instructions per ISA.
 
-`pitchfork.compile(func, args, target, isel)` compiles a Halide pipeline (see pitchfork/halide/api.py);
-`pitchfork.lift`, `pitchfork.lower` work on single FPIR terms.
+`pitchfork.compile(func, args, target, isel)` compiles a Halide pipeline (see pitchfork/api.py);
+`pitchfork.selection.lift`, `pitchfork.selection.lower` work on single FPIR terms.
 """
 
 from __future__ import annotations
@@ -11,6 +11,6 @@ from typing import Any
 
 def compile(pipeline_or_func: Any, args: Any, target: str = "x86-avx2", isel: str = "pitchfork",
             name: str = "pipeline", fallback: bool = True) -> Any:
-    from pitchfork.halide.api import compile as _compile
+    from pitchfork.api import compile as _compile
 
     return _compile(pipeline_or_func, args, target=target, isel=isel, name=name, fallback=fallback)

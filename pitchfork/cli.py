@@ -65,7 +65,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # argparse printed usage and one error line (or --help)
         return e.code if isinstance(e.code, int) else EXIT_USAGE
-    from pitchfork.synthesized import configure
+    from pitchfork.selection.synthesized import configure
 
     configure(enabled=not args.no_synthesized)
     try:

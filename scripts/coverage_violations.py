@@ -1,6 +1,6 @@
 """List docs/COVERAGE.md rows that break issue 11's rule: the reference (ISA_INTRINSICS.md section 2,
-`pitchfork.coverage.REFERENCE`) names an instruction for the op x type x ISA, we emit the generic
-expansion, and `pitchfork.coverage.REASONS` gives no reason. Also counts the explained ones.
+`pitchfork.selection.coverage.REFERENCE`) names an instruction for the op x type x ISA, we emit the generic
+expansion, and `pitchfork.selection.coverage.REASONS` gives no reason. Also counts the explained ones.
 
     PYTHONPATH=. python3 scripts/coverage_violations.py      # exit 1 if any row violates
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from pitchfork import coverage
+from pitchfork.selection import coverage
 
 
 def main() -> int:

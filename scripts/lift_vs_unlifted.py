@@ -5,7 +5,7 @@ the steady-state loop's instructions (HVX: also its packets, the performance pro
     PYTHONPATH=. python3 scripts/lift_vs_unlifted.py --exclude rounding_shl_var_ \\
         'i16((i32(a_i16) + ((1 >> max(min(n_i32, 15), -16)) >> 1)) << max(min(n_i32, 15), -16))'
 
-(tests/pitchfork/test_lift_families.py::test_rounding_shl_lifting_never_loses asserts the same
+(tests/pitchfork/selection/test_lift_families.py::test_rounding_shl_lifting_never_loses asserts the same
 comparison for the rounding_shl spellings.)
 """
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
-import pitchfork.lift as lift_mod
-from pitchfork.emit.machine import main_vector_loop
-from pitchfork.select_batch import select_expression
+import pitchfork.selection.lift as lift_mod
+from pitchfork.backend.machine import main_vector_loop
+from pitchfork.selection.select_batch import select_expression
 from pitchfork.trs.rewriter import Rewriter
 from pitchfork.trs.rules import RuleSet
 

@@ -5,8 +5,12 @@
     pitchfork-synth --from my_exprs.txt      # mine your own expressions (one FPIR expression a line)
     pitchfork-synth --jobs 2 | --cluster tcp://host:8786 --time-limit 3600
 
-Writes rules/synthesized/lift.rules and rules/synthesized/lower_<isa>.rules (see synth/output.py)
-and prints a summary table. Errors in input files are reported as file:line:col and skipped.
+Writes lift.rules and lower_<isa>.rules (see synth/output.py) into the output directory, `-o DIR`,
+by default `./pitchfork-synth-out` in the current directory (created, its path printed; the task cache
+goes to DIR/.synth-cache); `--write-rules` writes into rules/synthesized/ instead (what the compiler
+loads) with the cache in .synth-cache/ at the repository root. Nothing is written into the source
+tree unless asked. Prints a summary table. Errors in input files are reported as file:line:col and
+skipped.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from synth.driver import QUICK_BENCHMARKS, Options, RunReport, run
+
+#: The default output directory, relative to the current directory (never the source tree).
+DEFAULT_OUT_NAME = "pitchfork-synth-out"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -70,10 +77,15 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="stop handing out tasks after this long (unfinished ones stay uncached)",
+        help="per stage: stop handing out its tasks this long after it starts (unfinished ones stay uncached)",
     )
-    p.add_argument("--cache", type=Path, default=None, help="cache directory (default: .synth-cache/)")
-    p.add_argument("--out", type=Path, default=None, help="output directory (default: rules/synthesized/)")
+    p.add_argument("--output", "-o", "--out", dest="out", type=Path, default=None,
+                   help=f"output directory for the rule files (default: ./{DEFAULT_OUT_NAME} in the current "
+                        "directory)")
+    p.add_argument("--write-rules", action="store_true",
+                   help="write into rules/synthesized/ (the rules the compiler loads), cache in .synth-cache/")
+    p.add_argument("--cache", type=Path, default=None,
+                   help="cache directory (default: OUTPUT/.synth-cache; with --write-rules .synth-cache/)")
     p.add_argument("--no-write", action="store_true", help="search only; write no rule file")
     p.add_argument(
         "--report-json",
@@ -137,10 +149,13 @@ def options(args: argparse.Namespace) -> Options:
         progress=not args.no_progress,
         hide=tuple(args.hide_rule),
     )
+    if args.write_rules and args.out is not None:
+        raise SystemExit("pitchfork-synth: --write-rules writes into rules/synthesized/; it does not take -o")
+    if not args.write_rules:  # never the source tree by default
+        out = (args.out if args.out is not None else Path(DEFAULT_OUT_NAME)).resolve()
+        o = _with(o, out_dir=out, cache_dir=out / ".synth-cache")
     if args.cache is not None:
         o = _with(o, cache_dir=args.cache)
-    if args.out is not None:
-        o = _with(o, out_dir=args.out)
     return o
 
 
@@ -212,12 +227,19 @@ def summary(report: RunReport) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser().parse_args(argv)
     opts = options(args)
+    if opts.write:
+        print(f"output directory: {opts.out_dir}", file=sys.stderr)
     report = run(opts)
     for e in report.corpus_errors:
         print(e, file=sys.stderr)
     print(summary(report))
     for stage, path in report.files.items():
         print(f"{stage}: {report.stages[stage].written} new rule(s) -> {path}")
+    for stage, counts in report.census.items():
+        firing = sum(1 for n in counts.values() if n)
+        gone = report.dropped.get(stage, [])
+        print(f"census {stage}: {firing} of {len(counts)} synthesized rules fire on the corpus"
+              + (f"; dropped {', '.join(n for n, _ in gone)}" if gone else ""))
     minutes = report.seconds / 60
     total = sum(st.written for k, st in report.stages.items() if k != "corpus")
     print(

@@ -1,7 +1,7 @@
 """The synthesis corpus: small sub-expressions of real vector code, canonicalised and counted.
 
 Sources are the benchmarks' vector expressions (every expression the Halide frontend turns into an
-fpir.Term, read from `LoopNestCodegen.selections` with isel="llvm", i.e. before any lifting) and
+fpir.Term, read from `LoopNestCodegen.selections` with isel="pitchfork" on each ISA, i.e. after the loop passes, before any lifting) and
 user expression files (`--from FILE`, one FPIR expression per line, `#` comments).
 
 A sub-expression ("cut") of an expression is a node together with some of its descendants, every
@@ -160,14 +160,15 @@ def substitute(term: Term, mapping: dict[Term, Term]) -> Term:
 # Sources
 
 
-def benchmark_expressions(name: str, isas: Sequence[str] = ("arm64",)) -> list[Term]:
+def benchmark_expressions(name: str, isas: Sequence[str] = ("arm64",), isel: str = "pitchfork") -> list[Term]:
     """The distinct vector expressions of one benchmark (all its parameter sets, the given ISAs'
-    schedules), as the Halide frontend hands them to instruction selection."""
+    schedules), as the compiler hands them to instruction selection: with isel="pitchfork" the
+    loop passes that only run for Pitchfork's selection (dot products, HVX windows, ...) have run."""
     import halide as hl
 
     from benchmarks import registry
-    from pitchfork.halide.capture import capture_stmt
-    from pitchfork.halide.codegen import LoopNestCodegen
+    from pitchfork.frontend.capture import capture_stmt
+    from pitchfork.codegen.loop_nest import LoopNestCodegen
 
     bench = registry.get(name)
     out: list[Term] = []
@@ -176,7 +177,7 @@ def benchmark_expressions(name: str, isas: Sequence[str] = ("arm64",)) -> list[T
             func, args = bench.build(isa, pset)
             pipeline = func if isinstance(func, hl.Pipeline) else hl.Pipeline(func)
             captured = capture_stmt(pipeline, args, isa)
-            cg = LoopNestCodegen(captured, captured.parse(), isa, "llvm", name)
+            cg = LoopNestCodegen(captured, captured.parse(), isa, isel, name)
             cg.build()
             for _node, sel in cg.selections:
                 if sel.input.args and sel.input not in out:

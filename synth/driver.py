@@ -1,34 +1,41 @@
 """The synthesis run: corpus, task lists, execution (in process, local processes or Dask), cache,
-rule selection and writing, summary.
+rule selection and writing, firing census, summary.
 
-Stages: `corpus` (benchmark expressions through the Halide frontend, cached per benchmark), `lift`
-(one task per corpus entry), `lower:<isa>` (one task per cut of a lifted expression), `write`
-(selection and final verification, synth/output.py). Every finished task is appended to the cache
-(`<cache>/tasks.jsonl`, keyed by the task key: kind, ISA, canonical left side, budgets) before the
-next one is awaited, so an interrupted run resumes where it stopped and never redoes finished work.
-`time_limit` stops handing out tasks (those not run stay uncached); verdicts never depend on it.
+Stages, in order, each with its own budgets (`max_lhs` / `max_lower_lhs` left sides, `time_limit`
+seconds to hand out tasks, counted from the stage's start): `corpus` (the benchmarks' selection
+inputs per ISA as the compiler produces them: isel=pitchfork, loop passes applied; cached per
+benchmark and ISA), `lift` (one task per cut), `lower:<isa>` (one task per cut of the ISA's
+expressions lifted with the rules as they stand after the lift stage wrote its own), then `write`
+(selection and final verification, synth/output.py) per stage and the census (synth/census.py:
+this run's rules that never fire on the corpus leave their file).
+
+Every task carries the digest of the rules it is planned against (synth/rulesnap.py) in its cache
+key, and the rules themselves travel with it to whichever process runs it; every finished task is
+appended to the cache (`<cache>/tasks.jsonl`) before the next one is awaited, so an interrupted run
+resumes where it stopped, and a result is reused only for the same rules. `time_limit` stops handing
+out tasks (those not run stay uncached); verdicts never depend on it.
 
 Execution backends run the same `synth.tasks.run_task`: `jobs == 1` in this process, `jobs > 1` a
-local process pool, `cluster` an existing Dask distributed scheduler (`distributed.Client`).
+local process pool, `cluster` an existing Dask distributed scheduler (`distributed.Client`); a
+reused worker gives the same answers as a fresh one.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from fpir.ops import spec
 from fpir.term import Term
 from fpir.text import parse, to_text
-from synth.corpus import Corpus, build_corpus, canonical, cuts, benchmark_expressions
+from synth.corpus import Corpus, benchmark_expressions
 from pitchfork.trs.rules import parse_rule
 from synth.output import (
-    Candidate,
     Decision,
     candidate_from,
     existing_rules,
@@ -36,6 +43,7 @@ from synth.output import (
     subsumed_file_rules,
     write_rules,
 )
+from synth.rulesnap import RuleSnapshot, activate, active, take
 from synth.tasks import Task, run_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +57,6 @@ class Options:
     files: tuple[str, ...] = ()
     isas: tuple[str, ...] = ("arm64", "hvx128", "x86-avx2")
     stages: tuple[str, ...] = ("lift", "lower")
-    corpus_isas: tuple[str, ...] = ("arm64",)
     max_nodes: int = 10
     max_lhs: int = 0  # per stage, most frequent first; 0 = all
     max_lower_lhs: Optional[int] = None  # per lowering stage (None: max_lhs)
@@ -59,13 +66,15 @@ class Options:
     rlimit: int = 20_000_000
     jobs: int = 1
     cluster: Optional[str] = None
-    time_limit: float = 0.0  # seconds; 0 = none
+    time_limit: float = 0.0  # seconds per stage (each stage has its own); 0 = none
     cache_dir: Path = ROOT / ".synth-cache"
     out_dir: Path = ROOT / "rules" / "synthesized"
     write: bool = True
     progress: bool = True
     #: existing rules left out of the baseline (show that synthesis rediscovers them)
     hide: tuple[str, ...] = ()
+    #: end with a firing census that drops this run's rules that never fire (synth/census.py)
+    census: bool = True
 
 
 @dataclass
@@ -91,6 +100,10 @@ class RunReport:
     decisions: dict[str, list[Decision]] = field(default_factory=dict)
     dropped: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     results: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: stage -> synthesized rule name -> firings on the corpus (synth/census.py)
+    census: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: stage -> the rule-set digest its tasks were planned against (synth/rulesnap.py)
+    rules: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -123,11 +136,12 @@ class Cache:
             f.write(json.dumps(result) + "\n")
             f.flush()
 
-    def corpus(self, bench: str, isas: Sequence[str]) -> list[Term]:
-        p = self.dir / f"corpus-{bench}-{'-'.join(isas)}.txt"
+    def corpus(self, bench: str, isa: str) -> list[Term]:
+        """The benchmark's selection inputs on `isa` (isel=pitchfork, loop passes applied)."""
+        p = self.dir / f"corpus-{bench}-{isa}-pitchfork.txt"
         if p.exists():
             return [parse(ln) for ln in p.read_text().splitlines() if ln.strip()]
-        terms = benchmark_expressions(bench, isas)
+        terms = benchmark_expressions(bench, (isa,), "pitchfork")
         p.write_text("".join(to_text(t) + "\n" for t in terms))
         return terms
 
@@ -143,9 +157,10 @@ def execute(
     label: str,
     on_result: Callable[[dict[str, Any]], None],
     deadline: Optional[float] = None,
+    snap: Optional[RuleSnapshot] = None,
 ) -> tuple[int, int, int]:
-    """Run the tasks not in the cache, handing out none after `deadline` (time.monotonic());
-    returns (cached, run, not run)."""
+    """Run the tasks not in the cache against the rules of `snap` (shipped with every task), handing
+    out none after `deadline` (time.monotonic()); returns (cached, run, not run)."""
     todo = [t for t in tasks if cache.get(t.key) is None]
     cached = len(tasks) - len(todo)
     for t in tasks:
@@ -164,7 +179,7 @@ def execute(
             if prog is not None:
                 prog.advance(bar)
 
-        for r in _backend(todo, opts, deadline):
+        for r in _backend(todo, opts, deadline, snap):
             finish(r)
     return cached, done, len(todo) - done
 
@@ -173,27 +188,31 @@ def _expired(deadline: Optional[float]) -> bool:
     return deadline is not None and time.monotonic() > deadline
 
 
-def _backend(todo: Sequence[Task], opts: Options, deadline: Optional[float]) -> Iterator[dict[str, Any]]:
+def _backend(
+    todo: Sequence[Task], opts: Options, deadline: Optional[float], snap: Optional[RuleSnapshot]
+) -> Iterator[dict[str, Any]]:
     if not todo:
         return
     if opts.cluster:
-        yield from _dask(todo, opts, deadline)
+        yield from _dask(todo, opts, deadline, snap)
     elif opts.jobs <= 1:
         for t in todo:
             if _expired(deadline):
                 return
-            yield run_task(t)
+            yield run_task(t, snap)
     else:
-        yield from _pool(todo, opts.jobs, deadline)
+        yield from _pool(todo, opts.jobs, deadline, snap)
 
 
-def _pool(todo: Sequence[Task], jobs: int, deadline: Optional[float]) -> Iterator[dict[str, Any]]:
+def _pool(
+    todo: Sequence[Task], jobs: int, deadline: Optional[float], snap: Optional[RuleSnapshot]
+) -> Iterator[dict[str, Any]]:
     pending = list(reversed(todo))
     with ProcessPoolExecutor(max_workers=jobs) as ex:
         running = set()
         while pending or running:
             while pending and len(running) < 2 * jobs and not _expired(deadline):
-                running.add(ex.submit(run_task, pending.pop()))
+                running.add(ex.submit(run_task, pending.pop(), snap))
             if not running:
                 return
             finished, running = wait(running, return_when=FIRST_COMPLETED)
@@ -203,11 +222,16 @@ def _pool(todo: Sequence[Task], jobs: int, deadline: Optional[float]) -> Iterato
                 pending.clear()
 
 
-def _dask(todo: Sequence[Task], opts: Options, deadline: Optional[float]) -> Iterator[dict[str, Any]]:
+def _dask(
+    todo: Sequence[Task], opts: Options, deadline: Optional[float], snap: Optional[RuleSnapshot]
+) -> Iterator[dict[str, Any]]:
+    """The tasks on a Dask scheduler. The rule snapshot is scattered once and handed to every task:
+    a worker activates it before running (a reused worker drops the rule sets it loaded before)."""
     from distributed import Client, as_completed
 
     with Client(opts.cluster) as client:
-        futures = client.map(run_task, list(todo), pure=False)
+        shipped = client.scatter(snap, broadcast=True) if snap is not None else None
+        futures = client.map(run_task, list(todo), snap=shipped, pure=False)
         ac = as_completed(futures)
         for fut in ac:
             yield fut.result()
@@ -243,28 +267,37 @@ def _progress(enabled: bool) -> Any:
 # Task lists
 
 
-def lift_tasks(corpus: Corpus, opts: Options) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
+def lift_tasks(
+    corpus: Corpus, opts: Options, rules: str = ""
+) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
     for e in corpus.entries():
         if sum(1 for t in e.term.walk() if t.args) < opts.min_ops or len(e.term.variables()) > opts.max_vars:
             continue
-        task = Task("lift", "", e.key, opts.max_terms, opts.rlimit, hide=opts.hide)
+        task = Task("lift", "", e.key, opts.max_terms, opts.rlimit, hide=opts.hide, rules=rules)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     return _limit(tasks, opts), origin
 
 
-def lower_tasks(
-    corpus: Corpus, isa: str, opts: Options
-) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
-    """Cuts of the lifted whole expressions that contain an FPIR op."""
-    from pitchfork.lift import lift
+def lifted_corpus(inputs: dict[str, list[Term]], max_nodes: int) -> Corpus:
+    """Cuts of the whole expressions lifted as the compiler lifts them, with the rules loaded now
+    (after the lift stage's new rules are in)."""
+    from pitchfork.selection.lift import lift
 
     lowered = Corpus()
-    for source, exprs in corpus.expressions.items():
+    for source, exprs in inputs.items():
         for t in exprs:
-            lowered.add_expression(lift(t), source, opts.max_nodes)
+            lowered.add_expression(lift(t), source, max_nodes)
+    return lowered
+
+
+def lower_tasks(
+    inputs: dict[str, list[Term]], isa: str, opts: Options, rules: str = ""
+) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
+    """Cuts of the ISA's lifted whole expressions (`lifted_corpus`) that contain an FPIR op."""
+    lowered = lifted_corpus(inputs, opts.max_nodes)
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
     for e in lowered.entries():
@@ -272,7 +305,7 @@ def lower_tasks(
             continue
         if len(e.term.variables()) > opts.max_vars:
             continue
-        task = Task("lower", isa, e.key, opts.max_terms, opts.rlimit, hide=opts.hide)
+        task = Task("lower", isa, e.key, opts.max_terms, opts.rlimit, hide=opts.hide, rules=rules)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     if opts.max_lower_lhs is not None:
@@ -313,21 +346,42 @@ def _limit(tasks: list[Task], opts: Options) -> list[Task]:
 # The run
 
 
+def _firing(
+    stage: str, decisions: list[Decision], base: list[Any], inputs: dict[str, dict[str, list[Term]]],
+    opts: Options,
+) -> list[Decision]:
+    """The selected rules that fire when the stage's whole expressions are compiled with them (the
+    others become "never-fires": a rule for a cut that the compiler never sees as such)."""
+    from synth.census import fire_counts, stage_inputs
+    from pitchfork.trs.rules import RuleSet
+
+    new = [parse_rule(f"{d.name}: {d.candidate.text}", "<synthesized>", 1)
+           for d in decisions if d.outcome == "written"]
+    if not new:
+        return decisions
+    fired, _ = fire_counts(stage, stage_inputs(stage, inputs), opts.hide, RuleSet(list(base) + new))
+    return [
+        replace(d, outcome="never-fires", detail="does not fire on the stage's whole expressions")
+        if d.outcome == "written" and not fired.get(d.name) else d
+        for d in decisions
+    ]
+
+
 def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
     from pitchfork.trs.rewriter import Rewriter
 
     if stage == "lift":
-        from pitchfork.cost import cost
+        from pitchfork.selection.cost import cost
 
         return lambda rules, t: cost(Rewriter(rules).rewrite(t))
     isa = stage.split(":", 1)[1]
-    from pitchfork.lower import TARGET_MAX_BITS, expand_fpir
-    from pitchfork.targets import target_cost
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.targets import load_target
+    from synth.cost import lowering_cost
 
     def lower_cost(rules: Any, t: Term) -> tuple:
-        c = target_cost(
-            expand_fpir(Rewriter(rules, cost=target_cost).rewrite(t), TARGET_MAX_BITS.get(isa, 64))
-        )
+        rewriter = Rewriter(rules, cost=load_target(isa).cost)  # as the compiler lowers
+        c = lowering_cost(expand_fpir(rewriter.rewrite(t), TARGET_MAX_BITS.get(isa, 64)))
         return (c[0], 0, 0)
 
     return lower_cost
@@ -336,7 +390,7 @@ def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
 def _base_rules(stage: str, hide: tuple[str, ...]) -> list[Any]:
     """The rules the stage's rewriter has today (hand-written and already synthesized, less hidden)."""
     if stage == "lift":
-        from pitchfork.lift import lift_rules
+        from pitchfork.selection.lift import lift_rules
 
         rules = list(lift_rules(True, ()).rules)
     else:
@@ -355,96 +409,143 @@ HEADERS = {
 }
 
 
+def capture(opts: Options, cache: Cache, report: RunReport) -> dict[str, dict[str, list[Term]]]:
+    """ISA -> source -> the whole expressions the compiler selects instructions for (benchmarks on
+    that ISA's schedule with isel=pitchfork; expression files on every ISA)."""
+    from synth.corpus import read_expression_file
+
+    out: dict[str, dict[str, list[Term]]] = {isa: {} for isa in opts.isas}
+    for b in opts.benchmarks:
+        for isa in opts.isas:
+            try:
+                out[isa][b] = cache.corpus(b, isa)
+            except Exception as e:  # noqa: BLE001 - one benchmark the frontend cannot take must not stop the run
+                report.corpus_errors.append(
+                    f"{b} ({isa}): skipped ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
+                )
+    for f in opts.files:
+        terms, errors = read_expression_file(f)
+        report.corpus_errors.extend(str(e) for e in errors)
+        for isa in opts.isas:
+            out[isa].setdefault(Path(f).stem, []).extend(terms)
+    return out
+
+
+def _merged(inputs: dict[str, dict[str, list[Term]]]) -> dict[str, list[Term]]:
+    merged: dict[str, list[Term]] = {}
+    for per_isa in inputs.values():
+        for source, terms in per_isa.items():
+            have = merged.setdefault(source, [])
+            have.extend(t for t in terms if t not in have)
+    return merged
+
+
+def _stage_path(stage: str, out_dir: Path) -> tuple[Path, str]:
+    if stage == "lift":
+        return out_dir / "lift.rules", HEADERS["lift"]
+    isa = stage.split(":", 1)[1]
+    return out_dir / f"lower_{ISA_STEMS[isa]}.rules", HEADERS["lower"].format(isa=isa)
+
+
 def run(opts: Options) -> RunReport:
+    """Corpus, then the stages in order (lift, then lowering per ISA), each with its own budgets
+    (`max_lhs`/`max_lower_lhs` left sides, `time_limit` seconds to hand out tasks), each planned
+    against the rules as they stand when it starts (a lowering stage's left sides come from the
+    corpus lifted with the lift stage's new rules), then the firing census (synth/census.py)."""
     t_start = time.perf_counter()
-    deadline = time.monotonic() + opts.time_limit if opts.time_limit > 0 else None
     report = RunReport()
     cache = Cache(opts.cache_dir)
     t0 = time.perf_counter()
-    exprs: dict[str, list[Term]] = {}
-    for b in opts.benchmarks:
-        try:
-            exprs[b] = cache.corpus(b, opts.corpus_isas)
-        except Exception as e:  # noqa: BLE001 - one benchmark the frontend cannot take must not stop the run
-            report.corpus_errors.append(
-                f"{b}: skipped ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
-            )
-    corpus = build_corpus(list(exprs), opts.files, opts.corpus_isas, opts.max_nodes, exprs)
+    inputs = capture(opts, cache, report)
+    corpus = Corpus()
+    for source, terms in _merged(inputs).items():
+        for t in terms:
+            corpus.add_expression(t, source, opts.max_nodes)
     report.corpus_entries = len(corpus)
-    report.corpus_errors += list(corpus.errors)
     report.stages["corpus"] = StageStats(seen=len(corpus), seconds=time.perf_counter() - t0)
 
-    plans: list[tuple[str, list[Task], dict[str, tuple[set[str], int]]]] = []
-    if "lift" in opts.stages:
-        plans.append(("lift", *lift_tasks(corpus, opts)))
-    if "lower" in opts.stages:
-        for isa in opts.isas:
-            plans.append((f"lower:{isa}", *lower_tasks(corpus, isa, opts)))
-
-    for stage, tasks, origin in plans:
-        st = StageStats(seen=len(tasks))
-        report.stages[stage] = st
-        results: list[dict[str, Any]] = []
-        t0 = time.perf_counter()
-
-        def on_result(r: dict[str, Any], st: StageStats = st, results: list = results) -> None:
-            results.append(r)
-            st.outcomes[r.get("status", "error")] += 1
-            if r.get("status") == "synthesized" and (
-                r.get("level") != "monomorphic" or r.get("constants") not in ("pinned", "none")
-            ):
-                st.generalized += 1
-
-        st.cached, st.run, st.not_run = execute(tasks, cache, opts, stage, on_result, deadline)
-        report.results[stage] = results
-        st.seconds = time.perf_counter() - t0
-        if opts.write:
-            t0 = time.perf_counter()
-            cands = []
-            for r in results:
-                src, count = origin.get(r["key"], (set(), 0))
-                c = candidate_from(r, sorted(src), count)
-                if c is not None:
-                    cands.append(c)
+    stages = (["lift"] if "lift" in opts.stages else []) + (
+        [f"lower:{isa}" for isa in opts.isas] if "lower" in opts.stages else []
+    )
+    with active(take(opts.out_dir)):
+        for stage in stages:
+            snap = take(opts.out_dir)  # the rules as they stand now (earlier stages' included)
+            activate(snap)
+            digest = snap.stage_digest(stage)
+            report.rules[stage] = digest
             if stage == "lift":
-                path, header = opts.out_dir / "lift.rules", HEADERS["lift"]
+                tasks, origin = lift_tasks(corpus, opts, digest)
             else:
                 isa = stage.split(":", 1)[1]
-                path, header = opts.out_dir / f"lower_{ISA_STEMS[isa]}.rules", HEADERS["lower"].format(
-                    isa=isa
-                )
-            base = _base_rules(stage, opts.hide)
-            names = {r.name for r in base}
-            base += [r for r in existing_rules(path) if r.name not in names]  # the output file's own rules
-            decisions = select(cands, stage.replace(":", "_").replace("-", "_"), base, _stage_cost(stage))
-            report.decisions[stage] = decisions
-            for d in decisions:
-                st.decisions[d.outcome] += 1
-            new_rules = {d.name for d in decisions if d.outcome == "written"}
-            if new_rules:  # rules of earlier runs that this run's rules subsume leave the file
-                kept = base + [
-                    parse_rule(f"{d.name}: {d.candidate.text}", "<synthesized>", 1)
-                    for d in decisions if d.outcome == "written"
-                ]
-                subsumed = subsumed_file_rules(path, kept, _stage_cost(stage))
-                report.dropped[stage] = subsumed
-                st.decisions["dropped-from-file"] += len(subsumed)
-            else:
-                subsumed = []
-            if new_rules or subsumed or not path.exists():
-                report.written[stage] = write_rules(path, decisions, header, [n for n, _ in subsumed])
-            st.written = sum(1 for d in decisions if d.outcome == "written")
-            report.files[stage] = path
-            _clear_rule_caches()
-            st.seconds += time.perf_counter() - t0
+                tasks, origin = lower_tasks(inputs[isa], isa, opts, digest)
+            _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs)
+        if opts.census and opts.write and stages:
+            from synth.census import census_and_drop
+
+            activate(take(opts.out_dir))
+            census_and_drop(stages, inputs, opts, report)
     report.seconds = time.perf_counter() - t_start
     return report
 
 
-def _clear_rule_caches() -> None:
-    """Rules just written must be seen by the next stage (lowering lifts with the new lift rules)."""
-    from pitchfork.lift import _lift_rules
-    from pitchfork.targets import _load_target
+def _run_stage(
+    stage: str,
+    tasks: list[Task],
+    origin: dict[str, tuple[set[str], int]],
+    snap: RuleSnapshot,
+    cache: Cache,
+    opts: Options,
+    report: RunReport,
+    inputs: dict[str, dict[str, list[Term]]],
+) -> None:
+    st = StageStats(seen=len(tasks))
+    report.stages[stage] = st
+    results: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + opts.time_limit if opts.time_limit > 0 else None
 
-    _lift_rules.cache_clear()
-    _load_target.cache_clear()
+    def on_result(r: dict[str, Any]) -> None:
+        results.append(r)
+        st.outcomes[r.get("status", "error")] += 1
+        if r.get("status") == "synthesized" and (
+            r.get("level") != "monomorphic" or r.get("constants") not in ("pinned", "none")
+        ):
+            st.generalized += 1
+
+    st.cached, st.run, st.not_run = execute(tasks, cache, opts, stage, on_result, deadline, snap)
+    report.results[stage] = results
+    st.seconds = time.perf_counter() - t0
+    if not opts.write:
+        return
+    t0 = time.perf_counter()
+    cands = []
+    for r in results:
+        src, count = origin.get(r["key"], (set(), 0))
+        c = candidate_from(r, sorted(src), count)
+        if c is not None:
+            cands.append(c)
+    path, header = _stage_path(stage, opts.out_dir)
+    base = _base_rules(stage, opts.hide)
+    names = {r.name for r in base}
+    base += [r for r in existing_rules(path) if r.name not in names]  # the output file's own rules
+    decisions = select(cands, stage.replace(":", "_").replace("-", "_"), base, _stage_cost(stage))
+    decisions = _firing(stage, decisions, base, inputs, opts)
+    report.decisions[stage] = decisions
+    for d in decisions:
+        st.decisions[d.outcome] += 1
+    new_rules = {d.name for d in decisions if d.outcome == "written"}
+    if new_rules:  # rules of earlier runs that this run's rules subsume leave the file
+        kept = base + [
+            parse_rule(f"{d.name}: {d.candidate.text}", "<synthesized>", 1)
+            for d in decisions if d.outcome == "written"
+        ]
+        subsumed = subsumed_file_rules(path, kept, _stage_cost(stage))
+        report.dropped[stage] = subsumed
+        st.decisions["dropped-from-file"] += len(subsumed)
+    else:
+        subsumed = []
+    if new_rules or subsumed or not path.exists():
+        report.written[stage] = write_rules(path, decisions, header, [n for n, _ in subsumed])
+    st.written = sum(1 for d in decisions if d.outcome == "written")
+    report.files[stage] = path
+    st.seconds += time.perf_counter() - t0

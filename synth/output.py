@@ -28,7 +28,7 @@ import z3
 
 from fpir.term import Term
 from fpir.text import parse
-from pitchfork.synthesized import withdrawn
+from pitchfork.selection.synthesized import withdrawn
 from pitchfork.trs.rules import Rule, RuleFileError, RuleSet, parse_rule, parse_rules
 from synth.verify import verify_rule
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from fpir.ops import OPS
 from fpir.term import Term
@@ -26,6 +26,9 @@ from fpir.text import parse, to_text
 from fpir.types import ScalarType, u1
 from synth.corpus import canonical, rebuild
 from synth.search import Grammar, constant_leaves, lhs_types, synthesize
+
+if TYPE_CHECKING:
+    from synth.rulesnap import RuleSnapshot
 
 SKIP_LIFT_OPS = frozenset({"div", "mod", "var", "const"})
 BOOL_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "select"})
@@ -47,7 +50,7 @@ LOWER_PRIMS = (
 )
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
 #: are not reused
-SEARCH_VERSION = {"lift": 4, "lower": 5}
+SEARCH_VERSION = {"lift": 5, "lower": 6}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -61,13 +64,15 @@ class Task:
     generalize: bool = True
     #: names of existing rules to leave out of the baseline TRS (to show that synthesis finds them)
     hide: tuple[str, ...] = ()
+    #: digest of the rules the task is planned against (synth/rulesnap.py `stage_digest`)
+    rules: str = ""
 
     @property
     def key(self) -> str:
         hide = ",".join(self.hide)
         return (
             f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
-            f"{int(self.generalize)}|{hide}"
+            f"{int(self.generalize)}|{hide}|{self.rules}"
         )
 
 
@@ -87,21 +92,29 @@ def _explicit_forms(op: str, types: set[ScalarType]) -> list[tuple[str, Optional
     return [(op, None)]
 
 
+def _free(t: Term) -> bool:
+    """A reinterpret or a same-width cast: no instruction on any target."""
+    from synth.cost import same_width_cast
+
+    return t.op == "reinterpret" or same_width_cast(t)
+
+
 def free_reinterpret_width(term: Term) -> int:
-    """The width part of the lifting cost with reinterprets free (they are on every target)."""
-    return sum(sum(a.type.bits for a in t.args) for t in term.walk() if t.args and t.op != "reinterpret")
+    """The width part of the lifting cost with reinterprets (and same-width casts) free."""
+    return sum(sum(a.type.bits for a in t.args) for t in term.walk() if t.args and not _free(t))
 
 
 def op_count(term: Term) -> int:
-    """Operations other than reinterprets: a lifting rule must not add instructions (the width-first
-    cost would otherwise trade `min(x_u16, 255)` for a narrowing and a widening)."""
-    return sum(1 for t in term.walk() if t.args and t.op != "reinterpret")
+    """Operations other than reinterprets and same-width casts: a lifting rule must not add
+    instructions (the width-first cost would otherwise trade `min(x_u16, 255)` for a narrowing and a
+    widening)."""
+    return sum(1 for t in term.walk() if t.args and not _free(t))
 
 
 def lifting_grammar(lhs: Term, current: Term) -> Grammar:
     """Candidates must beat `current` under the lifting cost and also with reinterprets free, so a
     rule never trades a free reinterpret for a different (not cheaper) instruction."""
-    from pitchfork.cost import cost
+    from pitchfork.selection.cost import cost
 
     base = lhs_types(lhs)
     types = set(base)
@@ -139,7 +152,8 @@ def lifting_grammar(lhs: Term, current: Term) -> Grammar:
 
 
 def lowering_grammar(lhs: Term, isa: str) -> Grammar:
-    from pitchfork.targets import load_target, target_cost
+    from pitchfork.targets import load_target
+    from synth.cost import lowering_cost
 
     load_target(isa)
     types = set(lhs_types(lhs))
@@ -165,12 +179,12 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
 
     leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types))
     key = f"lower:{isa}:{';'.join(to_text(x) + ':' + x.type.name for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
-    return Grammar(leaves, tuple(forms), frozenset(types), target_cost, level, lambda c: c[0] - 1, key=key)
+    return Grammar(leaves, tuple(forms), frozenset(types), lowering_cost, level, lambda c: c[0] - 1, key=key)
 
 
 def _lift_side(term: Term, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
     """(what the lifting rewriter sees at the root: children lifted, what it makes of it)."""
-    from pitchfork.lift import lift, lift_rules
+    from pitchfork.selection.lift import lift, lift_rules
 
     rules = _without(lift_rules(), hide)
     seen = rebuild(term, [lift(a, rules) for a in term.args])
@@ -178,7 +192,7 @@ def _lift_side(term: Term, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
 
 
 def _lower_side(term: Term, isa: str, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
-    from pitchfork.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import load_target
     from pitchfork.trs.rewriter import Rewriter
 
@@ -188,11 +202,19 @@ def _lower_side(term: Term, isa: str, hide: tuple[str, ...] = ()) -> tuple[Term,
     return seen, expand_fpir(rw.rewrite(term), TARGET_MAX_BITS.get(isa, 64))
 
 
-def run_task(task: Task) -> dict[str, Any]:
-    """Run one task; never raises (an internal error is a rejection with its reason)."""
+def run_task(task: Task, snap: Optional["RuleSnapshot"] = None) -> dict[str, Any]:
+    """Run one task against the rules of `snap` (synth/rulesnap.py; None: whatever this process has
+    loaded); never raises (an internal error is a rejection with its reason)."""
     t0 = time.perf_counter()
     out: dict[str, Any] = {"task": asdict(task), "key": task.key, "status": "error", "seconds": 0.0}
     try:
+        if snap is not None:
+            from synth.rulesnap import activate
+
+            stage = "lift" if task.kind == "lift" else f"lower:{task.isa}"
+            if task.rules and snap.stage_digest(stage) != task.rules:
+                raise ValueError(f"task planned against rules {task.rules}, shipped {snap.stage_digest(stage)}")
+            activate(snap)
         out.update(_run(task))
     except Exception as e:  # noqa: BLE001 - a task's failure is data for the summary, not a crash
         out.update(status="error", reason=f"{type(e).__name__}: {e}")
@@ -205,17 +227,17 @@ def _run(task: Task) -> dict[str, Any]:
 
     term = parse(task.lhs)
     if task.kind == "lift":
-        from pitchfork.cost import cost
+        from pitchfork.selection.cost import cost
 
         seen, cur = _lift_side(term, task.hide)
         grammar = lifting_grammar(seen, cur)
         bound = cost(cur)
     else:
-        from pitchfork.targets import target_cost
+        from synth.cost import lowering_cost
 
         seen, cur = _lower_side(term, task.isa, task.hide)
         grammar = lowering_grammar(seen, task.isa)
-        c = target_cost(cur)
+        c = lowering_cost(cur)
         bound = (c[0], 0, 0)  # strictly fewer instructions
     seen = canonical(seen)
     info: dict[str, Any] = {"seen": to_text(seen), "current": to_text(cur), "bound": list(bound)}

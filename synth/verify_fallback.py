@@ -16,7 +16,7 @@ about one 128-bit multiplier inside a large formula, within any reasonable time,
    constants, `&` with a low-bit mask 2^k - 1 or with a sign mask `s >> (bits - 1)`, which is 0 or all
    ones: a select); FPIR and target ops expand through their
    definitions. Anything else raises `Unsupported` and the verdict stays UNKNOWN. Its meaning is
-   cross-checked against the numpy interpreter in tests/pitchfork/test_generic_lowering.py.
+   cross-checked against the numpy interpreter in tests/pitchfork/selection/test_generic_lowering.py.
 
    With `product_bounds` (synth.verify tries it for rules whose predicate bounds an operand or whose
    left side shifts a product by a rule constant, one case per shift constant), each variable's

@@ -1,7 +1,8 @@
 """The synthesized-rules ablation (the paper's Figure 7): hand-written rules only vs hand-written +
 synthesized, with leave-one-out, per benchmark and ISA.
 
-    python -m benchmarks.harness.ablation [--bench B ...] [--isa I ...] [--quick] [--reps N] [-o DIR]
+    python -m benchmarks.harness.ablation [--bench B ...] [--isa I ...] [--quick] [--reps N]
+                                          [-o DIR | --write-results]
 
 For every benchmark x ISA, PITCHFORK compiles the benchmark twice in one child process:
 
@@ -17,7 +18,10 @@ machine-load drift between the two runs cancels); on ARM and HVX the gain is the
 weighted static estimates (llvm-mca cycles, HVX packets), which are deterministic.
 
 Writes `ablation.json`, `RESULTS_ABLATION.md` (appended to RESULTS.md by report.write_all, which
-this re-runs on the committed results.json) and `ablation.png` into the output directory.
+this re-runs on the output directory's results.json, if it has one) and `ablation.png` into the output
+directory: `-o DIR`, by default `./pitchfork-ablation-out` in the current directory;
+`--write-results` writes into benchmarks/ (the committed files). Nothing goes into the source tree
+unless asked. The plot's axis is logarithmic, each bar drawn from the 1.0x line.
 """
 
 from __future__ import annotations
@@ -36,7 +40,10 @@ from typing import Any, Optional, Sequence
 from benchmarks.common import ISAS
 from benchmarks.harness.report import geomean, metric, ratio
 
-DEFAULT_OUT = Path(__file__).resolve().parent.parent
+#: Where `--write-results` writes: the committed files in benchmarks/.
+RESULTS_DIR = Path(__file__).resolve().parent.parent
+#: The default output directory, relative to the current directory (never the source tree).
+DEFAULT_OUT_NAME = "pitchfork-ablation-out"
 CONFIGS = ("hand", "synth")
 
 
@@ -46,7 +53,7 @@ def _compile_both(bench_name: str, isas: Sequence[str]) -> dict[str, Any]:
 
     import pitchfork
     from benchmarks import registry
-    from pitchfork.synthesized import rules_config
+    from pitchfork.selection.synthesized import rules_config
     from pitchfork.trs.provenance import excluding_rules_from
 
     bench = registry.get(bench_name)
@@ -238,15 +245,21 @@ def plot(data: dict[str, Any], path: Path) -> None:
     x = np.arange(len(names))
     w = 0.8 / max(1, len(meta["isas"]))
     for k, isa in enumerate(meta["isas"]):
-        ys = [by.get((b, isa), {}).get("gain") or 0.0 for b in names]
-        ax.bar(x + (k - (len(meta["isas"]) - 1) / 2) * w, ys, w, label=TITLE[isa])
+        ys = [by.get((b, isa), {}).get("gain") or 1.0 for b in names]
+        # bars start at the 1.0x line on a log axis: a 1.00x cell is no bar, a loss hangs below
+        ax.bar(x + (k - (len(meta["isas"]) - 1) / 2) * w, [y - 1.0 for y in ys], w, bottom=1.0, label=TITLE[isa])
+    ax.set_yscale("log", base=2)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(x)
     ax.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
+    ax.set_xlabel("benchmark (first parameter set)")
     ys_all = [c.get("gain") for c in cells if c.get("gain")]
     lo, hi = (min(ys_all), max(ys_all)) if ys_all else (1.0, 1.0)
-    ax.set_ylim(min(0.9, lo * 0.98), max(1.1, hi * 1.02))
-    ax.set_ylabel("gain from synthesized rules (leave-one-out)")
+    ax.set_ylim(min(0.8, lo / 1.05), max(1.25, hi * 1.05))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.set_ylabel("gain from synthesized rules, x (log scale)\n(x86: measured time; ARM: llvm-mca cycles; HVX: packets)",
+                  fontsize=8)
     ax.set_title("Hand-written + synthesized rules vs hand-written only (paper Figure 7)", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -258,6 +271,7 @@ def write(data: dict[str, Any], out_dir: Path) -> None:
     from benchmarks.harness import report
 
     out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "ablation.json").write_text(json.dumps(data, indent=1))
     (out_dir / "RESULTS_ABLATION.md").write_text(markdown(data, out_dir))
     plot(data, out_dir / "ablation.png")
@@ -281,8 +295,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--quick", action="store_true", help="quick sizes, 3 repetitions")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--timeout", type=float, default=1800.0)
-    ap.add_argument("--output-dir", "-o", default=str(DEFAULT_OUT))
+    ap.add_argument("--output-dir", "-o", default=None,
+                    help=f"output directory (default ./{DEFAULT_OUT_NAME} in the current directory)")
+    ap.add_argument("--write-results", action="store_true",
+                    help="write into benchmarks/ (refresh the committed ablation.json, RESULTS_ABLATION.md, "
+                         "ablation.png and RESULTS.md)")
     args = ap.parse_args(argv)
+    if args.write_results and args.output_dir is not None:
+        print("ablation: --write-results writes into benchmarks/; it does not take -o", file=sys.stderr)
+        return 2
+    out_dir = output_dir(args.output_dir, args.write_results)
     benches = [x for b in args.bench for x in b.split(",") if x] or registry.available()
     isas = [x for i in args.isa for x in i.split(",") if x] or list(ISAS)
     bad = [b for b in benches if b not in registry.NAMES] + [i for i in isas if i not in ISAS]
@@ -290,9 +312,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"ablation: unknown benchmark or ISA {bad[0]!r}", file=sys.stderr)
         return 2
     data = run(benches, isas, args.quick, args.reps or (3 if args.quick else 9), args.timeout)
-    write(data, Path(args.output_dir))
-    print(markdown(data, Path(args.output_dir)))
+    write(data, out_dir)
+    print(markdown(data, out_dir))
+    print(f"wrote {out_dir / 'ablation.json'}, {out_dir / 'RESULTS_ABLATION.md'}, {out_dir / 'ablation.png'}",
+          file=sys.stderr)
     return 0
+
+
+def output_dir(option: Optional[str], write_results: bool) -> Path:
+    """benchmarks/ with --write-results, else -o DIR, else ./pitchfork-ablation-out (created)."""
+    d = RESULTS_DIR if write_results else Path(option if option is not None else DEFAULT_OUT_NAME).resolve()
+    d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def _child(apps: Sequence[str], threads: int, reps: int, quick: bool) -> list[di
     from benchmarks.apps.common import HALIDE_TARGETS
     from benchmarks.harness.halide21 import bind
     from benchmarks.harness.measure import paired_ratio, time_interleaved
-    from pitchfork.halide.api import compile as pf_compile
+    from pitchfork.api import compile as pf_compile
 
     rows = []
     for name in apps:

@@ -3,7 +3,7 @@
 `pitchfork.compile(...)` produces one LLVM function `void name(ptr err, <per input: ptr data, then
 (min, extent, stride) per dimension | scalar>, <per output: ptr data, (min, extent, stride) per
 dimension>)` (the convention `CompiledPipeline.__call__` follows). `kernel_args` builds that list as
-`pitchfork.emit.harness` `Buffer`/`Scalar` values, so the same list feeds the qemu / native C harness
+`pitchfork.backend.harness` `Buffer`/`Scalar` values, so the same list feeds the qemu / native C harness
 of the static estimate (`static.py`). `DirectKernel` is the timing path on x86: the JIT'd function is
 called through ctypes on preallocated, 128-byte-aligned buffers, with nothing copied per call.
 
@@ -18,8 +18,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from pitchfork.emit.harness import ALIGN, Buffer, Scalar
-from pitchfork.halide.api import CompiledPipeline
+from pitchfork.backend.harness import ALIGN, Buffer, Scalar
+from pitchfork.api import CompiledPipeline
 
 
 def kernel_args(prog: CompiledPipeline, values: Sequence[Any], size: Sequence[int]) -> list[Buffer | Scalar]:
@@ -67,7 +67,7 @@ def direct_kernel(prog: CompiledPipeline, values: Sequence[Any], size: Sequence[
                   share: "DirectKernel | None" = None) -> DirectKernel:
     """Bind `prog` (compiled for x86-avx2) to aligned copies of `values` and fresh output buffers, or,
     with `share` (a kernel of the same pipeline, same argument list), to `share`'s own arrays."""
-    from pitchfork.emit.run import _jit  # the JIT engine cache run_calls uses (one engine per module)
+    from pitchfork.backend.run import _jit  # the JIT engine cache run_calls uses (one engine per module)
 
     if prog.target != "x86-avx2":
         raise ValueError(f"direct calls run x86-avx2 kernels only, not {prog.target}")

@@ -417,9 +417,10 @@ def _bars(ax: Any, names: list[str], series: list[tuple[str, list[Optional[float
     x = np.arange(len(names))
     w = 0.8 / max(len(series), 1)
     for k, (label, vals) in enumerate(series):
-        ys = [v if v else 0.0 for v in vals]
+        ys = [v if v else 1.0 for v in vals]
         pos = x + (k - (len(series) - 1) / 2) * w
-        ax.bar(pos, ys, w, label=label)
+        # each bar starts at the 1.0x line of the log axis: a gain rises, a loss hangs below it
+        ax.bar(pos, [y - 1.0 for y in ys], w, bottom=1.0, label=label)
         for p_, v in zip(pos, vals):
             if not v:  # no result (a failure row): say so rather than draw nothing
                 ax.text(p_, 1.0, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
@@ -429,6 +430,7 @@ def _bars(ax: Any, names: list[str], series: list[tuple[str, list[Optional[float
     ax.set_title(title, fontsize=10)
     ax.set_yscale("log", base=2)
     ax.yaxis.set_major_formatter(__import__("matplotlib").ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.set_xlabel("benchmark (parameter set)", fontsize=7)
 
 
 def plots(data: dict[str, Any], out_dir: Path) -> None:
@@ -446,7 +448,7 @@ def plots(data: dict[str, Any], out_dir: Path) -> None:
         _bars(ax, names, [("PITCHFORK", [t[b][isa]["speedup"] for b in names]),
                           ("Halide 21", [t[b][isa]["halide_vs_llvm"] for b in names])],
               f"{ISA_TITLE[isa]}: speedup over LLVM alone (PITCHFORK geomean {_f(g)}; paper {PAPER[isa][0]:.2f}x)")
-        ax.set_ylabel(UNIT[isa].replace(", weighted", "\n(weighted)"), fontsize=7)
+        ax.set_ylabel(f"speedup, x (log scale)\nratio of {UNIT[isa]}", fontsize=7)
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(out_dir / "speedup.png", dpi=110)
@@ -456,6 +458,7 @@ def plots(data: dict[str, Any], out_dir: Path) -> None:
         vals = [ct[b][isa]["speedup"] for b in names]
         _bars(ax, names, [("PITCHFORK", vals)],
               f"{ISA_TITLE[isa]}: compile-time speedup over LLVM alone (geomean {_f(geomean([v for v in vals if v]))})")
+        ax.set_ylabel("compile-time ratio, x (log scale)\nLLVM alone seconds / PITCHFORK seconds", fontsize=7)
     fig.tight_layout()
     fig.savefig(out_dir / "compile_time.png", dpi=110)
     plt.close(fig)

@@ -4,6 +4,11 @@ For each selected benchmark x ISA it runs one worker process (`worker.py`: compi
 Halide 21, time on x86, weighted static estimate everywhere), shows progress bars, and writes
 `results.json`, `RESULTS.md`, `speedup.png` and `compile_time.png` into the output directory
 (`report.py`). A worker that crashes or times out becomes failure rows; the run always completes.
+
+Invariant: nothing is written into the source tree unless asked. The output directory is `-o DIR`,
+by default `./pitchfork-bench-out` in the current directory (created, its path printed);
+`--write-results` writes into `benchmarks/` instead, refreshing the committed RESULTS.md, results.json
+and plots.
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ from typing import Any, Optional, Sequence
 
 from benchmarks.common import ISAS
 
-DEFAULT_OUT = Path(__file__).resolve().parent.parent  # benchmarks/
+#: Where `--write-results` writes: the committed results in benchmarks/.
+RESULTS_DIR = Path(__file__).resolve().parent.parent
+#: The default output directory, relative to the current directory (never the source tree).
+DEFAULT_OUT_NAME = "pitchfork-bench-out"
 VARIANTS = ("pitchfork", "llvm", "halide21")
 
 
@@ -42,8 +50,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exclude-rules-from", metavar="BENCHMARK", default=None,
                    help="leave-one-out: do not use synthesized rules learned from this benchmark "
                         "('self': from the benchmark being compiled)")
-    p.add_argument("--output-dir", "-o", default=str(DEFAULT_OUT), help="where results.json, RESULTS.md and the "
-                   "PNGs go (default benchmarks/)")
+    p.add_argument("--output-dir", "-o", default=None, help="where results.json, RESULTS.md and the "
+                   f"PNGs go (default ./{DEFAULT_OUT_NAME} in the current directory)")
+    p.add_argument("--write-results", action="store_true",
+                   help="write into benchmarks/ (refresh the committed RESULTS.md, results.json and plots)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per benchmark x ISA worker")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--baseline", metavar="RESULTS_JSON", default=None,
@@ -67,13 +77,23 @@ def command_line(args: argparse.Namespace, prog: str = "pitchfork bench") -> str
         parts += ["--static-size", args.static_size]
     if args.exclude_rules_from:
         parts += ["--exclude-rules-from", args.exclude_rules_from]
-    if Path(args.output_dir).resolve() != DEFAULT_OUT:
+    if getattr(args, "write_results", False):
+        parts.append("--write-results")
+    elif args.output_dir is not None:
         parts += ["-o", str(args.output_dir)]
     if args.seed != 1:
         parts += ["--seed", str(args.seed)]
     if getattr(args, "baseline", None):
         parts += ["--baseline", args.baseline]
     return " ".join([prog, *(shlex.quote(p) for p in parts[1:])])
+
+
+def output_dir(args: argparse.Namespace) -> Path:
+    """The run's output directory: benchmarks/ with --write-results, else -o DIR, else
+    ./pitchfork-bench-out (relative to the current directory, never the package's)."""
+    if getattr(args, "write_results", False):
+        return RESULTS_DIR
+    return Path(args.output_dir if args.output_dir is not None else DEFAULT_OUT_NAME).resolve()
 
 
 def default_psets(args: argparse.Namespace) -> str:
@@ -241,14 +261,18 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
         except (OSError, ValueError) as e:
             console.print(f"error: --baseline {args.baseline}: {e}")
             return 2
+    if getattr(args, "write_results", False) and args.output_dir is not None:
+        console.print("error: --write-results writes into benchmarks/; it does not take -o")
+        return 2
     if args.reps is not None and args.reps < 1:
         console.print("error: --reps must be at least 1")
         return 2
     reps = args.reps or (3 if args.quick else 15)
     psets_mode = args.psets or default_psets(args)
     psets = {b: param_set_indices(b, psets_mode) for b in benches}
-    out_dir = Path(args.output_dir)
+    out_dir = output_dir(args)
     out_dir.mkdir(parents=True, exist_ok=True)
+    console.print(f"output directory: {out_dir}")
     sizes: dict[str, Any] = {}
     for b in benches:
         try:

@@ -112,7 +112,7 @@ struct halide_buffer_t { unsigned long long device; const void *device_interface
 
 def our_kernel_spec(function: str, args: Sequence[Any]) -> HarnessSpec:
     """Harness spec for one of our kernels, from `kernel.kernel_args` values."""
-    from pitchfork.emit.harness import Buffer
+    from pitchfork.backend.harness import Buffer
 
     spec = HarnessSpec(function, "void")
     for a in args:
@@ -200,7 +200,7 @@ float truncf(float x) { return pf_round_integral(x, 2); }
 
 
 def c_source(spec: HarnessSpec, n_counters: int, freestanding: bool, pool_bytes: int) -> str:
-    from pitchfork.emit import harness
+    from pitchfork.backend import harness
 
     params = ", ".join(a.ctype for a in spec.args) or "void"
     call = ", ".join(a.expr for a in spec.args)
@@ -242,7 +242,7 @@ def c_source(spec: HarnessSpec, n_counters: int, freestanding: bool, pool_bytes:
 
 def _toolchain(isa: str) -> tuple[list[str], list[str]]:
     """(link command prefix, run prefix) for `isa`."""
-    from pitchfork.emit.run import check_tools
+    from pitchfork.backend.run import check_tools
 
     if isa == "x86-avx2":
         return ["gcc", "-O1", "-static", "-Wl,--unresolved-symbols=ignore-all"], []

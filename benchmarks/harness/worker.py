@@ -90,7 +90,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     from benchmarks.harness import halide21, lean, static
     from benchmarks.harness.kernel import direct_kernel, kernel_args
     from benchmarks.harness.measure import time_interleaved
-    from pitchfork.synthesized import rules_config
+    from pitchfork.selection.synthesized import rules_config
     from pitchfork.trs.provenance import excluding_rules_from
 
     name, isa = job["bench"], job["isa"]
@@ -202,7 +202,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             spec = static.our_kernel_spec(prog.name, kernel_args(prog, svalues, sout))
             t0 = time.perf_counter()
             # LLVM alone is counted as LLVM schedules it: on hvx128 an i64-vector module's own
-            # packets, not the unpacketised code pitchfork.emit.machine emits as a qemu workaround.
+            # packets, not the unpacketised code pitchfork.backend.machine emits as a qemu workaround.
             asm = prog.module.llvm_default_assembly() if isel == "llvm" and prog.module else prog.assembly()
             run = static.counted_run(asm, prog.name, isa, spec)
             err = int(run.outputs[0][0])

@@ -1,8 +1,9 @@
 """`pitchfork bench`: PITCHFORK vs LLVM alone vs Halide 21 on the SPEC benchmarks (the harness in
 benchmarks/harness/; the same as `python -m benchmarks`).
 
-    pitchfork bench --quick --bench sobel3x3            # small sizes, a few minutes
+    pitchfork bench --quick --bench sobel3x3            # small sizes, a few minutes -> ./pitchfork-bench-out
     pitchfork bench --isa x86-avx2 --reps 25 -o out/    # full sizes, x86 only
+    pitchfork bench --write-results                     # refresh the committed benchmarks/RESULTS.md
     pitchfork bench --suite apps                        # Halide's Python apps vs Halide 21, 1 and 2 threads
 """
 

@@ -9,7 +9,7 @@ registered generator name and may be left out when the file defines one generato
 sets GeneratorParams (parsed as on Halide's generator command line). Writes `<name>.o` (ELF object),
 `<name>.a` (static library) and `<name>.h`: a drop-in for Halide's ahead-of-time output, entry point
 `int name(struct halide_buffer_t *in, ..., scalars, struct halide_buffer_t *out)` (see
-pitchfork/halide/abi.py); `<name>.ll` (header-free LLVM IR of that object) and `<name>.s`; then prints the
+pitchfork/aot/abi.py); `<name>.ll` (header-free LLVM IR of that object) and `<name>.s`; then prints the
 statistics (rules fired, selection / LLVM / capture time). When PITCHFORK cannot compile the pipeline
 it says why and writes Halide's own outputs instead (exit status 0; 3 with --no-fallback). Exit
 status (docs/ERRORS.md): 2 bad usage, 4 a file that cannot be read or written (the generator, -o),
@@ -66,9 +66,9 @@ def _params(items: list[str]) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from pitchfork.errors import EXIT_UNSUPPORTED, InputFileError, UsageError
-    from pitchfork.halide.api import FALLBACK_ERRORS, PitchforkFallbackWarning
-    from pitchfork.halide.abi import AbiError
-    from pitchfork.halide.generator import compile_generator, write_outputs
+    from pitchfork.api import FALLBACK_ERRORS, PitchforkFallbackWarning
+    from pitchfork.aot.abi import AbiError
+    from pitchfork.aot.generator import compile_generator, write_outputs
 
     kinds = tuple(k.strip() for k in args.emit.split(",") if k.strip())
     bad = [k for k in kinds if k not in ("o", "a", "h", "ll", "s")]
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(prog: Any, paths: dict, args: argparse.Namespace) -> None:
-    from pitchfork.halide.generator import llc_command
+    from pitchfork.aot.generator import llc_command
 
     st = prog.stats
     how = "Halide's compiler (fallback)" if prog.is_fallback else f"PITCHFORK, isel={prog.isel}"

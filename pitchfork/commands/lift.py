@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _rules(args: argparse.Namespace) -> Any:
-    from pitchfork.lift import lift_rules
+    from pitchfork.selection.lift import lift_rules
     from pitchfork.trs.rules import RuleSet
 
     return RuleSet.from_files(args.rules) if args.rules else lift_rules()
@@ -59,7 +59,7 @@ def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>"
     from fpir.text import FPIRSyntaxError
 
     from fpir import parse
-    from pitchfork.lift import lift_with_stats
+    from pitchfork.selection.lift import lift_with_stats
 
     out: dict[str, Any] = {"input": text, "lifted": None, "rules": [], "error": None}
     if "\ufffd" in text:  # decoded with errors="replace": the line was not UTF-8

@@ -15,7 +15,7 @@ import sys
 
 from pitchfork.errors import EXIT_INPUT, EXIT_OK, InputFileError, UsageError, open_input, open_output
 from pitchfork.limits import check_lanes
-from pitchfork.select_batch import EMITS, ISELS, run_batch, select_expression
+from pitchfork.selection.select_batch import EMITS, ISELS, run_batch, select_expression
 
 NAME = "select"
 HELP = "select instructions for an expression (lift, lower per target, emit LLVM IR / assembly)"

@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Optional
 
 from fpir.ops import spec
 from fpir.term import Term
-from pitchfork.dagcost import DagCost
+from pitchfork.selection.dagcost import DagCost
 from pitchfork.trs.rules import RuleSet
 
 RULES_DIR = Path(__file__).resolve().parent.parent.parent / "rules"
@@ -112,7 +112,7 @@ def _target_node_cost(t: Term) -> tuple[int, int, int]:
         return (UNLOWERED_FPIR_COST, width, 0)
     if t.op in ("shl", "shr") and not t.args[1].is_const:
         # a runtime amount: generic code masks amounts >= bits and, for a signed amount, selects
-        # between both directions (pitchfork/emit/expr.py _shift)
+        # between both directions (pitchfork/codegen/expr.py _shift)
         n = RUNTIME_SHIFT_COST_SIGNED if t.args[1].type.signed else RUNTIME_SHIFT_COST
         return (n, width, 1)
     one = 0 if t.op == "reinterpret" else 1
@@ -135,7 +135,7 @@ def target_cost(term: Term) -> tuple[int, int, int]:
     generic expansion as several instructions), then input bit widths, then the number of primitive
     ops (so that, all else equal, a target instruction replaces the primitive op it implements, like
     Neon `abs` for `abs`). Summed over the distinct nodes (over every use above
-    pitchfork.dagcost.EXACT_LIMIT nodes), cached per term."""
+    pitchfork.selection.dagcost.EXACT_LIMIT nodes), cached per term."""
     return _TARGET_COST(term)  # type: ignore[return-value]
 
 
@@ -152,8 +152,8 @@ def load_target(name: str, include_synthesized: Optional[bool] = None,
                 exclude_from: Optional[str | Iterable[str]] = None) -> TargetInfo:
     """The target's instruction table, lowering rules (rules/lower/<isa>.rules plus the synthesized
     rules/synthesized/lower_<isa>.rules) and cost. Synthesized rules follow the same switches as
-    lifting (`pitchfork.synthesized.effective`: --no-synthesized, leave-one-out exclusion)."""
-    from pitchfork.synthesized import effective
+    lifting (`pitchfork.selection.synthesized.effective`: --no-synthesized, leave-one-out exclusion)."""
+    from pitchfork.selection.synthesized import effective
 
     inc, excl = effective(include_synthesized, exclude_from)
     return _load_target(canonical(name), inc, excl)
@@ -161,7 +161,7 @@ def load_target(name: str, include_synthesized: Optional[bool] = None,
 
 @lru_cache(maxsize=None)
 def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[str]) -> TargetInfo:
-    from pitchfork.synthesized import SynthConfig, synthesized_rules
+    from pitchfork.selection.synthesized import SynthConfig, synthesized_rules
     from pitchfork.trs.rules import load_rule_file
 
     module, stem = ISAS[name]

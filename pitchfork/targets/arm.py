@@ -115,7 +115,7 @@ def _primitives(term: Term) -> Term:
 def _generic(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
     """The instruction's own meaning as primitive IR (zext/sext, add, shl, trunc, ...). For the
     instructions without an intrinsic this is exactly the pattern LLVM selects them from."""
-    from pitchfork.emit.expr import ExprEmitter
+    from pitchfork.codegen.expr import ExprEmitter
 
     body, names = template(t.op, tuple(a.type for a in t.args), t.type)
     return ExprEmitter(em.b, em.lanes, dict(zip(names, args)), em.target).emit(_primitives(body))

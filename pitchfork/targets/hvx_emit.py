@@ -214,7 +214,7 @@ def _lanewise(table: Table, pairs: bool = False) -> Callable[..., ir.Value]:
     instruction for two registers, Halide's choice for double-width vectors), written when the
     operands span a whole number of pairs. It takes both registers' resources in one packet, so it
     can cost a packet (add hvx128: 8 -> 9) as well as save an instruction (mul hvx128: 26 -> 25 in
-    13 packets): pitchfork/emit/hvx_pairs.py keeps it only where the backend's schedule of every
+    13 packets): pitchfork/backend/hvx_pairs.py keeps it only where the backend's schedule of every
     loop takes no more packets with it, and splits it into single-register instructions elsewhere."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
@@ -418,7 +418,7 @@ def _shift_amount(lo: int, hi: int, runtime: tuple[int, int] | None = None) -> C
 def _runtime_amount(em: Any, args: Sequence[ir.Value], t: Term, amount: Callable[[Term], int | None]) -> ir.Value | None:
     """Rt for a shift amount that is not a constant but uniform (a splat Param) with bounds inside
     the range the instruction reads exactly; None otherwise."""
-    from pitchfork.bounds import bounds
+    from pitchfork.selection.bounds import bounds
 
     lo, hi = getattr(amount, "runtime", (1, 0))
     y = t.args[1]

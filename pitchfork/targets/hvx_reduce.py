@@ -28,7 +28,7 @@ from llvmlite import ir
 from fpir.ops import make
 from fpir.term import var
 from fpir.types import ScalarType
-from pitchfork.emit.expr import shuffle_mask
+from pitchfork.codegen.expr import shuffle_mask
 
 REG_BYTES = 128  # one HVX register (128-byte mode)
 #: the combines whose value does not depend on the lane order (associative and commutative)
@@ -37,8 +37,8 @@ ORDER_FREE = frozenset({"add", "min", "max"})
 
 def reduce_to_lane(em: Any, combine: str, v: ir.Value, t: ScalarType) -> Optional[ir.Value]:
     """`combine` over all lanes of `v` (lanes of type `t`) as a 1-lane vector, or None (see module)."""
-    from pitchfork.emit.expr import ExprEmitter
-    from pitchfork.lower import expand_fpir
+    from pitchfork.codegen.expr import ExprEmitter
+    from pitchfork.selection.lower import expand_fpir
 
     if combine not in ORDER_FREE or t.bits not in (8, 16, 32):
         return None

@@ -24,7 +24,7 @@ from typing import Any
 
 from llvmlite import ir
 
-from pitchfork.emit.lane_order import pack_order_registers
+from pitchfork.codegen.lane_order import pack_order_registers
 from pitchfork.targets.base import Inst, declare
 
 VECTOR_BITS = 256

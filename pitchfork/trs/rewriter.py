@@ -19,8 +19,8 @@ from fpir.ops import make, spec
 from fpir.term import Term
 from fpir.trampoline import trampoline
 from fpir.types import FPIRTypeError
-from pitchfork.bounds import bounds as default_bounds
-from pitchfork.cost import cost as default_cost
+from pitchfork.selection.bounds import bounds as default_bounds
+from pitchfork.selection.cost import cost as default_cost
 from pitchfork.trs.pattern import Bindings, match
 from pitchfork.trs.predicate import Streams
 from pitchfork.trs.rules import NoRewrite, Rule, RuleSet, build_rhs, check_predicate

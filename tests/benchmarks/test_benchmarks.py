@@ -5,7 +5,7 @@ extents) its `odd_size`: the output must be bit-exact against the module's numpy
 Halide 21's own `realize()` of the same pipeline and schedule.
 
 One test item per benchmark x ISA x isel: the parameter sets and sizes of one item run in one batch
-(`pitchfork.halide.api.run_many`: one JIT engine, or one harness build and qemu run), and parameter sets
+(`pitchfork.api.run_many`: one JIT engine, or one harness build and qemu run), and parameter sets
 whose pipelines lower to the same Halide statement share one compiled program, because compiling is
 what costs. Every mismatching (parameter set, size) is reported, not just the first.
 """
@@ -21,9 +21,9 @@ import pytest
 import pitchfork
 from benchmarks import registry
 from benchmarks.common import Benchmark, expected, halide_realize
-from pitchfork.emit.run import tools_available
-from pitchfork.halide.api import run_many
-from pitchfork.halide.capture import capture_stmt
+from pitchfork.backend.run import tools_available
+from pitchfork.api import run_many
+from pitchfork.frontend.capture import capture_stmt
 from pitchfork.targets import canonical
 
 #: Halide's realize depends on the benchmark, ISA (schedule), parameter set and input only; both isels of

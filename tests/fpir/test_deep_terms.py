@@ -15,10 +15,10 @@ import pytest
 from fpir import parse, to_text
 from fpir.interp import evaluate
 from fpir.z3enc import to_z3
-from pitchfork.bounds import bounds
-from pitchfork.cost import cost
-from pitchfork.lift import lift
-from pitchfork.lower import select_instructions
+from pitchfork.selection.bounds import bounds
+from pitchfork.selection.cost import cost
+from pitchfork.selection.lift import lift
+from pitchfork.selection.lower import select_instructions
 
 N = 10_000
 

@@ -20,7 +20,7 @@ from fpir.text import FPIRSyntaxError, parse
 from fpir.types import FPIRTypeError, ScalarType, i8, i16, i32, i64, u8, u16, u32, u64
 from fpir.z3enc import equivalent, to_z3_lane
 from fpir_testlib import as_dtype, to_unsigned, z3_eval
-from pitchfork.bounds import bounds
+from pitchfork.selection.bounds import bounds
 
 FOLD: dict[str, Callable[[int, int, ScalarType], int]] = {
     "add": lambda a, b, t: t.wrap(a + b),

@@ -204,7 +204,7 @@ def test_shift_constant_that_does_not_fit_is_an_error() -> None:
 
 
 def test_lifting_retypes_shift_constants_of_the_other_signedness() -> None:
-    from pitchfork.lift import lift, normalize_shift_constants
+    from pitchfork.selection.lift import lift, normalize_shift_constants
 
     assert normalize_shift_constants(parse("(x_i32 >> u32(15)) + i32(y_u16 << i16(2))")) == parse("(x_i32 >> 15) + i32(y_u16 << 2)")
     assert str(lift(parse("i16(max(min((i32(a_i16) * i32(b_i16)) >> u32(15), 32767), -32768))"))) == "mul_shr(a_i16, b_i16, 15)"

@@ -2,10 +2,10 @@
 
 For each random well-typed expression (FPIR ops, primitive integer ops, casts, shifts by constants and
 by variables, div/mod, select/compare, and the integer idioms the lifting rules turn into FPIR, over
-u8 .. i64), `pitchfork.lower.select_instructions` lowers it for a target with isel=pitchfork or
-isel=llvm; the result becomes an element-wise kernel (pitchfork.emit.kernel); the kernels of a batch
+u8 .. i64), `pitchfork.selection.lower.select_instructions` lowers it for a target with isel=pitchfork or
+isel=llvm; the result becomes an element-wise kernel (pitchfork.codegen.kernel); the kernels of a batch
 share one module, one compilation and one execution (x86: in-process JIT; AArch64 / Hexagon: one
-qemu run through pitchfork.emit.run.run_calls). Inputs mix random values, edge values (min, max, 0,
+qemu run through pitchfork.backend.run.run_calls). Inputs mix random values, edge values (min, max, 0,
 -1, 1, min+1, max-1) and small values (so variable shift amounts hit 0, negative and >= bits), and
 the lane count varies (native/2, native, 2*native, 3*native) so splitting into registers and
 padding are exercised. Every output lane must equal `fpir.interp.evaluate` of the ORIGINAL
@@ -31,7 +31,7 @@ half of them the shapes udot/sdot, vrmpy, vdmpy, pmaddwd/pmaddubsw, psadbw and t
 
     python -m tests.pitchfork.difftest --reductions --count 300 --target arm64 --max-bits 32
 
-`--families` draws issue 11's lifting-family spellings (tests/pitchfork/test_lift_families.py) and the
+`--families` draws issue 11's lifting-family spellings (tests/pitchfork/selection/test_lift_families.py) and the
 HVX instruction forms it added (`HVX_TEMPLATES`), their variables replaced by random terms:
 
     python -m tests.pitchfork.difftest --families --count 300 --target hvx128 --max-bits 32
@@ -401,7 +401,7 @@ def _overflow_idiom(gen: "Generator", rng: random.Random) -> Term:
     return make("shr", make("add", x, rnd), n)
 
 
-# Issue 11's HVX instructions, in the forms that select them (tests/pitchfork/emit/test_hvx*.py run the
+# Issue 11's HVX instructions, in the forms that select them (tests/pitchfork/backend/test_hvx*.py run the
 # same forms with plain variables): Q31 / Q15 high multiplies (vmpye + vmpyo :<<1:sat / :rnd:sat, vmpyo),
 # high halves of widening products (vmpy + vpacko/vshuffo), truncating and saturating narrows on pairs
 # (vpacke, vsat, vround, vasr:sat), rounding shifts by clamped variable amounts (rounding_shr_b_var via
@@ -425,7 +425,7 @@ HVX_TEMPLATES = [
 
 
 def family_templates() -> list[str]:
-    """Every issue-11 lifting-family spelling and near miss (tests/pitchfork/test_lift_families.py) and
+    """Every issue-11 lifting-family spelling and near miss (tests/pitchfork/selection/test_lift_families.py) and
     the HVX instruction forms above."""
     from pathlib import Path
 
@@ -572,7 +572,7 @@ def finding(kind: str, target: str, isel: str, c: "Case", message: str) -> dict:
 
 
 def natural_lanes(target: str, t: ScalarType) -> int:
-    from pitchfork.emit.machine import get_target
+    from pitchfork.backend.machine import get_target
 
     return get_target(target).natural_lanes(max(t.bits, 8))
 
@@ -582,7 +582,7 @@ def _kernel_vars(term: Term) -> list[Term]:
 
 
 def _compile(module_text: str, target: str):  # type: ignore[no-untyped-def]
-    from pitchfork.emit.machine import compile_module
+    from pitchfork.backend.machine import compile_module
 
     return compile_module(module_text, target, isolate=True)
 
@@ -591,8 +591,8 @@ def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batc
               lanes_choice: Optional[Callable[[random.Random, int], int]] = None,
               max_report: int = 20) -> Result:
     """Lower, compile and run every term on `target`; compare with the interpreter."""
-    from pitchfork.emit.run import ToolMissing, check_tools
-    from pitchfork.lower import select_instructions
+    from pitchfork.backend.run import ToolMissing, check_tools
+    from pitchfork.selection.lower import select_instructions
 
     res = Result(target, isel)
     t0 = time.perf_counter()
@@ -638,7 +638,7 @@ def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batc
 
 
 def _build(cs: list[tuple[int, Case]], target: str = "") -> str:
-    from pitchfork.emit.kernel import add_expression_kernel, new_module
+    from pitchfork.codegen.kernel import add_expression_kernel, new_module
 
     m = new_module()
     for i, c in cs:
@@ -648,7 +648,7 @@ def _build(cs: list[tuple[int, Case]], target: str = "") -> str:
 
 def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-def]
     """One module for the chunk; if it does not compile, each kernel alone (failures are findings)."""
-    from pitchfork.emit.machine import CompileError
+    from pitchfork.backend.machine import CompileError
 
     indexed = list(enumerate(chunk))
     errors: list[str] = []
@@ -677,9 +677,9 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
 
 
 def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: ignore[no-untyped-def]
-    from pitchfork.emit.harness import Buffer, Call, Scalar
-    from pitchfork.emit.kernel import input_factors
-    from pitchfork.emit.run import RunError, run_calls
+    from pitchfork.backend.harness import Buffer, Call, Scalar
+    from pitchfork.codegen.kernel import input_factors
+    from pitchfork.backend.run import RunError, run_calls
 
     if not good:
         return

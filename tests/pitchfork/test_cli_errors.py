@@ -13,7 +13,8 @@ from pitchfork.cli import main
 from pitchfork.errors import EXIT_FILE, EXIT_INPUT, EXIT_OK, EXIT_PIPELINE, EXIT_USAGE
 from pitchfork.limits import MAX_LANES
 
-DATA = Path(__file__).resolve().parent / "halide" / "data"
+DATA = Path(__file__).resolve().parent / "frontend" / "data"
+GENERATORS = Path(__file__).resolve().parent / "aot" / "data"
 
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -108,7 +109,7 @@ class B:
 
 
 def test_compile_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    gen = DATA / "gen_params.py"
+    gen = GENERATORS / "gen_params.py"
     out = str(tmp_path / "out")
     code, _, err = run(["compile", str(gen), "-p", "input.type=uint8", "-p", "lanes=-4", "-o", out], capsys)
     assert code == EXIT_PIPELINE

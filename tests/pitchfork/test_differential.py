@@ -24,7 +24,7 @@ from fpir.text import parse  # noqa: E402
 # (target, isel, expressions, widest type, seed). HVX has no 64-bit lanes: LLVM scalarises them, which
 # is slow to compile and to emulate, so most HVX expressions stay within 32 bits. Every lane count is
 # tested on every ISA: HVX kernels compute vectors narrower than a register in whole registers
-# (pitchfork.emit.kernel.register_lanes, _whole_register_loop), since LLVM 22 miscompiles sub-register HVX vectors.
+# (pitchfork.codegen.kernel.register_lanes, _whole_register_loop), since LLVM 22 miscompiles sub-register HVX vectors.
 #
 # CI runs the first `CI_COUNT` expressions of each generator stream; the rest of the stream (to `count`,
 # as many as CI ran before) is the `extended` set, run with `pytest --extended` (tests/conftest.py).
@@ -68,7 +68,7 @@ def test_random_expressions_run_bit_exact(target: str, isel: str, start: int, st
 
 # hvx128 runs 24 expressions at 64 result lanes (qemu-hexagon is slow). Seed 205 once aborted LLVM 22's
 # Hexagon backend (SelectQ2V vector-length assertion) on `zext(x > -1) << 31` over a register pair, from
-# a rounding shift's sign fix-up; pitchfork/emit/hvx_fixups.py now extends such predicates one register
+# a rounding shift's sign fix-up; pitchfork/backend/hvx_fixups.py now extends such predicates one register
 # at a time (test_hvx_pair_predicate_shift below).
 REDUCTION_CONFIGS = [("x86-avx2", "pitchfork", 201), ("x86-avx2", "llvm", 202), ("arm64", "pitchfork", 203),
                      ("arm64", "llvm", 204), ("hvx128", "pitchfork", 205), ("hvx128", "llvm", 206)]
@@ -130,7 +130,7 @@ def test_family_generator_reaches_hvx_instructions() -> None:
     many depends on the draws, so on the template list, which test_lift_families extends)."""
     from tests.pitchfork.difftest import family_templates
 
-    from pitchfork.lower import select_instructions
+    from pitchfork.selection.lower import select_instructions
 
     def selected(terms: list) -> set[str]:
         return {n.op for t in terms for n in select_instructions(t, "hvx128", "pitchfork").final.walk()}

@@ -153,7 +153,7 @@ X = hl.Var("x")
 @pytest.fixture(scope="module")
 def scaled() -> tuple:
     import pitchfork
-    from pitchfork.halide.api import PitchforkFallbackWarning
+    from pitchfork.api import PitchforkFallbackWarning
 
     inp = hl.ImageParam(hl.UInt(8), 1, "inp")
     k = hl.Param(hl.Int(8), "k")

@@ -11,7 +11,7 @@ from fpir.interp import evaluate
 from fpir.ops import spec
 from fpir.text import parse
 from fpir.types import ScalarType, parse_type
-from pitchfork.cost import cost
+from pitchfork.selection.cost import cost
 from synth import bank
 from synth.search import base_examples, synthesize
 from synth.tasks import lifting_grammar

@@ -39,7 +39,7 @@ def _opts(tmp: Path, **kw: object) -> Options:
     return replace(base, **kw)  # type: ignore[arg-type]
 
 
-def test_quick_run_writes_only_verified_rules_and_resumes_from_cache(tmp_path: Path) -> None:
+def test_quick_run_writes_only_verified_rules_and_a_second_run_adds_nothing(tmp_path: Path) -> None:
     # with the section 4.1 rule and umlal_shl hidden, there is something to find
     opts = _opts(tmp_path, hide=("widening_shl_of_cast", "umlal_shl"))
     first = run(opts)
@@ -52,6 +52,20 @@ def test_quick_run_writes_only_verified_rules_and_resumes_from_cache(tmp_path: P
         assert verify_rule(rule).status == "VALID", rule.text()
     text = (tmp_path / "out" / "lift.rules").read_text()
     assert "# from: exprs; count: 1;" in text and "verdict: VALID" in text
+    # every rule the run keeps fires on its corpus (the census drops the others)
+    assert all(first.census["lift"].get(r.name, 0) > 0 for r in load_rule_file(tmp_path / "out" / "lift.rules"))
+    # the lowering stage was planned after the lift stage's rules were in: a second identical run
+    # (its tasks re-planned against the new rules, so none comes from the cache) adds nothing
+    second = run(opts)
+    assert second.rules["lift"] != first.rules["lift"]
+    assert second.stages["lift"].cached == 0
+    assert all(second.stages[k].written == 0 for k in second.stages if k != "corpus")
+    assert (tmp_path / "out" / "lift.rules").read_text() == text
+
+
+def test_an_interrupted_run_resumes_from_cache(tmp_path: Path) -> None:
+    opts = _opts(tmp_path, write=False)
+    first = run(opts)
     lines = (tmp_path / "cache" / "tasks.jsonl").read_text().splitlines()
     # an interrupted run leaves a cut line behind: it is ignored, the task is simply redone
     (tmp_path / "cache" / "tasks.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][:20])
@@ -64,18 +78,51 @@ def test_quick_run_writes_only_verified_rules_and_resumes_from_cache(tmp_path: P
     assert len(Cache(tmp_path / "cache").data) >= len(lines)
 
 
-def test_same_tasks_on_a_local_dask_cluster(tmp_path: Path) -> None:
+def test_census_drops_a_rule_that_never_fires(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir(parents=True)
+    (out / "lift.rules").write_text(
+        "synth_lift_never: x_i64 * 3 + x_i64 -> x_i64 << 2  # from: exprs; count: 1; verdict: VALID\n"
+        "synth_lift_elsewhere: x_i64 * 5 + x_i64 -> x_i64 * 6  # from: gaussian7x7; verdict: VALID\n"
+    )
+    report = run(_opts(tmp_path, stages=("lift",), max_lhs=1))
+    dropped = dict(report.dropped["lift"])
+    assert "never fires" in dropped["synth_lift_never"]
+    # learned from a benchmark this run did not look at: not judged
+    assert "synth_lift_elsewhere" not in dropped
+    assert [r.name for r in load_rule_file(out / "lift.rules")] == ["synth_lift_elsewhere"]
+
+
+SEED = (
+    "seed_shl: cast<A>(v0_T) << c0_A -> reinterpret<A>(widening_shl(v0_T, c0)) "
+    "if A == signed(wide(T)) && c0 >= 0 && c0 <= tmax(T)  # from: exprs; verdict: VALID\n"
+)
+
+
+def test_a_reused_dask_cluster_answers_like_a_fresh_process(tmp_path: Path) -> None:
+    """Workers that ran tasks against one rule set get the next run's rules with its tasks (and the
+    cache is keyed by them): the second run's answers equal an in-process run's."""
     distributed = pytest.importorskip("distributed")
-    local = run(_opts(tmp_path / "a", stages=("lift",), max_lhs=2, write=False))
+    hide = ("widening_shl_of_cast", "umlal_shl")
+    (tmp_path / "b" / "out").mkdir(parents=True)
+    (tmp_path / "b" / "out" / "lift.rules").write_text(SEED)
+    (tmp_path / "c" / "out").mkdir(parents=True)
+    (tmp_path / "c" / "out" / "lift.rules").write_text(SEED)
+    strip = lambda rs: sorted((r["task"]["lhs"], r["status"], r.get("rhs"), r.get("rule")) for r in rs)  # noqa: E731
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, memory_limit="1GiB"
     ) as cluster:
-        remote = run(
-            _opts(tmp_path / "b", stages=("lift",), max_lhs=2, write=False, cluster=cluster.scheduler_address)
-        )
-    assert remote.stages["lift"].run == 2
-    strip = lambda rs: sorted((r["key"], r["status"], r.get("rhs"), r.get("rule")) for r in rs)  # noqa: E731
-    assert strip(remote.results["lift"]) == strip(local.results["lift"])
+        addr = cluster.scheduler_address
+        first = run(_opts(tmp_path / "a", stages=("lift",), hide=hide, write=False, cluster=addr))
+        second = run(_opts(tmp_path / "b", stages=("lift",), hide=hide, write=False, cluster=addr))
+    fresh = run(_opts(tmp_path / "c", stages=("lift",), hide=hide, write=False))
+    assert first.stages["lift"].run == second.stages["lift"].run == 8
+    assert first.rules["lift"] != second.rules["lift"] == fresh.rules["lift"]
+    # the seed rule changes answers (the shift is no longer something to find) ...
+    assert any(r.get("rhs") and "widening_shl" in r["rhs"] for r in first.results["lift"])
+    assert not any(r.get("rhs") and "widening_shl" in r["rhs"] for r in second.results["lift"])
+    # ... and the reused workers give exactly the fresh answers
+    assert strip(second.results["lift"]) == strip(fresh.results["lift"])
 
 
 def test_cli_reports_malformed_lines_and_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,7 +174,7 @@ def test_quick_cli_on_a_benchmark(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_loader_switches(tmp_path: Path) -> None:
-    from pitchfork.synthesized import load_rules, provenance, rules_config, synthesized_rules
+    from pitchfork.selection.synthesized import load_rules, provenance, rules_config, synthesized_rules
 
     p = tmp_path / "lift.rules"
     p.write_text(
@@ -139,7 +186,7 @@ def test_loader_switches(tmp_path: Path) -> None:
     assert provenance(p.read_text().splitlines()[0]) == ("add", "mul")
     with rules_config(enabled=False):
         assert synthesized_rules("lift") == []
-    from pitchfork.lift import lift_rules
+    from pitchfork.selection.lift import lift_rules
 
     with rules_config(enabled=False):
         hand = len(lift_rules())

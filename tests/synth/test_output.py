@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from fpir.text import parse
-from pitchfork.cost import cost
-from pitchfork.lift import lift_rules
-from pitchfork.synthesized import load_rules
+from pitchfork.selection.cost import cost
+from pitchfork.selection.lift import lift_rules
+from pitchfork.selection.synthesized import load_rules
 from pitchfork.trs.rewriter import Rewriter
 from pitchfork.trs.rules import parse_rule
 from synth.output import Candidate, constant_regression, select, write_rules
@@ -83,7 +83,7 @@ def test_written_rules_parse_with_provenance(tmp_path: Path) -> None:
 def test_every_committed_synthesized_rule_verifies() -> None:
     """rules/synthesized/*.rules (lifting and every ISA's lowering) as committed: each rule VALID at
     every type instance (lifting rules are also covered by tests/synth/test_verify.py)."""
-    from pitchfork.synthesized import SYNTH_DIR
+    from pitchfork.selection.synthesized import SYNTH_DIR
     from pitchfork.targets import load_target
     from synth.output import VERIFY_RLIMIT
     from synth.verify import verify_rule

@@ -8,7 +8,7 @@ import numpy as np
 
 from fpir.interp import evaluate
 from fpir.text import parse
-from pitchfork.cost import cost
+from pitchfork.selection.cost import cost
 from pitchfork.trs.rules import parse_rule
 from synth.generalize import generalize
 from synth.search import base_examples, prove_equal, synthesize

@@ -113,7 +113,7 @@ def test_hexagon_hardware_loop_with_constant_extended_label() -> None:
     blocks = split_blocks(HEX.replace("loop0(.LBB0_2,r2)", "loop0(##.LBB0_2,#31)"), "f", "hvx128")
     assert blocks[1].targets == (".LBB0_2",)
     assert [(lp.header, lp.first, lp.last) for lp in find_loops(blocks)] == [(".LBB0_2", 1, 1)]
-    from pitchfork.emit.machine import find_loops as machine_loops
+    from pitchfork.backend.machine import find_loops as machine_loops
 
     text = HEX.replace("loop0(.LBB0_2,r2)", "loop0(##.LBB0_2,#31)")
     assert [(lp.label, lp.hardware_loop) for lp in machine_loops(text, target="hvx128")] == [(".LBB0_2", True)]
@@ -157,7 +157,7 @@ def test_mca_cycles_scale_with_the_work() -> None:
 
 def test_counted_run_on_arm_matches_the_loop_trip_count() -> None:
     """A hand-written AArch64 kernel run under qemu: the counts are exact."""
-    from pitchfork.emit.run import tools_available
+    from pitchfork.backend.run import tools_available
 
     if not tools_available("arm64"):
         pytest.skip("qemu-aarch64 / aarch64 gcc not installed")
@@ -186,7 +186,7 @@ f:
 
 def test_counted_run_on_hexagon_hardware_loop_is_exact() -> None:
     """The out-of-line counter stubs leave a hardware loop's trip count and the result unchanged."""
-    from pitchfork.emit.run import tools_available
+    from pitchfork.backend.run import tools_available
 
     if not tools_available("hvx128"):
         pytest.skip("qemu-hexagon / clang / lld not installed")

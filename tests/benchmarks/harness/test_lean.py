@@ -61,7 +61,7 @@ def test_verdicts_and_section() -> None:
 def test_time_public_call_beside_the_kernel() -> None:
     from benchmarks.harness.kernel import direct_kernel
     import pitchfork
-    from pitchfork.halide.examples import sobel3x3
+    from pitchfork.frontend.examples import sobel3x3
 
     f, args = sobel3x3(32)
     prog = pitchfork.compile(f, args, target="x86-avx2", fallback=False)

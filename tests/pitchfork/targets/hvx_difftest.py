@@ -11,10 +11,10 @@ import numpy as np
 from fpir.interp import evaluate
 from fpir.term import Term
 from fpir.types import ScalarType
-from pitchfork.emit.harness import Buffer, Call, Scalar
-from pitchfork.emit.kernel import add_expression_kernel, new_module, storage_type
-from pitchfork.emit.machine import CompiledModule, compile_module
-from pitchfork.emit.run import run_calls
+from pitchfork.backend.harness import Buffer, Call, Scalar
+from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
+from pitchfork.backend.machine import CompiledModule, compile_module
+from pitchfork.backend.run import run_calls
 
 TARGET = "hvx128"
 
@@ -313,8 +313,8 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
 
 
 def loop_of(c: Case):  # type: ignore[no-untyped-def]
-    """The inner loop (pitchfork.emit.machine.Loop) of a compiled case's kernel."""
-    from pitchfork.emit.machine import inner_loop
+    """The inner loop (pitchfork.backend.machine.Loop) of a compiled case's kernel."""
+    from pitchfork.backend.machine import inner_loop
 
     assert c.module is not None
     return inner_loop(c.module.assembly(), c.function, target=TARGET)

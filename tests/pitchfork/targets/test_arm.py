@@ -29,10 +29,10 @@ from fpir.ops import FPIR_OPS, OPS, make
 from fpir.term import Term, const, var
 from fpir.text import parse, to_text
 from fpir.types import INT_TYPES, FPIRTypeError, ScalarType
-from pitchfork.emit.kernel import add_expression_kernel, new_module, storage_type
-from pitchfork.emit.machine import asm_instructions, compile_module, inner_loop_instructions
-from pitchfork.emit.run import Buffer, Call, Scalar, run_calls, tools_available
-from pitchfork.lower import select_instructions
+from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
+from pitchfork.backend.machine import asm_instructions, compile_module, inner_loop_instructions
+from pitchfork.backend.run import Buffer, Call, Scalar, run_calls, tools_available
+from pitchfork.selection.lower import select_instructions
 from pitchfork.targets import load_target
 from pitchfork.targets.base import rule_combines_lanes, sig, target_ops
 

@@ -18,7 +18,7 @@ import pytest
 
 from fpir.term import Term
 from fpir.text import parse
-from pitchfork.lower import select_instructions
+from pitchfork.selection.lower import select_instructions
 from pitchfork.targets import ordered_target_cost as target_cost
 from pitchfork.trs.rules import parse_rule
 from synth.verify import verify_rule

@@ -19,8 +19,8 @@ import pytest
 from fpir.ops import make
 from fpir.term import Term, var
 from fpir.types import parse_type
-from pitchfork.emit.kernel import storage_type
-from pitchfork.lower import select_instructions
+from pitchfork.codegen.kernel import storage_type
+from pitchfork.selection.lower import select_instructions
 from pitchfork.trs.rules import parse_rule
 from synth.verify import verify_rule
 from tests.pitchfork.targets.test_arm import Batch, mnemonics, needs_qemu

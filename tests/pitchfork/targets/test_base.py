@@ -11,7 +11,7 @@ import pitchfork.targets.arm  # noqa: F401 - registers the arm.* instructions
 from fpir.ops import OPS, make
 from fpir.term import const, var
 from fpir.text import parse
-from pitchfork.lower import select_instructions
+from pitchfork.selection.lower import select_instructions
 from pitchfork.targets import UNLOWERED_FPIR_COST, target_cost
 from pitchfork.targets.base import encodable, sig
 from tests.pitchfork.targets.test_arm import IMMEDIATE, IMMEDIATE_OPERAND

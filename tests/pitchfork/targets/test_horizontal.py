@@ -9,7 +9,7 @@
 * the generic lowering of vector_reduce_{add,min,max,saturating_add} by several factors runs bit-exactly
   on every ISA.
 
-Kernels read each operand at its own lane count (pitchfork.emit.kernel.input_factors): a factor-4 operand
+Kernels read each operand at its own lane count (pitchfork.codegen.kernel.input_factors): a factor-4 operand
 holds four elements per output element. One compile and one run per ISA.
 """
 
@@ -29,10 +29,10 @@ from fpir.ops import make
 from fpir.term import Term, const, var
 from fpir.text import parse, to_text
 from fpir.types import ScalarType
-from pitchfork.emit.kernel import add_expression_kernel, input_factors, new_module, storage_type
-from pitchfork.emit.machine import asm_instructions, compile_module
-from pitchfork.emit.run import Buffer, Call, Scalar, run_calls, tools_available
-from pitchfork.lower import select_instructions
+from pitchfork.codegen.kernel import add_expression_kernel, input_factors, new_module, storage_type
+from pitchfork.backend.machine import asm_instructions, compile_module
+from pitchfork.backend.run import Buffer, Call, Scalar, run_calls, tools_available
+from pitchfork.selection.lower import select_instructions
 from pitchfork.targets import load_target
 from pitchfork.targets.base import encodable, rule_combines_lanes, sig, target_ops
 
@@ -259,10 +259,10 @@ def test_vdmpyhvsat_saturates_under_qemu() -> None:
 
     from fpir.interp import evaluate
     from fpir.types import parse_type
-    from pitchfork.emit.harness import Buffer, Call, Scalar
-    from pitchfork.emit.kernel import add_expression_kernel, new_module
-    from pitchfork.emit.machine import compile_module
-    from pitchfork.emit.run import run_calls
+    from pitchfork.backend.harness import Buffer, Call, Scalar
+    from pitchfork.codegen.kernel import add_expression_kernel, new_module
+    from pitchfork.backend.machine import compile_module
+    from pitchfork.backend.run import run_calls
 
     load_target("hvx128")
     a, b = var("a", parse_type("i16")), var("b", parse_type("i16"))

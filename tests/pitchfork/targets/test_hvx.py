@@ -20,9 +20,9 @@ import pytest
 
 from fpir.text import parse
 from fpir.types import parse_type
-from pitchfork.emit.kernel import register_lanes
-from pitchfork.emit.run import tools_available
-from pitchfork.lower import select_instructions
+from pitchfork.codegen.kernel import register_lanes
+from pitchfork.backend.run import tools_available
+from pitchfork.selection.lower import select_instructions
 from pitchfork.targets import RULES_DIR, load_target
 from pitchfork.targets.base import target_ops
 from pitchfork.trs.rules import load_rule_file
@@ -136,10 +136,10 @@ def test_rounding_mul_shr_by_32_to_63_is_vmpye_vmpyo_then_one_rounding() -> None
     import itertools
 
     from fpir.interp import evaluate
-    from pitchfork.emit.harness import Buffer, Call, Scalar
-    from pitchfork.emit.kernel import add_expression_kernel, new_module
-    from pitchfork.emit.machine import compile_module, main_vector_loop
-    from pitchfork.emit.run import run_calls
+    from pitchfork.backend.harness import Buffer, Call, Scalar
+    from pitchfork.codegen.kernel import add_expression_kernel, new_module
+    from pitchfork.backend.machine import compile_module, main_vector_loop
+    from pitchfork.backend.run import run_calls
 
     from .hvx_difftest import free_vars
 
@@ -193,10 +193,10 @@ def test_unsigned_high_word_is_the_corrected_q31_product() -> None:
     import itertools
 
     from fpir.interp import evaluate
-    from pitchfork.emit.harness import Buffer, Call, Scalar
-    from pitchfork.emit.kernel import add_expression_kernel, new_module
-    from pitchfork.emit.machine import compile_module, main_vector_loop
-    from pitchfork.emit.run import run_calls
+    from pitchfork.backend.harness import Buffer, Call, Scalar
+    from pitchfork.codegen.kernel import add_expression_kernel, new_module
+    from pitchfork.backend.machine import compile_module, main_vector_loop
+    from pitchfork.backend.run import run_calls
 
     from .hvx_difftest import free_vars
 

@@ -18,8 +18,8 @@ import pytest
 
 from fpir.interp import evaluate
 from fpir.text import parse
-from pitchfork.emit.run import tools_available
-from pitchfork.lower import select_instructions
+from pitchfork.backend.run import tools_available
+from pitchfork.selection.lower import select_instructions
 
 from .hvx_difftest import TARGET, Case, loop_of, run_cases
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import pitchfork
-from pitchfork.emit.machine import find_loops
-from pitchfork.emit.run import tools_available
+from pitchfork.backend.machine import find_loops
+from pitchfork.backend.run import tools_available
 
 pytestmark = [pytest.mark.qemu,
               pytest.mark.skipif(not tools_available("hvx128"), reason="qemu-hexagon / clang / lld missing")]
@@ -73,7 +73,7 @@ def _reduce_call(kind: str, ty: str, lanes: int) -> str:
     return f"@llvm.vector.reduce.{name}.v{lanes}i{np.dtype(_NP[ty]).itemsize * 8}("
 
 
-def _reduce_loop(prog: pitchfork.halide.api.CompiledPipeline) -> list[str]:
+def _reduce_loop(prog: pitchfork.api.CompiledPipeline) -> list[str]:
     loops = [lp for lp in find_loops(prog.assembly(), target="hvx128")
              if lp.innermost and any("vmem" in i for i in lp.instructions)]
     assert loops

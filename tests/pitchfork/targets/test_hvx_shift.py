@@ -13,8 +13,8 @@ import pytest
 from fpir.interp import evaluate
 from fpir.text import parse
 from fpir.types import parse_type
-from pitchfork.emit.run import tools_available
-from pitchfork.lower import select_instructions
+from pitchfork.backend.run import tools_available
+from pitchfork.selection.lower import select_instructions
 
 from .hvx_difftest import TARGET, Case, loop_of, run_cases
 
@@ -79,10 +79,10 @@ def test_byte_rounding_shift_by_a_runtime_amount_never_loses_to_unlifted() -> No
 def _run_exhaustive(text: str, inputs: dict[str, np.ndarray], lanes: int):  # type: ignore[no-untyped-def]
     """Compile `text` (pitchfork isel) as one kernel, run it under qemu on `inputs`; return
     (got, want from the text's own meaning, the selected term, the loop)."""
-    from pitchfork.emit.harness import Buffer, Call, Scalar
-    from pitchfork.emit.kernel import add_expression_kernel, new_module, storage_type
-    from pitchfork.emit.machine import compile_module, main_vector_loop
-    from pitchfork.emit.run import run_calls
+    from pitchfork.backend.harness import Buffer, Call, Scalar
+    from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
+    from pitchfork.backend.machine import compile_module, main_vector_loop
+    from pitchfork.backend.run import run_calls
 
     from .hvx_difftest import free_vars
 

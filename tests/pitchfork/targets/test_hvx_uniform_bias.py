@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import pitchfork
-from pitchfork.emit.machine import main_vector_loop
-from pitchfork.emit.run import tools_available
+from pitchfork.backend.machine import main_vector_loop
+from pitchfork.backend.run import tools_available
 
 pytestmark = [pytest.mark.qemu, pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu-hexagon")]
 

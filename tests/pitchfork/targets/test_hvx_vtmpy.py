@@ -14,10 +14,10 @@ from fpir.interp import evaluate
 from fpir.ops import make
 from fpir.term import const, var
 from fpir.types import parse_type
-from pitchfork.emit.harness import Buffer, Call, Scalar
-from pitchfork.emit.kernel import add_expression_kernel, new_module, storage_type
-from pitchfork.emit.machine import asm_instructions, compile_module
-from pitchfork.emit.run import run_calls, tools_available
+from pitchfork.backend.harness import Buffer, Call, Scalar
+from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
+from pitchfork.backend.machine import asm_instructions, compile_module
+from pitchfork.backend.run import run_calls, tools_available
 from pitchfork.targets import load_target
 from pitchfork.trs.rules import parse_rules
 from synth.verify import verify_rule

@@ -29,11 +29,11 @@ from fpir.ops import FPIR_OPS, OPS, make
 from fpir.term import Term, var
 from fpir.text import parse
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
-from pitchfork.emit.harness import Buffer, Call, Scalar
-from pitchfork.emit.kernel import add_expression_kernel, new_module, storage_type
-from pitchfork.emit.machine import CompiledModule, compile_module, inner_loop_instructions, target_machine
-from pitchfork.emit.run import run_calls
-from pitchfork.lower import Selection, select_instructions
+from pitchfork.backend.harness import Buffer, Call, Scalar
+from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
+from pitchfork.backend.machine import CompiledModule, compile_module, inner_loop_instructions, target_machine
+from pitchfork.backend.run import run_calls
+from pitchfork.selection.lower import Selection, select_instructions
 from pitchfork.targets import load_target
 from pitchfork.targets.base import rule_combines_lanes, PARAMS, sig, target_ops
 from synth.verify import verify_rule

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import pitchfork
-from pitchfork.emit.machine import main_vector_loop
+from pitchfork.backend.machine import main_vector_loop
 from pitchfork.trs.rules import parse_rule
 from synth.verify import verify_rule
 from tests.pitchfork.targets.test_x86 import TARGET, pytestmark  # noqa: F401  (AVX2 host skip)
@@ -150,8 +150,8 @@ def test_halide_q15_narrowings_use_pmulhrsw() -> None:
 def test_rounding_shl_32bit_lifting_never_loses(monkeypatch: pytest.MonkeyPatch) -> None:
     """Halide's widened rounding_shift_left at 32 bits (i64 arithmetic), lifted to rounding_shl, is a
     shorter loop than left unlifted (scripts/lift_vs_unlifted.py prints the same comparison)."""
-    import pitchfork.lift as lift_mod
-    from pitchfork.select_batch import select_expression
+    import pitchfork.selection.lift as lift_mod
+    from pitchfork.selection.select_batch import select_expression
     from pitchfork.trs.rewriter import Rewriter
     from pitchfork.trs.rules import RuleSet
 

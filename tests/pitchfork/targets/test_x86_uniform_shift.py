@@ -28,10 +28,10 @@ from fpir.ops import OPS, make
 from fpir.term import Term, var
 from fpir.types import parse_type
 from fpir.z3enc import equivalent
-from pitchfork.emit.harness import Buffer, Call, Scalar
-from pitchfork.emit.kernel import add_expression_kernel, new_module, storage_type
-from pitchfork.emit.machine import compile_module, inner_loop_instructions, main_vector_loop
-from pitchfork.emit.run import run_calls
+from pitchfork.backend.harness import Buffer, Call, Scalar
+from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
+from pitchfork.backend.machine import compile_module, inner_loop_instructions, main_vector_loop
+from pitchfork.backend.run import run_calls
 from pitchfork.targets import load_target
 from pitchfork.targets.base import PARAMS, sig, target_ops
 from pitchfork.trs.rules import parse_rule

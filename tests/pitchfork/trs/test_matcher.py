@@ -8,7 +8,7 @@ import pytest
 from fpir import parse
 from fpir.term import Term
 from fpir.types import i16, u8, u16
-from pitchfork.bounds import bounds
+from pitchfork.selection.bounds import bounds
 from pitchfork.trs.pattern import Bindings, match
 from pitchfork.trs.rules import Rule, build_rhs, check_predicate, parse_rule
 
@@ -162,7 +162,7 @@ def test_negation_pattern() -> None:
 
 @pytest.mark.parametrize("text", ["u16(a_u8) * 3", "a_u16 + b_u16"])
 def test_rule_set_indexes_by_root_op(text: str) -> None:
-    from pitchfork.lift import lift_rules
+    from pitchfork.selection.lift import lift_rules
 
     rs = lift_rules()
     t = parse(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pitchfork.lift import lift_rules
+from pitchfork.selection.lift import lift_rules
 from pitchfork.targets import load_target
 from pitchfork.trs.provenance import excluded_benchmark, excluding_rules_from, load_filtered, provenance_by_line
 

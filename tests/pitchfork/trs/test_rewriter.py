@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fpir import parse
-from pitchfork.cost import cost
-from pitchfork.lift import lift, lift_rules
+from pitchfork.selection.cost import cost
+from pitchfork.selection.lift import lift, lift_rules
 from pitchfork.trs.rewriter import Rewriter
 from pitchfork.trs.rules import RuleSet, parse_rules
 

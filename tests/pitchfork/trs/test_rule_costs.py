@@ -1,6 +1,6 @@
 """Every lifting rule strictly lowers the cost, on concrete sample instances.
 
-The rewriter silently refuses a rewrite that does not lower pitchfork.cost, so a rule whose right
+The rewriter silently refuses a rewrite that does not lower pitchfork.selection.cost, so a rule whose right
 side is not cheaper would be dead without anyone noticing. For each rule, each type instance and each
 alternative of its left side, Z3 picks values for the constant wildcards (and for the inputs) that
 satisfy the rule's predicate; the left side is built with those constants, the inputs' bounds are
@@ -19,9 +19,9 @@ import z3
 from fpir.term import Term, const
 from fpir.text import FPIRSyntaxError, Raw
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
-from pitchfork.bounds import bounds
-from pitchfork.cost import cost
-from pitchfork.lift import lift_rules
+from pitchfork.selection.bounds import bounds
+from pitchfork.selection.cost import cost
+from pitchfork.selection.lift import lift_rules
 from pitchfork.trs.pattern import _CWILD_RE, split_wildcard
 from pitchfork.trs.predicate import PredicateError, Z3Domain, evaluate
 from pitchfork.trs.rewriter import Rewriter

@@ -1,0 +1,260 @@
+"""Binding a compiled pipeline's arguments and calling its kernel (the run-time half of `api.py`).
+
+`bind(...)` turns the user's values (numpy arrays, `hl.Buffer`s, ints) into a `PreparedCall`: the
+kernel's argument list (buffer pointers with (min, extent, stride) per dimension, scalar values) and
+the output arrays. On x86 the kernel is called in process through ctypes with the arrays' own memory
+(zero copy); elsewhere, or with `check=True`, through `pitchfork.backend.run.run_calls` (copies, guard
+bytes around outputs, inputs verified unchanged; under qemu for arm64/hvx128).
+
+Invariants that make the kernel's `noalias` promise true for every call made here:
+* an input array is copied (once, here) when it is not C-contiguous or not aligned to its element
+  size, or when it may share memory with an output;
+* outputs that may share memory with each other are refused (`ValueError`);
+* arrays stay referenced by the `PreparedCall` while the kernel can run.
+
+Output arrays of `prog(...)` (no `out=`) are recycled: a fresh multi-megabyte array costs the kernel
+a page fault and a zero-fill per page on first touch (blur3x3 at 8192x8192: 2x the kernel's own
+time), so the pipeline keeps the output array of its last call and hands it out again when, and only
+when, nothing else references it any more (its reference count: a view, a memoryview or any name
+the caller still holds keeps it alive and makes the next call allocate a new one). A reused array is
+taken out of the pool while a call writes it, so concurrent calls never share one.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+
+from pitchfork.codegen.loop_nest import fpir_type
+from pitchfork.frontend.params import scalar_value
+
+if TYPE_CHECKING:
+    from pitchfork.api import CompiledPipeline
+
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What binding needs from a compiled pipeline, computed once: per argument ("scalar", name, Halide
+    type code, bits) or ("buffer", name, numpy dtype, dimensions); per output (name, dtype, dims)."""
+
+    arguments: tuple[tuple[str, str, Any, int], ...]
+    outputs: tuple[tuple[str, np.dtype, int], ...]
+    kinds: tuple[str, ...]  # the kernel's parameter kinds ("p", "i32", "i64"), error slot first
+
+
+def _elem_dtype(t: Any) -> np.dtype:
+    """A buffer element's numpy dtype: float32/float64, or the integer type's (as FPIR types it)."""
+    if t.code == "float" and t.bits in (32, 64):
+        return np.dtype(f"float{t.bits}")
+    return np.dtype(fpir_type(t).np_dtype)
+
+
+def plan_of(prog: CompiledPipeline) -> CallPlan:
+    plan = prog._call_plan
+    if plan is None:
+        cap = prog.captured
+        assert cap is not None
+        args: list[tuple[str, str, Any, int]] = []
+        kinds = ["p"]
+        for a in cap.arguments:
+            if a.kind == "scalar":
+                args.append(("scalar", a.name, a.type.code, a.type.bits))
+                kinds.append("i64" if a.type.bits == 64 else "i32")
+            else:
+                args.append(("buffer", a.name, _elem_dtype(a.type.elem), a.dimensions))
+                kinds += ["p"] + ["i32"] * (3 * a.dimensions)
+        outs = tuple((o.name, _elem_dtype(o.types[0].elem), o.dimensions) for o in cap.outputs)
+        for _, _, dims in outs:
+            kinds += ["p"] + ["i32"] * (3 * dims)
+        plan = prog._call_plan = CallPlan(tuple(args), outs, tuple(kinds))
+    return plan
+
+
+def _kernel(prog: CompiledPipeline) -> Any:
+    """The x86 JIT'd function as a ctypes callable (cached on the pipeline)."""
+    fn = prog._kernel_fn
+    if fn is None:
+        from pitchfork.backend.run import _jit
+
+        assert prog.module is not None
+        fn = prog._kernel_fn = _jit([prog.module]).function(prog.name, plan_of(prog).kinds)
+    return fn
+
+
+@dataclass(eq=False)
+class PreparedCall:
+    """One bound call of a compiled pipeline: `call()` runs the kernel on the bound arrays and returns
+    the outputs (the same arrays every time, overwritten). `outputs[i]` is output i (numpy order)."""
+
+    prog: CompiledPipeline
+    #: the kernel's arguments after the error slot: ("p", array) | ("i32"/"i64", int)
+    args: list[tuple[str, Any]]
+    outputs: list[np.ndarray]
+    check: bool = False
+    _err: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int32))
+    _direct: Optional[tuple[Any, tuple[int, ...]]] = None
+
+    def __post_init__(self) -> None:
+        if self.empty:
+            return
+        if self.prog.target == "x86-avx2" and not self.check:
+            # Plain ints: ctypes converts them by the function's declared parameter types.
+            values = [self._err.ctypes.data]
+            values += [v.ctypes.data if k == "p" else v for k, v in self.args]
+            self._direct = (_kernel(self.prog), tuple(values))
+
+    @property
+    def empty(self) -> bool:
+        """An output with no elements: nothing to compute (and no assertion on sizes), as realize()."""
+        return any(o.size == 0 for o in self.outputs)
+
+    def __call__(self) -> list[np.ndarray]:
+        if self._direct is not None:
+            fn, values = self._direct
+            fn(*values)
+            code = int(self._err[0])
+        elif self.empty:
+            return self.outputs
+        else:
+            code = self._run_checked()
+        if code != 0:
+            self.prog._raise_assertion(code)
+        return self.outputs
+
+    def _run_checked(self) -> int:
+        from pitchfork.backend.run import Buffer, Call, Scalar, run_calls
+
+        assert self.prog.module is not None
+        outs = {id(o) for o in self.outputs}
+        call_args: list[Any] = [Buffer(np.zeros(1, np.int32), is_output=True)]
+        for k, v in self.args:
+            if k == "p":
+                call_args.append(Buffer(v, is_output=id(v) in outs))
+            else:
+                call_args.append(Scalar(int(v), 64 if k == "i64" else 32))
+        err, *results = run_calls(self.prog.module, self.prog.target, [Call(self.prog.name, call_args)])[0]
+        for o, r in zip(self.outputs, results):
+            o[...] = r
+        return int(err[0])
+
+
+def _as_input(value: Any, name: str, want: np.dtype, dims: int) -> tuple[np.ndarray, list[int]]:
+    if isinstance(value, np.ndarray):
+        arr, mins = value, [0] * value.ndim
+    else:
+        import halide as hl
+
+        arr = np.asarray(value)
+        mins = [value.dim(d).min() for d in range(value.dimensions())] if isinstance(value, hl.Buffer) else [0] * arr.ndim
+    if arr.dtype != want:
+        raise TypeError(f"input {name} must be {want}, got {arr.dtype}")
+    if arr.ndim != dims:
+        raise TypeError(f"input {name} must have {dims} dimensions, got {arr.ndim}")
+    flags = arr.flags
+    if not (flags.c_contiguous and flags.aligned):
+        arr = np.ascontiguousarray(arr)  # the one copy a layout needs
+    return arr, mins
+
+
+def _dims(arr: np.ndarray, mins: Sequence[int]) -> list[int]:
+    """(min, extent, stride) per Halide dimension (innermost first) of a C-contiguous array."""
+    out: list[int] = []
+    for d, (ext, st) in enumerate(zip(reversed(arr.shape), reversed(arr.strides))):
+        out += [int(mins[d]), int(ext), int(st // arr.itemsize)]
+    return out
+
+
+def _spare_output(prog: CompiledPipeline, k: int, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Output `k` of a `prog(...)` call: the array of the last call if the caller has let go of it
+    (see the module docstring), else a new one."""
+    arr = prog._spare_outputs.pop(k, None)
+    # References to `arr` now: this local and getrefcount's argument; any more are the caller's.
+    if arr is None or sys.getrefcount(arr) > 2 or arr.shape != shape or arr.dtype != dtype:
+        arr = np.empty(shape, dtype=dtype)
+    return arr
+
+
+def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[int]],
+         min: Optional[Sequence[int]], out: Any, check: bool, recycle: bool = False) -> PreparedCall:
+    """Bind a call (see the module docstring); `recycle`: outputs may reuse a dropped earlier one."""
+    import halide as hl
+
+    plan = plan_of(prog)
+    if len(inputs) != len(plan.arguments):
+        names = ", ".join(a[1] for a in plan.arguments)
+        raise TypeError(f"{prog.name} takes {len(plan.arguments)} inputs ({names}), got {len(inputs)}")
+    outs = plan.outputs
+    given = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
+    if given and len(given) != len(outs):
+        raise TypeError(f"out must give {len(outs)} arrays, got {len(given)}")
+    out_arrays: list[np.ndarray] = []
+    out_mins: list[list[int]] = []
+    for (oname, want, odims), g in zip(outs, given):
+        arr = np.asarray(g)
+        if arr.dtype != want or arr.ndim != odims:
+            raise TypeError(f"out for {oname} must be a {odims}-d {want} array, got {arr.ndim}-d {arr.dtype}")
+        if not (arr.flags.c_contiguous and arr.flags.aligned and arr.flags.writeable):
+            raise ValueError(f"out for {oname} must be a writeable, C-contiguous, aligned array")
+        out_arrays.append(arr)
+        out_mins.append([g.dim(d).min() for d in range(g.dimensions())] if isinstance(g, hl.Buffer) else [])
+    for i, a in enumerate(out_arrays):
+        for b in out_arrays[:i]:
+            if np.may_share_memory(a, b):
+                raise ValueError(f"{prog.name}: two outputs share memory; pass distinct arrays")
+    args: list[tuple[str, Any]] = []
+    first_extents: Optional[list[int]] = None
+    for (kind, name, t, n), value in zip(plan.arguments, inputs):
+        if kind == "scalar":
+            if t == "float":  # passed as the bit pattern of the float32/float64 value
+                if n not in (32, 64):
+                    raise TypeError(f"{name}: float{n} parameters are not supported")
+                v = int(np.array(value, np.float32 if n == 32 else np.float64).view(np.int32 if n == 32 else np.int64))
+            else:  # refuse what Halide's Param.set refuses (pitchfork/frontend/params.py)
+                v = scalar_value(name, t, n, value)
+            args.append(("i64", _signed(v, 64)) if n == 64 else ("i32", _signed(v, 32)))
+            continue
+        arr, mins = _as_input(value, name, t, n)
+        # The kernel's buffers are noalias: an input overlapping an output is read from a copy.
+        if out_arrays and any(np.may_share_memory(arr, o) for o in out_arrays):
+            arr = arr.copy()
+        args.append(("p", arr))
+        args += [("i32", v) for v in _dims(arr, mins)]
+        if first_extents is None:
+            first_extents = list(reversed(arr.shape))
+    if out_arrays:
+        shape_size = list(reversed(out_arrays[0].shape))
+        if size is not None and list(size) != shape_size:
+            raise TypeError(f"size {list(size)} does not match the out array's extents {shape_size}")
+        size = shape_size
+    size = list(size) if size is not None else first_extents
+    for oname, _, odims in outs:
+        if size is None or len(size) != odims:
+            raise TypeError(f"size must give {odims} extents for output {oname}")
+    assert size is not None
+    if min is not None and len(min) != len(size):
+        raise TypeError(f"min must give {len(size)} values, got {len(min)}")
+    for k, (oname, want, _) in enumerate(outs):
+        if k < len(out_arrays):
+            arr = out_arrays[k]
+            if list(reversed(arr.shape)) != size:
+                raise TypeError(f"out for {oname} has extents {list(reversed(arr.shape))}, expected {size}")
+        elif recycle:
+            arr = _spare_output(prog, k, tuple(reversed(size)), want)
+            out_arrays.append(arr)
+        else:
+            arr = np.empty(tuple(reversed(size)), dtype=want)
+            out_arrays.append(arr)
+        mins = list(min) if min is not None else (out_mins[k] if k < len(out_mins) and out_mins[k] else [0] * len(size))
+        args.append(("p", arr))
+        args += [("i32", v) for v in _dims(arr, mins)]
+    return PreparedCall(prog, args, out_arrays, check)
+
+
+def _signed(v: int, w: int) -> int:
+    """`v` (already checked against the Param's type) as the signed w-bit value the kernel takes."""
+    v &= (1 << w) - 1
+    return v - (1 << w) if v >> (w - 1) else v

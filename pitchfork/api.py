@@ -1,0 +1,440 @@
+"""`pitchfork.compile`: compile a Halide pipeline with PITCHFORK's instruction selection.
+
+    prog = pitchfork.compile(out_func, [input_param], target="arm64", isel="pitchfork")
+    prog.llvm_ir(); prog.assembly(); prog.object_file("sobel.o"); prog.header(); prog.stats
+    result = prog(input_array, size=[W, H])      # shaped like np.asarray(out_func.realize([W, H]))
+    prog(input_array, out=result)                # in place; min=[x0, y0] for an output not at 0
+    call = prog.prepare(input_array); call()     # kernel only: for timing (see `prepare`)
+
+Flow: capture Halide's vectorized statement (pitchfork.frontend.capture), parse it (stmt.py), generate
+one LLVM function (codegen.py) whose vector expressions go through lift + per-ISA lowering (or, with
+isel="llvm", straight to generic LLVM IR), then compile for the target. Running works for every
+target: in-process JIT for x86-avx2, qemu for arm64 and hvx128 (correctness only). On x86 the call
+is zero-copy (pitchfork/aot/call.py): arrays go to the kernel as they are, copied only when their
+layout needs it or when an input overlaps an output (the kernel's buffers are `noalias`); the
+guard-byte and input-unchanged checks run only with `check=True`.
+
+Anything PITCHFORK cannot compile (floating point, unsupported constructs, Tuple outputs, ...) falls
+back to Halide's own compiler with a warning that says why (fallback=False raises instead); a
+fallback never changes results, only who selected the instructions. Running a fallback uses Halide's
+JIT for this (x86) host whatever the target (the target's object file cannot run here); integer
+results are the same on every target, float results can differ in the last ulp (fast-math contraction).
+
+Errors: inputs of the wrong number, dtype or dimensionality raise TypeError; a failed Halide
+assertion in the compiled code (bad sizes or strides, an output extent that is not a multiple of a
+RoundUp tile, ...) raises RuntimeError quoting the assertion, never a crash.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+
+from pitchfork.backend.machine import CompiledModule, CompileError, compile_module
+from pitchfork.frontend.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
+from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.frontend.deep import run_deep
+from pitchfork.backend.link_check import undefined_calls
+from pitchfork.passes.dot_products import rewrite_stmt as rewrite_dot_products
+from pitchfork.passes.hvx_windows import rewrite_stmt as share_hvx_windows
+from pitchfork.passes.stream_taps import rewrite_stmt as group_stream_taps
+from pitchfork.passes.strided_stores import rewrite_stmt as merge_strided_stores
+from pitchfork.errors import UsageError
+from pitchfork.frontend.checks import check_arguments, refuse_deep_statement, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
+from pitchfork.frontend.params import halide_scalar_value, scalar_value
+from pitchfork.frontend.stmt import HalideParseError
+from pitchfork.targets import canonical
+
+if TYPE_CHECKING:
+    from pitchfork.aot.call import PreparedCall
+
+
+class PitchforkFallbackWarning(UserWarning):
+    """PITCHFORK could not compile a pipeline and used Halide's own compiler instead."""
+
+
+#: What makes `compile` fall back to Halide (or raise, with fallback=False): a construct codegen does
+#: not handle, a statement the parser does not know, a failed capture, IR that LLVM rejects.
+FALLBACK_ERRORS = (Unsupported, HalideParseError, CaptureError, CompileError)
+
+
+@dataclass
+class CompileStats:
+    rules_fired: dict[str, int] = field(default_factory=dict)
+    vector_expressions: int = 0
+    capture_seconds: float = 0.0
+    selection_seconds: float = 0.0
+    codegen_seconds: float = 0.0
+    llvm_seconds: float = 0.0
+    asserts_checked: int = 0
+    asserts_skipped: int = 0
+
+
+@dataclass
+class CompiledPipeline:
+    target: str
+    isel: str
+    name: str
+    captured: Optional[CapturedStmt]
+    module: Optional[CompiledModule]
+    stats: CompileStats
+    fallback_reason: str = ""
+    _halide: Any = None  # (pipeline, args) for the fallback
+    #: assertion number written to the error slot -> the assertion's text (condition and error call)
+    assertions: dict[int, str] = field(default_factory=dict)
+    _call_plan: Any = field(default=None, repr=False)  # pitchfork.aot.call: argument layout, once
+    _kernel_fn: Any = field(default=None, repr=False)  # the x86 JIT'd function (ctypes), once
+    #: output arrays of earlier calls, reused once the caller has dropped them (pitchfork.aot.call)
+    _spare_outputs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def is_fallback(self) -> bool:
+        return self.module is None
+
+    # ---- outputs ---------------------------------------------------------------------------
+    def llvm_ir(self) -> str:
+        if self.module is not None:
+            return self.module.llvm_ir()
+        return self._halide_text("llvm_assembly", ".ll")
+
+    def assembly(self) -> str:
+        if self.module is not None:
+            return self.module.assembly()
+        return self._halide_text("assembly", ".s")
+
+    def object_file(self, path: str | Path) -> Path:
+        """Write an ELF object with Halide's AOT entry point `int name(struct halide_buffer_t *...)`
+        (and `name_argv`), declared by `.header()`; pitchfork/aot/abi.py."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if self.module is not None:
+            from pitchfork.aot.abi import aot_outputs
+
+            p.write_bytes(aot_outputs(self)[2])
+        else:
+            pipeline, args = self._halide
+            pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.target))
+        return p
+
+    def header(self) -> str:
+        """The C header for `.object_file()`, as Halide's `compile_to_header` writes it."""
+        from pitchfork.aot.abi import header
+
+        return header(self)
+
+    def _halide_text(self, kind: str, suffix: str) -> str:
+        import tempfile
+
+        pipeline, args = self._halide
+        with tempfile.TemporaryDirectory() as d:
+            f = Path(d) / f"{self.name}{suffix}"
+            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, _halide_target(self.target))
+            return f.read_text()
+
+    # ---- running ---------------------------------------------------------------------------
+    def __call__(self, *inputs: Any, size: Optional[Sequence[int]] = None, min: Optional[Sequence[int]] = None,
+                 out: Any = None, check: bool = False) -> Any:
+        """Run on numpy arrays / hl.Buffers (and scalars) in argument order; returns an array shaped like
+        `np.asarray(func.realize(size))` (a tuple of them for a pipeline with several outputs).
+
+        `size` gives the output extents (default: the first input's), `min` the output mins (default
+        0, or an `out` hl.Buffer's mins). `out` (an array, hl.Buffer or a tuple of them) is written in
+        place and returned. On x86 the kernel reads the inputs' memory directly: an input is copied
+        only if it is not C-contiguous/aligned or overlaps an output. `check=True` (what the tests
+        use) runs through `pitchfork.backend.run` instead: copies, guard bytes around the outputs and a
+        check that the inputs were not written."""
+        if self.module is None:
+            result = self._run_halide(inputs, size, min)
+            return _copy_out(result, out)
+        from pitchfork.aot.call import bind
+
+        outs = bind(self, inputs, size, min, out, check, recycle=out is None and not check)()
+        if out is None and not check:  # kept for the next call, reused once the caller drops them
+            self._spare_outputs.update(enumerate(outs))
+        # One array per output Func (a tuple for a multi-output pipeline, e.g. a generator with two
+        # Outputs of the same dimensions).
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def bind(self, inputs: Sequence[Any], size: Optional[Sequence[int]] = None) -> Any:
+        """The `pitchfork.backend.run.Call` that runs this pipeline on `inputs` (see `__call__`); `run_many`
+        runs several of them in one emulator run."""
+        from pitchfork.backend.run import Buffer, Call, Scalar
+
+        assert self.captured is not None and self.module is not None
+        args: list[Any] = [Buffer(np.zeros(1, np.int32), is_output=True)]
+        if len(inputs) != len(self.captured.arguments):
+            names = ", ".join(a.name for a in self.captured.arguments)
+            raise TypeError(f"{self.name} takes {len(self.captured.arguments)} inputs ({names}), got {len(inputs)}")
+        first_extents: Optional[list[int]] = None
+        for a, value in zip(self.captured.arguments, inputs):
+            if a.kind == "scalar":
+                args.append(_scalar_arg(a, value))
+                continue
+            arr, mins = _as_array(value)
+            want = _elem_dtype(a.type.elem)
+            if arr.dtype != want:
+                raise TypeError(f"input {a.name} must be {want}, got {arr.dtype}")
+            if arr.ndim != a.dimensions:
+                raise TypeError(f"input {a.name} must have {a.dimensions} dimensions, got {arr.ndim}")
+            args.append(Buffer(arr))  # Buffer keeps its own reference to the array
+            extents = list(reversed(arr.shape))
+            strides = list(reversed([s // arr.itemsize for s in arr.strides]))
+            for d in range(arr.ndim):
+                args += [Scalar(mins[d]), Scalar(extents[d]), Scalar(strides[d])]
+            if first_extents is None:
+                first_extents = extents
+        outs = self.captured.outputs
+        size = self._output_size(size, first_extents)
+        shape = tuple(reversed(size))
+        for out in outs:
+            args.append(Buffer(np.zeros(shape, dtype=_elem_dtype(out.types[0].elem)), is_output=True))
+            stride = 1
+            for d in range(out.dimensions):
+                args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
+                stride *= size[d]
+        return Call(self.name, args)
+
+    def _output_size(self, size: Optional[Sequence[int]], first_extents: Optional[list[int]]) -> list[int]:
+        assert self.captured is not None
+        size = list(size) if size is not None else first_extents
+        for out in self.captured.outputs:
+            if size is None or len(size) != out.dimensions:
+                raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
+        assert size is not None
+        return size
+
+    def unpack(self, outputs: Sequence[np.ndarray]) -> Any:
+        """The result of `__call__` from the output buffers of a `bind` call; raises RuntimeError
+        quoting the Halide assertion that failed, if one did."""
+        err, *results = outputs
+        code = int(err[0])
+        if code != 0:
+            self._raise_assertion(code)
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def prepare(self, *inputs: Any, size: Optional[Sequence[int]] = None, min: Optional[Sequence[int]] = None,
+                out: Any = None) -> PreparedCall:
+        """Bind arguments once for repeated kernel-only calls (benchmarks): `call = prog.prepare(img)`,
+        then `call()` runs just the compiled function on the bound arrays (on x86 one ctypes call of
+        the JIT'd code with the buffer pointers and dims, no allocation, no copies) and returns
+        `call.outputs`, overwritten each time. Same arguments and aliasing rules as `__call__`."""
+        if self.module is None:
+            raise RuntimeError(f"{self.name} fell back to Halide ({self.fallback_reason}); no kernel to prepare")
+        from pitchfork.aot.call import bind
+
+        return bind(self, inputs, size, min, out, False)
+
+    def _raise_assertion(self, code: int) -> None:
+        what = self.assertions.get(code, "")
+        raise RuntimeError(f"{self.name}: Halide assertion #{code} failed: {what or '(unknown)'} -- bad sizes "
+                           "or strides, or an output extent that is not a multiple of the schedule's tile")
+
+    def _run_halide(self, inputs: Sequence[Any], size: Optional[Sequence[int]],
+                    mins: Optional[Sequence[int]] = None) -> Any:
+        import halide as hl
+
+        pipeline, args = self._halide
+        if len(inputs) != len(args):
+            raise TypeError(f"{self.name} takes {len(args)} inputs, got {len(inputs)}")
+        keep = []
+        first_extents: Optional[list[int]] = None
+        for a, value in zip(args, inputs):
+            if isinstance(a, hl.ImageParam):
+                arr, _ = _as_array(value)
+                want = np.dtype(_np_dtype(a.type()))
+                if arr.dtype != want:
+                    raise TypeError(f"input {a.name()} must be {want}, got {arr.dtype}")
+                if arr.ndim != a.dimensions():
+                    raise TypeError(f"input {a.name()} must have {a.dimensions()} dimensions, got {arr.ndim}")
+                buf = value if isinstance(value, hl.Buffer) else hl.Buffer(arr)
+                keep.append((value, arr, buf))  # param.set does not keep the array alive (SPEC 1.7)
+                a.set(buf)
+                if first_extents is None:
+                    first_extents = list(reversed(arr.shape))
+            else:
+                a.set(halide_scalar_value(a, value))
+        size = list(size) if size is not None else first_extents
+        if size is None:
+            raise TypeError(f"size must be given for {self.name} (it has no input buffer)")
+        # Halide's JIT for the host: the target's own object file cannot run here, and integer
+        # semantics do not depend on the target.
+        try:
+            if mins is not None:
+                outs = pipeline.outputs()
+                bufs = [hl.Buffer(f.type(), list(size)) for f in outs]
+                for b in bufs:
+                    b.set_min(list(mins))
+                pipeline.realize(bufs[0] if len(bufs) == 1 else bufs, _halide_target("x86-avx2"))
+                out = bufs[0] if len(bufs) == 1 else bufs
+            else:
+                out = pipeline.realize(list(size), _halide_target("x86-avx2"))
+        except hl.HalideError as e:
+            raise RuntimeError(f"{self.name} (Halide fallback): {e}") from e
+        if isinstance(out, (tuple, list)):  # several outputs (or a Tuple-valued Func)
+            return tuple(np.asarray(b).copy() for b in out)
+        return np.asarray(out).copy()
+
+
+def _copy_out(result: Any, out: Any) -> Any:
+    """Write a fallback's result into the caller's `out` arrays (if any) and return them."""
+    if out is None:
+        return result
+    results = result if isinstance(result, tuple) else (result,)
+    targets = list(out) if isinstance(out, (tuple, list)) else [out]
+    if len(targets) != len(results):
+        raise TypeError(f"out must give {len(results)} arrays, got {len(targets)}")
+    arrays = []
+    for t, r in zip(targets, results):
+        a = np.asarray(t)
+        a[...] = r
+        arrays.append(a)
+    return arrays[0] if len(arrays) == 1 else tuple(arrays)
+
+
+def run_many(runs: Sequence[tuple[CompiledPipeline, Sequence[Any], Optional[Sequence[int]]]]) -> list[Any]:
+    """Run `(pipeline, inputs, size)` triples, returning what each `pipeline(*inputs, size=size)` would.
+
+    Pipelines compiled by PITCHFORK for the same target run together: one JIT engine on x86, one
+    harness build and one emulator run under qemu (compiling is what costs; this keeps the runs cheap).
+    Their names must be distinct. Halide fallbacks run one by one. A failed assertion in any run
+    raises RuntimeError for the first one that failed.
+    """
+    from pitchfork.backend.run import run_calls
+
+    results: list[Any] = [None] * len(runs)
+    by_target: dict[str, list[int]] = {}
+    for k, (prog, inputs, size) in enumerate(runs):
+        if prog.module is None:
+            results[k] = prog._run_halide(inputs, size)
+        else:
+            by_target.setdefault(prog.target, []).append(k)
+    for target, ks in by_target.items():
+        mods: list[CompiledModule] = []
+        for k in ks:
+            if all(m is not runs[k][0].module for m in mods):
+                mods.append(runs[k][0].module)  # type: ignore[arg-type]
+        calls = {k: runs[k][0].bind(runs[k][1], runs[k][2]) for k in ks}
+        for k, call in list(calls.items()):
+            empty = [b.array for b in call.outputs[1:]]
+            if any(e.size == 0 for e in empty):
+                # Nothing to compute: the empty result realize() gives (not run, so no assertion on strides).
+                results[k] = empty[0] if len(empty) == 1 else tuple(empty)
+                del calls[k]
+        for k, outs in zip(calls, run_calls(mods, target, list(calls.values()))):
+            results[k] = runs[k][0].unpack(outs)
+    return results
+
+
+def _elem_dtype(t: Any) -> Any:
+    """The numpy dtype of a buffer element type (integers through FPIR's types, plus float32/64)."""
+    if t.code == "float" and t.bits in (32, 64):
+        return np.dtype(f"float{t.bits}")
+    return fpir_type(t).np_dtype
+
+
+def _scalar_arg(a: Any, value: Any) -> Any:
+    """A scalar parameter's call argument: integers as i32/i64 values; an f32 parameter as the i32
+    bit pattern of the float32 value (the kernel reinterprets it), an f64 one as the i64 pattern."""
+    from pitchfork.backend.run import Scalar
+
+    if a.type.code == "float":
+        if a.type.bits == 32:
+            return Scalar(int(np.array(value, np.float32).view(np.int32)), 32)
+        if a.type.bits == 64:
+            return Scalar(int(np.array(value, np.float64).view(np.int64)), 64)
+        raise TypeError(f"{a.name}: float{a.type.bits} parameters are not supported")
+    # refuse what Halide's Param.set refuses (pitchfork/frontend/params.py)
+    v = scalar_value(a.name, a.type.code, a.type.bits, value)
+    return Scalar(v, 64 if a.type.bits == 64 else 32)
+
+
+def _np_dtype(t: Any) -> str:
+    if t.is_bool():
+        return "bool"
+    kind = "int" if t.is_int() else "uint" if t.is_uint() else "float"
+    return f"{kind}{t.bits()}"
+
+
+def _halide_target(target: str) -> Any:
+    import halide as hl
+
+    return hl.Target(TARGET_ALIASES.get(target, target))
+
+
+def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
+    import halide as hl
+
+    if isinstance(value, hl.Buffer):
+        arr = np.ascontiguousarray(np.asarray(value))
+        return arr, [value.dim(d).min() for d in range(value.dimensions())]
+    arr = np.ascontiguousarray(value)
+    return arr, [0] * arr.ndim
+
+
+def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
+            name: str = "pipeline", fallback: bool = True) -> CompiledPipeline:
+    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order)."""
+    import halide as hl
+
+    target = canonical(target)
+    if isel not in ("pitchfork", "llvm"):
+        raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
+    pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)
+    args = check_arguments(pipeline, args)  # a list, with every Param the pipeline uses (no fallback)
+    stats = CompileStats()
+    captured: Optional[CapturedStmt] = None
+    try:
+        t0 = time.perf_counter()
+        try:
+            captured = capture_stmt(pipeline, args, target)
+        except CaptureError as e:
+            refuse_if_halide_rejects(e, name, target)  # PipelineError: the fallback could not work either
+            raise
+        refuse_extern_stages(captured.text, name)
+        stats.capture_seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
+        cap = captured
+
+        def frontend() -> LoopNestCodegen:
+            stmt = cap.parse()
+            refuse_huge_vectors(stmt, name)
+            if isel == "pitchfork":  # add trees of products -> vector_reduce_add, so dot products are selected
+                stmt = rewrite_dot_products(stmt, target)
+                if target == "hvx128":  # one whole-register window per row across unrolled x steps;
+                    stmt = share_hvx_windows(stmt)  # [1 2 1] windows of one stream grouped (for vtmpy)
+                    stmt = group_stream_taps(stmt)
+                    stmt = merge_strided_stores(stmt)  # strided stores filling a range: one dense store
+            cg = LoopNestCodegen(cap, stmt, target, isel, name)
+            cg.build()
+            return cg
+
+        cg = run_deep(frontend)  # the walkers recurse per nesting level: a deep stack, bounded (deep.py)
+        stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
+        stats.selection_seconds = cg.stats.selection_seconds
+        stats.rules_fired = dict(cg.stats.rules_fired)
+        stats.vector_expressions = cg.stats.vector_exprs
+        stats.asserts_checked, stats.asserts_skipped = cg.stats.asserts_checked, cg.stats.asserts_skipped
+        t0 = time.perf_counter()
+        # isel=pitchfork on HVX: no AlignVectors, and 64-bit-lane products on 32-bit halves
+        # (compile_module); LLVM alone keeps LLVM's defaults and LLVM's own selection.
+        module = compile_module(str(cg.module), target, align_vectors=isel != "pitchfork",
+                                i64_halves=isel == "pitchfork")
+        stats.llvm_seconds = time.perf_counter() - t0
+        missing = undefined_calls(module.assembly(), target)
+        if missing:  # would fail to link at the first call: refused now (link_check.py)
+            raise Unsupported(f"the kernel calls {', '.join(missing)}, which {target} code cannot call here "
+                              "(no C library on the Hexagon harness)")
+        return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages))
+    except FALLBACK_ERRORS as e:
+        if not fallback:
+            raise
+        reason = f"{type(e).__name__}: {e}"
+        warnings.warn(f"PITCHFORK cannot compile {name} for {target} ({reason}); using Halide's own compiler",
+                      PitchforkFallbackWarning, stacklevel=2)
+        return CompiledPipeline(target, isel, name, captured, None, stats, reason, (pipeline, list(args)))

@@ -1,0 +1,2 @@
+"""Backend: LLVM target machines, O3, assembly and objects (`machine`), the post-O3 Hexagon fixups
+(`hvx_fixups`, `hvx_i64`, `hvx_pairs`), and running kernels bit-exactly (`run`, `harness`)."""

@@ -1,0 +1,770 @@
+"""Target machines: compile LLVM IR for x86-64 AVX2, AArch64 Neon and Hexagon HVX 128B, and read the assembly.
+
+This is the bottom of the emit layer. It owns:
+
+* `Target`: the three fixed target descriptions (triple, CPU, features, relocation model, vector width).
+  They follow ISA_INTRINSICS §4.1 exactly, and the CPUs are always explicit (never the host CPU, so an
+  "AVX2" result cannot silently use AVX-512 encodings).
+* `compile_module`: parse, set triple and data layout, verify, optimise with the new pass manager
+  (O3 without loop unrolling/vectorization/interleaving, as Halide),
+  emit assembly (and lazily an object file). Invariant: a `CompiledModule` never contains a call to an
+  unknown `llvm.*` symbol -- LLVM accepts misspelt intrinsic names as external functions (§4.3.1), so
+  the assembly is checked and `IntrinsicError` is raised instead.
+* Assembly reading: `asm_instructions` (instruction lines only; Hexagon packets split into their
+  instructions) and `find_loops` / `inner_loop_instructions` (loop bodies delimited by a back-branch or,
+  on Hexagon, by a hardware loop `loopN(label, ..)` ... `:endloopN`).
+
+llvmlite is initialised once, on first use. `llvm.initialize()` must not be called (it raises in 0.50).
+Code that LLVM cannot select aborts the whole process (§4.3.3); pass `isolate=True` to `compile_module`
+to compile in a forked child and get a `CompileError` instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import functools
+import hashlib
+import os
+import pickle
+import re
+import signal
+import tempfile
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+import llvmlite.binding as llvm
+
+__all__ = [
+    "TARGETS",
+    "CompileError",
+    "CompiledModule",
+    "FunctionSig",
+    "IntrinsicError",
+    "Loop",
+    "Target",
+    "asm_instructions",
+    "compile_module",
+    "find_loops",
+    "get_target",
+    "inner_loop_instructions",
+    "target_machine",
+]
+
+TargetName = Literal["x86-avx2", "arm64", "hvx128"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One code-generation target. `vector_bits` is the width of one native vector register;
+    `pointer_bits` the width of an address (the data layout's pointer size)."""
+
+    name: TargetName
+    triple: str
+    cpu: str
+    features: str
+    reloc: str
+    vector_bits: int
+    pointer_bits: int = 64
+
+    def natural_lanes(self, elem_bits: int) -> int:
+        """Lanes of `elem_bits`-bit elements that fill one native vector register."""
+        if elem_bits <= 0 or self.vector_bits % elem_bits:
+            raise ValueError(f"element width {elem_bits} does not divide {self.vector_bits}")
+        return self.vector_bits // elem_bits
+
+    @property
+    def vector_bytes(self) -> int:
+        return self.vector_bits // 8
+
+    @property
+    def is_vliw(self) -> bool:
+        """True when the assembly groups instructions into `{ ... }` packets (Hexagon)."""
+        return self.name == "hvx128"
+
+
+X86_AVX2 = Target("x86-avx2", "x86_64-unknown-linux-gnu", "haswell", "+avx2", "pic", 256)
+ARM64 = Target("arm64", "aarch64-unknown-linux-gnu", "cortex-a76", "+neon,+dotprod", "pic", 128)
+HVX128 = Target(
+    "hvx128", "hexagon-unknown-linux-musl", "hexagonv66", "+hvxv66,+hvx-length128b", "static", 1024, 32
+)
+TARGETS: dict[str, Target] = {t.name: t for t in (X86_AVX2, ARM64, HVX128)}
+
+
+def get_target(target: Target | str) -> Target:
+    """The `Target` called `target` (a `Target` is returned unchanged)."""
+    if isinstance(target, Target):
+        return target
+    try:
+        return TARGETS[target]
+    except KeyError:
+        raise ValueError(f"unknown target {target!r}; expected one of {sorted(TARGETS)}") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# llvmlite setup
+
+
+@functools.cache
+def _init_llvm() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    llvm.initialize_native_target()  # MCJIT (run.py) needs the host target registered
+    llvm.initialize_native_asmprinter()
+    # Hexagon: no GP-relative small data. Otherwise 64-bit constants (CONST64, e.g. a vshuff control)
+    # go to .sdata and are read with R_HEX_GPREL16_* relocations, which Debian's ld.lld 14 rejects
+    # ("unknown relocation (12)"). Only the Hexagon backend reads this option.
+    llvm.set_option("pitchfork", "-hexagon-small-data-threshold=0")
+    # Hexagon: LLVM 22's HVX idiom recognition (HexagonVectorCombine, fixed-point multiplies)
+    # miscompiles saturating/rounding multiply-shift patterns, e.g. u16(min(u32(a) * u32(b) >> 1,
+    # 65535)) loses its clamp and (i32(a) * i32(b) >> 15) clamped to i16 is wrong at a = b = -32768
+    # (tests/pitchfork/targets/test_hvx.py runs them). Only this pass is turned off.
+    llvm.set_option("pitchfork", "-hvc-vi=false")
+
+
+def target_machine(target: Target | str, opt: int = 3, *, jit: bool = False) -> llvm.TargetMachine:
+    """A fresh TargetMachine. JIT machines use the JIT code model; an ExecutionEngine takes ownership."""
+    _init_llvm()
+    t = get_target(target)
+    if not 0 <= opt <= 3:
+        raise ValueError(f"opt level must be 0..3, got {opt}")
+    return llvm.Target.from_triple(t.triple).create_target_machine(
+        cpu=t.cpu,
+        features=t.features,
+        opt=opt,
+        reloc="default" if jit else t.reloc,
+        codemodel="jitdefault" if jit else "default",
+        jit=jit,
+    )
+
+
+@functools.cache
+def _shared_machine(name: str, opt: int) -> llvm.TargetMachine:
+    return target_machine(name, opt)
+
+
+# --------------------------------------------------------------------------------------------------
+# Compilation
+
+
+class CompileError(Exception):
+    """The IR did not parse, did not verify, or LLVM failed to compile it."""
+
+
+class IntrinsicError(CompileError):
+    """The assembly still calls `llvm.*` symbols: the IR names intrinsics that LLVM does not know."""
+
+    def __init__(self, target: str, symbols: list[str]) -> None:
+        self.target = target
+        self.symbols = symbols
+        super().__init__(
+            f"{target}: calls to unknown intrinsics survive in the assembly (misspelt name or wrong "
+            f"type suffix?): {', '.join(symbols)}"
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str, list[str]]]:  # picklable across isolate=True
+        return (IntrinsicError, (self.target, self.symbols))
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSig:
+    """Parameter and return types (LLVM spelling, e.g. 'ptr', 'i32') of a function defined in a module."""
+
+    name: str
+    params: tuple[str, ...]
+    ret: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CompiledModule:
+    """An optimised module for one target: its IR text, assembly, and (lazily) its object file."""
+
+    target: Target
+    opt: int
+    source_ir: str
+    optimized_ir: str
+    asm: str
+    signatures: dict[str, FunctionSig]
+    align_vectors: bool = True  # hvx128: HexagonVectorCombine's AlignVectors on (see compile_module)
+    _cache: dict[str, bytes | str] = field(default_factory=dict, repr=False)
+
+    def llvm_ir(self) -> str:
+        return self.optimized_ir
+
+    def assembly(self) -> str:
+        return self.asm
+
+    def object_bytes(self) -> bytes:
+        """ELF object code, emitted from the optimised IR text with the backend options `assembly()`
+        was emitted with, so it is the same code."""
+        obj = self._cache.get("obj")
+        if not isinstance(obj, bytes):
+            mod = _parse(self.optimized_ir, self.target)
+            if self.target.name == "hvx128":
+                _set_align_vectors(self.align_vectors)
+            with _emission_options(self.target, self.optimized_ir):  # as when `asm` was emitted
+                obj = self._cache["obj"] = _shared_machine(self.target.name, self.opt).emit_object(mod)
+        return obj
+
+    @property
+    def key(self) -> str:
+        """Content hash identifying this module (target + optimised IR)."""
+        key = self._cache.get("key")
+        if not isinstance(key, str):
+            text = f"{self.target.name}\0{self.opt}\0{self.optimized_ir}"
+            key = self._cache["key"] = hashlib.sha1(text.encode()).hexdigest()
+        return key
+
+    def function_asm(self, function: str) -> str:
+        return _function_region(self.asm, function)
+
+    def llvm_default_assembly(self) -> str:
+        """The assembly with LLVM's default backend options: on hvx128, VLIW packets and new-value
+        jumps even in a module on 64-bit-lane vectors (see `_emission_options`); otherwise `assembly()`.
+        For the benchmark harness's LLVM-alone baseline, whose figure must not carry PITCHFORK's
+        workaround for qemu-hexagon (it counts packets; its counted run still checks the output)."""
+        if not emission_flags(self.target, self.optimized_ir):
+            return self.asm
+        mod = _parse(self.optimized_ir, self.target)  # (the options are at LLVM's defaults here)
+        _set_align_vectors(self.align_vectors)
+        return _shared_machine(self.target.name, self.opt).emit_assembly(mod)
+
+
+#: A vector of two or more 64-bit lanes. HVX has no 64-bit lanes, so the Hexagon backend scalarises
+#: it into register pairs with many predicated moves. (`<1 x i64>` is not counted: the Halide codegen's
+#: scalar `abs` of an i64 index uses it in every benchmark, and it is one register pair anyway.)
+_I64_VECTOR = re.compile(r"<(?:[2-9]|\d\d+) x i64>")
+
+
+def has_i64_vectors(ir_text: str) -> bool:
+    """True if the (optimised) IR computes on vectors of two or more 64-bit lanes."""
+    return _I64_VECTOR.search(ir_text) is not None
+
+
+@contextlib.contextmanager
+def _emission_options(target: Target, optimized_ir: str) -> Iterator[None]:
+    """hvx128: emit a module with 64-bit-lane vectors without VLIW packets and without new-value jumps.
+
+    Why: the scalarised i64 code of such modules ran wrong under qemu-hexagon 7.2 in difftest cases
+    (tests/pitchfork/backend/test_hvx_i64_packets.py), each traced with `-dfa-instr-limit` to ONE
+    packet whose instructions are all legal together (a compare writing p0 beside a move predicated on
+    the old p0 and a new-value store of a register written in the packet; a store and a load of one
+    stack slot under `:mem_noshuf`; a predicate transfer beside a `.new` use and a `memd` overwriting
+    its source). Each packet runs right alone in a hand-written program, and splitting it in any
+    ISA-equivalent way makes the kernel right, so qemu 7.2 mis-executes some packet contexts (or LLVM
+    22 builds packets the hardware forbids); either way a user must not get the answer. One instruction
+    a packet is the same program under both readings. New-value compare-jumps (`if (cmp.gt(r16.new,
+    #-1)) jump`) need their producer in the same packet, so they are turned off too: otherwise the
+    unpacketised assembly does not reassemble (benchmarks/harness instruments and reassembles it).
+    Only modules on 64-bit-lane vectors pay (HVX has no such lanes: that code is scalar already);
+    every other module's code is unchanged. The options are process-wide, so they are set before
+    every emission of a module (assembly and object) and put back to LLVM's defaults after it, so an
+    emission elsewhere (tests, `llvm_default_assembly`) never inherits them.
+    """
+    flags = emission_flags(target, optimized_ir)
+    for flag in flags:
+        llvm.set_option("pitchfork", f"{flag}=true")
+    try:
+        yield
+    finally:
+        for flag in flags:
+            llvm.set_option("pitchfork", f"{flag}=false")
+
+
+def emission_flags(target: Target | str, ir_text: str) -> tuple[str, ...]:
+    """The llc flags beyond the defaults that `compile_module` emits `ir_text` with (for reproducing);
+    each is a boolean option that `_emission_options` turns on for the emission and off after it."""
+    t = get_target(target)
+    if t.name == "hvx128" and has_i64_vectors(ir_text):
+        return ("-disable-packetizer", "-disable-nvjump")
+    return ()
+
+
+def emission_options(target: Target | str, ir_text: str) -> contextlib.AbstractContextManager[None]:
+    """A context in which the process-wide backend options are those `compile_module` emits `ir_text`
+    with (wrap an emission with a `target_machine` of one's own in it, e.g. for AOT outputs)."""
+    return _emission_options(get_target(target), ir_text)
+
+
+def _parse(ir_text: str, target: Target) -> llvm.ModuleRef:
+    _init_llvm()
+    try:
+        mod = llvm.parse_assembly(ir_text)
+    except RuntimeError as e:
+        raise CompileError(f"LLVM IR does not parse: {e}") from None
+    mod.triple = target.triple
+    mod.data_layout = str(_shared_machine(target.name, 3).target_data)
+    return mod
+
+
+_LLVM_SYMBOL = re.compile(r"(?<![\w.$])llvm\.[A-Za-z0-9_.]+")
+
+
+def _unknown_intrinsic_calls(asm: str) -> list[str]:
+    found: set[str] = set()
+    for line in asm.splitlines():
+        s = line.strip()
+        if not s or s.startswith((".", "#", "//", ";")):
+            continue
+        found.update(m.rstrip(".") for m in _LLVM_SYMBOL.findall(s))
+    return sorted(found)
+
+
+def _signatures(mod: llvm.ModuleRef) -> dict[str, FunctionSig]:
+    sigs: dict[str, FunctionSig] = {}
+    for f in mod.functions:
+        # Weak definitions are runtime defaults (halide_malloc/halide_free, pitchfork/codegen/
+        # alloc.py) that several modules of one run may each carry, not kernels to call.
+        if f.is_declaration or f.linkage == llvm.Linkage.weak_any:
+            continue
+        fty = f.global_value_type
+        sigs[f.name] = FunctionSig(
+            f.name, tuple(str(a.type) for a in f.arguments), str(fty.get_function_return())
+        )
+    return sigs
+
+
+def _set_align_vectors(on: bool) -> None:
+    """hvx128: the backend reads this option when its IR passes run, so it is set per emission."""
+    llvm.set_option("pitchfork", f"-hvc-va={'true' if on else 'false'}")
+
+
+def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
+             i64_halves: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
+    mod = _parse(ir_text, target)
+    try:
+        mod.verify()
+    except RuntimeError as e:
+        raise CompileError(f"LLVM IR does not verify: {e}") from None
+    tm = _shared_machine(target.name, opt)
+    if opt > 0:
+        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
+        # As Halide's own backend does by default (no `enable_llvm_loop_opt`): the code is already
+        # vectorized and unrolled as scheduled, so LLVM's loop vectorizer, interleaver and unroller
+        # only duplicate loop bodies (e.g. border loops unrolled x2).
+        pto.loop_unrolling = False
+        pto.loop_vectorization = False
+        pto.loop_interleaving = False
+        pto.slp_vectorization = target.name == "arm64"
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+    text = str(mod)
+    if target.name == "hvx128":
+        from pitchfork.backend.hvx_fixups import (has_i128_mulh, has_predicate_select, has_wide_lane_predicate_trunc,
+                                               has_wide_predicate_ext, optimizer_i128_line, rewrite_i128_mulhs,
+                                               rewrite_predicate_selects, rewrite_wide_lane_predicate_truncs,
+                                               rewrite_wide_predicate_exts)
+        from pitchfork.backend.hvx_i64 import has_i64_products, rewrite_i64_products
+
+        if has_predicate_select(text):  # InstCombine's predicate selects: Hexagon cannot select them
+            text = rewrite_predicate_selects(text)
+        if has_wide_predicate_ext(text):  # multi-register predicate extensions: SelectQ2V asserts
+            text = rewrite_wide_predicate_exts(text)
+        if has_wide_lane_predicate_trunc(text):  # trunc to i1 of 16/32-bit lanes: tests every byte
+            text = rewrite_wide_lane_predicate_truncs(text)
+        if has_i128_mulh(text):  # AggressiveInstCombine's <N x i128> high multiply: ran wrong (seed 21)
+            text = rewrite_i128_mulhs(text)
+        if i64_halves and has_i64_products(text):  # foldMulHigh's 32x32->64-bit products: scalarised
+            text = rewrite_i64_products(text)
+        bad_line = optimizer_i128_line(ir_text, text)
+        if bad_line is not None:
+            raise CompileError(f"hvx128: unsupported: the optimiser made vectors of i128 lanes, "
+                               f"which the Hexagon backend scalarises into code known to run wrong: {bad_line[:160]}")
+    # The backend always starts from the optimised text, never from the module the pass pipeline
+    # left in memory: every other consumer (object_bytes, the x86 JIT, the AOT entry) parses that
+    # text, and the backend's IR passes (loop strength reduction above all) break ties by use-list
+    # order, which printing and parsing does not keep. Emitting from the in-memory module gave
+    # assembly that differed from the object code (gaussian5x5 arm64: hot loop 97 instructions in
+    # .s, 95 in .o). Codegen's own IR changes (LSR's rewrites) stay out of `text` for the same reason.
+    mod = _parse(text, target)
+    if target.name == "hvx128":
+        _set_align_vectors(align_vectors)
+    with _emission_options(target, text):
+        asm = tm.emit_assembly(mod)
+    if target.name == "hvx128":
+        from pitchfork.backend.hvx_pairs import has_pair_forms, keep_pairs, split_pairs
+
+        if has_pair_forms(text):  # register-pair forms: kept only where they cost no packet
+            split_text = split_pairs(text)
+            split_mod = _parse(split_text, target)
+            with _emission_options(target, split_text):
+                split_asm = tm.emit_assembly(split_mod)
+            packets = [len(lp.packets) for lp in find_loops(asm, target=target.name)]
+            split_packets = [len(lp.packets) for lp in find_loops(split_asm, target=target.name)]
+            if not keep_pairs(packets, split_packets):
+                text, mod, asm = split_text, split_mod, split_asm
+    bad = _unknown_intrinsic_calls(asm)
+    if bad:
+        raise IntrinsicError(target.name, bad)
+    return text, asm, _signatures(mod)
+
+
+def compile_module(
+    ir_text: str, target: Target | str, opt: int = 3, *, isolate: bool = False, align_vectors: bool = True,
+    i64_halves: bool = True,
+) -> CompiledModule:
+    """Verify, optimise (new pass manager, `-O<opt>`) and compile `ir_text` for `target`.
+
+    Any triple / data layout in the text is replaced by the target's. With `isolate=True` the work runs
+    in a forked child so that an LLVM abort ("Cannot select ...") becomes a `CompileError`.
+    `align_vectors=False` (hvx128) turns off the AlignVectors part of LLVM's HexagonVectorCombine for
+    this module: it rewrites groups of unaligned HVX loads (a stencil's x-2 .. x+2) into aligned
+    loads combined by byte shuffles, which the backend lowers with predicate selects (vcmp.eq,
+    vmux, vand) costing more than the plain unaligned loads (vmemu) it replaces.
+    `i64_halves=False` (hvx128) leaves the 64-bit-lane code O3 makes of 32 x 32 -> 64-bit products as
+    LLVM compiles it (scalarised) instead of computing it on 32-bit halves (`pitchfork.backend.hvx_i64`):
+    the benchmark harness's LLVM-alone contender, whose figure must not carry PITCHFORK's selection.
+    """
+    t = get_target(target)
+    if not 0 <= opt <= 3:
+        raise ValueError(f"opt level must be 0..3, got {opt}")
+    opt_ir, asm, sigs = (_compile_isolated(ir_text, t, opt, align_vectors, i64_halves) if isolate
+                         else _compile(ir_text, t, opt, align_vectors, i64_halves))
+    return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs, align_vectors)
+
+
+def _compile_isolated(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
+                      i64_halves: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
+    _init_llvm()
+    rfd, wfd = os.pipe()
+    with tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:  # child: never returns
+            code = 0
+            try:
+                os.close(rfd)
+                os.dup2(err.fileno(), 2)
+                faulthandler.disable()  # an expected abort must not dump tracebacks to the terminal
+                try:
+                    payload: object = ("ok", _compile(ir_text, target, opt, align_vectors, i64_halves))
+                except CompileError as e:
+                    payload = ("err", e)
+                with os.fdopen(wfd, "wb") as w:
+                    pickle.dump(payload, w)
+            except BaseException:  # noqa: BLE001 - report through stderr and the exit status
+                traceback.print_exc()
+                code = 1
+            os._exit(code)
+        os.close(wfd)
+        with os.fdopen(rfd, "rb") as r:
+            data = r.read()
+        _, status = os.waitpid(pid, 0)
+        err.seek(0)
+        stderr = err.read().decode(errors="replace").strip()
+    if data:
+        kind, value = pickle.loads(data)
+        if kind == "err":
+            raise value
+        return value
+    if os.WIFSIGNALED(status):
+        how = f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    else:
+        how = f"exit status {os.waitstatus_to_exitcode(status)}"
+    raise CompileError(f"LLVM crashed compiling for {target.name} ({how}):\n{stderr}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading assembly
+#
+# Syntax notes: x86 is AT&T (`#` comments, `$imm`, `%reg`); AArch64 and Hexagon use `//` comments and
+# `#imm`, so `#` is only a comment marker on x86. Hexagon prints each packet as `{` / one instruction
+# per line / `}`, the closing brace of a hardware-loop end packet carrying `:endloop0` (or `:endloop1`,
+# `:endloop01`). A compound instruction such as `p0 = cmp.gt(r3,#0); if (!p0.new) jump:nt .L` is one
+# encoding and is kept as one instruction.
+
+AsmKind = Literal["label", "inst", "open", "close"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    kind: AsmKind
+    text: str  # label name, instruction text, or for "close" the endloop digits ('' if none)
+
+
+_LABEL = re.compile(r"^([A-Za-z_.$][\w.$]*|\"[^\"]+\"):(?=\s|$)")  # not `jump:nt`
+_ENDLOOP = re.compile(r"\}\s*:endloop(\d+)")
+
+
+def _detect_syntax(asm_text: str, target: Target | str | None) -> str:
+    if target is not None:
+        return get_target(target).name
+    if re.search(r"^\s*\{\s*$", asm_text, re.MULTILINE) or ":endloop" in asm_text:
+        return "hvx128"
+    # AT&T registers (`%ymm0`) outside comments; `%bb.0` etc. only ever appear in comments.
+    code = (line.split("//", 1)[0].split("#", 1)[0] for line in asm_text.splitlines())
+    if any(re.search(r"%[a-z]", line) for line in code):
+        return "x86-avx2"
+    return "arm64"
+
+
+def _function_region(asm_text: str, function: str | None) -> str:
+    if function is None:
+        return asm_text
+    lines = asm_text.splitlines()
+    start = None
+    head = re.compile(rf"^\s*(\"{re.escape(function)}\"|{re.escape(function)}):(\s|$)")
+    for i, line in enumerate(lines):
+        if head.match(line):
+            start = i
+            break
+    if start is None:
+        raise ValueError(f"function {function!r} not found in the assembly")
+    end = len(lines)
+    end_pat = re.compile(rf"^\s*(\.Lfunc_end\d+:|\.size\s+\"?{re.escape(function)}\"?\s*,)")
+    for j in range(start + 1, len(lines)):
+        if end_pat.match(lines[j]):
+            end = j
+            break
+    return "\n".join(lines[start + 1 : end])
+
+
+def _items(asm_text: str, syntax: str) -> list[_Item]:
+    items: list[_Item] = []
+    for raw in asm_text.splitlines():
+        line = raw.split("//", 1)[0]
+        if syntax == "x86-avx2":
+            line = line.split("#", 1)[0]
+        line = line.strip()
+        while line:
+            m = _LABEL.match(line)
+            if m:
+                items.append(_Item("label", m.group(1).strip('"')))
+                line = line[m.end() :].strip()
+                continue
+            if line.startswith("{"):
+                items.append(_Item("open", ""))
+                line = line[1:].strip()
+                continue
+            close = line.find("}") if syntax == "hvx128" else -1
+            if close >= 0:
+                before = line[:close].strip()
+                if before:
+                    items.append(_Item("inst", re.sub(r"\s+", " ", before)))
+                em = _ENDLOOP.match(line[close:])
+                items.append(_Item("close", em.group(1) if em else ""))
+                line = line[close:][em.end() if em else 1 :].strip()
+                continue
+            if not line.startswith("."):  # directives start with '.', labels were handled above
+                items.append(_Item("inst", re.sub(r"\s+", " ", line)))
+            break
+    return items
+
+
+def asm_instructions(
+    asm_text: str, function: str | None = None, *, target: Target | str | None = None
+) -> list[str]:
+    """Instruction lines of `asm_text` (or of one function), whitespace-normalised.
+
+    Directives, comments, labels and Hexagon packet braces are dropped; each instruction of a packet is
+    one entry. `target` selects the comment syntax; it is guessed from the text when omitted.
+    """
+    syntax = _detect_syntax(asm_text, target)
+    return [it.text for it in _items(_function_region(asm_text, function), syntax) if it.kind == "inst"]
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """A loop in the assembly: the code from its header label to its back-branch / `:endloopN` packet.
+
+    `packets` is filled for Hexagon only (one tuple of instructions per `{ ... }` packet); it is the
+    performance proxy there, since llvm-mca has no Hexagon model.
+    """
+
+    label: str
+    instructions: tuple[str, ...]
+    packets: tuple[tuple[str, ...], ...]
+    hardware_loop: bool  # header label set up by `loopN(label, ..)`, body ends with `:endloopN`
+    innermost: bool
+    start: int  # item indices, for ordering and nesting
+    end: int
+
+
+_BRANCH = {
+    "x86-avx2": re.compile(r"^j[a-z]+\b"),
+    "arm64": re.compile(r"^(b(\.[a-z]+)?|b[a-z]{2}|cbn?z|tbn?z)\s"),
+    "hvx128": re.compile(r"\bjump(:[a-z]+)?\s"),
+}
+_UNCONDITIONAL = {  # control never falls through these
+    "x86-avx2": re.compile(r"^(jmp\w*|ret\w*|ud2)\b"),
+    "arm64": re.compile(r"^(b|br|ret)(\s|$)"),
+    "hvx128": re.compile(r"^(jump|jumpr|dealloc_return)\b"),
+}
+_HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*#*([\w.$]+)\s*,")  # `##label`: constant-extended
+_SYMBOL = re.compile(r"[A-Za-z_.$][\w.$]*")
+
+
+def _is_cycle(
+    items: list[_Item], labels: dict[str, int], hw: dict[str, list[int]], head: int, back: int, syntax: str
+) -> bool:
+    """True if item `back` (a branch, or an `:endloop` packet end) is reachable from label `head`
+    without leaving [head, back]. `hw` maps a hardware-loop number to the labels its `loopN` set up:
+    an `:endloopN` packet may branch to any of them (an over-approximation).
+
+    A backward branch is not always a loop: a cold block laid out late may jump back to a join point.
+    """
+    branch, uncond = _BRANCH[syntax], _UNCONDITIONAL[syntax]
+    seen: set[int] = set()
+    work = [head]
+    while work:
+        i = work.pop()
+        falls, in_packet = True, False
+        while head <= i <= back and i not in seen:
+            if i == back:
+                return True
+            seen.add(i)
+            it = items[i]
+            if it.kind == "open":
+                in_packet = True
+            elif it.kind == "close":
+                in_packet = False
+                work += [t for n in it.text for t in hw.get(n, [])]
+                if not falls:
+                    break
+            elif it.kind == "inst":
+                if branch.search(it.text):
+                    work += [labels[t] for t in _SYMBOL.findall(it.text) if t in labels]
+                if uncond.search(it.text):
+                    falls = False
+                    if not in_packet:  # Hexagon: the rest of the packet still executes
+                        break
+            i += 1
+    return False
+
+
+def find_loops(
+    asm_text: str, function: str | None = None, *, target: Target | str | None = None
+) -> list[Loop]:
+    """All loops of `asm_text` (or of `function`), in order of their header label.
+
+    A loop is a label with a later branch back to it that the label can reach (so a cold block jumping
+    back to a join point is not a loop), or a Hexagon hardware loop `loopN(label, ..)`
+    whose body runs from `label` to the first packet closed with `:endloopN`. Two back edges to the same
+    label form one loop. `innermost` is set for loops that contain no other loop.
+    """
+    syntax = _detect_syntax(asm_text, target)
+    items = _items(_function_region(asm_text, function), syntax)
+    labels = {it.text: i for i, it in enumerate(items) if it.kind == "label"}
+    spans: dict[str, tuple[int, bool]] = {}  # header label -> (end index, hardware loop)
+
+    def add(label: str, end: int, hw: bool) -> None:
+        old = spans.get(label)
+        if old is None or end > old[0]:
+            spans[label] = (end, hw or (old is not None and old[1]))
+
+    hw: dict[str, list[int]] = {}  # hardware loop number -> header label indices
+    for it in items:
+        m = _HW_LOOP.search(it.text) if syntax == "hvx128" and it.kind == "inst" else None
+        if m and m.group(2) in labels:
+            hw.setdefault(m.group(1), []).append(labels[m.group(2)])
+    branch = _BRANCH[syntax]
+    for i, it in enumerate(items):
+        if it.kind != "inst":
+            continue
+        hwm = _HW_LOOP.search(it.text) if syntax == "hvx128" else None
+        if hwm:
+            # Usually the body runs from the label down to its `:endloopN` packet. (When LLVM lays the
+            # end packet out above the header, the loop is found from the branch that closes it.)
+            n, label = hwm.group(1), hwm.group(2)
+            if label in labels:
+                j = labels[label]
+                while j < len(items) and not (items[j].kind == "close" and n in items[j].text):
+                    j += 1
+                if j < len(items) and _is_cycle(items, labels, hw, labels[label], j, syntax):
+                    add(label, j, True)
+            continue
+        if not branch.search(it.text):
+            continue
+        for tok in _SYMBOL.findall(it.text):
+            if tok in labels and labels[tok] < i and _is_cycle(items, labels, hw, labels[tok], i, syntax):
+                end = i
+                if syntax == "hvx128":  # extend to the end of the packet holding the branch
+                    while end < len(items) and items[end].kind != "close":
+                        end += 1
+                add(tok, min(end, len(items) - 1), False)
+    ranges = sorted((labels[lab], end, lab, is_hw) for lab, (end, is_hw) in spans.items())
+    loops = []
+    for start, end, lab, is_hw in ranges:
+        inner = not any(s >= start and e <= end and (s, e) != (start, end) for s, e, _, _ in ranges)
+        body = items[start : end + 1]
+        loops.append(
+            Loop(
+                lab,
+                tuple(it.text for it in body if it.kind == "inst"),
+                _packets(body) if syntax == "hvx128" else (),
+                is_hw,
+                inner,
+                start,
+                end,
+            )
+        )
+    return loops
+
+
+def _packets(body: list[_Item]) -> tuple[tuple[str, ...], ...]:
+    packets: list[tuple[str, ...]] = []
+    cur: list[str] | None = None
+    for it in body:
+        if it.kind == "open":
+            cur = []
+        elif it.kind == "close":
+            if cur is not None:
+                packets.append(tuple(cur))
+            cur = None
+        elif it.kind == "inst":
+            if cur is None:
+                packets.append((it.text,))  # an instruction printed outside braces is its own packet
+            else:
+                cur.append(it.text)
+    return tuple(packets)
+
+
+def inner_loop(asm_text: str, function: str | None = None, *, target: Target | str | None = None) -> Loop:
+    """The innermost loop with the most instructions (the main, usually unrolled, body rather than a
+    remainder loop). Raises `ValueError` if the code has no loop."""
+    loops = [lp for lp in find_loops(asm_text, function, target=target) if lp.innermost]
+    if not loops:
+        raise ValueError(f"no loop found in {function or 'the assembly'}")
+    return max(loops, key=lambda lp: (len(lp.instructions), -lp.start))
+
+
+def inner_loop_instructions(
+    asm_text: str, function: str | None = None, *, target: Target | str | None = None
+) -> list[str]:
+    """Instructions of `inner_loop(asm_text, function)`, label to back-branch (or `:endloop`) inclusive."""
+    return list(inner_loop(asm_text, function, target=target).instructions)
+
+
+_VECTOR_STORE = {
+    # x86 AT&T: a vector register moved to memory
+    # (not to the stack (%rsp-based): spills and lane-by-lane gathers through a stack slot are not output stores)
+    "x86-avx2": re.compile(r"^vmov(dq[au]|up[sd]|ap[sd])\s+%[xy]mm\d+,\s*\S*\((?!%rsp)"),
+    "arm64": re.compile(r"^(st1|st2|st3|st4|stp\s+q|str\s+q|stur\s+q)"),
+    "hvx128": re.compile(r"vmemu?\([^)]*\)\s*=\s*v"),
+}
+
+
+_LANE_OPS = {"x86-avx2": re.compile(r"^(vpextr|vpinsr|v?pgather|vgather)")}
+
+
+def main_vector_loop(asm_text: str, function: str | None = None, *, target: Target | str) -> Loop:
+    """The steady-state vector loop: the innermost loop that stores whole vectors most often.
+
+    Halide splits a vectorized loop into a prologue, a steady state and an epilogue; the border parts
+    gather lane by lane (our border gathers are small scalar loops that store no vector), so the
+    innermost loops that store vectors are the steady-state bodies. Halide's own border code gathers
+    inline (lane extracts/inserts in a loop that also stores vectors), as do our x86 gathers of up to
+    32 lanes (codegen_memory.short_gather), so on x86 the loops with the fewest lane-by-lane
+    instructions are preferred first. Ties go to the longest body.
+    """
+    t = get_target(target)
+    store = _VECTOR_STORE[t.name]
+    lane = _LANE_OPS.get(t.name)
+    loops = [lp for lp in find_loops(asm_text, function, target=t) if lp.innermost]
+    scored = [(-sum(1 for i in lp.instructions if lane is not None and lane.search(i)),
+               sum(1 for i in lp.instructions if store.search(i)), len(lp.instructions), lp) for lp in loops]
+    scored = [s for s in scored if s[1] > 0]
+    if not scored:
+        raise ValueError("no innermost loop stores a vector")
+    return max(scored, key=lambda s: s[:3])[3]

@@ -1,0 +1,116 @@
+"""Subprocess half of `pitchfork.frontend.capture`: lower one serialized pipeline for one target.
+
+Run as `python -c <this file's source> JOB.json` with `HL_DEBUG_CODEGEN` already in the environment
+and stderr redirected to the log file, so that this fresh Halide reads the variable at its first use.
+It imports nothing but the standard library and `halide` (so it cannot be shadowed by, or depend on,
+pitchfork's own modules) and writes `{"ok": true}` or `{"error": "..."}` to the result file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def _halide_type(hl, code: str, bits: int):
+    if code == "int":
+        return hl.Int(bits)
+    if code == "uint":
+        return hl.Bool() if bits == 1 else hl.UInt(bits)
+    if code == "float":
+        return hl.Float(bits)
+    if code == "bfloat":
+        return hl.BFloat(bits)
+    raise ValueError(f"cannot make a Halide parameter of type code {code!r}")
+
+
+def _arguments(hl, pipeline, specs: list[dict]) -> list:
+    """The compile arguments in the caller's order. Parameters the pipeline does not use are not in
+    the deserialized pipeline, so they are recreated by name, type and dimensions."""
+    inferred = {a.name: a for a in pipeline.infer_arguments()}
+    out = []
+    for spec in specs:
+        if spec["name"] in inferred:
+            out.append(inferred[spec["name"]])
+            continue
+        t = _halide_type(hl, spec["code"], spec["bits"])
+        if spec["kind"] == "scalar":
+            out.append(hl.Argument(hl.Param(t, spec["name"])))
+        else:
+            out.append(hl.Argument(hl.ImageParam(t, spec["dimensions"], spec["name"])))
+    return out
+
+
+def _constraint_expr(hl, tree, images):
+    """capture._expr_tree's JSON back to an Expr; `images` maps buffer names to the ImageParams
+    that stand for them (a name such as `input.stride.1` is `images["input"].dim(1).stride()`)."""
+    if isinstance(tree, int):
+        return hl.Expr(tree)
+    if isinstance(tree, str):
+        name, field, d = tree.rsplit(".", 2)
+        return getattr(images[name].dim(int(d)), field)()
+    op, a, b = tree[0], _constraint_expr(hl, tree[1], images), _constraint_expr(hl, tree[2], images)
+    if op == "min":
+        return hl.min(a, b)
+    if op == "max":
+        return hl.max(a, b)
+    return {"+": a + b, "-": a - b, "*": a * b, "/": a / b, "%": a % b}[op]
+
+
+def _restore_buffers(hl, params: dict, constraints: dict) -> None:
+    """Replace each buffer parameter by a fresh ImageParam of the same name, type and dimensions
+    carrying the caller's dimension constraints: a constraint such as `(A.extent.0/4)*4` must refer
+    to the very parameter the pipeline uses, and only an ImageParam makes such expressions."""
+    images = {}
+    for name, c in constraints.items():
+        p = params.get(name)
+        if p is not None and "dims" in c:
+            images[name] = hl.ImageParam(p.type(), p.dimensions(), name)
+    for name, img in images.items():
+        c = constraints[name]
+        for dc in c["dims"]:
+            e = hl.Expr() if dc["expr"] is None else _constraint_expr(hl, dc["expr"], images)
+            dim = img.dim(dc["dim"])
+            {"min": dim.set_min, "extent": dim.set_extent, "stride": dim.set_stride}[dc["field"]](e)
+        if "host_alignment" in c:
+            img.set_host_alignment(c["host_alignment"])
+        params[name] = img.parameter()
+
+
+def main(job_path: str) -> int:
+    with open(job_path) as f:
+        job = json.load(f)
+    result: dict = {"ok": True}
+    try:
+        import halide as hl
+
+        with open(job["pipeline"], "rb") as f:
+            data = f.read()
+        params = hl.deserialize_parameters(data)
+        # what serialization drops (capture.argument_constraints): Param ranges, host alignments,
+        # buffer dimension constraints
+        for name, c in job.get("constraints", {}).items():
+            p = params.get(name)
+            if p is None:
+                continue
+            if "host_alignment" in c:
+                p.set_host_alignment(c["host_alignment"])
+            if "min" in c:
+                p.set_min_value(hl.cast(p.type(), c["min"]))
+            if "max" in c:
+                p.set_max_value(hl.cast(p.type(), c["max"]))
+        _restore_buffers(hl, params, job.get("constraints", {}))
+        pipeline = hl.deserialize_pipeline(data, params)
+        args = _arguments(hl, pipeline, job["args"])
+        target = hl.Target(job["target"])
+        pipeline.compile_to_lowered_stmt(job["stmt_out"], args, hl.StmtOutputFormat.Text, target)
+    except Exception as e:  # noqa: BLE001 - reported to the parent, which raises CaptureError
+        result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+    sys.stderr.flush()
+    with open(job["result"], "w") as f:
+        json.dump(result, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

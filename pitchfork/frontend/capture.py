@@ -1,0 +1,631 @@
+"""Capture Halide's vectorized statement just before its "Finding intrinsics" pass.
+
+Halide (21.0.0) lowers a pipeline through ~45 passes. With the environment variable
+`HL_DEBUG_CODEGEN` at 2 or more it prints each pass's result to stderr (`Lowering after <pass>:`
+followed by the statement and a blank line, or `Lowering after <pass>: (unchanged)`). The statement
+logged last before the line `Finding intrinsics...` is vectorized and simplified but still written in
+plain integer operations: the input PITCHFORK lifts. `compile_to_lowered_stmt` cannot give it to us,
+since its output has been through Halide's own lifting.
+
+How the log is obtained
+-----------------------
+Halide reads `HL_DEBUG_CODEGEN` once per process, at its first debug check (creating an
+`ImageParam` or calling a scheduling directive is enough), and caches it; nothing in the Python
+bindings changes it later (the `debug` target feature only adds runtime tracing). So:
+
+* **subprocess** (the default, always works): serialize the pipeline (`hl.serialize_pipeline`, which
+  keeps algorithm and schedule; the lowered statement is identical), lower it in a fresh interpreter
+  that starts with `HL_DEBUG_CODEGEN=2,Lower.cpp` and stderr sent to a file, and read that file. The
+  user's process and stderr are untouched, and a Halide abort (LLVM asserts are fatal) kills only the
+  child; the statement is recovered if the log got that far. Costs ~0.2 s per target. Embedded
+  `hl.Buffer`s and extern stages serialize too; a pipeline Halide cannot serialize raises.
+  Serialization drops Param ranges, ImageParam host alignments and buffer dimension constraints
+  (`argument_constraints`); the worker restores them, so the statement keeps Halide's checks on them
+  and the substitutions Halide makes with them (`filter.min.0` -> 0).
+* **in-process**: if this process's Halide already logs lowering (the user set `HL_DEBUG_CODEGEN`
+  before using Halide, or called `enable_inprocess_capture()` first), the log is read from file
+  descriptor 2, redirected to a temporary file around `compile_to_lowered_stmt`. Every other compile
+  in the process (every `realize`) then logs to stderr too; that is the price of this mode and why it
+  is opt-in.
+
+The log filter `2,Lower.cpp` keeps only the messages of Halide's `Lower.cpp` (the pass logs and the
+`Finding intrinsics...` marker), which halves the log compared with a bare `2`.
+
+Targets: for one vector width the statement is the same for x86, ARM and `hexagon-32-...` targets
+(only the argument checks change with `no_asserts`/`no_bounds_query`); a host target with `hvx`
+and a `.hexagon()` schedule wraps the loop nest in `for<Hexagon> (f.s0.__outermost, 0, 1)`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pitchfork.frontend.htypes import HType
+
+if TYPE_CHECKING:
+    import halide as hl
+
+    from pitchfork.frontend.ir import Stmt
+
+#: The value of HL_DEBUG_CODEGEN used for capture: pass logs of Lower.cpp only.
+DEBUG_CODEGEN = "2,Lower.cpp"
+#: The pass log line that follows the statement we want.
+INTRINSICS_MARKER = "Finding intrinsics..."
+#: Short names for the three ISAs of the paper, and the Halide targets they stand for.
+TARGET_ALIASES: dict[str, str] = {
+    "x86-avx2": "x86-64-linux-avx-avx2-fma-sse41",
+    "arm64": "arm-64-linux-arm_dot_prod",
+    "hvx128": "hexagon-32-noos-hvx-hvx_128-hvx_v66",
+}
+
+Mode = Literal["auto", "subprocess", "inprocess"]
+
+_HEADER_RE = re.compile(r"^Lowering after (.+?):?( \(unchanged\))?$")
+_START_MARKER = "Creating initial loop nests..."
+_WORKER_SOURCE = (Path(__file__).with_name("_capture_worker.py")).read_text()
+_FD2_LOCK = threading.Lock()
+
+
+class CaptureError(RuntimeError):
+    """Halide did not produce the pre-"Finding intrinsics" statement (compile error, crash, ...)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ArgInfo:
+    """A pipeline argument: `kind` is "input_buffer", "output_buffer" or "scalar"; `type` is the
+    element type (of the buffer) or the scalar's type."""
+
+    name: str
+    kind: Literal["input_buffer", "output_buffer", "scalar"]
+    type: HType
+    dimensions: int
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.kind != "scalar"
+
+
+@dataclass(frozen=True, slots=True)
+class OutputInfo:
+    """An output Func: its name, value types (several for a Tuple) and dimensions. Its buffers in
+    the statement are named `name` (one value) or `name.0`, `name.1`, ... (a Tuple)."""
+
+    name: str
+    types: tuple[HType, ...]
+    dimensions: int
+
+    @property
+    def buffer_names(self) -> tuple[str, ...]:
+        if len(self.types) == 1:
+            return (self.name,)
+        return tuple(f"{self.name}.{i}" for i in range(len(self.types)))
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One logged lowering pass: its name (`vectorizing`, ...), the statement after it, and whether
+    the pass changed the statement (an unchanged stage repeats the previous text)."""
+
+    name: str
+    text: str
+    changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Lowering:
+    """The logged passes of one `lower()` call; `intrinsics_at` is the number of stages logged before
+    `Finding intrinsics...` (None if the log stops earlier)."""
+
+    stages: tuple[Stage, ...]
+    intrinsics_at: int | None
+
+    @property
+    def pre_intrinsics(self) -> Stage | None:
+        if not self.intrinsics_at:
+            return None
+        return self.stages[self.intrinsics_at - 1]
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedStmt:
+    """What `capture_stmt` returns.
+
+    `text` is the statement just before "Finding intrinsics", `stage` the pass it was logged after,
+    `stages` every pass logged by that lowering (in order), `lowered` the final statement of
+    `compile_to_lowered_stmt`. If Halide failed after logging `text` (an LLVM assertion while
+    compiling Hexagon offload code, say), `lowered` is "" and `error` says what happened.
+    """
+
+    target: str
+    text: str
+    stage: str
+    stages: tuple[Stage, ...]
+    arguments: tuple[ArgInfo, ...]
+    outputs: tuple[OutputInfo, ...]
+    lowered: str
+    mechanism: Literal["subprocess", "inprocess"]
+    error: str = ""
+
+    @property
+    def buffer_types(self) -> dict[str, HType]:
+        """Element type of every buffer argument, by the name loads and stores use."""
+        out = {a.name: a.type for a in self.arguments if a.is_buffer}
+        for o in self.outputs:
+            out.update(zip(o.buffer_names, o.types, strict=True))
+        return out
+
+    @property
+    def scalar_types(self) -> dict[str, HType]:
+        return {a.name: a.type for a in self.arguments if not a.is_buffer}
+
+    def stage_text(self, name: str) -> str:
+        """The statement after the pass called `name` (e.g. "vectorizing")."""
+        for s in self.stages:
+            if s.name == name:
+                return s.text
+        raise KeyError(name)
+
+    def producer_text(self, func: str) -> str:
+        """The text of the `produce <func> { ... }` block of the captured statement."""
+        return extract_block(self.text, f"produce {func} {{")
+
+    def parse(self) -> Stmt:
+        """Parse `text` into the loop-nest AST, with the buffer arguments' element types filled in."""
+        from pitchfork.frontend.stmt import parse_stmt
+
+        return parse_stmt(self.text, buffers=self.buffer_types)
+
+
+def extract_block(text: str, opener: str) -> str:
+    """The lines from the first line whose stripped text is `opener` to its closing brace."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == opener:
+            indent = len(line) - len(line.lstrip())
+            for j in range(i + 1, len(lines)):
+                if lines[j].rstrip() == " " * indent + "}":
+                    return "\n".join(lines[i : j + 1]) + "\n"
+            break
+    raise KeyError(opener)
+
+
+# --------------------------------------------------------------------------------------------------
+# Log parsing
+# --------------------------------------------------------------------------------------------------
+
+
+def split_lowering_log(log: str) -> list[Lowering]:
+    """Split a HL_DEBUG_CODEGEN log into its `lower()` calls and their logged stages."""
+    lines = log.split("\n")
+    lowerings: list[Lowering] = []
+    stages: list[Stage] = []
+    intrinsics_at: int | None = None
+    last_text = ""
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line == _START_MARKER and (stages or intrinsics_at is not None):
+            lowerings.append(Lowering(tuple(stages), intrinsics_at))
+            stages, intrinsics_at, last_text = [], None, ""
+        if line == INTRINSICS_MARKER and intrinsics_at is None:
+            intrinsics_at = len(stages)
+        m = _HEADER_RE.match(line)
+        if not m:
+            i += 1
+            continue
+        if m.group(2):  # "(unchanged)"
+            stages.append(Stage(m.group(1), last_text, changed=False))
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j] != "":
+            j += 1
+        last_text = "\n".join(lines[i + 1 : j]) + "\n"
+        stages.append(Stage(m.group(1), last_text, changed=True))
+        i = j
+    if stages or intrinsics_at is not None:
+        lowerings.append(Lowering(tuple(stages), intrinsics_at))
+    return lowerings
+
+
+# --------------------------------------------------------------------------------------------------
+# Arguments and targets
+# --------------------------------------------------------------------------------------------------
+
+
+def resolve_target(target: str | hl.Target) -> str:
+    """A Halide target string; accepts the aliases of `TARGET_ALIASES` and `hl.Target` objects."""
+    if isinstance(target, str):
+        return TARGET_ALIASES.get(target, target)
+    return target.to_string()
+
+
+def _as_pipeline(func_or_pipeline: Any) -> hl.Pipeline:
+    import halide as hl
+
+    if isinstance(func_or_pipeline, hl.Pipeline):
+        return func_or_pipeline
+    if isinstance(func_or_pipeline, hl.Func):
+        return hl.Pipeline(func_or_pipeline)
+    if isinstance(func_or_pipeline, (list, tuple)):
+        return hl.Pipeline(list(func_or_pipeline))
+    raise TypeError(f"expected a halide.Func or halide.Pipeline, got {type(func_or_pipeline).__name__}")
+
+
+def _as_argument(a: Any) -> hl.Argument:
+    import halide as hl
+
+    if isinstance(a, hl.Argument):
+        return a
+    try:
+        return hl.Argument(a)
+    except TypeError as e:
+        raise TypeError(f"cannot use {a!r} as a pipeline argument") from e
+
+
+def argument_info(args: Sequence[Any]) -> tuple[ArgInfo, ...]:
+    """Name, kind, type and dimensions of each argument (ImageParam, Param, Buffer or Argument)."""
+    import halide as hl
+
+    out = []
+    for a in args:
+        arg = _as_argument(a)
+        kind = {
+            hl.ArgumentKind.InputBuffer: "input_buffer",
+            hl.ArgumentKind.OutputBuffer: "output_buffer",
+            hl.ArgumentKind.InputScalar: "scalar",
+        }[arg.kind]
+        out.append(ArgInfo(arg.name, kind, HType.from_halide(arg.type), arg.dimensions))  # type: ignore[arg-type]
+    return tuple(out)
+
+
+def argument_constraints(args: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """What `hl.serialize_pipeline` drops and Halide's checks depend on, by argument name: a scalar
+    Param's constant `min`/`max` (`set_range`: Halide asserts them, halide_error_param_too_small/large),
+    an ImageParam's `host_alignment` (halide_error_unaligned_host_ptr) and its dimension constraints
+    (`dim(d).set_min/set_extent/set_stride`, under "dims": halide_error_constraint_violated; Halide
+    also substitutes them into the statement, e.g. `filter.min.0` becomes 0, which lets equal
+    addresses print equal). The subprocess worker puts them back on the deserialized parameters."""
+    import halide as hl
+
+    out: dict[str, dict[str, Any]] = {}
+    buffers = {}
+    for a in args:
+        param = a.parameter() if isinstance(a, hl.ImageParam) else None
+        if param is not None:
+            buffers[param.name()] = param.dimensions()
+    for a in args:
+        param = a.parameter() if isinstance(a, (hl.ImageParam, hl.Param)) else None
+        if param is None:
+            continue
+        c: dict[str, Any] = {}
+        if param.is_buffer():
+            if param.host_alignment() != param.type().bytes():
+                c["host_alignment"] = int(param.host_alignment())
+            c["dims"] = _dim_constraints(param, buffers)
+        else:
+            for key, e in (("min", param.min_value()), ("max", param.max_value())):
+                if e.defined():
+                    try:
+                        c[key] = int(hl.evaluate(e))
+                    except Exception:  # noqa: BLE001 - a non-constant bound is not transferred
+                        pass
+        if c:
+            out[param.name()] = c
+    return out
+
+
+#: binary operators a transferred dimension constraint may use (`_expr_tree`)
+_CONSTRAINT_OPS = ("+", "-", "*", "/", "%", "min", "max")
+
+
+def _dim_constraints(param: Any, buffers: dict[str, int]) -> list[dict[str, Any]]:
+    """[{"dim": d, "field": "min"|"extent"|"stride", "expr": tree or None}] for every dimension and
+    field of a buffer parameter (None: unconstrained), each as an `_expr_tree` over the fields of
+    `buffers` (argument name -> dimensions). A constraint outside that small language (none of the
+    benchmarks' or tests') is left out, as serialization leaves it out: the compiled code then
+    accepts buffers Halide would refuse, and computes them correctly."""
+    out = []
+    for d in range(param.dimensions()):
+        for field, get in (("min", param.min_constraint), ("extent", param.extent_constraint),
+                           ("stride", param.stride_constraint)):
+            e = get(d)
+            out.append({"dim": d, "field": field, "expr": _expr_tree(e, buffers) if e.defined() else None})
+    return out
+
+
+def _expr_tree(e: Any, buffers: dict[str, int]) -> Any:
+    """A scalar int32 Halide Expr as JSON: an int, a buffer field's name (`input.stride.1`, of a
+    buffer in `buffers`), or [op, a, b] with op in _CONSTRAINT_OPS; None if it is anything else."""
+    from pitchfork.frontend import ir as H
+    from pitchfork.frontend.stmt import HalideParseError, parse_expr
+
+    text = str(e)
+    m = re.fullmatch(r"<halide\.Expr of type int32: (.*)>", text, re.S)
+    if m is None:
+        return None
+    names = set(re.findall(r"[A-Za-z_][\w.$]*", m.group(1))) - {"min", "max"}
+    try:
+        node = parse_expr(m.group(1), variables={n: HType("int", 32) for n in names})
+    except HalideParseError:
+        return None
+
+    def go(n: Any) -> Any:
+        if isinstance(n, H.IntImm):
+            return int(n.value)
+        if isinstance(n, H.Variable):
+            m = re.fullmatch(r"(.+)\.(min|extent|stride)\.(\d+)", n.name)
+            if m is None or m.group(1) not in buffers or int(m.group(3)) >= buffers[m.group(1)]:
+                raise LookupError
+            return n.name
+        if isinstance(n, H.BinOp) and n.op in _CONSTRAINT_OPS:
+            a, b = go(n.a), go(n.b)
+            return None if a is None or b is None else [n.op, a, b]
+        raise LookupError
+
+    try:
+        return go(node)
+    except LookupError:
+        return None
+
+
+def output_info(pipeline: hl.Pipeline) -> tuple[OutputInfo, ...]:
+    return tuple(
+        OutputInfo(f.name(), tuple(HType.from_halide(t) for t in f.types()), f.dimensions())
+        for f in pipeline.outputs()
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# In-process capture
+# --------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def capture_fd2() -> Iterator[list[str]]:
+    """Redirect file descriptor 2 (where Halide's std::cerr writes) to a temporary file; on exit the
+    yielded list holds the captured text. Process-wide: another thread's stderr output during the
+    window is captured too."""
+    box: list[str] = []
+    with _FD2_LOCK, tempfile.TemporaryFile() as tmp:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(tmp.fileno(), 2)
+            yield box
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            box.append(tmp.read().decode("utf-8", errors="replace"))
+
+
+_inprocess_state: bool | None = None
+
+
+def inprocess_capture_available() -> bool:
+    """Whether this process's Halide logs lowering passes (decided at Halide's first use; probed once
+    with a one-line pipeline, whose log is swallowed)."""
+    global _inprocess_state
+    if _inprocess_state is None:
+        import halide as hl
+
+        x = hl.Var("x")
+        f = hl.Func("pitchfork_probe")
+        f[x] = x
+        with capture_fd2() as box, tempfile.TemporaryDirectory() as d:
+            f.compile_to_lowered_stmt(
+                str(Path(d) / "p.stmt"), [], hl.StmtOutputFormat.Text, hl.Target("x86-64-linux")
+            )
+        # Level 1 prints the marker but not the statements; a filter may drop either.
+        _inprocess_state = INTRINSICS_MARKER in box[0] and "\nLowering after " in box[0]
+    return _inprocess_state
+
+
+def enable_inprocess_capture() -> bool:
+    """Ask Halide to log lowering in this process (sets HL_DEBUG_CODEGEN if unset). Works only if
+    called before Halide's first debug check (in practice: before any pipeline is built; creating an
+    ImageParam or scheduling a Func already reads the variable). Returns whether in-process capture
+    is now available. Afterwards every compile in the process logs its passes to stderr."""
+    os.environ.setdefault("HL_DEBUG_CODEGEN", DEBUG_CODEGEN)
+    return inprocess_capture_available()
+
+
+def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str) -> tuple[str, str, str]:
+    import halide as hl
+
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "lowered.stmt"
+        with capture_fd2() as box:
+            try:
+                pipeline.compile_to_lowered_stmt(
+                    str(out), [_as_argument(a) for a in args], hl.StmtOutputFormat.Text, hl.Target(target)
+                )
+                error = None
+            except Exception as e:  # noqa: BLE001 - re-raised below with the log's verdict
+                error = e
+        log = box[0]
+        if error is not None and INTRINSICS_MARKER not in log:
+            raise CaptureError(f"Halide failed to lower for {target}: {error}") from error
+        return log, out.read_text() if out.exists() else "", "" if error is None else str(error)
+
+
+# --------------------------------------------------------------------------------------------------
+# Subprocess capture
+# --------------------------------------------------------------------------------------------------
+
+
+def _capture_subprocess(
+    data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
+    constraints: dict[str, dict[str, Any]] | None = None,
+) -> tuple[str, str, str]:
+    """Lower in a fresh interpreter; returns (log, lowered statement, error description or "")."""
+    with tempfile.TemporaryDirectory(prefix="pitchfork-capture-") as d:
+        dp = Path(d)
+        (dp / "pipeline.hlpipe").write_bytes(data)
+        job = {
+            "pipeline": str(dp / "pipeline.hlpipe"),
+            "target": target,
+            "stmt_out": str(dp / "lowered.stmt"),
+            "result": str(dp / "result.json"),
+            "args": [
+                {
+                    "name": a.name,
+                    "kind": "scalar" if a.kind == "scalar" else "buffer",
+                    "code": a.type.code,
+                    "bits": a.type.bits,
+                    "dimensions": a.dimensions,
+                }
+                for a in arguments
+            ],
+            "constraints": constraints or {},
+        }
+        (dp / "job.json").write_text(json.dumps(job))
+        env = dict(os.environ, HL_DEBUG_CODEGEN=DEBUG_CODEGEN)
+        with open(dp / "log.txt", "wb") as log_file:
+            try:
+                proc = subprocess.run(
+                    [sys.executable, "-c", _WORKER_SOURCE, str(dp / "job.json")],
+                    cwd=d,  # so nothing in the caller's directory can shadow a module
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log_file,
+                    timeout=timeout,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired as e:
+                raise CaptureError(f"lowering for {target} timed out after {timeout} s") from e
+        log = (dp / "log.txt").read_text(errors="replace")
+        lowered = (dp / "lowered.stmt").read_text() if (dp / "lowered.stmt").exists() else ""
+        result_path = dp / "result.json"
+        result = json.loads(result_path.read_text()) if result_path.exists() else None
+        why = ""
+        if result is not None and not result["ok"]:
+            why = result["error"]
+        elif result is None or proc.returncode != 0:
+            tail = "\n".join(log.strip().splitlines()[-3:])
+            why = f"lowering process exited with status {proc.returncode}: {tail}"
+        if INTRINSICS_MARKER not in log:
+            raise CaptureError(f"Halide failed to lower for {target}: {why}")
+        return log, lowered, why
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------------------------
+
+
+def _build(
+    log: str,
+    lowered: str,
+    error: str,
+    target: str,
+    arguments: tuple[ArgInfo, ...],
+    outputs: tuple[OutputInfo, ...],
+    mechanism: Literal["subprocess", "inprocess"],
+) -> CapturedStmt:
+    lowerings = [lw for lw in split_lowering_log(log) if lw.pre_intrinsics is not None]
+    if not lowerings:
+        raise CaptureError(f"no statement logged before {INTRINSICS_MARKER!r} for {target}")
+    lw = lowerings[0]
+    pre = lw.pre_intrinsics
+    assert pre is not None
+    return CapturedStmt(target, pre.text, pre.name, lw.stages, arguments, outputs, lowered, mechanism, error)
+
+
+def _choose_mode(mode: Mode) -> Literal["subprocess", "inprocess"]:
+    if mode == "auto":
+        return "inprocess" if inprocess_capture_available() else "subprocess"
+    if mode == "inprocess" and not inprocess_capture_available():
+        raise CaptureError(
+            "Halide in this process does not log lowering: HL_DEBUG_CODEGEN was not set before Halide's "
+            "first use (call pitchfork.frontend.capture.enable_inprocess_capture() first, or use mode='subprocess')"
+        )
+    return mode  # type: ignore[return-value]
+
+
+def capture_stmts(
+    func_or_pipeline: Any,
+    args: Sequence[Any],
+    targets: Sequence[str | hl.Target],
+    *,
+    mode: Mode = "auto",
+    timeout: float = 300.0,
+) -> dict[str, CapturedStmt]:
+    """`capture_stmt` for several targets; keys are the targets as given (strings) or their
+    `to_string()`. Subprocess captures run concurrently."""
+    import halide as hl
+
+    pipeline = _as_pipeline(func_or_pipeline)
+    arguments = argument_info(args)
+    outputs = output_info(pipeline)
+    keys = [t if isinstance(t, str) else t.to_string() for t in targets]
+    resolved = [resolve_target(t) for t in targets]
+    for r in resolved:
+        hl.Target(r)  # validate early, in this process, with Halide's own error message
+    how = _choose_mode(mode)
+    if how == "inprocess":
+        pairs = [_capture_inprocess(pipeline, args, r) for r in resolved]
+    else:
+        data = hl.serialize_pipeline(pipeline)
+        assert isinstance(data, bytes)
+        with ThreadPoolExecutor(max_workers=max(1, min(len(resolved), os.cpu_count() or 1))) as ex:
+            constraints = argument_constraints(args)
+            pairs = list(ex.map(lambda r: _capture_subprocess(data, arguments, r, timeout, constraints), resolved))
+    caps = {
+        k: _build(log, lowered, error, r, arguments, outputs, how)
+        for k, r, (log, lowered, error) in zip(keys, resolved, pairs, strict=True)
+    }
+    return {k: _exact_floats(cap, pipeline, args) for k, cap in caps.items()}
+
+
+def _exact_floats(cap: CapturedStmt, pipeline: hl.Pipeline, args: Sequence[Any]) -> CapturedStmt:
+    """The statement with exact float32 constants (Halide prints them with 6 decimals; see
+    pitchfork/frontend/float_literals.py)."""
+    import dataclasses
+
+    from pitchfork.frontend.float_literals import InexactFloatLiteral, exact_statement
+
+    try:
+        text = exact_statement(cap.text, pipeline, args, cap.target)
+    except InexactFloatLiteral as e:
+        raise CaptureError(str(e)) from None
+    return cap if text == cap.text else dataclasses.replace(cap, text=text)
+
+
+def capture_stmt(
+    func_or_pipeline: Any,
+    args: Sequence[Any],
+    target: str | hl.Target,
+    *,
+    mode: Mode = "auto",
+    timeout: float = 300.0,
+) -> CapturedStmt:
+    """Lower `func_or_pipeline` (a `hl.Func`, a list of Funcs, or a `hl.Pipeline`) with arguments
+    `args` (ImageParams, Params, Buffers or Arguments, in the order of the compiled function) for
+    `target` (a Halide target string, an alias from `TARGET_ALIASES`, or a `hl.Target`) and return
+    the statement Halide logs just before "Finding intrinsics".
+
+    `mode`: "auto" captures in-process when this process's Halide already logs lowering, else in a
+    subprocess; "subprocess" and "inprocess" force one (see the module docstring)."""
+    key = target if isinstance(target, str) else target.to_string()
+    return capture_stmts(func_or_pipeline, args, [target], mode=mode, timeout=timeout)[key]

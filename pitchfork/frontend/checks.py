@@ -1,0 +1,111 @@
+"""Compile-time refusals: pipelines `pitchfork.compile` must not accept, because neither PITCHFORK
+nor Halide's fallback could give the caller a right answer from them.
+
+* an argument list that is not a list, or that lacks a Param/ImageParam the pipeline reads (Halide's
+  JIT would silently read the Param's global value);
+* a pipeline Halide itself refuses to lower (a split factor <= 0, a GPU schedule on a CPU target):
+  falling back would only fail later, when the output is written or run;
+* extern stages (`define_extern`): the function they call is not ours to link or run.
+
+Each raises pitchfork.errors.UsageError / PipelineError naming the construct (never a fallback).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pitchfork.errors import PipelineError, UsageError
+
+
+def check_arguments(pipeline: Any, args: Any) -> list[Any]:
+    """The argument list of `pitchfork.compile`, checked against what the pipeline uses.
+
+    `args` must be a list or tuple (a lone ImageParam is a common slip); every Param and ImageParam the
+    pipeline reads must be in it. A missing one would otherwise be read from its global value at run
+    time (Halide's JIT), which is never what the caller meant, so it is refused here by name.
+    """
+    from pitchfork.frontend.capture import _as_argument
+
+    if not isinstance(args, (list, tuple)):
+        raise UsageError(f"pitchfork.compile takes the pipeline's arguments as a list, e.g. [input, k]; got "
+                         f"a {type(args).__name__} (write [x] for a single argument x)")
+    given = {_as_argument(a).name for a in args}
+    used = [a for a in pipeline.infer_arguments() if a.name not in given]
+    if used:
+        names = ", ".join(a.name for a in used)
+        raise PipelineError(f"the pipeline uses {names}, which {'is' if len(used) == 1 else 'are'} not in the "
+                            f"argument list: pass {'it' if len(used) == 1 else 'them'} to pitchfork.compile")
+    return list(args)
+
+
+def refuse_if_halide_rejects(error: Exception, name: str, target: str) -> None:
+    """Raise PipelineError if a capture failed because Halide refused the pipeline (a user error),
+    not because of PITCHFORK's capture machinery (a timeout, say: that one may fall back)."""
+    text = str(error)
+    if not text.startswith("Halide failed to lower"):
+        return
+    m = re.search(r"\bError:\s*(.*)", text, re.S)
+    why = " ".join((m.group(1) if m else text.split(":", 2)[-1]).split())
+    raise PipelineError(f"{name}: Halide rejects this pipeline for {target}: {why}") from None
+
+
+_EXTERN_RE = re.compile(r'halide_error_(?:extern_stage_failed|bounds_inference_call_failed)\("([^"]+)"')
+
+
+def refuse_extern_stages(statement_text: str, name: str) -> None:
+    """Raise PipelineError naming the extern functions a captured statement calls."""
+    externs = sorted(set(_EXTERN_RE.findall(statement_text)))
+    if externs:
+        raise PipelineError(f"{name}: extern stage{'s' if len(externs) > 1 else ''} "
+                            f"{', '.join(externs)} (define_extern) cannot be compiled or run by PITCHFORK")
+
+
+
+def refuse_huge_vectors(stmt: Any, name: str) -> None:
+    """Raise UsageError if the parsed statement has vectors wider than pitchfork.limits.MAX_LANES
+    (a vectorize factor that large: their code generation would exhaust memory before failing)."""
+    from pitchfork.frontend.ir import Expr, walk
+    from pitchfork.limits import MAX_LANES
+
+    widest = max((n.type.lanes for n in walk(stmt) if isinstance(n, Expr)), default=1)
+    if widest > MAX_LANES:
+        raise UsageError(f"{name}: the schedule makes vectors of {widest} lanes (vectorize factor); "
+                         f"PITCHFORK supports at most {MAX_LANES}")
+
+
+#: Deepest parenthesis nesting of the captured statement that the Halide frontend takes on. The
+#: statement parser (stmt.py) and the expression translation (codegen.py) recurse once or twice per
+#: level; Halide prints every binary operation in parentheses, so nesting is expression depth. Deeper
+#: pipelines go to Halide's own compiler with a reason (the FPIR passes after them are iterative).
+MAX_NESTING = 200
+
+
+def statement_nesting(text: str) -> int:
+    """Deepest parenthesis nesting of a statement text, outside string literals."""
+    depth = deepest = 0
+    in_string = False
+    prev = ""
+    for ch in text:
+        if in_string:
+            if ch == '"' and prev != "\\":
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth -= 1
+        prev = ch
+    return deepest
+
+
+def refuse_deep_statement(text: str) -> None:
+    """Raise codegen.Unsupported (so `compile` falls back to Halide, saying why) for a statement nested
+    deeper than MAX_NESTING."""
+    from pitchfork.codegen.loop_nest import Unsupported
+
+    n = statement_nesting(text)
+    if n > MAX_NESTING:
+        raise Unsupported(f"expression nested {n} deep (PITCHFORK's Halide frontend takes at most {MAX_NESTING})")

@@ -1,0 +1,80 @@
+"""Exact float32 constants for a captured statement.
+
+Halide prints a float32 constant in its statement text with six decimals (`0.000312f` for 1/3200,
+`1.842105f` for a folded constant): the printed value is not the constant the pipeline computes
+with. Halide's C backend prints the same constants exactly (`float_from_bits(967038730 /* ... */)`),
+so for a statement that contains float literals we compile the pipeline to C once, collect those
+exact values, and replace each printed literal by the unique exact value that prints as it. A literal
+with no such value, or with two different ones, is refused (`InexactFloatLiteral`, which codegen
+reports as unsupported) rather than guessed; a literal that is exact as printed (0.5, 255.0, ...) and
+has no candidate keeps its value.
+
+Invariant: the rewritten text parses to the same statement with every float32 constant exact.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+#: A float32 literal as Halide prints it (the sign, if any, is a separate token).
+FLOAT_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+)f(?![\w.$])")
+_FROM_BITS = re.compile(r"float_from_bits\((\d+)\b")
+
+
+class InexactFloatLiteral(ValueError):
+    pass
+
+
+def has_float_literals(text: str) -> bool:
+    return FLOAT_LITERAL.search(text) is not None
+
+
+def c_constants(c_source: str) -> set[float]:
+    """The magnitudes of every float32 constant in Halide's C output."""
+    out = set()
+    for m in _FROM_BITS.finditer(c_source):
+        v = float(np.array(int(m.group(1)), np.uint32).view(np.float32))
+        if np.isfinite(v):
+            out.add(abs(v))
+    return out
+
+
+def rewrite(text: str, exact: set[float]) -> str:
+    """Replace each printed float32 literal by the exact value among `exact` that prints as it."""
+    by_print: dict[str, set[float]] = {}
+    for v in exact:
+        by_print.setdefault(f"{v:.6f}", set()).add(v)
+
+    def one(m: re.Match[str]) -> str:
+        printed = m.group(1)
+        cands = by_print.get(printed, set())
+        if len(cands) == 1:
+            (v,) = cands
+            return m.group(0) if float(v) == float(printed) else f"{float(v)!r}f"
+        as_printed = float(np.float32(float(printed)))
+        if not cands and as_printed == float(printed):
+            return m.group(0)  # exact as printed (0.5f, 255.0f, ...)
+        what = "no exact value" if not cands else f"{len(cands)} exact values"
+        raise InexactFloatLiteral(f"float constant {printed}f: Halide printed it rounded and its C output has {what} "
+                                  "that prints like it")
+
+    return FLOAT_LITERAL.sub(one, text)
+
+
+def exact_statement(text: str, pipeline: Any, args: Sequence[Any], target: str) -> str:
+    """`text` with exact float32 literals (unchanged if it has none)."""
+    if not has_float_literals(text):
+        return text
+    import halide as hl
+
+    from pitchfork.frontend.capture import _as_argument
+
+    with tempfile.TemporaryDirectory(prefix="pitchfork-floats-") as d:
+        path = Path(d) / "pipeline.c"
+        pipeline.compile_to_c(str(path), [_as_argument(a) for a in args], "pipeline", hl.Target(target))
+        return rewrite(text, c_constants(path.read_text()))

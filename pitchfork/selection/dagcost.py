@@ -1,0 +1,112 @@
+"""Summing a per-node cost over a term, fast enough for 10,000-node terms.
+
+The cost models (pitchfork/selection/cost.py for lifting, pitchfork.targets.target_cost for lowering) charge
+every *distinct* node of the term DAG once. That sum needs a walk of the whole term, and the
+rewriter asks for it at every node and for every candidate right side, which is quadratic in the
+size of a big expression (a 10,000-node chain took minutes to lift). So:
+
+* up to EXACT_LIMIT distinct nodes, the DAG sum, exactly as before (the walk gives up after
+  EXACT_LIMIT nodes, so asking costs O(EXACT_LIMIT) at most): the expressions of real pipelines are
+  below it, and their rewriting is unchanged;
+* above it, the tree sum (each use of a node charged again), which is additive, so it is cached per
+  (interned) term and costs O(1) per new node. It equals the DAG sum when no non-leaf node is shared
+  and is an upper bound otherwise.
+
+Either way the cost is one fixed function of the term into a well-founded order (tuples of
+non-negative integers), which is what the rewriter's termination needs: a chain of strictly
+cost-decreasing rewrites is finite.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from fpir.term import Term
+
+C = TypeVar("C", bound=tuple)
+
+EXACT_LIMIT = 512
+
+
+class DagCost:
+    """cost(term) for a per-node cost `node` (tuples, added element-wise)."""
+
+    def __init__(self, node: Callable[[Term], tuple], width: int) -> None:
+        self.node, self.zero = node, (0,) * width
+        self.dag: dict[Term, tuple] = {}
+        self.tree: dict[Term, tuple] = {}
+        self.nodes: dict[Term, tuple] = {}
+        self.big: set[Term] = set()  # terms with more than EXACT_LIMIT distinct nodes
+        self.sets: dict[Term, frozenset] = {}  # distinct nodes of each small term
+
+    def _add(self, a: tuple, b: tuple) -> tuple:
+        return tuple(x + y for x, y in zip(a, b))
+
+    def _fill_tree(self, term: Term) -> None:
+        """Tree sums of every sub-term not yet known, bottom-up (known sub-terms are not entered)."""
+        stack: list[tuple[Term, bool]] = [(term, False)]
+        while stack:
+            t, ready = stack.pop()
+            if t in self.tree:
+                continue
+            if not ready:
+                stack.append((t, True))
+                stack.extend((a, False) for a in t.args if a not in self.tree)
+                continue
+            c = self._node(t)
+            for a in t.args:
+                c = self._add(c, self.tree[a])
+            self.tree[t] = c
+
+    def _node(self, t: Term) -> tuple:
+        c = self.nodes.get(t)
+        if c is None:
+            c = self.nodes[t] = self.node(t)
+        return c
+
+    def _settle(self, t: Term) -> None:
+        """The cost of t, all its arguments' already known. For a small term, its set of distinct
+        nodes is the union of its arguments' (a C-level set union) and its cost the largest argument's
+        cost plus the nodes that argument's set lacks, so a term costs O(its new nodes), not a walk."""
+        if any(a in self.big for a in t.args):
+            self.big.add(t)
+            return
+        sets = [self.sets[a] for a in t.args]
+        if not sets:
+            self.sets[t] = frozenset((t,))
+            self.dag[t] = self._node(t)
+            return
+        base = max(range(len(sets)), key=lambda i: len(sets[i]))
+        nodes = sets[base].union(*sets[:base], *sets[base + 1:], (t,))
+        if len(nodes) > EXACT_LIMIT:
+            self.big.add(t)
+            return
+        total = self.dag[t.args[base]]
+        for u in nodes - sets[base]:
+            total = self._add(total, self._node(u))
+        self.sets[t], self.dag[t] = nodes, total
+
+    def __call__(self, term: Term) -> tuple:
+        hit = self.dag.get(term)
+        if hit is not None:
+            return hit
+        if term not in self.big:
+            if len(self.dag) > 200_000:
+                for table in (self.dag, self.tree, self.nodes, self.sets):
+                    table.clear()
+                self.big.clear()
+            stack: list[tuple[Term, bool]] = [(term, False)]
+            while stack:  # post-order over the sub-terms not settled yet
+                t, ready = stack.pop()
+                if t in self.dag or t in self.big:
+                    continue
+                if ready:
+                    self._settle(t)
+                    continue
+                stack.append((t, True))
+                stack.extend((a, False) for a in t.args if a not in self.dag and a not in self.big)
+            hit = self.dag.get(term)
+            if hit is not None:
+                return hit
+        self._fill_tree(term)
+        return self.tree[term]

@@ -1,0 +1,208 @@
+"""Allocations placed as Halide places them (pitchfork/codegen/alloc.py): stack up to Halide's
+16 KiB, `halide_malloc`/`halide_free` beyond, on every target, with every heap block freed on every
+exit path. Run on x86 (JIT and an AOT object linked by gcc) and hvx128 (qemu-hexagon, where a large
+stack allocation overflows the emulator's stack)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import halide as hl
+import numpy as np
+import pytest
+
+import pitchfork
+from pitchfork.backend.run import tools_available
+from pitchfork.frontend import examples as ex
+from pitchfork.aot.abi_driver import HALIDE_INCLUDE
+from pitchfork.codegen.base import STACK_LIMIT
+
+X86 = hl.Target("x86-64-linux-avx-avx2-fma-sse41")
+_CALLS_MALLOC = re.compile(r"call [^\n]*@halide_malloc\(")
+
+
+def row_stage(width: int) -> tuple[hl.Func, list[hl.ImageParam]]:
+    """`f` computed per row of `g`, whose x extent is fixed at `width`: one constant-size allocation
+    of width + 1 bytes inside the y loop."""
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.ImageParam(hl.UInt(8), 2, "inp")
+    f, g = hl.Func("f"), hl.Func("g")
+    f[x, y] = inp[x, y] + 1
+    g[x, y] = f[x, y] * 2 + f[x + 1, y]
+    g.bound(x, 0, width)
+    f.compute_at(g, y)
+    return g, [inp]
+
+
+def _halide_uses_heap(func: hl.Func, args: list, target: str) -> bool:
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "h.ll"
+        func.compile_to_llvm_assembly(str(path), args, "h", hl.Target(target))
+        return bool(_CALLS_MALLOC.search(path.read_text()))
+
+
+@pytest.mark.parametrize("bytes_", [STACK_LIMIT, STACK_LIMIT + 1])
+def test_stack_or_heap_as_halide_decides(bytes_: int) -> None:
+    """16384 bytes stay on the stack, 16385 go to halide_malloc: the same choice as Halide 21's own
+    code for the same schedule; bit-exact either way."""
+    func, args = row_stage(bytes_ - 1)
+    prog = pitchfork.compile(func, args, target="x86-avx2", fallback=False)
+    ours = bool(_CALLS_MALLOC.search(prog.llvm_ir()))
+    assert ours == _halide_uses_heap(func, args, "x86-64-linux-avx2-no_runtime") == (bytes_ > STACK_LIMIT)
+    img = np.random.default_rng(1).integers(0, 256, (3, bytes_), dtype=np.uint8)
+    args[0].set(hl.Buffer(img))
+    want = np.asarray(func.realize([bytes_ - 1, 3], X86)).copy()
+    assert np.array_equal(prog(img, size=[bytes_ - 1, 3]), want)
+    assert np.array_equal(prog(img, size=[bytes_ - 1, 3], check=True), want)
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu toolchain for hvx128")
+def test_hvx_allocation_larger_than_the_stack() -> None:
+    """A compute_root u16 image of 9.4 MB (more than qemu-hexagon's 8 MB stack; on the stack it dies
+    with SIGSEGV) goes to halide_malloc, which the bare-metal harness serves by mmap: bit-exact."""
+    w, h = 2304, 2048
+    func, args = ex.box_sum_reduction(128)
+    prog = pitchfork.compile(func, args, target="hvx128", fallback=False)
+    text = prog.llvm_ir()
+    assert _CALLS_MALLOC.search(text) and re.search(r"call [^\n]*@halide_free\(", text)
+    img = np.random.default_rng(8).integers(0, 256, (h + 8, w + 2), dtype=np.uint8)
+    args[0].set(hl.Buffer(img))
+    want = np.asarray(func.realize([w, h], X86)).copy()
+    assert np.array_equal(prog(img, size=[w, h], check=True), want)
+
+
+# ---- the AOT object: Halide's weak runtime entry points, overridden by the application ----------
+
+_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "HalideRuntime.h"
+#include "boxsum.h"
+#ifdef OVERRIDE
+static int n_malloc, n_free, fail_at = -1;
+void *halide_malloc(void *uc, size_t n) {
+  if (n_malloc++ == fail_at) return NULL;
+  return aligned_alloc(128, (n + 127) / 128 * 128);  /* Halide's contract: 128-byte aligned */
+}
+void halide_free(void *uc, void *p) { if (p) { n_free++; free(p); } }
+#endif
+int main(int argc, char **argv) {
+  enum { W = 4608, H = 8 };
+  static unsigned char in[(H + 8) * (W + 2)], out[H * W];
+  for (int i = 0; i < (int)sizeof in; i++) in[i] = (unsigned char)(i * 7 + i / 13);
+  halide_dimension_t di[2] = {{0, W + 2, 1, 0}, {0, H + 8, W + 2, 0}}, dout[2] = {{0, W, 1, 0}, {0, H, W, 0}};
+  halide_buffer_t a = {0}, b = {0};
+  a.host = in; a.type.code = halide_type_uint; a.type.bits = 8; a.type.lanes = 1; a.dimensions = 2; a.dim = di;
+  b = a; b.host = out; b.dim = dout;
+#ifdef OVERRIDE
+  fail_at = atoi(argv[1]);
+  int rc = boxsum(&a, &b);
+  printf("%d %d %d\n", rc, n_malloc, n_free);
+#else
+  int rc = boxsum(&a, &b);
+  printf("%d\n", rc);
+#endif
+  fwrite(out, 1, sizeof out, stderr);
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def aot(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    d = tmp_path_factory.mktemp("alloc_aot")
+    func, args = ex.box_sum_reduction(16)
+    prog = pitchfork.compile(func, args, target="x86-avx2", name="boxsum", fallback=False)
+    prog.object_file(d / "boxsum.o")
+    (d / "boxsum.h").write_text(prog.header())
+    (d / "main.c").write_text(_DRIVER)
+    w, h = 4608, 8
+    img = (np.arange((h + 8) * (w + 2)) * 7 + np.arange((h + 8) * (w + 2)) // 13).astype(np.uint8).reshape(h + 8, w + 2)
+    args[0].set(hl.Buffer(img))
+    want = np.asarray(func.realize([w, h], X86)).copy()
+    return d, want
+
+
+def _build(d: Path, override: bool) -> Path:
+    exe = d / ("override" if override else "default")
+    cmd = ["gcc", f"-I{HALIDE_INCLUDE}", f"-I{d}", *(["-DOVERRIDE"] if override else []), str(d / "main.c"),
+           str(d / "boxsum.o"), "-o", str(exe)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return exe
+
+
+def test_aot_default_heap(aot: tuple[Path, np.ndarray]) -> None:
+    """Without an application halide_malloc, the object's weak default (over libc malloc) serves both
+    heap buffers (a 74 KB u16 image and an 18 KB u32 row): bit-exact."""
+    d, want = aot
+    p = subprocess.run([str(_build(d, False))], capture_output=True, cwd=d)
+    assert p.stdout.decode().split() == ["0"]
+    assert np.array_equal(np.frombuffer(p.stderr, np.uint8).reshape(want.shape), want)
+
+
+@pytest.mark.parametrize("fail_at", [-1, 0, 1])
+def test_aot_overridden_heap_freed_on_every_exit(aot: tuple[Path, np.ndarray], fail_at: int) -> None:
+    """The application's own halide_malloc/halide_free replace the weak defaults. Every block handed
+    out is freed once, also when a later allocation fails: that call returns Halide's out_of_memory
+    code (-11) and frees the block already taken."""
+    d, want = aot
+    exe = d / "override"
+    if not exe.exists():
+        _build(d, True)
+    p = subprocess.run([str(exe), str(fail_at)], capture_output=True, cwd=d)
+    rc, n_malloc, n_free = map(int, p.stdout.decode().split()[:3])
+    if fail_at < 0:
+        assert (rc, n_malloc, n_free) == (0, 2, 2)
+        out = np.frombuffer(p.stderr[-want.size:], np.uint8).reshape(want.shape)
+        assert np.array_equal(out, want)
+    else:
+        assert rc == -11 and b"halide_malloc returned NULL" in p.stderr
+        assert n_malloc == fail_at + 1 and n_free == fail_at
+
+
+# ---- allocations hoisted out of the loop that opens with them (codegen_alloc.hoist_allocations) ----
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("arm64"), reason="no qemu toolchain for arm64")
+def test_loop_invariant_heap_allocation_hoisted_out_of_its_loop() -> None:
+    """arm64: `f.compute_at(g, y)` on the heap (a row wider than the stack limit): its size does not
+    depend on y, so it is allocated once before the y loop rather than once per row (no call inside
+    the loop, across which LLVM spilled every vector it had hoisted); bit-exact under qemu-aarch64.
+    On x86 it stays in the loop, as Halide places it."""
+    width, rows = STACK_LIMIT + 64, 5
+    func, args = row_stage(width)
+    x86 = pitchfork.compile(func, args, target="x86-avx2", fallback=False).module.source_ir
+    x86_calls = [m.start() for m in re.finditer(r"call [^\n]*@\"?halide_malloc\"?\(", x86)]
+    x86_loop = re.search(r"^\"?for_g[$\w]*\.s0\.y[.\w]*\"?:", x86, re.M)
+    assert len(x86_calls) == 1 and x86_loop is not None and x86_calls[0] > x86_loop.start()
+    prog = pitchfork.compile(func, args, target="arm64", fallback=False)
+    src = prog.module.source_ir
+    calls = [m.start() for m in re.finditer(r"call [^\n]*@\"?halide_malloc\"?\(", src)]
+    loop = re.search(r"^\"?for_g[$\w]*\.s0\.y[.\w]*\"?:", src, re.M)  # g, or g$1 once a g exists
+    assert len(calls) == 1 and loop is not None and calls[0] < loop.start()
+    img = np.random.default_rng(3).integers(0, 256, (rows, width + 1), dtype=np.uint8)
+    args[0].set(hl.Buffer(img))
+    want = np.asarray(func.realize([width, rows], X86)).copy()
+    assert np.array_equal(prog(img, size=[width, rows]), want)
+
+
+def test_hoisted_allocation_only_when_the_loop_runs_and_never_when_sized_by_it() -> None:
+    """The hoisted allocation is conditional on the loop running; one whose size reads the loop
+    variable stays inside."""
+    from pitchfork.frontend import ir as H
+    from pitchfork.codegen.alloc import hoist_allocations
+    from pitchfork.frontend.htypes import BOOL, INT32, UInt
+
+    y, n = H.Variable("y", INT32), H.Variable("n", INT32)
+    free = H.Block((H.Evaluate(H.IntImm(0, INT32)), H.Free("a")))
+    fixed = H.Allocate("a", UInt(8), (n,), free, memory_type="Heap")
+    hoisted = hoist_allocations(H.For("y", H.IntImm(0, INT32), n, "serial", fixed))
+    assert isinstance(hoisted, H.Allocate) and isinstance(hoisted.body, H.For) and hoisted.body.body == free
+    assert hoisted.condition == H.BinOp(">", n, H.IntImm(0, INT32), BOOL)
+    by_row = H.Allocate("a", UInt(8), (H.BinOp("+", n, y, INT32),), free, memory_type="Heap")
+    assert hoist_allocations(H.For("y", H.IntImm(0, INT32), n, "serial", by_row)) is None
