@@ -79,6 +79,17 @@ def is_strict(target: str) -> bool:
     return "strict_float" in target.split("-")
 
 
+def _operands(e: H.Expr) -> tuple[H.Expr, ...]:
+    """The direct operands of a node whose type may differ from its own (casts, comparisons, calls)."""
+    if isinstance(e, (H.Cast, H.Reinterpret)):
+        return (e.value,)
+    if isinstance(e, H.BinOp):
+        return (e.a, e.b)
+    if isinstance(e, H.Call):
+        return tuple(e.args)
+    return ()
+
+
 def _math_name(name: str) -> tuple[str, int]:
     """`floor_f32` -> ("floor", 32); ("", 0) for other names."""
     for bits in (32, 64):
@@ -115,6 +126,9 @@ class FloatEmitter:
             if e.type.is_vector:
                 return self.cg._emit_term(term, e.type.lanes, self.node)
             return self.cg._emit_scalar_term(term)
+        for t in (e.type, *(x.type for x in _operands(e))):
+            if t.is_float and (t.code != "float" or t.bits not in (32, 64)):
+                raise self._unsupported(f"floating-point {t.elem} values (float32 and float64 are compiled)")
         m: Callable[[H.Expr], ir.Value] | None = getattr(self, f"_e_{type(e).__name__}", None)
         if m is None:
             from pitchfork.codegen.loop_nest import _show
