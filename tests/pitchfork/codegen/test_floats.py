@@ -51,7 +51,7 @@ def _float_ops(target: str) -> tuple[hl.Func, list]:
         terms.append(hl.sqrt(v + p))
     out = hl.Func("float_ops")
     out[x, y] = sum(terms[1:], terms[0])
-    out.vectorize(x, 8 if target != "hvx128" else 32)
+    out.vectorize(x, 8)
     return out, [inp, pix, w]
 
 
@@ -118,7 +118,7 @@ def test_hvx_missing_functions_refused(call, name: str) -> None:  # noqa: ANN001
     inp = hl.ImageParam(hl.Float(32), 1, "input")
     out = hl.Func("needs_libm")
     out[x] = call(inp[x])
-    out.vectorize(x, 32)
+    out.vectorize(x, 8)
     with pytest.warns(PitchforkFallbackWarning, match=name):
         prog = pitchfork.compile(out, [inp], target="hvx128")
     assert prog.is_fallback and name in prog.fallback_reason
