@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
-import z3
+from fpir.lazy import numpy as np
+from fpir.lazy import z3
 
 from fpir.types import ScalarType, work_arrays as _work
 

@@ -32,8 +32,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-import numpy as np
-import z3
+from fpir.lazy import numpy as np
+from fpir.lazy import z3
 
 from fpir import primitives as pr
 from fpir import typerules as tr

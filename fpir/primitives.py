@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-import numpy as np
-import z3
+from fpir.lazy import numpy as np
+from fpir.lazy import z3
 
 from fpir.types import ScalarType
 from fpir.types import work_arrays as _work

@@ -24,9 +24,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Generator, Optional, Sequence, Union
 
-from lark import Lark, Token, Tree
+from lark import Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from fpir.diskcache import lark_parser
 from fpir.ops import OPS, known_op, make, spec, split_flags
 from fpir.term import Term, const, var
 from fpir.trampoline import trampoline
@@ -160,7 +161,7 @@ def _end_position(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-_PARSER = Lark(GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+_PARSER = lark_parser(GRAMMAR, "fpir-text", parser="lalr", propagate_positions=True, maybe_placeholders=False)
 _TO_RAW = _ToRaw()
 
 

@@ -12,7 +12,7 @@ import re
 from typing import Any, Sequence
 from dataclasses import dataclass
 
-import numpy as np
+from fpir.lazy import numpy as np
 
 VALID_BITS = (1, 8, 16, 32, 64, 128, 256)
 USER_BITS = (1, 8, 16, 32, 64)

@@ -48,7 +48,7 @@ from pitchfork.errors import UsageError
 from pitchfork.frontend.checks import check_arguments, refuse_deep_statement, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
 from pitchfork.frontend.params import halide_scalar_value, scalar_value
 from pitchfork.frontend.stmt import HalideParseError
-from pitchfork.targets import canonical
+from pitchfork.targets.target_strings import machine_target, parse_target
 
 if TYPE_CHECKING:
     from pitchfork.aot.call import PreparedCall
@@ -91,6 +91,12 @@ class CompiledPipeline:
     _kernel_fn: Any = field(default=None, repr=False)  # the x86 JIT'd function (ctypes), once
     #: output arrays of earlier calls, reused once the caller has dropped them (pitchfork.aot.call)
     _spare_outputs: dict = field(default_factory=dict, repr=False)
+    #: the Halide target string compiled for (`target` is its ISA; pitchfork/targets/target_strings.py)
+    halide_target: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.halide_target:
+            self.halide_target = TARGET_ALIASES[self.target]
 
     @property
     def is_fallback(self) -> bool:
@@ -118,7 +124,7 @@ class CompiledPipeline:
             p.write_bytes(aot_outputs(self)[2])
         else:
             pipeline, args = self._halide
-            pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.target))
+            pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.halide_target))
         return p
 
     def header(self) -> str:
@@ -133,7 +139,7 @@ class CompiledPipeline:
         pipeline, args = self._halide
         with tempfile.TemporaryDirectory() as d:
             f = Path(d) / f"{self.name}{suffix}"
-            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, _halide_target(self.target))
+            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, _halide_target(self.halide_target))
             return f.read_text()
 
     # ---- running ---------------------------------------------------------------------------
@@ -378,10 +384,13 @@ def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
 
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
             name: str = "pipeline", fallback: bool = True) -> CompiledPipeline:
-    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order)."""
+    """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
+    short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
+    `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError)."""
     import halide as hl
 
-    target = canonical(target)
+    spec = parse_target(target)  # a short name or a Halide target string (pitchfork/targets/target_strings.py)
+    target = spec.isa
     if isel not in ("pitchfork", "llvm"):
         raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
     pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)
@@ -391,7 +400,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
     try:
         t0 = time.perf_counter()
         try:
-            captured = capture_stmt(pipeline, args, target)
+            captured = capture_stmt(pipeline, args, spec.halide)
         except CaptureError as e:
             refuse_if_halide_rejects(e, name, target)  # PipelineError: the fallback could not work either
             raise
@@ -405,12 +414,13 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
             stmt = cap.parse()
             refuse_huge_vectors(stmt, name)
             if isel == "pitchfork":  # add trees of products -> vector_reduce_add, so dot products are selected
-                stmt = rewrite_dot_products(stmt, target)
+                if "arm.udot" not in spec.unavailable:  # (the grouping is for udot: none without arm_dot_prod)
+                    stmt = rewrite_dot_products(stmt, target)
                 if target == "hvx128":  # one whole-register window per row across unrolled x steps;
                     stmt = share_hvx_windows(stmt)  # [1 2 1] windows of one stream grouped (for vtmpy)
                     stmt = group_stream_taps(stmt)
                     stmt = merge_strided_stores(stmt)  # strided stores filling a range: one dense store
-            cg = LoopNestCodegen(cap, stmt, target, isel, name)
+            cg = LoopNestCodegen(cap, stmt, target, isel, name, unavailable=spec.unavailable)
             cg.build()
             return cg
 
@@ -421,20 +431,22 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         stats.vector_expressions = cg.stats.vector_exprs
         stats.asserts_checked, stats.asserts_skipped = cg.stats.asserts_checked, cg.stats.asserts_skipped
         t0 = time.perf_counter()
-        # isel=pitchfork on HVX: no AlignVectors, and 64-bit-lane products on 32-bit halves
-        # (compile_module); LLVM alone keeps LLVM's defaults and LLVM's own selection.
-        module = compile_module(str(cg.module), target, align_vectors=isel != "pitchfork",
-                                i64_halves=isel == "pitchfork")
+        # The same LLVM options for both isels (machine.backend_options, HVX_ALIGN_VECTORS). Only
+        # isel=pitchfork computes HVX 64-bit-lane products on 32-bit halves: that is instruction
+        # selection (which instructions compute a product), so LLVM alone keeps LLVM's own.
+        module = compile_module(str(cg.module), machine_target(spec), i64_halves=isel == "pitchfork")
         stats.llvm_seconds = time.perf_counter() - t0
         missing = undefined_calls(module.assembly(), target)
         if missing:  # would fail to link at the first call: refused now (link_check.py)
             raise Unsupported(f"the kernel calls {', '.join(missing)}, which {target} code cannot call here "
                               "(no C library on the Hexagon harness)")
-        return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages))
+        return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
+                                halide_target=spec.halide)
     except FALLBACK_ERRORS as e:
         if not fallback:
             raise
         reason = f"{type(e).__name__}: {e}"
         warnings.warn(f"PITCHFORK cannot compile {name} for {target} ({reason}); using Halide's own compiler",
                       PitchforkFallbackWarning, stacklevel=2)
-        return CompiledPipeline(target, isel, name, captured, None, stats, reason, (pipeline, list(args)))
+        return CompiledPipeline(target, isel, name, captured, None, stats, reason, (pipeline, list(args)),
+                                halide_target=spec.halide)

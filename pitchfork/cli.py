@@ -22,10 +22,16 @@ import pitchfork.commands
 from pitchfork.errors import EXIT_FILE, EXIT_INPUT, EXIT_INTERNAL, EXIT_USAGE, PitchforkError
 
 
-def _commands() -> list:
+def _commands(argv: Optional[Sequence[str]] = None) -> list:
+    """The command modules; only the one named on the command line when there is one, so a command
+    does not pay for importing the others (`select` loads LLVM, `bench` numpy and Halide)."""
+    names = sorted(info.name for info in pkgutil.iter_modules(pitchfork.commands.__path__))
+    word = next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), None)
+    if word in names:
+        names = [word]
     mods = []
-    for info in sorted(pkgutil.iter_modules(pitchfork.commands.__path__), key=lambda m: m.name):
-        mod = importlib.import_module(f"pitchfork.commands.{info.name}")
+    for name in names:
+        mod = importlib.import_module(f"pitchfork.commands.{name}")
         if hasattr(mod, "NAME"):
             mods.append(mod)
     return mods
@@ -57,12 +63,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="hand-written rules only (ignore rules/synthesized/)")
     sub = parser.add_subparsers(dest="command", required=True)
     handlers = {}
-    for mod in _commands():
+    extra_takers = {}
+    for mod in _commands(argv):
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         handlers[mod.NAME] = mod.run
+        extra_takers[mod.NAME] = mod
     try:
-        args = parser.parse_args(argv)
+        # A command that declares EXTRA_ARGS takes the words argparse does not match (`pitchfork
+        # compile gen.py -g blur target=host lanes=32`: Halide's generator command line, whose
+        # KEY=VALUE words may follow the options); for the others they are an error, as before.
+        args, extra = parser.parse_known_args(argv)
+        if extra and not getattr(extra_takers.get(args.command), "EXTRA_ARGS", False):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.extra = extra
     except SystemExit as e:  # argparse printed usage and one error line (or --help)
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     from pitchfork.selection.synthesized import configure

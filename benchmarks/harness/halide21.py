@@ -6,10 +6,13 @@ output realized into one preallocated buffer per call (SPEC 1.7), one thread (no
 parallel, and `HL_NUM_THREADS=1` is set). Assembly: `compile_to_assembly` with the ISA's Halide target
 plus `no_runtime` (the harness supplies the two runtime calls pipelines make, `halide_malloc` and
 `halide_free`, and on Hexagon the libm calls LLVM emits for float rounding,
-`static.FREESTANDING_LIBM`). For Hexagon, Halide 21's bundled LLVM aborts in register allocation
-when emitting assembly for some of these pipelines, so Halide's LLVM IR for the same target (its
-instruction selection: HVX intrinsics already chosen) is compiled by Debian's `llc` (LLVM 22) with
-the HVX v66 128-byte features, for every benchmark alike. Where Halide's own code fails,
+`static.FREESTANDING_LIBM`). On AArch64 and Hexagon, Halide's LLVM IR for the target (its
+instruction selection: Neon / HVX intrinsics already chosen) is compiled by Debian's `llc` (LLVM 22,
+the LLVM of our own backend) with our own target machine (AArch64: cortex-a76 +neon,+dotprod) and the
+backend options both isels get (`llc_command`, `machine.backend_options`), for every benchmark
+alike: one option set for all three contenders (for Hexagon it is also needed: Halide 21's bundled
+LLVM aborts in register allocation when emitting assembly for some of these pipelines). On x86
+Halide's own JIT is timed, with Halide's own x86 code generation (mcpu haswell, as ours). Where Halide's own code fails,
 `KNOWN_FAILURES` says why.
 """
 
@@ -118,11 +121,15 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
         "vscatter-vgather', on the rounding_mul_shift_right by the scalar beta_mult; Halide's lowering up to "
         "the statement we capture succeeds, which is why our two isels compile it"),
     ("fully_connected", "hvx128"): (
-        "Halide 21's HVX code writes out_min in every element under qemu-hexagon whether its assembly comes from "
-        "Halide's bundled LLVM or from llc-22 at -O0, -O1 or -O3 (so not our llc path); the same harness and "
-        "inputs give the right output for Halide's arm64 code and for our HVX kernels; qemu's vextract, which "
-        "only Halide's code uses, was checked; the fault (Halide's HVX lowering or qemu) needs a Hexagon "
-        "simulator to settle"),
+        "Halide 21's HVX code is wrong, not our runner: its Hexagon pass 'Carrying values across loop iterations' "
+        "(LoopCarry) deletes the rfactor intermediates' update loop over rco (Halide's own HL_DEBUG_CODEGEN=3 "
+        "statements: 22 -> 20 loops, 55 -> 19 vector_reduce_add), so no product is computed; "
+        "python -m benchmarks.harness.halide21_repro"),
+    ("matmul", "hvx128"): (
+        "Halide 21's HVX code is wrong, not our runner (parameter set 1, whose row sums are used): its pass "
+        "'optimizing Hexagon instructions' hoists the interleave of a widened u8 load over the u32 row-sum "
+        "accumulator (interleave.vw(acc + zxt(unpack(load)))), permuting the accumulator every iteration; a "
+        "10-line pipeline reproduces it: python -m benchmarks.harness.halide21_repro"),
 }
 
 
@@ -143,34 +150,41 @@ def halide_assembly(bench: Benchmark, pset: ParamSet, isa: str, function: str) -
     """Halide 21's assembly of `bench` for `isa` (see the module docstring for Hexagon)."""
     import halide as hl
 
-    from benchmarks.harness.static import StaticError, llvm_tool
+    from benchmarks.harness.static import StaticError
 
     out, args = bench.build(isa, pset)
     pipe = _pipeline(out)
     target = hl.Target(HALIDE_TARGETS[isa] + "-no_runtime")
     with tempfile.TemporaryDirectory(prefix="pf-bench-halide-") as d:
         t0 = time.perf_counter()
-        if isa != "hvx128":
+        if isa == "x86-avx2":  # the x86 figure is Halide's own JIT; its assembly is Halide's own compile
             path = os.path.join(d, f"{function}.s")
             pipe.compile_to_assembly(path, list(args), function, target)
             secs = time.perf_counter() - t0
             with open(path) as f:
                 asm = f.read()
-        else:
+        else:  # Halide's instruction selection, our target machine and backend options (llc_command)
             ll = os.path.join(d, f"{function}.ll")
             pipe.compile_to_llvm_assembly(ll, list(args), function, target)
             s = os.path.join(d, f"{function}.s")
-            cmd = [llvm_tool("llc"), "-O3", "-mtriple=hexagon-unknown-linux-musl", "-mcpu=hexagonv66",
-                   "-mattr=+hvxv66,+hvx-length128b", "-hexagon-small-data-threshold=0",
-                   "-hvc-vi=false",  # the HVX idiom pass our own compile disables too (machine.py)
-                   "-relocation-model=static", ll, "-o", s]
-            p = subprocess.run(cmd, capture_output=True, text=True)
+            p = subprocess.run(llc_command(ll, s, isa), capture_output=True, text=True)
             secs = time.perf_counter() - t0
             if p.returncode:
-                raise StaticError(f"llc failed on Halide's Hexagon IR: {p.stderr[-1500:]}")
+                raise StaticError(f"llc failed on Halide's {isa} IR: {p.stderr[-1500:]}")
             with open(s) as f:
                 asm = f.read()
     return HalideAsm(asm, function, list(args), output_dtype(out), secs)
+
+
+def llc_command(ll: str, s: str, isa: str = "hvx128") -> list[str]:
+    """llc on Halide's IR for `isa` with our own target (triple, CPU, features, relocation model) and the
+    backend options both isels are compiled with (`machine.backend_options`): one option set."""
+    from benchmarks.harness.static import llvm_tool
+    from pitchfork.backend.machine import backend_options, get_target
+
+    t = get_target(isa)
+    return [llvm_tool("llc"), "-O3", f"-mtriple={t.triple}", f"-mcpu={t.cpu}", f"-mattr={t.features}",
+            *backend_options(t), f"-relocation-model={t.reloc}", ll, "-o", s]
 
 
 Runner = Callable[[], None]

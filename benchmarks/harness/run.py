@@ -32,7 +32,7 @@ from benchmarks.common import ISAS
 RESULTS_DIR = Path(__file__).resolve().parent.parent
 #: The default output directory, relative to the current directory (never the source tree).
 DEFAULT_OUT_NAME = "pitchfork-bench-out"
-VARIANTS = ("pitchfork", "llvm", "halide21")
+from benchmarks.harness.variants import VARIANTS  # noqa: E402 - the contenders of a run
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -47,9 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "--quick); rows are labelled by parameter set")
     p.add_argument("--static-size", choices=("quick", "timing"), default="quick",
                    help="input size of the counted static-estimate runs (default: quick_size; qemu is slow)")
-    p.add_argument("--exclude-rules-from", metavar="BENCHMARK", default=None,
-                   help="leave-one-out: do not use synthesized rules learned from this benchmark "
-                        "('self': from the benchmark being compiled)")
+    p.add_argument("--exclude-rules-from", metavar="BENCHMARK", default="self",
+                   help="leave-one-out: do not use synthesized rules learned from this benchmark (default "
+                        "'self': from the benchmark being compiled, as the paper's Figure 5; 'none': use them all)")
     p.add_argument("--output-dir", "-o", default=None, help="where results.json, RESULTS.md and the "
                    f"PNGs go (default ./{DEFAULT_OUT_NAME} in the current directory)")
     p.add_argument("--write-results", action="store_true",
@@ -75,7 +75,7 @@ def command_line(args: argparse.Namespace, prog: str = "pitchfork bench") -> str
         parts += ["--psets", args.psets]
     if args.static_size != "quick":
         parts += ["--static-size", args.static_size]
-    if args.exclude_rules_from:
+    if args.exclude_rules_from != "self":
         parts += ["--exclude-rules-from", args.exclude_rules_from]
     if getattr(args, "write_results", False):
         parts.append("--write-results")
@@ -308,7 +308,7 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
                 else:
                     progress.update(sub, step=ev.get("step", ""))
 
-            excl = args.exclude_rules_from
+            excl = None if args.exclude_rules_from == "none" else args.exclude_rules_from
             job = {"bench": b, "isa": isa, "quick": bool(args.quick), "reps": reps, "seed": args.seed,
                    "static_size": "quick" if args.quick else args.static_size, "param_set": pi,
                    "exclude_rules_from": b if excl == "self" else excl}
@@ -327,6 +327,9 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
     data = {"meta": meta, "rows": rows}
     with open(out_dir / "results.json", "w") as f:
         json.dump(data, f, indent=1)
+    from benchmarks.harness import ablation_rows
+
+    ablation_rows.write(data, out_dir)  # Figure 7 from this run's own rows (never stale)
     report.write_all(data, out_dir)
     console.print(report.console_summary(data))
     console.print(f"wrote {out_dir / 'results.json'}, {out_dir / 'RESULTS.md'}, {out_dir / 'speedup.png'}, "

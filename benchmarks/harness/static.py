@@ -7,9 +7,11 @@ For one function's assembly on one target:
    benchmark's inputs and prints the counters, and run (natively on x86, qemu-aarch64, qemu-hexagon).
    The counts are exact execution counts of each block of the *uninstrumented* code at that size.
 2. Cost per block: on x86 and AArch64 the steady-state cycles per iteration that `llvm-mca` reports for
-   the block's instructions (`-mcpu=apple-m1` for AArch64, the host's CPU for x86); on Hexagon the
-   number of VLIW packets (no cycle model exists). A single-path innermost loop (every block of it ran
-   equally often) is analysed as one region, so llvm-mca sees the whole loop body.
+   the block's instructions (AArch64: `-mcpu=cortex-a76`, the core every contender is compiled for,
+   and beside it a second core's model, `SECOND_CPU`, so agreement is visible; x86: the host's CPU);
+   on Hexagon the number of VLIW packets and beside it `hvx_cycles`' dependency-aware cycle estimate
+   (llvm-mca has no Hexagon model). A single-path innermost loop (every block of it ran equally
+   often) is analysed as one region, so llvm-mca sees the whole loop body.
 3. Estimate = sum over regions of count x cost. Nothing is dropped: every block with a non-zero count
    contributes; loops are reported with their share of the total.
 
@@ -35,7 +37,11 @@ import numpy as np
 from benchmarks.harness.asmblocks import Block, Syntax, find_loops, instrument
 
 LLVM_BIN = "/usr/lib/llvm-22/bin"
-MCA_CPU = {"arm64": "apple-m1"}
+#: llvm-mca's core per ISA: the one we compile for (pitchfork.backend.machine.ARM64.cpu; Halide 21's ARM
+#: IR is compiled for it too, halide21.py) ...
+MCA_CPU = {"arm64": "cortex-a76"}
+#: ... and a second core's model, reported beside it (the estimate's sensitivity to the model).
+SECOND_CPU = {"arm64": "apple-m1"}
 MC_ARGS: dict[str, list[str]] = {
     "x86-avx2": ["-triple=x86_64-unknown-linux-gnu"],
     "arm64": ["-triple=aarch64-unknown-linux-gnu", "-mattr=+neon,+dotprod,+fullfp16,+i8mm"],
@@ -324,6 +330,8 @@ class Region:
     instructions: tuple[str, ...]
     packets: int
     cost: float = 0.0  # per execution (cycles or packets)
+    loop: bool = False  # a single-path innermost loop (costed in its steady state)
+    packet_list: tuple[tuple[str, ...], ...] = ()  # Hexagon: the packets, for hvx_cycles
 
 
 def regions(blocks: list[Block], counts: np.ndarray) -> list[Region]:
@@ -336,12 +344,13 @@ def regions(blocks: list[Block], counts: np.ndarray) -> list[Region]:
         cs = {int(counts[i]) for i in range(lp.first, lp.last + 1)}
         if len(cs) == 1 and cs != {0}:
             insts = tuple(x for i in range(lp.first, lp.last + 1) for x in blocks[i].instructions)
-            pk = sum(len(blocks[i].packets) for i in range(lp.first, lp.last + 1))
-            out.append(Region(lp.first, lp.last, cs.pop(), insts, pk))
+            pks = tuple(p for i in range(lp.first, lp.last + 1) for p in blocks[i].packets)
+            out.append(Region(lp.first, lp.last, cs.pop(), insts, len(pks), loop=True, packet_list=pks))
             covered.update(range(lp.first, lp.last + 1))
     for b in blocks:
         if b.index not in covered and counts[b.index] > 0 and b.instructions:
-            out.append(Region(b.index, b.index, int(counts[b.index]), b.instructions, len(b.packets)))
+            out.append(Region(b.index, b.index, int(counts[b.index]), b.instructions, len(b.packets),
+                              packet_list=b.packets))
     return sorted(out, key=lambda r: r.first)
 
 
@@ -400,20 +409,27 @@ class Estimate:
     mca_failed: int
     blocks: int
     blocks_run: int
+    #: the second model's total beside `total`: {"model": "apple-m1" | "hvx_cycles", "unit", "total"}
+    alt: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"unit": self.unit, "total": self.total, "loops": self.loops, "regions": self.regions[:40],
                 "histogram": self.histogram, "mca_failed_regions": self.mca_failed, "blocks": self.blocks,
-                "blocks_run": self.blocks_run}
+                "blocks_run": self.blocks_run, "alt": self.alt}
 
 
 def estimate(blocks: list[Block], counts: np.ndarray, isa: str, mcpu: str | None = None) -> Estimate:
     """Weighted cost of a run whose block counts are `counts` (see the module docstring)."""
     regs = regions(blocks, counts)
     failed = 0
+    alt: dict[str, Any] = {}
     if isa == "hvx128":
+        from benchmarks.harness.hvx_cycles import block_cycles
+
         costs: list[float] = [float(r.packets) for r in regs]
         unit = "packets"
+        alt = {"model": "hvx_cycles", "unit": "cycles",
+               "total": float(sum(r.count * block_cycles(r.packet_list, r.loop) for r in regs))}
     else:
         got = mca_cycles([r.instructions for r in regs], isa, mcpu or MCA_CPU.get(isa) or host_mcpu())
         costs = []
@@ -423,6 +439,12 @@ def estimate(blocks: list[Block], counts: np.ndarray, isa: str, mcpu: str | None
                 c = float(len(r.instructions))
             costs.append(c)
         unit = "cycles"
+        second = SECOND_CPU.get(isa)
+        if second:
+            got2 = mca_cycles([r.instructions for r in regs], isa, second)
+            alt = {"model": second, "unit": "cycles",
+                   "total": float(sum(r.count * (c if c is not None else float(len(r.instructions)))
+                                      for r, c in zip(regs, got2)))}
     total = float(sum(r.count * c for r, c in zip(regs, costs)))
     reg_json = sorted(({"blocks": [r.first, r.last], "label": blocks[r.first].label, "count": r.count,
                         "cost_per_run": c, "weighted": r.count * c, "instructions": len(r.instructions)}
@@ -443,4 +465,4 @@ def estimate(blocks: list[Block], counts: np.ndarray, isa: str, mcpu: str | None
             for i in b.instructions:
                 hist[mnemonic(i, isa)] += n
     return Estimate(unit, total, reg_json, loops, dict(hist.most_common(30)), failed, len(blocks),
-                    int(np.count_nonzero(counts)))
+                    int(np.count_nonzero(counts)), alt)

@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.harness.variants import COMPILED, MEASURED, VARIANTS, code_key, pass_options
+
 ISELS = ("pitchfork", "llvm")
-VARIANTS = ("pitchfork", "llvm", "halide21")
 
 
 def _progress(**kw: Any) -> None:
@@ -37,13 +38,24 @@ def _err(e: BaseException) -> str:
     return f"{type(e).__name__}: {msg[0] if msg else ''}"[:500]
 
 
-def _compile(bench: Any, pset: dict, isa: str, isel: str) -> Any:
+def _compile(bench: Any, pset: dict, isa: str, variant: str) -> Any:
+    """One of our compiler's variants (benchmarks/harness/variants.py)."""
     import pitchfork
+    from pitchfork.selection.synthesized import rules_config
 
+    v = COMPILED[variant]
+    kw = pass_options(isa, v)
     out, args = bench.build(isa, pset)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), rules_config(enabled=v.synthesized) if not v.synthesized else _nothing():
         warnings.simplefilter("ignore")
-        return pitchfork.compile(out, args, target=isa, isel=isel, name=f"{bench.name}_{isel}", fallback=False)
+        return pitchfork.compile(out, args, target=isa, isel=v.isel, name=f"{bench.name}_{variant}", fallback=False,
+                                 **kw)
+
+
+def _nothing() -> Any:
+    import contextlib
+
+    return contextlib.nullcontext()
 
 
 def _compile_stats(prog: Any) -> dict[str, Any]:
@@ -110,13 +122,24 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     progs: dict[str, Any] = {}
     # the ablation's switch (benchmarks/harness/ablation.py): synthesized rules on (default) or off
     with excluding_rules_from(job.get("exclude_rules_from")), rules_config(enabled=job.get("synthesized", True)):
-        for isel in [i for i in ISELS if i in want]:
+        for isel in [v for v in COMPILED if v in want]:
             _progress(step=f"compile {isel}")
             try:
                 progs[isel] = _compile(bench, pset, isa, isel)
                 rows[isel].update(_compile_stats(progs[isel]))
             except Exception as e:  # noqa: BLE001 - a failure row, never a stopped run
                 fail(isel, "compile", e)
+    # variants with the same code are measured once (the first of them); the others copy it below
+    same: dict[str, str] = {}
+    first_of: dict[str, str] = {}
+    for v, prog in progs.items():
+        key = code_key(prog)
+        if key in first_of:
+            same[v] = first_of[key]
+            rows[v]["same_code_as"] = first_of[key]
+        else:
+            first_of[key] = v
+    progs = {v: p for v, p in progs.items() if v not in same}
     if job.get("compile_only"):  # the ablation first asks whether the code differs at all
         import hashlib
 
@@ -167,9 +190,9 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             for v, t in timings.items():
                 rows[v]["time"] = t.to_json()
             _progress(step="timing prog(...)")
-            try:  # issue 10's column: the public call beside the bare kernel
-                lean.time_public_call(progs, {i: k for i, k in kernels.items() if i in runners}, values,
-                                      out_size, reps, rows)
+            try:  # issue 10's column: the public call beside the bare kernel (both isels as shipped)
+                lean.time_public_call(progs, {i: k for i, k in kernels.items() if i in runners and i in ISELS},
+                                      values, out_size, reps, rows)
             except Exception as e:  # noqa: BLE001
                 for isel in kernels:
                     rows[isel]["prog_error"] = _err(e)
@@ -201,9 +224,10 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
         try:
             spec = static.our_kernel_spec(prog.name, kernel_args(prog, svalues, sout))
             t0 = time.perf_counter()
-            # LLVM alone is counted as LLVM schedules it: on hvx128 an i64-vector module's own
-            # packets, not the unpacketised code pitchfork.backend.machine emits as a qemu workaround.
-            asm = prog.module.llvm_default_assembly() if isel == "llvm" and prog.module else prog.assembly()
+            # Both isels are counted as LLVM schedules them: on hvx128 an i64-vector module's own
+            # packets, not the unpacketised code pitchfork.backend.machine emits as a qemu workaround
+            # (the same rule for every contender; the counted run still checks the output).
+            asm = prog.module.llvm_default_assembly() if prog.module else prog.assembly()
             run = static.counted_run(asm, prog.name, isa, spec)
             err = int(run.outputs[0][0])
             if err:
@@ -239,7 +263,13 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                 fail("halide21", "assembly", e)
                 if halide21.known_failure(name, isa):
                     rows["halide21"]["errors"].append(f"why: {halide21.known_failure(name, isa)}")
-    for isel in [i for i in ISELS if i in rows]:  # on arm64/hvx128 the static estimate is the result
+    for v, rep in same.items():  # the same code: the same measurement, said so
+        src = rows[rep]
+        rows[v].update({k: src[k] for k in MEASURED if k in src})
+        if src["status"] != "ok":
+            rows[v]["status"] = src["status"]
+            rows[v]["errors"] += [f"{e} (the same code as {rep})" for e in src["errors"]]
+    for isel in [v for v in COMPILED if v in rows]:  # on arm64/hvx128 the static estimate is the result
         if isa != "x86-avx2" and rows[isel]["status"] == "ok" and "static" not in rows[isel]:
             fail(isel, "static", RuntimeError(rows[isel].get("static_error", "no estimate")))
     return list(rows.values())

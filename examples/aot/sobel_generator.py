@@ -1,7 +1,7 @@
 """The Sobel filter as an ordinary Halide Python generator. Nothing here knows about PITCHFORK:
 
-    python3 sobel_generator.py -g sobel -f sobel_halide -o build -e static_library,h target=host   # Halide
-    python3 -m pitchfork compile sobel_generator.py:Sobel --target x86-avx2 --name sobel_pitchfork -o build
+    python3 sobel_generator.py -g sobel -f sobel_halide -o build -e static_library,c_header target=host              # Halide
+    python3 -m pitchfork compile sobel_generator.py -g sobel -f sobel_pitchfork -o build -e static_library,c_header target=host
 """
 
 import halide as hl
@@ -30,6 +30,7 @@ class Sobel:
 
         lanes = self.natural_vector_size(hl.UInt(8))
         self.output.tile(x, y, xi, yi, lanes, 4, hl.TailStrategy.RoundUp).vectorize(xi).unroll(yi)
+        self.output.parallel(y)  # rows of tiles on Halide's thread pool (HL_NUM_THREADS)
         ex = edge.args()[0]
         edge.compute_at(self.output, y).align_storage(ex, 128).vectorize(ex, lanes, hl.TailStrategy.RoundUp)
 

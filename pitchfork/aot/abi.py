@@ -471,8 +471,6 @@ class EntryBuilder:
         estimates and buffer estimates are null (the captured pipeline does not carry them)."""
         import halide as hl
 
-        from pitchfork.frontend.capture import TARGET_ALIASES
-
         arg_t = ir.LiteralStructType([PTR, I32, I32, I32, PTR, PTR, PTR, PTR, PTR])
         null = ir.Constant(PTR, None)
         kinds = {"scalar": 0, "input_buffer": 1, "output_buffer": 2}
@@ -487,7 +485,7 @@ class EntryBuilder:
         arr = ir.GlobalVariable(self.module, arr_t, name=f"{self.name}.metadata_arguments")
         arr.global_constant, arr.linkage, arr.initializer = True, "internal", ir.Constant(arr_t, entries)
         meta_t = ir.LiteralStructType([I32, I32, PTR, PTR, PTR])
-        target = hl.Target(TARGET_ALIASES.get(self.target, self.target)).to_string()
+        target = hl.Target(self.captured.target).to_string()  # the Halide target it was lowered for
         meta = ir.GlobalVariable(self.module, meta_t, name=f"{self.name}.metadata")
         meta.global_constant, meta.linkage = True, "internal"
         meta.initializer = ir.Constant(meta_t, [ir.Constant(I32, 1), ir.Constant(I32, len(entries)),
@@ -533,12 +531,12 @@ def _is_guard(s: H.IfThenElse) -> bool:
 def aot_ir(prog: CompiledPipeline) -> str:
     """LLVM IR text of the AOT module: the optimised kernel renamed `kernel_name` (internal) and the
     optimised Halide-ABI entry points, for `prog.target`."""
-    from pitchfork.backend.machine import _parse, get_target
+    from pitchfork.backend.machine import _parse
     from pitchfork.aot.generator import header_free_ir
 
     if prog.module is None or prog.captured is None:
         raise AbiError(f"{prog.name} was compiled by Halide (fallback); use Halide's own AOT output")
-    t = get_target(prog.target)
+    t = prog.module.target  # the machine it was compiled for (target features: pitchfork/targets/target_strings.py)
     stmt = prog.captured.parse()
     wrapper = ir.Module(name=f"{prog.name}.abi")
     wrapper.triple = t.triple
@@ -562,14 +560,14 @@ def aot_ir(prog: CompiledPipeline) -> str:
 def aot_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     """(`.ll` text, `.s` text, `.o` bytes) of the AOT module; `.s` and `.o` are what `llc -O3` makes
     of the `.ll` (no further optimisation)."""
-    from pitchfork.backend.machine import _parse, _set_align_vectors, _shared_machine, emission_options, get_target
+    from pitchfork.backend.machine import _parse, _set_align_vectors, _shared_machine, emission_options
 
     assert prog.module is not None
     text = aot_ir(prog)
-    t = get_target(prog.target)
+    t = prog.module.target  # the machine it was compiled for (target features: pitchfork/targets/target_strings.py)
     if t.name == "hvx128":
         _set_align_vectors(prog.module.align_vectors)
-    tm = _shared_machine(t.name, prog.module.opt)
+    tm = _shared_machine(t, prog.module.opt)
     with emission_options(t, text):  # hvx128: i64-vector modules unpacketised, as compile_module does
         return text, tm.emit_assembly(_parse(text, t)), tm.emit_object(_parse(text, t))
 
@@ -586,7 +584,7 @@ def header(prog: CompiledPipeline) -> str:
     pipeline, args = prog._halide
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / f"{prog.name}.h"
-        pipeline.compile_to_header(str(f), list(args), prog.name, _halide_target(prog.target))
+        pipeline.compile_to_header(str(f), list(args), prog.name, _halide_target(prog.halide_target))
         return f.read_text()
 
 
@@ -638,7 +636,11 @@ def library_symbols(name: str) -> list[str]:
 
 def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path]:
     """Write `<name>.o`, `<name>.a`, `<name>.h`, `<name>.ll` and `<name>.s` (Halide's own outputs for
-    a fallback: its object and static library carry its runtime)."""
+    a fallback: its object and static library carry its runtime). A pipeline with parallel loops
+    calls `halide_do_par_for`: its `.a` holds Halide's runtime too (pitchfork/backend/halide_runtime.py),
+    its `.o` links against a runtime the application supplies (as Halide's no_runtime objects)."""
+    from pitchfork.backend.halide_runtime import runtime_object, uses_runtime
+
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     paths = {k: d / f"{prog.name}.{k}" for k in ("o", "a", "h", "ll", "s")}
@@ -646,7 +648,7 @@ def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path
         from pitchfork.api import _halide_target
 
         pipeline, args = prog._halide
-        t = _halide_target(prog.target)
+        t = _halide_target(prog.halide_target)
         pipeline.compile_to_static_library(str(d / prog.name), list(args), prog.name, t)
         pipeline.compile_to_object(str(paths["o"]), list(args), prog.name, t)
         paths["ll"].write_text(prog.llvm_ir())
@@ -658,5 +660,32 @@ def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path
     paths["s"].write_text(asm)
     paths["o"].write_bytes(obj)
     paths["h"].write_text(header(prog))
-    paths["a"].write_bytes(static_library([(f"{prog.name}.o", obj)], dict.fromkeys(library_symbols(prog.name), 0)))
+    members = [(f"{prog.name}.o", obj)]
+    symbols = dict.fromkeys(library_symbols(prog.name), 0)
+    assert prog.module is not None
+    if uses_runtime(prog.module.optimized_ir) and "no_runtime" not in prog.halide_target.split("-"):
+        # Parallel loops call Halide's thread pool: the library carries Halide's runtime for the
+        # target, as Halide's own static libraries do (unless the target has no_runtime). Every
+        # runtime symbol is WEAK, so it links beside Halide's own libraries and their runtime.
+        rt = runtime_object(prog.target).read_bytes()
+        members.append(("halide_runtime.o", rt))
+        for sym in defined_symbols(rt):
+            symbols.setdefault(sym, 1)
+    paths["a"].write_bytes(static_library(members, symbols))
     return paths
+
+
+def defined_symbols(obj: bytes) -> list[str]:
+    """The global and weak symbols an ELF object defines (for an archive's index), read by `nm`."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    nm = shutil.which("nm")
+    if nm is None:
+        raise AbiError("nm (binutils) is needed to index Halide's runtime in the static library")
+    with tempfile.NamedTemporaryFile(suffix=".o") as f:
+        f.write(obj)
+        f.flush()
+        out = subprocess.run([nm, "-g", "--defined-only", "-P", f.name], capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in out.stdout.splitlines() if line.strip()]

@@ -136,7 +136,7 @@ class PreparedCall:
                 call_args.append(Buffer(v, is_output=id(v) in outs))
             else:
                 call_args.append(Scalar(int(v), 64 if k == "i64" else 32))
-        err, *results = run_calls(self.prog.module, self.prog.target, [Call(self.prog.name, call_args)])[0]
+        err, *results = run_calls(self.prog.module, self.prog.module.target, [Call(self.prog.name, call_args)])[0]
         for o, r in zip(self.outputs, results):
             o[...] = r
         return int(err[0])

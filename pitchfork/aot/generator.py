@@ -210,14 +210,14 @@ def _param_value(cls: type, name: str, value: Any) -> Any:
 
 
 def instantiate(cls: type, target: str = "x86-avx2", params: Mapping[str, Any] | None = None) -> GeneratorPipeline:
-    """Run a generator class for `target` (an ISA alias of `TARGET_ALIASES` or a Halide target
-    string) with GeneratorParams `params`; return its pipeline and arguments."""
+    """Run a generator class for `target` (a short name or a Halide target string, see
+    pitchfork/targets/target_strings.py) with GeneratorParams `params`; return its pipeline and arguments."""
     import halide as hl
 
-    from pitchfork.frontend.capture import resolve_target
+    from pitchfork.targets.target_strings import parse_target
 
     values = {k: _param_value(cls, k, v) for k, v in (params or {}).items()}
-    t = hl.Target(resolve_target(target))
+    t = hl.Target(parse_target(target).halide)
     gen_name: str = getattr(cls, "_halide_registered_name", cls.__name__)
     try:
         with hl.GeneratorContext(t):
@@ -296,7 +296,7 @@ def header_free_ir(llvm_ir: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text)
 
 
-def llc_command(target: str, ll: str = "<name>.ll", ir_text: str = "") -> str:
+def llc_command(target: Any, ll: str = "<name>.ll", ir_text: str = "") -> str:
     """The llc invocation that compiles a header-free `.ll` for `target` like PITCHFORK did (`ir_text`,
     the `.ll`'s text, adds the flags that module was emitted with, e.g. hvx128's unpacketised i64 code)."""
     from pitchfork.backend.machine import emission_flags, get_target
@@ -313,16 +313,16 @@ def header_free_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     header-free IR: it is parsed back and compiled without further optimisation, as `llc -O3` does.
     (`prog.assembly()` is itself emitted from the parsed optimised text, see machine._compile: LLVM's
     backend breaks ties by use-list order, which textual IR does not keep.)"""
-    from pitchfork.backend.machine import _parse, _set_align_vectors, _shared_machine, emission_options, get_target
+    from pitchfork.backend.machine import _parse, _set_align_vectors, _shared_machine, emission_options
 
     assert prog.module is not None
     text = header_free_ir(prog.module.llvm_ir())
-    t = get_target(prog.target)
+    t = prog.module.target  # the machine it was compiled for (target features: pitchfork/targets/target_strings.py)
     mod = _parse(text, t)
     mod.verify()
     if t.name == "hvx128":
         _set_align_vectors(prog.module.align_vectors)
-    tm = _shared_machine(t.name, prog.module.opt)
+    tm = _shared_machine(t, prog.module.opt)
     with emission_options(t, text):  # hvx128: i64-vector modules unpacketised, as compile_module does
         asm = tm.emit_assembly(mod)
         obj = tm.emit_object(_parse(text, t))
@@ -333,12 +333,13 @@ OUTPUT_KINDS = ("o", "a", "h", "ll", "s")
 
 
 def write_outputs(prog: CompiledPipeline, out_dir: str | Path,
-                  kinds: tuple[str, ...] = OUTPUT_KINDS) -> dict[str, Path]:
+                  kinds: tuple[str, ...] = OUTPUT_KINDS, base: str | None = None) -> dict[str, Path]:
     """Write `<name>.o` (ELF object), `<name>.a` (static library holding it), `<name>.h` (the C
     header Halide's AOT output has), `<name>.ll` and `<name>.s` to `out_dir`; returns the paths by
     kind. For a PITCHFORK compile the object holds the kernel and Halide's calling convention
     (`int name(struct halide_buffer_t *...)`, pitchfork/aot/abi.py), and `.ll`/`.s` are that
-    module, header-free; for a Halide fallback all five are Halide's own."""
+    module, header-free; for a Halide fallback all five are Halide's own. `base` names the files
+    (`<base>.o`, ...: Halide's -n FILE_BASE_NAME) instead of the function name."""
     from pitchfork.aot.abi import write_library
 
     for kind in kinds:
@@ -350,6 +351,6 @@ def write_outputs(prog: CompiledPipeline, out_dir: str | Path,
         d.mkdir(parents=True, exist_ok=True)
         paths = {}
         for kind in kinds:
-            paths[kind] = d / every[kind].name
+            paths[kind] = d / (every[kind].name if base is None else f"{base}.{kind}")
             shutil.copyfile(every[kind], paths[kind])
     return paths

@@ -124,6 +124,33 @@ def _init_llvm() -> None:
     llvm.set_option("pitchfork", "-hvc-vi=false")
 
 
+#: HVX: LLVM's HexagonVectorCombine AlignVectors (`-hvc-va`: groups of unaligned vector loads rewritten
+#: as aligned loads + byte shuffles). A compiler option, not instruction selection, so it is the same
+#: for every contender: both isels and Halide 21's IR through llc (benchmarks/harness/halide21.py). The
+#: setting is the one measured better for the contenders: off (benchmarks/align_vectors.json, made by
+#: benchmarks/harness/align_vectors.py: weighted packets off/on, geomean over the 16 benchmarks, 0.90 for
+#: PITCHFORK, 0.91 for LLVM alone, 0.90 for Halide 21; no benchmark of any contender is more than 3%
+#: worse off, the stencils gain most, e.g. blur3x3 0.52 for all three). RESULTS.md, "Compiler options".
+HVX_ALIGN_VECTORS: bool = False
+
+
+def backend_options(target: Target | str) -> tuple[str, ...]:
+    """The LLVM backend (llc) options beyond LLVM's defaults that every contender's code for `target`
+    is compiled with: `compile_module` for both isels (set process-wide in `_init_llvm` and per
+    emission), and the llc run of Halide 21's Hexagon IR. One value, so the contenders cannot differ
+    (tests/pitchfork/emit/test_equal_options.py). The qemu workaround flags of `emission_flags` are
+    not here: they follow the IR (64-bit-lane vectors), not the contender, and the harness counts
+    LLVM's default packets for every contender."""
+    t = get_target(target)
+    if t.name != "hvx128":
+        return ()
+    # -hexagon-small-data-threshold=0: no GP-relative small data (Debian's ld.lld 14 rejects
+    # R_HEX_GPREL16_*); -hvc-vi=false: LLVM 22's HVX idiom recognition miscompiles saturating
+    # multiply-shifts (see _init_llvm); -hvc-va: HVX_ALIGN_VECTORS.
+    return ("-hexagon-small-data-threshold=0", "-hvc-vi=false",
+            f"-hvc-va={'true' if HVX_ALIGN_VECTORS else 'false'}")
+
+
 def target_machine(target: Target | str, opt: int = 3, *, jit: bool = False) -> llvm.TargetMachine:
     """A fresh TargetMachine. JIT machines use the JIT code model; an ExecutionEngine takes ownership."""
     _init_llvm()
@@ -141,8 +168,9 @@ def target_machine(target: Target | str, opt: int = 3, *, jit: bool = False) -> 
 
 
 @functools.cache
-def _shared_machine(name: str, opt: int) -> llvm.TargetMachine:
-    return target_machine(name, opt)
+def _shared_machine(target: Target | str, opt: int) -> llvm.TargetMachine:
+    """One TargetMachine per target (a `Target`, or the name of one of TARGETS) and opt level."""
+    return target_machine(target, opt)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -205,7 +233,7 @@ class CompiledModule:
             if self.target.name == "hvx128":
                 _set_align_vectors(self.align_vectors)
             with _emission_options(self.target, self.optimized_ir):  # as when `asm` was emitted
-                obj = self._cache["obj"] = _shared_machine(self.target.name, self.opt).emit_object(mod)
+                obj = self._cache["obj"] = _shared_machine(self.target, self.opt).emit_object(mod)
         return obj
 
     @property
@@ -213,7 +241,8 @@ class CompiledModule:
         """Content hash identifying this module (target + optimised IR)."""
         key = self._cache.get("key")
         if not isinstance(key, str):
-            text = f"{self.target.name}\0{self.opt}\0{self.optimized_ir}"
+            t = self.target
+            text = f"{t.name}\0{t.cpu}\0{t.features}\0{self.opt}\0{self.optimized_ir}"
             key = self._cache["key"] = hashlib.sha1(text.encode()).hexdigest()
         return key
 
@@ -229,7 +258,7 @@ class CompiledModule:
             return self.asm
         mod = _parse(self.optimized_ir, self.target)  # (the options are at LLVM's defaults here)
         _set_align_vectors(self.align_vectors)
-        return _shared_machine(self.target.name, self.opt).emit_assembly(mod)
+        return _shared_machine(self.target, self.opt).emit_assembly(mod)
 
 
 #: A vector of two or more 64-bit lanes. HVX has no 64-bit lanes, so the Hexagon backend scalarises
@@ -295,7 +324,7 @@ def _parse(ir_text: str, target: Target) -> llvm.ModuleRef:
     except RuntimeError as e:
         raise CompileError(f"LLVM IR does not parse: {e}") from None
     mod.triple = target.triple
-    mod.data_layout = str(_shared_machine(target.name, 3).target_data)
+    mod.data_layout = str(_shared_machine(target, 3).target_data)
     return mod
 
 
@@ -338,7 +367,7 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
         mod.verify()
     except RuntimeError as e:
         raise CompileError(f"LLVM IR does not verify: {e}") from None
-    tm = _shared_machine(target.name, opt)
+    tm = _shared_machine(target, opt)
     if opt > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt)
         # As Halide's own backend does by default (no `enable_llvm_loop_opt`): the code is already
@@ -402,17 +431,17 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
 
 
 def compile_module(
-    ir_text: str, target: Target | str, opt: int = 3, *, isolate: bool = False, align_vectors: bool = True,
-    i64_halves: bool = True,
+    ir_text: str, target: Target | str, opt: int = 3, *, isolate: bool = False,
+    align_vectors: bool | None = None, i64_halves: bool = True,
 ) -> CompiledModule:
     """Verify, optimise (new pass manager, `-O<opt>`) and compile `ir_text` for `target`.
 
     Any triple / data layout in the text is replaced by the target's. With `isolate=True` the work runs
     in a forked child so that an LLVM abort ("Cannot select ...") becomes a `CompileError`.
-    `align_vectors=False` (hvx128) turns off the AlignVectors part of LLVM's HexagonVectorCombine for
-    this module: it rewrites groups of unaligned HVX loads (a stencil's x-2 .. x+2) into aligned
+    `align_vectors` (hvx128; default `HVX_ALIGN_VECTORS`, what `pitchfork.compile` uses for both isels)
+    turns the AlignVectors part of LLVM's HexagonVectorCombine on or off for this module: it rewrites groups of unaligned HVX loads (a stencil's x-2 .. x+2) into aligned
     loads combined by byte shuffles, which the backend lowers with predicate selects (vcmp.eq,
-    vmux, vand) costing more than the plain unaligned loads (vmemu) it replaces.
+    vmux, vand) which may cost more than the plain unaligned loads (vmemu) it replaces.
     `i64_halves=False` (hvx128) leaves the 64-bit-lane code O3 makes of 32 x 32 -> 64-bit products as
     LLVM compiles it (scalarised) instead of computing it on 32-bit halves (`pitchfork.backend.hvx_i64`):
     the benchmark harness's LLVM-alone contender, whose figure must not carry PITCHFORK's selection.
@@ -420,6 +449,8 @@ def compile_module(
     t = get_target(target)
     if not 0 <= opt <= 3:
         raise ValueError(f"opt level must be 0..3, got {opt}")
+    if align_vectors is None:
+        align_vectors = HVX_ALIGN_VECTORS
     opt_ir, asm, sigs = (_compile_isolated(ir_text, t, opt, align_vectors, i64_halves) if isolate
                          else _compile(ir_text, t, opt, align_vectors, i64_halves))
     return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs, align_vectors)

@@ -37,6 +37,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from pitchfork.backend import harness
+from pitchfork.backend.halide_runtime import jit_symbols, runtime_object, uses_runtime
 from pitchfork.backend.harness import ALIGN, GUARD_BYTE, Buffer, Call, Scalar, check_signature
 from pitchfork.backend.machine import (
     CompiledModule,
@@ -134,7 +135,7 @@ def _as_modules(module_or_ir: ModuleLike | Sequence[ModuleLike], target: Target)
     mods = []
     for m in items:
         cm = compile_module(m, target) if isinstance(m, str) else m
-        if cm.target != target:
+        if cm.target.name != target.name:  # (feature variants of one ISA run alike: the CPU runs them all)
             raise ValueError(f"module compiled for {cm.target.name}, asked to run on {target.name}")
         mods.append(cm)
     return mods
@@ -187,6 +188,9 @@ class _Jit:
             ref = llvm.parse_assembly(m.optimized_ir)
             ref.triple = m.target.triple
             refs.append(ref)
+        if any(uses_runtime(m.optimized_ir) for m in mods):  # parallel loops: Halide's thread pool
+            for name, addr in jit_symbols().items():
+                llvm.add_symbol(name, addr)
         tm = target_machine(mods[0].target, mods[0].opt, jit=True)
         for ref in refs:
             ref.data_layout = str(tm.target_data)
@@ -297,6 +301,8 @@ def _run_qemu(
         with open(s_path, "w") as f:
             f.write(harness.blob_asm(in_path, out_path))
         build = [*tools.cc, c_path, s_path, *objs, "-o", exe]
+        if any(uses_runtime(m.optimized_ir) for m in mods):  # parallel loops: Halide's runtime, threads
+            build[-2:-2] = [str(runtime_object(target.name)), "-lpthread"]
         p = subprocess.run(build, check=False, capture_output=True, text=True, cwd=d)
         if p.returncode != 0:
             raise RunError(f"building the {target.name} harness failed:\n$ {' '.join(build)}\n{p.stderr}")

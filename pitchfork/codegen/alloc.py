@@ -212,6 +212,10 @@ class AllocMixin:
     def _fail(self, code: int) -> None:
         """Leave the kernel with `code` in the error slot, freeing the live heap buffers first."""
         self.b.store(ir.Constant(I32, code), self.b.bitcast(self.err, ir.PointerType(I32)))
+        self._leave_freeing_heap()
+
+    def _leave_freeing_heap(self) -> None:
+        """Free the live heap buffers (innermost first) and branch to the exit."""
         if self._heap_live:
             _, hfree = heap_functions(self.module, word_type(self.target))
             for mem in reversed(self._heap_live):

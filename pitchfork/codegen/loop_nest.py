@@ -17,7 +17,8 @@ pass (pitchfork/frontend/capture.py), parsed by pitchfork/frontend/stmt.py. This
 * selects instructions for every vector expression (pitchfork.selection.lower.select_instructions, isel
   pitchfork or llvm) and emits them with pitchfork.codegen.expr; scalar expressions (indices, bounds)
   are emitted with the same exact semantics, without lifting;
-* emits loops (serial; Halide's parallel/unrolled loops run serially), lets, dense vector
+* emits loops (serial; unrolled loops as serial ones; parallel loops as Halide's task functions
+  run by its runtime's `halide_do_par_for`, codegen_parallel.py), lets, dense vector
   loads/stores (with the alignment Halide's `aligned(m, r)` and the base pointer prove; scoped-alias
   metadata per buffer; `inbounds` addressing; scalar index arithmetic with `nsw`, see scalars.py), gathers/scatters for other indices (lane loops), predicated loads and
   stores (TailStrategy Predicate*/GuardWithIf tails: llvm.masked.load/store, or lane loops that skip
@@ -62,6 +63,7 @@ from pitchfork.codegen.lut import LutMixin
 from pitchfork.codegen.span import SpanMixin
 from pitchfork.codegen.hvx_accumulate import start_from_fresh
 from pitchfork.codegen.memory import LoopFrame, MemoryMixin, clamped_ramp
+from pitchfork.codegen.parallel import THREADED_TARGETS, ParallelMixin
 from pitchfork.codegen.reduce import REDUCE_OPS, split_reduce
 from pitchfork.frontend.htypes import HType
 from pitchfork.codegen.scalars import ScalarEmitter
@@ -83,9 +85,12 @@ if TYPE_CHECKING:
 NO_BUILTINS: tuple[str, ...] = ("memcpy",)  # every target
 
 
-class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
-    def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline") -> None:
+class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixin):
+    def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline",
+                 unavailable: frozenset[str] = frozenset()) -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
+        #: target instructions the target's features lack (pitchfork/targets/target_strings.py: no rule selects them)
+        self.unavailable = unavailable
         self.module = ir.Module(name=name)
         self.stats = Stats()
         self._sel_cache: dict[Term, Selection] = {}
@@ -268,8 +273,15 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
         self.b.position_at_end(after)
 
     def _s_For(self, s: H.For) -> None:
-        if s.device_api:
+        if s.device_api and not (s.device_api == "Hexagon" and self.target == "hvx128"):
+            # (`.hexagon()` on hvx128: we compile for the Hexagon core itself, so the offloaded
+            # loop, `for<Hexagon> (f.s0.__outermost, 0, 1)`, is compiled in place)
             raise Unsupported(f"loop {s.name} offloaded to {s.device_api}", s)
+        if s.kind == "parallel":
+            if self.target in THREADED_TARGETS:
+                self._parallel_for(s, self.scalar(s.min, s), self.scalar(s.extent, s))
+                return
+            self._serial_note(s)
         lifted = hoist_allocations(s) if self.target == "arm64" else None
         if lifted is not None:
             self.stmt_(lifted)
@@ -463,7 +475,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin):
             return hit.final
         from pitchfork.selection.lower import select_instructions
 
-        sel = select_instructions(term, self.target, self.isel, self._streams(term))
+        sel = select_instructions(term, self.target, self.isel, self._streams(term), self.unavailable)
         self.selections.append((node, sel))
         self.stats.vector_exprs += 1
         self.stats.selection_seconds += sel.seconds

@@ -3,6 +3,7 @@
     pitchfork compile my_gen.py:Sobel --target arm64 -o out/            # out/sobel.{o,a,h,ll,s}
     pitchfork compile my_gen.py --target hvx128 --isel llvm -p lanes=64 -o out/
     pitchfork compile mypkg.gens:Blur --target x86-avx2 -p input.type=uint16 --name blur_u16 -o out/
+    pitchfork compile gen.py -g blur -o out -e static_library,c_header -f blur_pf target=arm-64-linux-arm_dot_prod lanes=32
 
 The generator is named `FILE.py[:CLASS]` or `MODULE[:CLASS]`; CLASS is the Python class name or the
 registered generator name and may be left out when the file defines one generator. `-p NAME=VALUE`
@@ -15,6 +16,15 @@ it says why and writes Halide's own outputs instead (exit status 0; 3 with --no-
 status (docs/ERRORS.md): 2 bad usage, 4 a file that cannot be read or written (the generator, -o),
 6 a generator that does not load or build, a bad GeneratorParam, or a pipeline Halide rejects
 (`-p lanes=-4`, a GPU schedule) or that has extern stages.
+
+Halide's generator command line (what `hl.main()` takes) works too: `-g NAME` (the generator's
+registered name), `-f FUNCTION_NAME`, `-n FILE_BASE_NAME`, `-o DIR`, `-e` with Halide's output names
+(static_library, c_header or h, object or o, assembly, llvm_assembly; without -e and with -g:
+static_library and c_header, as Halide's default), and after the options `target=TARGET` and
+`NAME=VALUE` GeneratorParams. `--target` / `target=` take short names (x86-avx2, arm64, hvx128) or
+Halide target strings (`x86-64-linux-avx2-fma`, `arm-64-linux-arm_dot_prod`,
+`hexagon-32-noos-hvx-hvx_128-hvx_v66`, `host`; pitchfork/targets/target_strings.py). Other Halide outputs
+(stmt, bitcode, registration, ...) and several targets are refused in one line.
 """
 
 from __future__ import annotations
@@ -29,18 +39,29 @@ NAME = "compile"
 HELP = "compile a Halide generator (file.py:Class) to an object file, LLVM IR and assembly"
 
 TARGETS = ("x86-avx2", "arm64", "hvx128")
+#: this command takes the words argparse leaves (Halide's `target=...` and `NAME=VALUE`)
+EXTRA_ARGS = True
+#: Halide's `-e` output names -> ours
+HALIDE_EMIT = {"static_library": "a", "c_header": "h", "h": "h", "object": "o", "o": "o", "assembly": "s",
+               "llvm_assembly": "ll", "a": "a", "s": "s", "ll": "ll"}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("generator", help="FILE.py[:CLASS] or MODULE[:CLASS] (CLASS: class or generator name)")
-    p.add_argument("--target", "-t", default="x86-avx2", choices=TARGETS, help="target ISA (default x86-avx2)")
+    p.add_argument("--target", "-t", default=None,
+                   help="x86-avx2 (default), arm64, hvx128 or a Halide target string (arm-64-linux-arm_dot_prod, host, ...)")
+    p.add_argument("-g", dest="generator_name", metavar="GENERATOR_NAME",
+                   help="the generator's registered name (Halide's -g; same as FILE.py:NAME)")
+    p.add_argument("-n", dest="file_base", metavar="FILE_BASE_NAME", help="output file base name (default: the function name)")
     p.add_argument("--isel", choices=("pitchfork", "llvm"), default="pitchfork",
                    help="pitchfork: lift to FPIR + per-ISA rules; llvm: LLVM's own selection (baseline)")
     p.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                    help="set a GeneratorParam (repeatable), e.g. -p lanes=32 -p input.type=uint16")
     p.add_argument("-o", "--output-dir", default=".", metavar="DIR", help="where to write the files (default .)")
-    p.add_argument("--name", help="function (and file) name (default: the registered generator name)")
-    p.add_argument("--emit", default="o,a,h,ll,s", help="comma-separated outputs among o, a, h, ll, s (default all)")
+    p.add_argument("--name", "-f", help="function (and file) name (default: the registered generator name)")
+    p.add_argument("--emit", "-e", default=None,
+                   help="comma-separated outputs among o, a, h, ll, s or Halide's names (static_library, c_header, "
+                        "object, assembly, llvm_assembly); default all (with -g: static_library,c_header)")
     p.add_argument("--no-fallback", action="store_true",
                    help="fail (exit 3) instead of falling back to Halide's compiler")
     p.add_argument("--rules", action="store_true", help="list every rule fired with its count")
@@ -64,26 +85,66 @@ def _params(items: list[str]) -> dict[str, str]:
     return out
 
 
-def run(args: argparse.Namespace) -> int:
-    from pitchfork.errors import EXIT_UNSUPPORTED, InputFileError, UsageError
-    from pitchfork.api import FALLBACK_ERRORS, PitchforkFallbackWarning
-    from pitchfork.aot.abi import AbiError
-    from pitchfork.aot.generator import compile_generator, write_outputs
+def _emit_kinds(emit: str | None, halide_style: bool) -> tuple[str, ...]:
+    from pitchfork.errors import UsageError
 
-    kinds = tuple(k.strip() for k in args.emit.split(",") if k.strip())
-    bad = [k for k in kinds if k not in ("o", "a", "h", "ll", "s")]
-    if bad or not kinds:
-        raise UsageError(f"unknown --emit kinds {bad} (o, a, h, ll, s)")
-    out_dir = Path(args.output_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InputFileError(f"-o {out_dir}: not a directory")
-    path, cls = _split_generator(args.generator)
+    if emit is None:
+        return ("a", "h") if halide_style else ("o", "a", "h", "ll", "s")
+    words = [k.strip() for k in emit.split(",") if k.strip()]
+    bad = [k for k in words if k not in HALIDE_EMIT]
+    if bad or not words:
+        raise UsageError(f"cannot emit {', '.join(bad) or 'nothing'}: choose among static_library, c_header, object, "
+                         "assembly, llvm_assembly (or a, h, o, s, ll)")
+    return tuple(dict.fromkeys(HALIDE_EMIT[k] for k in words))
+
+
+def _settings(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
+    """(target, GeneratorParams) from --target, -p and Halide's trailing `target=...` / `NAME=VALUE`."""
+    from pitchfork.errors import UsageError
+
     try:
         params = _params(args.param)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    target = args.target
+    for word in getattr(args, "extra", []):
+        if word.startswith("-") or "=" not in word:
+            raise UsageError(f"unrecognized argument {word!r} (Halide-style settings are NAME=VALUE)")
+        k, v = (x.strip() for x in word.split("=", 1))
+        if k == "target":
+            if target is not None and target != v:
+                raise UsageError(f"two targets: --target {target} and target={v}")
+            target = v
+        else:
+            params[k] = v
+    if target is not None and "," in target:
+        raise UsageError(f"target={target}: one target at a time (Halide's multi-target libraries are not supported)")
+    return target or "x86-avx2", params
+
+
+def run(args: argparse.Namespace) -> int:
+    from pitchfork.errors import EXIT_UNSUPPORTED, InputFileError, UsageError
+    from pitchfork.api import FALLBACK_ERRORS, PitchforkFallbackWarning
+    from pitchfork.aot.abi import AbiError
+    from pitchfork.codegen.parallel import PitchforkSerialNote
+    from pitchfork.aot.generator import compile_generator, write_outputs
+    from pitchfork.targets.target_strings import parse_target
+
+    kinds = _emit_kinds(args.emit, args.generator_name is not None)
+    out_dir = Path(args.output_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputFileError(f"-o {out_dir}: not a directory")
+    path, cls = _split_generator(args.generator)
+    if args.generator_name is not None:
+        if cls is not None and cls != args.generator_name:
+            raise UsageError(f"two generator names: {args.generator} and -g {args.generator_name}")
+        cls = args.generator_name
+    target, params = _settings(args)
+    args.target = target
+    parse_target(target)  # UsageError naming the bad token or feature, before the generator runs
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PitchforkFallbackWarning)
+        warnings.simplefilter("always", PitchforkSerialNote)
         try:
             prog = compile_generator(path, cls, args.target, args.isel, params, name=args.name,
                                      fallback=not args.no_fallback)
@@ -92,12 +153,12 @@ def run(args: argparse.Namespace) -> int:
                   f"{' '.join(str(e).split())}", file=sys.stderr)
             return EXIT_UNSUPPORTED
     for w in caught:
-        if issubclass(w.category, PitchforkFallbackWarning):
+        if issubclass(w.category, (PitchforkFallbackWarning, PitchforkSerialNote)):
             print(f"warning: {w.message}", file=sys.stderr)
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     try:
-        paths = write_outputs(prog, out_dir, kinds)
+        paths = write_outputs(prog, out_dir, kinds, base=args.file_base)
     except AbiError as e:
         print(f"pitchfork compile: {' '.join(str(e).split())}", file=sys.stderr)
         return EXIT_UNSUPPORTED
@@ -128,4 +189,4 @@ def _report(prog: Any, paths: dict, args: argparse.Namespace) -> None:
     print(f"  capture {st.capture_seconds:.3f} s, selection {st.selection_seconds:.3f} s, "
           f"codegen {st.codegen_seconds:.3f} s, LLVM {st.llvm_seconds:.3f} s")
     if "ll" in paths:
-        print(f"  reproduce: {llc_command(args.target, str(paths['ll']), prog.module.llvm_ir())}")
+        print(f"  reproduce: {llc_command(prog.module.target, str(paths['ll']), prog.module.llvm_ir())}")

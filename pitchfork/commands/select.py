@@ -25,7 +25,8 @@ TARGETS = ("x86-avx2", "arm64", "hvx128")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("expression", nargs="?", help="FPIR / integer expression, e.g. 'absd(a_u8, b_u8)'")
-    p.add_argument("--target", "-t", default="x86-avx2", choices=TARGETS, help="target ISA (default x86-avx2)")
+    p.add_argument("--target", "-t", default="x86-avx2",
+                   help="x86-avx2 (default), arm64, hvx128 or a Halide target string (arm-64-linux, ...)")
     p.add_argument("--lanes", "-n", type=int, default=None,
                    help="vector lanes of the emitted kernel (default: one native register of the "
                         "expression's result element type; for a u1 result, of its widest input type). "
@@ -59,6 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pitchfork.targets.target_strings import parse_target
+
+    parse_target(args.target)  # UsageError naming a bad token or feature: exit 2
     if args.lanes is not None:
         check_lanes(args.lanes, "--lanes")  # UsageError: exit 2
     if args.jobs is not None and args.jobs < 1:

@@ -191,9 +191,11 @@ def _canonical_target(target: object) -> str:
         return str(name)
 
 
-def select_instructions(term: Term, target: str, isel: str = "pitchfork", streams: Optional[Streams] = None) -> Selection:
+def select_instructions(term: Term, target: str, isel: str = "pitchfork", streams: Optional[Streams] = None,
+                        unavailable: frozenset[str] = frozenset()) -> Selection:
     """`term` lifted, lowered for `target` and expanded (isel=llvm: expanded only). `streams` are the
-    frontend's facts about which leaves read one stream of memory (`stream(...)` rule predicates)."""
+    frontend's facts about which leaves read one stream of memory (`stream(...)` rule predicates);
+    `unavailable`: target instructions the target's features lack (no rule producing one is used)."""
     import time
 
     from pitchfork.targets import load_target
@@ -209,7 +211,7 @@ def select_instructions(term: Term, target: str, isel: str = "pitchfork", stream
 
     lw = lifter()
     lifted = lw.rewrite(normalize_shift_constants(term))
-    info = load_target(target)
+    info = load_target(target, unavailable=unavailable)
     rw = Rewriter(info.rules, cost=info.cost, streams=streams)
     lowered = rw.rewrite(lifted)
     final = expand_fpir(lowered, max_bits)

@@ -25,6 +25,7 @@ from fpir.text import parse
 from pitchfork.backend.machine import get_target
 from pitchfork.limits import check_lanes
 from pitchfork.targets import canonical
+from pitchfork.targets.target_strings import machine_target, parse_target
 
 EMITS = ("fpir", "llvm", "asm")
 ISELS = ("pitchfork", "llvm")
@@ -87,14 +88,15 @@ def _select_and_emit(text: str, target: str, lanes: Optional[int], isel: str, em
     try:
         if emit not in EMITS:
             raise ValueError(f"emit must be one of {', '.join(EMITS)}")
-        target = canonical(target)
+        spec = parse_target(target)  # a short name or a Halide target string (its features honoured)
+        target = spec.isa
         term = parse(text)
         if no_overflow or shifts_in_range:
             from fpir.flags import with_halide_overflow
 
             term = with_halide_overflow(term, shifts=shifts_in_range, overflow=no_overflow)
         stage = "select"
-        sel = select_instructions(term, target, isel)
+        sel = select_instructions(term, target, isel, unavailable=spec.unavailable)
         rec.fpir, rec.lowered, rec.final = str(sel.fpir), str(sel.lowered), str(sel.final)
         if rec.lanes is None:
             rec.lanes = natural_lanes(term, target)
@@ -119,7 +121,7 @@ def _compile_group(items: list[tuple[SelectRecord, object]], target: str, isolat
     from pitchfork.backend.machine import compile_module
 
     t0 = time.perf_counter()
-    target = canonical(target)
+    target = machine_target(parse_target(target))  # (the LLVM CPU and features of a Halide target string)
     if len(items) > 1:
         names = [f"{KERNEL}_{j}" for j in range(len(items))]
         texts = [str(m).replace(f'@"{KERNEL}"(', f'@"{name}"(') for (_, m), name in zip(items, names)]

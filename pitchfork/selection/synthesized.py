@@ -142,7 +142,9 @@ def load_rules(path: str | Path, exclude_from: Iterable[str] = ()) -> list[Rule]
     lines = p.read_text().splitlines()
     lines = ["" if (excluded & set(provenance(ln))) or ln.split(":", 1)[0].strip() in gone else ln
              for ln in lines]
-    return parse_rules("\n".join(lines), str(p))
+    from pitchfork.trs.cache import parse_rules_cached
+
+    return parse_rules_cached("\n".join(lines), str(p), parse_rules)
 
 
 def synthesized_files(stem: str) -> list[Path]:

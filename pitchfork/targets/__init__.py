@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -149,18 +150,27 @@ def ordered_target_cost(term: Term) -> tuple[int, int, int, int]:
 
 
 def load_target(name: str, include_synthesized: Optional[bool] = None,
-                exclude_from: Optional[str | Iterable[str]] = None) -> TargetInfo:
+                exclude_from: Optional[str | Iterable[str]] = None,
+                unavailable: frozenset[str] = frozenset()) -> TargetInfo:
     """The target's instruction table, lowering rules (rules/lower/<isa>.rules plus the synthesized
     rules/synthesized/lower_<isa>.rules) and cost. Synthesized rules follow the same switches as
-    lifting (`pitchfork.selection.synthesized.effective`: --no-synthesized, leave-one-out exclusion)."""
+    lifting (`pitchfork.selection.synthesized.effective`: --no-synthesized, leave-one-out exclusion).
+    `unavailable`: target instructions (op names) the target's features lack
+    (pitchfork/targets/target_strings.py); rules whose right side uses one are left out."""
     from pitchfork.selection.synthesized import effective
 
     inc, excl = effective(include_synthesized, exclude_from)
-    return _load_target(canonical(name), inc, excl)
+    return _load_target(canonical(name), inc, excl, frozenset(unavailable))
+
+
+def uses_instruction(rule_rhs: str, ops: Iterable[str]) -> bool:
+    """Whether a rule's right side (text) applies any of the target instructions `ops`."""
+    return any(re.search(rf"(?<![\w.]){re.escape(op)}\(", rule_rhs) for op in ops)
 
 
 @lru_cache(maxsize=None)
-def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[str]) -> TargetInfo:
+def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[str],
+                 unavailable: frozenset[str] = frozenset()) -> TargetInfo:
     from pitchfork.selection.synthesized import SynthConfig, synthesized_rules
     from pitchfork.trs.rules import load_rule_file
 
@@ -169,4 +179,6 @@ def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[s
     path = RULES_DIR / "lower" / f"{stem}.rules"
     rules = load_rule_file(path) if path.exists() else []
     rules += synthesized_rules(f"lower_{stem}", SynthConfig(include_synthesized, exclude_from))
+    if unavailable:
+        rules = [r for r in rules if not uses_instruction(r.rhs, unavailable)]
     return TargetInfo(name, RuleSet(rules), ordered_target_cost if name in ORDERED_SUMS else target_cost)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Hashable, Mapping, Optional, Sequence
 
-import z3
+from fpir.lazy import z3
 
 from fpir.term import Term
 from fpir.text import Raw, _int_value

@@ -73,10 +73,10 @@ def filter_rules(rules: Sequence, text_by_source: dict[str, str], exclude: Optio
 
 def load_filtered(paths: Sequence[str | Path], exclude: Optional[str]) -> list:
     """Every rule of `paths` (in order) minus those learned from `exclude`."""
-    from pitchfork.trs.rules import parse_rules
+    from pitchfork.trs.cache import parse_rules_cached
 
     rules = []
     for p in paths:
         text = Path(p).read_text()
-        rules += filter_rules(parse_rules(text, str(p)), {str(p): text}, exclude)
+        rules += filter_rules(parse_rules_cached(text, str(p)), {str(p): text}, exclude)
     return rules

@@ -235,12 +235,14 @@ def parse_rules(text: str, source: str = "<string>") -> list[Rule]:
 
 
 def load_rule_file(path: str | Path) -> list[Rule]:
-    """Parse a rule file; a file that cannot be read (missing, a directory, not UTF-8) raises
+    """Parse a rule file (through the disk cache of pitchfork/trs/cache.py: a file parsed before loads
+    without lark); a file that cannot be read (missing, a directory, not UTF-8) raises
     pitchfork.errors.InputFileError naming it."""
     from pitchfork.errors import read_text
+    from pitchfork.trs.cache import parse_rules_cached
 
     p = Path(path)
-    return parse_rules(read_text(p, "rule file"), str(p))
+    return parse_rules_cached(read_text(p, "rule file"), str(p), parse_rules)
 
 
 @dataclass

@@ -1,0 +1,137 @@
+"""Parallel scaling on Halide's runtime: one pipeline with a `.parallel()` schedule, on 1 and 2 threads,
+compiled by PITCHFORK (x86 JIT, parallel loop on Halide's thread pool) and by Halide 21 (its JIT).
+
+    python -m benchmarks.parallel_scaling [--size 4096] [--reps 15] [--threads 1,2]
+
+Two worker processes, one per thread count (HL_NUM_THREADS is read once, when a runtime's thread
+pool starts, by our runtime and Halide's JIT alike), each holding both compiled pipelines on the same
+arrays. The parent interleaves them: in every repetition each worker times one call of each
+contender, in a rotated order, so load from other processes hits all four alike. Reported: per
+contender the median time at each thread count and the paired ratio t(1 thread) / t(2 threads)
+(median over repetitions of the ratio of samples taken in the same repetition), and `uptime`'s
+load before and after. Outputs are checked equal to Halide's before timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+
+def build(size: int) -> tuple[Any, Any, Any]:
+    """(output Func, input ImageParam, input array): a 5x5 box filter of u8 pixels through 16-bit
+    sums, rows split in strips of 32 run in parallel, the horizontal pass computed per strip."""
+    import halide as hl
+    import numpy as np
+
+    x, y, yo, yi = hl.vars("x y yo yi")
+    inp = hl.ImageParam(hl.UInt(8), 2, "input")
+    bx = hl.Func("blur_x")
+    bx[x, y] = sum(hl.u16(inp[x + i, y]) for i in range(5))
+    out = hl.Func("blur5")
+    out[x, y] = hl.u8((sum(bx[x, y + j] for j in range(5)) + 12) / 25)
+    out.split(y, yo, yi, 32).parallel(yo).vectorize(x, 32)
+    bx.compute_at(out, yo).vectorize(x, 32)
+    rng = np.random.default_rng(1)
+    return out, inp, rng.integers(0, 256, (size + 4, size + 4), dtype=np.uint8)
+
+
+def worker(size: int) -> None:
+    """Serve 'p' (time PITCHFORK once) / 'h' (Halide once) / 'q' on stdin; one line of JSON each."""
+    import halide as hl
+    import numpy as np
+
+    import pitchfork
+
+    out, inp, arr = build(size)
+    prog = pitchfork.compile(out, [inp], target="x86-avx2", name="blur5", fallback=False)
+    call = prog.prepare(arr, size=[size, size])
+    inp.set(hl.Buffer(arr))
+    hbuf = hl.Buffer(hl.UInt(8), [size, size])
+    out.compile_jit(hl.Target("x86-64-linux-avx-avx2-fma-sse41"))
+    out.realize(hbuf)
+    same = bool(np.array_equal(call()[0], np.asarray(hbuf)))
+    print(json.dumps({"ready": True, "same": same}), flush=True)
+    for line in sys.stdin:
+        cmd = line.strip()
+        if cmd == "q":
+            break
+        t0 = time.perf_counter()
+        if cmd == "p":
+            call()
+        else:
+            out.realize(hbuf)
+        print(json.dumps({"s": time.perf_counter() - t0}), flush=True)
+
+
+def _load() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", type=int, default=4096, help="output width and height (default 4096)")
+    ap.add_argument("--reps", type=int, default=15, help="interleaved repetitions (default 15)")
+    ap.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        worker(args.size)
+        return 0
+    counts = [int(t) for t in args.threads.split(",")]
+    print(f"load before: {_load()}")
+    procs = {}
+    for n in counts:
+        env = dict(os.environ, HL_NUM_THREADS=str(n))
+        procs[n] = subprocess.Popen([sys.executable, "-m", "benchmarks.parallel_scaling", "--worker",
+                                     "--size", str(args.size)], env=env, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, text=True)
+    for n, p in procs.items():
+        hello = json.loads(p.stdout.readline())  # type: ignore[union-attr]
+        if not hello["same"]:
+            print(f"HL_NUM_THREADS={n}: PITCHFORK and Halide outputs differ", file=sys.stderr)
+            return 1
+
+    def ask(n: int, cmd: str) -> float:
+        p = procs[n]
+        p.stdin.write(cmd + "\n")  # type: ignore[union-attr]
+        p.stdin.flush()  # type: ignore[union-attr]
+        return float(json.loads(p.stdout.readline())["s"])  # type: ignore[union-attr]
+
+    slots = [(n, c) for n in counts for c in "ph"]
+    for slot in slots:  # warm-up: thread pools started, caches filled
+        ask(*slot)
+    samples: dict[tuple[int, str], list[float]] = {s: [] for s in slots}
+    for r in range(args.reps):
+        order = slots[r % len(slots):] + slots[:r % len(slots)]
+        for slot in order:
+            samples[slot].append(ask(*slot))
+    for p in procs.values():
+        p.stdin.write("q\n")  # type: ignore[union-attr]
+        p.stdin.close()  # type: ignore[union-attr]
+        p.wait()
+    print(f"load after:  {_load()}")
+    print(f"blur5 {args.size}x{args.size}, {args.reps} interleaved repetitions (median ms)")
+    for c, who in (("p", "PITCHFORK"), ("h", "Halide 21")):
+        times = "  ".join(f"{n} thread{'s' if n > 1 else ''}: {statistics.median(samples[(n, c)]) * 1e3:7.2f}"
+                          for n in counts)
+        line = f"  {who:10s} {times}"
+        if len(counts) == 2:
+            a, b = samples[(counts[0], c)], samples[(counts[1], c)]
+            line += f"   speedup {counts[0]}->{counts[1]}: {statistics.median(x / y for x, y in zip(a, b)):.2f}x"
+        print(line)
+    if len(counts) == 2:
+        for n in counts:
+            ratio = statistics.median(h / p for h, p in zip(samples[(n, "h")], samples[(n, "p")]))
+            print(f"  Halide 21 / PITCHFORK at {n} thread{'s' if n > 1 else ''}: {ratio:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

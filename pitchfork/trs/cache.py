@@ -1,0 +1,120 @@
+"""On-disk cache of parsed rule files, so loading the rules takes milliseconds instead of a lark parse.
+
+`parse_rules_cached(text, source)` returns exactly what `pitchfork.trs.rules.parse_rules(text, source)`
+returns: the first time from the parser (which then stores the result), afterwards from a pickle of
+the parsed `Rule` objects. Rules are plain data (frozen dataclasses of raw syntax trees and patterns,
+no interned terms), so a pickle round trip gives equal objects.
+
+Invariants:
+
+* The key is a SHA-256 of the rule text, its source name (errors and `Rule.location` carry it) and the
+  parser's own version: a hash of the source of every module that decides what a parsed rule is
+  (pitchfork/trs/*.py and fpir/*.py: grammar, op table, type rules) plus the Python version. Any change
+  to a rule file or to the parser gives a new key; a stale entry is never read.
+* Only successful parses are stored; a file with an error is parsed (and reported) every time.
+* The cache lives outside the source tree: `$PITCHFORK_CACHE_DIR`, else `$XDG_CACHE_HOME/pitchfork`,
+  else `~/.cache/pitchfork`. `PITCHFORK_CACHE_DIR=off` turns it off. An unreadable, truncated or corrupt
+  entry is silently parsed again and rewritten; an unwritable directory only means no cache.
+* Entries are written to a temporary file and renamed, so a concurrent reader sees a whole entry or none.
+
+The entries are pickles read back by this process: like __pycache__, the directory must be writable by
+its user only (it is created 0700).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Optional
+
+from fpir.diskcache import cache_dir
+
+#: the number of rule entries kept; older ones are removed when a new one is written
+MAX_ENTRIES = 512
+_FORMAT = b"pitchfork-rules-1\n"
+
+
+@lru_cache(maxsize=1)
+def parser_version() -> str:
+    """A hash of the parser's own source: every module of pitchfork/trs and fpir, and the Python version."""
+    h = hashlib.sha256(repr(sys.version_info[:3]).encode())
+    here = Path(__file__).resolve().parent
+    for d in (here, here.parent.parent / "fpir"):
+        for p in sorted(d.glob("*.py")):
+            h.update(p.name.encode() + b"\0")
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def entry_path(text: str, source: str, kind: str = "rules") -> Optional[Path]:
+    d = cache_dir()
+    if d is None:
+        return None
+    h = hashlib.sha256(_FORMAT)
+    for part in (parser_version(), source, text):
+        h.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return d / kind / f"{h.hexdigest()}.pickle"
+
+
+def load_entry(path: Path) -> Optional[object]:
+    """The object stored at `path`, or None if there is none or it cannot be read back whole."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(_FORMAT):
+        return None
+    try:
+        return pickle.loads(data[len(_FORMAT):])
+    except Exception:  # noqa: BLE001 - any corrupt entry is just a miss
+        return None
+
+
+def store_entry(path: Path, value: object) -> None:
+    """Write `value` at `path` atomically; any failure (read-only disk, no space) is ignored."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pickle")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_FORMAT)
+                pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        _prune(path.parent)
+    except (OSError, pickle.PicklingError, RecursionError):
+        return
+
+
+def _prune(d: Path) -> None:
+    entries = list(d.glob("*.pickle"))
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda p: p.stat().st_mtime)
+    for p in entries[:len(entries) - MAX_ENTRIES]:
+        try:
+            p.unlink()
+        except OSError:
+            pass
+
+
+def parse_rules_cached(text: str, source: str, parse: Optional[Callable[[str, str], list]] = None) -> list:
+    """`parse(text, source)` (default pitchfork.trs.rules.parse_rules), through the disk cache."""
+    if parse is None:
+        from pitchfork.trs.rules import parse_rules as parse
+    path = entry_path(text, source)
+    if path is not None:
+        hit = load_entry(path)
+        if isinstance(hit, list):
+            return hit
+    rules = parse(text, source)
+    if path is not None:
+        store_entry(path, rules)
+    return rules
