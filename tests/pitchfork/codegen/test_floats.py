@@ -17,6 +17,9 @@ from pitchfork.backend.run import tools_available
 
 ISAS = [pytest.param(t, marks=pytest.mark.skipif(not tools_available(t), reason=f"no toolchain for {t}"))
         for t in ("x86-avx2", "arm64", "hvx128")]
+#: the same, hvx128 in the extended set only (LLVM's Hexagon backend scalarises float vectors: the
+#: exp/log polynomials of test_vector_float_ops take it minutes; the strict test covers hvx128 in CI)
+ISAS_HVX_EXTENDED = [*ISAS[:2], pytest.param("hvx128", marks=[*ISAS[2].marks, pytest.mark.extended])]
 
 
 def _halide(out: hl.Func, args: list, values: list, size: list[int]) -> np.ndarray:
@@ -55,7 +58,7 @@ def _float_ops(target: str) -> tuple[hl.Func, list]:
     return out, [inp, pix, w]
 
 
-@pytest.mark.parametrize("target", ISAS)
+@pytest.mark.parametrize("target", ISAS_HVX_EXTENDED)
 def test_vector_float_ops_match_halide(target: str) -> None:
     out, args = _float_ops(target)
     prog = _compile(out, args, target)
@@ -89,8 +92,14 @@ def test_scalar_and_float64(target: str) -> None:
     inp = hl.ImageParam(hl.Float(64), 1, "input")
     out = hl.Func("f64_ops")
     out[x] = hl.f32(inp[x] * 0.1 + hl.f64(x)) + hl.f32(hl.floor(inp[x]))  # scalar loop (not vectorized)
-    prog = _compile(out, [inp], target)
     a = np.random.default_rng(5).standard_normal(19) * 100
+    if target == "hvx128":
+        # Hexagon has no double-precision hardware: LLVM calls soft-float routines the bare-metal
+        # harness lacks, so the pipeline is refused at compile time, naming them (link_check.py)
+        with pytest.warns(PitchforkFallbackWarning, match="__hexagon_fast_muldf3"):
+            assert pitchfork.compile(out, [inp], target=target).is_fallback
+        return
+    prog = _compile(out, [inp], target)
     np.testing.assert_allclose(prog(a), _halide(out, [inp], [a], [19]), rtol=1e-6)
 
 
