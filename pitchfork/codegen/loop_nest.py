@@ -111,7 +111,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         #: the serial loops being emitted, outermost first (see MemoryMixin._loop_copy)
         self._loops: list[LoopFrame] = []
         #: `value` leaves: vectors computed in floating point and converted (codegen_expr._float_scalar)
-        self.values: dict[int, ir.Value] = {}  # by id() of the Leaf, which self.leaves keeps alive
+        #: by id() of the Leaf (which self.leaves keeps alive): (function it was emitted in, value,
+        #: how to emit it again elsewhere)
+        self.values: dict[int, tuple[ir.Function, ir.Value, Callable[[], ir.Value]]] = {}
         #: a strict_float target: no fast-math flags on any float instruction (codegen_float.py); else
         #: only Halide's `strict_*` ops (hl.strict_float(e)) are strict, as in Halide's own module
         self.strict_float = is_strict(captured.target)
@@ -258,18 +260,18 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         else_b = self.fn.append_basic_block("else") if s.else_case is not None else None
         after = self.fn.append_basic_block("endif")
         self.b.cbranch(c, then_b, else_b or after)
-        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers))
+        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers), dict(self.fscalars))
         self.b.position_at_end(then_b)
         self.stmt_(s.then_case)
         if not self.b.block.is_terminated:
             self.b.branch(after)
-        self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+        self.scalars, self.vlets, self.buffers, self.fscalars = (dict(x) for x in saved)
         if else_b is not None:
             self.b.position_at_end(else_b)
             self.stmt_(s.else_case)  # type: ignore[arg-type]
             if not self.b.block.is_terminated:
                 self.b.branch(after)
-            self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+            self.scalars, self.vlets, self.buffers, self.fscalars = (dict(x) for x in saved)
         self.b.position_at_end(after)
 
     def _s_For(self, s: H.For) -> None:
@@ -301,12 +303,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         iv.add_incoming(lo, pre)
         self.b.branch(body)
         self.b.position_at_end(body)
-        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers))
+        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers), dict(self.fscalars))
         self.scalars[s.name] = (iv, i32)
         self._loops.append(LoopFrame(pre, head, body, len(self.fn.blocks)))
         self.stmt_(s.body)
         self._loops.pop()
-        self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+        self.scalars, self.vlets, self.buffers, self.fscalars = (dict(x) for x in saved)
         if not self.b.block.is_terminated:
             nxt = self.b.add(iv, ir.Constant(ir.IntType(32), 1), flags=["nsw"])
             iv.add_incoming(nxt, self.b.block)
@@ -595,7 +597,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             assert isinstance(e, H.VectorReduce)
             return self._reduce(e, leaf, node)
         if leaf.kind == "value":  # emitted when its expression was converted (codegen_expr._float_scalar)
-            return self.values[id(leaf)]
+            fn, v, again = self.values[id(leaf)]
+            return v if fn is self.fn else again()
         raise Unsupported(f"vector leaf {leaf.kind}", node)
 
     def _hvx_interleave(self, regs: list[ir.Value]) -> ir.Value:

@@ -43,6 +43,8 @@ class ExprConverter:
     def __init__(self, cg: LoopNestCodegen, node: H.Node, leaves: dict[str, Leaf]) -> None:
         self.cg, self.node, self.leaves = cg, node, leaves
         self.lets: dict[str, Term] = {}
+        #: float Let expressions in scope (name, value), innermost last (see _float_scalar)
+        self.flets: list[tuple[str, H.Expr]] = []
 
     def leaf(self, kind: str, e: H.Expr) -> Term:
         st = fpir_type(e.type.elem, self.node)
@@ -96,11 +98,20 @@ class ExprConverter:
         floats): emitted now (codegen_float.py) and used as a variable: a scalar name, or for a vector
         a `value` leaf holding the emitted vector, so the integer code around it is still selected."""
         st = fpir_type(e.type.elem, self.node)
-        v = convert(FloatEmitter(self.cg, self.node, self.lets), st)
+        lets, flets = dict(self.lets), list(self.flets)
+        v = convert(FloatEmitter(self.cg, self.node, lets), st)
+
+        def again() -> ir.Value:  # the float lets of the expression in scope, then the value
+            for n, fv in flets:
+                self.cg.fscalars[n] = FloatEmitter(self.cg, self.node, lets).emit(fv)
+            return convert(FloatEmitter(self.cg, self.node, lets), st)
+
         if e.type.is_vector:
             name = f"fvalue{next(self.cg._leaf_ids)}"
             leaf = self.leaves[name] = Leaf("value", e, e.type.lanes, st)
-            self.cg.values[id(leaf)] = v
+            # emitted here, which dominates every use in this function; a use in another function
+            # (a parallel loop's task, emitted from the same vector let) computes it again there
+            self.cg.values[id(leaf)] = (self.cg.fn, v, again)
             return var(name, st)
         name = f"fconv{next(self.cg._leaf_ids)}"
         self.cg.scalars[name] = (v, st)
@@ -142,7 +153,12 @@ class ExprConverter:
     def _e_Let(self, e: H.Let) -> Term:
         if e.value.type.is_float:  # a float value: emitted now, used by the float code of the body
             self.cg.fscalars[e.name] = FloatEmitter(self.cg, self.node, self.lets).emit(e.value)
-            return self.go(e.body)
+            self.flets.append((e.name, e.value))
+            try:
+                return self.go(e.body)
+            finally:  # out of scope (a later parallel loop's closure must not capture it)
+                self.flets.pop()
+                self.cg.fscalars.pop(e.name, None)
         saved = dict(self.lets)
         self.lets[e.name] = self.go(e.value)
         try:

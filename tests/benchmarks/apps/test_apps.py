@@ -16,9 +16,10 @@ from benchmarks.apps.common import halide_realize
 from pitchfork.api import PitchforkFallbackWarning
 from pitchfork.backend.run import tools_available
 
-#: (app, isa) pairs kept out of CI for time (the Hexagon backend scalarises float vectors: minutes
-#: of LLVM work each); run with --extended
-SLOW = {("interpolate", "hvx128"), ("bilateral_grid", "hvx128"), ("local_laplacian", "hvx128")}
+#: (app, isa) pairs kept out of CI for time, run with --extended: the Hexagon backend scalarises float
+#: vectors (minutes of LLVM work each), and the two deepest float apps cost arm64 a minute each
+SLOW = {("interpolate", "hvx128"), ("bilateral_grid", "hvx128"), ("local_laplacian", "hvx128"),
+        ("interpolate", "arm64"), ("local_laplacian", "arm64")}
 
 
 def _cases() -> list:
@@ -52,7 +53,8 @@ def test_app_compiles_and_matches_halide(name: str, isa: str) -> None:
         assert np.abs(ours.astype(np.float64) - ref.astype(np.float64)).max() <= app.tolerance
 
 
-@pytest.mark.parametrize("name", ["bilateral_grid", "interpolate", "local_laplacian"])
+@pytest.mark.parametrize("name", ["bilateral_grid", pytest.param("interpolate", marks=pytest.mark.extended),
+                                  pytest.param("local_laplacian", marks=pytest.mark.extended)])
 def test_float_app_bit_exact_under_strict_float(name: str) -> None:
     """With Halide's strict_float target feature (no fast-math flags, in Halide's module as in ours),
     the float apps match Halide's realize bit for bit."""
