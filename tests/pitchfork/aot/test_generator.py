@@ -57,6 +57,8 @@ class Brighten:
         self.output.vectorize(x, 8)
 '''
 
+FLOAT16_GEN = FLOAT_GEN.replace("brighten_f32", "brighten_f16").replace("hl.f32(", "hl.cast(hl.Float(16), ")
+
 TWO_GENS = '''
 import halide as hl
 
@@ -210,10 +212,20 @@ def test_two_generators_need_a_name_and_reload_after_edit(tmp_path: Path) -> Non
     assert np.array_equal(out, np.arange(16, dtype=np.uint8) + 5)
 
 
-def test_float_generator_falls_back(tmp_path: Path) -> None:
+def test_float32_generator_compiles(tmp_path: Path) -> None:
     path = tmp_path / "gen_float.py"
     path.write_text(FLOAT_GEN)
-    with pytest.warns(PitchforkFallbackWarning, match="float32"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PitchforkFallbackWarning)
+        prog = compile_generator(path, None, "x86-avx2", fallback=False)
+    a = np.arange(40, dtype=np.uint8).reshape(2, 20) * 6
+    assert np.array_equal(prog(a), np.minimum(a.astype(np.float32) * 1.5, 255).astype(np.uint8))
+
+
+def test_float16_generator_falls_back(tmp_path: Path) -> None:
+    path = tmp_path / "gen_float16.py"
+    path.write_text(FLOAT16_GEN)
+    with pytest.warns(PitchforkFallbackWarning, match="float16"):
         prog = compile_generator(path, None, "x86-avx2")
     a = np.arange(40, dtype=np.uint8).reshape(2, 20) * 6
     assert np.array_equal(prog(a), np.minimum(a.astype(np.float32) * 1.5, 255).astype(np.uint8))
