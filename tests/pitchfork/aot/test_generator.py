@@ -339,17 +339,17 @@ def test_cli_params_isel_name_rules(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_cli_fallback_warns_and_writes_halide_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    gen = tmp_path / "gen_float.py"
-    gen.write_text(FLOAT_GEN)
+    gen = tmp_path / "gen_float16.py"
+    gen.write_text(FLOAT16_GEN)
     rc = cli_main(["compile", str(gen), "-o", str(tmp_path / "out")])
     out = capsys.readouterr()
     assert rc == 0
-    assert "warning: PITCHFORK cannot compile brighten_f32" in out.err and "float32" in out.err
+    assert "warning: PITCHFORK cannot compile brighten_f16" in out.err and "float16" in out.err
     assert "fallback reason:" in out.out
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {f"brighten_f32.{k}" for k in ("o", "a", "h", "ll", "s")}
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {f"brighten_f16.{k}" for k in ("o", "a", "h", "ll", "s")}
     rc = cli_main(["compile", str(gen), "--no-fallback", "-o", str(tmp_path / "out2")])
     out = capsys.readouterr()
-    assert rc == 3 and "float32" in out.err and not (tmp_path / "out2").exists()
+    assert rc == 3 and "float16" in out.err and not (tmp_path / "out2").exists()
 
 
 @pytest.mark.parametrize(("argv", "code", "message"), [
