@@ -104,6 +104,8 @@ class RunReport:
     census: dict[str, dict[str, int]] = field(default_factory=dict)
     #: stage -> the rule-set digest its tasks were planned against (synth/rulesnap.py)
     rules: dict[str, str] = field(default_factory=dict)
+    #: ISA -> source -> the whole expressions of the corpus (what the census and bring-up judge on)
+    inputs: dict[str, dict[str, list[Term]]] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -457,6 +459,7 @@ def run(opts: Options) -> RunReport:
     cache = Cache(opts.cache_dir)
     t0 = time.perf_counter()
     inputs = capture(opts, cache, report)
+    report.inputs = inputs
     corpus = Corpus()
     for source, terms in _merged(inputs).items():
         for t in terms:

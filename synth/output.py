@@ -33,7 +33,7 @@ from pitchfork.trs.rules import Rule, RuleFileError, RuleSet, parse_rule, parse_
 from synth.verify import verify_rule
 
 LEVEL_ORDER = {"polymorphic": 0, "signed-fixed": 1, "width-capped": 2, "monomorphic": 3}
-CONST_ORDER = {"symbolic": 0, "none": 0, "ranged": 1, "pinned": 2}
+CONST_ORDER = {"symbolic": 0, "none": 0, "related": 1, "ranged": 1, "pinned": 2}
 VERIFY_RLIMIT = 60_000_000  # Z3 resource units per query (synth.verify), not milliseconds
 
 

@@ -54,6 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    f"PNGs go (default ./{DEFAULT_OUT_NAME} in the current directory)")
     p.add_argument("--write-results", action="store_true",
                    help="write into benchmarks/ (refresh the committed RESULTS.md, results.json and plots)")
+    p.add_argument("--engine", choices=("greedy", "egraph"), default="greedy",
+                   help="lifting engine of isel=pitchfork (default greedy; egraph: pitchfork/selection/egraph)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per benchmark x ISA worker")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--baseline", metavar="RESULTS_JSON", default=None,
@@ -77,6 +79,8 @@ def command_line(args: argparse.Namespace, prog: str = "pitchfork bench") -> str
         parts += ["--static-size", args.static_size]
     if args.exclude_rules_from != "self":
         parts += ["--exclude-rules-from", args.exclude_rules_from]
+    if getattr(args, "engine", "greedy") != "greedy":
+        parts += ["--engine", args.engine]
     if getattr(args, "write_results", False):
         parts.append("--write-results")
     elif args.output_dir is not None:
@@ -311,7 +315,7 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
             excl = None if args.exclude_rules_from == "none" else args.exclude_rules_from
             job = {"bench": b, "isa": isa, "quick": bool(args.quick), "reps": reps, "seed": args.seed,
                    "static_size": "quick" if args.quick else args.static_size, "param_set": pi,
-                   "exclude_rules_from": b if excl == "self" else excl}
+                   "exclude_rules_from": b if excl == "self" else excl, "engine": getattr(args, "engine", "greedy")}
             got = run_worker(job, args.timeout, on_progress)
             rows += got
             bad = [r for r in got if r["status"] != "ok"]

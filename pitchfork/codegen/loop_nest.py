@@ -63,7 +63,7 @@ from pitchfork.codegen.lut import LutMixin
 from pitchfork.codegen.span import SpanMixin
 from pitchfork.codegen.hvx_accumulate import start_from_fresh
 from pitchfork.codegen.memory import LoopFrame, MemoryMixin, clamped_ramp
-from pitchfork.codegen.parallel import THREADED_TARGETS, ParallelMixin
+from pitchfork.codegen.parallel import THREADED_TARGETS, ParallelMixin, refuse_async
 from pitchfork.codegen.reduce import REDUCE_OPS, split_reduce
 from pitchfork.frontend.htypes import HType
 from pitchfork.codegen.scalars import ScalarEmitter
@@ -117,9 +117,15 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         #: a strict_float target: no fast-math flags on any float instruction (codegen_float.py); else
         #: only Halide's `strict_*` ops (hl.strict_float(e)) are strict, as in Halide's own module
         self.strict_float = is_strict(captured.target)
+        #: semaphores (`struct halide_semaphore_t *` lets of async producers) by name, and the task
+        #: system's parent argument of the task function being emitted (None outside one): parallel.py
+        self.handles: dict[str, ir.Value] = {}
+        self.task_parent: Optional[ir.Value] = None
 
     # ---- function and arguments ------------------------------------------------------------
     def build(self) -> ir.Function:
+        if self.target not in THREADED_TARGETS:
+            refuse_async(self.stmt)  # (no runtime threads to run producer and consumer on)
         ptr = ir.PointerType(ir.IntType(8))
         arg_types: list[ir.Type] = [ptr]
         layout: list[tuple[str, str, int, HType]] = []
@@ -222,6 +228,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                 buf = self._buffer_of(value.args[0], node)
                 self.buffers[name] = buf
                 return
+            if self._bind_semaphore(name, value):  # (struct halide_semaphore_t *)alloca(16): parallel.py
+                return
             raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
         if t.is_float:  # scalar or vector: emitted here, where Halide's let is
             self.fscalars[name] = FloatEmitter(self, node).emit(value)
@@ -322,6 +330,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
     def _s_Evaluate(self, s: H.Evaluate) -> None:
         v = s.value
         if isinstance(v, H.IntImm):
+            return
+        if self._semaphore_call(v, s):  # halide_semaphore_init / _release (parallel.py)
             return
         raise Unsupported(f"evaluated call {_show(v)}", s)
 

@@ -18,7 +18,8 @@ status (docs/ERRORS.md): 2 bad usage, 4 a file that cannot be read or written (t
 (`-p lanes=-4`, a GPU schedule) or that has extern stages.
 
 Halide's generator command line (what `hl.main()` takes) works too: `-g NAME` (the generator's
-registered name), `-f FUNCTION_NAME`, `-n FILE_BASE_NAME`, `-o DIR`, `-e` with Halide's output names
+registered name), `-f FUNCTION_NAME`, `-n FILE_BASE_NAME`, `-o DIR`, `-r RUNTIME_NAME` (Halide's
+standalone runtime for the target, with or without a generator), `-e` with Halide's output names
 (static_library, c_header or h, object or o, assembly, llvm_assembly; without -e and with -g:
 static_library and c_header, as Halide's default), and after the options `target=TARGET` and
 `NAME=VALUE` GeneratorParams. `--target` / `target=` take short names (x86-avx2, arm64, hvx128) or
@@ -47,11 +48,15 @@ HALIDE_EMIT = {"static_library": "a", "c_header": "h", "h": "h", "object": "o", 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("generator", help="FILE.py[:CLASS] or MODULE[:CLASS] (CLASS: class or generator name)")
+    p.add_argument("generator", nargs="?",
+                   help="FILE.py[:CLASS] or MODULE[:CLASS] (CLASS: class or generator name)")
     p.add_argument("--target", "-t", default=None,
                    help="x86-avx2 (default), arm64, hvx128 or a Halide target string (arm-64-linux-arm_dot_prod, host, ...)")
     p.add_argument("-g", dest="generator_name", metavar="GENERATOR_NAME",
                    help="the generator's registered name (Halide's -g; same as FILE.py:NAME)")
+    p.add_argument("-r", dest="runtime_name", metavar="RUNTIME_NAME",
+                   help="also (or only) write Halide's standalone runtime for the target, RUNTIME_NAME.a / .o "
+                        "(Halide's -r; honours -e static_library / object)")
     p.add_argument("-n", dest="file_base", metavar="FILE_BASE_NAME", help="output file base name (default: the function name)")
     p.add_argument("--isel", choices=("pitchfork", "llvm"), default="pitchfork",
                    help="pitchfork: lift to FPIR + per-ISA rules; llvm: LLVM's own selection (baseline)")
@@ -98,6 +103,28 @@ def _emit_kinds(emit: str | None, halide_style: bool) -> tuple[str, ...]:
     return tuple(dict.fromkeys(HALIDE_EMIT[k] for k in words))
 
 
+def _write_runtime(name: str, halide_target: str, kinds: tuple[str, ...], out_dir: Path) -> None:
+    """Halide's standalone runtime for `halide_target` as `<name>.a` and/or `<name>.o` (Halide's -r:
+    only static_library and object are honoured; static_library when neither is asked for)."""
+    import re
+
+    import halide as hl
+
+    from pitchfork.errors import InputFileError, UsageError
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise UsageError(f"-r {name!r}: not a C identifier")
+    want = [k for k in kinds if k in ("a", "o")] or ["a"]
+    types = {"a": hl.OutputFileType.static_library, "o": hl.OutputFileType.object}
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputFileError(f"cannot write to {out_dir}: {e.strerror or e}") from None
+    hl.compile_standalone_runtime({types[k]: str(out_dir / f"{name}.{k}") for k in want}, hl.Target(halide_target))
+    for k in want:
+        print(f"{name}: Halide's runtime for {halide_target}: wrote {out_dir / f'{name}.{k}'}")
+
+
 def _settings(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     """(target, GeneratorParams) from --target, -p and Halide's trailing `target=...` / `NAME=VALUE`."""
     from pitchfork.errors import UsageError
@@ -130,10 +157,21 @@ def run(args: argparse.Namespace) -> int:
     from pitchfork.aot.generator import compile_generator, write_outputs
     from pitchfork.targets.target_strings import parse_target
 
-    kinds = _emit_kinds(args.emit, args.generator_name is not None)
+    if args.generator is not None and "=" in args.generator and not Path(args.generator).exists():
+        # `pitchfork compile -r rt -o out target=host`: the first KEY=VALUE word took the generator's place
+        args.extra = [args.generator, *getattr(args, "extra", [])]
+        args.generator = None
+    kinds = _emit_kinds(args.emit, args.generator_name is not None or args.runtime_name is not None)
     out_dir = Path(args.output_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputFileError(f"-o {out_dir}: not a directory")
+    if args.runtime_name is not None:
+        target, _ = _settings(args)
+        _write_runtime(args.runtime_name, parse_target(target).halide, kinds, out_dir)
+        if args.generator is None:
+            return 0
+    if args.generator is None:
+        raise UsageError("name a generator (FILE.py[:CLASS] or MODULE[:CLASS]) or a runtime (-r RUNTIME_NAME)")
     path, cls = _split_generator(args.generator)
     if args.generator_name is not None:
         if cls is not None and cls != args.generator_name:

@@ -4,6 +4,7 @@
     pitchfork lift --trace "..."                                   # rules fired: name, before, after
     pitchfork lift --batch exprs.txt > lifted.jsonl                # one JSON object per input line
     pitchfork lift --stats "..."                                   # rewrites, time, rewrites/s
+    pitchfork lift --engine egraph [--explain] "..."               # equality saturation (pitchfork/selection/egraph)
 
 In batch mode every non-blank line that is not a `#` comment is one expression; each gives one line
 `{"input", "lifted", "rules", "error"}`. A line that fails (syntax or type error, bytes that are not
@@ -41,6 +42,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="Halide's shift rule: mark every shl/shr `inrange` (the amount is below the lane width, "
                         "as the Halide frontend states) so rules that need it apply; without it only "
                         "`shl.inrange(...)` text has it")
+    p.add_argument("--engine", choices=("greedy", "egraph"), default="greedy",
+                   help="greedy TRS (default) or equality saturation on egglog, never worse than greedy")
+    p.add_argument("--explain", action="store_true",
+                   help="with --engine egraph: print the equivalences and rules that led to the result")
     p.add_argument("--allow-errors", action="store_true",
                    help="batch: exit 0 even when some lines failed (their errors are still reported)")
 
@@ -52,8 +57,9 @@ def _rules(args: argparse.Namespace) -> Any:
     return RuleSet.from_files(args.rules) if args.rules else lift_rules()
 
 
-def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>", line: int = 1,
-              indent: int = 0, no_overflow: bool = False, shifts_in_range: bool = False) -> dict[str, Any]:
+def lift_line(text: str, rules: Any, trace: bool | str = False, source: str = "<expr>", line: int = 1,
+              indent: int = 0, no_overflow: bool = False, shifts_in_range: bool = False,
+              engine: str = "greedy") -> dict[str, Any]:
     """Lift one expression; never raises: errors are reported in the result (located at
     source:line:column for a batch file's line `line`)."""
     from fpir.text import FPIRSyntaxError
@@ -71,6 +77,14 @@ def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>"
             from fpir.flags import with_halide_overflow
 
             term = with_halide_overflow(term, shifts=shifts_in_range, overflow=no_overflow)
+        if engine == "egraph":
+            from pitchfork.selection.egraph.engine import lift_egraph
+
+            res = lift_egraph(term, rules)
+            out["lifted"], out["engine"], out["note"] = str(res.term), res.source, res.note
+            out["rules"] = sorted(set(res.fired) | set(res.greedy_fired))
+            out["_egraph"] = res
+            return out
         lifted, stats = lift_with_stats(term, rules, trace=trace)
     except FPIRSyntaxError as e:
         col = e.column + indent if e.line <= 1 else e.column
@@ -93,9 +107,10 @@ def _batch(args: argparse.Namespace, rules: Any, src: TextIO, sink: TextIO) -> i
         text = line.strip()
         if not text or text.startswith("#"):
             continue
-        r = lift_line(text, rules, trace=True, source=name, line=lineno, indent=len(line) - len(line.lstrip()),
+        r = lift_line(text, rules, trace="names", source=name, line=lineno, indent=len(line) - len(line.lstrip()),
                       no_overflow=args.assume_no_overflow,
-                      shifts_in_range=args.assume_shifts_in_range)
+                      shifts_in_range=args.assume_shifts_in_range, engine=args.engine)
+        r.pop("_egraph", None)
         stats = r.pop("_stats", None)
         if stats is not None:
             rewrites += stats.rewrites
@@ -143,12 +158,25 @@ def run(args: argparse.Namespace) -> int:
 
 def _single(args: argparse.Namespace, rules: Any, sink: TextIO) -> int:
     t0 = time.perf_counter()
+    if args.explain and args.engine != "egraph":
+        raise UsageError("--explain needs --engine egraph")
     r = lift_line(args.expr, rules, trace=args.trace, no_overflow=args.assume_no_overflow,
-                      shifts_in_range=args.assume_shifts_in_range)
+                  shifts_in_range=args.assume_shifts_in_range, engine=args.engine)
     seconds = time.perf_counter() - t0
     if r["error"] is not None:
         print(f"pitchfork lift: {r['error']}", file=sys.stderr)
         return EXIT_INPUT
+    if args.engine == "egraph":
+        from pitchfork.selection.egraph.engine import explain
+
+        sink.write(r["lifted"] + "\n")
+        if r.get("note"):
+            print(f"pitchfork lift: note: {r['note']}", file=sys.stderr)
+        if args.explain:
+            print("\n".join(explain(r["_egraph"])), file=sys.stderr)
+        if args.stats:
+            print(f"end to end (parse + lift + print): {seconds * 1e3:.3f} ms", file=sys.stderr)
+        return 0
     stats: Any | None = r.get("_stats")
     sink.write(r["lifted"] + "\n")
     if args.trace and stats is not None:

@@ -57,9 +57,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-isolate", dest="isolate", action="store_false",
                    help="compile in this process (LLVM aborts the whole process on code it cannot select; "
                         "by default compilation runs in a forked child, so that is a per-line error)")
+    p.add_argument("--engine", choices=("greedy", "egraph"), default="greedy",
+                   help="lifting engine: the greedy TRS (default) or equality saturation on egglog")
 
 
 def run(args: argparse.Namespace) -> int:
+    from pitchfork.selection.lift import lift_engine
+
+    with lift_engine(getattr(args, "engine", "greedy")):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from pitchfork.targets.target_strings import parse_target
 
     parse_target(args.target)  # UsageError naming a bad token or feature: exit 2
@@ -100,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"lifted:   {rec.fpir}")
         print(f"lowered:  {rec.lowered}")
         print(f"final:    {rec.final}")
-        print(f"target:   {args.target}, isel={args.isel}, lanes={rec.lanes}")
+        print(f"target:   {args.target}, isel={args.isel}, lanes={rec.lanes}"
+              + (f", engine={args.engine}" if getattr(args, "engine", "greedy") != "greedy" else ""))
     if rec.error:
         print(f"error:    {rec.error}", file=sys.stderr)
         return EXIT_INPUT

@@ -8,9 +8,11 @@ semantically identical to the input (every rule is verified; see synth/verify.py
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from fpir.ops import make, spec
 from fpir.term import Term
@@ -52,7 +54,7 @@ def _lift_rules(include_synthesized: bool, exclude_from: frozenset[str]) -> Rule
     return RuleSet(rules)
 
 
-def lifter(rules: Optional[RuleSet] = None, trace: bool = False) -> Rewriter:
+def lifter(rules: Optional[RuleSet] = None, trace: bool | str = False) -> Rewriter:
     return Rewriter(rules if rules is not None else lift_rules(), trace=trace)
 
 
@@ -73,11 +75,43 @@ def normalize_shift_constants(term: Term) -> Term:
     return memo[term]
 
 
-def lift(term: Term, rules: Optional[RuleSet] = None) -> Term:
+ENGINES = ("greedy", "egraph")
+_ENGINE: ContextVar[str] = ContextVar("pitchfork_lift_engine", default="greedy")
+
+
+def check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown lifting engine {engine!r} (one of {', '.join(ENGINES)})")
+    return engine
+
+
+@contextmanager
+def lift_engine(engine: str) -> Iterator[None]:
+    """Inside this block, selection (pitchfork.selection.lower.select_instructions, so `pitchfork
+    select` and `pitchfork.compile`) lifts with `engine`."""
+    token = _ENGINE.set(check_engine(engine))
+    try:
+        yield
+    finally:
+        _ENGINE.reset(token)
+
+
+def current_engine() -> str:
+    return _ENGINE.get()
+
+
+def lift(term: Term, rules: Optional[RuleSet] = None, engine: str = "greedy") -> Term:
+    """`engine="egraph"`: equality saturation (pitchfork/selection/egraph), never worse than greedy."""
+    if engine == "egraph":
+        from pitchfork.selection.egraph.engine import lift_egraph
+
+        return lift_egraph(term, rules).term
+    check_engine(engine)
     return lifter(rules).rewrite(normalize_shift_constants(term))
 
 
-def lift_with_stats(term: Term, rules: Optional[RuleSet] = None, trace: bool = False) -> tuple[Term, RewriteStats]:
+def lift_with_stats(term: Term, rules: Optional[RuleSet] = None,
+                    trace: bool | str = False) -> tuple[Term, RewriteStats]:
     rw = lifter(rules, trace)
     out = rw.rewrite(normalize_shift_constants(term))
     return out, rw.stats

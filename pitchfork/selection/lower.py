@@ -207,10 +207,18 @@ def select_instructions(term: Term, target: str, isel: str = "pitchfork", stream
         return Selection(term, term, term, final, seconds=time.perf_counter() - t0)
     if isel != "pitchfork":
         raise ValueError(f"isel must be 'pitchfork' or 'llvm', not {isel!r}")
-    from pitchfork.selection.lift import lifter, normalize_shift_constants
+    from pitchfork.selection.lift import current_engine, lifter, normalize_shift_constants
 
     lw = lifter()
-    lifted = lw.rewrite(normalize_shift_constants(term))
+    if current_engine() == "egraph":  # equality saturation (pitchfork/selection/egraph), never worse than greedy
+        from pitchfork.selection.egraph.engine import SELECTION_BUDGET, lift_egraph
+
+        res = lift_egraph(term, lw.rules, SELECTION_BUDGET)
+        lifted = res.term
+        lw.stats.fired.update(res.greedy_fired)
+        lw.stats.seconds = res.seconds
+    else:
+        lifted = lw.rewrite(normalize_shift_constants(term))
     info = load_target(target, unavailable=unavailable)
     rw = Rewriter(info.rules, cost=info.cost, streams=streams)
     lowered = rw.rewrite(lifted)

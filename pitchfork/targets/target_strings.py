@@ -7,11 +7,14 @@ pipeline is lowered with (`halide`), and what the target's features change:
 
 * `unavailable`: target instructions the features do not provide. Lowering rules whose right side
   uses one are not loaded (pitchfork/targets/__init__.py `load_target`): without `arm_dot_prod` no
-  rule produces udot/sdot; below `hvx_v65`, none produces the instructions the tables mark v65
-  (INSTRUCTION_FEATURES);
+  rule produces udot/sdot; below `hvx_v62` / `hvx_v65`, none produces the instructions the tables
+  mark v62 / v65 (INSTRUCTION_FEATURES);
 * `llvm_cpu` / `llvm_features`: the LLVM target machine (no `+dotprod` without arm_dot_prod, so LLVM
-  does not form udot either; `hexagonv62` ... `hexagonv68` from hvx_v62 ... hvx_v68; x86 `-fma` /
-  `-f16c` when Halide's string lacks fma / f16c).
+  does not form udot either; `hexagonv60` (no version feature, Halide's default), `hexagonv62`,
+  `hexagonv65`, `hexagonv66` from the HVX version; hvx_v68 compiles as v66, the newest version the
+  tables use (v68 runs it); x86 `-fma` / `-f16c` when Halide's string lacks fma / f16c). Below v66 an
+  intrinsic the tables do not mark may still be one LLVM cannot select for the version:
+  `pitchfork.compile` compiles such modules in a forked child, so that is a fallback naming it.
 
 Parsing is Halide's: the string goes through `hl.Target` (so `host` is this machine), and a string
 Halide does not understand is refused naming the token it does not know, in one line. Halide
@@ -38,9 +41,6 @@ ALIAS_TARGETS: dict[str, str] = {
     "arm64": "arm-64-linux-arm_dot_prod",
     "hvx128": "hexagon-32-noos-hvx-hvx_128-hvx_v66",
 }
-#: more short names (pitchfork.targets.ALIASES)
-SHORT_NAMES: dict[str, str] = {"x86": "x86-avx2", "avx2": "x86-avx2", "arm": "arm64", "neon": "arm64",
-                               "aarch64": "arm64", "hvx": "hvx128", "hexagon": "hvx128"}
 
 #: Halide features that only change the statement Halide lowers (which we compile as it is) or the
 #: code around it that we reproduce: honoured on every ISA
@@ -60,7 +60,15 @@ INSTRUCTION_FEATURES: dict[str, str] = {
     # gate is per op, so below v65 neither op is selected at any type
     "hvx.vmpy_acc": "hvx_v65",
     "hvx.vasl_acc": "hvx_v65",
+    # vasruhubsat / vasruhubrndsat (the u16 instances) are v65+
+    "hvx.vasr_sat_ub": "hvx_v65",
+    "hvx.vasr_rnd_sat_ub": "hvx_v65",
+    # vaddubh.acc / vadduhw.acc / vaddhw.acc are v62+ (LLVM cannot select them for v60)
+    "hvx.vadd_w_acc": "hvx_v62",
 }
+#: the newest HVX version the instruction tables are written for: a later one (v68) runs this code,
+#: so LLVM is given this version for it (and qemu-hexagon 7.2 runs no v68 ELF)
+TABLES_HVX_VERSION = 66
 #: HVX version features, oldest first; a later one implies the earlier ones (as in Halide)
 HVX_VERSIONS = ("hvx_v62", "hvx_v65", "hvx_v66", "hvx_v68")
 #: host features `host` drops rather than refuses
@@ -97,8 +105,13 @@ class TargetSpec:
         return 60
 
     @property
+    def llvm_hvx_version(self) -> int:
+        """The HVX version LLVM compiles for: the target's, at most the tables' (TABLES_HVX_VERSION)."""
+        return min(self.hvx_version, TABLES_HVX_VERSION)
+
+    @property
     def llvm_cpu(self) -> str:
-        return {"x86-avx2": "haswell", "arm64": "cortex-a76"}.get(self.isa, f"hexagonv{self.hvx_version}")
+        return {"x86-avx2": "haswell", "arm64": "cortex-a76"}.get(self.isa, f"hexagonv{self.llvm_hvx_version}")
 
     @property
     def llvm_features(self) -> str:
@@ -107,7 +120,7 @@ class TargetSpec:
         if self.isa == "arm64":
             return "+neon" + (",+dotprod" if self.has("arm_dot_prod") else "") + \
                 (",+fullfp16" if self.has("arm_fp16") else "")
-        return f"+hvxv{self.hvx_version},+hvx-length128b"
+        return f"+hvxv{self.llvm_hvx_version},+hvx-length128b"
 
     @property
     def is_default(self) -> bool:
@@ -136,7 +149,9 @@ def parse_target(target: Any) -> TargetSpec:
 def _parse(text: str) -> TargetSpec:
     import halide as hl
 
-    name = SHORT_NAMES.get(text, text)
+    from pitchfork.targets import ALIASES  # more short names: x86, avx2, arm, neon, aarch64, hvx, hexagon
+
+    name = ALIASES.get(text, text)
     if name in ALIAS_TARGETS:
         return _parse(ALIAS_TARGETS[name])
     if not text:

@@ -81,7 +81,7 @@ def test_representatives_have_distinct_fingerprints_and_their_recorded_values() 
     b.ensure(3, 10**6)
     env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
     seen: set[tuple] = set()
-    for (level, t), blk in b.blocks.items():
+    for (level, t, _factor), blk in b.blocks.items():
         for k, gid in enumerate(blk.gids.tolist()):
             term = b.term(gid)
             assert term.type == t

@@ -141,3 +141,17 @@ def test_cli_halide_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "aarch64" in (tmp_path / "files.ll").read_text() and not re.search(r"\budot\b", (tmp_path / "files.s").read_text())
     assert _emit_kinds(None, halide_style=True) == ("a", "h")  # Halide's default -e (with -g)
     assert _emit_kinds(None, halide_style=False) == ("o", "a", "h", "ll", "s")
+
+
+@pytest.mark.parametrize("text, cpu, gated", [
+    ("hexagon-32-noos-hvx-hvx_128", "hexagonv60", {"hvx.vadd_w_acc", "hvx.vmpy_acc", "hvx.vasl_acc",
+                                                   "hvx.vasr_sat_ub", "hvx.vasr_rnd_sat_ub"}),
+    ("hexagon-32-noos-hvx-hvx_128-hvx_v62", "hexagonv62", {"hvx.vmpy_acc", "hvx.vasl_acc", "hvx.vasr_sat_ub",
+                                                         "hvx.vasr_rnd_sat_ub"}),
+    ("hexagon-32-noos-hvx-hvx_128-hvx_v65", "hexagonv65", set()),
+    ("hvx128", "hexagonv66", set()),
+    ("hexagon-32-noos-hvx-hvx_128-hvx_v68", "hexagonv66", set()),  # v68 runs the tables' v66 code
+])
+def test_hvx_versions(text: str, cpu: str, gated: set[str]) -> None:
+    t = parse_target(text)
+    assert (t.llvm_cpu, set(t.unavailable)) == (cpu, gated)

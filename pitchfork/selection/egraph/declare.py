@@ -1,0 +1,188 @@
+"""FPIR declared to egglog, generated from the op table (fpir/ops.py): no second list of ops or types.
+
+Encoding (egglog program text, for `egglog.bindings`):
+
+* `Ty` is a String holding the FPIR type name ("u8", "i16", ...).
+* sort `E`: one constructor per op row of kind primitive/fpir (and every registered reduction), named
+  `op_<name>` (egglog's own primitives own `min`, `and`, ...), taking the node's result type first,
+  then its arguments: `(op_add "u16" a b)`. An op's flags get their own constructor,
+  `op_add__nsw`: a flagged node is unioned with its plain twin (dropping a flag is always sound), so a
+  plain pattern matches both and a flagged pattern only nodes whose producer stated the fact.
+* leaves: `(Const v "ty")` for constants; `(Leaf n "ty")` for everything else the e-graph does not
+  look into (variables, uniform variables, target instructions, constants outside egglog's i64), n
+  indexing `Encoding.leaves`.
+* `(tyof e)`: the type of an e-class, set by the `types` ruleset from each constructor's type field,
+  which typed wildcards (`x_u8`) of rule patterns query.
+
+Invariant: `encode` and `Encoding.decode_node` are inverse on every term they accept; a term is
+encoded as one `let` per distinct node (post-order), so deep terms need no recursion here or in
+egglog's parser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Iterable, Optional
+
+from fpir.ops import OPS, make, spec
+from fpir.term import Term, const
+from fpir.types import ScalarType, parse_type
+
+#: egglog i64 holds constants in this range; others become opaque leaves
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+
+CONST, LEAF = "Const", "Leaf"
+
+
+def lifting_ops() -> list[str]:
+    """The ops the e-graph knows: every primitive and FPIR row of the table (target instructions
+    are the lowering's business and stay opaque leaves)."""
+    return sorted(n for n, s in OPS.items() if s.kind in ("primitive", "fpir"))
+
+
+def ctor(op: str, flags: Iterable[str] = ()) -> str:
+    """The egglog constructor of an op node carrying `flags` (sorted)."""
+    fl = sorted(flags)
+    return "op_" + op + "".join("__" + f for f in fl)
+
+
+def parse_ctor(name: str) -> tuple[str, tuple[str, ...]]:
+    """(op, flags) of a constructor made by `ctor`."""
+    assert name.startswith("op_")
+    parts = name[3:].split("__")
+    return parts[0], tuple(parts[1:])
+
+
+def flag_sets(op: str) -> list[tuple[str, ...]]:
+    """The flag combinations a node of `op` may carry: none, or each single flag (FPIR text writes
+    one flag per node)."""
+    return [()] + [(f,) for f in sorted(spec(op).flags)]
+
+
+def declarations(ops: Optional[list[str]] = None) -> str:
+    """The egglog declarations: sort E with its constructors, tyof, and the `types` ruleset."""
+    ops = ops if ops is not None else lifting_ops()
+    lines = ["(datatype E", f"  ({CONST} i64 String)", f"  ({LEAF} i64 String)"]
+    for op in ops:
+        ar = spec(op).arity
+        for fl in flag_sets(op):
+            lines.append(f"  ({ctor(op, fl)} String{' E' * ar})")
+    lines.append(")")
+    lines.append("(function tyof (E) String :merge old)")
+    lines.append("(ruleset types)")
+    lines.append(f"(rule ((= e ({CONST} v t))) ((set (tyof e) t)) :ruleset types)")
+    lines.append(f"(rule ((= e ({LEAF} v t))) ((set (tyof e) t)) :ruleset types)")
+    for op in ops:
+        ar = spec(op).arity
+        args = " ".join(f"a{i}" for i in range(ar))
+        for fl in flag_sets(op):
+            lines.append(f"(rule ((= e ({ctor(op, fl)} t {args}))) ((set (tyof e) t)) :ruleset types)")
+    for op in ops:
+        s = spec(op)
+        if s.explicit_type:  # an identity cast is its operand (fpir.ops.make drops it too)
+            lines.append(f"(rule ((= e ({ctor(op)} t x)) (= (tyof x) t)) ((union e x)) :ruleset types)")
+        args = " ".join(f"a{i}" for i in range(s.arity))
+        for fl in flag_sets(op)[1:]:  # a flagged node equals its plain twin
+            lines.append(f"(rule ((= e ({ctor(op, fl)} t {args}))) ((union e ({ctor(op)} t {args}))) :ruleset types)")
+    return "\n".join(lines) + "\n"
+
+
+def quote(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@dataclass
+class Encoding:
+    """A term written as egglog `let`s; `root` is the global naming the whole term."""
+
+    lets: list[str] = field(default_factory=list)
+    leaves: list[Term] = field(default_factory=list)
+    names: dict[Term, str] = field(default_factory=dict)
+    root: str = ""
+    leaf_index: dict[Term, int] = field(default_factory=dict)
+    known: frozenset[str] = frozenset()
+
+    def program(self) -> str:
+        return "\n".join(self.lets) + "\n"
+
+    def expr(self, term: Term) -> str:
+        """`term` as one nested egglog expression (leaves shared with the lets: the same e-classes)."""
+        memo: dict[Term, str] = {}
+        for t in term.walk():
+            ty = quote(t.type.name)
+            if t.op == "const" and I64_MIN <= t.value <= I64_MAX:
+                memo[t] = f"({CONST} {t.value} {ty})"
+            elif not t.args or t.op not in self.known:
+                if t not in self.leaf_index:
+                    self.leaf_index[t] = len(self.leaves)
+                    self.leaves.append(t)
+                memo[t] = f"({LEAF} {self.leaf_index[t]} {ty})"
+            else:
+                memo[t] = f"({ctor(t.op, t.attrs)} {ty}{''.join(' ' + memo[a] for a in t.args)})"
+        return memo[term]
+
+    def decode_node(self, ctor_name: str, tname: str, args: list[Term], payload: Optional[int] = None,
+                    fold: bool = True) -> Term:
+        """The Term of one e-node, given its children's terms (`payload`: Const value / Leaf index)."""
+        t = _type(tname)
+        if ctor_name == CONST:
+            return const(int(payload), t)  # type: ignore[arg-type]
+        if ctor_name == LEAF:
+            return self.leaves[int(payload)]  # type: ignore[arg-type]
+        op, flags = parse_ctor(ctor_name)
+        s = spec(op)
+        return make(op, *args, type=t if s.explicit_type else None, flags=flags, fold=fold)
+
+
+@lru_cache(maxsize=None)
+def _type(name: str) -> ScalarType:
+    return parse_type(name)
+
+
+def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "$n") -> Encoding:
+    """`term` as egglog lets (one per distinct node, post-order). A node whose op is outside `known`
+    becomes an opaque leaf (its sub-terms are not encoded on its behalf)."""
+    known = known if known is not None else frozenset(lifting_ops())
+    enc = Encoding(known=known)
+    opaque = {t for t in term.walk() if t.op not in ("var", "const") and t.op not in known}
+    reach = _reachable_outside(term, opaque)
+    leaf_index = enc.leaf_index
+    for t in term.walk():
+        if t not in reach:
+            continue
+        name = f"{prefix}{len(enc.names)}"
+        ty = quote(t.type.name)
+        if t.op == "const" and I64_MIN <= t.value <= I64_MAX:
+            enc.lets.append(f"(let {name} ({CONST} {t.value} {ty}))")
+        elif t.op in ("var", "const") or t in opaque:
+            leaf_index[t] = len(enc.leaves)
+            enc.leaves.append(t)
+            enc.lets.append(f"(let {name} ({LEAF} {leaf_index[t]} {ty}))")
+        else:
+            args = " ".join(enc.names[a] for a in t.args)
+            enc.lets.append(f"(let {name} ({ctor(t.op, t.attrs)} {ty} {args}))")
+            if t.attrs:  # the plain twin of a flagged node: same value, fewer facts
+                enc.lets.append(f"(union {name} ({ctor(t.op, ())} {ty} {args}))")
+        enc.names[t] = name
+    enc.root = enc.names[term]
+    return enc
+
+
+def _reachable_outside(term: Term, opaque: set[Term]) -> set[Term]:
+    """Nodes reachable from the root without passing through an opaque node (they need encoding
+    even when an opaque node also contains them)."""
+    out: set[Term] = set()
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        if t in out:
+            continue
+        out.add(t)
+        if t not in opaque:
+            stack.extend(t.args)
+    return out
+
+
+def type_name(t: ScalarType) -> str:
+    return quote(t.name)

@@ -1,0 +1,378 @@
+"""The e-graph lifting engine: equality saturation on egglog beside the greedy TRS.
+
+`lift_egraph(term)`:
+
+1. the input (shift constants normalised as pitchfork/lift.py does) is added to a fresh egglog
+   e-graph declared from the op table (declare.py), with the rules of rules/lift/ and
+   rules/egraph/algebra.rules compiled to egglog (rules.py) at the type instances the term can reach;
+2. saturation runs one round at a time, a round being: the directed lifting rules (and constant
+   folding) to saturation, then one step of the algebraic equivalences. This is the rule scheduling
+   the sketch-guided paper (001) uses to keep growth under control: cheap, shrinking rewrites always
+   run to a fixed point, the growing ones (commutativity, associativity, distributivity) one step at
+   a time, and the budget (rounds, e-nodes, optionally seconds) stops the growth. A budget hit keeps
+   the e-graph built so far;
+3. the cheapest term is extracted by pitchfork/cost.py's node cost (extract.py);
+0. the gate: greedy runs first, and when its result is already fully lifted (`needs_saturation`)
+   that is the answer (no e-graph);
+4. never worse than greedy: the greedy TRS runs on the extracted term (this is also where the lifting
+   rules egglog cannot decide act, rules.py `greedy_only`) and on the input; the cheaper result by
+   pitchfork.cost.cost wins (greedy's on a tie);
+5. translation validation: a result other than greedy's own is proved equal to the input by Z3
+   (fpir.z3enc.equivalent, assuming the input's flag facts). Anything but VALID, any egglog error or
+   an unsupported input returns greedy's result with a one-line note.
+
+Invariant: the returned term is greedy's result or a term Z3 proved equal to the input, and its cost
+is never above greedy's.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from functools import lru_cache
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from fpir.term import Term
+from fpir.types import FPIRTypeError, ScalarType, parse_type
+from pitchfork.selection.cost import cost
+from pitchfork.selection.egraph.declare import Encoding, declarations, encode, lifting_ops
+from pitchfork.selection.egraph.extract import extract, extract_all, read_egraph
+from pitchfork.selection.egraph.rules import Compiled, compile_rules, result_type_table, type_tables
+from pitchfork.trs.rewriter import Rewriter
+from pitchfork.trs.rules import RuleSet, load_rule_file
+
+ALGEBRA_FILE = Path(__file__).resolve().parents[3] / "rules" / "egraph" / "algebra.rules"
+BOUNDED_FILE = ALGEBRA_FILE.with_name("bounded.rules")
+
+#: the rule set the lifting pass applies on e-nodes, per lifting rule set (kept alive beside it)
+_PASS_RULES: dict[int, tuple[RuleSet, RuleSet]] = {}
+
+
+def pass_rules(lift_rs: RuleSet) -> RuleSet:
+    """The lifting rules plus rules/egraph/bounded.rules (range-dependent equivalences)."""
+    hit = _PASS_RULES.get(id(lift_rs))
+    if hit is None or hit[0] is not lift_rs:
+        hit = (lift_rs, RuleSet(list(lift_rs.rules) + load_rule_file(BOUNDED_FILE)))
+        _PASS_RULES[id(lift_rs)] = hit
+    return hit[1]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits of one saturation: rounds, e-nodes (checked after each round), and optionally wall
+    seconds (for interactive use only: tests and measurements use rounds and nodes, which do not
+    depend on machine load)."""
+
+    rounds: int = 4
+    nodes: int = 5_000
+    seconds: Optional[float] = None
+    lifts: Optional[int] = None  # e-nodes the lifting pass may lift per round (None: all)
+    gate: bool = True  # skip saturation when greedy's result is fully lifted (needs_saturation)
+    rlimit: int = 60_000_000  # Z3 resource limit of the translation validation (fpir.z3enc.DEFAULT_RLIMIT)
+
+
+#: the budget of selection (`select --engine egraph`, pitchfork.compile(engine="egraph")): whole
+#: programs have hundreds of expressions, so fewer rounds and e-nodes than a single `lift`
+#: programs, and a smaller Z3 resource limit for the translation validation (a proof that does not
+#: finish within it keeps greedy's result)
+SELECTION_BUDGET = Budget(rounds=2, nodes=1_500, lifts=300, rlimit=1_000_000)
+
+
+@dataclass
+class EgraphResult:
+    term: Term
+    source: str  # "egraph" | "greedy"
+    note: str = ""
+    rounds: int = 0
+    nodes: int = 0
+    saturated: bool = False
+    fired: Counter = field(default_factory=Counter)  # algebra rule name -> matches
+    greedy_fired: Counter = field(default_factory=Counter)  # lifting rules fired on e-nodes and on the extracted term
+    lift_unions: int = 0
+    rule_set: Optional[RuleSet] = field(default=None, repr=False)
+    extracted: Optional[Term] = None
+    greedy_term: Optional[Term] = None
+    seconds: float = 0.0
+
+
+@lru_cache(maxsize=1)
+def _algebra() -> Compiled:
+    return compile_rules(load_rule_file(ALGEBRA_FILE), "algebra")
+
+
+@lru_cache(maxsize=1)
+def _prelude() -> str:
+    """Declarations, type tables and the algebra rules: the program every e-graph starts from."""
+    alg = _algebra()
+    if alg.unsupported:
+        raise ValueError(f"{ALGEBRA_FILE}: rules outside the compiled subset: {alg.unsupported}")
+    folding = "\n".join(c.replace(":ruleset algebra", ":ruleset fold") for n, c in alg.commands if n.startswith("fold_"))
+    growing = "\n".join(c for n, c in alg.commands if not n.startswith("fold_"))
+    tables = "".join(result_type_table(op) for op in alg.tables)
+    return declarations() + type_tables() + tables + "(ruleset algebra)\n(ruleset fold)\n" + folding + "\n" \
+        + growing + "\n"
+
+
+_ROUND = "(run-schedule (saturate (seq (saturate (run types)) (run fold))) (run algebra) (saturate (run types)))"
+_CLOSE = "(run-schedule (saturate (seq (saturate (run types)) (run fold))))"
+
+
+def _parsed(eg: Any, text: str) -> list:
+    """egglog commands of `text`, parsed once per e-graph (schedules are run every round)."""
+    cache = getattr(_LOCAL, "parsed", None)
+    if cache is None or cache[0] is not eg:
+        cache = _LOCAL.parsed = (eg, {})
+    got = cache[1].get(text)
+    if got is None:
+        got = cache[1][text] = eg.parse_program(text)
+    return got
+
+
+def _size(eg: object) -> int:
+    out = eg.run_program(*_parsed(eg, "(print-size)"))  # type: ignore[attr-defined]
+    return sum(n for name, n in out[0].sizes if name.startswith("op_") or name in ("Const", "Leaf"))
+
+
+def _lift_pass(eg: object, enc: Encoding, rw: Rewriter, seen: set, res: EgraphResult,
+               limit: Optional[int] = None) -> int:
+    """Greedy lifting of every e-node (over its children's cheapest terms), unioned back: the lifting
+    rules act on the e-graph through the greedy TRS, with its own matcher, predicates and bounds.
+    An e-node over the same child terms as in an earlier pass is not lifted again. Returns how many
+    unions were added."""
+    classes = read_egraph(eg)
+    best = extract_all(classes, enc, fold=False)
+    unions = []
+    cap = None if limit is None else limit * (res.rounds + 1)  # `limit` new e-nodes per round
+    for n in (n for nodes in classes.values() for n in nodes):
+        if cap is not None and len(seen) >= cap:
+            res.note = res.note or f"lifting pass limited to {limit} e-nodes per round"
+            break
+        if not n.children or any(ch not in best for ch in n.children):
+            continue
+        key = (n.ctor, n.tname, tuple(best[ch] for ch in n.children))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            t = enc.decode_node(n.ctor, n.tname, list(key[2]), n.payload, fold=False)
+        except FPIRTypeError:
+            continue
+        lifted = rw.rewrite(t)
+        if lifted is not t:
+            unions.append(f"(union {enc.expr(t)} {enc.expr(lifted)})")
+    if unions:
+        eg.run_program(*eg.parse_program("\n".join(unions)))  # type: ignore[attr-defined]
+    return len(unions)
+
+
+_LOCAL = threading.local()
+
+
+def _session() -> tuple[object, list, list]:
+    """This thread's e-graph holding the prelude (declarations, type tables, algebra rules: adding
+    them costs egglog far more than a saturation), with parsed `(push)` / `(pop)` commands: each lift
+    works between a push and a pop, so it starts from the prelude alone."""
+    got = getattr(_LOCAL, "session", None)
+    if got is None:
+        import egglog.bindings as eb
+
+        eg = eb.EGraph()
+        eg.run_program(*eg.parse_program(_prelude()))
+        got = (eg, eg.parse_program("(push)"), eg.parse_program("(pop)"))
+        _LOCAL.session = got
+    return got
+
+
+#: memo entries a pass rewriter keeps before it starts afresh
+_MEMO_LIMIT = 200_000
+
+
+def _pass_rewriter(lift_rs: RuleSet) -> Rewriter:
+    """This thread's rewriter of the lifting pass for `lift_rs`, kept across lifts: terms are
+    interned, so its memo (term -> lifted term) stays valid and the sub-terms the expressions of one
+    program share are lifted once."""
+    cache = getattr(_LOCAL, "rewriters", None)
+    if cache is None:
+        cache = _LOCAL.rewriters = {}
+    hit = cache.get(id(lift_rs))
+    if hit is None or hit[0] is not lift_rs or len(hit[1]._memo) > _MEMO_LIMIT:
+        hit = cache[id(lift_rs)] = (lift_rs, Rewriter(pass_rules(lift_rs)))
+    return hit[1]
+
+
+def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
+    """Steps 1-3: the extracted term and the run's statistics (raises on any egglog error; the
+    thread's e-graph is then dropped and rebuilt on the next call)."""
+    eg, push, pop = _session()
+    eg.run_program(*push)  # type: ignore[attr-defined]
+    try:
+        out = _saturate(eg, term, lift_rs, budget)
+    except BaseException:
+        _LOCAL.session = None
+        raise
+    eg.run_program(*pop)  # type: ignore[attr-defined]
+    return out
+
+
+def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
+    enc = encode(term, frozenset(lifting_ops()))
+    eg.run_program(*eg.parse_program(enc.program()))
+    res = EgraphResult(term, "egraph")
+    rw = _pass_rewriter(lift_rs)
+    fired_before = Counter(rw.stats.fired)
+    seen: set = set()
+    t0 = time.perf_counter()
+    rnd, close = _parsed(eg, _ROUND), _parsed(eg, _CLOSE)
+    eg.run_program(*close)
+    res.lift_unions += _lift_pass(eg, enc, rw, seen, res, budget.lifts)
+    for r in range(budget.rounds):
+        out = eg.run_program(*rnd)
+        report = out[0].report
+        res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v and not k.startswith("(")})
+        eg.run_program(*close)
+        added = _lift_pass(eg, enc, rw, seen, res, budget.lifts)
+        res.lift_unions += added
+        res.rounds = r + 1
+        res.nodes = _size(eg)
+        if not report.updated and not added:
+            res.saturated = True
+            break
+        if res.nodes > budget.nodes:
+            res.note = f"e-graph node budget ({budget.nodes}) hit after {res.rounds} rounds"
+            break
+        if budget.seconds is not None and time.perf_counter() - t0 > budget.seconds:
+            res.note = f"time budget ({budget.seconds} s) hit after {res.rounds} rounds"
+            break
+    else:
+        res.note = f"round budget ({budget.rounds}) hit"
+    res.greedy_fired.update(Counter(rw.stats.fired) - fired_before)
+    eg.run_program(*close)
+    classes = read_egraph(eg)
+    root_value = _root_value(eg, enc.root)
+    return extract(eg, root_value, enc, classes), res
+
+
+def _root_value(eg: object, name: str) -> object:
+    frozen = eg.freeze()  # type: ignore[attr-defined]
+    return frozen.functions[name].rows[0].output
+
+
+def validate(original: Term, result: Term, rlimit: int = 60_000_000) -> str:
+    """'' if Z3 proves result == original (under the original's flag facts) within `rlimit`, else the
+    reason."""
+    from fpir.z3enc import equivalent, flag_facts
+
+    try:
+        facts = flag_facts(original)
+        v = equivalent(original, result, assume=facts, rlimit=rlimit)
+    except (ValueError, FPIRTypeError) as e:
+        return f"translation validation failed: {e}"
+    if v.status == "VALID":
+        return ""
+    return f"translation validation {v.status}: {v}"
+
+
+#: results per (term, rule set, budget): terms are interned, and a compiled pipeline selects the same
+#: expression in several loops (vector body, tails); bounded, oldest dropped first
+_RESULTS: dict[tuple, EgraphResult] = {}
+_RESULTS_MAX = 4096
+
+
+def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = Budget(),
+                check: bool = True) -> EgraphResult:
+    """Lift `term` with the e-graph engine (see the module docstring); never worse than greedy."""
+    from pitchfork.selection.lift import lift_rules
+
+    rs = lift_rs if lift_rs is not None else lift_rules()
+    key = (term, id(rs), budget, check)
+    hit = _RESULTS.get(key)
+    if hit is not None and hit.rule_set is rs:
+        return hit
+    res = _lift_egraph(term, rs, budget, check)
+    res.rule_set = rs
+    if len(_RESULTS) >= _RESULTS_MAX:
+        del _RESULTS[next(iter(_RESULTS))]
+    _RESULTS[key] = res
+    return res
+
+
+#: primitive arithmetic: a node of one of these over a computed operand is not fully lifted
+_ARITH = frozenset({"add", "sub", "mul", "div", "mod", "shl", "shr", "min", "max", "abs", "select", "and", "or",
+                    "xor", "not"})
+
+
+def needs_saturation(lifted: Term) -> bool:
+    """The gate in front of the e-graph: False when greedy's result is already fully lifted, i.e. no
+    primitive arithmetic node takes a computed (non-leaf) operand and no FPIR instruction takes a
+    constant 0 or 1 or, for the value-combining ones, any constant (which the equivalences might fold
+    or move). Such a result has nothing the equivalences could re-associate into another
+    instruction, so saturation is skipped (on the 16 benchmarks it skips most expressions)."""
+    from fpir.ops import spec
+
+    amounts = ("widening_shl", "widening_shr", "rounding_shr", "rounding_shl", "mul_shr", "rounding_mul_shr",
+               "saturating_shl")
+    for x in lifted.walk():
+        if not x.args:
+            continue
+        if x.op in _ARITH and any(a.args for a in x.args):
+            return True
+        if spec(x.op).kind == "fpir" and any(a.is_const and (a.value in (0, 1) or x.op not in amounts)
+                                            for a in x.args):
+            return True
+    return False
+
+
+def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
+    from pitchfork.selection.lift import lift_with_stats, normalize_shift_constants
+
+    t0 = time.perf_counter()
+    norm = normalize_shift_constants(term)
+    greedy_in, _ = lift_with_stats(norm, rs)
+    if budget.gate and not needs_saturation(greedy_in):
+        return EgraphResult(greedy_in, "greedy", note="greedy result fully lifted (no saturation)",
+                            greedy_term=greedy_in, seconds=time.perf_counter() - t0)
+    try:
+        extracted, res = saturate(norm, rs, budget)
+    except Exception as e:  # egglog errors, unsupported input: greedy's answer, said in one line
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return EgraphResult(greedy_in, "greedy", note=f"egraph engine failed ({msg[:160]}); greedy result",
+                            greedy_term=greedy_in, seconds=time.perf_counter() - t0)
+    greedy_e, stats = lift_with_stats(extracted, rs)
+    res.extracted, res.greedy_term = extracted, greedy_in
+    res.greedy_fired.update(stats.fired)
+    if cost(greedy_e) < cost(greedy_in):
+        why = validate(term, greedy_e, budget.rlimit) if check else ""
+        if why:
+            res.term, res.source = greedy_in, "greedy"
+            res.note = "; ".join(x for x in (res.note, why + "; greedy result") if x)
+        else:
+            res.term = greedy_e
+    else:
+        res.term, res.source = greedy_in, "greedy"
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def explain(res: EgraphResult) -> list[str]:
+    """Which equivalences and rules led to the result: the algebra rules that fired during saturation
+    (with their match counts) and the lifting rules the greedy TRS fired on e-nodes and on the
+    extracted term. egglog records no proofs in this mode, so this is the set of rules that acted, not
+    a derivation of the one extracted term."""
+    from fpir.text import to_text
+
+    lines = [f"engine: {res.source}" + (f" ({res.note})" if res.note else ""),
+             f"saturation: {res.rounds} rounds, {res.nodes} e-nodes, {res.lift_unions} lifted e-nodes unioned"
+             + (", saturated" if res.saturated else "")]
+    if res.extracted is not None:
+        lines.append(f"extracted: {to_text(res.extracted)}")
+    if res.fired:
+        lines.append("equivalences (rules/egraph/algebra.rules): "
+                     + ", ".join(f"{k} x{v}" for k, v in res.fired.most_common()))
+    if res.greedy_fired:
+        lines.append("lifting rules: " + ", ".join(f"{k} x{v}" for k, v in res.greedy_fired.most_common()))
+    lines.append(f"result: {to_text(res.term)}")
+    return lines

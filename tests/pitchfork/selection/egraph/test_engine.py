@@ -1,0 +1,134 @@
+"""The e-graph lifting engine (pitchfork/selection/egraph): declaration from the op table, the algebra
+rule file compiled to egglog and kept out of the greedy TRS, results never worse than greedy and equal
+to the input (exhaustively at 8 bits), budget and error fallbacks, the CLI option."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fpir.interp import evaluate
+from fpir.ops import OPS
+from fpir.text import parse
+from pitchfork.selection.cost import cost
+from pitchfork.selection.egraph.declare import declarations, encode, lifting_ops
+from pitchfork.selection.egraph.engine import ALGEBRA_FILE, Budget, _algebra, explain, lift_egraph
+from pitchfork.selection.lift import lift, lift_rule_files
+
+ROOT = Path(__file__).resolve().parents[4]
+SMALL = Budget(rounds=3, nodes=3000)
+
+
+def _exhaustive_equal(a, b) -> bool:
+    """a == b on every pair of 8-bit inputs (both terms over the same 8-bit variables)."""
+    vs = sorted({v.name: v for v in a.variables()}.values(), key=lambda v: v.name)
+    assert all(v.type.bits == 8 for v in vs) and len(vs) <= 2
+    grids = np.meshgrid(*[np.arange(v.type.min, v.type.max + 1) for v in vs], indexing="ij")
+    env = {v.name: g.ravel().astype(v.type.np_dtype) for v, g in zip(vs, grids)}
+    return bool(np.array_equal(np.asarray(evaluate(a, env)), np.asarray(evaluate(b, env))))
+
+
+def test_declarations_come_from_the_op_table() -> None:
+    decl = declarations()
+    for name in lifting_ops():
+        assert f"(op_{name} String" in decl
+        for flag in OPS[name].flags:
+            assert f"(op_{name}__{flag} String" in decl
+
+
+def test_algebra_file_compiles_and_greedy_never_loads_it() -> None:
+    assert not _algebra().unsupported
+    assert len(_algebra().commands) >= 40
+    assert ALGEBRA_FILE not in [p.resolve() for p in lift_rule_files()]
+
+
+def test_encoding_shares_nodes() -> None:
+    t = parse("u16(a_u8) * u16(a_u8) + u16(a_u8)")
+    enc = encode(t)
+    assert len(enc.lets) == len(list(t.walk()))
+    assert len(enc.leaves) == 1
+
+
+@pytest.mark.parametrize("text", [
+    "i16(a_u8) + (0 - i16(b_u8))",            # greedy: extending_add(widening_sub(0, b), a)
+    "u8((u16(a_u8) + 1 + u16(b_u8) - 1) >> 1)",  # the rounding constants cancel: halving_add
+    "u8(min(u16(a_u8) + u16(b_u8), 255) + 0)",
+])
+def test_egraph_beats_greedy_and_stays_exact(text: str) -> None:
+    t = parse(text)
+    greedy = lift(t)
+    res = lift_egraph(t, budget=SMALL)
+    assert cost(res.term) < cost(greedy), (str(res.term), str(greedy), res.note)
+    assert res.source == "egraph"
+    assert _exhaustive_equal(t, res.term)
+
+
+def test_never_worse_than_greedy() -> None:
+    for text in ["u8((u16(a_u8) + u16(b_u8) + 1) >> 1)", "max(a_u8, b_u8) - min(a_u8, b_u8)"]:
+        t = parse(text)
+        res = lift_egraph(t, budget=SMALL)
+        assert cost(res.term) <= cost(lift(t))
+        assert _exhaustive_equal(t, res.term)
+
+
+def test_budget_hit_is_noted_and_result_still_exact() -> None:
+    t = parse("u16(a_u8) + u16(b_u8) + u16(a_u8) * 3 + u16(b_u8) * 5")
+    res = lift_egraph(t, budget=Budget(rounds=1, nodes=10))
+    assert res.note
+    assert cost(res.term) <= cost(lift(t))
+    assert _exhaustive_equal(t, res.term)
+
+
+def test_egglog_error_falls_back_to_greedy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pitchfork.selection.egraph.engine as eng
+
+    monkeypatch.setattr(eng, "_ROUND", "(run-schedule (no-such-schedule))")
+    monkeypatch.setattr(eng, "_RESULTS", {})  # not an answer cached by an earlier test
+    t = parse("i16(a_u8) + (0 - i16(b_u8))")
+    res = lift_egraph(t, budget=SMALL)
+    assert res.source == "greedy" and res.term is lift(t)
+    assert "egraph engine failed" in res.note and "\n" not in res.note
+
+
+def test_gate_skips_fully_lifted_results() -> None:
+    from pitchfork.selection.egraph.engine import needs_saturation
+
+    assert not needs_saturation(parse("rounding_halving_add(a_u8, b_u8)"))
+    assert not needs_saturation(parse("widening_shl(a_u8, 3)"))
+    assert needs_saturation(parse("widening_shl(a_u8, 1) + widening_shl(b_u8, 1)"))
+    assert needs_saturation(parse("extending_add(widening_sub(0, b_u8), a_u8)"))
+    res = lift_egraph(parse("u8((u16(a_u8) + u16(b_u8) + 1) >> 1)"), budget=SMALL)
+    assert res.source == "greedy" and "fully lifted" in res.note and res.rounds == 0
+
+
+def test_explain_names_rules() -> None:
+    res = lift_egraph(parse("i16(a_u8) + (0 - i16(b_u8))"), budget=SMALL)
+    text = "\n".join(explain(res))
+    assert "widening_sub" in text and "rules" in text
+
+
+def test_lift_engine_argument() -> None:
+    t = parse("u8(min(u16(a_u8) + u16(b_u8), 255) + 0)")
+    assert str(lift(t, engine="egraph")) == "saturating_add(a_u8, b_u8)"
+    with pytest.raises(ValueError, match="unknown lifting engine"):
+        lift(t, engine="nope")
+
+
+def test_cli_engine_egraph_explain_and_errors() -> None:
+    env = {"PYTHONPATH": str(ROOT)}
+    import os
+
+    env = {**os.environ, **env}
+    ok = subprocess.run([sys.executable, "-m", "pitchfork", "lift", "--engine", "egraph", "--explain",
+                         "i16(a_u8) + (0 - i16(b_u8))"], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip() == "reinterpret<i16>(widening_sub(a_u8, b_u8))" or "widening_sub(a_u8, b_u8)" in ok.stdout
+    assert "engine: egraph" in ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "pitchfork", "lift", "--engine", "egraph", "u8(a_u8"],
+                         capture_output=True, text=True, cwd=ROOT, env=env)
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1

@@ -1,0 +1,95 @@
+"""The variant-program suite (benchmarks/variants/variants.txt): every variant is exactly equal to its
+idiom's canonical FPIR: exhaustively where the inputs span at most 2^17 points (two 8-bit or one 16-bit
+variable), by Z3 otherwise (the two 16-bit product groups: ~40 s of Z3 each on the CI machine, so in the
+`extended` set, as are the 32-bit Halide-style pairs; CI checks them on 2^16 inputs: every edge value pair and a seeded random sample), and
+on a sample the e-graph engine reaches the canonical ops where the greedy TRS does not (the full run:
+`python3 -m benchmarks.variants`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.variants import DATA, hit, load
+from fpir.interp import evaluate
+from fpir.text import parse
+from fpir.z3enc import equivalent
+from pitchfork.selection.egraph.engine import Budget, lift_egraph
+from pitchfork.selection.lift import lift
+
+GROUPS = load()
+PAIRS = load(DATA.with_name("halide_pairs.txt"))
+ALL = GROUPS + PAIRS
+IDS = [f"variants-{g.name}" for g in GROUPS] + [f"halide-{g.name}" for g in PAIRS]
+
+
+def _vars(*terms):
+    return sorted({v.name: v for t in terms for v in t.variables()}.values(), key=lambda v: v.name)
+
+
+def _exhaustive(group) -> bool:
+    return int(np.prod([1 << v.type.bits for v in _vars(parse(group.canonical))])) <= 1 << 17
+
+
+def _same_on(a, b, env) -> bool:
+    return bool(np.array_equal(np.asarray(evaluate(a, env)), np.asarray(evaluate(b, env))))
+
+
+def _equal(a, b) -> bool:
+    vs = _vars(a, b)
+    if int(np.prod([1 << v.type.bits for v in vs])) <= 1 << 17:
+        grids = np.meshgrid(*[np.arange(v.type.min, v.type.max + 1) for v in vs], indexing="ij")
+        return _same_on(a, b, {v.name: g.ravel().astype(v.type.np_dtype) for v, g in zip(vs, grids)})
+    return equivalent(a, b).status == "VALID"
+
+
+def _sampled_equal(a, b) -> bool:
+    rng = np.random.default_rng(28)
+    vs = _vars(a, b)
+    edges = [np.array([v.type.min, v.type.min + 1, -1, 0, 1, v.type.max - 1, v.type.max]) for v in vs]
+    grids = np.meshgrid(*edges, indexing="ij")
+    env = {}
+    for v, g in zip(vs, grids):
+        rand = rng.integers(v.type.min, v.type.max + 1, size=1 << 16)
+        env[v.name] = np.concatenate([g.ravel(), rand]).astype(v.type.np_dtype)
+    return _same_on(a, b, env)
+
+
+def test_suite_shape() -> None:
+    assert len(GROUPS) >= 14
+    assert all(len(g.variants) >= 5 for g in GROUPS)
+    assert len(PAIRS) >= 30
+
+
+def test_hit_criterion() -> None:
+    canon = parse("widening_add(widening_mul(x_i8, 6), widening_mul(y_i8, -5))")
+    assert hit(parse("widening_sub(widening_mul(x_i8, 6), widening_mul(y_i8, 5))"), canon)
+    assert not hit(parse("i32(x_i8) * 6 - i32(y_i8) * 5"), canon)
+
+
+@pytest.mark.parametrize("group", [pytest.param(g, marks=() if _exhaustive(g) else pytest.mark.extended)
+                                   for g in ALL], ids=IDS)
+def test_variants_equal_canonical(group) -> None:
+    canon = parse(group.canonical)
+    for text in group.variants:
+        assert _equal(parse(text), canon), text
+
+
+@pytest.mark.parametrize("group", [g for g in ALL if not _exhaustive(g)],
+                         ids=[i for g, i in zip(ALL, IDS) if not _exhaustive(g)])
+def test_wide_variants_sampled(group) -> None:
+    canon = parse(group.canonical)
+    for text in group.variants:
+        assert _sampled_equal(parse(text), canon), text
+
+
+@pytest.mark.parametrize("text,name", [
+    ("i32(x_i8) * 3 + i32(y_i8) * 5", "widening_mul_sum"),
+    ("widening_shl(a_u8, 1) + widening_shl(b_u8, 1)", "shifted_sum"),
+    ("u8(max(i16(a_u8) - i16(b_u8), i16(b_u8) - i16(a_u8)))", "absd"),
+])
+def test_egraph_reaches_what_greedy_misses(text: str, name: str) -> None:
+    canon = parse(next(g.canonical for g in GROUPS if g.name == name))
+    t = parse(text)
+    assert not hit(lift(t), canon)
+    assert hit(lift_egraph(t, budget=Budget(rounds=4, nodes=3000)).term, canon)
