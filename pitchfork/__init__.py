@@ -10,8 +10,9 @@ from typing import Any
 
 
 def compile(pipeline_or_func: Any, args: Any, target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True,
-            engine: str = "greedy") -> Any:
+            name: str = "pipeline", fallback: bool = True, engine: str = "greedy", passes: Any = None,
+            disable_passes: Any = ()) -> Any:
     from pitchfork.api import compile as _compile
 
-    return _compile(pipeline_or_func, args, target=target, isel=isel, name=name, fallback=fallback, engine=engine)
+    return _compile(pipeline_or_func, args, target=target, isel=isel, name=name, fallback=fallback, engine=engine,
+                    passes=passes, disable_passes=disable_passes)

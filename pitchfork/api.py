@@ -380,13 +380,51 @@ def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
     return arr, [0] * arr.ndim
 
 
+#: The statement-level loop passes, in the order they run: name -> (targets, default isels). Each is a
+#: Stmt -> Stmt rewrite the loop-nest codegen of either isel compiles; `passes=` / `disable_passes=`
+#: of `compile` switch them (issue 25: the benchmark harness gives LLVM alone the same passes to
+#: measure instruction selection alone). The codegen-level HVX restructurings (hvx_accumulate, valign
+#: loads, ...) are not in this list yet: they follow isel=pitchfork (issue 23's pass list).
+STATEMENT_PASSES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "dot_products": (("x86-avx2", "arm64", "hvx128"), ("pitchfork",)),
+    "hvx_windows": (("hvx128",), ("pitchfork",)),
+    "stream_taps": (("hvx128",), ("pitchfork",)),
+    "strided_stores": (("hvx128",), ("pitchfork",)),
+}
+
+
+def statement_passes(target: str, isel: str, passes: Optional[Sequence[str]] = None,
+                     disable_passes: Sequence[str] = ()) -> list[str]:
+    """The statement passes `compile` runs: `passes` (those for `target`, in pipeline order) or the
+    isel's defaults, minus `disable_passes`. Unknown names raise UsageError."""
+    for p in [*(passes or ()), *disable_passes]:
+        if p not in STATEMENT_PASSES:
+            raise UsageError(f"unknown pass {p!r}; the statement passes are {', '.join(STATEMENT_PASSES)}")
+    chosen = [p for p, (targets, isels) in STATEMENT_PASSES.items() if target in targets
+              and (p in passes if passes is not None else isel in isels)]
+    return [p for p in chosen if p not in disable_passes]
+
+
+def _run_statement_pass(name: str, stmt: Any, target: str, spec: Any) -> Any:
+    if name == "dot_products":  # add trees of products -> vector_reduce_add, so dot products are selected
+        # (the grouping is for udot: none without arm_dot_prod)
+        return stmt if "arm.udot" in spec.unavailable else rewrite_dot_products(stmt, target)
+    if name == "hvx_windows":  # one whole-register window per row across unrolled x steps
+        return share_hvx_windows(stmt)
+    if name == "stream_taps":  # [1 2 1] windows of one stream grouped (for vtmpy)
+        return group_stream_taps(stmt)
+    return merge_strided_stores(stmt)  # strided stores filling a range: one dense store
+
+
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True, engine: str = "greedy") -> CompiledPipeline:
+            name: str = "pipeline", fallback: bool = True, engine: str = "greedy",
+            passes: Optional[Sequence[str]] = None, disable_passes: Sequence[str] = ()) -> CompiledPipeline:
     """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
     short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
     `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError).
     `engine` is the lifting engine of isel=pitchfork: "greedy" (the TRS) or "egraph"
-    (pitchfork/selection/egraph)."""
+    (pitchfork/selection/egraph). `passes` (the statement passes to run, default: the isel's) and
+    `disable_passes`: `STATEMENT_PASSES`."""
     import halide as hl
 
     if engine != "greedy":
@@ -395,12 +433,14 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         if engine not in ENGINES:
             raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         with lift_engine(engine):
-            return compile(pipeline_or_func, args, target, isel, name, fallback)
+            return compile(pipeline_or_func, args, target, isel, name, fallback, passes=passes,
+                           disable_passes=disable_passes)
 
     spec = parse_target(target)  # a short name or a Halide target string (pitchfork/targets/target_strings.py)
     target = spec.isa
     if isel not in ("pitchfork", "llvm"):
         raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
+    run_passes = statement_passes(target, isel, passes, disable_passes)
     pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)
     args = check_arguments(pipeline, args)  # a list, with every Param the pipeline uses (no fallback)
     stats = CompileStats()
@@ -418,13 +458,8 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         stmt = captured.parse()
         refuse_huge_vectors(stmt, name)
-        if isel == "pitchfork":  # add trees of products -> vector_reduce_add, so dot products are selected
-            if "arm.udot" not in spec.unavailable:  # (the grouping is for udot: none without arm_dot_prod)
-                stmt = rewrite_dot_products(stmt, target)
-            if target == "hvx128":  # one whole-register window per row across unrolled x steps;
-                stmt = share_hvx_windows(stmt)  # [1 2 1] windows of one stream grouped (for vtmpy)
-                stmt = group_stream_taps(stmt)
-                stmt = merge_strided_stores(stmt)  # strided stores filling a range: one dense store
+        for pass_name in run_passes:
+            stmt = _run_statement_pass(pass_name, stmt, target, spec)
         cg = LoopNestCodegen(captured, stmt, target, isel, name, unavailable=spec.unavailable)
         cg.build()
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
