@@ -110,10 +110,15 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self.assert_messages: dict[int, str] = {}
         #: the serial loops being emitted, outermost first (see MemoryMixin._loop_copy)
         self._loops: list[LoopFrame] = []
+        #: semaphores (`struct halide_semaphore_t *` lets of async producers) by name, and the task
+        #: system's parent argument of the task function being emitted (None outside one): parallel.py
+        self.handles: dict[str, ir.Value] = {}
+        self.task_parent: Optional[ir.Value] = None
 
     # ---- function and arguments ------------------------------------------------------------
     def build(self) -> ir.Function:
-        refuse_async(self.stmt)
+        if self.target not in THREADED_TARGETS:
+            refuse_async(self.stmt)  # (no runtime threads to run producer and consumer on)
         ptr = ir.PointerType(ir.IntType(8))
         arg_types: list[ir.Type] = [ptr]
         layout: list[tuple[str, str, int, HType]] = []
@@ -216,6 +221,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                 buf = self._buffer_of(value.args[0], node)
                 self.buffers[name] = buf
                 return
+            if self._bind_semaphore(name, value):  # (struct halide_semaphore_t *)alloca(16): parallel.py
+                return
             raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
         if t.is_float and t.is_scalar:
             self.fscalars[name] = FloatEmitter(self, node).emit(value)
@@ -316,6 +323,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
     def _s_Evaluate(self, s: H.Evaluate) -> None:
         v = s.value
         if isinstance(v, H.IntImm):
+            return
+        if self._semaphore_call(v, s):  # halide_semaphore_init / _release (parallel.py)
             return
         raise Unsupported(f"evaluated call {_show(v)}", s)
 

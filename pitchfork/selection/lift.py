@@ -54,7 +54,7 @@ def _lift_rules(include_synthesized: bool, exclude_from: frozenset[str]) -> Rule
     return RuleSet(rules)
 
 
-def lifter(rules: Optional[RuleSet] = None, trace: bool = False) -> Rewriter:
+def lifter(rules: Optional[RuleSet] = None, trace: bool | str = False) -> Rewriter:
     return Rewriter(rules if rules is not None else lift_rules(), trace=trace)
 
 
@@ -110,7 +110,8 @@ def lift(term: Term, rules: Optional[RuleSet] = None, engine: str = "greedy") ->
     return lifter(rules).rewrite(normalize_shift_constants(term))
 
 
-def lift_with_stats(term: Term, rules: Optional[RuleSet] = None, trace: bool = False) -> tuple[Term, RewriteStats]:
+def lift_with_stats(term: Term, rules: Optional[RuleSet] = None,
+                    trace: bool | str = False) -> tuple[Term, RewriteStats]:
     rw = lifter(rules, trace)
     out = rw.rewrite(normalize_shift_constants(term))
     return out, rw.stats

@@ -211,9 +211,9 @@ def select_instructions(term: Term, target: str, isel: str = "pitchfork", stream
 
     lw = lifter()
     if current_engine() == "egraph":  # equality saturation (pitchfork/selection/egraph), never worse than greedy
-        from pitchfork.selection.egraph.engine import lift_egraph
+        from pitchfork.selection.egraph.engine import SELECTION_BUDGET, lift_egraph
 
-        res = lift_egraph(term, lw.rules)
+        res = lift_egraph(term, lw.rules, SELECTION_BUDGET)
         lifted = res.term
         lw.stats.fired.update(res.greedy_fired)
         lw.stats.seconds = res.seconds
