@@ -12,6 +12,8 @@
    a time, and the budget (rounds, e-nodes, optionally seconds) stops the growth. A budget hit keeps
    the e-graph built so far;
 3. the cheapest term is extracted by pitchfork/cost.py's node cost (extract.py);
+0. the gate: greedy runs first, and when its result is already fully lifted (`needs_saturation`)
+   that is the answer (no e-graph);
 4. never worse than greedy: the greedy TRS runs on the extracted term (this is also where the lifting
    rules egglog cannot decide act, rules.py `greedy_only`) and on the input; the cheaper result by
    pitchfork.cost.cost wins (greedy's on a tie);
@@ -69,11 +71,15 @@ class Budget:
     nodes: int = 5_000
     seconds: Optional[float] = None
     lifts: Optional[int] = None  # e-nodes the lifting pass may lift per round (None: all)
+    gate: bool = True  # skip saturation when greedy's result is fully lifted (needs_saturation)
+    rlimit: int = 60_000_000  # Z3 resource limit of the translation validation (fpir.z3enc.DEFAULT_RLIMIT)
 
 
 #: the budget of selection (`select --engine egraph`, pitchfork.compile(engine="egraph")): whole
 #: programs have hundreds of expressions, so fewer rounds and e-nodes than a single `lift`
-SELECTION_BUDGET = Budget(rounds=2, nodes=1_500, lifts=300)
+#: programs, and a smaller Z3 resource limit for the translation validation (a proof that does not
+#: finish within it keeps greedy's result)
+SELECTION_BUDGET = Budget(rounds=2, nodes=1_500, lifts=300, rlimit=1_000_000)
 
 
 @dataclass
@@ -255,13 +261,14 @@ def _root_value(eg: object, name: str) -> object:
     return frozen.functions[name].rows[0].output
 
 
-def validate(original: Term, result: Term) -> str:
-    """'' if Z3 proves result == original (under the original's flag facts), else the reason."""
+def validate(original: Term, result: Term, rlimit: int = 60_000_000) -> str:
+    """'' if Z3 proves result == original (under the original's flag facts) within `rlimit`, else the
+    reason."""
     from fpir.z3enc import equivalent, flag_facts
 
     try:
         facts = flag_facts(original)
-        v = equivalent(original, result, assume=facts)
+        v = equivalent(original, result, assume=facts, rlimit=rlimit)
     except (ValueError, FPIRTypeError) as e:
         return f"translation validation failed: {e}"
     if v.status == "VALID":
@@ -293,12 +300,41 @@ def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = 
     return res
 
 
+#: primitive arithmetic: a node of one of these over a computed operand is not fully lifted
+_ARITH = frozenset({"add", "sub", "mul", "div", "mod", "shl", "shr", "min", "max", "abs", "select", "and", "or",
+                    "xor", "not"})
+
+
+def needs_saturation(lifted: Term) -> bool:
+    """The gate in front of the e-graph: False when greedy's result is already fully lifted, i.e. no
+    primitive arithmetic node takes a computed (non-leaf) operand and no FPIR instruction takes a
+    constant 0 or 1 or, for the value-combining ones, any constant (which the equivalences might fold
+    or move). Such a result has nothing the equivalences could re-associate into another
+    instruction, so saturation is skipped (on the 16 benchmarks it skips most expressions)."""
+    from fpir.ops import spec
+
+    amounts = ("widening_shl", "widening_shr", "rounding_shr", "rounding_shl", "mul_shr", "rounding_mul_shr",
+               "saturating_shl")
+    for x in lifted.walk():
+        if not x.args:
+            continue
+        if x.op in _ARITH and any(a.args for a in x.args):
+            return True
+        if spec(x.op).kind == "fpir" and any(a.is_const and (a.value in (0, 1) or x.op not in amounts)
+                                            for a in x.args):
+            return True
+    return False
+
+
 def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
     from pitchfork.selection.lift import lift_with_stats, normalize_shift_constants
 
     t0 = time.perf_counter()
     norm = normalize_shift_constants(term)
     greedy_in, _ = lift_with_stats(norm, rs)
+    if budget.gate and not needs_saturation(greedy_in):
+        return EgraphResult(greedy_in, "greedy", note="greedy result fully lifted (no saturation)",
+                            greedy_term=greedy_in, seconds=time.perf_counter() - t0)
     try:
         extracted, res = saturate(norm, rs, budget)
     except Exception as e:  # egglog errors, unsupported input: greedy's answer, said in one line
@@ -309,7 +345,7 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
     res.extracted, res.greedy_term = extracted, greedy_in
     res.greedy_fired.update(stats.fired)
     if cost(greedy_e) < cost(greedy_in):
-        why = validate(term, greedy_e) if check else ""
+        why = validate(term, greedy_e, budget.rlimit) if check else ""
         if why:
             res.term, res.source = greedy_in, "greedy"
             res.note = "; ".join(x for x in (res.note, why + "; greedy result") if x)
