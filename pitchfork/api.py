@@ -42,6 +42,8 @@ from pitchfork.frontend.capture import TARGET_ALIASES, CaptureError, CapturedStm
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.frontend.printer import to_text
 from pitchfork.passes.pipeline import PassList, resolve
+from pitchfork.frontend.deep import run_deep
+from pitchfork.backend.link_check import undefined_calls
 from pitchfork.errors import UsageError
 from pitchfork.frontend.checks import (check_arguments, refuse_deep_statement, refuse_extern_stages,
                                        refuse_huge_vectors, refuse_if_halide_rejects)
@@ -197,7 +199,7 @@ class CompiledPipeline:
         size = self._output_size(size, first_extents)
         shape = tuple(reversed(size))
         for out in outs:
-            args.append(Buffer(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype), is_output=True))
+            args.append(Buffer(np.zeros(shape, dtype=_elem_dtype(out.types[0].elem)), is_output=True))
             stride = 1
             for d in range(out.dimensions):
                 args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
@@ -431,11 +433,17 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         stats.capture_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
-        stmt = captured.parse()
-        refuse_huge_vectors(stmt, name)
-        stmt = run_loop_passes(stmt, plist, name, debug, spec.unavailable)
-        cg = LoopNestCodegen(captured, stmt, target, isel, name, unavailable=spec.unavailable, passes=plist)
-        cg.build()
+        cap = captured
+
+        def frontend() -> LoopNestCodegen:
+            stmt = cap.parse()
+            refuse_huge_vectors(stmt, name)
+            stmt = run_loop_passes(stmt, plist, name, debug, spec.unavailable)
+            cg = LoopNestCodegen(cap, stmt, target, isel, name, unavailable=spec.unavailable, passes=plist)
+            cg.build()
+            return cg
+
+        cg = run_deep(frontend)  # the walkers recurse per nesting level: a deep stack, bounded (deep.py)
         if debug >= 2:
             _log(f"{name}: LLVM IR from codegen", str(cg.module))
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
@@ -456,6 +464,10 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
                                 trace=(lambda stage, text: _log(f"{name}: LLVM IR after {stage}", text))
                                 if debug >= 2 else None)
         stats.llvm_seconds = time.perf_counter() - t0
+        missing = undefined_calls(module.assembly(), target)
+        if missing:  # would fail to link at the first call: refused now (link_check.py)
+            raise Unsupported(f"the kernel calls {', '.join(missing)}, which {target} code cannot call here "
+                              "(no C library on the Hexagon harness)")
         return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
                                 halide_target=spec.halide)
     except FALLBACK_ERRORS as e:

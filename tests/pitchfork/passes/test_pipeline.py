@@ -42,15 +42,18 @@ def test_every_pass_is_named_and_documented_once() -> None:
 
 
 def test_resolve_checks_names() -> None:
-    with pytest.raises(UsageError, match=r"unknown pass 'bogus' for hvx128 .*its passes: dot_products, hvx_windows"):
+    with pytest.raises(UsageError, match=r"unknown pass 'bogus'; the passes for hvx128 .*: dot_products, hvx_windows"):
         resolve("hvx128", "pitchfork", disable=["bogus"])
-    with pytest.raises(UsageError, match=r"pass 'hvx_windows' does not run for arm64"):
-        resolve("arm64", "pitchfork", disable=["hvx_windows"])
+    assert resolve("arm64", "pitchfork", disable=["hvx_windows"]) == default_passes("arm64", "pitchfork")
+    with pytest.raises(UsageError, match=r"'branch_weights' is a codegen pass"):
+        resolve("x86-avx2", "pitchfork", passes=["branch_weights"])
+    # passes= picks loop passes for either isel (the harness gives LLVM alone the same ones)
+    assert [p.name for p in resolve("hvx128", "llvm", passes=["stream_taps"]).of_kind("loop")] == ["stream_taps"]
     with pytest.raises(UsageError, match=r"'hvx_i128_mulh' cannot be disabled"):
         resolve("hvx128", "llvm", disable=["hvx_i128_mulh"])
     only = resolve("hvx128", "pitchfork", passes=["stream_taps"])
     assert [p.name for p in only.of_kind("loop")] == ["stream_taps"]
-    assert only.on("hvx_predicate_selects")  # required passes stay
+    assert only.on("hvx_predicate_selects") and only.on("hvx_accumulate")  # the others stay
     assert not resolve("hvx128", "pitchfork", disable=["stream_taps"]).on("stream_taps")
 
 
