@@ -38,6 +38,8 @@ import numpy as np
 from pitchfork.backend.machine import CompiledModule, CompileError, compile_module
 from pitchfork.frontend.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.frontend.deep import run_deep
+from pitchfork.backend.link_check import undefined_calls
 from pitchfork.passes.dot_products import rewrite_stmt as rewrite_dot_products
 from pitchfork.passes.hvx_windows import rewrite_stmt as share_hvx_windows
 from pitchfork.passes.stream_taps import rewrite_stmt as group_stream_taps
@@ -196,7 +198,7 @@ class CompiledPipeline:
         size = self._output_size(size, first_extents)
         shape = tuple(reversed(size))
         for out in outs:
-            args.append(Buffer(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype), is_output=True))
+            args.append(Buffer(np.zeros(shape, dtype=_elem_dtype(out.types[0].elem)), is_output=True))
             stride = 1
             for d in range(out.dimensions):
                 args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
@@ -456,12 +458,18 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         stats.capture_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
-        stmt = captured.parse()
-        refuse_huge_vectors(stmt, name)
-        for pass_name in run_passes:
-            stmt = _run_statement_pass(pass_name, stmt, target, spec)
-        cg = LoopNestCodegen(captured, stmt, target, isel, name, unavailable=spec.unavailable)
-        cg.build()
+        cap = captured
+
+        def frontend() -> LoopNestCodegen:
+            stmt = cap.parse()
+            refuse_huge_vectors(stmt, name)
+            for pass_name in run_passes:
+                stmt = _run_statement_pass(pass_name, stmt, target, spec)
+            cg = LoopNestCodegen(cap, stmt, target, isel, name, unavailable=spec.unavailable)
+            cg.build()
+            return cg
+
+        cg = run_deep(frontend)  # the walkers recurse per nesting level: a deep stack, bounded (deep.py)
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
         stats.selection_seconds = cg.stats.selection_seconds
         stats.rules_fired = dict(cg.stats.rules_fired)
@@ -477,6 +485,10 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         module = compile_module(str(cg.module), machine_target(spec), i64_halves=isel == "pitchfork",
                                 isolate=spec.isa == "hvx128" and spec.hvx_version < 66)
         stats.llvm_seconds = time.perf_counter() - t0
+        missing = undefined_calls(module.assembly(), target)
+        if missing:  # would fail to link at the first call: refused now (link_check.py)
+            raise Unsupported(f"the kernel calls {', '.join(missing)}, which {target} code cannot call here "
+                              "(no C library on the Hexagon harness)")
         return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
                                 halide_target=spec.halide)
     except FALLBACK_ERRORS as e:

@@ -112,6 +112,10 @@ def sections(data: dict[str, Any]) -> list[str]:
                           f"geomean): {_verdict(ga, goal)}; vs Halide 21 ≥1.0x on every benchmark: "
                           + ("met" if not losses and gc else f"**short** on {', '.join(losses) or 'unmeasured rows'}"))
         L += [""] + _disagreements(col, isa) + _halide_failures(data, isa) + [""]
+    if data["meta"].get("quick"):
+        L[2:2] = ["**A --quick run** (each benchmark's quick size, first parameter set, 3 x86 repetitions): x86 "
+                  "ratios at quick sizes are larger than at full sizes for memory-bound kernels (the 'Quick size "
+                  "against full size' table of a full run); treat these figures as indicative.", ""]
     L = L[:2] + ["Goals (issue 25; never tuned for): selection only x86 ≥1.31x, ARM ≥1.82x, HVX ≥2.44x; ≥1.0x vs "
                  "Halide 21 on every benchmark.", ""] + goal_lines + [""] + L[2:]
     L += quick_vs_full(data)

@@ -58,7 +58,7 @@ from pitchfork.codegen.base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CA
                                            Unsupported, _assert_text, _ident, _show, _storage, fpir_type,
                                            type_code)
 from pitchfork.codegen.to_fpir import ExprConverter
-from pitchfork.codegen.floats import FloatEmitter
+from pitchfork.codegen.floats import FloatEmitter, is_strict
 from pitchfork.codegen.lut import LutMixin
 from pitchfork.codegen.span import SpanMixin
 from pitchfork.codegen.hvx_accumulate import start_from_fresh
@@ -110,6 +110,13 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self.assert_messages: dict[int, str] = {}
         #: the serial loops being emitted, outermost first (see MemoryMixin._loop_copy)
         self._loops: list[LoopFrame] = []
+        #: `value` leaves: vectors computed in floating point and converted (codegen_expr._float_scalar)
+        #: by id() of the Leaf (which self.leaves keeps alive): (function it was emitted in, value,
+        #: how to emit it again elsewhere)
+        self.values: dict[int, tuple[ir.Function, ir.Value, Callable[[], ir.Value]]] = {}
+        #: a strict_float target: no fast-math flags on any float instruction (codegen_float.py); else
+        #: only Halide's `strict_*` ops (hl.strict_float(e)) are strict, as in Halide's own module
+        self.strict_float = is_strict(captured.target)
         #: semaphores (`struct halide_semaphore_t *` lets of async producers) by name, and the task
         #: system's parent argument of the task function being emitted (None outside one): parallel.py
         self.handles: dict[str, ir.Value] = {}
@@ -224,7 +231,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             if self._bind_semaphore(name, value):  # (struct halide_semaphore_t *)alloca(16): parallel.py
                 return
             raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
-        if t.is_float and t.is_scalar:
+        if t.is_float:  # scalar or vector: emitted here, where Halide's let is
             self.fscalars[name] = FloatEmitter(self, node).emit(value)
             return
         if t.is_vector:
@@ -261,18 +268,18 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         else_b = self.fn.append_basic_block("else") if s.else_case is not None else None
         after = self.fn.append_basic_block("endif")
         self.b.cbranch(c, then_b, else_b or after)
-        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers))
+        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers), dict(self.fscalars))
         self.b.position_at_end(then_b)
         self.stmt_(s.then_case)
         if not self.b.block.is_terminated:
             self.b.branch(after)
-        self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+        self.scalars, self.vlets, self.buffers, self.fscalars = (dict(x) for x in saved)
         if else_b is not None:
             self.b.position_at_end(else_b)
             self.stmt_(s.else_case)  # type: ignore[arg-type]
             if not self.b.block.is_terminated:
                 self.b.branch(after)
-            self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+            self.scalars, self.vlets, self.buffers, self.fscalars = (dict(x) for x in saved)
         self.b.position_at_end(after)
 
     def _s_For(self, s: H.For) -> None:
@@ -304,12 +311,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         iv.add_incoming(lo, pre)
         self.b.branch(body)
         self.b.position_at_end(body)
-        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers))
+        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers), dict(self.fscalars))
         self.scalars[s.name] = (iv, i32)
         self._loops.append(LoopFrame(pre, head, body, len(self.fn.blocks)))
         self.stmt_(s.body)
         self._loops.pop()
-        self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+        self.scalars, self.vlets, self.buffers, self.fscalars = (dict(x) for x in saved)
         if not self.b.block.is_terminated:
             nxt = self.b.add(iv, ir.Constant(ir.IntType(32), 1), flags=["nsw"])
             iv.add_incoming(nxt, self.b.block)
@@ -337,7 +344,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             base = self.b.bitcast(buf.ptr, ir.PointerType(val.type))
             self.b.store(val, self.b.gep(base, [self._address_width(idx)]), align=1)
             return
-        et = fpir_type(t.elem, s)
+        if t.is_float:  # a float vector: stored as the integer path stores the same bits
+            fval = FloatEmitter(self, s).emit(s.value)
+            et = ScalarType(False, t.bits)
+            val = self.b.bitcast(fval, vec_type(et, t.lanes))
+        else:
+            et = fpir_type(t.elem, s)
         if t.is_scalar:
             if s.predicate is not None:
                 raise Unsupported(f"predicated scalar store to {s.buffer}", s)
@@ -348,7 +360,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         # A predicated store (TailStrategy::Predicate/PredicateStores, GuardWithIf tails) writes only
         # the lanes whose predicate is true: a masked store, or a scatter that skips masked-off lanes.
         mask = self._mask(s.predicate, t.lanes, s) if s.predicate is not None else None
-        val = self._to_storage(self.vector(s.value, s), et)
+        if not t.is_float:
+            val = self._to_storage(self.vector(s.value, s), et)
         ramp = self._dense(s.index)
         if ramp is not None:
             base = self.address_index(ramp, s)
@@ -593,6 +606,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         if leaf.kind == "reduce":
             assert isinstance(e, H.VectorReduce)
             return self._reduce(e, leaf, node)
+        if leaf.kind == "value":  # emitted when its expression was converted (codegen_expr._float_scalar)
+            fn, v, again = self.values[id(leaf)]
+            return v if fn is self.fn else again()
         raise Unsupported(f"vector leaf {leaf.kind}", node)
 
     def _hvx_interleave(self, regs: list[ir.Value]) -> ir.Value:

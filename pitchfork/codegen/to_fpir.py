@@ -32,12 +32,19 @@ if TYPE_CHECKING:
     from pitchfork.codegen.loop_nest import LoopNestCodegen
 
 
+def _int_ir(st: ScalarType, lanes: int) -> ir.Type:
+    t = ir.IntType(st.bits)
+    return ir.VectorType(t, lanes) if lanes > 1 else t
+
+
 class ExprConverter:
     """Halide Expr -> FPIR Term for one statement."""
 
     def __init__(self, cg: LoopNestCodegen, node: H.Node, leaves: dict[str, Leaf]) -> None:
         self.cg, self.node, self.leaves = cg, node, leaves
         self.lets: dict[str, Term] = {}
+        #: float Let expressions in scope (name, value), innermost last (see _float_scalar)
+        self.flets: list[tuple[str, H.Expr]] = []
 
     def leaf(self, kind: str, e: H.Expr) -> Term:
         st = fpir_type(e.type.elem, self.node)
@@ -88,12 +95,24 @@ class ExprConverter:
 
     def _float_scalar(self, e: H.Expr, convert) -> Term:  # type: ignore[no-untyped-def]
         """An integer-valued expression computed in floating point (a cast of a float, a comparison of
-        floats): emitted now as scalar code (codegen_float.py) and bound to a scalar name."""
-        if e.type.is_vector:
-            raise Unsupported(f"vector floating-point expression {_show(e)} (float code is compiled for "
-                              "scalars only)", self.node)
+        floats): emitted now (codegen_float.py) and used as a variable: a scalar name, or for a vector
+        a `value` leaf holding the emitted vector, so the integer code around it is still selected."""
         st = fpir_type(e.type.elem, self.node)
-        v = convert(FloatEmitter(self.cg, self.node), st)
+        lets, flets = dict(self.lets), list(self.flets)
+        v = convert(FloatEmitter(self.cg, self.node, lets), st)
+
+        def again() -> ir.Value:  # the float lets of the expression in scope, then the value
+            for n, fv in flets:
+                self.cg.fscalars[n] = FloatEmitter(self.cg, self.node, lets).emit(fv)
+            return convert(FloatEmitter(self.cg, self.node, lets), st)
+
+        if e.type.is_vector:
+            name = f"fvalue{next(self.cg._leaf_ids)}"
+            leaf = self.leaves[name] = Leaf("value", e, e.type.lanes, st)
+            # emitted here, which dominates every use in this function; a use in another function
+            # (a parallel loop's task, emitted from the same vector let) computes it again there
+            self.cg.values[id(leaf)] = (self.cg.fn, v, again)
+            return var(name, st)
         name = f"fconv{next(self.cg._leaf_ids)}"
         self.cg.scalars[name] = (v, st)
         return var(name, st)
@@ -109,6 +128,8 @@ class ExprConverter:
         return make("cast", x, type=t)
 
     def _e_Reinterpret(self, e: H.Reinterpret) -> Term:
+        if e.value.type.is_float:  # the bits of a float value
+            return self._float_scalar(e, lambda fe, st: fe.b.bitcast(fe.emit(e.value), _int_ir(st, e.type.lanes)))
         if e.type.is_handle or e.value.type.is_handle:
             raise Unsupported(f"pointer reinterpret {_show(e)}", self.node)
         return make("reinterpret", self.go(e.value), type=fpir_type(e.type.elem, self.node))
@@ -130,6 +151,14 @@ class ExprConverter:
         return make("select", self.go(e.cond), self.go(e.true_value), self.go(e.false_value))
 
     def _e_Let(self, e: H.Let) -> Term:
+        if e.value.type.is_float:  # a float value: emitted now, used by the float code of the body
+            self.cg.fscalars[e.name] = FloatEmitter(self.cg, self.node, self.lets).emit(e.value)
+            self.flets.append((e.name, e.value))
+            try:
+                return self.go(e.body)
+            finally:  # out of scope (a later parallel loop's closure must not capture it)
+                self.flets.pop()
+                self.cg.fscalars.pop(e.name, None)
         saved = dict(self.lets)
         self.lets[e.name] = self.go(e.value)
         try:
@@ -236,6 +265,10 @@ class ExprConverter:
                                                                                  st.bits))
         if n == "saturating_cast":
             return make("saturating_cast", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
+        if n == "reinterpret" and e.args[0].type.is_float:
+            return self._float_scalar(e, lambda fe, st: fe.b.bitcast(fe.emit(e.args[0]), _int_ir(st, e.type.lanes)))
+        if involves_float(e):  # strict_lt & co., is_nan_f32 & co.: a float comparison
+            return self._float_scalar(e, lambda fe, st: fe.emit(e))
         if n in ("reinterpret",):
             return make("reinterpret", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
         if n in BIT_COUNTS:
