@@ -265,7 +265,8 @@ def write_rules(path: Path, decisions: Iterable[Decision], header: str, drop: It
     """Append the written decisions to the file (keeping its rules, less the names in `drop`: rules
     the new ones subsume), ordered by cost; returns the number of rules in the file."""
     old_lines: list[str] = []
-    gone = set(drop) | set(withdrawn(path.parent))
+    # withdrawn here or in the rules the run works with (rules/synthesized/ merged, synth/rulesnap.py)
+    gone = set(drop) | set(withdrawn(path.parent)) | set(withdrawn())
     if path.exists():
         old_lines = [
             ln for ln in path.read_text().splitlines()

@@ -206,6 +206,10 @@ class EntryBuilder:
 
     def build(self) -> None:
         for a in self.args:
+            if a.kind == "scalar" and a.type.is_float:
+                # Halide's entry point takes it as a C float/double; this prologue binds integers only
+                raise Unsupported(f"float scalar parameter {a.name} in an ahead-of-time entry point (float Params "
+                                  "are compiled for pitchfork.compile's callable, not yet for the AOT ABI)")
             if a.kind == "scalar":
                 fpir_type(a.type)  # integer scalars only (the kernel's own restriction)
         self.kernel = ir.Function(self.module, self.kernel_type(), name=kernel_name(self.name))

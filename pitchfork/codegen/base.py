@@ -60,7 +60,7 @@ IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_pr
 
 def fpir_type(t: HType, node: Optional[H.Node] = None) -> ScalarType:
     if t.code not in ("int", "uint"):
-        raise Unsupported(f"{t} values (only integer pipelines are compiled by PITCHFORK)", node)
+        raise Unsupported(f"{t} values where PITCHFORK's integer path needs an integer", node)
     if t.bits not in (1, 8, 16, 32, 64):
         raise Unsupported(f"{t} values", node)
     return ScalarType(t.code == "int", t.bits)
