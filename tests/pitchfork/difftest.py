@@ -432,7 +432,7 @@ def family_templates() -> list[str]:
     here = str(Path(__file__).resolve().parent)  # test_lift_families imports trs.termgen as pytest does
     if here not in sys.path:
         sys.path.append(here)
-    from tests.pitchfork.test_lift_families import NOT_LIFTED, SPELLINGS
+    from tests.pitchfork.selection.test_lift_families import NOT_LIFTED, SPELLINGS
 
     return [s for _, s, _ in SPELLINGS] + [s for s, _ in NOT_LIFTED] + HVX_TEMPLATES
 
