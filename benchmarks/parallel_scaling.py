@@ -9,7 +9,9 @@ arrays. The parent interleaves them: in every repetition each worker times one c
 contender, in a rotated order, so load from other processes hits all four alike. Reported: per
 contender the median time at each thread count and the paired ratio t(1 thread) / t(2 threads)
 (median over repetitions of the ratio of samples taken in the same repetition), and `uptime`'s
-load before and after. Outputs are checked equal to Halide's before timing.
+load before and after; then, per contender and thread count, how 40 calls' CPU time divides among
+the process's threads (/proc/self/task: a measure of the split that does not depend on other load;
+the wall-clock ratio does). Outputs are checked equal to Halide's before timing.
 """
 
 from __future__ import annotations
@@ -62,6 +64,14 @@ def worker(size: int, calls: int) -> None:
         cmd = line.strip()
         if cmd == "q":
             break
+        if cmd.startswith("split "):  # CPU time per thread over 40 calls of one contender
+            before = _thread_cpu()
+            for _ in range(40):
+                call() if cmd.endswith("p") else out.realize(hbuf)
+            after = _thread_cpu()
+            used = sorted((after[t] - before.get(t, 0) for t in after), reverse=True)
+            print(json.dumps({"split": [u for u in used if u > 0]}), flush=True)
+            continue
         t0 = time.perf_counter()
         for _ in range(calls):
             if cmd == "p":
@@ -69,6 +79,18 @@ def worker(size: int, calls: int) -> None:
             else:
                 out.realize(hbuf)
         print(json.dumps({"s": (time.perf_counter() - t0) / calls}), flush=True)
+
+
+def _thread_cpu() -> dict[str, int]:
+    """user + system clock ticks of each thread of this process (/proc/self/task/*/stat)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            fields = open(f"/proc/self/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[tid] = int(fields[11]) + int(fields[12])
+    return out
 
 
 def _load() -> str:
@@ -114,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         order = slots[r % len(slots):] + slots[:r % len(slots)]
         for slot in order:
             samples[slot].append(ask(*slot))
+    splits = {}
+    for n in counts:  # how the work divides among threads (independent of the machine's load)
+        for c in "ph":
+            procs[n].stdin.write(f"split {c}\n")  # type: ignore[union-attr]
+            procs[n].stdin.flush()  # type: ignore[union-attr]
+            splits[(n, c)] = json.loads(procs[n].stdout.readline())["split"]  # type: ignore[union-attr]
     for p in procs.values():
         p.stdin.write("q\n")  # type: ignore[union-attr]
         p.stdin.close()  # type: ignore[union-attr]
@@ -128,6 +156,11 @@ def main(argv: list[str] | None = None) -> int:
             a, b = samples[(counts[0], c)], samples[(counts[1], c)]
             line += f"   speedup {counts[0]}->{counts[1]}: {statistics.median(x / y for x, y in zip(a, b)):.2f}x"
         print(line)
+    print("  CPU time per thread over 40 calls (share of the process's, busiest first):")
+    for (n, c), used in splits.items():
+        total = sum(used) or 1
+        shares = ", ".join(f"{100 * u / total:.0f}%" for u in used)
+        print(f"    {'PITCHFORK' if c == 'p' else 'Halide 21':10s} HL_NUM_THREADS={n}: {shares}")
     if len(counts) == 2:
         for n in counts:
             ratio = statistics.median(h / p for h, p in zip(samples[(n, "h")], samples[(n, "p")]))

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from fpir.markdown import generated_doc_main, table
-from fpir.ops import FLAGS, OPS, OpSpec, template
+from fpir.ops import FLAGS, template
+from fpir.opspec import OPS, OpSpec
 from fpir.term import Term, intern
-from fpir.text import to_text
+from fpir.printer import to_text
 from fpir.types import INT_TYPES, USER_TYPES, FPIRTypeError, ScalarType, u1
 
 DOC_PATH = Path(__file__).resolve().parent.parent / "docs" / "FPIR.md"

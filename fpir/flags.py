@@ -9,7 +9,7 @@ the rule verifier assumes it for a left side and proves it for a right side), pl
 under it (bounds). fpir/ops.py attaches the rows to ops (`OpSpec.flags`); this module only needs
 fpir.types, so the op table can import it.
 
-`with_halide_overflow(term)` puts `nsw` where Halide's frontend would (the CLI's --assume-no-overflow),
+`fpir.ops.with_halide_overflow(term)` puts `nsw` where Halide's frontend would (the CLI's --assume-no-overflow),
 and with `shifts=True` `inrange` on every shl/shr (--assume-shifts-in-range).
 """
 
@@ -191,20 +191,3 @@ def halide_overflow_flags(op: str, t: ScalarType, shifts: bool = False, overflow
     if shifts and op in HALIDE_SHIFT_OPS:
         out += ("inrange",)
     return tuple(sorted(out))
-
-
-def with_halide_overflow(term: Any, shifts: bool = False, overflow: bool = True) -> Any:
-    """The term with the flags the Halide frontend gives it: `nsw` on every signed >= 32-bit
-    add/sub/mul/shl (for FPIR text a user states comes from Halide code: `--assume-no-overflow`) and,
-    with `shifts`, `inrange` on every shl/shr (`--assume-shifts-in-range`)."""
-    from fpir.ops import make, spec
-
-    memo: dict[int, Any] = {}
-    for t in term.walk():
-        if not t.args:
-            memo[id(t)] = t
-            continue
-        args = [memo[id(a)] for a in t.args]
-        flags = tuple(sorted(set(t.attrs) | set(halide_overflow_flags(t.op, t.type, shifts, overflow))))
-        memo[id(t)] = make(t.op, *args, type=t.type if spec(t.op).explicit_type else None, flags=flags)
-    return memo[id(term)]

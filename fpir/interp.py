@@ -18,7 +18,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from fpir.ops import spec, template
+from fpir.ops import template
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType
 

@@ -28,8 +28,6 @@ all constants, so a term never contains a constant-only sub-term.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 from fpir.lazy import numpy as np
@@ -38,88 +36,12 @@ from fpir.lazy import z3
 from fpir import primitives as pr
 from fpir import typerules as tr
 from fpir.flags import (INRANGE, FlagSpec, NSW_ADD, NSW_HALVING_ADD, NSW_HALVING_SUB, NSW_MUL,
-                        NSW_ROUNDING_HALVING_ADD, NSW_ROUNDING_SHR, NSW_SHL, NSW_SUB)
-from fpir.term import Term, const, intern, var
+                        NSW_ROUNDING_HALVING_ADD, NSW_ROUNDING_SHR, NSW_SHL, NSW_SUB, halide_overflow_flags)
+from fpir.opspec import DOCUMENTED_FACTORS, OPS, REDUCE_COMBINE, OpSpec, register, register_reduce, spec
 from fpir.primitives import Interval
+from fpir.term import Term, const, intern, var
 from fpir.typerules import ArgHint, TypeRule
 from fpir.types import FPIRTypeError, ScalarType
-
-
-@dataclass(frozen=True, slots=True)
-class OpSpec:
-    name: str
-    arity: int
-    kind: str  # "primitive" | "fpir" | "target"
-    type_rule: TypeRule
-    doc: str
-    # Primitive semantics (exact): numpy, Z3 and interval rules, all (args, arg types, result type).
-    np_impl: Optional[Callable[..., Any]] = None
-    z3_impl: Optional[Callable[..., Any]] = None
-    interval: Optional[Callable[[Sequence[Interval], Sequence[ScalarType], ScalarType], Interval]] = None
-    # FPIR / target semantics: build the meaning from other ops, given the argument terms.
-    definition: Optional[Callable[[Sequence[Term], ScalarType], Term]] = None
-    # True if the op's result type is written in the syntax (cast<t>, u8(...), saturating_cast<t>).
-    explicit_type: bool = False
-    # Type a bare constant argument takes, given the other arguments' types (parser and printer).
-    arg_hint: Optional[ArgHint] = None
-    # Ops whose text is an infix/prefix operator.
-    symbol: Optional[str] = None
-    # Lane structure. `arg_lanes[i]` is how many lanes of argument i make one lane of the result (empty:
-    # every argument is lane-wise, 1). A lane-combining primitive (`vector_reduce_<op>_x<f>`) carries
-    # `reduce = (combine, f)`: result lane j is the left fold of the lane-wise op `combine` over argument
-    # lanes j*f .. j*f+f-1. That pair is the op's whole meaning; interp, z3enc and bounds fold with it.
-    arg_lanes: tuple[int, ...] = ()
-    reduce: Optional[tuple[str, int]] = None
-    # Arguments read at lane 0 only: every result lane j takes lane 0 of argument i (i in lane0_args)
-    # and lane j of the others (x86 vpsraw reads one count, the low lane of an xmm register). The
-    # op's definition is lane-wise over the lanes so read; interp, z3enc and the emitter honour this.
-    lane0_args: tuple[int, ...] = ()
-    # Flags a node of this op may carry (name -> FlagSpec): facts about its inputs, see FLAGS.
-    flags: dict = field(default_factory=dict, compare=False, hash=False)
-    # Extra metadata used by targets (LLVM intrinsic name etc.).
-    meta: dict = field(default_factory=dict, compare=False, hash=False)
-
-    def lane_factor(self, i: int) -> int:
-        """Lanes of argument i per result lane (1 for lane-wise ops)."""
-        return self.arg_lanes[i] if self.arg_lanes else 1
-
-    @property
-    def combines_lanes(self) -> bool:
-        return any(f != 1 for f in self.arg_lanes)
-
-    @property
-    def reads_lane0(self) -> bool:
-        return bool(self.lane0_args)
-
-
-OPS: dict[str, OpSpec] = {}
-
-
-def register(spec: OpSpec) -> OpSpec:
-    if spec.name in OPS:
-        raise ValueError(f"op {spec.name!r} registered twice")
-    OPS[spec.name] = spec
-    return spec
-
-
-def spec(name: str) -> OpSpec:
-    try:
-        return OPS[name]
-    except KeyError:
-        m = _REDUCE_RE.match(name)
-        if m and 2 <= int(m.group(2)) <= MAX_REDUCE_FACTOR:
-            # Any factor of a reduction family exists; the documented ones are registered up front.
-            return _register_reduce(m.group(1), int(m.group(2)), documented=False)
-        raise FPIRTypeError(f"unknown op {name!r}") from None
-
-
-def known_op(name: str) -> bool:
-    """True if `name` is an op (registering a reduction family member on first use)."""
-    try:
-        spec(name)
-        return True
-    except FPIRTypeError:
-        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,11 +66,38 @@ def make(op: str, *args: Term, type: Optional[ScalarType] = None, fold: bool = T
         return args[0]
     attrs = check_flags(op, rt, flags) if flags else ()
     if fold and args and all(a.is_const for a in args):
-        from fpir.interp import evaluate
-
-        v = evaluate(intern(op, rt, tuple(args)), {})
-        return const(int(np.asarray(v).item()), rt)
+        return _fold(s, rt, args)
     return intern(op, rt, tuple(args), attrs)
+
+
+def _fold(s: OpSpec, rt: ScalarType, args: Sequence[Term]) -> Term:
+    """The constant `s.name(args)` computes, all args constants, with the interpreter's semantics
+    (fpir.interp evaluates the same rows): a primitive through its numpy row; a lane-combining op of a
+    constant (a broadcast) as the left fold of its combining op over f copies; an FPIR or target op
+    through its definition, rebuilt on the constants, which folds it bottom-up to primitives."""
+    if s.reduce is not None:
+        combine, f = s.reduce
+        acc = args[0]
+        for _ in range(f - 1):
+            acc = make(combine, acc, args[0])
+        return acc
+    if s.np_impl is not None:
+        vals = [np.asarray(a.value, dtype=a.type.np_dtype) if a.type.bits <= 64 else np.asarray(a.value, dtype=object)
+                for a in args]
+        v = s.np_impl(vals, [a.type for a in args], rt)
+        return const(int(np.asarray(v).item()), rt)
+    body, names = template(s.name, tuple(a.type for a in args), rt)
+    env = dict(zip(names, args))
+    memo: dict[int, Term] = {}
+    for t in body.walk():
+        if t.op == "var":
+            memo[id(t)] = env.get(t.name, t)
+        elif not t.args:
+            memo[id(t)] = t
+        else:
+            memo[id(t)] = make(t.op, *[memo[id(a)] for a in t.args],
+                               type=t.type if spec(t.op).explicit_type else None, flags=flags_of(t))
+    return memo[id(body)]
 
 
 def check_flags(op: str, rt: ScalarType, flags: Sequence[str]) -> tuple[str, ...]:
@@ -163,19 +112,6 @@ def check_flags(op: str, rt: ScalarType, flags: Sequence[str]) -> tuple[str, ...
         if not fs.applies_to(rt):
             raise FPIRTypeError(f"{op}.{f}: the {f} flag applies to signed integers, not {rt}")
     return tuple(sorted(set(flags)))
-
-
-def split_flags(name: str) -> tuple[str, list[str]]:
-    """`add.nsw` -> ('add', ['nsw']). Target ops have dots in their names (`arm.umlal`), so the op is
-    the longest dotted prefix that names an op; an unknown name is returned whole, without flags."""
-    if known_op(name) or "." not in name:
-        return name, []
-    parts = name.split(".")
-    for k in range(len(parts) - 1, 0, -1):
-        op = ".".join(parts[:k])
-        if known_op(op):
-            return op, parts[k:]
-    return name, []
 
 
 def flags_of(t: Term) -> tuple[str, ...]:
@@ -456,32 +392,9 @@ _fpir("saturating_shl", 2, tr.shift_rule("saturating_shl"),
 # result lanes). The factor is part of the op name, so a rule's pattern states which grouping it matches,
 # and every consumer knows the lane count of each argument relative to the result (OpSpec.arg_lanes).
 
-REDUCE_COMBINE = {"add": "add", "min": "min", "max": "max", "saturating_add": "saturating_add"}
-DOCUMENTED_FACTORS = (2, 4)
-MAX_REDUCE_FACTOR = 256
-_REDUCE_RE = re.compile(r"^vector_reduce_(add|min|max|saturating_add)_x(\d+)$")
-
-
-def reduce_op(kind: str, factor: int) -> str:
-    """The op name reducing groups of `factor` adjacent lanes with `kind` (add, min, max, saturating_add)."""
-    return spec(f"vector_reduce_{kind}_x{factor}").name
-
-
-def _register_reduce(kind: str, f: int, documented: bool = True) -> OpSpec:
-    combine = REDUCE_COMBINE[kind]
-    what = {"add": "wrapping sum", "min": "minimum", "max": "maximum",
-            "saturating_add": "saturating sum (saturating_add folded left to right)"}[kind]
-    return register(OpSpec(
-        f"vector_reduce_{kind}_x{f}", 1, "primitive", tr.same_int(f"vector_reduce_{kind}_x{f}"),
-        f"Lane j of the result is the {what} of operand lanes {f}j .. {f}j+{f - 1}: the operand has {f} times "
-        f"the result's lanes (Halide's VectorReduce with factor {f}; any factor 2..{MAX_REDUCE_FACTOR} exists "
-        f"as vector_reduce_{kind}_x<f>).",
-        arg_lanes=(f,), reduce=(combine, f), meta={"documented": documented}))
-
-
 for _kind in REDUCE_COMBINE:
     for _f in DOCUMENTED_FACTORS:
-        _register_reduce(_kind, _f)
+        register_reduce(_kind, _f)
 
 PRIMITIVE_OPS = tuple(n for n, s in OPS.items() if s.kind == "primitive" and s.reduce is None)
 #: The documented lane-combining ops (other factors are registered on first use by `spec`).
@@ -492,3 +405,18 @@ FLAGS: dict[str, tuple[str, ...]] = {}
 for _n, _s in OPS.items():
     for _f in _s.flags:
         FLAGS[_f] = FLAGS.get(_f, ()) + (_n,)
+
+
+def with_halide_overflow(term: Any, shifts: bool = False, overflow: bool = True) -> Any:
+    """The term with the flags the Halide frontend gives it: `nsw` on every signed >= 32-bit
+    add/sub/mul/shl (for FPIR text a user states comes from Halide code: `--assume-no-overflow`) and,
+    with `shifts`, `inrange` on every shl/shr (`--assume-shifts-in-range`)."""
+    memo: dict[int, Any] = {}
+    for t in term.walk():
+        if not t.args:
+            memo[id(t)] = t
+            continue
+        args = [memo[id(a)] for a in t.args]
+        flags = tuple(sorted(set(t.attrs) | set(halide_overflow_flags(t.op, t.type, shifts, overflow))))
+        memo[id(t)] = make(t.op, *args, type=t.type if spec(t.op).explicit_type else None, flags=flags)
+    return memo[id(term)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterator
 
+from fpir.printer import to_text
 from fpir.types import ScalarType
 
 
@@ -42,13 +43,9 @@ class Term:
         return (intern, (self.op, self.type, self.args, self.attrs))
 
     def __repr__(self) -> str:
-        from fpir.text import to_text
-
         return f"Term({to_text(self)!r}: {self.type})"
 
     def __str__(self) -> str:
-        from fpir.text import to_text
-
         return to_text(self)
 
     @property

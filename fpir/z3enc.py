@@ -39,7 +39,8 @@ from typing import Mapping, Optional, Sequence
 
 import z3
 
-from fpir.ops import spec, template
+from fpir.ops import template
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
 

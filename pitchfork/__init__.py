@@ -6,12 +6,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional, Sequence
 
 
 def compile(pipeline_or_func: Any, args: Any, target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True,
-            engine: str = "greedy") -> Any:
+            name: str = "pipeline", fallback: bool = True, engine: str = "greedy",
+            passes: Optional[Sequence[str]] = None, disable_passes: Sequence[str] = ()) -> Any:
     from pitchfork.api import compile as _compile
 
-    return _compile(pipeline_or_func, args, target=target, isel=isel, name=name, fallback=fallback, engine=engine)
+    return _compile(pipeline_or_func, args, target=target, isel=isel, name=name, fallback=fallback, engine=engine,
+                    passes=passes, disable_passes=disable_passes)

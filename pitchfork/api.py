@@ -27,6 +27,8 @@ RoundUp tile, ...) raises RuntimeError quoting the assertion, never a crash.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -36,14 +38,15 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import numpy as np
 
 from pitchfork.backend.machine import CompiledModule, CompileError, compile_module
-from pitchfork.frontend.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt
+from pitchfork.frontend.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
-from pitchfork.passes.dot_products import rewrite_stmt as rewrite_dot_products
-from pitchfork.passes.hvx_windows import rewrite_stmt as share_hvx_windows
-from pitchfork.passes.stream_taps import rewrite_stmt as group_stream_taps
-from pitchfork.passes.strided_stores import rewrite_stmt as merge_strided_stores
+from pitchfork.frontend.printer import to_text
+from pitchfork.passes.pipeline import PassList, resolve
+from pitchfork.frontend.deep import run_deep
+from pitchfork.backend.link_check import undefined_calls
 from pitchfork.errors import UsageError
-from pitchfork.frontend.checks import check_arguments, refuse_deep_statement, refuse_extern_stages, refuse_huge_vectors, refuse_if_halide_rejects
+from pitchfork.frontend.checks import (check_arguments, refuse_deep_statement, refuse_extern_stages,
+                                       refuse_huge_vectors, refuse_if_halide_rejects)
 from pitchfork.frontend.params import halide_scalar_value, scalar_value
 from pitchfork.frontend.stmt import HalideParseError
 from pitchfork.targets.target_strings import machine_target, parse_target
@@ -122,7 +125,7 @@ class CompiledPipeline:
             p.write_bytes(aot_outputs(self)[2])
         else:
             pipeline, args = self._halide
-            pipeline.compile_to_object(str(p), list(args), self.name, _halide_target(self.halide_target))
+            pipeline.compile_to_object(str(p), list(args), self.name, halide_target(self.halide_target))
         return p
 
     def header(self) -> str:
@@ -137,7 +140,7 @@ class CompiledPipeline:
         pipeline, args = self._halide
         with tempfile.TemporaryDirectory() as d:
             f = Path(d) / f"{self.name}{suffix}"
-            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, _halide_target(self.halide_target))
+            getattr(pipeline, f"compile_to_{kind}")(str(f), list(args), self.name, halide_target(self.halide_target))
             return f.read_text()
 
     # ---- running ---------------------------------------------------------------------------
@@ -196,7 +199,7 @@ class CompiledPipeline:
         size = self._output_size(size, first_extents)
         shape = tuple(reversed(size))
         for out in outs:
-            args.append(Buffer(np.zeros(shape, dtype=fpir_type(out.types[0].elem).np_dtype), is_output=True))
+            args.append(Buffer(np.zeros(shape, dtype=_elem_dtype(out.types[0].elem)), is_output=True))
             stride = 1
             for d in range(out.dimensions):
                 args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
@@ -273,10 +276,10 @@ class CompiledPipeline:
                 bufs = [hl.Buffer(f.type(), list(size)) for f in outs]
                 for b in bufs:
                     b.set_min(list(mins))
-                pipeline.realize(bufs[0] if len(bufs) == 1 else bufs, _halide_target("x86-avx2"))
+                pipeline.realize(bufs[0] if len(bufs) == 1 else bufs, halide_target("x86-avx2"))
                 out = bufs[0] if len(bufs) == 1 else bufs
             else:
-                out = pipeline.realize(list(size), _halide_target("x86-avx2"))
+                out = pipeline.realize(list(size), halide_target("x86-avx2"))
         except hl.HalideError as e:
             raise RuntimeError(f"{self.name} (Halide fallback): {e}") from e
         if isinstance(out, (tuple, list)):  # several outputs (or a Tuple-valued Func)
@@ -364,12 +367,6 @@ def _np_dtype(t: Any) -> str:
     return f"{kind}{t.bits()}"
 
 
-def _halide_target(target: str) -> Any:
-    import halide as hl
-
-    return hl.Target(TARGET_ALIASES.get(target, target))
-
-
 def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
     import halide as hl
 
@@ -380,13 +377,30 @@ def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
     return arr, [0] * arr.ndim
 
 
+def debug_level() -> int:
+    """PITCHFORK_DEBUG: 0 (default) quiet; 1 the statement after parsing and after each loop pass, on
+    stderr; 2 also the LLVM IR codegen made, after O3 and after each backend pass that rewrote it."""
+    raw = os.environ.get("PITCHFORK_DEBUG", "") or "0"
+    if raw not in ("0", "1", "2"):
+        raise UsageError(f"PITCHFORK_DEBUG must be 0, 1 or 2, not {raw!r}")
+    return int(raw)
+
+
+def _log(title: str, text: str) -> None:
+    print(f"pitchfork: {title}:\n{text.rstrip()}\n", file=sys.stderr, flush=True)
+
+
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True, engine: str = "greedy") -> CompiledPipeline:
+            name: str = "pipeline", fallback: bool = True, engine: str = "greedy",
+            passes: Optional[Sequence[str]] = None, disable_passes: Sequence[str] = ()) -> CompiledPipeline:
     """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
     short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
     `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError).
     `engine` is the lifting engine of isel=pitchfork: "greedy" (the TRS) or "egraph"
-    (pitchfork/selection/egraph)."""
+    (pitchfork/selection/egraph). The passes run are pitchfork.passes.pipeline's list for (target,
+    isel) (`pitchfork compile --print-passes`): `passes` names the loop passes to run instead of the
+    isel's, `disable_passes` removes passes by name; a name that is no pass is a UsageError listing
+    the valid ones."""
     import halide as hl
 
     if engine != "greedy":
@@ -395,12 +409,15 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         if engine not in ENGINES:
             raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         with lift_engine(engine):
-            return compile(pipeline_or_func, args, target, isel, name, fallback)
+            return compile(pipeline_or_func, args, target, isel, name, fallback, passes=passes,
+                           disable_passes=disable_passes)
 
     spec = parse_target(target)  # a short name or a Halide target string (pitchfork/targets/target_strings.py)
     target = spec.isa
     if isel not in ("pitchfork", "llvm"):
         raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
+    plist = resolve(target, isel, None if passes is None else list(passes), list(disable_passes))
+    debug = debug_level()
     pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)
     args = check_arguments(pipeline, args)  # a list, with every Param the pipeline uses (no fallback)
     stats = CompileStats()
@@ -416,32 +433,41 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         stats.capture_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
-        stmt = captured.parse()
-        refuse_huge_vectors(stmt, name)
-        if isel == "pitchfork":  # add trees of products -> vector_reduce_add, so dot products are selected
-            if "arm.udot" not in spec.unavailable:  # (the grouping is for udot: none without arm_dot_prod)
-                stmt = rewrite_dot_products(stmt, target)
-            if target == "hvx128":  # one whole-register window per row across unrolled x steps;
-                stmt = share_hvx_windows(stmt)  # [1 2 1] windows of one stream grouped (for vtmpy)
-                stmt = group_stream_taps(stmt)
-                stmt = merge_strided_stores(stmt)  # strided stores filling a range: one dense store
-        cg = LoopNestCodegen(captured, stmt, target, isel, name, unavailable=spec.unavailable)
-        cg.build()
+        cap = captured
+
+        def frontend() -> LoopNestCodegen:
+            stmt = cap.parse()
+            refuse_huge_vectors(stmt, name)
+            stmt = run_loop_passes(stmt, plist, name, debug, spec.unavailable)
+            cg = LoopNestCodegen(cap, stmt, target, isel, name, unavailable=spec.unavailable, passes=plist)
+            cg.build()
+            return cg
+
+        cg = run_deep(frontend)  # the walkers recurse per nesting level: a deep stack, bounded (deep.py)
+        if debug >= 2:
+            _log(f"{name}: LLVM IR from codegen", str(cg.module))
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
         stats.selection_seconds = cg.stats.selection_seconds
         stats.rules_fired = dict(cg.stats.rules_fired)
         stats.vector_expressions = cg.stats.vector_exprs
         stats.asserts_checked, stats.asserts_skipped = cg.stats.asserts_checked, cg.stats.asserts_skipped
         t0 = time.perf_counter()
-        # The same LLVM options for both isels (machine.backend_options, HVX_ALIGN_VECTORS). Only
-        # isel=pitchfork computes HVX 64-bit-lane products on 32-bit halves: that is instruction
-        # selection (which instructions compute a product), so LLVM alone keeps LLVM's own.
+        # The same LLVM options for both isels (machine.backend_options, HVX_ALIGN_VECTORS). The backend
+        # passes of the list (hvx128, isel=pitchfork by default): 64-bit-lane products on 32-bit halves
+        # (instruction selection: which instructions compute a product, so LLVM alone keeps LLVM's own),
+        # pair forms only where they cost no packet.
         # Below HVX v66, what the instruction tables do not mark may still be an intrinsic LLVM cannot
         # select for that version, and LLVM aborts the process then: compiled in a forked child, so
         # it becomes a CompileError and a fallback naming the intrinsic.
-        module = compile_module(str(cg.module), machine_target(spec), i64_halves=isel == "pitchfork",
-                                isolate=spec.isa == "hvx128" and spec.hvx_version < 66)
+        module = compile_module(str(cg.module), machine_target(spec), i64_halves=plist.on("hvx_i64_halves"),
+                                pairs=plist.on("hvx_pairs"), isolate=spec.isa == "hvx128" and spec.hvx_version < 66,
+                                trace=(lambda stage, text: _log(f"{name}: LLVM IR after {stage}", text))
+                                if debug >= 2 else None)
         stats.llvm_seconds = time.perf_counter() - t0
+        missing = undefined_calls(module.assembly(), target)
+        if missing:  # would fail to link at the first call: refused now (link_check.py)
+            raise Unsupported(f"the kernel calls {', '.join(missing)}, which {target} code cannot call here "
+                              "(no C library on the Hexagon harness)")
         return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
                                 halide_target=spec.halide)
     except FALLBACK_ERRORS as e:
@@ -452,3 +478,21 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
                       PitchforkFallbackWarning, stacklevel=2)
         return CompiledPipeline(target, isel, name, captured, None, stats, reason, (pipeline, list(args)),
                                 halide_target=spec.halide)
+
+
+def run_loop_passes(stmt: Any, plist: PassList, name: str = "pipeline", debug: int = 0,
+                    unavailable: frozenset[str] = frozenset()) -> Any:
+    """`stmt` through the loop passes of `plist`, in order; with `debug` >= 1 the statement after
+    parsing and after each pass on stderr (Halide's printer syntax, pitchfork.frontend.printer).
+    dot_products groups products for udot: skipped when the target's features lack it."""
+    if debug >= 1:
+        _log(f"{name}: passes for {plist.target}, isel={plist.isel}", ", ".join(plist.names) or "(none)")
+        _log(f"{name}: statement after parsing", to_text(stmt))
+    for p in plist.of_kind("loop"):
+        assert p.run is not None
+        if p.name == "dot_products" and "arm.udot" in unavailable:
+            continue
+        stmt = p.run(stmt, plist.target)
+        if debug >= 1:
+            _log(f"{name}: statement after {p.name}", to_text(stmt))
+    return stmt

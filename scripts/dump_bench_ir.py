@@ -40,10 +40,10 @@ def main(argv: list[str] | None = None) -> int:
                         out, fargs = bench.build(isa, pset)
                         prog = pitchfork.compile(out, fargs, target=isa, isel=isel, name=f"{name}_{isel}",
                                                  fallback=False)
-                        stem.with_suffix(".ll").write_text(prog.llvm_ir())
+                        stem.parent.joinpath(stem.name + ".ll").write_text(prog.llvm_ir())
                         status = "ok"
                     except Exception as e:  # noqa: BLE001 - recorded, compared like the IR
-                        stem.with_suffix(".err").write_text(f"{type(e).__name__}: {e}\n")
+                        stem.parent.joinpath(stem.name + ".err").write_text(f"{type(e).__name__}: {e}\n")
                         status = "error"
                     print(f"{stem.name} {status} {time.perf_counter() - t0:.2f}s", flush=True)
     return 0

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 import numpy as np
 
-from fpir.ops import OPS, make, spec, template
+from fpir.ops import make, template
+from fpir.opspec import OPS, spec
 from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType
 from pitchfork.trs.pattern import COMMUTATIVE
@@ -100,6 +101,27 @@ def fast_apply(op: str, args: Sequence[np.ndarray], types: Sequence[ScalarType],
         else:
             memo[id(t)] = fast_apply(t.op, [memo[id(a)] for a in t.args], [a.type for a in t.args], t.type)
     return memo[id(body)]
+
+
+def lane_apply(
+    op: str, args: Sequence[np.ndarray], types: Sequence[ScalarType], rt: ScalarType,
+    gs: Sequence[int], g: int, rows: int,
+) -> np.ndarray:
+    """A lane-combining op over (candidates x rows*factor) arrays: argument i holds gs[i] lanes per
+    row (row-major), the result g. Each (candidate, row) becomes one vector of lanes for the
+    interpreter, which folds lane groups as the op's meaning says (fpir/interp.py)."""
+    from fpir.interp import evaluate
+    from fpir.term import var
+
+    m = max(np.shape(a)[0] if np.ndim(a) == 2 else 1 for a in args)
+    env = {}
+    xs = []
+    for i, (a, t, gi) in enumerate(zip(args, types, gs)):
+        a = np.broadcast_to(np.asarray(a), (m, rows * gi)) if np.ndim(a) == 2 else np.broadcast_to(a, (m, rows * gi))
+        env[f"a{i}"] = a.reshape(m * rows, gi)
+        xs.append(var(f"a{i}", t))
+    out = np.asarray(evaluate(make(op, *xs, type=rt if spec(op).explicit_type else None, fold=False), env))
+    return out.reshape(m, rows * g)
 
 
 def _native_shift(left_op: bool, a: np.ndarray, b: np.ndarray, rt: ScalarType) -> np.ndarray:
@@ -199,25 +221,42 @@ def _pow2(v: int) -> bool:
 
 
 class Bank:
-    def __init__(self, grammar: "Grammar", vars_: Sequence[Term], rows: Sequence[tuple[int, ...]]) -> None:
+    def __init__(
+        self, grammar: "Grammar", vars_: Sequence[Term], rows: Sequence[tuple[int, ...]],
+        factors: Optional[dict[str, int]] = None,
+    ) -> None:
+        """`rows` hold one value per lane variable (`lane_names`): a variable of lane factor F
+        (F lanes of it per result lane, `factors`; default 1) has F consecutive columns."""
         self.g = grammar
         self.n = len(rows)
-        self.env = {
-            v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)
-        }
+        self.var_factor = {v.name: (factors or {}).get(v.name, 1) for v in vars_}
+        self.factors = tuple(sorted({1, *self.var_factor.values()}))
+        self.env = {}
+        col = 0
+        for v in vars_:
+            f = self.var_factor[v.name]
+            a = np.array([r[col : col + f] for r in rows], dtype=v.type.np_dtype).reshape(self.n * f)
+            self.env[v.name] = a  # row-major: row r, lane k at r * f + k
+            col += f
         self.forms = list(grammar.forms)
         self.types = sorted(grammar.types, key=lambda t: (t.bits, t.signed))
-        self.salt = {t: type_salt(t) for t in self.types}
+        self.salt = {(t, g): type_salt(t) ^ (g - 1) * 0x9E3779B97F4A7C15 % 2**64
+                     for t in self.types for g in self.factors}
         # entries (representatives): how to rebuild each as a Term
         self.n_entries = 0
         self.e_form = np.zeros(1024, dtype=np.int32)
         self.e_args = np.zeros((1024, 3), dtype=np.int64)
         self.e_leaf: dict[int, Term] = {}
         self._terms: dict[int, Term] = {}
-        self.blocks: dict[tuple[int, ScalarType], _Block] = {}
+        self.blocks: dict[tuple[int, ScalarType, int], _Block] = {}  # (level, type, lane factor)
         self.levels: list[_Level] = []
         self.level_count: list[int] = []
-        self.seen: dict[ScalarType, set[int]] = {t: set() for t in self.types}
+        self.seen: dict[tuple[ScalarType, int], set[int]] = {k: set() for k in self.salt}
+        # level-0 entries: every variable at its lane factor, every constant at each factor
+        self.leaf_slots = [
+            (leaf, g) for leaf in grammar.leaves
+            for g in ((self.var_factor.get(leaf.name, 1),) if leaf.is_var else self.factors)
+        ]
         self.candidates = 0  # built after the structural filters (what terms/s counts)
         self.seconds = 0.0
         self._rules: dict[tuple, Optional[ScalarType]] = {}
@@ -237,21 +276,29 @@ class Bank:
                 self._rules[key] = None
         return self._rules[key]
 
-    def _signatures(self) -> list[list[tuple[tuple[ScalarType, ...], ScalarType, int]]]:
-        """Per form: every argument type tuple that type-checks, with the result type and the node's
-        cost level."""
+    def _signatures(self) -> list[list[tuple[tuple[ScalarType, ...], ScalarType, int, tuple[int, ...], int]]]:
+        """Per form: every argument type tuple that type-checks, with the result type, the node's
+        cost level, the arguments' lane factors and the result's. A lane-wise op takes and gives one
+        factor; a lane-combining one (`arg_lanes`: reductions, udot, vrmpy, pmaddwd pairs, pairwise
+        adds) reads argument i at `arg_lanes[i]` times the result's factor."""
         out = []
         for op, rtype in self.forms:
             s = OPS[op]
             sigs = []
-            if s.reduce is None and 1 <= s.arity <= 3:
+            lanes = tuple(s.arg_lanes) if s.arg_lanes else (1,) * s.arity
+            placements = [
+                (tuple(g * a for a in lanes), g) for g in self.factors
+                if all(g * a in self.factors for a in lanes)
+            ]
+            if 1 <= s.arity <= 3 and placements:
                 for ts in _tuples(self.types, s.arity):
                     rt = self._result_type(op, rtype, ts)
                     if rt is None or (s.arity == 1 and op in ("cast", "reinterpret", "saturating_cast") and rt == ts[0]):
                         continue
                     if op in COMMUTATIVE and s.arity == 2 and ts[0].name > ts[1].name:
                         continue
-                    sigs.append((ts, rt, int(self.g.node_level(op, ts))))
+                    for gs, g in placements:
+                        sigs.append((ts, rt, int(self.g.node_level(op, ts)), gs, g))
             out.append(sigs)
         return out
 
@@ -283,16 +330,16 @@ class Bank:
         grammar's operation limit (exact, from per-block histograms of operation counts; the
         constant filters are not subtracted), computed before the level is built."""
         if level == 0:
-            return len(self.g.leaves)
+            return len(self.leaf_slots)
         total = 0
         for fi, sigs in enumerate(self._sigs):
             op = self.forms[fi][0]
             own = 0 if op == "reinterpret" else 1
-            for ts, _rt, nl in sigs:
+            for ts, _rt, nl, gs, _g in sigs:
                 if nl <= 0:
                     continue
                 for lv in _splits(level - nl, len(ts)):
-                    bs = [self.blocks.get((li, ti)) for li, ti in zip(lv, ts)]
+                    bs = [self.blocks.get((li, ti, gi)) for li, ti, gi in zip(lv, ts, gs)]
                     if any(b is None for b in bs):
                         continue
                     total += _combinations(op, lv, ts, bs, own, self.g.max_ops)  # type: ignore[arg-type]
@@ -316,35 +363,35 @@ class Bank:
         chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         if level == 0:
             ids, hs = [], []
-            for leaf in self.g.leaves:
+            for leaf, g in self.leaf_slots:
                 v = self.env[leaf.name] if leaf.is_var else np.asarray(leaf.value, dtype=leaf.type.np_dtype)
-                vals = np.broadcast_to(v, (self.n,)).reshape(1, self.n)
-                gid = self._new_entries(leaf.type, level, vals, -1, np.zeros((1, 0), dtype=np.int64), leaf)
+                vals = np.broadcast_to(v, (self.n * g,)).reshape(1, self.n * g)
+                gid = self._new_entries(leaf.type, level, vals, -1, np.zeros((1, 0), dtype=np.int64), leaf, g=g)
                 ids.append(gid if gid is not None else -1)
-                hs.append(row_hashes(vals, self.salt[leaf.type])[0])
+                hs.append(row_hashes(vals, self.salt[(leaf.type, g)])[0])
             args = np.full((len(ids), 3), -1, dtype=np.int64)
             args[:, 0] = ids
             self.levels.append(_Level(np.array(hs, dtype=np.uint64), np.full(len(ids), -1, dtype=np.int32), args))
             return
-        step = max(1, CHUNK_ELEMENTS // max(1, self.n))
         for fi, (op, _rtype) in enumerate(self.forms):
-            for ts, rt, nl in self._sigs[fi]:
+            for ts, rt, nl, gs, g in self._sigs[fi]:
                 # the argument tuples of every split of the level are evaluated together, in batches
                 # of about `step` rows (few numpy calls however small each split is)
                 batch: list[tuple[list[np.ndarray], list[np.ndarray], np.ndarray]] = []
                 size = 0
+                step = max(1, CHUNK_ELEMENTS // max(1, self.n * max(gs + (g,))))
                 for lv in _splits(level - nl, len(ts)):
-                    bs = [self.blocks.get((li, ti)) for li, ti in zip(lv, ts)]
+                    bs = [self.blocks.get((li, ti, gi)) for li, ti, gi in zip(lv, ts, gs)]
                     if any(b is None for b in bs):
                         continue
                     for piece in self._pieces(op, ts, lv, bs, step):  # type: ignore[arg-type]
                         batch.append(piece)
                         size += len(piece[2])
                         if size >= step:
-                            self._evaluate(op, fi, ts, rt, level, batch, chunks)
+                            self._evaluate(op, fi, ts, rt, level, batch, chunks, gs, g)
                             batch, size = [], 0
                 if batch:
-                    self._evaluate(op, fi, ts, rt, level, batch, chunks)
+                    self._evaluate(op, fi, ts, rt, level, batch, chunks, gs, g)
         if chunks:
             hs = np.concatenate([c[0] for c in chunks])
             fs = np.concatenate([c[1] for c in chunks])
@@ -386,6 +433,8 @@ class Bank:
         level: int,
         batch: list[tuple[list[np.ndarray], list[np.ndarray], np.ndarray]],
         chunks: list,
+        gs: tuple[int, ...] = (),
+        g: int = 1,
     ) -> None:
         k = len(ts)
         argv = [np.concatenate([p[0][j] for p in batch]) if len(batch) > 1 else batch[0][0][j] for j in range(k)]
@@ -394,31 +443,34 @@ class Bank:
         m = len(ops)
         try:
             with np.errstate(all="ignore"):
-                vals = fast_apply(op, argv, ts, rt)
+                if OPS[op].arg_lanes:
+                    vals = lane_apply(op, argv, ts, rt, gs, g, self.n)
+                else:
+                    vals = fast_apply(op, argv, ts, rt)
         except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
             return
-        vals = np.broadcast_to(np.asarray(vals), (m, self.n)).astype(rt.np_dtype, copy=False)
-        h = row_hashes(vals, self.salt[rt])
+        vals = np.broadcast_to(np.asarray(vals), (m, self.n * g)).astype(rt.np_dtype, copy=False)
+        h = row_hashes(vals, self.salt[(rt, g)])
         args = np.full((m, 3), -1, dtype=np.int64)
         for j in range(k):
             args[:, j] = gids[j]
         chunks.append((h, np.full(m, fi, dtype=np.int32), args))
-        self._dedup(rt, level, vals, h, fi, args[:, :k], ops)
+        self._dedup(rt, level, vals, h, fi, args[:, :k], ops, g)
 
     def _dedup(
         self, rt: ScalarType, level: int, vals: np.ndarray, h: np.ndarray, fi: int, args: np.ndarray,
-        ops: np.ndarray,
+        ops: np.ndarray, g: int = 1,
     ) -> None:
         _, first = np.unique(h, return_index=True)
         first.sort()
-        seen = self.seen[rt]
+        seen = self.seen[(rt, g)]
         hl = h.tolist()
         new = [i for i in first.tolist() if hl[i] not in seen]
         if not new:
             return
         seen.update(hl[i] for i in new)
         sel = np.array(new, dtype=np.int64)
-        self._new_entries(rt, level, vals[sel], fi, args[sel], None, ops=ops[sel])
+        self._new_entries(rt, level, vals[sel], fi, args[sel], None, ops=ops[sel], g=g)
 
     def _new_entries(
         self,
@@ -429,12 +481,13 @@ class Bank:
         args: np.ndarray,
         leaf: Optional[Term],
         ops: Optional[np.ndarray] = None,
+        g: int = 1,
     ) -> Optional[int]:
         if leaf is not None:
-            h = int(row_hashes(vals, self.salt[t])[0])
-            if h in self.seen[t]:
+            h = int(row_hashes(vals, self.salt[(t, g)])[0])
+            if h in self.seen[(t, g)]:
                 return None
-            self.seen[t].add(h)
+            self.seen[(t, g)].add(h)
         start = self.n_entries
         k = len(vals)
         if start + k > len(self.e_form):
@@ -457,7 +510,7 @@ class Bank:
             pow2 = np.zeros(k, dtype=bool)
             castlike = np.full(k, self.forms[fi][0] in ("cast", "reinterpret"), dtype=bool)
         assert ops is not None
-        self.blocks.setdefault((level, t), _Block()).append(
+        self.blocks.setdefault((level, t, g), _Block()).append(
             np.ascontiguousarray(vals), gids, const, castlike, pow2, ops
         )
         return start
@@ -561,16 +614,20 @@ def _filters(op: str, idx: list[np.ndarray], bs: list[_Block], max_ops: Optional
 _BANKS: "OrderedDict[tuple, Bank]" = OrderedDict()
 
 
-def shared_bank(key: Optional[tuple], grammar: "Grammar", vars_: Sequence[Term], rows: Sequence[tuple[int, ...]]) -> Bank:
-    """The process's bank for (grammar key, rows), built on first use; no sharing without a key."""
+def shared_bank(
+    key: Optional[tuple], grammar: "Grammar", vars_: Sequence[Term], rows: Sequence[tuple[int, ...]],
+    factors: Optional[dict[str, int]] = None,
+) -> Bank:
+    """The process's bank for (grammar key, rows, lane factors), built on first use; no sharing
+    without a key."""
     if key is None:
-        return Bank(grammar, vars_, rows)
-    full = (key, tuple((v.name, v.type.name) for v in vars_), tuple(rows))
+        return Bank(grammar, vars_, rows, factors)
+    full = (key, tuple((v.name, v.type.name) for v in vars_), tuple(rows), tuple(sorted((factors or {}).items())))
     hit = _BANKS.get(full)
     if hit is not None:
         _BANKS.move_to_end(full)
         return hit
-    bank = Bank(grammar, vars_, rows)
+    bank = Bank(grammar, vars_, rows, factors)
     _BANKS[full] = bank
     while len(_BANKS) > MAX_BANKS or (
         len(_BANKS) > 1 and sum(b.size() for b in _BANKS.values()) > MAX_CACHED_CANDIDATES

@@ -81,7 +81,7 @@ def census_and_drop(
     for stage in order:
         activate(take(opts.out_dir))  # the rules as they stand after earlier drops
         fired, lost = fire_counts(stage, stage_inputs(stage, inputs), opts.hide)
-        names = _synth_names(stage)
+        names = _synth_names(stage) - set(opts.hide)
         report.census[stage] = {n: fired.get(n, 0) for n in sorted(names)}
         path, header = _stage_path(stage, opts.out_dir)
         if not path.exists():

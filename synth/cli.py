@@ -4,6 +4,7 @@
     pitchfork-synth --quick                  # CI-sized: sobel3x3, a few left sides per stage
     pitchfork-synth --from my_exprs.txt      # mine your own expressions (one FPIR expression a line)
     pitchfork-synth --jobs 2 | --cluster tcp://host:8786 --time-limit 3600
+    pitchfork-synth --bring-up arm64          # lowering from the instruction table alone, + rediscovery
 
 Writes lift.rules and lower_<isa>.rules (see synth/output.py) into the output directory, `-o DIR`,
 by default `./pitchfork-synth-out` in the current directory (created, its path printed; the task cache
@@ -52,6 +53,14 @@ def parser() -> argparse.ArgumentParser:
         "--stage", action="append", choices=["lift", "lower"], default=[], help="stages (default: both)"
     )
     p.add_argument(
+        "--bring-up",
+        metavar="ISA",
+        default=None,
+        help="synthesize the ISA's lowering from its instruction table alone (its hand-written and "
+        "committed synthesized lowering rules hidden) and report how much of the hand-written "
+        "lowering it rediscovers (synth/bringup.py)",
+    )
+    p.add_argument(
         "--quick", action="store_true", help="CI-sized run: sobel3x3, at most --max-lhs 6 per stage"
     )
     p.add_argument(
@@ -95,6 +104,13 @@ def parser() -> argparse.ArgumentParser:
         help="also write the run's summary (wall time, rules per minute, search throughput) as JSON "
         "(benchmarks/synth_run.json is what benchmarks/RESULTS.md quotes)",
     )
+    p.add_argument(
+        "--no-ablation",
+        action="store_true",
+        help="skip the leave-one-out ablation that a run writing rules on benchmarks ends with (not "
+        "run with --quick): the rules that make a benchmark's static estimate worse are withdrawn "
+        "(synth/loo.py)",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.add_argument(
         "--hide-rule",
@@ -131,6 +147,15 @@ def options(args: argparse.Namespace) -> Options:
     for f in args.files:
         if not Path(f).is_file():
             raise SystemExit(f"pitchfork-synth: no such file: {f}")
+    bring_up: tuple[str, ...] = ()
+    if args.bring_up:
+        try:
+            isa = canonical(args.bring_up)
+        except ValueError as e:
+            raise SystemExit(f"pitchfork-synth: {e}") from None
+        from synth.bringup import bring_up_hidden
+
+        isas, args.stage, bring_up = (isa,), ["lower"], bring_up_hidden(isa)
     o = Options(
         benchmarks=benches,
         files=tuple(args.files),
@@ -147,7 +172,7 @@ def options(args: argparse.Namespace) -> Options:
         time_limit=args.time_limit,
         write=not args.no_write,
         progress=not args.no_progress,
-        hide=tuple(args.hide_rule),
+        hide=tuple(args.hide_rule) + bring_up,
     )
     if args.write_rules and args.out is not None:
         raise SystemExit("pitchfork-synth: --write-rules writes into rules/synthesized/; it does not take -o")
@@ -246,9 +271,51 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         f"{total} rules written in {report.seconds:.1f} s "
         f"({total / minutes if minutes > 0 else 0:.2f} rules/minute)"
     )
+    if args.bring_up and opts.write:
+        _report_bring_up(opts, report)
+    if opts.write and opts.benchmarks and not args.quick and not args.no_ablation:
+        _ablation(opts)
     if args.report_json is not None:
         write_report_json(args.report_json, report, argv)
     return 1 if report.corpus_errors else 0
+
+
+def _ablation(opts: Options) -> None:
+    from benchmarks.harness.tables import geomean
+    from synth.loo import ablate_and_withdraw, static_gain
+
+    data, gone = ablate_and_withdraw(opts.out_dir, opts.benchmarks, opts.isas)
+    for isa in opts.isas:
+        gains = [g for c in data["cells"] if c["isa"] == isa and (g := static_gain(c)) is not None]
+        worst = min(gains, default=1.0)
+        print(f"leave-one-out {isa}: geomean {geomean(gains) if gains else 1.0:.3f}x over {len(gains)} "
+              f"benchmarks, worst {worst:.3f}x")
+    for name, why in sorted(gone.items()):
+        print(f"withdrawn {name}: {why}")
+    print(f"ablation -> {opts.out_dir / 'RESULTS_ABLATION.md'}")
+
+
+def _report_bring_up(opts: Options, report: RunReport) -> None:
+    """Rediscovery of the hand-written lowering (synth/bringup.py), printed and written as
+    bringup-<isa>.json into the output directory."""
+    import json
+
+    from synth.bringup import rediscovery
+    from synth.driver import ISA_STEMS
+    from synth.output import existing_rules
+
+    isa = opts.isas[0]
+    rules = existing_rules(opts.out_dir / f"lower_{ISA_STEMS[isa]}.rules")
+    exprs = [t for ts in report.inputs.get(isa, {}).values() for t in ts]
+    rep = rediscovery(isa, exprs, rules)
+    print(f"bring-up {rep.summary()}")
+    path = opts.out_dir / f"bringup-{isa}.json"
+    path.write_text(json.dumps({
+        "isa": isa, "synthesized_rules": len(rules), "hand_rules": rep.hand_rules,
+        "exercised": rep.exercised, "rediscovered": rep.rediscovered, "share": rep.share,
+        "site_share": rep.site_share, "not_rediscovered_example": rep.examples,
+    }, indent=1) + "\n")
+    print(f"bring-up report -> {path}")
 
 
 def write_report_json(path: Path, report: RunReport, argv: Optional[Sequence[str]]) -> None:

@@ -23,9 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
 
-from fpir.ops import make, spec
+from fpir.ops import make
+from fpir.opspec import spec
 from fpir.term import Term, var
-from fpir.text import FPIRSyntaxError, parse, to_text
+from fpir.printer import to_text
+from fpir.text import FPIRSyntaxError, parse
 from fpir.types import FPIRTypeError
 
 MAX_NODES = 10

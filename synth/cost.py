@@ -6,7 +6,9 @@ as several), then input widths, then primitive ops. It charges a `cast` between 
 same width as one instruction, although it is a bitcast that emits nothing, the same as a
 `reinterpret`. Synthesis that counted it would "win" by rewriting it away into a different but not
 cheaper form (`cast<i16>(x_u16 + urhadd(y, z))` -> `reinterpret<i16>(uaba(x, 0, urhadd(y, z)))`:
-identical assembly). So synthesis measures both the left side and every candidate with such casts
+identical assembly). A lane-combining primitive (`vector_reduce_add_x4`) left for the generic
+expansion is charged as the shuffles and adds it becomes (`reduce_instructions`), not as one
+instruction, so that a dot product or pairwise add is seen as the saving it is. So synthesis measures both the left side and every candidate with such casts
 free; a right side it keeps is then also strictly cheaper under the compiler's own cost (its same-
 width casts are written as reinterprets), so the rewriter takes it.
 
@@ -25,11 +27,21 @@ def same_width_cast(t: Term) -> bool:
     return t.op == "cast" and len(t.args) == 1 and t.args[0].type.bits == t.type.bits
 
 
+def reduce_instructions(factor: int) -> int:
+    """Instructions of a generic `vector_reduce_*_x<f>`: per halving of the lane groups, two
+    shuffles (the even and the odd lanes) and one combining op."""
+    return 3 * max(1, (factor - 1).bit_length())
+
+
 def _node(t: Term) -> tuple[int, int, int]:
+    from fpir.opspec import spec
     from pitchfork.targets import _target_node_cost
 
     if same_width_cast(t):
         return (0, t.args[0].type.bits, 0)  # a bitcast, as a reinterpret is charged
+    s = spec(t.op) if t.args else None
+    if s is not None and s.reduce is not None:
+        return (reduce_instructions(s.reduce[1]), t.args[0].type.bits, 1)
     return _target_node_cost(t)
 
 

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from fpir.ops import spec
+from fpir.opspec import spec
 from fpir.term import Term
-from fpir.text import parse, to_text
+from fpir.printer import to_text
+from fpir.text import parse
 from synth.corpus import Corpus, benchmark_expressions
 from pitchfork.trs.rules import parse_rule
 from synth.output import (
@@ -104,6 +105,8 @@ class RunReport:
     census: dict[str, dict[str, int]] = field(default_factory=dict)
     #: stage -> the rule-set digest its tasks were planned against (synth/rulesnap.py)
     rules: dict[str, str] = field(default_factory=dict)
+    #: ISA -> source -> the whole expressions of the corpus (what the census and bring-up judge on)
+    inputs: dict[str, dict[str, list[Term]]] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -457,6 +460,7 @@ def run(opts: Options) -> RunReport:
     cache = Cache(opts.cache_dir)
     t0 = time.perf_counter()
     inputs = capture(opts, cache, report)
+    report.inputs = inputs
     corpus = Corpus()
     for source, terms in _merged(inputs).items():
         for t in terms:

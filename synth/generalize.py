@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from fpir.ops import spec
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
 from pitchfork.trs.rules import RuleFileError, parse_rule
@@ -218,6 +218,97 @@ def _bound_preds(name: str, t: ScalarType, lo: int, hi: int) -> list[str]:
     return out
 
 
+def constant_relations(consts: list[Term]) -> list[tuple[int, str]]:
+    """(dependent constant, predicate) for the relations that hold between the left side's
+    constants: c_i == c_j + 1 and c_i == c_j - 1, c_i == 1 << (c_j - 1) (a rounding term beside
+    its shift, `(x + 8) >> 4`), c_i == 1 << c_j. At most one relation per dependent constant."""
+    out: list[tuple[int, str]] = []
+    for i, a in enumerate(consts):
+        for j, b in enumerate(consts):
+            if i == j or any(k == i for k, _ in out) or any(k == j for k, _ in out):
+                continue
+            v, w = a.value, b.value
+            if 1 <= w < 64 and v == 1 << (w - 1) and v > 1:
+                out.append((i, f"c{i} == 1 << (c{j} - 1)"))
+            elif 0 <= w < 64 and v == 1 << w and v > 2:
+                out.append((i, f"c{i} == 1 << c{j}"))
+            elif i > j and v == w + 1:
+                out.append((i, f"c{i} == c{j} + 1"))
+            elif i > j and v == w - 1:
+                out.append((i, f"c{i} == c{j} - 1"))
+    return out
+
+
+_BOUND = re.compile(r"^(c\d+) (>=|<=|==) (-?\d+)$")
+
+
+def simplify_predicates(preds: list[str]) -> list[str]:
+    """The same conjunction with bounds on one constant merged: `c1 >= 0 && c1 <= 32767 && c1 <= 8`
+    is `c1 >= 0 && c1 <= 8`, a bound an equality implies is dropped, duplicates go. Only `cN op k`
+    conjuncts are merged (the rest are kept as written), so the result is equivalent."""
+    lo: dict[str, int] = {}
+    hi: dict[str, int] = {}
+    eq: dict[str, int] = {}
+    rest: list[str] = []
+    order: list[str] = []
+    for p in preds:
+        m = _BOUND.match(p.strip())
+        if m is None:
+            if p not in rest:
+                rest.append(p)
+            continue
+        name, op, k = m.group(1), m.group(2), int(m.group(3))
+        if name not in order:
+            order.append(name)
+        if op == ">=":
+            lo[name] = max(lo.get(name, k), k)
+        elif op == "<=":
+            hi[name] = min(hi.get(name, k), k)
+        elif name in eq and eq[name] != k:
+            return preds  # contradictory: left as it is (the verifier reports it)
+        else:
+            eq[name] = k
+    out: list[str] = []
+    for name in order:
+        if name in eq:
+            out.append(f"{name} == {eq[name]}")
+            if lo.get(name, eq[name]) > eq[name] or hi.get(name, eq[name]) < eq[name]:
+                return preds
+            continue
+        if name in lo and name in hi and lo[name] == hi[name]:
+            out.append(f"{name} == {lo[name]}")
+            continue
+        if name in lo:
+            out.append(f"{name} >= {lo[name]}")
+        if name in hi:
+            out.append(f"{name} <= {hi[name]}")
+    return rest + out
+
+
+def _related(lt: str, rt: str, rel: list[str], consts: list[Term], pins: list[str]) -> Optional[list[str]]:
+    """Predicates tying constants by their relations (`constant_relations`), the other constants
+    free or in the widest range that verifies; None if no such attempt verifies."""
+    rels = constant_relations(consts)
+    if not rels:
+        return None
+    tied = [p for _, p in rels]
+    if _verify(_join(lt, rt, rel + tied))[0]:
+        return tied
+    dependent = {i for i, _ in rels}
+    ranges: list[str] = []
+    for i, c in enumerate(consts):
+        if i in dependent:
+            continue
+        others = [p for j, p in enumerate(pins) if j != i and j not in dependent]
+        r = _range(lt, rt, rel + tied, i, c, others)
+        if r is None:
+            return None
+        ranges.extend(_bound_preds(f"c{i}", c.type, *r))
+    if ranges and _verify(_join(lt, rt, rel + tied + ranges))[0]:
+        return tied + ranges
+    return None
+
+
 def generalize_constants(
     lhs: Term, rhs: Term, assume: tuple[str, ...] = ()
 ) -> Optional[tuple[str, str, list[str], str]]:
@@ -230,6 +321,9 @@ def generalize_constants(
     if _verify(_join(lt, rt, rel))[0]:
         return lt, rt, rel, "symbolic"
     pins = [f"c{i} == {c.value}" for i, c in enumerate(consts)]
+    related = _related(lt, rt, rel, consts, pins)
+    if related is not None:
+        return lt, rt, rel + related, "related"
     ranged: list[str] = []
     for i, c in enumerate(consts):
         others = [p for j, p in enumerate(pins) if j != i]
@@ -340,6 +434,7 @@ def generalize(
     if cg is None:
         return None
     lt, rt, preds, how = cg
+    preds = simplify_predicates(preds)
     vars_ = [t for t in _preorder(lhs) if t.is_var]
     if try_types and vars_:
         for text, level in generalize_types(lt, rt, preds, vars_[0].type):

@@ -33,7 +33,7 @@ from pitchfork.trs.rules import Rule, RuleFileError, RuleSet, parse_rule, parse_
 from synth.verify import verify_rule
 
 LEVEL_ORDER = {"polymorphic": 0, "signed-fixed": 1, "width-capped": 2, "monomorphic": 3}
-CONST_ORDER = {"symbolic": 0, "none": 0, "ranged": 1, "pinned": 2}
+CONST_ORDER = {"symbolic": 0, "none": 0, "related": 1, "ranged": 1, "pinned": 2}
 VERIFY_RLIMIT = 60_000_000  # Z3 resource units per query (synth.verify), not milliseconds
 
 
@@ -75,7 +75,8 @@ def constant_regression(rule: Rule, example: Term, existing: Sequence[Rule]) -> 
     synthesized for `i16(x_u8) * y_i16` would fire on `i16(x_u8) * 4` and produce one. So each
     variable of the example is replaced by small constants and the rule must not bring such a form
     into the lifted result (the regression the paper saw on gaussian7x7 came from such a rule)."""
-    from fpir.ops import make, spec
+    from fpir.ops import make
+    from fpir.opspec import spec
     from fpir.term import const
     from pitchfork.trs.rewriter import Rewriter
 
@@ -264,7 +265,8 @@ def write_rules(path: Path, decisions: Iterable[Decision], header: str, drop: It
     """Append the written decisions to the file (keeping its rules, less the names in `drop`: rules
     the new ones subsume), ordered by cost; returns the number of rules in the file."""
     old_lines: list[str] = []
-    gone = set(drop) | set(withdrawn(path.parent))
+    # withdrawn here or in the rules the run works with (rules/synthesized/ merged, synth/rulesnap.py)
+    gone = set(drop) | set(withdrawn(path.parent)) | set(withdrawn())
     if path.exists():
         old_lines = [
             ln for ln in path.read_text().splitlines()

@@ -27,9 +27,10 @@ import numpy as np
 import z3
 
 from fpir.interp import evaluate
-from fpir.ops import make, spec
+from fpir.ops import make
+from fpir.opspec import spec
 from fpir.term import Term, const
-from fpir.text import to_text
+from fpir.printer import to_text
 from fpir.types import FPIRTypeError, ScalarType
 from fpir.z3enc import to_z3
 from synth.bank import BudgetExceeded, row_hashes, shared_bank, type_salt
@@ -57,6 +58,11 @@ class Grammar:
     # at most this many operations other than reinterprets in a candidate (None: no limit); the
     # bank prunes bigger terms as it builds them (part of the sharing key)
     max_ops: Optional[int] = None
+    # True when the current TRS leaves a candidate as it is (None: not checked). A candidate the
+    # rules rewrite further is a composition of the new rule with existing ones (its normal form,
+    # cheaper, is a candidate of a lower level): excluded during the search, so no near-duplicate
+    # of a found rule (reinterprets moved, a sum reassociated) is ever proposed
+    normal: Optional[Callable[[Term], bool]] = None
 
     def better(self, t: Term, bound: tuple) -> bool:
         return self.cost(t) < bound and (self.also is None or self.also(t))
@@ -70,6 +76,7 @@ class SearchResult:
     solver_calls: int = 0
     rounds: int = 0
     detail: str = ""
+    pruned: int = 0  # candidates of the right values left out as not in normal form
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,8 +115,58 @@ def base_examples(names_types: tuple[tuple[str, ScalarType], ...]) -> tuple[tupl
     return tuple(dict.fromkeys(rows))
 
 
-def _env(vars_: Sequence[Term], rows: Sequence[tuple[int, ...]]) -> dict[str, np.ndarray]:
-    return {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
+def _env(
+    vars_: Sequence[Term], rows: Sequence[tuple[int, ...]], factors: Optional[Mapping[str, int]] = None
+) -> dict[str, np.ndarray]:
+    """Variable values per example row; with lane factors, a (rows x F) array per variable (F
+    consecutive columns of the row: its lanes for one result lane)."""
+    if not factors:
+        return {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
+    out, col = {}, 0
+    for v in vars_:
+        f = factors.get(v.name, 1)
+        out[v.name] = np.array([r[col : col + f] for r in rows], dtype=v.type.np_dtype).reshape(len(rows), f)
+        col += f
+    return out
+
+
+#: the largest lane factor a search handles (rows x factor values per variable in every bank block)
+MAX_LANE_FACTOR = 8
+
+
+class LaneError(ValueError):
+    """The left side's lane structure is outside what the search handles."""
+
+
+def lane_factors(lhs: Term) -> dict[str, int]:
+    """Variable -> how many of its lanes make one lane of the left side (1 for lane-wise terms; 4
+    under a `vector_reduce_add_x4`). Empty when every factor is 1."""
+    out: dict[str, int] = {}
+
+    def visit(t: Term, f: int) -> None:
+        if t.is_var:
+            if out.setdefault(t.name, f) != f:
+                raise LaneError(f"{t.name} is read at lane factors {out[t.name]} and {f}")
+            return
+        if not t.args:
+            return  # a constant: the same in every lane
+        s = spec(t.op)
+        lanes = s.arg_lanes or (1,) * len(t.args)
+        for a, k in zip(t.args, lanes):
+            visit(a, f * k)
+
+    visit(lhs, 1)
+    if max(out.values(), default=1) > MAX_LANE_FACTOR:
+        raise LaneError(f"lane factor {max(out.values())} is above {MAX_LANE_FACTOR}")
+    return out if any(f > 1 for f in out.values()) else {}
+
+
+def lane_names(vars_: Sequence[Term], factors: Mapping[str, int]) -> tuple[tuple[str, ScalarType], ...]:
+    """The example columns: a variable's lane 0 is its own name, lane k `name@k` (as fpir.z3enc
+    names the lane symbols, so counterexamples map back)."""
+    return tuple(
+        (v.name if k == 0 else f"{v.name}@{k}", v.type) for v in vars_ for k in range(factors.get(v.name, 1))
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,7 +177,20 @@ def prove_equal(
     lhs: Term, rhs: Term, rlimit: int = DEFAULT_RLIMIT, bounds: Mapping[str, tuple[int, int]] = {}
 ) -> tuple[str, dict[str, int]]:
     """("VALID", {}), ("INVALID", counterexample) or ("UNKNOWN", {}) when the rlimit runs out.
-    `bounds`: variable name -> (lo, hi), assumed (equality is proven only where they hold)."""
+    `bounds`: variable name -> (lo, hi), assumed (equality is proven only where they hold).
+    Lane-combining terms are proven lane by lane (fpir.z3enc.equivalent; the counterexample names
+    lane k of x `x@k`); bounds are not supported there."""
+    from fpir.z3enc import equivalent, has_lane_ops
+
+    if has_lane_ops(lhs) or has_lane_ops(rhs):
+        if bounds:
+            return "UNKNOWN", {}
+        v = equivalent(lhs, rhs, rlimit=rlimit)
+        if v.status == "VALID":
+            return "VALID", {}
+        if v.status == "INVALID" and v.counterexample:
+            return "INVALID", dict(v.counterexample)
+        return "UNKNOWN", {}
     s = z3.Solver()
     s.set("rlimit", rlimit)
     for v in lhs.variables():
@@ -150,17 +220,21 @@ def prove_equal(
 # Search over a bank (synth/bank.py)
 
 
-def _lhs_hash(lhs: Term, vars_: Sequence[Term], rows: Sequence[tuple[int, ...]]) -> tuple[np.ndarray, int]:
-    env = _env(vars_, rows)
+def _lhs_hash(
+    lhs: Term, vars_: Sequence[Term], rows: Sequence[tuple[int, ...]], factors: Optional[Mapping[str, int]] = None
+) -> tuple[np.ndarray, int]:
+    env = _env(vars_, rows, factors)
     with np.errstate(all="ignore"):
-        v = np.broadcast_to(np.asarray(evaluate(lhs, env)), (len(rows),)).astype(lhs.type.np_dtype)
+        v = np.asarray(evaluate(lhs, env))
+        v = np.broadcast_to(v.reshape(-1) if v.ndim == 2 else v, (len(rows),)).astype(lhs.type.np_dtype)
     return v, int(row_hashes(v.reshape(1, -1), type_salt(lhs.type))[0])
 
 
 def _same_values(t: Term, target: np.ndarray, env: dict[str, np.ndarray]) -> bool:
     try:
         with np.errstate(all="ignore"):
-            v = np.broadcast_to(np.asarray(evaluate(t, env)), target.shape)
+            v = np.asarray(evaluate(t, env))
+            v = np.broadcast_to(v.reshape(-1) if v.ndim == 2 else v, target.shape)
     except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
         return False
     return bool(np.array_equal(v.astype(target.dtype), target))
@@ -198,18 +272,25 @@ def synthesize(
     on the bank for the extended rows. `max_terms` bounds the argument combinations of the levels
     searched (a count, so the answer does not depend on the machine or on bank sharing)."""
     vars_ = sorted({v for v in lhs.variables()}, key=lambda v: v.name)
-    rows = list(base_examples(tuple((v.name, v.type) for v in vars_))) + list(extra_rows)
+    try:
+        factors = lane_factors(lhs)
+    except LaneError as e:
+        return SearchResult("budget", None, 0, 0, 0, f"lane structure not searched: {e}")
+    if factors and bounds:
+        return SearchResult("budget", None, 0, 0, 0, "bounds on inputs of a lane-combining op")
+    columns = lane_names(vars_, factors)
+    rows = list(base_examples(columns)) + list(extra_rows)
     if bounds:  # examples only where the bounds hold (clamped into them)
         lim = [bounds.get(v.name, (v.type.min, v.type.max)) for v in vars_]
         rows = list(dict.fromkeys(tuple(min(hi, max(lo, x)) for x, (lo, hi) in zip(r, lim)) for r in rows))
-    terms = calls = 0
+    terms = calls = pruned = 0
     max_level = grammar.cost_level(bound)
     for rnd in range(1, max_rounds + 1):
         bank = shared_bank(
-            None if grammar.key is None else (grammar.key, grammar.max_ops), grammar, vars_, rows
+            None if grammar.key is None else (grammar.key, grammar.max_ops), grammar, vars_, rows, factors
         )
-        target, th = _lhs_hash(lhs, vars_, rows)
-        env = _env(vars_, rows)
+        target, th = _lhs_hash(lhs, vars_, rows, factors)
+        env = _env(vars_, rows, factors)
         cexs: list[tuple[int, ...]] = []
         unknown = 0
         over = False
@@ -227,15 +308,18 @@ def synthesize(
                 except FPIRTypeError:
                     continue
                 if t.args and t != lhs and grammar.better(t, bound) and _same_values(t, target, env):
+                    if grammar.normal is not None and not grammar.normal(polish(t)):
+                        pruned += 1
+                        continue
                     found.append(t)
             found = sorted(set(found), key=lambda t: (grammar.cost(t), _const_inversions(t), to_text(t)))
             for t in found:
                 calls += 1
                 verdict, cex = prove_equal(lhs, t, rlimit, bounds)
                 if verdict == "VALID":
-                    return SearchResult("found", polish(t), terms, calls, rnd)
+                    return SearchResult("found", polish(t), terms, calls, rnd, pruned=pruned)
                 if verdict == "INVALID":
-                    row = tuple(cex.get(v.name, 0) for v in vars_)
+                    row = tuple(cex.get(name, 0) for name, _t in columns)
                     if row not in rows and row not in cexs:
                         cexs.append(row)
                 else:
@@ -246,11 +330,11 @@ def synthesize(
             rows += cexs
             continue
         if over:
-            return SearchResult("budget", None, terms, calls, rnd, f"more than {max_terms} terms")
+            return SearchResult("budget", None, terms, calls, rnd, f"more than {max_terms} terms", pruned=pruned)
         if unknown:
-            return SearchResult("solver", None, terms, calls, rnd, f"{unknown} candidate(s) beyond rlimit")
-        return SearchResult("exhausted", None, terms, calls, rnd)
-    return SearchResult("budget", None, terms, calls, max_rounds, f"{max_rounds} CEGIS rounds")
+            return SearchResult("solver", None, terms, calls, rnd, f"{unknown} candidate(s) beyond rlimit", pruned=pruned)
+        return SearchResult("exhausted", None, terms, calls, rnd, pruned=pruned)
+    return SearchResult("budget", None, terms, calls, max_rounds, f"{max_rounds} CEGIS rounds", pruned=pruned)
 
 
 def polish(t: Term) -> Term:

@@ -17,12 +17,13 @@ Dask cluster, and get the same answer everywhere.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from fpir.ops import OPS
+from fpir.opspec import OPS
 from fpir.term import Term
-from fpir.text import parse, to_text
+from fpir.printer import to_text
+from fpir.text import parse
 from fpir.types import ScalarType, u1
 from synth.corpus import canonical, rebuild
 from synth.search import Grammar, constant_leaves, lhs_types, synthesize
@@ -50,7 +51,7 @@ LOWER_PRIMS = (
 )
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
 #: are not reused
-SEARCH_VERSION = {"lift": 5, "lower": 6}
+SEARCH_VERSION = {"lift": 7, "lower": 8}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -70,6 +71,10 @@ class Task:
     @property
     def key(self) -> str:
         hide = ",".join(self.hide)
+        if len(hide) > 120:  # a bring-up hides hundreds of rules: their digest keeps cache lines short
+            import hashlib
+
+            hide = "sha1:" + hashlib.sha1(hide.encode()).hexdigest()[:16]
         return (
             f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
             f"{int(self.generalize)}|{hide}|{self.rules}"
@@ -169,6 +174,9 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
     for name in LOWER_PRIMS:
         if name != "reinterpret" and (name in used or name in ("cast", "add", "shl", "shr")):
             forms += _explicit_forms(name, {t for t in types if t.bits > 1})
+    # the left side's lane-combining primitives (a reduction the ISA lowers generically is a
+    # candidate too; the bank evaluates them over lane groups, synth/bank.py)
+    forms += [(name, None) for name in sorted(used) if name in OPS and OPS[name].reduce is not None]
     forms += _explicit_forms("reinterpret", {t for t in types if t.bits > 1})  # level 0: last
 
     def level(op: str, ts: tuple[ScalarType, ...]) -> int:
@@ -202,6 +210,22 @@ def _lower_side(term: Term, isa: str, hide: tuple[str, ...] = ()) -> tuple[Term,
     return seen, expand_fpir(rw.rewrite(term), TARGET_MAX_BITS.get(isa, 64))
 
 
+def _normal_form(stage: str, hide: tuple[str, ...]) -> Callable[[Term], bool]:
+    """Whether the stage's current TRS leaves a term as it is (search.Grammar.normal)."""
+    from pitchfork.trs.rewriter import Rewriter
+
+    if stage == "lift":
+        from pitchfork.selection.lift import lift_rules
+
+        rw = Rewriter(_without(lift_rules(), hide))
+    else:
+        from pitchfork.targets import load_target
+
+        info = load_target(stage)
+        rw = Rewriter(_without(info.rules, hide), cost=info.cost)
+    return lambda t: rw.rewrite(t) == t
+
+
 def run_task(task: Task, snap: Optional["RuleSnapshot"] = None) -> dict[str, Any]:
     """Run one task against the rules of `snap` (synth/rulesnap.py; None: whatever this process has
     loaded); never raises (an internal error is a rejection with its reason)."""
@@ -230,13 +254,13 @@ def _run(task: Task) -> dict[str, Any]:
         from pitchfork.selection.cost import cost
 
         seen, cur = _lift_side(term, task.hide)
-        grammar = lifting_grammar(seen, cur)
+        grammar = replace(lifting_grammar(seen, cur), normal=_normal_form("lift", task.hide))
         bound = cost(cur)
     else:
         from synth.cost import lowering_cost
 
         seen, cur = _lower_side(term, task.isa, task.hide)
-        grammar = lowering_grammar(seen, task.isa)
+        grammar = replace(lowering_grammar(seen, task.isa), normal=_normal_form(task.isa, task.hide))
         c = lowering_cost(cur)
         bound = (c[0], 0, 0)  # strictly fewer instructions
     seen = canonical(seen)
@@ -250,6 +274,7 @@ def _run(task: Task) -> dict[str, Any]:
         terms=res.terms,
         solver_calls=res.solver_calls,
         rounds=res.rounds,
+        pruned=res.pruned,
     )
     if res.status != "found":
         status = {"exhausted": "optimal", "budget": "budget", "solver": "solver"}[res.status]

@@ -37,7 +37,8 @@ from typing import Mapping, Optional, Sequence
 
 import z3
 
-from fpir.ops import spec, template
+from fpir.ops import template
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
 from fpir.z3enc import DEFAULT_RLIMIT, Verdict, isolated_solver, to_z3, unknown_reason

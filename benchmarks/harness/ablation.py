@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from benchmarks.common import ISAS
-from benchmarks.harness.report import geomean, metric, ratio
+from benchmarks.harness.tables import geomean, metric, ratio
 
 #: Where `--write-results` writes: the committed files in benchmarks/.
 RESULTS_DIR = Path(__file__).resolve().parent.parent

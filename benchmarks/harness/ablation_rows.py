@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
-from benchmarks.harness.report import _index, cases, geomean, measured_ratio, metric
+from benchmarks.harness.tables import index_rows as _index, cases, geomean, measured_ratio, metric
 
 
 def cells(data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -57,7 +57,7 @@ def measure(bench: str, on: bool, timeout: float = 1800.0) -> dict[str, Optional
 
 def markdown(data: dict[str, Any]) -> list[str]:
     """The table: packets off / on per contender (above 1: AlignVectors on is better)."""
-    from benchmarks.harness.report import geomean
+    from benchmarks.harness.tables import geomean
 
     L = ["| benchmark | PITCHFORK off/on | LLVM alone off/on | Halide 21 off/on |", "|---|---|---|---|"]
     per: dict[str, list[float]] = {c: [] for c in CONTENDERS}

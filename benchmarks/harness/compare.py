@@ -31,10 +31,10 @@ def load(path: str | Path) -> dict[str, Any]:
 
 
 def _hot(data: dict[str, Any]) -> dict[tuple[str, str], Optional[int]]:
-    from benchmarks.harness.report import _index
+    from benchmarks.harness.tables import index_rows
 
     out: dict[tuple[str, str], Optional[int]] = {}
-    for (b, isa, v), r in _index(data).items():
+    for (b, isa, v), r in index_rows(data).items():
         if v == "pitchfork":
             hl = r.get("hot_loop") or {}
             out[(b, isa)] = hl.get("instructions")
@@ -59,7 +59,7 @@ def _git(data: dict[str, Any]) -> str:
 
 def section(before: dict[str, Any], after: dict[str, Any], name: str = "") -> list[str]:
     """The RESULTS.md section: per-ISA geomeans, then one row per case present in either run."""
-    from benchmarks.harness.report import ISA_TITLE, labels, summary, table
+    from benchmarks.harness.tables import ISA_TITLE, labels, summary, table
 
     tb, ta = table(before), table(after)
     sb, sa = summary(before), summary(after)

@@ -3,18 +3,19 @@
 Rows (variants) of a run, per benchmark x ISA x parameter set:
 
 * `pitchfork`: PITCHFORK as shipped (every loop pass on, isel=pitchfork);
-* `pitchfork_sel`: PITCHFORK with only the loop passes LLVM alone gets too (worker.SHARED_PASSES):
+* `pitchfork_sel`: PITCHFORK with only the loop passes LLVM alone gets too (variants.shared_passes):
   isel=pitchfork's instruction selection and nothing else of ours;
+* `pitchfork_nopass`: PITCHFORK with no loop pass;
 * `llvm`: LLVM alone (isel=llvm) with those same shared loop passes;
 * `halide21`: Halide 21's own compiler.
 
 Columns, each a ratio of costs (above 1: the second contender is faster):
 
 (a) selection only = llvm / pitchfork_sel: the paper's comparison, the same loop passes on both sides;
-(b) loop passes = pitchfork_sel / pitchfork: what our loop passes add on top of selection;
+(b) loop passes = pitchfork_nopass / pitchfork: what the loop passes add on top of selection;
 (c) vs Halide 21 = halide21 / pitchfork.
 
-The product (a) x (b) is PITCHFORK as shipped over LLVM alone. The second model's figures (ARM: the
+The total, LLVM alone / PITCHFORK as shipped, is set beside them. The second model's figures (ARM: the
 second llvm-mca core; HVX: hvx_cycles' dependency-aware cycles) are set beside the primary ones, and
 where the two disagree by more than 10% the report says so. x86: quick-size against full-size
 measured ratios (`time_static_size` beside `time`). Nothing here measures: it reads the rows.
@@ -24,10 +25,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from benchmarks.harness.report import ISA_TITLE, PAPER, _f, _index, cases, geomean, measured_ratio, \
-    metric, per_benchmark, ratio
+from benchmarks.harness.report import PAPER, _f
+from benchmarks.harness.tables import ISA_TITLE, index_rows as _index, cases, geomean, measured_ratio, metric, per_benchmark, ratio
 
-SECOND = {"arm64": "llvm-mca second core", "hvx128": "dependency-aware cycles (hvx_cycles)"}
+SECOND = {"arm64": "llvm-mca apple-m1", "hvx128": "HVX cycles (hvx_cycles)"}
 UNIT = {"x86-avx2": "measured time", "arm64": "llvm-mca cycles, cortex-a76 (the core compiled for)",
         "hvx128": "VLIW packets"}
 
@@ -46,12 +47,13 @@ def columns(data: dict[str, Any]) -> dict[str, dict[str, dict[str, Optional[floa
     out: dict[str, dict[str, dict[str, Optional[float]]]] = {}
     for lab, _, _ in cases(data):
         for isa in data["meta"]["isas"]:
-            r = {v: idx.get((lab, isa, v)) for v in ("pitchfork", "pitchfork_sel", "llvm", "halide21")}
+            r = {v: idx.get((lab, isa, v)) for v in ("pitchfork", "pitchfork_sel", "pitchfork_nopass", "llvm",
+                                                     "halide21")}
             m = {v: metric(row, isa) for v, row in r.items()}
             a = {v: _alt(row) for v, row in r.items()}
             out.setdefault(lab, {})[isa] = {
                 "sel": measured_ratio(r["llvm"], r["pitchfork_sel"], m["llvm"], m["pitchfork_sel"]),
-                "passes": measured_ratio(r["pitchfork_sel"], r["pitchfork"], m["pitchfork_sel"], m["pitchfork"]),
+                "passes": measured_ratio(r["pitchfork_nopass"], r["pitchfork"], m["pitchfork_nopass"], m["pitchfork"]),
                 "total": measured_ratio(r["llvm"], r["pitchfork"], m["llvm"], m["pitchfork"]),
                 "vs_halide": measured_ratio(r["halide21"], r["pitchfork"], m["halide21"], m["pitchfork"]),
                 "sel_alt": ratio(a["llvm"], a["pitchfork_sel"]), "total_alt": ratio(a["llvm"], a["pitchfork"]),
@@ -78,41 +80,79 @@ def sections(data: dict[str, Any]) -> list[str]:
     L = ["## Headline: instruction selection only, loop passes, Halide 21", "",
          "One table per ISA. **(a) selection only** = LLVM alone / PITCHFORK with the same loop passes on both "
          "sides (the paper's comparison: only instruction selection differs); **(b) loop passes** = PITCHFORK "
-         "without / with the loop passes only PITCHFORK runs (what they add on top); **total** = (a) x (b) = "
+         "without any loop pass / with its loop passes (what they add on top of selection); **total** = "
          "LLVM alone / PITCHFORK as shipped; **(c) vs Halide 21** = Halide 21 / PITCHFORK. Above 1: PITCHFORK is "
          "faster. Every contender is compiled with the same LLVM options (Methods: 'Compiler options'); "
          "synthesized rules are used leave-one-out when the run says so (header above).", ""]
+    L += _shared_passes_line(isas)
     goal_lines = []
     for isa in isas:
         ga, gb, gt, gc = (_geo(data, col, isa, k) for k in ("sel", "passes", "total", "vs_halide"))
         L += [f"### {ISA_TITLE[isa]} ({UNIT[isa]})", "",
               "| benchmark | (a) selection only | (b) loop passes | total over LLVM alone | (c) vs Halide 21 |"
-              + (f" (a) by {SECOND[isa]} | (c) by {SECOND[isa]} |" if isa in SECOND else ""),
-              "|---|---|---|---|---|" + ("---|---|" if isa in SECOND else "")]
+              + (f" (a) by {SECOND[isa]} | total by {SECOND[isa]} | (c) by {SECOND[isa]} |" if isa in SECOND else ""),
+              "|---|---|---|---|---|" + ("---|---|---|" if isa in SECOND else "")]
         for lab, _, _ in cases(data):
             c = col[lab][isa]
-            fails = [v for v in ("pitchfork", "pitchfork_sel", "llvm", "halide21")
-                     if (idx.get((lab, isa, v)) or {}).get("status") not in (None, "ok")]
+            fails = [v for v in ("pitchfork", "pitchfork_sel", "pitchfork_nopass", "llvm", "halide21")
+                     if (idx.get((lab, isa, v)) or {}).get("status") not in (None, "ok")
+                     and "PassSwitchUnavailable" not in " ".join((idx.get((lab, isa, v)) or {}).get("errors", []))]
             note = f" (failed: {', '.join(fails)})" if fails else ""
             cells = [_f(c["sel"]), _f(c["passes"]), _f(c["total"]), _f(c["vs_halide"]) + note]
             if isa in SECOND:
-                cells += [_f(c["sel_alt"]), _f(c["vs_halide_alt"])]
+                cells += [_f(c["sel_alt"]), _f(c["total_alt"]), _f(c["vs_halide_alt"])]
             L.append(f"| {lab} | " + " | ".join(cells) + " |")
         geo = [_f(ga), _f(gb), _f(gt), _f(gc)]
         if isa in SECOND:
-            geo += [_f(_geo(data, col, isa, "sel_alt")), _f(_geo(data, col, isa, "vs_halide_alt"))]
+            geo += [_f(_geo(data, col, isa, k)) for k in ("sel_alt", "total_alt", "vs_halide_alt")]
         L.append("| **geomean** | " + " | ".join(f"**{g}**" for g in geo) + " |")
         losses = sorted(lab for lab in col if col[lab][isa]["vs_halide"] and col[lab][isa]["vs_halide"] < 1.0)
         goal = PAPER[isa][0]
         goal_lines.append(f"* {ISA_TITLE[isa]}: selection only {_f(ga)} against the goal ≥{goal:.2f}x (the paper's "
                           f"geomean): {_verdict(ga, goal)}; vs Halide 21 ≥1.0x on every benchmark: "
                           + ("met" if not losses and gc else f"**short** on {', '.join(losses) or 'unmeasured rows'}"))
-        L += [""] + _disagreements(col, isa) + [""]
+        L += [""] + _disagreements(col, isa) + _halide_failures(data, isa) + [""]
+    if data["meta"].get("quick"):
+        L[2:2] = ["**A --quick run** (each benchmark's quick size, first parameter set, 3 x86 repetitions): x86 "
+                  "ratios at quick sizes are larger than at full sizes for memory-bound kernels (the 'Quick size "
+                  "against full size' table of a full run); treat these figures as indicative.", ""]
     L = L[:2] + ["Goals (issue 25; never tuned for): selection only x86 ≥1.31x, ARM ≥1.82x, HVX ≥2.44x; ≥1.0x vs "
                  "Halide 21 on every benchmark.", ""] + goal_lines + [""] + L[2:]
     L += quick_vs_full(data)
     L += compiler_options()
     return L
+
+
+def _shared_passes_line(isas: list[str]) -> list[str]:
+    from benchmarks.harness.variants import PassSwitchUnavailable, shared_passes
+
+    try:
+        got = {isa: shared_passes(isa) for isa in isas}
+    except PassSwitchUnavailable as e:
+        return [f"**(a) and (b) are not measured in this revision**: {e} (the loop passes are not yet switchable), "
+                "so `pitchfork_sel` and `pitchfork_nopass` are failure rows and only the total and (c) are "
+                "given; the total mixes instruction selection with the loop passes only PITCHFORK runs.", ""]
+    return ["Loop passes both sides get in (a) (`pitchfork.passes.pipeline.STATEMENT_PASSES`, `passes=`): "
+            + "; ".join(f"{isa}: {', '.join(p) or 'none'}" for isa, p in got.items()) + ". LLVM alone compiles "
+            "their output with its own selection (dot_products hands it the VectorReduce Halide itself would "
+            "make). **Not yet separated**: the codegen-level HVX restructurings (hvx_accumulate, loads at a known "
+            "misalignment as aligned blocks + valign, whole-register interleaves, register pairs) are not "
+            "switchable yet (issue 23's pass list) and run for isel=pitchfork only, inside (a) and outside (b); "
+            "on HVX (a) still contains them.", ""]
+
+
+def _halide_failures(data: dict[str, Any], isa: str) -> list[str]:
+    """Why a Halide 21 cell is empty: Halide's own failure, as the row records it."""
+    out = []
+    for lab, _, _ in cases(data):
+        r = _index(data).get((lab, isa, "halide21"))
+        if r and r.get("status") != "ok":
+            why = next((e[5:] for e in r.get("errors", []) if e.startswith("why: ")), None)
+            out.append(f"{lab}: " + (why.split(";")[0] if why else "; ".join(r.get("errors", []))[:200]))
+    if not out:
+        return []
+    return ["", "Halide 21 rows without a figure (reasons in 'Failures'; `python -m benchmarks.harness.halide21_repro` "
+            "reproduces the wrong-code cases):", ""] + [f"* {x}" for x in out]
 
 
 def _disagreements(col: dict[str, dict[str, dict[str, Optional[float]]]], isa: str) -> list[str]:
@@ -122,7 +162,8 @@ def _disagreements(col: dict[str, dict[str, dict[str, Optional[float]]]], isa: s
     out = []
     for lab in col:
         c = col[lab][isa]
-        for key, alt, what in (("sel", "sel_alt", "(a)"), ("vs_halide", "vs_halide_alt", "(c)")):
+        for key, alt, what in (("sel", "sel_alt", "(a)"), ("total", "total_alt", "total"),
+                               ("vs_halide", "vs_halide_alt", "(c)")):
             p, s = c[key], c[alt]
             if p and s and abs(p / s - 1) > 0.10:
                 out.append(f"{lab} {what}: {p:.2f}x vs {s:.2f}x")

@@ -143,9 +143,9 @@ def _row(idx: Mapping[tuple[str, str, str], dict[str, Any]], b: str, isa: str, v
 def verdicts(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Per benchmark x ISA: hot-loop lengths and vector instructions of ours and Halide 21's, and on
     x86 the times; `same_ops`, `loop_ok` (ours no longer) and `time_ok` (within 5% of Halide)."""
-    from benchmarks.harness.report import _index, labels
+    from benchmarks.harness.tables import index_rows, labels
 
-    idx = _index(data)  # keyed by case label: the benchmark, or `name p<k>` per parameter set
+    idx = index_rows(data)  # keyed by case label: the benchmark, or `name p<k>` per parameter set
     out = []
     for b in labels(data):
         for isa in data["meta"]["isas"]:

@@ -3,14 +3,17 @@
 * `pitchfork`: PITCHFORK as shipped (isel=pitchfork, every loop pass);
 * `pitchfork_sel`: isel=pitchfork with only the loop passes LLVM alone gets too (`shared_passes`):
   instruction selection alone, the headline's column (a) against `llvm`;
+* `pitchfork_nopass`: isel=pitchfork with no loop pass: column (b) is it against `pitchfork`;
 * `pitchfork_hand`: PITCHFORK as shipped with the synthesized rules off (the ablation, Figure 7);
 * `llvm`: LLVM alone (isel=llvm) with the shared loop passes;
 * `halide21`: Halide 21's own compiler (halide21.py).
 
 A loop pass belongs to the shared set when it is not instruction selection and isel=llvm can run it
 (its output is ordinary Halide IR both isels compile). The pass list and its switches are
-pitchfork.passes.pipeline's (issue 23); until that module exists, `pass_options` raises
-`PassSwitchUnavailable` for the variants that need a switch, which the worker reports as failure rows.
+`pitchfork.passes.pipeline.STATEMENT_PASSES` (`passes=` of `pitchfork.compile`); the codegen-level HVX
+restructurings (hvx_accumulate, valign loads, ...) are not switchable yet (issue 23's pass list) and
+run with isel=pitchfork in every pitchfork variant. Without switches `pass_options` raises
+`PassSwitchUnavailable` for the variants that need one, which the worker reports as failure rows.
 
 Variants whose assembly is identical (up to the function's name) are measured once (`code_key`): the
 others copy the measurement and say so (`same_code_as`), so a pass or rule set that changes nothing
@@ -24,13 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 #: Every variant, in the order rows are written and representatives chosen.
-VARIANTS = ("pitchfork", "pitchfork_sel", "pitchfork_hand", "llvm", "halide21")
+VARIANTS = ("pitchfork", "pitchfork_sel", "pitchfork_nopass", "pitchfork_hand", "llvm", "halide21")
 
 
 @dataclass(frozen=True)
 class Variant:
     isel: str
-    #: "all": the isel's default passes (pitchfork: every loop pass; llvm: none); "shared": the shared set
+    #: "all": the isel's default passes (pitchfork: every loop pass; llvm: none); "shared": the shared
+    #: set; "none": no loop pass
     loop_passes: str = "all"
     synthesized: bool = True
 
@@ -38,6 +42,7 @@ class Variant:
 COMPILED: dict[str, Variant] = {
     "pitchfork": Variant("pitchfork"),
     "pitchfork_sel": Variant("pitchfork", "shared"),
+    "pitchfork_nopass": Variant("pitchfork", "none"),
     "pitchfork_hand": Variant("pitchfork", synthesized=False),
     "llvm": Variant("llvm", "shared"),
 }
@@ -48,12 +53,16 @@ class PassSwitchUnavailable(RuntimeError):
 
 
 def shared_passes(target: str) -> list[str]:
-    """The loop passes both isels get on `target` (see the module docstring)."""
+    """The loop passes both isels get on `target` (see the module docstring): every statement pass of
+    `pitchfork.passes.pipeline.STATEMENT_PASSES` for the target. Each is a semantics-preserving rewrite of the loop
+    nest into ordinary Halide IR that isel=llvm compiles as well (dot_products makes the VectorReduce
+    Halide itself makes of a written-out dot product); none chooses an instruction. The codegen-level
+    HVX restructurings are not switchable yet and stay with isel=pitchfork (said in RESULTS.md)."""
     try:
-        from pitchfork.passes import pipeline  # type: ignore[attr-defined]
+        from pitchfork.passes.pipeline import STATEMENT_PASSES
     except ImportError as e:
-        raise PassSwitchUnavailable("pitchfork.passes.pipeline (issue 23) is not available") from e
-    return list(pipeline.shared_passes(target))
+        raise PassSwitchUnavailable("pitchfork.api has no pass switches") from e
+    return [p for p, (targets, _) in STATEMENT_PASSES.items() if target in targets]
 
 
 def pass_options(target: str, variant: Variant) -> dict[str, Any]:
@@ -61,11 +70,24 @@ def pass_options(target: str, variant: Variant) -> dict[str, Any]:
     if variant.loop_passes == "all":
         return {}
     try:
-        return {"passes": shared_passes(target)}
+        return {"passes": shared_passes(target) if variant.loop_passes == "shared" else []}
     except PassSwitchUnavailable:
         if variant.isel == "llvm":  # no switches: LLVM alone runs no loop pass (its default)
             return {}
         raise
+
+
+def compile_key(target: str, name: str) -> tuple[Any, ...]:
+    """What `name` is compiled with (isel, the statement passes it runs, synthesized rules on/off): two
+    variants with equal keys compile to the same code, so the second is not compiled at all."""
+    from pitchfork.passes.pipeline import statement_passes
+
+    v = COMPILED[name]
+    try:
+        passes = tuple(statement_passes(target, v.isel, pass_options(target, v).get("passes")))
+    except PassSwitchUnavailable:
+        passes = (name,)  # unknown: never equal to another variant's
+    return (v.isel, passes, v.synthesized)
 
 
 def code_key(prog: Any) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.harness.variants import COMPILED, MEASURED, VARIANTS, code_key, pass_options
+from benchmarks.harness.variants import COMPILED, MEASURED, VARIANTS, code_key, compile_key, pass_options
 
 ISELS = ("pitchfork", "llvm")
 
@@ -122,7 +122,13 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
     progs: dict[str, Any] = {}
     # the ablation's switch (benchmarks/harness/ablation.py): synthesized rules on (default) or off
     with excluding_rules_from(job.get("exclude_rules_from")), rules_config(enabled=job.get("synthesized", True)):
+        compiled_as: dict[tuple[Any, ...], str] = {}
         for isel in [v for v in COMPILED if v in want]:
+            key = compile_key(isa, isel)
+            if key in compiled_as:  # compiled exactly like an earlier variant: its code, not compiled again
+                rows[isel]["same_code_as"] = compiled_as[key]
+                continue
+            compiled_as[key] = isel
             _progress(step=f"compile {isel}")
             try:
                 progs[isel] = _compile(bench, pset, isa, isel, job.get("engine", "greedy"))
@@ -130,7 +136,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
             except Exception as e:  # noqa: BLE001 - a failure row, never a stopped run
                 fail(isel, "compile", e)
     # variants with the same code are measured once (the first of them); the others copy it below
-    same: dict[str, str] = {}
+    same: dict[str, str] = {v: r["same_code_as"] for v, r in rows.items() if r.get("same_code_as")}
     first_of: dict[str, str] = {}
     for v, prog in progs.items():
         key = code_key(prog)

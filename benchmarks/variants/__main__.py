@@ -1,5 +1,6 @@
-"""`python3 -m benchmarks.variants [-o DIR] [--rounds N] [--nodes N]`: lift every variant program with
-both engines; per engine the hit rate (reached the canonical FPIR ops, benchmarks.variants.hit) and the
+"""`python3 -m benchmarks.variants [-o DIR] [--data FILE ...] [--rounds N] [--nodes N]`: lift every
+program of the variant suite (variants.txt) and the Halide-style pairs (halide_pairs.txt) with both
+engines; per set and engine the hit rate (reached the canonical FPIR ops, benchmarks.variants.hit) and the
 median / p95 lift time per expression, as a rich table, `variants.json` and `variants.png` in DIR
 (default ./variants-out). The e-graph budget is rounds and e-nodes only (no wall-clock limit), so the
 hits do not depend on machine load; the times do."""
@@ -27,7 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python3 -m benchmarks.variants")
     ap.add_argument("-o", "--output", default="variants-out", help="output folder (default ./variants-out)")
-    ap.add_argument("--data", default=str(DATA), help="variant file (default benchmarks/variants/variants.txt)")
+    ap.add_argument("--data", action="append", default=[],
+                    help="variant file (repeatable; default benchmarks/variants/variants.txt and halide_pairs.txt)")
     ap.add_argument("--rounds", type=int, default=Budget().rounds)
     ap.add_argument("--nodes", type=int, default=Budget().nodes)
     args = ap.parse_args(argv)
@@ -36,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     rules = lift_rules()
     budget = Budget(rounds=args.rounds, nodes=args.nodes)
     rows = []
-    for g in load(Path(args.data)):
+    files = args.data or [str(DATA), str(DATA.with_name("halide_pairs.txt"))]
+    for data, g in [(d, g) for d in files for g in load(Path(d))]:
         canon = parse(g.canonical)
         for text in g.variants:
             t = parse(text)
@@ -45,23 +48,25 @@ def main(argv: list[str] | None = None) -> int:
             t1 = time.perf_counter()
             er = lift_egraph(t, rules, budget)
             t2 = time.perf_counter()
-            rows.append({"group": g.name, "input": text, "greedy": str(gr), "egraph": str(er.term),
-                         "greedy_hit": hit(gr, canon), "egraph_hit": hit(er.term, canon), "note": er.note,
-                         "greedy_s": t1 - t0, "egraph_s": t2 - t1})
+            rows.append({"set": Path(data).stem, "group": g.name, "input": text, "greedy": str(gr),
+                         "egraph": str(er.term), "greedy_hit": hit(gr, canon), "egraph_hit": hit(er.term, canon),
+                         "note": er.note, "greedy_s": t1 - t0, "egraph_s": t2 - t1})
     summary = {}
-    for eng in ("greedy", "egraph"):
-        ts = [r[f"{eng}_s"] for r in rows]
-        summary[eng] = {"hits": sum(r[f"{eng}_hit"] for r in rows), "n": len(rows),
-                        "median_ms": statistics.median(ts) * 1e3, "p95_ms": _p95(ts) * 1e3}
+    for st in dict.fromkeys(r["set"] for r in rows):
+        for eng in ("greedy", "egraph"):
+            rs = [r for r in rows if r["set"] == st]
+            ts = [r[f"{eng}_s"] for r in rs]
+            summary[f"{st}/{eng}"] = {"hits": sum(r[f"{eng}_hit"] for r in rs), "n": len(rs),
+                                      "median_ms": statistics.median(ts) * 1e3, "p95_ms": _p95(ts) * 1e3}
     (out / "variants.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
     from rich.console import Console
     from rich.table import Table
 
-    per = Table("idiom", "greedy hits", "egraph hits", title="variant programs per idiom")
-    for name in dict.fromkeys(r["group"] for r in rows):
-        rs = [r for r in rows if r["group"] == name]
-        per.add_row(name, f"{sum(r['greedy_hit'] for r in rs)}/{len(rs)}", f"{sum(r['egraph_hit'] for r in rs)}/{len(rs)}")
-    tab = Table("engine", "hit rate", "median ms", "p95 ms", title=f"{len(rows)} variant programs")
+    per = Table("set", "idiom", "greedy hits", "egraph hits", title="hits per idiom")
+    for key in dict.fromkeys((r["set"], r["group"]) for r in rows):
+        rs = [r for r in rows if (r["set"], r["group"]) == key]
+        per.add_row(*key, f"{sum(r['greedy_hit'] for r in rs)}/{len(rs)}", f"{sum(r['egraph_hit'] for r in rs)}/{len(rs)}")
+    tab = Table("set/engine", "hit rate", "median ms", "p95 ms", title=f"{len(rows)} programs")
     for eng, s in summary.items():
         tab.add_row(eng, f"{s['hits']}/{s['n']} ({100 * s['hits'] / s['n']:.0f}%)", f"{s['median_ms']:.1f}", f"{s['p95_ms']:.1f}")
     con = Console(width=160)
@@ -72,11 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-    engs = list(summary)
-    a1.bar(engs, [100 * summary[e]["hits"] / summary[e]["n"] for e in engs])
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    keys = list(summary)
+    a1.bar(range(len(keys)), [100 * summary[k]["hits"] / summary[k]["n"] for k in keys])
+    a1.set_xticks(range(len(keys)), keys, rotation=20, fontsize=8)
     a1.set_ylabel("hit rate (%)")
     a1.set_ylim(0, 100)
+    engs = ("greedy", "egraph")
     a2.boxplot([[r[f"{e}_s"] * 1e3 for r in rows] for e in engs])
     a2.set_xticks(range(1, len(engs) + 1), engs)
     a2.set_yscale("log")

@@ -44,7 +44,7 @@ from llvmlite import ir
 
 from pitchfork.frontend import ir as H
 from pitchfork.aot.abi_runtime import MSG_BYTES, Formatter, error_code, message_for
-from pitchfork.frontend.capture import CapturedStmt
+from pitchfork.frontend.capture import CapturedStmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.frontend.htypes import HType
 
@@ -206,6 +206,10 @@ class EntryBuilder:
 
     def build(self) -> None:
         for a in self.args:
+            if a.kind == "scalar" and a.type.is_float:
+                # Halide's entry point takes it as a C float/double; this prologue binds integers only
+                raise Unsupported(f"float scalar parameter {a.name} in an ahead-of-time entry point (float Params "
+                                  "are compiled for pitchfork.compile's callable, not yet for the AOT ABI)")
             if a.kind == "scalar":
                 fpir_type(a.type)  # integer scalars only (the kernel's own restriction)
         self.kernel = ir.Function(self.module, self.kernel_type(), name=kernel_name(self.name))
@@ -532,7 +536,6 @@ def aot_ir(prog: CompiledPipeline) -> str:
     """LLVM IR text of the AOT module: the optimised kernel renamed `kernel_name` (internal) and the
     optimised Halide-ABI entry points, for `prog.target`."""
     from pitchfork.backend.machine import _parse
-    from pitchfork.aot.generator import header_free_ir
 
     if prog.module is None or prog.captured is None:
         raise AbiError(f"{prog.name} was compiled by Halide (fallback); use Halide's own AOT output")
@@ -579,12 +582,10 @@ def header(prog: CompiledPipeline) -> str:
     import tempfile
     from pathlib import Path
 
-    from pitchfork.api import _halide_target
-
     pipeline, args = prog._halide
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / f"{prog.name}.h"
-        pipeline.compile_to_header(str(f), list(args), prog.name, _halide_target(prog.halide_target))
+        pipeline.compile_to_header(str(f), list(args), prog.name, halide_target(prog.halide_target))
         return f.read_text()
 
 
@@ -645,10 +646,8 @@ def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path
     d.mkdir(parents=True, exist_ok=True)
     paths = {k: d / f"{prog.name}.{k}" for k in ("o", "a", "h", "ll", "s")}
     if prog.is_fallback:
-        from pitchfork.api import _halide_target
-
         pipeline, args = prog._halide
-        t = _halide_target(prog.halide_target)
+        t = halide_target(prog.halide_target)
         pipeline.compile_to_static_library(str(d / prog.name), list(args), prog.name, t)
         pipeline.compile_to_object(str(paths["o"]), list(args), prog.name, t)
         paths["ll"].write_text(prog.llvm_ir())
@@ -689,3 +688,25 @@ def defined_symbols(obj: bytes) -> list[str]:
         f.flush()
         out = subprocess.run([nm, "-g", "--defined-only", "-P", f.name], capture_output=True, text=True, check=True)
     return [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
+
+
+_DROP_LINE = re.compile(r"^(; ModuleID = .*|source_filename = .*|; Function Attrs: .*|attributes #\d+ = .*|"
+                        r"![\w.]+ = .*)$")
+_ATTR_REF = re.compile(r"(?<=[)\s])#\d+(?=\s|$|\s*\{)")
+_MD_ATTACH = re.compile(r",\s*![\w.]+ !\d+")
+
+
+def header_free_ir(llvm_ir: str) -> str:
+    """The optimised module without attribute groups, metadata, module id and source file name
+    (see the module docstring); lines otherwise unchanged."""
+    out: list[str] = []
+    for line in llvm_ir.splitlines():
+        if _DROP_LINE.match(line):
+            continue
+        line = _MD_ATTACH.sub("", line)
+        line = _ATTR_REF.sub("", line).rstrip()
+        if line.startswith(("define ", "declare ")):
+            line = re.sub(r"\s+", " ", line)
+        out.append(line)
+    text = "\n".join(out).strip("\n") + "\n"
+    return re.sub(r"\n{3,}", "\n\n", text)

@@ -17,7 +17,7 @@ content. Halide refuses to register a generator name twice, so a file registers 
 fresh registry that then updates Halide's (an edited file, or two files defining the same name, load;
 the last one loaded wins, as in Halide's interactive mode).
 
-Header-free LLVM IR (`header_free_ir`): the optimised module PITCHFORK compiled, reduced to what
+Header-free LLVM IR (`pitchfork.aot.abi.header_free_ir`): the optimised module PITCHFORK compiled, reduced to what
 `llc` needs to reproduce the assembly: the target triple and data layout, the pipeline function and
 the declarations of the intrinsics it calls. Dropped: the module id and source file name, attribute
 groups (`attributes #0 = {...}` and their `#0` uses: `nounwind`, inferred memory effects), metadata
@@ -37,7 +37,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -248,7 +248,8 @@ def _user_frame(e: BaseException) -> str:
 
 def compile_generator(path_or_module: str | Path | ModuleType | type, class_name: str | None = None,
                       target: str = "x86-avx2", isel: str = "pitchfork", params: Mapping[str, Any] | None = None,
-                      *, name: str | None = None, fallback: bool = True) -> CompiledPipeline:
+                      *, name: str | None = None, fallback: bool = True, passes: Sequence[str] | None = None,
+                      disable_passes: Sequence[str] = ()) -> CompiledPipeline:
     """Compile a Halide generator with PITCHFORK.
 
     `path_or_module`: a `.py` file, a module (object or importable name), or the generator class
@@ -268,33 +269,12 @@ def compile_generator(path_or_module: str | Path | ModuleType | type, class_name
     fn = name or gp.name
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", fn):
         raise GeneratorError(f"function name {fn!r} is not a C identifier (pass name=...)")
-    return compile_pipeline(gp.pipeline, gp.arguments, target=target, isel=isel, name=fn, fallback=fallback)
+    return compile_pipeline(gp.pipeline, gp.arguments, target=target, isel=isel, name=fn, fallback=fallback,
+                            passes=passes, disable_passes=disable_passes)
 
 
 # --------------------------------------------------------------------------------------------------
 # Output files
-
-_DROP_LINE = re.compile(r"^(; ModuleID = .*|source_filename = .*|; Function Attrs: .*|attributes #\d+ = .*|"
-                        r"![\w.]+ = .*)$")
-_ATTR_REF = re.compile(r"(?<=[)\s])#\d+(?=\s|$|\s*\{)")
-_MD_ATTACH = re.compile(r",\s*![\w.]+ !\d+")
-
-
-def header_free_ir(llvm_ir: str) -> str:
-    """The optimised module without attribute groups, metadata, module id and source file name
-    (see the module docstring); lines otherwise unchanged."""
-    out: list[str] = []
-    for line in llvm_ir.splitlines():
-        if _DROP_LINE.match(line):
-            continue
-        line = _MD_ATTACH.sub("", line)
-        line = _ATTR_REF.sub("", line).rstrip()
-        if line.startswith(("define ", "declare ")):
-            line = re.sub(r"\s+", " ", line)
-        out.append(line)
-    text = "\n".join(out).strip("\n") + "\n"
-    return re.sub(r"\n{3,}", "\n\n", text)
-
 
 def llc_command(target: Any, ll: str = "<name>.ll", ir_text: str = "") -> str:
     """The llc invocation that compiles a header-free `.ll` for `target` like PITCHFORK did (`ir_text`,
@@ -313,6 +293,7 @@ def header_free_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     header-free IR: it is parsed back and compiled without further optimisation, as `llc -O3` does.
     (`prog.assembly()` is itself emitted from the parsed optimised text, see machine._compile: LLVM's
     backend breaks ties by use-list order, which textual IR does not keep.)"""
+    from pitchfork.aot.abi import header_free_ir
     from pitchfork.backend.machine import _parse, _set_align_vectors, _shared_machine, emission_options
 
     assert prog.module is not None

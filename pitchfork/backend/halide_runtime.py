@@ -1,4 +1,5 @@
-"""Halide's own runtime, for kernels that call into it (parallel loops: `halide_do_par_for`).
+"""Halide's own runtime, for kernels that call into it (parallel loops and async producers: `halide_do_par_for`,
+`halide_do_parallel_tasks`, semaphores).
 
 The runtime is Halide's: `halide.compile_standalone_runtime(path, target)` writes the runtime object
 for a target (thread pool, `halide_error`, `halide_malloc`, ... all WEAK symbols, as in every runtime
@@ -33,7 +34,8 @@ import threading
 from pathlib import Path
 
 #: the runtime entry points generated code calls (declared by pitchfork/codegen/parallel.py)
-RUNTIME_SYMBOLS: tuple[str, ...] = ("halide_do_par_for",)
+RUNTIME_SYMBOLS: tuple[str, ...] = ("halide_do_par_for", "halide_do_parallel_tasks", "halide_semaphore_init",
+                                    "halide_semaphore_release")
 #: the Halide target each ISA's runtime is compiled for (the runtime depends on arch and OS only)
 RUNTIME_TARGETS: dict[str, str] = {"x86-avx2": "x86-64-linux", "arm64": "arm-64-linux"}
 

@@ -33,7 +33,7 @@ import tempfile
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Callable, Literal, Optional
 
 import llvmlite.binding as llvm
 
@@ -361,7 +361,8 @@ def _set_align_vectors(on: bool) -> None:
 
 
 def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
-             i64_halves: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
+             i64_halves: bool = True, pairs: bool = True,
+             trace: Optional[Callable[[str, str], None]] = None) -> tuple[str, str, dict[str, FunctionSig]]:
     mod = _parse(ir_text, target)
     try:
         mod.verify()
@@ -380,6 +381,8 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
     text = str(mod)
+    if trace is not None:
+        trace(f"O{opt}", text)
     if target.name == "hvx128":
         from pitchfork.backend.hvx_fixups import (has_i128_mulh, has_predicate_select, has_wide_lane_predicate_trunc,
                                                has_wide_predicate_ext, optimizer_i128_line, rewrite_i128_mulhs,
@@ -387,16 +390,17 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
                                                rewrite_wide_predicate_exts)
         from pitchfork.backend.hvx_i64 import has_i64_products, rewrite_i64_products
 
+        # The backend passes of pitchfork.passes.pipeline, in its order (the first four are required).
         if has_predicate_select(text):  # InstCombine's predicate selects: Hexagon cannot select them
-            text = rewrite_predicate_selects(text)
+            text = _traced(trace, "hvx_predicate_selects", rewrite_predicate_selects(text))
         if has_wide_predicate_ext(text):  # multi-register predicate extensions: SelectQ2V asserts
-            text = rewrite_wide_predicate_exts(text)
+            text = _traced(trace, "hvx_wide_predicate_exts", rewrite_wide_predicate_exts(text))
         if has_wide_lane_predicate_trunc(text):  # trunc to i1 of 16/32-bit lanes: tests every byte
-            text = rewrite_wide_lane_predicate_truncs(text)
+            text = _traced(trace, "hvx_wide_lane_predicate_truncs", rewrite_wide_lane_predicate_truncs(text))
         if has_i128_mulh(text):  # AggressiveInstCombine's <N x i128> high multiply: ran wrong (seed 21)
-            text = rewrite_i128_mulhs(text)
+            text = _traced(trace, "hvx_i128_mulh", rewrite_i128_mulhs(text))
         if i64_halves and has_i64_products(text):  # foldMulHigh's 32x32->64-bit products: scalarised
-            text = rewrite_i64_products(text)
+            text = _traced(trace, "hvx_i64_halves", rewrite_i64_products(text))
         bad_line = optimizer_i128_line(ir_text, text)
         if bad_line is not None:
             raise CompileError(f"hvx128: unsupported: the optimiser made vectors of i128 lanes, "
@@ -412,7 +416,7 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
         _set_align_vectors(align_vectors)
     with _emission_options(target, text):
         asm = tm.emit_assembly(mod)
-    if target.name == "hvx128":
+    if target.name == "hvx128" and pairs:
         from pitchfork.backend.hvx_pairs import has_pair_forms, keep_pairs, split_pairs
 
         if has_pair_forms(text):  # register-pair forms: kept only where they cost no packet
@@ -423,16 +427,24 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
             packets = [len(lp.packets) for lp in find_loops(asm, target=target.name)]
             split_packets = [len(lp.packets) for lp in find_loops(split_asm, target=target.name)]
             if not keep_pairs(packets, split_packets):
-                text, mod, asm = split_text, split_mod, split_asm
+                text, mod, asm = _traced(trace, "hvx_pairs", split_text), split_mod, split_asm
     bad = _unknown_intrinsic_calls(asm)
     if bad:
         raise IntrinsicError(target.name, bad)
     return text, asm, _signatures(mod)
 
 
+def _traced(trace: Optional[Callable[[str, str], None]], stage: str, text: str) -> str:
+    """`text`, reported to `trace` as the IR after backend pass `stage` (PITCHFORK_DEBUG=2)."""
+    if trace is not None:
+        trace(stage, text)
+    return text
+
+
 def compile_module(
     ir_text: str, target: Target | str, opt: int = 3, *, isolate: bool = False,
-    align_vectors: bool | None = None, i64_halves: bool = True,
+    align_vectors: bool | None = None, i64_halves: bool = True, pairs: bool = True,
+    trace: Optional[Callable[[str, str], None]] = None,
 ) -> CompiledModule:
     """Verify, optimise (new pass manager, `-O<opt>`) and compile `ir_text` for `target`.
 
@@ -445,19 +457,23 @@ def compile_module(
     `i64_halves=False` (hvx128) leaves the 64-bit-lane code O3 makes of 32 x 32 -> 64-bit products as
     LLVM compiles it (scalarised) instead of computing it on 32-bit halves (`pitchfork.backend.hvx_i64`):
     the benchmark harness's LLVM-alone contender, whose figure must not carry PITCHFORK's selection.
+    `pairs=False` (hvx128) keeps register-pair forms without trying the split alternative
+    (`pitchfork.backend.hvx_pairs`). These three are the optional backend passes of
+    pitchfork.passes.pipeline; `trace(stage, ir_text)`, if given (not with `isolate`), sees the IR
+    after O3 and after each backend pass that rewrote it.
     """
     t = get_target(target)
     if not 0 <= opt <= 3:
         raise ValueError(f"opt level must be 0..3, got {opt}")
     if align_vectors is None:
         align_vectors = HVX_ALIGN_VECTORS
-    opt_ir, asm, sigs = (_compile_isolated(ir_text, t, opt, align_vectors, i64_halves) if isolate
-                         else _compile(ir_text, t, opt, align_vectors, i64_halves))
+    opt_ir, asm, sigs = (_compile_isolated(ir_text, t, opt, align_vectors, i64_halves, pairs) if isolate
+                         else _compile(ir_text, t, opt, align_vectors, i64_halves, pairs, trace))
     return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs, align_vectors)
 
 
 def _compile_isolated(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
-                      i64_halves: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
+                      i64_halves: bool = True, pairs: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
     _init_llvm()
     rfd, wfd = os.pipe()
     with tempfile.TemporaryFile() as err:
@@ -469,7 +485,7 @@ def _compile_isolated(ir_text: str, target: Target, opt: int, align_vectors: boo
                 os.dup2(err.fileno(), 2)
                 faulthandler.disable()  # an expected abort must not dump tracebacks to the terminal
                 try:
-                    payload: object = ("ok", _compile(ir_text, target, opt, align_vectors, i64_halves))
+                    payload: object = ("ok", _compile(ir_text, target, opt, align_vectors, i64_halves, pairs))
                 except CompileError as e:
                     payload = ("err", e)
                 with os.fdopen(wfd, "wb") as w:

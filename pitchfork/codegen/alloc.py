@@ -39,7 +39,7 @@ from typing import Optional
 from llvmlite import ir
 
 from pitchfork.frontend import ir as H
-from pitchfork.codegen.base import (ALLOC_ALIGN, STACK_LIMIT, VERY_LIKELY, WEIGHTED_TARGETS, BufferInfo,
+from pitchfork.codegen.base import (ALLOC_ALIGN, STACK_LIMIT, VERY_LIKELY, BufferInfo,
                                            Stats)
 from pitchfork.frontend.htypes import BOOL
 
@@ -195,7 +195,7 @@ class AllocMixin:
         fail = self.fn.append_basic_block(f"{label}_fail")
         cont = self.fn.append_basic_block(f"{label}_ok")
         br = self.b.cbranch(ok, cont, fail)
-        if self._loops and self.target in WEIGHTED_TARGETS:  # type: ignore[attr-defined]
+        if self._loops and self.passes.on("branch_weights"):  # type: ignore[attr-defined]
             # Inside a loop the failure side is marked cold, as Halide marks every check: evenly
             # weighted, each check halves LLVM's estimate of the loop body's code after it, and the
             # register allocator then spilled the values of the loops before the checks and

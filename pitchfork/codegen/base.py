@@ -54,17 +54,13 @@ BIT_COUNTS = {"count_leading_zeros": "ctlz", "count_trailing_zeros": "cttz", "po
 #: of their uses, spilled the short loops of a long loop body and reloaded their loop-invariant
 #: values in every iteration (camera_pipe's denoise loop: 7 reloads an iteration, Halide 21's 1).
 VERY_LIKELY = (1 << 30, 0)
-#: Targets whose kernels carry VERY_LIKELY. On arm64 and hvx128 the weights moved the register
-#: allocator's choices in hot loops both ways (arm64 depthwise_conv p0 431 -> 434 instructions;
-#: hvx128 fully_connected 250 -> 258 packets in one loop, matmul 179 -> 174 in another), unmeasured
-#: as a whole there, so those targets keep LLVM's even estimate for now.
-WEIGHTED_TARGETS = ("x86-avx2",)
+#: Which targets carry them: the "branch_weights" codegen pass (pitchfork.passes.pipeline).
 IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
 
 
 def fpir_type(t: HType, node: Optional[H.Node] = None) -> ScalarType:
     if t.code not in ("int", "uint"):
-        raise Unsupported(f"{t} values (only integer pipelines are compiled by PITCHFORK)", node)
+        raise Unsupported(f"{t} values where PITCHFORK's integer path needs an integer", node)
     if t.bits not in (1, 8, 16, 32, 64):
         raise Unsupported(f"{t} values", node)
     return ScalarType(t.code == "int", t.bits)

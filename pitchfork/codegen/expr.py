@@ -17,7 +17,7 @@ from typing import Callable, Hashable, Mapping, Optional, Sequence
 
 from llvmlite import ir
 
-from fpir.ops import spec
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
 
@@ -34,7 +34,7 @@ class ExprEmitter:
     def __init__(
         self, builder: ir.IRBuilder, lanes: int, env: dict[str, ir.Value], target: object = None,
         streams: Optional[Mapping[str, tuple[Hashable, int]]] = None, hvx_pairs: bool = False,
-        to_one_lane: Optional[Callable[..., Optional[ir.Value]]] = None,
+        to_one_lane: Optional[Callable[..., Optional[ir.Value]]] = None, lane_order: bool = True,
     ) -> None:
         self.b = builder
         self.lanes = lanes
@@ -49,6 +49,9 @@ class ExprEmitter:
         #: hvx128 (isel=pitchfork): adds and subtracts spanning several registers on register pairs
         #: (see `_hvx_pairwise`)
         self.hvx_pairs = hvx_pairs
+        #: x86 (isel=pitchfork): pack operands computed in the pack's lane order (pitchfork.codegen.lane_order;
+        #: the "x86_lane_order" pass, on unless the loop-nest codegen turns it off)
+        self.lane_order = lane_order
         self.module: ir.Module = builder.module
         self._memo: dict[tuple[Term, int], ir.Value] = {}
 

@@ -1,90 +1,152 @@
-"""Scalar floating-point code for the loop-nest codegen: Halide float expressions to plain LLVM IR.
+"""Floating-point code for the loop-nest codegen: Halide float expressions, scalar and vector, to
+LLVM IR the way Halide's own code generator writes them.
 
-Instruction selection only rewrites integer vector expressions (FPIR has no floats), so float
-arithmetic bypasses lifting and lowering: `FloatEmitter.emit` turns a scalar Halide expression of
-type float32/float64 (or a comparison of floats) into LLVM instructions directly. Integer
-subexpressions (`float32(x - black_level)`) go back through the codegen's exact integer path, and
-integer expressions use float results through `LoopNestCodegen`, which binds the value of a
-float-to-integer cast as a scalar.
+Instruction selection only rewrites integer expressions (FPIR has no floats), so float arithmetic
+bypasses lifting and lowering: `FloatEmitter.emit` turns a Halide expression of type float32/float64
+(or a comparison of floats) into LLVM instructions directly. Integer subexpressions
+(`float32(x - black_level)`, a u8 load widened to float) go back through the codegen's integer path
+(selected, scalar or vector), and integer expressions use float results through
+`codegen_expr.ExprConverter`, which emits a float-to-integer conversion (or a float comparison) on
+the spot and uses the value as a leaf, so the integer part around it is still selected.
 
-Semantics (what the numpy references reproduce): every operation is one IEEE-754 operation in the
-statement's order, with no fast-math flags, so LLVM neither contracts a*b+c into an FMA nor
-reassociates (Halide's simplifier has already folded and reordered constants in the statement we
-compile). `min`/`max` are `a < b ? a : b` / `a > b ? a : b`; casts to integers truncate toward zero
-(fptosi/fptoui: out-of-range values are undefined, as in Halide); `pow_f32` is pitchfork's own
-float32-only powf (pitchfork/codegen/powf.py, the same on every target: Hexagon has no libm in our
-harness and no double multiply in hardware), within one ulp of the correctly rounded result. Other
-float math calls are refused by name.
-
-Vector float expressions are refused with `Unsupported` naming them (no benchmark vectorizes
-floats; camera_pipe's float tables are scalar loops computed at root).
+Semantics, as Halide 21's CodeGen_LLVM (pitchfork.codegen.float_math.py): every float instruction
+carries Halide's fast-math flags (`reassoc nnan ninf nsz contract afn`), except Halide's `strict_*`
+ops (`hl.strict_float(e)`, or every op when the target has strict_float: then no flags anywhere,
+Halide's own expansions included, as in Halide's module); `min`/`max` are `a < b ? a : b` / `a > b ? a : b`; `%` is
+a - b*floor(a/b); casts to integers truncate toward zero (fptosi/fptoui); floor/ceil/trunc/round/
+sqrt/abs/fma are LLVM's intrinsics (round = roundeven); exp/log are Halide's own polynomials
+(`halide_exp`/`halide_log`); `lerp` is Lerp.cpp's zero*(1-w) + one*w; sin/cos are llvm.sin/cos and
+atan2 the C library's atan2f lane by lane (x86 and arm64 only: the bare-metal Hexagon harness has no
+libm, so they are refused there at compile time); `pow_f32` is pitchfork's own float32 powf
+(pitchfork.codegen.powf.py, one semantics on every target; Halide's is exp(log(x)*y)), lane by lane.
+Vector float loads and stores are the integer path's loads and stores of the same bits.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable, Optional
 
 from llvmlite import ir
 
+from pitchfork.codegen.base import Unsupported, _show
 from pitchfork.frontend import ir as H
+from pitchfork.codegen.float_math import FloatOps, declare
 from pitchfork.frontend.htypes import HType
 
 if TYPE_CHECKING:
+    from fpir.term import Term
     from pitchfork.codegen.loop_nest import LoopNestCodegen
 
 _IDENTITY = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
 _CMP = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!="}
+#: Halide 21's strict_float intrinsics (the statement of a strict_float target) -> the operator
+STRICT = {"strict_add": "+", "strict_sub": "-", "strict_mul": "*", "strict_div": "/", "strict_min": "min",
+          "strict_max": "max", "strict_mod": "%", "strict_lt": "<", "strict_le": "<=", "strict_eq": "==",
+          "strict_gt": ">", "strict_ge": ">=", "strict_ne": "!="}
+#: one-argument math calls -> LLVM intrinsic (Halide's CodeGen_LLVM emits these intrinsics)
+_UNARY = {"floor": "floor", "ceil": "ceil", "trunc": "trunc", "sqrt": "sqrt", "round": "roundeven",
+          "abs": "fabs"}
+#: math calls Halide leaves to the C library (libm), lane by lane; not on the Hexagon harness
+_LIBM = {"sin": "llvm.sin", "cos": "llvm.cos", "atan2": "atan2f", "tan": "tanf", "atan": "atanf",
+         "asin": "asinf", "acos": "acosf", "sinh": "sinhf", "cosh": "coshf", "tanh": "tanhf"}
 
 
 def float_ir_type(t: HType) -> ir.Type:
-    if t.code == "float" and t.bits == 32:
-        return ir.FloatType()
-    if t.code == "float" and t.bits == 64:
-        return ir.DoubleType()
-    from pitchfork.codegen.loop_nest import Unsupported
-
+    if t.code == "float" and t.bits in (32, 64):
+        s: ir.Type = ir.FloatType() if t.bits == 32 else ir.DoubleType()
+        return ir.VectorType(s, t.lanes) if t.lanes > 1 else s
     raise Unsupported(f"{t} values")
 
 
 def involves_float(e: H.Expr) -> bool:
-    """Whether a scalar expression is computed in floating point (its type, or a comparison of floats)."""
+    """Whether an expression is computed in floating point (its type, or a comparison of floats)."""
     if e.type.is_float:
         return True
     if isinstance(e, H.BinOp) and e.op in _CMP:
         return e.a.type.is_float
+    if isinstance(e, H.Call) and e.name in STRICT and e.args and e.args[0].type.is_float:
+        return True
+    if isinstance(e, H.Call) and e.name in ("is_nan_f32", "is_nan_f64", "is_inf_f32", "is_inf_f64",
+                                            "is_finite_f32", "is_finite_f64"):
+        return True
     return False
 
 
-class FloatEmitter:
-    """Emits scalar float expressions at the codegen's current insertion point."""
+def is_strict(target: str) -> bool:
+    """Whether a Halide target string has the strict_float feature (no fast-math anywhere)."""
+    return "strict_float" in target.split("-")
 
-    def __init__(self, cg: LoopNestCodegen, node: H.Node) -> None:
+
+def _operands(e: H.Expr) -> tuple[H.Expr, ...]:
+    """The direct operands of a node whose type may differ from its own (casts, comparisons, calls)."""
+    if isinstance(e, (H.Cast, H.Reinterpret)):
+        return (e.value,)
+    if isinstance(e, H.BinOp):
+        return (e.a, e.b)
+    if isinstance(e, H.Call):
+        return tuple(e.args)
+    return ()
+
+
+def _math_name(name: str) -> tuple[str, int]:
+    """`floor_f32` -> ("floor", 32); ("", 0) for other names."""
+    for bits in (32, 64):
+        if name.endswith(f"_f{bits}"):
+            return name[: -len(f"_f{bits}")], bits
+    return "", 0
+
+
+class FloatEmitter:
+    """Emits float expressions (any lane count) at the codegen's current insertion point."""
+
+    def __init__(self, cg: LoopNestCodegen, node: H.Node, int_lets: Optional[dict[str, Term]] = None) -> None:
         self.cg, self.node = cg, node
+        #: the integer lets in scope where the float expression sits (ExprConverter's), by name
+        self.int_lets = int_lets or {}
         self.b = cg.b
         self.lets: dict[str, ir.Value] = {}
+        self.ops = FloatOps(cg.b, cg.module, getattr(cg, "strict_float", False), cg.target)
 
     def _unsupported(self, what: str) -> Exception:
-        from pitchfork.codegen.loop_nest import Unsupported
-
         return Unsupported(what, self.node)
 
     def emit(self, e: H.Expr) -> ir.Value:
-        if e.type.is_vector:
-            from pitchfork.codegen.loop_nest import _show
+        if not involves_float(e):  # an integer subexpression: the integer path (selected)
+            if not self.int_lets:
+                return self.cg.vector(e, self.node) if e.type.is_vector else self.cg.scalar(e, self.node)
+            from pitchfork.codegen.to_fpir import ExprConverter
 
-            raise self._unsupported(f"vector floating-point expression {_show(e)} (float code is compiled "
-                                    "for scalars only)")
-        if not involves_float(e):  # an integer subexpression: the exact integer path
-            return self.cg.scalar(e, self.node)
+            conv = ExprConverter(self.cg, self.node, self.cg.leaves)
+            conv.lets = dict(self.int_lets)
+            term = conv.go(e)
+            if e.type.is_vector:
+                return self.cg._emit_term(term, e.type.lanes, self.node)
+            return self.cg._emit_scalar_term(term)
+        for t in (e.type, *(x.type for x in _operands(e))):
+            if t.is_float and (t.code != "float" or t.bits not in (32, 64)):
+                raise self._unsupported(f"floating-point {t.elem} values (float32 and float64 are compiled)")
         m: Callable[[H.Expr], ir.Value] | None = getattr(self, f"_e_{type(e).__name__}", None)
         if m is None:
-            from pitchfork.codegen.loop_nest import _show
-
             raise self._unsupported(f"floating-point {type(e).__name__}: {_show(e)}")
         return m(e)
 
+    def _splat(self, v: ir.Value, lanes: int) -> ir.Value:
+        if lanes == 1:
+            return v
+        one = self.b.insert_element(ir.Constant(ir.VectorType(v.type, 1), ir.Undefined), v,
+                                    ir.Constant(ir.IntType(32), 0))
+        return self.b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
+                                     ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
+
     def _e_FloatImm(self, e: H.FloatImm) -> ir.Value:
-        return ir.Constant(float_ir_type(e.type), e.value)
+        return FloatOps.const(float_ir_type(e.type), e.value)
+
+    def _e_Broadcast(self, e: H.Broadcast) -> ir.Value:
+        inner = self.emit(e.value)
+        if isinstance(inner, ir.Constant) and not isinstance(inner.type, ir.VectorType):
+            return FloatOps.const(ir.VectorType(inner.type, e.count), inner.constant)
+        return self._splat(inner, e.count)
 
     def _e_Variable(self, e: H.Variable) -> ir.Value:
         if e.name in self.lets:
@@ -101,7 +163,7 @@ class FloatEmitter:
                 return self.emit(e.body)
             finally:
                 self.lets = saved
-        # an integer let inside a float expression: bind it as an integer scalar
+        # an integer let inside a float expression: bind it as an integer value
         self.cg._bind(e.name, e.value, self.node)
         return self.emit(e.body)
 
@@ -117,56 +179,138 @@ class FloatEmitter:
             return self.b.uitofp(v, t)
         return self.b.sitofp(v, t) if src.is_int else self.b.uitofp(v, t)
 
+    def _binop(self, op: str, a: ir.Value, c: ir.Value) -> ir.Value:
+        o = self.ops
+        if op in _CMP:
+            return o.cmp(_CMP[op], a, c)
+        fn = {"+": o.add, "-": o.sub, "*": o.mul, "/": o.div, "min": o.min, "max": o.max, "%": o.mod}.get(op)
+        if fn is None:
+            raise self._unsupported(f"floating-point operator {op}")
+        return fn(a, c)
+
     def _e_BinOp(self, e: H.BinOp) -> ir.Value:
-        a, b = self.emit(e.a), self.emit(e.b)
-        if e.op in _CMP:
-            # ordered comparisons except !=, as C's operators on floats (Halide emits the same)
-            return self.b.fcmp_unordered("!=", a, b) if e.op == "!=" else self.b.fcmp_ordered(_CMP[e.op], a, b)
-        if e.op == "+":
-            return self.b.fadd(a, b)
-        if e.op == "-":
-            return self.b.fsub(a, b)
-        if e.op == "*":
-            return self.b.fmul(a, b)
-        if e.op == "/":
-            return self.b.fdiv(a, b)
-        if e.op == "min":
-            return self.b.select(self.b.fcmp_ordered("<", a, b), a, b)
-        if e.op == "max":
-            return self.b.select(self.b.fcmp_ordered(">", a, b), a, b)
-        if e.op == "%":
-            raise self._unsupported("floating-point % (Halide's float mod)")
-        raise self._unsupported(f"floating-point operator {e.op}")
+        return self._binop(e.op, self.emit(e.a), self.emit(e.b))
 
     def _e_Select(self, e: H.Select) -> ir.Value:
-        cond = self.emit(e.cond) if involves_float(e.cond) else self.cg.scalar(e.cond, self.node)
+        cond = self.emit(e.cond)
         return self.b.select(cond, self.emit(e.true_value), self.emit(e.false_value))
 
     def _e_Load(self, e: H.Load) -> ir.Value:
+        t = float_ir_type(e.type)
+        if e.type.is_vector:
+            # the integer path's load of the same bits (dense, aligned, predicated, gathered)
+            from pitchfork.codegen.base import Leaf
+            from fpir.types import ScalarType
+
+            bits = HType("uint", e.type.bits, e.type.lanes)
+            leaf = Leaf("load", replace(e, type=bits), e.type.lanes, ScalarType(False, e.type.bits))
+            return self.b.bitcast(self.cg._emit_leaf(leaf, self.node), t)
         if e.predicate is not None:
             raise self._unsupported(f"predicated float load from {e.buffer}")
         buf = self.cg._buffer(e.buffer, self.node)
-        t = float_ir_type(e.type)
         idx = self.cg.scalar(e.index, self.node)
         base = self.b.bitcast(buf.ptr, ir.PointerType(t))
         p = self.b.gep(base, [self.cg._address_width(idx)])
         return self.b.load(p, align=1)
 
+    def _e_Reinterpret(self, e: H.Reinterpret) -> ir.Value:
+        return self.b.bitcast(self.emit(e.value), float_ir_type(e.type))
+
+    def _e_Shuffle(self, e: H.Shuffle) -> ir.Value:
+        from pitchfork.codegen.expr import ExprEmitter
+
+        parts = [self.emit(x) for x in e.vectors]
+        parts = [p if isinstance(p.type, ir.VectorType) else self._vec1(p) for p in parts]
+        at = sum(p.type.count for p in parts)
+        whole = ExprEmitter(self.b, at, {}, self.cg.target).concat(parts, at) if len(parts) > 1 else parts[0]
+        out = self.b.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined),
+                                    ir.Constant(ir.VectorType(ir.IntType(32), len(e.indices)), list(e.indices)))
+        if e.type.is_scalar:
+            return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
+        return out
+
+    def _vec1(self, v: ir.Value) -> ir.Value:
+        return self.b.insert_element(ir.Constant(ir.VectorType(v.type, 1), ir.Undefined), v,
+                                     ir.Constant(ir.IntType(32), 0))
+
+    def _lanewise(self, e: H.Expr, f: Callable[[list[ir.Value]], ir.Value], args: list[ir.Value]) -> ir.Value:
+        """`f` applied lane by lane (scalar calls: Halide scalarizes calls with no vector form)."""
+        if e.type.is_scalar:
+            return f(args)
+        t = float_ir_type(e.type)
+        out: ir.Value = ir.Constant(t, ir.Undefined)
+        for i in range(e.type.lanes):
+            k = ir.Constant(ir.IntType(32), i)
+            out = self.b.insert_element(out, f([self.b.extract_element(a, k) for a in args]), k)
+        return out
+
     def _e_Call(self, e: H.Call) -> ir.Value:
+        o = self.ops
         if e.name in _IDENTITY:
             return self.emit(e.args[0])
+        if e.name in STRICT:
+            strict = FloatOps(self.b, self.cg.module, True, self.cg.target)
+            a, c = self.emit(e.args[0]), self.emit(e.args[1])
+            saved, self.ops = self.ops, strict
+            try:
+                return self._binop(STRICT[e.name], a, c)
+            finally:
+                self.ops = saved
+        if e.name == "strict_fma":
+            return FloatOps(self.b, self.cg.module, True).intrinsic("fma", [self.emit(a) for a in e.args])
+        if e.name == "lerp" and all(a.type.is_float for a in e.args):
+            return o.lerp(*(self.emit(a) for a in e.args))
+        if e.name in ("abs", "round") and e.args[0].type.is_float:
+            return o.intrinsic(_UNARY[e.name], [self.emit(e.args[0])])
+        base, bits = _math_name(e.name)
+        if base in ("inf", "nan", "neg_inf") and not e.args:
+            return FloatOps.const(float_ir_type(e.type), {"inf": float("inf"), "nan": float("nan"),
+                                                          "neg_inf": float("-inf")}[base])
+        if base in ("is_nan", "is_inf", "is_finite"):
+            v = self.emit(e.args[0])
+            if base == "is_nan":
+                return self.b.fcmp_unordered("uno", v, v)
+            mag = FloatOps(self.b, self.cg.module, True).intrinsic("fabs", [v])
+            inf = FloatOps.const(v.type, float("inf"))
+            return self.b.fcmp_ordered("==" if base == "is_inf" else "<", mag, inf)
+        if base in _UNARY:
+            return o.intrinsic(_UNARY[base], [self.emit(e.args[0])])
+        if base == "fma":
+            return o.intrinsic("fma", [self.emit(a) for a in e.args])
+        if base == "exp" and bits == 32:
+            return o.exp(self.emit(e.args[0]))
+        if base == "log" and bits == 32:
+            return o.log(self.emit(e.args[0]))
         if e.name == "pow_f32":
             from pitchfork.codegen.powf import powf_function
 
-            return self.b.call(powf_function(self.cg.module), [self.emit(a) for a in e.args])
+            fn = powf_function(self.cg.module)
+            return self._lanewise(e, lambda xs: self.b.call(fn, xs), [self.emit(a) for a in e.args])
+        if base in _LIBM and bits == 32:
+            if self.cg.target == "hvx128":
+                raise self._unsupported(f"floating-point call {e.name} (the Hexagon harness has no C math "
+                                        "library)")
+            name = _LIBM[base]
+            args = [self.emit(a) for a in e.args]
+            f = ir.FloatType()
+            if name.startswith("llvm."):
+                fn = declare(self.cg.module, name, f, [f])
+            else:
+                fn = self.cg.module.globals.get(name) or ir.Function(
+                    self.cg.module, ir.FunctionType(f, [f] * len(args)), name=name)
+            return self._lanewise(e, lambda xs: self.b.call(fn, xs, fastmath=o.flags if name.startswith("llvm.")
+                                                            else ()), args)
         raise self._unsupported(f"floating-point call {e.name}")
 
 
 def float_to_int(b: ir.IRBuilder, v: ir.Value, signed: bool, bits: int) -> ir.Value:
-    """Halide's cast of a float to an integer type: truncation toward zero."""
-    t = ir.IntType(bits)
+    """Halide's cast of a float to an integer type: truncation toward zero (any lane count)."""
+    lanes = v.type.count if isinstance(v.type, ir.VectorType) else 0
+    t: ir.Type = ir.IntType(bits)
+    if lanes:
+        t = ir.VectorType(t, lanes)
     if bits == 1:
-        return b.fcmp_unordered("!=", v, ir.Constant(v.type, 0.0))
+        return b.fcmp_unordered("!=", v, FloatOps.const(v.type, 0.0))
     return b.fptosi(v, t) if signed else b.fptoui(v, t)
 
 
@@ -174,8 +318,8 @@ def saturating_float_to_int(b: ir.IRBuilder, v: ir.Value, signed: bool, bits: in
     """`saturating_cast` of a float: clamp to the integer type's range, then truncate (NaN gives 0)."""
     lo = -(1 << (bits - 1)) if signed else 0
     hi = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
-    clo, chi = ir.Constant(v.type, float(lo)), ir.Constant(v.type, float(hi))
+    clo, chi = FloatOps.const(v.type, float(lo)), FloatOps.const(v.type, float(hi))
     v = b.select(b.fcmp_ordered(">", v, chi), chi, v)
     v = b.select(b.fcmp_ordered("<", v, clo), clo, v)
-    v = b.select(b.fcmp_unordered("uno", v, v), ir.Constant(v.type, 0.0), v)
+    v = b.select(b.fcmp_unordered("uno", v, v), FloatOps.const(v.type, 0.0), v)
     return float_to_int(b, v, signed, bits)

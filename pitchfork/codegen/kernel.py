@@ -27,7 +27,8 @@ from typing import Mapping, Optional, Sequence
 
 from llvmlite import ir
 
-from fpir.ops import OPS, make
+from fpir.ops import make
+from fpir.opspec import OPS
 from fpir.term import Term, var
 from fpir.types import ScalarType
 from pitchfork.codegen.expr import ExprEmitter, vec_type

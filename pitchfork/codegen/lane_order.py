@@ -33,7 +33,7 @@ from typing import Optional
 
 from llvmlite import ir
 
-from fpir.ops import spec
+from fpir.opspec import spec
 from fpir.term import Term
 
 #: lanes of one 16-lane group of the pack operand, in the order its two registers hold them

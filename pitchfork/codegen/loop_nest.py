@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, Callable, Hashable, Optional
 
 from llvmlite import ir
 
-from fpir.ops import REDUCE_COMBINE, make, reduce_op
+from fpir.ops import make
+from fpir.opspec import REDUCE_COMBINE, reduce_op
 from fpir.term import Term, var
 from fpir.types import ScalarType, i32
 from pitchfork.codegen.expr import ExprEmitter, vec_type
@@ -54,11 +55,11 @@ from pitchfork.frontend import ir as H
 from pitchfork.frontend.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
 from pitchfork.codegen.alloc import AllocMixin, hoist_allocations
 from pitchfork.codegen.base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS,  # noqa: F401
-                                           STACK_LIMIT, VERY_LIKELY, WEIGHTED_TARGETS, BufferInfo, Leaf, Stats,
+                                           STACK_LIMIT, VERY_LIKELY, BufferInfo, Leaf, Stats,
                                            Unsupported, _assert_text, _ident, _show, _storage, fpir_type,
                                            type_code)
 from pitchfork.codegen.to_fpir import ExprConverter
-from pitchfork.codegen.floats import FloatEmitter
+from pitchfork.codegen.floats import FloatEmitter, is_strict
 from pitchfork.codegen.lut import LutMixin
 from pitchfork.codegen.span import SpanMixin
 from pitchfork.codegen.hvx_accumulate import start_from_fresh
@@ -67,6 +68,7 @@ from pitchfork.codegen.parallel import THREADED_TARGETS, ParallelMixin, refuse_a
 from pitchfork.codegen.reduce import REDUCE_OPS, split_reduce
 from pitchfork.frontend.htypes import HType
 from pitchfork.codegen.scalars import ScalarEmitter
+from pitchfork.passes.pipeline import PassList, default_passes
 
 if TYPE_CHECKING:
     from pitchfork.selection.lower import Selection
@@ -87,10 +89,12 @@ NO_BUILTINS: tuple[str, ...] = ("memcpy",)  # every target
 
 class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixin):
     def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline",
-                 unavailable: frozenset[str] = frozenset()) -> None:
+                 unavailable: frozenset[str] = frozenset(), passes: Optional[PassList] = None) -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
         #: target instructions the target's features lack (pitchfork/targets/target_strings.py: no rule selects them)
         self.unavailable = unavailable
+        #: the passes this compile runs (pitchfork.passes.pipeline); codegen reads its "codegen" ones
+        self.passes = passes if passes is not None else default_passes(target, isel)
         self.module = ir.Module(name=name)
         self.stats = Stats()
         self._sel_cache: dict[Term, Selection] = {}
@@ -110,10 +114,22 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self.assert_messages: dict[int, str] = {}
         #: the serial loops being emitted, outermost first (see MemoryMixin._loop_copy)
         self._loops: list[LoopFrame] = []
+        #: `value` leaves: vectors computed in floating point and converted (codegen_expr._float_scalar)
+        #: by id() of the Leaf (which self.leaves keeps alive): (function it was emitted in, value,
+        #: how to emit it again elsewhere)
+        self.values: dict[int, tuple[ir.Function, ir.Value, Callable[[], ir.Value]]] = {}
+        #: a strict_float target: no fast-math flags on any float instruction (codegen_float.py); else
+        #: only Halide's `strict_*` ops (hl.strict_float(e)) are strict, as in Halide's own module
+        self.strict_float = is_strict(captured.target)
+        #: semaphores (`struct halide_semaphore_t *` lets of async producers) by name, and the task
+        #: system's parent argument of the task function being emitted (None outside one): parallel.py
+        self.handles: dict[str, ir.Value] = {}
+        self.task_parent: Optional[ir.Value] = None
 
     # ---- function and arguments ------------------------------------------------------------
     def build(self) -> ir.Function:
-        refuse_async(self.stmt)
+        if self.target not in THREADED_TARGETS:
+            refuse_async(self.stmt)  # (no runtime threads to run producer and consumer on)
         ptr = ir.PointerType(ir.IntType(8))
         arg_types: list[ir.Type] = [ptr]
         layout: list[tuple[str, str, int, HType]] = []
@@ -216,8 +232,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                 buf = self._buffer_of(value.args[0], node)
                 self.buffers[name] = buf
                 return
+            if self._bind_semaphore(name, value):  # (struct halide_semaphore_t *)alloca(16): parallel.py
+                return
             raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
-        if t.is_float and t.is_scalar:
+        if t.is_float:  # scalar or vector: emitted here, where Halide's let is
             self.fscalars[name] = FloatEmitter(self, node).emit(value)
             return
         if t.is_vector:
@@ -254,18 +272,18 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         else_b = self.fn.append_basic_block("else") if s.else_case is not None else None
         after = self.fn.append_basic_block("endif")
         self.b.cbranch(c, then_b, else_b or after)
-        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers))
+        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers), dict(self.fscalars))
         self.b.position_at_end(then_b)
         self.stmt_(s.then_case)
         if not self.b.block.is_terminated:
             self.b.branch(after)
-        self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+        self.scalars, self.vlets, self.buffers, self.fscalars = (dict(x) for x in saved)
         if else_b is not None:
             self.b.position_at_end(else_b)
             self.stmt_(s.else_case)  # type: ignore[arg-type]
             if not self.b.block.is_terminated:
                 self.b.branch(after)
-            self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+            self.scalars, self.vlets, self.buffers, self.fscalars = (dict(x) for x in saved)
         self.b.position_at_end(after)
 
     def _s_For(self, s: H.For) -> None:
@@ -278,7 +296,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                 self._parallel_for(s, self.scalar(s.min, s), self.scalar(s.extent, s))
                 return
             self._serial_note(s)
-        lifted = hoist_allocations(s) if self.target == "arm64" else None
+        lifted = hoist_allocations(s) if self.passes.on("hoist_allocations") else None
         if lifted is not None:
             self.stmt_(lifted)
             return
@@ -290,19 +308,19 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         body = self.fn.append_basic_block(f"body_{s.name}")
         done = self.fn.append_basic_block(f"end_{s.name}")
         enter = self.b.cbranch(self.b.icmp_signed("<", lo, hi), head, done)
-        if self.target in WEIGHTED_TARGETS:  # a loop is entered: the code it guards is as hot as it
+        if self.passes.on("branch_weights"):  # a loop is entered: the code it guards is as hot as it
             enter.set_weights(VERY_LIKELY)
         self.b.position_at_end(head)
         iv = self.b.phi(ir.IntType(32), s.name)
         iv.add_incoming(lo, pre)
         self.b.branch(body)
         self.b.position_at_end(body)
-        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers))
+        saved = (dict(self.scalars), dict(self.vlets), dict(self.buffers), dict(self.fscalars))
         self.scalars[s.name] = (iv, i32)
         self._loops.append(LoopFrame(pre, head, body, len(self.fn.blocks)))
         self.stmt_(s.body)
         self._loops.pop()
-        self.scalars, self.vlets, self.buffers = (dict(x) for x in saved)
+        self.scalars, self.vlets, self.buffers, self.fscalars = (dict(x) for x in saved)
         if not self.b.block.is_terminated:
             nxt = self.b.add(iv, ir.Constant(ir.IntType(32), 1), flags=["nsw"])
             iv.add_incoming(nxt, self.b.block)
@@ -317,6 +335,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         v = s.value
         if isinstance(v, H.IntImm):
             return
+        if self._semaphore_call(v, s):  # halide_semaphore_init / _release (parallel.py)
+            return
         raise Unsupported(f"evaluated call {_show(v)}", s)
 
     def _s_Store(self, s: H.Store) -> None:
@@ -328,7 +348,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             base = self.b.bitcast(buf.ptr, ir.PointerType(val.type))
             self.b.store(val, self.b.gep(base, [self._address_width(idx)]), align=1)
             return
-        et = fpir_type(t.elem, s)
+        if t.is_float:  # a float vector: stored as the integer path stores the same bits
+            fval = FloatEmitter(self, s).emit(s.value)
+            et = ScalarType(False, t.bits)
+            val = self.b.bitcast(fval, vec_type(et, t.lanes))
+        else:
+            et = fpir_type(t.elem, s)
         if t.is_scalar:
             if s.predicate is not None:
                 raise Unsupported(f"predicated scalar store to {s.buffer}", s)
@@ -339,7 +364,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         # A predicated store (TailStrategy::Predicate/PredicateStores, GuardWithIf tails) writes only
         # the lanes whose predicate is true: a masked store, or a scatter that skips masked-off lanes.
         mask = self._mask(s.predicate, t.lanes, s) if s.predicate is not None else None
-        val = self._to_storage(self.vector(s.value, s), et)
+        if not t.is_float:
+            val = self._to_storage(self.vector(s.value, s), et)
         ramp = self._dense(s.index)
         if ramp is not None:
             base = self.address_index(ramp, s)
@@ -405,9 +431,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         leaves = self.leaves
         final = self._select(term, node)
         valigned: set[Term] = set()
-        if self.target == "hvx128" and self.isel == "pitchfork":
+        if self.passes.on("hvx_aligned_loads"):
             valigned = {v for v in final.variables()
                         if v.name in leaves and self._hvx_valign_leaf(leaves[v.name], node)}
+        if self.passes.on("hvx_accumulate"):
             # an accumulation overwrites its first summand: start it from a valigned tap
             final = start_from_fresh(final, lambda t: int(t.is_var and t not in valigned))
 
@@ -419,12 +446,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             return self._splat(val, st, lanes)
 
         env: dict[str, ir.Value]
-        if self.target == "x86-avx2" and LAZY_LEAVES:
+        if self.passes.on("lazy_leaves"):
             # Each leaf (a load, mostly) is emitted where the selected code first uses it, as
             # Halide's own code generator does; emitted all up front, LLVM's x86 scheduler kept them in
             # that order and sobel3x3's 4-row loop held 9 rows' vectors live at once (more spills).
             env = _LazyEnv(value)
-        elif valigned and LAZY_LEAVES and sum(
+        elif valigned and sum(
                 leaves[v.name].lanes * leaves[v.name].type.bits // 1024 for v in valigned) > LAZY_VALIGN_REGS:
             # Taps `valign`ed from aligned blocks that alone need more than half of the 32 HVX
             # registers are emitted at their first use: all up front, gaussian7x7's column pass held
@@ -440,14 +467,14 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         else:
             env = {v.name: value(v.name) for v in final.variables()}
         return ExprEmitter(self.b, lanes, env, self.target, self._streams(final),
-                           hvx_pairs=self.target == "hvx128" and self.isel == "pitchfork",
+                           hvx_pairs=self.passes.on("hvx_pair_forms"), lane_order=self.passes.on("x86_lane_order"),
                            to_one_lane=self._to_one_lane()).emit(final)
 
     def _to_one_lane(self) -> Optional[Callable[..., Optional[ir.Value]]]:
         """The selected lowering of reductions to one lane: on hvx128 under isel=pitchfork, the
         operand's pieces reduced without restoring their lane order (pitchfork/targets/hvx_reduce.py);
         LLVM alone keeps LLVM's own lowering of the whole value, as Halide's IR has it."""
-        if self.target == "hvx128" and self.isel == "pitchfork":
+        if self.passes.on("hvx_reduce"):
             from pitchfork.targets.hvx_reduce import reduce_to_lane
 
             return reduce_to_lane
@@ -514,7 +541,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                 p = self._elem_ptr(buf, st, base, vt)
                 align = self._align(buf, st, e.alignment)
                 window = self._hvx_misaligned_load(buf, st, base, leaf.lanes, e.alignment) \
-                    if mask is None and self.target == "hvx128" and self.isel == "pitchfork" else None
+                    if mask is None and self.passes.on("hvx_aligned_loads") else None
                 if window is not None:
                     v = window
                 elif mask is None:
@@ -564,7 +591,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                 starts.append(at)
                 at += part.type.count
             # (isel=pitchfork only: LLVM alone gets the generic shuffle, as Halide's IR writes it)
-            if self.target == "hvx128" and self.isel == "pitchfork" and _whole_register_interleave(e, parts):
+            if self.passes.on("hvx_interleave") and _whole_register_interleave(e, parts):
                 return self._hvx_interleave(parts)
             # Lane i of operand k is lane starts[k] + i of the concatenation (a window holds more lanes).
             where = [(k, i) for k, x in enumerate(e.vectors) for i in range(x.type.lanes)]
@@ -584,6 +611,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         if leaf.kind == "reduce":
             assert isinstance(e, H.VectorReduce)
             return self._reduce(e, leaf, node)
+        if leaf.kind == "value":  # emitted when its expression was converted (codegen_expr._float_scalar)
+            fn, v, again = self.values[id(leaf)]
+            return v if fn is self.fn else again()
         raise Unsupported(f"vector leaf {leaf.kind}", node)
 
     def _hvx_interleave(self, regs: list[ir.Value]) -> ir.Value:
@@ -679,8 +709,6 @@ def _whole_register_interleave(e: H.Shuffle, parts: list[ir.Value]) -> bool:
         and list(e.indices) == [k * n + i for i in range(n) for k in range(len(parts))]
 
 
-#: x86: emit each leaf at its first use (see `_emit_term`); a switch for measuring the two orders
-LAZY_LEAVES = True
 #: hvx128: valigned taps of one expression emitted at their first use above this many registers
 LAZY_VALIGN_REGS = 16
 

@@ -54,7 +54,7 @@ class LutMixin:
         """`buf[index]` (byte elements, `lanes` lanes) by vlut32 table lookups, or None when the load
         is not one: not hvx128, not bytes, not an allocation, lanes not whole registers, or an index
         whose proven range is wider than 256 entries or may be negative."""
-        if self.target != "hvx128" or st.bits != 8 or buf.scope != "allocations" or lanes % REG_BYTES:
+        if not self.passes.on("hvx_lut") or st.bits != 8 or buf.scope != "allocations" or lanes % REG_BYTES:  # type: ignore[attr-defined]
             return None
         term: Term = self.to_term(index, node)  # type: ignore[attr-defined]
         lo, hi = bounds(term)
@@ -85,7 +85,7 @@ class LutMixin:
         loads into dense loads and shuffles before this point.)
         depthwise_conv's `input[ramp(c, 1, L) / depth_multiplier + row]`, runtime strides. None when
         the load is not of that form (or not hvx128, bytes, 128 lanes)."""
-        if self.target != "hvx128" or st.bits != 8 or lanes not in (REG_BYTES,):
+        if self.target != "hvx128" or not self.passes.on("span_gathers") or st.bits != 8 or lanes not in (REG_BYTES,):  # type: ignore[attr-defined]
             return None
         parts = span_parts(index, self._vector_source)  # type: ignore[attr-defined]
         if parts is None:

@@ -574,7 +574,7 @@ class MemoryMixin:
         Only on hvx128, where a gather costs ~2 packets per lane and vectors are whole registers
         (`_masked_ok`). Returns None where that does not hold or the index is not 32-bit.
         """
-        if self.target != "hvx128" or st.bits == 1 or not self._masked_ok(lanes, st):
+        if not self.passes.on("hvx_clamped_loads") or st.bits == 1 or not self._masked_ok(lanes, st):  # type: ignore[attr-defined]
             return None
         i32t = ir.IntType(32)
         b, lo, hi, offv = (self.scalar(x, node) for x in (shape.base, shape.lo, shape.hi, shape.off))

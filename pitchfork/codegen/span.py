@@ -87,7 +87,8 @@ class SpanMixin:
         lane-by-lane gather as the fallback; None when not arm64, not bytes, not a power of two of
         whole registers, or the index is not of the form."""
         chunks = lanes // NEON_BYTES
-        if self.target != "arm64" or st.bits != 8 or lanes % NEON_BYTES or chunks & (chunks - 1):
+        if self.target != "arm64" or not self.passes.on("span_gathers") or st.bits != 8 or lanes % NEON_BYTES \
+                or chunks & (chunks - 1):  # type: ignore[attr-defined]
             return None
         parts = span_parts(index, self._vector_source)  # type: ignore[attr-defined]
         if parts is None:

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Optional
 from llvmlite import ir
 
 from fpir.flags import halide_overflow_flags
-from fpir.ops import REDUCE_COMBINE, make, reduce_op
+from fpir.ops import make
+from fpir.opspec import REDUCE_COMBINE, reduce_op
 from fpir.term import Term, const, var
 from fpir.types import ScalarType, i32, u1
 from pitchfork.frontend import ir as H
@@ -32,12 +33,19 @@ if TYPE_CHECKING:
     from pitchfork.codegen.loop_nest import LoopNestCodegen
 
 
+def _int_ir(st: ScalarType, lanes: int) -> ir.Type:
+    t = ir.IntType(st.bits)
+    return ir.VectorType(t, lanes) if lanes > 1 else t
+
+
 class ExprConverter:
     """Halide Expr -> FPIR Term for one statement."""
 
     def __init__(self, cg: LoopNestCodegen, node: H.Node, leaves: dict[str, Leaf]) -> None:
         self.cg, self.node, self.leaves = cg, node, leaves
         self.lets: dict[str, Term] = {}
+        #: float Let expressions in scope (name, value), innermost last (see _float_scalar)
+        self.flets: list[tuple[str, H.Expr]] = []
 
     def leaf(self, kind: str, e: H.Expr) -> Term:
         st = fpir_type(e.type.elem, self.node)
@@ -88,12 +96,24 @@ class ExprConverter:
 
     def _float_scalar(self, e: H.Expr, convert) -> Term:  # type: ignore[no-untyped-def]
         """An integer-valued expression computed in floating point (a cast of a float, a comparison of
-        floats): emitted now as scalar code (codegen_float.py) and bound to a scalar name."""
-        if e.type.is_vector:
-            raise Unsupported(f"vector floating-point expression {_show(e)} (float code is compiled for "
-                              "scalars only)", self.node)
+        floats): emitted now (codegen_float.py) and used as a variable: a scalar name, or for a vector
+        a `value` leaf holding the emitted vector, so the integer code around it is still selected."""
         st = fpir_type(e.type.elem, self.node)
-        v = convert(FloatEmitter(self.cg, self.node), st)
+        lets, flets = dict(self.lets), list(self.flets)
+        v = convert(FloatEmitter(self.cg, self.node, lets), st)
+
+        def again() -> ir.Value:  # the float lets of the expression in scope, then the value
+            for n, fv in flets:
+                self.cg.fscalars[n] = FloatEmitter(self.cg, self.node, lets).emit(fv)
+            return convert(FloatEmitter(self.cg, self.node, lets), st)
+
+        if e.type.is_vector:
+            name = f"fvalue{next(self.cg._leaf_ids)}"
+            leaf = self.leaves[name] = Leaf("value", e, e.type.lanes, st)
+            # emitted here, which dominates every use in this function; a use in another function
+            # (a parallel loop's task, emitted from the same vector let) computes it again there
+            self.cg.values[id(leaf)] = (self.cg.fn, v, again)
+            return var(name, st)
         name = f"fconv{next(self.cg._leaf_ids)}"
         self.cg.scalars[name] = (v, st)
         return var(name, st)
@@ -109,6 +129,8 @@ class ExprConverter:
         return make("cast", x, type=t)
 
     def _e_Reinterpret(self, e: H.Reinterpret) -> Term:
+        if e.value.type.is_float:  # the bits of a float value
+            return self._float_scalar(e, lambda fe, st: fe.b.bitcast(fe.emit(e.value), _int_ir(st, e.type.lanes)))
         if e.type.is_handle or e.value.type.is_handle:
             raise Unsupported(f"pointer reinterpret {_show(e)}", self.node)
         return make("reinterpret", self.go(e.value), type=fpir_type(e.type.elem, self.node))
@@ -130,6 +152,14 @@ class ExprConverter:
         return make("select", self.go(e.cond), self.go(e.true_value), self.go(e.false_value))
 
     def _e_Let(self, e: H.Let) -> Term:
+        if e.value.type.is_float:  # a float value: emitted now, used by the float code of the body
+            self.cg.fscalars[e.name] = FloatEmitter(self.cg, self.node, self.lets).emit(e.value)
+            self.flets.append((e.name, e.value))
+            try:
+                return self.go(e.body)
+            finally:  # out of scope (a later parallel loop's closure must not capture it)
+                self.flets.pop()
+                self.cg.fscalars.pop(e.name, None)
         saved = dict(self.lets)
         self.lets[e.name] = self.go(e.value)
         try:
@@ -148,7 +178,7 @@ class ExprConverter:
         # its bounds let lowering pass the scalar straight to an instruction's Rt (an HVX shift amount).
         if isinstance(v, H.BinOp) and v.op in ("min", "max") and (isinstance(v.a, H.IntImm) or isinstance(v.b, H.IntImm)):
             return self.go(H.BinOp(v.op, replace(e, value=v.a), replace(e, value=v.b), e.type))
-        if self.cg.isel == "pitchfork" and isinstance(v, H.Cast) \
+        if self.cg.passes.on("widened_splats") and isinstance(v, H.Cast) \
                 and v.type.is_integer and v.value.type.is_integer and not v.type.is_bool \
                 and not v.value.type.is_bool and v.value.type.bits < v.type.bits:
             # x128(int32(m_i16)), x16(int16(zero_u8)): splat the narrow value and widen it in FPIR, so
@@ -236,6 +266,10 @@ class ExprConverter:
                                                                                  st.bits))
         if n == "saturating_cast":
             return make("saturating_cast", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
+        if n == "reinterpret" and e.args[0].type.is_float:
+            return self._float_scalar(e, lambda fe, st: fe.b.bitcast(fe.emit(e.args[0]), _int_ir(st, e.type.lanes)))
+        if involves_float(e):  # strict_lt & co., is_nan_f32 & co.: a float comparison
+            return self._float_scalar(e, lambda fe, st: fe.emit(e))
         if n in ("reinterpret",):
             return make("reinterpret", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
         if n in BIT_COUNTS:
@@ -259,7 +293,7 @@ class ExprConverter:
         not stated."""
         if op not in ("shl", "shr", "widening_shl"):
             return ()
-        from fpir.ops import spec
+        from fpir.opspec import spec
 
         rt = spec(op).type_rule([a.type for a in args], None)
         flags = set(halide_overflow_flags("shl" if op == "widening_shl" else op, rt, shifts=True))

@@ -4,6 +4,7 @@ benchmarks/harness/; the same as `python -m benchmarks`).
     pitchfork bench --quick --bench sobel3x3            # small sizes, a few minutes -> ./pitchfork-bench-out
     pitchfork bench --isa x86-avx2 --reps 25 -o out/    # full sizes, x86 only
     pitchfork bench --write-results                     # refresh the committed benchmarks/RESULTS.md
+    pitchfork bench --suite apps                        # Halide's Python apps vs Halide 21, 1 and 2 threads
 """
 
 from __future__ import annotations
@@ -18,9 +19,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from benchmarks.harness.run import add_arguments as add
 
     add(p)
+    p.add_argument("--suite", choices=("spec", "apps"), default="spec",
+                   help="spec: the SPEC benchmarks (default); apps: Halide's Python apps (benchmarks/apps/), x86, "
+                        "PITCHFORK vs Halide 21 at 1 and 2 threads (benchmarks/harness/apps_suite.py)")
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "suite", "spec") == "apps":
+        from benchmarks.harness.apps_suite import run_apps
+
+        return run_apps(args)
     from benchmarks.harness.run import run as run_bench
 
     return run_bench(args)

@@ -3,6 +3,8 @@
     pitchfork compile my_gen.py:Sobel --target arm64 -o out/            # out/sobel.{o,a,h,ll,s}
     pitchfork compile my_gen.py --target hvx128 --isel llvm -p lanes=64 -o out/
     pitchfork compile mypkg.gens:Blur --target x86-avx2 -p input.type=uint16 --name blur_u16 -o out/
+    pitchfork compile my_gen.py --target hvx128 --print-passes               # the passes, in order
+    pitchfork compile my_gen.py --target hvx128 --disable-pass stream_taps -o out/
     pitchfork compile gen.py -g blur -o out -e static_library,c_header -f blur_pf target=arm-64-linux-arm_dot_prod lanes=32
 
 The generator is named `FILE.py[:CLASS]` or `MODULE[:CLASS]`; CLASS is the Python class name or the
@@ -26,6 +28,10 @@ static_library and c_header, as Halide's default), and after the options `target
 Halide target strings (`x86-64-linux-avx2-fma`, `arm-64-linux-arm_dot_prod`,
 `hexagon-32-noos-hvx-hvx_128-hvx_v66`, `host`; pitchfork/targets/target_strings.py). Other Halide outputs
 (stmt, bitcode, registration, ...) and several targets are refused in one line.
+
+`--print-passes` prints the passes that would run for --target and --isel (pitchfork.passes.pipeline:
+name, kind, what it does), minus any `--disable-pass NAME` (repeatable), and exits without loading the
+generator; an unknown or required pass name is refused (exit 2) with the valid names.
 """
 
 from __future__ import annotations
@@ -70,6 +76,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-fallback", action="store_true",
                    help="fail (exit 3) instead of falling back to Halide's compiler")
     p.add_argument("--rules", action="store_true", help="list every rule fired with its count")
+    p.add_argument("--print-passes", action="store_true",
+                   help="print the passes for --target/--isel in order (name, kind, what it does) and exit")
+    p.add_argument("--disable-pass", action="append", default=[], metavar="NAME",
+                   help="do not run pass NAME (repeatable; --print-passes lists them)")
 
 
 def _split_generator(spec: str) -> tuple[str, str | None]:
@@ -155,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
     from pitchfork.aot.abi import AbiError
     from pitchfork.codegen.parallel import PitchforkSerialNote
     from pitchfork.aot.generator import compile_generator, write_outputs
+    from pitchfork.passes.pipeline import format_passes, resolve
     from pitchfork.targets.target_strings import parse_target
 
     if args.generator is not None and "=" in args.generator and not Path(args.generator).exists():
@@ -179,13 +190,17 @@ def run(args: argparse.Namespace) -> int:
         cls = args.generator_name
     target, params = _settings(args)
     args.target = target
-    parse_target(target)  # UsageError naming the bad token or feature, before the generator runs
+    isa = parse_target(target).isa  # UsageError naming the bad token or feature, before the generator runs
+    plist = resolve(isa, args.isel, None, args.disable_pass)  # UsageError on a bad pass name
+    if args.print_passes:
+        print(format_passes(plist))
+        return 0
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", PitchforkFallbackWarning)
         warnings.simplefilter("always", PitchforkSerialNote)
         try:
             prog = compile_generator(path, cls, args.target, args.isel, params, name=args.name,
-                                     fallback=not args.no_fallback)
+                                     fallback=not args.no_fallback, disable_passes=args.disable_pass)
         except FALLBACK_ERRORS as e:
             print(f"pitchfork compile: PITCHFORK cannot compile this pipeline: {type(e).__name__}: "
                   f"{' '.join(str(e).split())}", file=sys.stderr)

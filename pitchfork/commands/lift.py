@@ -57,7 +57,7 @@ def _rules(args: argparse.Namespace) -> Any:
     return RuleSet.from_files(args.rules) if args.rules else lift_rules()
 
 
-def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>", line: int = 1,
+def lift_line(text: str, rules: Any, trace: bool | str = False, source: str = "<expr>", line: int = 1,
               indent: int = 0, no_overflow: bool = False, shifts_in_range: bool = False,
               engine: str = "greedy") -> dict[str, Any]:
     """Lift one expression; never raises: errors are reported in the result (located at
@@ -74,7 +74,7 @@ def lift_line(text: str, rules: Any, trace: bool = False, source: str = "<expr>"
     try:
         term = parse(text, source=source)
         if no_overflow or shifts_in_range:
-            from fpir.flags import with_halide_overflow
+            from fpir.ops import with_halide_overflow
 
             term = with_halide_overflow(term, shifts=shifts_in_range, overflow=no_overflow)
         if engine == "egraph":
@@ -107,7 +107,7 @@ def _batch(args: argparse.Namespace, rules: Any, src: TextIO, sink: TextIO) -> i
         text = line.strip()
         if not text or text.startswith("#"):
             continue
-        r = lift_line(text, rules, trace=True, source=name, line=lineno, indent=len(line) - len(line.lstrip()),
+        r = lift_line(text, rules, trace="names", source=name, line=lineno, indent=len(line) - len(line.lstrip()),
                       no_overflow=args.assume_no_overflow,
                       shifts_in_range=args.assume_shifts_in_range, engine=args.engine)
         r.pop("_egraph", None)

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pitchfork.frontend.arguments import as_argument
 from pitchfork.frontend.htypes import HType
 from pitchfork.targets.target_strings import ALIAS_TARGETS
 
@@ -67,6 +68,13 @@ INTRINSICS_MARKER = "Finding intrinsics..."
 #: Short names for the three ISAs of the paper, and the Halide targets they stand for (defined with
 #: the rest of the target-string handling, pitchfork/targets/target_strings.py)
 TARGET_ALIASES: dict[str, str] = ALIAS_TARGETS
+
+
+def halide_target(target: str) -> Any:
+    """The `hl.Target` of a PITCHFORK target name (an alias of TARGET_ALIASES or a Halide target string)."""
+    import halide as hl
+
+    return hl.Target(TARGET_ALIASES.get(target, target))
 
 Mode = Literal["auto", "subprocess", "inprocess"]
 
@@ -267,24 +275,13 @@ def _as_pipeline(func_or_pipeline: Any) -> hl.Pipeline:
     raise TypeError(f"expected a halide.Func or halide.Pipeline, got {type(func_or_pipeline).__name__}")
 
 
-def _as_argument(a: Any) -> hl.Argument:
-    import halide as hl
-
-    if isinstance(a, hl.Argument):
-        return a
-    try:
-        return hl.Argument(a)
-    except TypeError as e:
-        raise TypeError(f"cannot use {a!r} as a pipeline argument") from e
-
-
 def argument_info(args: Sequence[Any]) -> tuple[ArgInfo, ...]:
     """Name, kind, type and dimensions of each argument (ImageParam, Param, Buffer or Argument)."""
     import halide as hl
 
     out = []
     for a in args:
-        arg = _as_argument(a)
+        arg = as_argument(a)
         kind = {
             hl.ArgumentKind.InputBuffer: "input_buffer",
             hl.ArgumentKind.OutputBuffer: "output_buffer",
@@ -455,7 +452,7 @@ def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str) 
         with capture_fd2() as box:
             try:
                 pipeline.compile_to_lowered_stmt(
-                    str(out), [_as_argument(a) for a in args], hl.StmtOutputFormat.Text, hl.Target(target)
+                    str(out), [as_argument(a) for a in args], hl.StmtOutputFormat.Text, hl.Target(target)
                 )
                 error = None
             except Exception as e:  # noqa: BLE001 - re-raised below with the log's verdict

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from pitchfork.errors import PipelineError, UsageError
+from pitchfork.frontend.arguments import as_argument
 
 
 def check_arguments(pipeline: Any, args: Any) -> list[Any]:
@@ -25,12 +26,10 @@ def check_arguments(pipeline: Any, args: Any) -> list[Any]:
     pipeline reads must be in it. A missing one would otherwise be read from its global value at run
     time (Halide's JIT), which is never what the caller meant, so it is refused here by name.
     """
-    from pitchfork.frontend.capture import _as_argument
-
     if not isinstance(args, (list, tuple)):
         raise UsageError(f"pitchfork.compile takes the pipeline's arguments as a list, e.g. [input, k]; got "
                          f"a {type(args).__name__} (write [x] for a single argument x)")
-    given = {_as_argument(a).name for a in args}
+    given = {as_argument(a).name for a in args}
     used = [a for a in pipeline.infer_arguments() if a.name not in given]
     if used:
         names = ", ".join(a.name for a in used)

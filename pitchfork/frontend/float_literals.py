@@ -21,6 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from pitchfork.frontend.arguments import as_argument
+
 #: A float32 literal as Halide prints it (the sign, if any, is a separate token).
 FLOAT_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+)f(?![\w.$])")
 _FROM_BITS = re.compile(r"float_from_bits\((\d+)\b")
@@ -72,9 +74,7 @@ def exact_statement(text: str, pipeline: Any, args: Sequence[Any], target: str) 
         return text
     import halide as hl
 
-    from pitchfork.frontend.capture import _as_argument
-
     with tempfile.TemporaryDirectory(prefix="pitchfork-floats-") as d:
         path = Path(d) / "pipeline.c"
-        pipeline.compile_to_c(str(path), [_as_argument(a) for a in args], "pipeline", hl.Target(target))
+        pipeline.compile_to_c(str(path), [as_argument(a) for a in args], "pipeline", hl.Target(target))
         return rewrite(text, c_constants(path.read_text()))

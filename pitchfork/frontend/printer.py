@@ -158,6 +158,10 @@ class _Printer:
             case ir.Fork(first=a, rest=b):
                 self.line(ind, "fork {")
                 self.stmt(a, ind + 1)
+                while isinstance(b, ir.Fork):  # nested forks print as one, as Halide prints them
+                    self.line(ind, "} {")
+                    self.stmt(b.first, ind + 1)
+                    b = b.rest
                 self.line(ind, "} {")
                 self.stmt(b, ind + 1)
                 self.line(ind, "}")

@@ -259,8 +259,12 @@ class _Builder:
                 return ir.AssertStmt(cond, msg, line=line)
             case "eval_stmt":
                 return ir.Evaluate(self.expr(c[0]), line=line)
-            case "fork_stmt":
-                return ir.Fork(self.block(c[0]), self.block(c[1]), line=line)
+            case "fork_stmt":  # `fork {a} {b} {c}` is Fork(a, Fork(b, c)), as Halide builds it
+                blocks = [self.block(x) for x in c]
+                out = ir.Fork(blocks[-2], blocks[-1], line=line)
+                for first in reversed(blocks[:-2]):
+                    out = ir.Fork(first, out, line=line)
+                return out
             case "acquire_stmt":
                 return ir.Acquire(self.expr(c[0]), self.expr(c[1]), self.block(c[2]), line=line)
             case "atomic_stmt":

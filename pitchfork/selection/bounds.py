@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from fpir.ops import spec, template
+from fpir.ops import template
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
 
@@ -28,10 +29,21 @@ def bounds(term: Term, assume: Optional[Mapping[str, Interval]] = None) -> Inter
 
 
 def _analyse(term: Term, env: dict[str, Interval], cache: dict[Term, Interval]) -> Interval:
-    for t in term.walk():
+    """Post-order over the sub-terms not in the cache yet (a cached sub-term is not entered), so asking
+    about every node of a chain costs linear time in total, not quadratic."""
+    hit = cache.get(term)
+    if hit is not None:
+        return hit
+    stack: list[tuple[Term, bool]] = [(term, False)]
+    while stack:
+        t, ready = stack.pop()
         if t in cache:
             continue
-        cache[t] = _node(t, [cache[a] for a in t.args], env)
+        if ready:
+            cache[t] = _node(t, [cache[a] for a in t.args], env)
+            continue
+        stack.append((t, True))
+        stack.extend((a, False) for a in reversed(t.args) if a not in cache)
     return cache[term]
 
 

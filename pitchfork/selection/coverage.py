@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Optional
 
 from fpir import markdown as md
-from fpir.ops import FPIR_OPS, OPS, make
+from fpir.ops import FPIR_OPS, make
+from fpir.opspec import OPS
 from fpir.term import Term, const, var
-from fpir.text import to_text
+from fpir.printer import to_text
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "COVERAGE.md"

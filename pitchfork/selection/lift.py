@@ -14,7 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
-from fpir.ops import make, spec
+from fpir.ops import make
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.text import retype_shift_constant
 from pitchfork.trs.rewriter import Rewriter, RewriteStats
@@ -54,7 +55,7 @@ def _lift_rules(include_synthesized: bool, exclude_from: frozenset[str]) -> Rule
     return RuleSet(rules)
 
 
-def lifter(rules: Optional[RuleSet] = None, trace: bool = False) -> Rewriter:
+def lifter(rules: Optional[RuleSet] = None, trace: bool | str = False) -> Rewriter:
     return Rewriter(rules if rules is not None else lift_rules(), trace=trace)
 
 
@@ -110,7 +111,8 @@ def lift(term: Term, rules: Optional[RuleSet] = None, engine: str = "greedy") ->
     return lifter(rules).rewrite(normalize_shift_constants(term))
 
 
-def lift_with_stats(term: Term, rules: Optional[RuleSet] = None, trace: bool = False) -> tuple[Term, RewriteStats]:
+def lift_with_stats(term: Term, rules: Optional[RuleSet] = None,
+                    trace: bool | str = False) -> tuple[Term, RewriteStats]:
     rw = lifter(rules, trace)
     out = rw.rewrite(normalize_shift_constants(term))
     return out, rw.stats

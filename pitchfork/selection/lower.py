@@ -28,7 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Generator, Optional
 
-from fpir.ops import OPS, expansion, make, spec
+from fpir.ops import expansion, make
+from fpir.opspec import OPS, spec
 from fpir.term import Term
 from fpir.trampoline import trampoline
 from pitchfork.selection.bounds import bounds
@@ -211,9 +212,9 @@ def select_instructions(term: Term, target: str, isel: str = "pitchfork", stream
 
     lw = lifter()
     if current_engine() == "egraph":  # equality saturation (pitchfork/selection/egraph), never worse than greedy
-        from pitchfork.selection.egraph.engine import lift_egraph
+        from pitchfork.selection.egraph.engine import SELECTION_BUDGET, lift_egraph
 
-        res = lift_egraph(term, lw.rules)
+        res = lift_egraph(term, lw.rules, SELECTION_BUDGET)
         lifted = res.term
         lw.stats.fired.update(res.greedy_fired)
         lw.stats.seconds = res.seconds

@@ -92,7 +92,7 @@ def _select_and_emit(text: str, target: str, lanes: Optional[int], isel: str, em
         target = spec.isa
         term = parse(text)
         if no_overflow or shifts_in_range:
-            from fpir.flags import with_halide_overflow
+            from fpir.ops import with_halide_overflow
 
             term = with_halide_overflow(term, shifts=shifts_in_range, overflow=no_overflow)
         stage = "select"

@@ -17,6 +17,7 @@ loader itself. The lifting and lowering rule sets are cached per setting, so swi
 
 from __future__ import annotations
 
+import os
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,8 +37,10 @@ class SynthConfig:
 
 
 _CONFIG = SynthConfig()
-#: where the synthesized rule files are read from (None: SYNTH_DIR); set by `use_directory`
-_DIRECTORY: Optional[Path] = None
+#: where the synthesized rule files are read from (None: SYNTH_DIR); set by `set_directory`, or
+#: for a whole process (and its children: the ablation harness measuring a synthesis run's output
+#: folder) by the environment variable PITCHFORK_SYNTH_DIR
+_DIRECTORY: Optional[Path] = Path(os.environ["PITCHFORK_SYNTH_DIR"]) if os.environ.get("PITCHFORK_SYNTH_DIR") else None
 
 
 def rules_directory() -> Path:

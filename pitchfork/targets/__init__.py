@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from fpir.ops import spec
+from fpir.opspec import spec
 from fpir.term import Term
 from pitchfork.selection.dagcost import DagCost
 from pitchfork.trs.rules import RuleSet

@@ -33,7 +33,8 @@ from typing import Any
 
 from llvmlite import ir
 
-from fpir.ops import expansion, make, spec, template
+from fpir.ops import expansion, make, template
+from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
 from pitchfork.targets.base import Inst, Signature, declare, encodable, immediate

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
-from fpir.ops import OPS, OpSpec, make, register
+from fpir.ops import make
+from fpir.opspec import OPS, OpSpec, register
 from fpir.term import Term, var
 from fpir.text import parse
 from fpir.types import FPIRTypeError, ScalarType, parse_type
@@ -178,7 +179,7 @@ def rule_combines_lanes(rule: Any) -> bool:
     kernels feed each operand at its own lane count."""
     import re
 
-    from fpir.ops import known_op, spec
+    from fpir.opspec import known_op, spec
 
     names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*(?=\()", rule.text()))
     return any(known_op(n) and spec(n).combines_lanes for n in names)

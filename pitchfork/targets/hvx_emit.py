@@ -107,7 +107,7 @@ def _is_broadcast(v: ir.Value) -> bool:
 def _uniform(em: Any, t: Term) -> bool:
     """Every lane of `t` has the same value: its leaves are constants or variables the emitter's
     environment holds as splats (a Param, a value loaded once), combined by lane-wise ops only."""
-    from fpir.ops import spec
+    from fpir.opspec import spec
 
     for n in t.walk():
         if n.is_const:
@@ -185,7 +185,7 @@ def _layout(t: Term, uniform: frozenset[str] = frozenset()) -> str:
 
 
 def _combines_lanes(op: str) -> bool:
-    from fpir.ops import spec
+    from fpir.opspec import spec
 
     s = spec(op)
     return bool(getattr(s, "reduce", None) or getattr(s, "combines_lanes", False) or getattr(s, "lanes", None))

@@ -91,8 +91,8 @@ def _pack(name: str, src_bits: int) -> Emit:
             packed = em.call(name, out_t, [lo, hi])
             return em.b.shuffle_vector(packed, ir.Constant(out_t, ir.Undefined), _mask(order))
 
-        if src_bits == 32:
-            # the operand computed in the order the in-lane pack consumes: no vpermq (emit/lane_order.py)
+        if src_bits == 32 and em.lane_order:
+            # the operand computed in the order the in-lane pack consumes: no vpermq (codegen/lane_order.py)
             regs = pack_order_registers(em, t.args[0])
             if regs is not None:
                 return em.concat([em.call(name, out_t, [regs[i], regs[i + 1]]) for i in range(0, len(regs), 2)])

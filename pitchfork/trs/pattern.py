@@ -23,7 +23,7 @@ from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Iterator, Optional, Union
 
-from fpir.ops import OPS, known_op, spec, split_flags
+from fpir.opspec import OPS, known_op, spec, split_flags
 from fpir.term import Term
 from fpir.text import Raw, _int_value
 from fpir.types import FPIRTypeError, ScalarType, is_type_name, parse_type

@@ -153,7 +153,7 @@ def is_stream(terms: Sequence[Term], streams: Streams) -> bool:
 def is_uniform_term(term: Term) -> bool:
     """True if every lane of `term` holds the same value: lane-wise ops over constants and uniform
     leaves (a lane-combining op or one reading lane 0 is not looked into: False)."""
-    from fpir.ops import spec
+    from fpir.opspec import spec
 
     for t in term.walk():
         if t.is_var and not t.is_uniform_leaf:

@@ -13,13 +13,14 @@ Malformed files raise RuleFileError naming file, line and column.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-from fpir.ops import OPS
+from fpir.opspec import OPS
 from fpir.term import Term, const
 from fpir.text import FPIRSyntaxError, Raw, _Elaborator, parse_raw
 from fpir.types import FPIRTypeError, ScalarType
@@ -33,6 +34,8 @@ from pitchfork.trs.pattern import (
     pattern_wildcards,
     split_wildcard,
 )
+if TYPE_CHECKING:
+    from pitchfork.trs.compiled import CompiledRules
 from pitchfork.trs.predicate import PredicateError, PyDomain, Streams, check_syntax, evaluate, is_const_expr
 
 
@@ -273,6 +276,20 @@ class RuleSet:
     def __len__(self) -> int:
         return len(self.rules)
 
+    def compiled(self) -> "CompiledRules":
+        """The rules compiled for matching (pitchfork/trs/compiled.py), built on first use."""
+        c = self.__dict__.get("_compiled")
+        if c is None:
+            from pitchfork.trs.compiled import CompiledRules
+
+            c = self.__dict__["_compiled"] = CompiledRules(self.index)
+        return c
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_compiled", None)  # closures: rebuilt where the rule set is unpickled
+        return state
+
     def by_name(self, name: str) -> Rule:
         for r in self.rules:
             if r.name == name:
@@ -282,6 +299,23 @@ class RuleSet:
 
 # ---------------------------------------------------------------------------------------------
 # Right-hand sides
+
+
+#: is_const_expr of each raw node of a right side (a pure function of the node, asked at every node of
+#: every rewrite): id -> (node, value); the node is kept so its id is not reused
+_CONST_EXPR: dict[int, tuple[Raw, bool]] = {}
+
+
+def _const_expr(node: Raw) -> bool:
+    hit = _CONST_EXPR.get(id(node))
+    if hit is None:
+        hit = _CONST_EXPR[id(node)] = (node, is_const_expr(node))
+    return hit[1]
+
+
+@functools.lru_cache(maxsize=4096)
+def _wildcard_base(text: str) -> str:
+    return split_wildcard(text)[0]
 
 
 class RhsBuilder(_Elaborator):
@@ -294,10 +328,10 @@ class RhsBuilder(_Elaborator):
         self.domain = PyDomain(consts, b.terms, b.types, bounds)
 
     def is_constant_expr(self, node: Raw) -> bool:
-        return is_const_expr(node)
+        return _const_expr(node)
 
     def constant(self, node: Raw, expected: Optional[ScalarType]) -> Optional[Term]:
-        if not is_const_expr(node):
+        if not _const_expr(node):
             return None
         if expected is None:
             raise NoRewrite(f"no type for constant expression at column {node.column}")
@@ -310,8 +344,7 @@ class RhsBuilder(_Elaborator):
         return const(int(v), expected)
 
     def name(self, node: Raw) -> Term:
-        base = split_wildcard(node.text)[0]
-        return self.b.terms[base]
+        return self.b.terms[_wildcard_base(node.text)]
 
     def type_param(self, node: Raw) -> Optional[ScalarType]:
         if node.tparam_text is None:

@@ -18,7 +18,8 @@ import numpy as np
 import z3
 
 from fpir.interp import evaluate
-from fpir.ops import OPS, make
+from fpir.ops import make
+from fpir.opspec import OPS
 from fpir.term import Term, var
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
 

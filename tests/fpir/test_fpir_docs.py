@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 
 from fpir import docs
-from fpir.ops import OPS, template
+from fpir.ops import template
+from fpir.opspec import OPS
 from fpir.text import parse
 
 

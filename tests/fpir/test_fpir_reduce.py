@@ -14,7 +14,8 @@ import pitchfork.targets.arm  # noqa: F401 - registers arm.udot/sdot
 import pitchfork.targets.hvx  # noqa: F401
 import pitchfork.targets.x86  # noqa: F401
 from fpir.interp import evaluate
-from fpir.ops import REDUCE_COMBINE, make, reduce_op, spec
+from fpir.ops import make
+from fpir.opspec import REDUCE_COMBINE, reduce_op, spec
 from fpir.term import Term, var
 from fpir.text import FPIRSyntaxError, parse
 from fpir.types import FPIRTypeError, ScalarType, i8, i16, i32, i64, u8, u16, u32, u64

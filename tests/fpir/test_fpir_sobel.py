@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from fpir.interp import evaluate
-from fpir.text import parse, to_text
+from fpir.printer import to_text
+from fpir.text import parse
 from fpir.types import u8
 from fpir.z3enc import equivalent
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from fpir.interp import evaluate
 from fpir.ops import make
 from fpir.term import Term, const, var
-from fpir.text import FPIRSyntaxError, parse, to_text
+from fpir.printer import to_text
+from fpir.text import FPIRSyntaxError, parse
 from fpir.types import INT_TYPES, USER_TYPES, ScalarType, i8, i16, i32, u1, u8, u16
 from fpir_testlib import Instance, edges, instances, semantic_ops
 

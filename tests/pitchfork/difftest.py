@@ -58,12 +58,12 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from fpir.flags import with_halide_overflow
+from fpir.ops import with_halide_overflow
 from fpir.interp import evaluate, facts_hold
 from fpir.z3enc import has_flags
 from fpir.ops import make
 from fpir.term import Term, const, var
-from fpir.text import to_text
+from fpir.printer import to_text
 from fpir.types import INT_TYPES, FPIRTypeError, ScalarType, u1
 
 TARGETS = ("x86-avx2", "arm64", "hvx128")
@@ -311,7 +311,7 @@ def random_reductions(count: int, seed: int = 0, max_depth: int = 3, max_bits: i
     """Random terms under a random lane-combining op (`vector_reduce_<op>_x<f>`, f in 2, 3, 4, 8), some
     of them accumulated (`acc + reduction`, the dot-product shape); half of the bodies are the shapes
     the horizontal instructions take (`_dot_body`), the rest random terms."""
-    from fpir.ops import REDUCE_COMBINE, reduce_op
+    from fpir.opspec import REDUCE_COMBINE, reduce_op
 
     rng = random.Random(seed)
     gen = Generator(rng, max_depth, max_bits=max_bits)
@@ -432,7 +432,7 @@ def family_templates() -> list[str]:
     here = str(Path(__file__).resolve().parent)  # test_lift_families imports trs.termgen as pytest does
     if here not in sys.path:
         sys.path.append(here)
-    from tests.pitchfork.test_lift_families import NOT_LIFTED, SPELLINGS
+    from tests.pitchfork.selection.test_lift_families import NOT_LIFTED, SPELLINGS
 
     return [s for _, s, _ in SPELLINGS] + [s for s, _ in NOT_LIFTED] + HVX_TEMPLATES
 
@@ -442,7 +442,7 @@ def random_family_terms(count: int, seed: int = 0, max_bits: int = 64, max_depth
     occurrence alike) by a random term of its type: the spellings the lifting rules and the HVX
     instruction rules match, over operands whose bounds and shapes vary (so a rule's side condition
     holds or fails), at the lane counts run_batch draws. Templates wider than `max_bits` are skipped."""
-    from fpir.ops import spec
+    from fpir.opspec import spec
     from fpir.text import parse
 
     rng = random.Random(seed)
@@ -781,7 +781,7 @@ def _with_uniform(term: Term, names: set[str]) -> Term:
     """`term` with the variables in `names` made uniform leaves (FPIR text has no spelling for them)."""
     if not names:
         return term
-    from fpir.ops import spec
+    from fpir.opspec import spec
     from fpir.term import var as mkvar
 
     memo: dict[int, Term] = {}

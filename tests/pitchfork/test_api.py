@@ -23,7 +23,7 @@ import pytest
 import pitchfork
 from fpir import parse
 from fpir.term import Term, var
-from fpir.text import to_text
+from fpir.printer import to_text
 from pitchfork.frontend.examples import sobel3x3_reference
 from pitchfork.backend.machine import main_vector_loop
 from pitchfork.backend.run import tools_available
@@ -214,31 +214,44 @@ def test_sobel_object_file(sobel, tmp_path) -> None:
 # Error paths
 
 
-def float_pipeline() -> tuple[hl.Func, list[hl.ImageParam]]:
+def float_pipeline(bits: int = 16) -> tuple[hl.Func, list[hl.ImageParam]]:
+    """u8 pixels halved in float16 (not compiled by PITCHFORK: the canonical unsupported construct
+    of these tests) or float32 (compiled)."""
     x, y = hl.Var("x"), hl.Var("y")
     inp = hl.ImageParam(hl.UInt(8), 2, "input")
-    out = hl.Func("halve_f32")
-    out[x, y] = hl.u8(hl.f32(inp[x, y]) * 0.5)
+    out = hl.Func(f"halve_f{bits}")
+    out[x, y] = hl.u8(hl.cast(hl.Float(bits), inp[x, y]) * 0.5)
     out.vectorize(x, 8)
     return out, [inp]
 
 
 @pytest.mark.parametrize("target", ("x86-avx2", "arm64"))
-def test_float_pipeline_falls_back_with_warning(target: str) -> None:
+def test_float16_pipeline_falls_back_with_warning(target: str) -> None:
     out, args = float_pipeline()
-    with pytest.warns(PitchforkFallbackWarning, match=r"floating-point .*statement line \d+"):
-        prog = pitchfork.compile(out, args, target=target, name="halve_f32")
-    assert prog.is_fallback and "float32" in prog.fallback_reason
+    with pytest.warns(PitchforkFallbackWarning, match=r"floating-point float16 .*statement line \d+"):
+        prog = pitchfork.compile(out, args, target=target, name="halve_f16")
+    assert prog.is_fallback and "float16" in prog.fallback_reason
     a = np.random.default_rng(1).integers(0, 256, (6, 21), dtype=np.uint8)
     assert np.array_equal(prog(a), (a.astype(np.float32) * 0.5).astype(np.uint8))
-    assert "halve_f32" in prog.assembly()  # Halide's own compile for the target
+    assert "halve_f16" in prog.assembly()  # Halide's own compile for the target
+
+
+@pytest.mark.parametrize("target", ("x86-avx2", "arm64"))
+def test_float32_pipeline_compiles(target: str) -> None:
+    out, args = float_pipeline(32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prog = pitchfork.compile(out, args, target=target, name="halve_f32")
+    assert not prog.is_fallback
+    a = np.random.default_rng(1).integers(0, 256, (6, 21), dtype=np.uint8)
+    assert np.array_equal(prog(a), (a.astype(np.float32) * 0.5).astype(np.uint8))
 
 
 def test_fallback_false_raises() -> None:
     out, args = float_pipeline()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(Unsupported, match="float32"):
+        with pytest.raises(Unsupported, match="float16"):
             pitchfork.compile(out, args, target="x86-avx2", fallback=False)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from fpir.interp import evaluate
-from fpir.ops import spec
+from fpir.opspec import spec
 from fpir.text import parse
 from fpir.types import ScalarType, parse_type
 from pitchfork.selection.cost import cost
@@ -81,7 +81,7 @@ def test_representatives_have_distinct_fingerprints_and_their_recorded_values() 
     b.ensure(3, 10**6)
     env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
     seen: set[tuple] = set()
-    for (level, t), blk in b.blocks.items():
+    for (level, t, _factor), blk in b.blocks.items():
         for k, gid in enumerate(blk.gids.tolist()):
             term = b.term(gid)
             assert term.type == t

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fpir.text import parse, to_text
+from fpir.printer import to_text
+from fpir.text import parse
 from synth.corpus import Corpus, build_corpus, canonical, cuts, read_expression_file
 
 

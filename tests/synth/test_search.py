@@ -93,3 +93,24 @@ def test_prove_equal_under_bounds_only_assumes_them() -> None:
     assert prove_equal(lhs, rhs, bounds={"v0": (0, 255)})[0] == "VALID"
     verdict, cex = prove_equal(lhs, rhs, bounds={"v0": (0, 256)})
     assert verdict == "INVALID" and cex == {"v0": 256}
+
+
+def test_candidates_the_rules_rewrite_are_pruned_during_the_search() -> None:
+    from dataclasses import replace as _replace
+
+    from fpir.printer import to_text
+    from pitchfork.targets import load_target
+    from synth.cost import lowering_cost
+    from synth.tasks import _normal_form, lowering_grammar
+
+    load_target("arm64")
+    lhs = parse("vector_reduce_add_x4(u32(arm.umull(v0_u8, v1_u8)))")
+    g = lowering_grammar(lhs, "arm64")
+    bound = (lowering_cost(lhs)[0], 0, 0)
+    found = synthesize(lhs, g, bound, max_terms=50_000)
+    assert found.rhs is not None and "arm.udot" in to_text(found.rhs) and found.pruned == 0
+    # a TRS that rewrites every udot: those candidates are compositions, never proposed
+    res = synthesize(lhs, _replace(g, normal=lambda t: "udot" not in to_text(t)), bound, max_terms=50_000)
+    assert res.pruned >= 1 and (res.rhs is None or "udot" not in to_text(res.rhs))
+    # the real TRS (udot rules in) leaves udot(0, x, y) as it is
+    assert _normal_form("arm64", ())(found.rhs)

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Optional
 
-from fpir.ops import OPS, make, spec
+from fpir.ops import make
+from fpir.opspec import OPS, spec
 from fpir.term import Term, const
 from fpir.types import ScalarType, parse_type
 

@@ -12,6 +12,8 @@
    a time, and the budget (rounds, e-nodes, optionally seconds) stops the growth. A budget hit keeps
    the e-graph built so far;
 3. the cheapest term is extracted by pitchfork/cost.py's node cost (extract.py);
+0. the gate: greedy runs first, and when its result is already fully lifted (`needs_saturation`)
+   that is the answer (no e-graph);
 4. never worse than greedy: the greedy TRS runs on the extracted term (this is also where the lifting
    rules egglog cannot decide act, rules.py `greedy_only`) and on the input; the cheaper result by
    pitchfork.cost.cost wins (greedy's on a tie);
@@ -68,6 +70,16 @@ class Budget:
     rounds: int = 4
     nodes: int = 5_000
     seconds: Optional[float] = None
+    lifts: Optional[int] = None  # e-nodes the lifting pass may lift per round (None: all)
+    gate: bool = True  # skip saturation when greedy's result is fully lifted (needs_saturation)
+    rlimit: int = 60_000_000  # Z3 resource limit of the translation validation (fpir.z3enc.DEFAULT_RLIMIT)
+
+
+#: the budget of selection (`select --engine egraph`, pitchfork.compile(engine="egraph")): whole
+#: programs have hundreds of expressions, so fewer rounds and e-nodes than a single `lift`
+#: programs, and a smaller Z3 resource limit for the translation validation (a proof that does not
+#: finish within it keeps greedy's result)
+SELECTION_BUDGET = Budget(rounds=2, nodes=1_500, lifts=300, rlimit=1_000_000)
 
 
 @dataclass
@@ -109,12 +121,24 @@ _ROUND = "(run-schedule (saturate (seq (saturate (run types)) (run fold))) (run 
 _CLOSE = "(run-schedule (saturate (seq (saturate (run types)) (run fold))))"
 
 
+def _parsed(eg: Any, text: str) -> list:
+    """egglog commands of `text`, parsed once per e-graph (schedules are run every round)."""
+    cache = getattr(_LOCAL, "parsed", None)
+    if cache is None or cache[0] is not eg:
+        cache = _LOCAL.parsed = (eg, {})
+    got = cache[1].get(text)
+    if got is None:
+        got = cache[1][text] = eg.parse_program(text)
+    return got
+
+
 def _size(eg: object) -> int:
-    out = eg.run_program(*eg.parse_program("(print-size)"))  # type: ignore[attr-defined]
+    out = eg.run_program(*_parsed(eg, "(print-size)"))  # type: ignore[attr-defined]
     return sum(n for name, n in out[0].sizes if name.startswith("op_") or name in ("Const", "Leaf"))
 
 
-def _lift_pass(eg: object, enc: Encoding, rw: Rewriter, seen: set, res: EgraphResult) -> int:
+def _lift_pass(eg: object, enc: Encoding, rw: Rewriter, seen: set, res: EgraphResult,
+               limit: Optional[int] = None) -> int:
     """Greedy lifting of every e-node (over its children's cheapest terms), unioned back: the lifting
     rules act on the e-graph through the greedy TRS, with its own matcher, predicates and bounds.
     An e-node over the same child terms as in an earlier pass is not lifted again. Returns how many
@@ -122,21 +146,24 @@ def _lift_pass(eg: object, enc: Encoding, rw: Rewriter, seen: set, res: EgraphRe
     classes = read_egraph(eg)
     best = extract_all(classes, enc, fold=False)
     unions = []
-    for nodes in classes.values():
-        for n in nodes:
-            if not n.children or any(ch not in best for ch in n.children):
-                continue
-            key = (n.ctor, n.tname, tuple(best[ch] for ch in n.children))
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                t = enc.decode_node(n.ctor, n.tname, list(key[2]), n.payload, fold=False)
-            except FPIRTypeError:
-                continue
-            lifted = rw.rewrite(t)
-            if lifted is not t:
-                unions.append(f"(union {enc.expr(t)} {enc.expr(lifted)})")
+    cap = None if limit is None else limit * (res.rounds + 1)  # `limit` new e-nodes per round
+    for n in (n for nodes in classes.values() for n in nodes):
+        if cap is not None and len(seen) >= cap:
+            res.note = res.note or f"lifting pass limited to {limit} e-nodes per round"
+            break
+        if not n.children or any(ch not in best for ch in n.children):
+            continue
+        key = (n.ctor, n.tname, tuple(best[ch] for ch in n.children))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            t = enc.decode_node(n.ctor, n.tname, list(key[2]), n.payload, fold=False)
+        except FPIRTypeError:
+            continue
+        lifted = rw.rewrite(t)
+        if lifted is not t:
+            unions.append(f"(union {enc.expr(t)} {enc.expr(lifted)})")
     if unions:
         eg.run_program(*eg.parse_program("\n".join(unions)))  # type: ignore[attr-defined]
     return len(unions)
@@ -160,6 +187,23 @@ def _session() -> tuple[object, list, list]:
     return got
 
 
+#: memo entries a pass rewriter keeps before it starts afresh
+_MEMO_LIMIT = 200_000
+
+
+def _pass_rewriter(lift_rs: RuleSet) -> Rewriter:
+    """This thread's rewriter of the lifting pass for `lift_rs`, kept across lifts: terms are
+    interned, so its memo (term -> lifted term) stays valid and the sub-terms the expressions of one
+    program share are lifted once."""
+    cache = getattr(_LOCAL, "rewriters", None)
+    if cache is None:
+        cache = _LOCAL.rewriters = {}
+    hit = cache.get(id(lift_rs))
+    if hit is None or hit[0] is not lift_rs or len(hit[1]._memo) > _MEMO_LIMIT:
+        hit = cache[id(lift_rs)] = (lift_rs, Rewriter(pass_rules(lift_rs)))
+    return hit[1]
+
+
 def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
     """Steps 1-3: the extracted term and the run's statistics (raises on any egglog error; the
     thread's e-graph is then dropped and rebuilt on the next call)."""
@@ -178,18 +222,19 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Te
     enc = encode(term, frozenset(lifting_ops()))
     eg.run_program(*eg.parse_program(enc.program()))
     res = EgraphResult(term, "egraph")
-    rw = Rewriter(pass_rules(lift_rs))
+    rw = _pass_rewriter(lift_rs)
+    fired_before = Counter(rw.stats.fired)
     seen: set = set()
     t0 = time.perf_counter()
-    rnd, close = eg.parse_program(_ROUND), eg.parse_program(_CLOSE)
+    rnd, close = _parsed(eg, _ROUND), _parsed(eg, _CLOSE)
     eg.run_program(*close)
-    res.lift_unions += _lift_pass(eg, enc, rw, seen, res)
+    res.lift_unions += _lift_pass(eg, enc, rw, seen, res, budget.lifts)
     for r in range(budget.rounds):
         out = eg.run_program(*rnd)
         report = out[0].report
         res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v and not k.startswith("(")})
         eg.run_program(*close)
-        added = _lift_pass(eg, enc, rw, seen, res)
+        added = _lift_pass(eg, enc, rw, seen, res, budget.lifts)
         res.lift_unions += added
         res.rounds = r + 1
         res.nodes = _size(eg)
@@ -204,7 +249,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Te
             break
     else:
         res.note = f"round budget ({budget.rounds}) hit"
-    res.greedy_fired.update(rw.stats.fired)
+    res.greedy_fired.update(Counter(rw.stats.fired) - fired_before)
     eg.run_program(*close)
     classes = read_egraph(eg)
     root_value = _root_value(eg, enc.root)
@@ -216,13 +261,14 @@ def _root_value(eg: object, name: str) -> object:
     return frozen.functions[name].rows[0].output
 
 
-def validate(original: Term, result: Term) -> str:
-    """'' if Z3 proves result == original (under the original's flag facts), else the reason."""
+def validate(original: Term, result: Term, rlimit: int = 60_000_000) -> str:
+    """'' if Z3 proves result == original (under the original's flag facts) within `rlimit`, else the
+    reason."""
     from fpir.z3enc import equivalent, flag_facts
 
     try:
         facts = flag_facts(original)
-        v = equivalent(original, result, assume=facts)
+        v = equivalent(original, result, assume=facts, rlimit=rlimit)
     except (ValueError, FPIRTypeError) as e:
         return f"translation validation failed: {e}"
     if v.status == "VALID":
@@ -254,12 +300,41 @@ def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = 
     return res
 
 
+#: primitive arithmetic: a node of one of these over a computed operand is not fully lifted
+_ARITH = frozenset({"add", "sub", "mul", "div", "mod", "shl", "shr", "min", "max", "abs", "select", "and", "or",
+                    "xor", "not"})
+
+
+def needs_saturation(lifted: Term) -> bool:
+    """The gate in front of the e-graph: False when greedy's result is already fully lifted, i.e. no
+    primitive arithmetic node takes a computed (non-leaf) operand and no FPIR instruction takes a
+    constant 0 or 1 or, for the value-combining ones, any constant (which the equivalences might fold
+    or move). Such a result has nothing the equivalences could re-associate into another
+    instruction, so saturation is skipped (on the 16 benchmarks it skips most expressions)."""
+    from fpir.opspec import spec
+
+    amounts = ("widening_shl", "widening_shr", "rounding_shr", "rounding_shl", "mul_shr", "rounding_mul_shr",
+               "saturating_shl")
+    for x in lifted.walk():
+        if not x.args:
+            continue
+        if x.op in _ARITH and any(a.args for a in x.args):
+            return True
+        if spec(x.op).kind == "fpir" and any(a.is_const and (a.value in (0, 1) or x.op not in amounts)
+                                            for a in x.args):
+            return True
+    return False
+
+
 def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
     from pitchfork.selection.lift import lift_with_stats, normalize_shift_constants
 
     t0 = time.perf_counter()
     norm = normalize_shift_constants(term)
     greedy_in, _ = lift_with_stats(norm, rs)
+    if budget.gate and not needs_saturation(greedy_in):
+        return EgraphResult(greedy_in, "greedy", note="greedy result fully lifted (no saturation)",
+                            greedy_term=greedy_in, seconds=time.perf_counter() - t0)
     try:
         extracted, res = saturate(norm, rs, budget)
     except Exception as e:  # egglog errors, unsupported input: greedy's answer, said in one line
@@ -270,7 +345,7 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
     res.extracted, res.greedy_term = extracted, greedy_in
     res.greedy_fired.update(stats.fired)
     if cost(greedy_e) < cost(greedy_in):
-        why = validate(term, greedy_e) if check else ""
+        why = validate(term, greedy_e, budget.rlimit) if check else ""
         if why:
             res.term, res.source = greedy_in, "greedy"
             res.note = "; ".join(x for x in (res.note, why + "; greedy result") if x)
@@ -287,7 +362,7 @@ def explain(res: EgraphResult) -> list[str]:
     (with their match counts) and the lifting rules the greedy TRS fired on e-nodes and on the
     extracted term. egglog records no proofs in this mode, so this is the set of rules that acted, not
     a derivation of the one extracted term."""
-    from fpir.text import to_text
+    from fpir.printer import to_text
 
     lines = [f"engine: {res.source}" + (f" ({res.note})" if res.note else ""),
              f"saturation: {res.rounds} rounds, {res.nodes} e-nodes, {res.lift_unions} lifted e-nodes unioned"

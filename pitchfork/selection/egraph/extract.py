@@ -65,7 +65,7 @@ def read_egraph(egraph: Any) -> dict[Any, list[ENode]]:
 @lru_cache(maxsize=None)
 def _ctor_cost(ctor: str) -> tuple[int, int]:
     """(rank, 1 if the node could carry a flag but does not) of a constructor."""
-    from fpir.ops import spec
+    from fpir.opspec import spec
 
     op, flags = parse_ctor(ctor)
     return OP_RANK.get(op, DEFAULT_RANK), 1 if (spec(op).flags and not flags) else 0

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable, Optional
 
-from fpir.ops import known_op, spec
+from fpir.opspec import known_op, spec
 from fpir.text import Raw, _int_value
 from fpir.types import USER_TYPES, FPIRTypeError
 from pitchfork.trs.pattern import _CWILD_RE, TypeExpr, parse_type_expr, split_wildcard

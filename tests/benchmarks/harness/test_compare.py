@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from benchmarks.harness import compare, report
+from benchmarks.harness import compare, report, tables
 
 BASE = Path(__file__).resolve().parents[3] / "benchmarks" / "baselines" / "session2-32f27a6.json"
 
@@ -25,11 +25,11 @@ def test_a_faster_kernel_shows_in_its_row_and_the_geomean() -> None:
             r["static"]["total"] /= 2
     lines = compare.section(before, after)
     row = next(x for x in lines if x.startswith("| sobel3x3 | arm64 |"))
-    sp = report.table(before)["sobel3x3"]["arm64"]["speedup"]
+    sp = tables.table(before)["sobel3x3"]["arm64"]["speedup"]
     assert f"**{sp:.2f}x → {2 * sp:.2f}x**" in row
     geo = next(x for x in lines if x.startswith("| ARM Neon"))
-    g0 = report.summary(before)["arm64"]["geomean"]
-    g1 = report.summary(after)["arm64"]["geomean"]
+    g0 = tables.summary(before)["arm64"]["geomean"]
+    g1 = tables.summary(after)["arm64"]["geomean"]
     assert g1 > g0 and f"{g0:.2f}x → {g1:.2f}x" in geo
 
 

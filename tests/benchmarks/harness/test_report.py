@@ -8,7 +8,7 @@ import argparse
 import math
 from typing import Any
 
-from benchmarks.harness import report
+from benchmarks.harness import report, tables
 from benchmarks.harness.run import add_arguments, command_line, default_psets
 
 
@@ -37,10 +37,10 @@ def _three(bench: str, pset: int | None, speedup: float, vs_halide: float) -> li
 def test_parameter_sets_are_labelled_and_each_benchmark_counts_once_in_the_geomean() -> None:
     rows = _three("conv", 0, 4.0, 1.0) + _three("conv", 1, 1.0, 0.25) + _three("add", 0, 2.0, 1.0)
     data = _data(rows, ["conv", "add"])
-    assert report.labels(data) == ["conv p0", "conv p1", "add"]
-    t = report.table(data)
+    assert tables.labels(data) == ["conv p0", "conv p1", "add"]
+    t = tables.table(data)
     assert math.isclose(t["conv p0"]["arm64"]["speedup"], 4.0) and math.isclose(t["conv p1"]["arm64"]["speedup"], 1.0)
-    s = report.summary(data)["arm64"]
+    s = tables.summary(data)["arm64"]
     # conv = geomean(4, 1) = 2; with add = 2 the geomean is 2 (not geomean(4, 1, 2) = 2 ** (1 / 3) * ...)
     assert s["n"] == 2 and s["cases"] == 3 and math.isclose(s["geomean"], 2.0)
     assert s["max"] == 4.0 and s["argmax"] == "conv p0"
@@ -53,8 +53,8 @@ def test_parameter_sets_are_labelled_and_each_benchmark_counts_once_in_the_geome
 
 def test_rows_without_a_parameter_set_read_as_the_first() -> None:
     data = _data(_three("add", None, 2.0, 0.5), ["add"], psets="first")
-    assert report.labels(data) == ["add"]
-    assert math.isclose(report.summary(data)["arm64"]["geomean"], 2.0)
+    assert tables.labels(data) == ["add"]
+    assert math.isclose(tables.summary(data)["arm64"]["geomean"], 2.0)
 
 
 def test_the_paper_figures_stand_beside_ours() -> None:

@@ -22,11 +22,11 @@ from pitchfork.backend.machine import _parse, _shared_machine, asm_instructions,
 from pitchfork.backend.run import tools_available
 from pitchfork.api import PitchforkFallbackWarning
 from pitchfork.codegen.loop_nest import Unsupported
+from pitchfork.aot.abi import header_free_ir
 from pitchfork.aot.generator import (
     GeneratorError,
     compile_generator,
     find_generator,
-    header_free_ir,
     header_free_outputs,
     instantiate,
     load_module,
@@ -56,6 +56,8 @@ class Brighten:
         self.output[x, y] = hl.u8(hl.min(hl.f32(self.input[x, y]) * 1.5, 255.0))
         self.output.vectorize(x, 8)
 '''
+
+FLOAT16_GEN = FLOAT_GEN.replace("brighten_f32", "brighten_f16").replace("hl.f32(", "hl.cast(hl.Float(16), ")
 
 TWO_GENS = '''
 import halide as hl
@@ -210,10 +212,20 @@ def test_two_generators_need_a_name_and_reload_after_edit(tmp_path: Path) -> Non
     assert np.array_equal(out, np.arange(16, dtype=np.uint8) + 5)
 
 
-def test_float_generator_falls_back(tmp_path: Path) -> None:
+def test_float32_generator_compiles(tmp_path: Path) -> None:
     path = tmp_path / "gen_float.py"
     path.write_text(FLOAT_GEN)
-    with pytest.warns(PitchforkFallbackWarning, match="float32"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PitchforkFallbackWarning)
+        prog = compile_generator(path, None, "x86-avx2", fallback=False)
+    a = np.arange(40, dtype=np.uint8).reshape(2, 20) * 6
+    assert np.array_equal(prog(a), np.minimum(a.astype(np.float32) * 1.5, 255).astype(np.uint8))
+
+
+def test_float16_generator_falls_back(tmp_path: Path) -> None:
+    path = tmp_path / "gen_float16.py"
+    path.write_text(FLOAT16_GEN)
+    with pytest.warns(PitchforkFallbackWarning, match="float16"):
         prog = compile_generator(path, None, "x86-avx2")
     a = np.arange(40, dtype=np.uint8).reshape(2, 20) * 6
     assert np.array_equal(prog(a), np.minimum(a.astype(np.float32) * 1.5, 255).astype(np.uint8))
@@ -327,17 +339,17 @@ def test_cli_params_isel_name_rules(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_cli_fallback_warns_and_writes_halide_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    gen = tmp_path / "gen_float.py"
-    gen.write_text(FLOAT_GEN)
+    gen = tmp_path / "gen_float16.py"
+    gen.write_text(FLOAT16_GEN)
     rc = cli_main(["compile", str(gen), "-o", str(tmp_path / "out")])
     out = capsys.readouterr()
     assert rc == 0
-    assert "warning: PITCHFORK cannot compile brighten_f32" in out.err and "float32" in out.err
+    assert "warning: PITCHFORK cannot compile brighten_f16" in out.err and "float16" in out.err
     assert "fallback reason:" in out.out
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {f"brighten_f32.{k}" for k in ("o", "a", "h", "ll", "s")}
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {f"brighten_f16.{k}" for k in ("o", "a", "h", "ll", "s")}
     rc = cli_main(["compile", str(gen), "--no-fallback", "-o", str(tmp_path / "out2")])
     out = capsys.readouterr()
-    assert rc == 3 and "float32" in out.err and not (tmp_path / "out2").exists()
+    assert rc == 3 and "float16" in out.err and not (tmp_path / "out2").exists()
 
 
 @pytest.mark.parametrize(("argv", "code", "message"), [

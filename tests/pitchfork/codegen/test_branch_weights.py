@@ -1,4 +1,4 @@
-"""Halide's very-likely branch weights (codegen_base.VERY_LIKELY, on the WEIGHTED_TARGETS: x86): every
+"""Halide's very-likely branch weights (codegen.base.VERY_LIKELY; the "branch_weights" pass: x86): every
 loop's entry test and every check inside a loop (an assertion, a halide_malloc result) is marked as all
 but always going on, so LLVM's block-frequency estimate of a loop body is not halved by each check
 before it; the argument checks ahead of the loop nest keep even weights.

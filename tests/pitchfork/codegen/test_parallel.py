@@ -159,18 +159,67 @@ def test_nested_parallel_loops() -> None:
     assert np.array_equal(prog(arr, size=[256, 20, 3], check=True), _reference(f, inp, arr, [256, 20, 3]))
 
 
-def test_async_producer_falls_back_naming_it() -> None:
+def _async(kind: str):
+    """h reads g (async producer) and g2: "fold" g at h's rows in a 2-row folded buffer (producer and
+    consumer in lock step on semaphores), "two" g as in "fold" and g2 at root, both async, "rootpar" g at root, async and
+    parallel, consumed by parallel rows (loop tasks inside the task system)."""
     import halide as hl
-
-    from pitchfork.api import PitchforkFallbackWarning
 
     x, y = hl.vars("x y")
     inp = hl.ImageParam(hl.UInt(8), 2, "input")
-    g, h = hl.Func("g_async"), hl.Func("h_async")
+    g, g2, h = hl.Func("g_" + kind), hl.Func("g2_" + kind), hl.Func("h_" + kind)
     g[x, y] = inp[x, y] + 1
-    h[x, y] = g[x, y] + g[x, y + 1]
-    g.compute_at(h, y).store_root().async_()
+    g2[x, y] = inp[x, y] * 3
+    h[x, y] = g[x, y] + g[x, y + 1] + g2[x, y]
+    h.vectorize(x, 32)
+    if kind == "fold":
+        g.compute_at(h, y).store_root().async_()
+    elif kind == "two":
+        g.compute_at(h, y).store_root().async_()
+        g2.compute_root().async_()
+    else:
+        g.compute_root().async_().parallel(y)
+        h.parallel(y)
+    return h, inp
+
+
+@pytest.mark.parametrize("kind", ["fold", "two", "rootpar"])
+def test_async_producers_on_halide_task_system(kind: str) -> None:
+    from pitchfork.backend.halide_runtime import set_num_threads
+
+    h, inp = _async(kind)
+    prog = pitchfork.compile(h, [inp], target="x86-avx2", name=f"async_{kind}", fallback=False)
+    assert "call i32 @halide_do_parallel_tasks(" in prog.llvm_ir()
+    arr = np.random.default_rng(10).integers(0, 255, (70, 130), dtype=np.uint8)
+    ref = _reference(h, inp, arr, [128, 64])
+    try:
+        for threads in (2, 1):  # one thread: the runtime adds what min_threads asks for
+            set_num_threads(threads)
+            assert np.array_equal(prog(arr, size=[128, 64], check=True), ref), threads
+    finally:
+        set_num_threads(0)
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("arm64"), reason="needs aarch64 gcc + qemu-aarch64")
+def test_async_producers_arm64_under_qemu() -> None:
+    from pitchfork.api import run_many
+
+    arr = np.random.default_rng(11).integers(0, 255, (18, 66), dtype=np.uint8)
+    runs, refs = [], []
+    for kind in ("fold", "rootpar"):
+        h, inp = _async(kind)
+        runs.append((pitchfork.compile(h, [inp], target="arm64", name=f"async_arm_{kind}", fallback=False),
+                     [arr], [64, 16]))
+        refs.append(_reference(h, inp, arr, [64, 16]))
+    for got, ref in zip(run_many(runs), refs):  # one harness, one qemu run
+        assert np.array_equal(got, ref)
+
+
+def test_async_producer_on_hvx_falls_back_naming_it() -> None:
+    from pitchfork.api import PitchforkFallbackWarning
+
+    h, inp = _async("fold")
     with pytest.warns(PitchforkFallbackWarning, match=r"async\(\) producer \(fork"):
-        prog = pitchfork.compile(h, [inp], target="x86-avx2", name="h_async")
-    arr = np.random.default_rng(10).integers(0, 255, (9, 64), dtype=np.uint8)
-    assert np.array_equal(prog(arr, size=[64, 8]), _reference(h, inp, arr, [64, 8]))
+        prog = pitchfork.compile(h, [inp], target="hvx128", name="h_async_hvx")
+    assert prog.is_fallback

@@ -452,3 +452,12 @@ def test_htype_spelling_and_conversions() -> None:
     fpir_types = pytest.importorskip("fpir.types")
     assert UInt(16, 8).to_fpir() == fpir_types.ScalarType(False, 16)
     assert Int(32).to_fpir() == fpir_types.ScalarType(True, 32)
+
+
+def test_fork_of_three_branches_round_trips() -> None:
+    """Halide prints nested forks as one: `fork {a} {b} {c}` is Fork(a, Fork(b, c))."""
+    text = "fork {\n f[0] = 1\n} {\n f[1] = 2\n} {\n f[2] = 3\n}\n"
+    stmt = parse_stmt(text, buffers={"f": Int(32)})
+    assert isinstance(stmt, ir.Fork) and isinstance(stmt.rest, ir.Fork) and not isinstance(stmt.rest.rest, ir.Fork)
+    assert [s.value.value for s in (stmt.first, stmt.rest.first, stmt.rest.rest)] == [1, 2, 3]
+    assert to_text(stmt) == text

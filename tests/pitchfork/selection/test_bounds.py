@@ -53,7 +53,8 @@ def test_bounds_sound_for_every_op_at_every_type_instance() -> None:
 
     from trs.termgen import SMALL
 
-    from fpir.ops import OPS, make
+    from fpir.ops import make
+    from fpir.opspec import OPS
     from fpir.term import const, var
     from fpir.types import FPIRTypeError
 

@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from fpir.ops import FPIR_OPS, OPS
+from fpir.ops import FPIR_OPS
+from fpir.opspec import OPS
 from pitchfork.selection import coverage
 
 

@@ -18,7 +18,8 @@ import pytest
 import z3
 
 from fpir.interp import evaluate
-from fpir.ops import FPIR_OPS, OPS, make, spec
+from fpir.ops import FPIR_OPS, make
+from fpir.opspec import OPS, spec
 from fpir.term import Term, var
 from fpir.text import parse
 from fpir.types import INT_TYPES, ScalarType

@@ -338,7 +338,7 @@ def test_families_fire_their_rules() -> None:
 def test_resigned_product_lifts_with_the_frontends_flags(source: str, lifted: str) -> None:
     """As the Halide frontend gives it (nsw on the i32 add and multiply), the i32 rounding add becomes
     rounding_shr.nsw before the narrowing cast is seen: cast_of_rounding_shr_of_reinterpret takes it."""
-    from fpir.flags import with_halide_overflow
+    from fpir.ops import with_halide_overflow
 
     out, stats = lift_with_stats(with_halide_overflow(parse(source), overflow=True))
     assert str(out) == lifted

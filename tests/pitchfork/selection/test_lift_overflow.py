@@ -25,10 +25,11 @@ import numpy as np
 import pytest
 
 import pitchfork
-from fpir.flags import with_halide_overflow
+from fpir.ops import with_halide_overflow
 from fpir.interp import evaluate, facts_hold
 from fpir.term import Term
-from fpir.text import FPIRSyntaxError, parse, to_text
+from fpir.printer import to_text
+from fpir.text import FPIRSyntaxError, parse
 from pitchfork.selection.bounds import bounds
 from pitchfork.backend.machine import main_vector_loop
 from pitchfork.backend.run import tools_available

@@ -28,7 +28,8 @@ import z3
 
 import pitchfork
 from fpir.interp import facts_hold
-from fpir.ops import make, spec
+from fpir.ops import make
+from fpir.opspec import spec
 from fpir.term import var
 from fpir.text import parse
 from fpir.types import parse_type

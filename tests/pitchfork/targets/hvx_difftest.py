@@ -174,7 +174,8 @@ def fpir_instances() -> list[tuple[str, Term]]:
     rules specialise (constant shifts and multipliers)."""
     import itertools
 
-    from fpir.ops import FPIR_OPS, make, spec
+    from fpir.ops import FPIR_OPS, make
+    from fpir.opspec import spec
     from fpir.term import const, var
     from fpir.types import INT_TYPES, FPIRTypeError
 
@@ -260,7 +261,8 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
     """For each instruction and signature: variable operands at several lane counts (half a register,
     one, three: padding and splitting), de-interleaved operands (the layout-following emitter paths),
     and the constant operands that select scalar (Rt) forms, including out-of-range ones (fallback)."""
-    from fpir.ops import OPS, make
+    from fpir.ops import make
+    from fpir.opspec import OPS
     from fpir.term import const, var
     from pitchfork.targets.base import sig
 

@@ -25,9 +25,11 @@ import pytest
 
 import pitchfork.targets.arm  # noqa: F401 - registers the arm.* instructions
 from fpir.interp import evaluate, facts_hold
-from fpir.ops import FPIR_OPS, OPS, make
+from fpir.ops import FPIR_OPS, make
+from fpir.opspec import OPS
 from fpir.term import Term, const, var
-from fpir.text import parse, to_text
+from fpir.printer import to_text
+from fpir.text import parse
 from fpir.types import INT_TYPES, FPIRTypeError, ScalarType
 from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
 from pitchfork.backend.machine import asm_instructions, compile_module, inner_loop_instructions

@@ -8,7 +8,8 @@ it so: no lowering rule (hand-written or synthesized) may win by naming it with 
 from __future__ import annotations
 
 import pitchfork.targets.arm  # noqa: F401 - registers the arm.* instructions
-from fpir.ops import OPS, make
+from fpir.ops import make
+from fpir.opspec import OPS
 from fpir.term import const, var
 from fpir.text import parse
 from pitchfork.selection.lower import select_instructions

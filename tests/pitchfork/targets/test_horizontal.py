@@ -27,7 +27,8 @@ import pitchfork.targets.x86  # noqa: F401
 from fpir.interp import evaluate
 from fpir.ops import make
 from fpir.term import Term, const, var
-from fpir.text import parse, to_text
+from fpir.printer import to_text
+from fpir.text import parse
 from fpir.types import ScalarType
 from pitchfork.codegen.kernel import add_expression_kernel, input_factors, new_module, storage_type
 from pitchfork.backend.machine import asm_instructions, compile_module

@@ -25,7 +25,8 @@ import pytest
 
 import pitchfork.targets.x86  # noqa: F401  (registers the x86.* ops)
 from fpir.interp import evaluate
-from fpir.ops import FPIR_OPS, OPS, make
+from fpir.ops import FPIR_OPS, make
+from fpir.opspec import OPS
 from fpir.term import Term, var
 from fpir.text import parse
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType

@@ -24,7 +24,8 @@ import pytest
 
 import pitchfork
 from fpir.interp import evaluate
-from fpir.ops import OPS, make
+from fpir.ops import make
+from fpir.opspec import OPS
 from fpir.term import Term, var
 from fpir.types import parse_type
 from fpir.z3enc import equivalent

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from fpir.interp import evaluate
-from fpir.ops import OPS
+from fpir.opspec import OPS
 from fpir.text import parse
 from pitchfork.selection.cost import cost
 from pitchfork.selection.egraph.declare import declarations, encode, lifting_ops
@@ -88,10 +88,22 @@ def test_egglog_error_falls_back_to_greedy(monkeypatch: pytest.MonkeyPatch) -> N
     import pitchfork.selection.egraph.engine as eng
 
     monkeypatch.setattr(eng, "_ROUND", "(run-schedule (no-such-schedule))")
-    t = parse("u16(a_u8) + u16(b_u8)")
+    monkeypatch.setattr(eng, "_RESULTS", {})  # not an answer cached by an earlier test
+    t = parse("i16(a_u8) + (0 - i16(b_u8))")
     res = lift_egraph(t, budget=SMALL)
     assert res.source == "greedy" and res.term is lift(t)
     assert "egraph engine failed" in res.note and "\n" not in res.note
+
+
+def test_gate_skips_fully_lifted_results() -> None:
+    from pitchfork.selection.egraph.engine import needs_saturation
+
+    assert not needs_saturation(parse("rounding_halving_add(a_u8, b_u8)"))
+    assert not needs_saturation(parse("widening_shl(a_u8, 3)"))
+    assert needs_saturation(parse("widening_shl(a_u8, 1) + widening_shl(b_u8, 1)"))
+    assert needs_saturation(parse("extending_add(widening_sub(0, b_u8), a_u8)"))
+    res = lift_egraph(parse("u8((u16(a_u8) + u16(b_u8) + 1) >> 1)"), budget=SMALL)
+    assert res.source == "greedy" and "fully lifted" in res.note and res.rounds == 0
 
 
 def test_explain_names_rules() -> None:

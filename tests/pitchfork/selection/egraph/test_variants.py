@@ -1,7 +1,7 @@
 """The variant-program suite (benchmarks/variants/variants.txt): every variant is exactly equal to its
 idiom's canonical FPIR: exhaustively where the inputs span at most 2^17 points (two 8-bit or one 16-bit
 variable), by Z3 otherwise (the two 16-bit product groups: ~40 s of Z3 each on the CI machine, so in the
-`extended` set; CI checks them on 2^16 inputs: every edge value pair and a seeded random sample), and
+`extended` set, as are the 32-bit Halide-style pairs; CI checks them on 2^16 inputs: every edge value pair and a seeded random sample), and
 on a sample the e-graph engine reaches the canonical ops where the greedy TRS does not (the full run:
 `python3 -m benchmarks.variants`)."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.variants import hit, load
+from benchmarks.variants import DATA, hit, load
 from fpir.interp import evaluate
 from fpir.text import parse
 from fpir.z3enc import equivalent
@@ -18,6 +18,9 @@ from pitchfork.selection.egraph.engine import Budget, lift_egraph
 from pitchfork.selection.lift import lift
 
 GROUPS = load()
+PAIRS = load(DATA.with_name("halide_pairs.txt"))
+ALL = GROUPS + PAIRS
+IDS = [f"variants-{g.name}" for g in GROUPS] + [f"halide-{g.name}" for g in PAIRS]
 
 
 def _vars(*terms):
@@ -55,17 +58,25 @@ def _sampled_equal(a, b) -> bool:
 def test_suite_shape() -> None:
     assert len(GROUPS) >= 14
     assert all(len(g.variants) >= 5 for g in GROUPS)
+    assert len(PAIRS) >= 30
+
+
+def test_hit_criterion() -> None:
+    canon = parse("widening_add(widening_mul(x_i8, 6), widening_mul(y_i8, -5))")
+    assert hit(parse("widening_sub(widening_mul(x_i8, 6), widening_mul(y_i8, 5))"), canon)
+    assert not hit(parse("i32(x_i8) * 6 - i32(y_i8) * 5"), canon)
 
 
 @pytest.mark.parametrize("group", [pytest.param(g, marks=() if _exhaustive(g) else pytest.mark.extended)
-                                   for g in GROUPS], ids=[g.name for g in GROUPS])
+                                   for g in ALL], ids=IDS)
 def test_variants_equal_canonical(group) -> None:
     canon = parse(group.canonical)
     for text in group.variants:
         assert _equal(parse(text), canon), text
 
 
-@pytest.mark.parametrize("group", [g for g in GROUPS if not _exhaustive(g)], ids=lambda g: g.name)
+@pytest.mark.parametrize("group", [g for g in ALL if not _exhaustive(g)],
+                         ids=[i for g, i in zip(ALL, IDS) if not _exhaustive(g)])
 def test_wide_variants_sampled(group) -> None:
     canon = parse(group.canonical)
     for text in group.variants:

@@ -1,0 +1,501 @@
+"""Compile-time benchmark: the selector alone, and `pitchfork.compile` per phase beside LLVM alone and Halide 21.
+
+    python -m benchmarks.compile_time [-o OUT] [--quick] [--bench NAME ...] [--isa ISA ...] [--skip-compile]
+                                      [--skip-selection] [--write-results]
+
+Selection (in this process unless said otherwise; CPU seconds from `time.process_time`, wall from
+`time.perf_counter`; the machine may be shared, so both are reported):
+
+* cold `pitchfork lift EXPR`: N fresh interpreters (after one warm-up run, so the rule cache on disk is warm);
+* `pitchfork lift --batch FILE` over 1,000 idiom expressions (the micro_lift corpus, variables renamed per
+  line so no two lines are the same term), in a fresh interpreter: expressions per second;
+* lift + lower per expression (each ISA), per rule count (the corpus lifted with the first 25/50/100% of the
+  lifting rules), per term size (sums of 80 ... 640 widening terms, two shapes; the 640/80 ratio);
+* peak memory of lifting one 20,000-term sum, in a child process: tracemalloc's peak during the lift (Python
+  allocations only) and the growth of max RSS over the lift (the parse and imports before it excluded).
+
+Compile (`--skip-compile` to leave out): per benchmark x ISA one child process compiles, interleaved and
+repeated, `pitchfork.compile` with isel=pitchfork and with isel=llvm ("LLVM alone"), reading the per-phase
+split from `CompiledPipeline.stats` (capture / selection / codegen incl. loop passes / LLVM), and Halide 21's own
+compile of the same pipeline (x86: `compile_jit`; arm64: `compile_to_assembly`; hvx128: `compile_to_llvm_assembly`
++ llc -O3 to an object, as the harness does: Halide's bundled LLVM aborts on sobel3x3's HVX code). The first compile of each kind in the child is a
+warm-up and not counted: figures are a long-running process's compile time, as in a build compiling many
+generators. Medians over the benchmarks per ISA.
+
+Outputs go to the folder given with -o (default ./compile-time-out): results.json, compile_time.md,
+compile_time.png. `--write-results` also replaces the compile-time section of benchmarks/RESULTS.md with
+compile_time.md (never without the flag). Works on older checkouts too (module paths before and after the
+issue 23 restructure), so one command measures before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL_EXPR = "u8(min(u16(a_u8) + u16(b_u8), 255))"
+SIZES = (80, 160, 320, 640)
+SHAPES = {"widen": lambda i: f"u16(a{i}_u8)", "mac": lambda i: f"i32(a{i}_i16) * i32(b{i}_i16)"}
+ISAS = ("x86-avx2", "arm64", "hvx128")
+
+
+def _selection_module(name: str) -> Any:
+    """pitchfork.selection.<name>, or pitchfork.<name> in a checkout from before the issue 23 restructure
+    (decided by the checkout's own files: an editable install of another checkout could supply the other)."""
+    import importlib
+
+    import pitchfork
+
+    moved = (Path(pitchfork.__file__).parent / "selection" / f"{name}.py").exists()
+    return importlib.import_module(f"pitchfork.selection.{name}" if moved else f"pitchfork.{name}")
+
+
+def _lift_module() -> Any:
+    return _selection_module("lift")
+
+
+def _lower_module() -> Any:
+    return _selection_module("lower")
+
+
+def batch_lines(n: int = 1000) -> list[str]:
+    from benchmarks.micro_lift import CORPUS, SOBEL
+
+    exprs = [SOBEL, *CORPUS]
+    rename = re.compile(r"\b([a-l])_(u8|i8|u16|i16|u32|i32)\b")
+    return [rename.sub(lambda m: f"{m.group(1)}{i}_{m.group(2)}", exprs[i % len(exprs)]) for i in range(n)]
+
+
+def sum_expr(n: int, shape: str) -> str:
+    return " + ".join(SHAPES[shape](i) for i in range(n))
+
+
+def _timed_run(cmd: list[str], cwd: Path) -> tuple[float, float, str]:
+    """(wall, CPU of the child, stdout) of one command."""
+    r0 = os.times()
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall = time.perf_counter() - t0
+    r1 = os.times()
+    if p.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed: {p.stderr[-400:]}")
+    return wall, (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system), p.stdout
+
+
+def cold_lift(out: Path, runs: int) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "pitchfork", "lift", SMALL_EXPR]
+    _timed_run(cmd, out)  # warm-up: fills the rule cache on disk
+    rows = [_timed_run(cmd, out) for _ in range(runs)]
+    return {"runs": runs, "wall_median": statistics.median(r[0] for r in rows), "wall_min": min(r[0] for r in rows),
+            "cpu_median": statistics.median(r[1] for r in rows), "output": rows[0][2].strip()}
+
+
+def batch_rate(out: Path) -> dict[str, Any]:
+    f = out / "batch1000.txt"
+    f.write_text("\n".join(batch_lines()) + "\n")
+    cmd = [sys.executable, "-m", "pitchfork", "lift", "--batch", str(f), "-o", str(out / "batch1000.jsonl")]
+    _timed_run(cmd, out)  # warm-up
+    wall, cpu, _ = _timed_run(cmd, out)
+    return {"expressions": 1000, "wall": wall, "cpu": cpu, "per_second_wall": 1000 / wall, "per_second_cpu": 1000 / cpu}
+
+
+def _cpu(fn: Any, repeat: int = 5) -> tuple[float, float, Any]:
+    """Median CPU and wall seconds of `repeat` calls of fn (the first call also warms the caches)."""
+    cpus, walls = [], []
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        r = fn()
+        cpus.append(time.process_time() - c0)
+        walls.append(time.perf_counter() - t0)
+    return statistics.median(cpus), statistics.median(walls), r
+
+
+def selection(quick: bool) -> dict[str, Any]:
+    from benchmarks.micro_lift import CORPUS, SOBEL
+    from fpir import parse
+    from fpir.term import Term
+
+    lift, lower = _lift_module(), _lower_module()
+    rules = lift.lift_rules()
+    exprs = [parse(e) for e in [SOBEL, *CORPUS]]
+    for isa in ISAS:  # load every rule set outside the timed regions
+        lower.select_instructions(exprs[0], isa, "pitchfork")
+    per_isa = {}
+    for isa in ISAS:
+        cpu, wall, _ = _cpu(lambda: [lower.select_instructions(e, isa, "pitchfork") for e in exprs])
+        per_isa[isa] = {"cpu_per_expr": cpu / len(exprs), "wall_per_expr": wall / len(exprs)}
+    per_rules = {}
+    from pitchfork.trs.rules import RuleSet
+
+    for frac in (0.25, 0.5, 1.0):
+        sub = RuleSet(rules.rules[: max(1, int(len(rules.rules) * frac))])
+        cpu, wall, _ = _cpu(lambda: [lift.lift(e, sub) for e in exprs])
+        per_rules[str(len(sub.rules))] = {"cpu_per_expr": cpu / len(exprs), "wall_per_expr": wall / len(exprs)}
+    per_size: dict[str, dict[str, float]] = {}
+    for shape in SHAPES:
+        for n in SIZES if not quick else SIZES[:1] + SIZES[-1:]:
+            t: Term = parse(sum_expr(n, shape))
+            cpu, wall, _ = _cpu(lambda: lift.lift(t, rules))
+            per_size.setdefault(shape, {})[str(n)] = cpu
+    ratios = {s: v[str(SIZES[-1])] / v[str(SIZES[0])] for s, v in per_size.items()}
+    return {"lift_rules": len(rules.rules), "expressions": len(exprs), "select_per_isa": per_isa,
+            "lift_per_rule_count": per_rules, "lift_cpu_by_sum_size": per_size, "ratio_640_over_80": ratios}
+
+
+_MEMORY_CHILD = r"""
+import resource, sys, time, tracemalloc
+sys.path.insert(0, sys.argv[3])
+from benchmarks.compile_time import _lift_module, sum_expr
+from fpir import parse
+lift = _lift_module()
+rules = lift.lift_rules()
+t = parse(sum_expr(int(sys.argv[1]), sys.argv[2]))
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+c0 = time.process_time()
+tracemalloc.start()
+out = lift.lift(t, rules)
+peak = tracemalloc.get_traced_memory()[1]
+tracemalloc.stop()
+cpu = time.process_time() - c0
+rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(peak, (rss1 - rss0) * 1024, rss1 * 1024, cpu)
+"""
+
+
+def memory(n: int, shape: str) -> dict[str, Any]:
+    p = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(n), shape, str(ROOT)], capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if p.returncode:
+        return {"error": p.stderr[-400:]}
+    peak, grow, rss, cpu = p.stdout.split()
+    return {"terms": n, "shape": shape, "tracemalloc_peak_mb": int(peak) / 1e6,
+            "maxrss_growth_during_lift_mb": int(grow) / 1e6, "maxrss_total_mb": int(rss) / 1e6,
+            "lift_cpu_under_tracemalloc": float(cpu)}
+
+
+# ---------------------------------------------------------------------------------------------
+# pitchfork.compile per phase vs LLVM alone vs Halide 21 (one child process per benchmark x ISA)
+
+PHASES = ("capture", "selection", "codegen", "llvm")
+
+
+def _ours(bench: Any, isa: str, isel: str) -> dict[str, float]:
+    import pitchfork
+
+    out, args = bench.build(isa, bench.param_sets[0])
+    t0 = time.perf_counter()
+    prog = pitchfork.compile(out, args, target=isa, isel=isel, name=f"{bench.name}_{isel}", fallback=False)
+    total = time.perf_counter() - t0
+    s = prog.stats
+    return {"total": total, "capture": s.capture_seconds, "selection": s.selection_seconds,
+            "codegen": s.codegen_seconds, "llvm": s.llvm_seconds}
+
+
+def _halide(bench: Any, isa: str) -> dict[str, float]:
+    import tempfile
+
+    import halide as hl
+
+    from benchmarks.common import HALIDE_TARGETS
+
+    out, args = bench.build(isa, bench.param_sets[0])
+    pipe = out if isinstance(out, hl.Pipeline) else hl.Pipeline(out)
+    with tempfile.TemporaryDirectory(prefix="pf-ct-") as d:
+        t0 = time.perf_counter()
+        if isa == "x86-avx2":
+            pipe.compile_jit(hl.Target(HALIDE_TARGETS[isa]))
+            how = "compile_jit"
+        elif isa == "arm64":
+            pipe.compile_to_assembly(os.path.join(d, "f.s"), list(args), "f", hl.Target(HALIDE_TARGETS[isa] + "-no_runtime"))
+            how = "compile_to_assembly"
+        else:  # Halide's bundled LLVM aborts on some HVX code (sobel3x3): its IR + llc 22, as the harness does
+            from benchmarks.harness.static import llvm_tool
+
+            ll = os.path.join(d, "f.ll")
+            pipe.compile_to_llvm_assembly(ll, list(args), "f", hl.Target(HALIDE_TARGETS[isa] + "-no_runtime"))
+            subprocess.run([llvm_tool("llc"), "-O3", "-mtriple=hexagon-unknown-linux-musl", "-mcpu=hexagonv66",
+                            "-mattr=+hvxv66,+hvx-length128b", "-hexagon-small-data-threshold=0", "-hvc-vi=false",
+                            "-relocation-model=static", "-filetype=obj", ll, "-o", os.path.join(d, "f.o")],
+                           check=True, capture_output=True)
+            how = "compile_to_llvm_assembly + llc -O3"
+        return {"total": time.perf_counter() - t0, "how": how}  # type: ignore[dict-item]
+
+
+def child(name: str, isa: str, repeat: int) -> dict[str, Any]:
+    from benchmarks.registry import get
+
+    bench = get(name)
+    kinds = [("pitchfork", lambda: _ours(bench, isa, "pitchfork")), ("llvm", lambda: _ours(bench, isa, "llvm")),
+             ("halide21", lambda: _halide(bench, isa))]
+    runs: dict[str, list] = {k: [] for k, _ in kinds}
+    errors: dict[str, str] = {}
+    for r in range(repeat + 1):  # round 0 is the warm-up
+        order = kinds[r % 3:] + kinds[:r % 3]  # rotate who goes first: load drifts hit all alike
+        for k, f in order:
+            if k in errors:
+                continue
+            try:
+                res = f()
+            except Exception as e:  # noqa: BLE001 - a failed contender is a row, not a crash
+                errors[k] = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
+                continue
+            if r:
+                runs[k].append(res)
+    med: dict[str, Any] = {}
+    for k, rows in runs.items():
+        if rows:
+            med[k] = {p: statistics.median(x[p] for x in rows) for p in rows[0] if p != "how"}
+            if "how" in rows[0]:
+                med[k]["how"] = rows[0]["how"]
+    return {"bench": name, "isa": isa, "median": med, "errors": errors}
+
+
+def compile_rows(benches: list[str], isas: list[str], repeat: int, roots: list[Path],
+                 progress: Any = None) -> list[dict[str, Any]]:
+    """One child per benchmark x ISA x checkout; `progress(rows)` is called after each (partial reports)."""
+    rows: list[dict[str, Any]] = []
+    for name in benches:
+        for isa in isas:
+            for root in roots:  # before/after side by side: same benchmark, one after the other
+                cmd = [sys.executable, "-m", "benchmarks.compile_time", "--child", name, isa, "--repeat", str(repeat)]
+                p = subprocess.run(cmd, capture_output=True, text=True, cwd=root,
+                                   env={**os.environ, "PYTHONPATH": str(root), "HL_NUM_THREADS": "1"})
+                if p.returncode:
+                    row = {"bench": name, "isa": isa, "median": {}, "errors": {"child": p.stderr[-300:]}}
+                else:
+                    row = json.loads(p.stdout.strip().splitlines()[-1])
+                row["root"] = str(root)
+                rows.append(row)
+                print(f"{name:16s} {isa:9s} {root.name:14s} " + "  ".join(
+                    f"{k} {v['total']:.2f}s" for k, v in row["median"].items()), flush=True)
+                if progress is not None:
+                    progress(rows)
+    return rows
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """root -> isa -> {kind.phase: median over benchmarks}."""
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for root in sorted({r["root"] for r in rows}):
+        for isa in ISAS:
+            sel = [r for r in rows if r["root"] == root and r["isa"] == isa]
+            if not sel:
+                continue
+            cell: dict[str, float] = {}
+            for kind in ("pitchfork", "llvm", "halide21"):
+                have = [r["median"][kind] for r in sel if kind in r["median"]]
+                for phase in ("total",) + (PHASES if kind != "halide21" else ()):
+                    if have:
+                        cell[f"{kind}.{phase}"] = statistics.median(h[phase] for h in have)
+                cell[f"{kind}.n"] = len(have)
+            out.setdefault(root, {})[isa] = cell
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def markdown(data: dict[str, Any]) -> str:
+    lines = ["## Compile time (seconds, medians; `python -m benchmarks.compile_time`)", ""]
+    host = data["host"]
+    lines.append(f"Measured {host['date']} on {host['cpus']} CPUs, load average {host['load']} at the start "
+                 "(a shared machine: wall times include waiting for a core; CPU times do not).")
+    lines.append("")
+    comp = data.get("compile")
+    if comp:
+        lines += ["### `pitchfork.compile` per phase beside LLVM alone and Halide 21", "",
+                  "Per ISA, the median over the benchmarks of each contender's median compile time (parameter set "
+                  "0; each child process warms up once, then compiles each contender in rotation). Phases: Halide "
+                  "capture / selection (lift + lower) / codegen (statement parse, loop passes, IR emission) / LLVM "
+                  "(O3, object and assembly). Halide 21: x86 `compile_jit`, arm64 `compile_to_assembly`, hvx128 "
+                  "`compile_to_llvm_assembly` + llc -O3.", "",
+                  "| checkout | ISA | PITCHFORK total (capture / selection / codegen / LLVM) | selection share "
+                  "| LLVM alone total (same) | Halide 21 | PITCHFORK / LLVM alone | PITCHFORK / Halide 21 |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for root, per_isa in comp["summary"].items():
+            for isa, c in per_isa.items():
+                def split(k: str) -> str:
+                    if f"{k}.total" not in c:
+                        return "failed"
+                    return (f"{c[f'{k}.total']:.2f} (" + " / ".join(f"{c[f'{k}.{p}']:.2f}" for p in PHASES) + ")")
+                pf, lv, hl = c.get("pitchfork.total"), c.get("llvm.total"), c.get("halide21.total")
+                share = f"{100 * c['pitchfork.selection'] / pf:.0f}%" if pf else "-"
+                halide = f"{hl:.2f} (n={c['halide21.n']})" if hl is not None else "failed"
+                vs_llvm = f"{pf / lv:.2f}x" if pf and lv else "-"
+                vs_halide = f"{pf / hl:.2f}x" if pf and hl else "-"
+                lines.append(f"| {Path(root).name} | {isa} | {split('pitchfork')} | {share} | {split('llvm')} | "
+                             f"{halide} | {vs_llvm} | {vs_halide} |")
+        lines.append("")
+        errs = [(r["bench"], r["isa"], Path(r["root"]).name, k, v) for r in comp["rows"] for k, v in r["errors"].items()]
+        if errs:
+            lines += ["Failed compiles (not in the medians):", ""]
+            lines += [f"* {b} / {i} / {root} / {k}: {v}" for b, i, root, k, v in errs]
+            lines.append("")
+    sel = data.get("selection")
+    if sel:
+        lines += ["### The selector alone", "", "| measure | " + " | ".join(Path(r).name for r in sel) + " |",
+                  "|---|" + "---|" * len(sel)]
+
+        def row(label: str, f: Any) -> None:
+            vals = []
+            for r in sel.values():
+                try:
+                    vals.append(f(r))
+                except (KeyError, TypeError, ZeroDivisionError):
+                    vals.append("-")
+            lines.append(f"| {label} | " + " | ".join(vals) + " |")
+
+        row("cold `pitchfork lift` (small expression), wall median / CPU median, s",
+            lambda r: f"{r['cold']['wall_median']:.3f} / {r['cold']['cpu_median']:.3f}")
+        row("`pitchfork lift --batch` 1,000 expressions, per second (wall / CPU)",
+            lambda r: f"{r['batch']['per_second_wall']:.0f} / {r['batch']['per_second_cpu']:.0f}")
+        for isa in ISAS:
+            row(f"lift + lower one corpus expression, {isa}, ms CPU",
+                lambda r, isa=isa: f"{1e3 * r['micro']['select_per_isa'][isa]['cpu_per_expr']:.2f}")
+        first = next(iter(sel.values()))
+        for n in first.get("micro", {}).get("lift_per_rule_count", {}):
+            row(f"lift one corpus expression with {n} lifting rules, ms CPU",
+                lambda r, n=n: f"{1e3 * r['micro']['lift_per_rule_count'][n]['cpu_per_expr']:.2f}")
+        for shape, sizes in first.get("micro", {}).get("lift_cpu_by_sum_size", {}).items():
+            for n in sizes:
+                row(f"lift a {n}-term sum ({shape}), s CPU",
+                    lambda r, s=shape, n=n: f"{r['micro']['lift_cpu_by_sum_size'][s][n]:.3f}")
+            row(f"640-term / 80-term lift time ({shape})",
+                lambda r, s=shape: f"{r['micro']['ratio_640_over_80'][s]:.1f}x")
+        row(f"{first.get('memory', {}).get('terms', '?')}-term sum (widen): tracemalloc peak during lift / max-RSS growth during lift, MB",
+            lambda r: f"{r['memory']['tracemalloc_peak_mb']:.0f} / {r['memory']['maxrss_growth_during_lift_mb']:.0f}")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def plot(data: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    comp = data.get("compile")
+    if not comp:
+        return
+    roots = list(comp["summary"])
+    fig, axes = plt.subplots(1, len(roots), figsize=(6 * len(roots), 4.2), squeeze=False)
+    colors = {"capture": "#4c72b0", "selection": "#dd8452", "codegen": "#55a868", "llvm": "#c44e52"}
+    for ax, root in zip(axes[0], roots):
+        per_isa = comp["summary"][root]
+        x = 0
+        ticks, labels = [], []
+        for isa, c in per_isa.items():
+            for kind in ("pitchfork", "llvm"):
+                bottom = 0.0
+                for p in PHASES:
+                    v = c.get(f"{kind}.{p}", 0.0)
+                    ax.bar(x, v, bottom=bottom, color=colors[p], label=p if x == 0 else None)
+                    bottom += v
+                ticks.append(x)
+                labels.append(f"{isa}\n{'PF' if kind == 'pitchfork' else 'LLVM'}")
+                x += 1
+            if "halide21.total" in c:
+                ax.bar(x, c["halide21.total"], color="#8c8c8c", label="Halide 21" if x == 2 else None)
+            ticks.append(x)
+            labels.append(f"{isa}\nHalide 21")
+            x += 1.6
+        ax.set_xticks(ticks, labels, fontsize=7)
+        ax.set_ylabel("compile time, s (median over benchmarks)")
+        ax.set_title(Path(root).name)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_results(md: str, results: Path) -> None:
+    text = results.read_text()
+    start = text.find("## Compile time")
+    if start < 0:
+        results.write_text(text.rstrip() + "\n\n" + md)
+        return
+    end = text.find("\n## ", start + 3)
+    results.write_text(text[:start] + md + (text[end + 1:] if end >= 0 else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("-o", "--out", type=Path, default=Path("compile-time-out"))
+    p.add_argument("--quick", action="store_true", help="fewer runs, two sum sizes, three benchmarks")
+    p.add_argument("--bench", action="append")
+    p.add_argument("--isa", action="append", choices=ISAS)
+    p.add_argument("--repeat", type=int, default=None, help="timed compiles per contender (after the warm-up)")
+    p.add_argument("--roots", type=Path, nargs="+", default=[ROOT],
+                   help="checkouts to measure side by side (default: this one), e.g. an old commit's and this")
+    p.add_argument("--skip-compile", action="store_true")
+    p.add_argument("--skip-selection", action="store_true")
+    p.add_argument("--write-results", action="store_true", help="replace the compile-time section of "
+                   "benchmarks/RESULTS.md with this run's table")
+    p.add_argument("--child", nargs=2, metavar=("BENCH", "ISA"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child[0], args.child[1], args.repeat or 1)))
+        return 0
+    from benchmarks.registry import NAMES
+
+    out: Path = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {"host": {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                     "cpus": os.cpu_count(), "load": round(os.getloadavg()[0], 1)},
+                            "roots": [str(r.resolve()) for r in args.roots]}
+    if not args.skip_selection:
+        data["selection"] = {}
+        for root in args.roots:
+            root = root.resolve()
+            cmd = [sys.executable, "-c", "import json, sys; from benchmarks.compile_time import selection_child; "
+                   f"print(json.dumps(selection_child({args.quick!r}, sys.argv[1])))", str(out)]
+            pr = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+            if pr.returncode:
+                print(f"selection on {root} failed: {pr.stderr[-600:]}", file=sys.stderr)
+                continue
+            data["selection"][str(root)] = json.loads(pr.stdout.strip().splitlines()[-1])
+            print(f"selection {root.name}: {json.dumps(data['selection'][str(root)])[:300]}", flush=True)
+            _save(data, out)
+    if not args.skip_compile:
+        benches = args.bench or (["add", "sobel3x3", "matmul"] if args.quick else list(NAMES))
+        def progress(rows: list[dict[str, Any]]) -> None:  # partial results survive an interrupted run
+            data["compile"] = {"rows": rows, "summary": summarize(rows)}
+            _save(data, out)
+
+        rows = compile_rows(benches, args.isa or list(ISAS), args.repeat or (1 if args.quick else 2),
+                            [r.resolve() for r in args.roots], progress)
+        data["compile"] = {"rows": rows, "summary": summarize(rows)}
+    md = _save(data, out)
+    plot(data, out / "compile_time.png")
+    print(md)
+    if args.write_results:
+        write_results(md, ROOT / "benchmarks" / "RESULTS.md")
+    return 0
+
+
+def _save(data: dict[str, Any], out: Path) -> str:
+    (out / "results.json").write_text(json.dumps(data, indent=1))
+    md = markdown(data)
+    (out / "compile_time.md").write_text(md)
+    return md
+
+
+def selection_child(quick: bool, out: str) -> dict[str, Any]:
+    """Every selector measure of one checkout (run with that checkout first on the path)."""
+    o = Path(out)
+    return {"cold": cold_lift(o, 3 if quick else 7), "batch": batch_rate(o), "micro": selection(quick),
+            "memory": memory(20_000 if not quick else 5_000, "widen")}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

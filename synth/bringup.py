@@ -1,0 +1,136 @@
+"""ISA bring-up from instruction semantics: lowering synthesized with the hand-written lowering hidden,
+and how much of the hand-written lowering it rediscovers.
+
+`pitchfork-synth --bring-up ISA` runs the lowering stage for that ISA alone with every rule of
+rules/lower/<isa>.rules left out of the baseline (`Task.hide`), so the current TRS is the generic
+expansion only and the search sees the instruction table's semantics and nothing else; the rules
+it finds go to the output folder as usual.
+
+Rediscovery (`rediscovery`): every hand-written lowering rule that fires when the ISA's whole
+expressions (the run's corpus, lifted as the compiler lifts them) are lowered with the hand-written
+rules is judged at each node where it fired: the node as the hand-written TRS saw it (its children
+already lowered) is lowered once by the hand-written TRS and once by the synthesized rules alone
+(hand rules hidden); the site is rediscovered when the synthesized result costs at most as much
+(`synth/cost.py`) and Z3 proves it equal to the node (`fpir.z3enc.equivalent`). A rule is
+rediscovered when all of its sites are. Hand rules that never fire on the corpus cannot be judged
+from it and are counted apart (`not_exercised`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from fpir.term import Term
+from fpir.text import parse
+from pitchfork.trs.rules import Rule
+
+
+def bring_up_hidden(isa: str) -> tuple[str, ...]:
+    """What a bring-up leaves out of the baseline: the hand-written lowering rules of the ISA and the
+    synthesized ones committed in rules/synthesized/ (learned with the hand-written rules present)."""
+    from pitchfork.selection.synthesized import SYNTH_DIR, load_rules
+    from synth.driver import ISA_STEMS
+
+    hand = hand_lowering_names(isa)  # loads the ISA's instruction table first
+    committed = load_rules(SYNTH_DIR / f"lower_{ISA_STEMS[isa]}.rules")
+    return hand + tuple(r.name for r in committed)
+
+
+def hand_lowering_names(isa: str) -> tuple[str, ...]:
+    """The names of the hand-written lowering rules of the ISA (rules/lower/<isa stem>.rules)."""
+    from pitchfork.targets import load_target
+
+    return tuple(r.name for r in load_target(isa, include_synthesized=False).rules.rules)
+
+
+@dataclass
+class Rediscovery:
+    isa: str
+    hand_rules: int  # rules in rules/lower/<isa>.rules
+    exercised: dict[str, int] = field(default_factory=dict)  # hand rule -> firing sites on the corpus
+    rediscovered: dict[str, int] = field(default_factory=dict)  # hand rule -> sites matched
+    examples: dict[str, str] = field(default_factory=dict)  # hand rule -> a site not matched (why)
+
+    @property
+    def share(self) -> float:
+        """Rediscovered hand rules / hand rules that fire on the corpus."""
+        if not self.exercised:
+            return 0.0
+        full = sum(1 for n, k in self.exercised.items() if self.rediscovered.get(n, 0) == k)
+        return full / len(self.exercised)
+
+    @property
+    def site_share(self) -> float:
+        total = sum(self.exercised.values())
+        return sum(self.rediscovered.values()) / total if total else 0.0
+
+    def summary(self) -> str:
+        full = sum(1 for n, k in self.exercised.items() if self.rediscovered.get(n, 0) == k)
+        return (
+            f"{self.isa}: {full} of {len(self.exercised)} hand lowering rules that fire on the corpus "
+            f"rediscovered ({100 * self.share:.1f}%; sites {sum(self.rediscovered.values())} of "
+            f"{sum(self.exercised.values())}, {100 * self.site_share:.1f}%); "
+            f"{self.hand_rules - len(self.exercised)} of {self.hand_rules} hand rules do not fire on it"
+        )
+
+
+def _sites(isa: str, exprs: list[Term], hand_rules: object, cost: object) -> list[tuple[str, Term]]:
+    from pitchfork.selection.lift import lifter, normalize_shift_constants
+    from pitchfork.trs.rewriter import Rewriter
+
+    lw = lifter()
+    rw = Rewriter(hand_rules, cost=cost, trace=True)  # type: ignore[arg-type]
+    for t in exprs:
+        rw.rewrite(lw.rewrite(normalize_shift_constants(t)))
+    out: list[tuple[str, Term]] = []
+    seen: set[tuple[str, str]] = set()
+    for name, before, _after in rw.stats.trace:
+        if (name, before) in seen:
+            continue
+        seen.add((name, before))
+        try:
+            out.append((name, parse(before)))
+        except Exception:  # noqa: BLE001 - a form the printer writes but the parser does not take: skipped
+            continue
+    return out
+
+
+def rediscovery(
+    isa: str, exprs: list[Term], synthesized: Sequence[Rule], rlimit: int = 20_000_000, max_sites: int = 12
+) -> Rediscovery:
+    """See the module doc. `exprs`: the ISA's whole expressions; `synthesized`: the bring-up's rules
+    (the output folder's lower_<isa>.rules). At most `max_sites` distinct sites per hand rule are
+    judged (the first ones met)."""
+    from fpir.z3enc import equivalent
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.targets import load_target
+    from pitchfork.trs.rewriter import Rewriter
+    from pitchfork.trs.rules import RuleSet
+    from synth.cost import lowering_cost
+
+    names = set(hand_lowering_names(isa))
+    full = load_target(isa, include_synthesized=False)
+    hand = full.rules  # rules/lower/<isa>.rules alone
+    synth = RuleSet(list(synthesized))
+    bits = TARGET_MAX_BITS.get(isa, 64)
+    rep = Rediscovery(isa, len(names))
+    per_rule: dict[str, int] = {}
+    for name, before in _sites(isa, exprs, hand, full.cost):
+        if name not in names or per_rule.get(name, 0) >= max_sites:
+            continue
+        per_rule[name] = per_rule.get(name, 0) + 1
+        rep.exercised[name] = rep.exercised.get(name, 0) + 1
+        h = expand_fpir(Rewriter(hand, cost=full.cost).rewrite(before), bits)
+        s = expand_fpir(Rewriter(synth, cost=full.cost).rewrite(before), bits)
+        ch, cs = lowering_cost(h)[0], lowering_cost(s)[0]
+        why: Optional[str] = None
+        if cs > ch:
+            why = f"{before}: synthesized {cs} instructions ({s}) > hand {ch} ({h})"
+        elif equivalent(before, s, rlimit=rlimit).status != "VALID":
+            why = f"{before}: synthesized result not proven equal"
+        if why is None:
+            rep.rediscovered[name] = rep.rediscovered.get(name, 0) + 1
+        else:
+            rep.examples.setdefault(name, why)
+    return rep

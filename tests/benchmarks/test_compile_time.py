@@ -1,0 +1,53 @@
+"""benchmarks/compile_time.py: its inputs and its report (the measurements themselves are not asserted on:
+no timing assertions). The batch file has 1,000 distinct lines that all lift; the markdown table, the plot
+and the RESULTS.md section replacement work on a results dict of the shape the run produces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks import compile_time as ct
+
+
+def test_batch_lines_are_distinct_and_lift() -> None:
+    from fpir import parse
+
+    lines = ct.batch_lines()
+    assert len(lines) == 1000 and len(set(lines)) == 1000
+    lift = ct._lift_module()
+    rules = lift.lift_rules()
+    lifted = [str(lift.lift(parse(x), rules)) for x in lines[:22]]
+    assert sum(a != b for a, b in zip(lifted, lines)) >= 20  # the idioms do lift
+
+
+def _data(root: str) -> dict:
+    cell = {"pitchfork.total": 1.0, "pitchfork.capture": 0.4, "pitchfork.selection": 0.1, "pitchfork.codegen": 0.2,
+            "pitchfork.llvm": 0.3, "pitchfork.n": 16, "llvm.total": 0.9, "llvm.capture": 0.4, "llvm.selection": 0.0,
+            "llvm.codegen": 0.2, "llvm.llvm": 0.3, "llvm.n": 16, "halide21.total": 1.2, "halide21.n": 15}
+    sel = {"cold": {"wall_median": 0.2, "cpu_median": 0.15}, "batch": {"per_second_wall": 600, "per_second_cpu": 700},
+           "micro": {"select_per_isa": {i: {"cpu_per_expr": 1e-3} for i in ct.ISAS},
+                     "lift_per_rule_count": {"172": {"cpu_per_expr": 1e-3}},
+                     "lift_cpu_by_sum_size": {"widen": {"80": 0.01, "640": 0.08}},
+                     "ratio_640_over_80": {"widen": 8.0}},
+           "memory": {"terms": 20000, "tracemalloc_peak_mb": 80, "maxrss_growth_during_lift_mb": 110}}
+    return {"host": {"date": "today", "cpus": 2, "load": 1.0}, "selection": {root: sel},
+            "compile": {"rows": [{"bench": "add", "isa": "arm64", "root": root, "median": {},
+                                  "errors": {"halide21": "HalideError: no"}}],
+                        "summary": {root: {"x86-avx2": cell}}}}
+
+
+def test_report_and_results_section(tmp_path: Path) -> None:
+    data = _data("/x/after")
+    md = ct.markdown(data)
+    assert md.startswith("## Compile time")
+    assert "| after | x86-avx2 | 1.00 (0.40 / 0.10 / 0.20 / 0.30) | 10% | 0.90 (0.40 / 0.00 / 0.20 / 0.30) | " \
+           "1.20 (n=15) | 1.11x | 0.83x |" in md
+    assert "add / arm64 / after / halide21: HalideError: no" in md
+    assert "| 20000-term sum (widen)" in md and "80 / 110" in md
+    ct.plot(data, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# R\n\n## Speed\nkeep\n\n## Compile time (old)\nold rows\n\n## Later\nkept too\n")
+    ct.write_results(md, results)
+    text = results.read_text()
+    assert "old rows" not in text and "keep" in text and "## Later\nkept too" in text and md in text

@@ -1,0 +1,133 @@
+"""Float code (pitchfork/codegen/floats.py, float_math.py) against Halide 21's own realize, on the three
+ISAs: vector and scalar float32/float64 arithmetic, comparisons and selects, conversions, rounding,
+Halide's exp/log/lerp expansions; bit-exact under strict_float; mixed int/float pipelines keep their
+integer part selected; what a target cannot call is refused at compile time."""
+
+from __future__ import annotations
+
+import warnings
+
+import halide as hl
+import numpy as np
+import pytest
+
+import pitchfork
+from pitchfork.api import PitchforkFallbackWarning
+from pitchfork.backend.run import tools_available
+
+ISAS = [pytest.param(t, marks=pytest.mark.skipif(not tools_available(t), reason=f"no toolchain for {t}"))
+        for t in ("x86-avx2", "arm64", "hvx128")]
+#: the same, hvx128 in the extended set only (LLVM's Hexagon backend scalarises float vectors: the
+#: exp/log polynomials of test_vector_float_ops take it minutes; the strict test covers hvx128 in CI)
+ISAS_HVX_EXTENDED = [*ISAS[:2], pytest.param("hvx128", marks=[*ISAS[2].marks, pytest.mark.extended])]
+
+
+def _halide(out: hl.Func, args: list, values: list, size: list[int]) -> np.ndarray:
+    for a, v in zip(args, values):
+        a.set(hl.Buffer(v) if isinstance(a, hl.ImageParam) else v)
+    return np.asarray(out.realize(size))
+
+
+def _compile(out: hl.Func, args: list, target: str) -> pitchfork.CompiledPipeline:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PitchforkFallbackWarning)
+        return pitchfork.compile(out, args, target=target, name=out.name(), fallback=False)
+
+
+def _float_ops(target: str) -> tuple[hl.Func, list]:
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.ImageParam(hl.Float(32), 2, "input")
+    pix = hl.ImageParam(hl.UInt(8), 2, "pix")
+    w = hl.Param(hl.Float(32), "w")
+    v, p = inp[x, y], hl.f32(pix[x, y])
+    terms = [
+        v * w - p / (v + 2.0),
+        hl.select(v > 0.25, hl.floor(v * 7.0), hl.ceil(v * -3.0)),
+        hl.round(v * 10.0) + hl.trunc(v * -10.0) + hl.abs(v - 0.5),
+        hl.max(hl.min(v, 0.6), 0.2) + hl.clamp(p, 10.0, 200.0) * 0.01,
+        hl.exp(v * 2.0) + hl.log(v + 0.5),
+        hl.lerp(v, p, w),
+        hl.f32(hl.i32(v * 100.0) % 7) + hl.f32(p > v * 255.0),
+        (v * 3.0) % 1.0,
+    ]
+    if target != "hvx128":  # the Hexagon harness has no sqrt (test_hvx_missing_functions_refused)
+        terms.append(hl.sqrt(v + p))
+    out = hl.Func("float_ops")
+    out[x, y] = sum(terms[1:], terms[0])
+    out.vectorize(x, 8)
+    return out, [inp, pix, w]
+
+
+@pytest.mark.parametrize("target", ISAS_HVX_EXTENDED)
+def test_vector_float_ops_match_halide(target: str) -> None:
+    out, args = _float_ops(target)
+    prog = _compile(out, args, target)
+    rng = np.random.default_rng(3)
+    values = [rng.random((5, 64), dtype=np.float32), rng.integers(0, 256, (5, 64), dtype=np.uint8), 0.375]
+    ours = prog(*values)
+    ref = _halide(out, args, values, [64, 5])
+    # Halide's fast-math flags (reassoc, contract): LLVM may sum the nine terms (each up to ~40) in
+    # another order, or fuse a*b+c, in one compiler and not in the other: a few ulps of the terms
+    np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("target", ISAS)
+def test_strict_float_is_bit_exact(target: str) -> None:
+    x = hl.Var("x")
+    inp = hl.ImageParam(hl.Float(32), 1, "input")
+    v = inp[x]
+    out = hl.Func("strict_ops")
+    out[x] = hl.strict_float(v * 1.7 + v * v - hl.f32(0.3) / (v + 1.0) + hl.min(v, 0.5) * 3.0
+                             + hl.floor(v * 9.0))
+    out.vectorize(x, 8)
+    prog = _compile(out, [inp], target)
+    a = np.random.default_rng(4).standard_normal(67).astype(np.float32)
+    ref = _halide(out, [inp], [a], [67])
+    assert np.array_equal(prog(a).view(np.uint32), ref.view(np.uint32))
+
+
+@pytest.mark.parametrize("target", ISAS)
+def test_scalar_and_float64(target: str) -> None:
+    x = hl.Var("x")
+    inp = hl.ImageParam(hl.Float(64), 1, "input")
+    out = hl.Func("f64_ops")
+    out[x] = hl.f32(inp[x] * 0.1 + hl.f64(x)) + hl.f32(hl.floor(inp[x]))  # scalar loop (not vectorized)
+    a = np.random.default_rng(5).standard_normal(19) * 100
+    if target == "hvx128":
+        # Hexagon has no double-precision hardware: LLVM calls soft-float routines the bare-metal
+        # harness lacks, so the pipeline is refused at compile time, naming them (link_check.py)
+        with pytest.warns(PitchforkFallbackWarning, match="__hexagon_fast_muldf3"):
+            assert pitchfork.compile(out, [inp], target=target).is_fallback
+        return
+    prog = _compile(out, [inp], target)
+    np.testing.assert_allclose(prog(a), _halide(out, [inp], [a], [19]), rtol=1e-6)
+
+
+def test_mixed_int_float_keeps_integer_selection() -> None:
+    """A float weight applied to u8 pixels, then quantised: the integer parts around it (absd of
+    u8, the saturating add of the quantised values) are still lifted and lowered."""
+    x = hl.Var("x")
+    a, b = hl.ImageParam(hl.UInt(8), 1, "a"), hl.ImageParam(hl.UInt(8), 1, "b")
+    w = hl.Param(hl.Float(32), "w")
+    out = hl.Func("weighted")
+    q = hl.u8(hl.clamp(hl.f32(hl.absd(a[x], b[x])) * w + 0.5, 0.0, 255.0))
+    out[x] = hl.saturating_add(q, hl.absd(a[x], b[x]))
+    out.vectorize(x, 32)
+    prog = _compile(out, [a, b, w], "x86-avx2")
+    assert prog.stats.rules_fired, "no rule fired on the integer part"
+    rng = np.random.default_rng(6)
+    va, vb = (rng.integers(0, 256, 96, dtype=np.uint8) for _ in range(2))
+    assert np.array_equal(prog(va, vb, 0.7), _halide(out, [a, b, w], [va, vb, 0.7], [96]))
+
+
+@pytest.mark.parametrize("call,name", [(hl.sin, "sin_f32"), (hl.sqrt, "__hexagon_fast2_sqrtf")])
+def test_hvx_missing_functions_refused(call, name: str) -> None:  # noqa: ANN001
+    """What the bare-metal Hexagon harness cannot call falls back at compile time, named."""
+    x = hl.Var("x")
+    inp = hl.ImageParam(hl.Float(32), 1, "input")
+    out = hl.Func("needs_libm")
+    out[x] = call(inp[x])
+    out.vectorize(x, 8)
+    with pytest.warns(PitchforkFallbackWarning, match=name):
+        prog = pitchfork.compile(out, [inp], target="hvx128")
+    assert prog.is_fallback and name in prog.fallback_reason

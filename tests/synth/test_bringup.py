@@ -1,0 +1,33 @@
+"""ISA bring-up: the hand-written lowering is hidden from the search, and rediscovery judges each
+hand rule at the nodes where it fires against the synthesized rules alone (cost and Z3)."""
+
+from __future__ import annotations
+
+from fpir.text import parse
+from pitchfork.targets import load_target
+from pitchfork.trs.rules import parse_rule
+from synth.bringup import bring_up_hidden, hand_lowering_names, rediscovery
+from synth.cli import options, parser
+
+
+def test_rediscovery_judges_each_hand_rule_where_it_fires() -> None:
+    load_target("arm64")
+    udot = parse_rule("s1: vector_reduce_add_x4(cast<u32>(arm.umull(v0_u8, v1_u8))) -> arm.udot(0, v0_u8, v1_u8)",
+                      "<test>", 1)
+    umull = parse_rule("s2: widening_mul(v0_u8, v1_u8) -> arm.umull(v0_u8, v1_u8)", "<test>", 1)
+    exprs = [parse("x_u32 + vector_reduce_add_x4(u32(widening_mul(y_u8, z_u8)))")]
+    rep = rediscovery("arm64", exprs, [udot])
+    assert rep.exercised == {"umull": 1, "udot_u32": 1, "udot_fold": 1}
+    assert rep.rediscovered == {"udot_u32": 1}  # the umull site costs 3 generic instructions, not 1
+    assert "synthesized 3 instructions" in rep.examples["umull"]
+    rep = rediscovery("arm64", exprs, [udot, umull])
+    assert rep.rediscovered == {"udot_u32": 1, "umull": 1} and abs(rep.share - 2 / 3) < 1e-9
+    assert rep.hand_rules == len(hand_lowering_names("arm64"))
+
+
+def test_bring_up_option_hides_the_isa_lowering() -> None:
+    opts = options(parser().parse_args(["--bring-up", "hvx128", "--quick", "-o", "/tmp/unused-bring-up"]))
+    assert opts.isas == ("hvx128",) and opts.stages == ("lower",)
+    hidden = set(opts.hide)
+    assert set(hand_lowering_names("hvx128")) <= hidden and set(bring_up_hidden("hvx128")) == hidden
+    assert "vrmpy_uu" in hidden
