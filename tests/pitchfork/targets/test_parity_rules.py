@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from fpir.flags import with_halide_overflow
+from fpir.ops import with_halide_overflow
 from fpir.term import Term
 from fpir.text import parse
 from pitchfork.backend.run import tools_available
