@@ -259,6 +259,12 @@ def _scalar_form(em: Any, args: Sequence[ir.Value], t: Term, scalar: Table,
             name, rbits = scalar[k]
             c = _const(t.args[const_at])
             if not runtime and c is not None:
+                # Onto a signed accumulator a u8 tap <= 127 is taken as the i8 tap it also is: vmpybus.acc
+                # rather than vmpyub.acc (Halide's choice for an i16 sum), same cost; the product of a u8
+                # by it is below 2^15, so the 16-bit wrapping accumulation is the same bits.
+                signed = (*k[:first], k[first], "i8")
+                if first == 1 and k[0][0] == "i" and k[1:] == ("u8", "u8") and 0 <= c <= 127 and signed in scalar:
+                    name, rbits = scalar[signed]
                 return name, _replicate(c, rbits), vec_at
             if runtime and c is None and _uniform(em, t.args[const_at]):
                 return name, _runtime_rt(em, args[const_at], rbits), vec_at

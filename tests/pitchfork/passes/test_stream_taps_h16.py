@@ -80,8 +80,9 @@ def _window(taps: list[int]) -> tuple[hl.Func, list[Any]]:
 @pytest.mark.qemu
 @pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu-hexagon")
 @pytest.mark.parametrize(("taps", "rules"), [
-    ([1, 6, 15, 20, 15, 6, 1], {"vtmpy_h_a1": 1, "vtmpy_h": 2}),
-    ([3, -7, 100, 2, 5], {"vtmpy_h": 2}),
+    # (vtmpy_h_vmpa: vmpa_h makes vtmpy_h's inner two products one vmpa first, bottom-up)
+    ([1, 6, 15, 20, 15, 6, 1], {"vtmpy_h_a1": 1, "vtmpy_h_vmpa": 2}),
+    ([3, -7, 100, 2, 5], {"vtmpy_h_vmpa": 2}),
     ([4, 1, 2, 1, 1], {"vtmpy_h_b1": 1, "vtmpy_h_ab1": 1}),
 ])
 def test_i16_windows_select_vtmpy_and_run_bit_exactly(taps: list[int], rules: dict[str, int]) -> None:

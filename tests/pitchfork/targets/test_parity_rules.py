@@ -70,6 +70,8 @@ NEW_RULES: dict[str, dict[str, list[str]]] = {
         "vrmpy_uu_x8": ["vector_reduce_add_x8(u32(a_u8) * u32(b_u8))"],
         "vrmpy_uu_x16": ["c_u32 + vector_reduce_add_x16(u32(a_u8) * u32(b_u8))"],
         "vmpy_acc_neg_tap": ["c_i16 - i16(a_u8) * -127"],
+        "vrmpy_taps_first": ["i32(a_u8) * 127 + i32(b_u8) * -128 + i32(c_u8) * 126 + i32(d_u8) * -127"],
+        "vrmpy_taps_first_acc": ["q_i32 + i32(a_u8) * 2 + i32(b_u8) * -3 + i32(c_u8) * -4 + i32(d_u8) * 5"],
         "vmpa_h": ["i32(a_i16) * 2 + 3 * i32(b_i16)", "5 * (i32(a_i16) + 7 * i32(b_i16))"],
         "vmpa_acc_sum": ["2 * i16(a_u8) + 3 * i16(b_u8) + c_i16"],
         "vmpa_of_shifted_sum": ["2 * (i16(a_u8) + i16(b_u8))"],
@@ -126,3 +128,28 @@ def test_new_rules_run_bit_exactly(isa: str) -> None:
     assert not res.mismatches and not res.errors, summary(res) + "\n" + "\n".join(
         [str(m) for m in res.mismatches[:5]] + res.errors[:5])
     assert res.ran == len(terms), summary(res)
+
+
+#: hvx128 emitter choices (no rule: the same instruction count either way) checked against Halide's
+#: expected form, with the forms they must leave alone (Halide's own checks expect both).
+HVX_FORMS = [("c_i16 + i16(a_u8) * 127", r"\.h \+= vmpy\(v\d+\.ub,r\d+\.b\)"),
+             ("c_i16 + 3 * i16(a_u8)", r"\.h \+= vmpy\(v\d+\.ub,r\d+\.b\)"),
+             ("c_u16 + u16(a_u8) * 127", r"\.uh \+= vmpy\(v\d+\.ub,r\d+\.ub\)"),
+             ("c_i16 + i16(a_u8) * 200", r"\.uh \+= vmpy\(v\d+\.ub,r\d+\.ub\)")]
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu-hexagon")
+def test_hvx_i16_sums_of_u8_products_by_small_taps_take_the_signed_tap_form() -> None:
+    """vmpybus.acc (v.h += vmpy(v.ub, r.b)) onto a signed accumulator when the u8 tap is <= 127, as Halide;
+    vmpyub.acc otherwise; both run bit-exactly."""
+    import re
+
+    from pitchfork.selection.select_batch import select_expression
+
+    for text, form in HVX_FORMS:
+        rec = select_expression(text, "hvx128", 128, emit="asm", no_overflow=True, shifts_in_range=True)
+        assert rec.error is None and re.search(form, rec.asm or ""), (text, rec.error, rec.final)
+    terms = [_term(text) for text, _ in HVX_FORMS]
+    res = run_batch(terms, "hvx128", "pitchfork", seed=27)
+    assert not res.mismatches and not res.errors and res.ran == len(terms), summary(res)
