@@ -17,9 +17,14 @@
 4. never worse than greedy: the greedy TRS runs on the extracted term (this is also where the lifting
    rules egglog cannot decide act, rules.py `greedy_only`) and on the input; the cheaper result by
    pitchfork.cost.cost wins (greedy's on a tie);
-5. translation validation: a result other than greedy's own is proved equal to the input by Z3
-   (fpir.z3enc.equivalent, assuming the input's flag facts). Anything but VALID, any egglog error or
-   an unsupported input returns greedy's result with a one-line note.
+5. translation validation (validate.py): a result other than greedy's own is proved equal by Z3
+   (fpir.z3enc.equivalent under the budget's rlimit): first to greedy's result with their shared
+   sub-terms abstracted (small formulas), else to the input (assuming the input's flag facts).
+   Anything but VALID, any egglog error or an unsupported input returns greedy's result with a
+   one-line note.
+
+Steps 1-5 run once per shape: on the input alpha-renamed (canon.py), cached, so expressions that differ
+only in variable names (a pipeline's rows, tails, unrolled copies) share one saturation and one proof.
 
 Invariant: the returned term is greedy's result or a term Z3 proved equal to the input, and its cost
 is never above greedy's.
@@ -32,16 +37,18 @@ import threading
 import time
 from functools import lru_cache
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType, parse_type
 from pitchfork.selection.cost import cost
+from pitchfork.selection.egraph.canon import canonical, rename
 from pitchfork.selection.egraph.declare import Encoding, declarations, encode, lifting_ops
 from pitchfork.selection.egraph.extract import extract, extract_all, read_egraph
 from pitchfork.selection.egraph.rules import Compiled, compile_rules, result_type_table, type_tables
+from pitchfork.selection.egraph.validate import validate_result
 from pitchfork.trs.rewriter import Rewriter
 from pitchfork.trs.rules import RuleSet, load_rule_file
 
@@ -97,6 +104,7 @@ class EgraphResult:
     extracted: Optional[Term] = None
     greedy_term: Optional[Term] = None
     seconds: float = 0.0
+    proof: str = ""  # how the result was proved (validate.py): "shared", "full"; "" when greedy's
 
 
 @lru_cache(maxsize=1)
@@ -163,10 +171,11 @@ def _lift_pass(eg: object, enc: Encoding, rw: Rewriter, seen: set, res: EgraphRe
             continue
         lifted = rw.rewrite(t)
         if lifted is not t:
-            unions.append(f"(union {enc.expr(t)} {enc.expr(lifted)})")
+            a = enc.bind(t, unions)
+            unions.append(f"(union {a} {enc.bind(lifted, unions)})")
     if unions:
         eg.run_program(*eg.parse_program("\n".join(unions)))  # type: ignore[attr-defined]
-    return len(unions)
+    return sum(1 for u in unions if u.startswith("(union"))
 
 
 _LOCAL = threading.local()
@@ -204,9 +213,91 @@ def _pass_rewriter(lift_rs: RuleSet) -> Rewriter:
     return hit[1]
 
 
+class EgglogError(RuntimeError):
+    """An error raised while saturating (egglog's, or ours on the egglog thread), as text."""
+
+
+class _EgglogThread:
+    """The one thread that runs egglog. An egglog EGraph may only be used by the thread that made it
+    (pyo3 `unsendable`), and building the prelude costs about a second, while pitchfork.compile runs
+    each pipeline's frontend in a thread of its own (pitchfork/frontend/deep.py): so saturations are
+    handed to this long-lived thread, whose prelude e-graph (`_session`) serves every compile of the
+    process. Calls are serialised (one e-graph)."""
+
+    STACK_BYTES = 256 * 1024 * 1024  # as deep as the frontend's own thread allows the terms to be
+
+    def __init__(self) -> None:
+        import queue
+
+        self.jobs: queue.Queue = queue.Queue()
+        old = threading.stack_size()
+        try:
+            threading.stack_size(max(old, self.STACK_BYTES))
+            self.thread = threading.Thread(target=self._serve, name="pitchfork-egglog", daemon=True)
+            self.thread.start()
+        finally:
+            threading.stack_size(old)
+
+    def _serve(self) -> None:
+        while True:
+            job = self.jobs.get()
+            if job is None:  # process exit: egglog objects must be dropped by this thread
+                _LOCAL.__dict__.clear()
+                return
+            fn, args, box, done = job
+            try:
+                box.append((True, fn(*args)))
+            except BaseException as e:  # noqa: BLE001 - re-raised in the calling thread
+                # a new exception: this one's traceback holds frames with egglog objects, which
+                # must not be freed by another thread
+                box.append((False, EgglogError(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)))
+                del e
+            done.set()
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        if threading.current_thread() is self.thread:
+            return fn(*args)
+        box: list = []
+        done = threading.Event()
+        self.jobs.put((fn, args, box, done))
+        done.wait()
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
+
+    def stop(self) -> None:
+        self.jobs.put(None)
+        self.thread.join()
+
+
+_WORKER: Optional[_EgglogThread] = None
+_WORKER_LOCK = threading.Lock()
+
+
+def _stop_worker() -> None:
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is not None:
+            _WORKER.stop()
+            _WORKER = None
+
+
 def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
-    """Steps 1-3: the extracted term and the run's statistics (raises on any egglog error; the
-    thread's e-graph is then dropped and rebuilt on the next call)."""
+    """Steps 1-3 (on the egglog thread): the extracted term and the run's statistics (raises on any
+    egglog error; the e-graph is then dropped and rebuilt on the next call)."""
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            import atexit
+
+            _WORKER = _EgglogThread()
+            atexit.register(_stop_worker)
+    return _WORKER.call(_saturate_here, term, lift_rs, budget)
+
+
+def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
     eg, push, pop = _session()
     eg.run_program(*push)  # type: ignore[attr-defined]
     try:
@@ -261,21 +352,6 @@ def _root_value(eg: object, name: str) -> object:
     return frozen.functions[name].rows[0].output
 
 
-def validate(original: Term, result: Term, rlimit: int = 60_000_000) -> str:
-    """'' if Z3 proves result == original (under the original's flag facts) within `rlimit`, else the
-    reason."""
-    from fpir.z3enc import equivalent, flag_facts
-
-    try:
-        facts = flag_facts(original)
-        v = equivalent(original, result, assume=facts, rlimit=rlimit)
-    except (ValueError, FPIRTypeError) as e:
-        return f"translation validation failed: {e}"
-    if v.status == "VALID":
-        return ""
-    return f"translation validation {v.status}: {v}"
-
-
 #: results per (term, rule set, budget): terms are interned, and a compiled pipeline selects the same
 #: expression in several loops (vector body, tails); bounded, oldest dropped first
 _RESULTS: dict[tuple, EgraphResult] = {}
@@ -326,6 +402,11 @@ def needs_saturation(lifted: Term) -> bool:
     return False
 
 
+#: saturation results per canonical (alpha-renamed, canon.py) input, rule set and budget: expressions
+#: of one shape (a pipeline's rows, tails, unrolled copies) are saturated and proved once; bounded
+_SHAPES: dict[tuple, tuple[RuleSet, EgraphResult]] = {}
+
+
 def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
     from pitchfork.selection.lift import lift_with_stats, normalize_shift_constants
 
@@ -335,25 +416,49 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
     if budget.gate and not needs_saturation(greedy_in):
         return EgraphResult(greedy_in, "greedy", note="greedy result fully lifted (no saturation)",
                             greedy_term=greedy_in, seconds=time.perf_counter() - t0)
+    canon, back = canonical(norm)
+    key = (canon, id(rs), budget, check)
+    hit = _SHAPES.get(key)
+    if hit is None or hit[0] is not rs:
+        if len(_SHAPES) >= _RESULTS_MAX:
+            del _SHAPES[next(iter(_SHAPES))]
+        _SHAPES[key] = hit = (rs, _saturate_shape(canon, rs, budget, check))
+        shape = hit[1]
+    else:
+        shape = replace(hit[1], note="; ".join(x for x in ("same shape as an earlier expression", hit[1].note) if x))
+    res = replace(shape, extracted=None if shape.extracted is None else rename(shape.extracted, back),
+                  greedy_term=greedy_in, term=greedy_in, source="greedy")
+    if shape.source == "egraph":
+        # proved equal to the canonical input, so its renaming equals `norm`; never worse than greedy
+        cand = rename(shape.term, back)
+        if cost(cand) < cost(greedy_in):
+            res.term, res.source = cand, "egraph"
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _saturate_shape(term: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
+    """Steps 1-5 of the module docstring on one (canonical) input: the e-graph's result when it is
+    cheaper than greedy's and proved equal (validate.py), else greedy's with the reason in `note`."""
+    from pitchfork.selection.lift import lift_with_stats
+
+    greedy_in, _ = lift_with_stats(term, rs)
     try:
-        extracted, res = saturate(norm, rs, budget)
+        extracted, res = saturate(term, rs, budget)
     except Exception as e:  # egglog errors, unsupported input: greedy's answer, said in one line
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return EgraphResult(greedy_in, "greedy", note=f"egraph engine failed ({msg[:160]}); greedy result",
-                            greedy_term=greedy_in, seconds=time.perf_counter() - t0)
+                            greedy_term=greedy_in)
     greedy_e, stats = lift_with_stats(extracted, rs)
     res.extracted, res.greedy_term = extracted, greedy_in
     res.greedy_fired.update(stats.fired)
+    res.term, res.source = greedy_in, "greedy"
     if cost(greedy_e) < cost(greedy_in):
-        why = validate(term, greedy_e, budget.rlimit) if check else ""
+        why, res.proof = validate_result(term, greedy_e, greedy_in, budget.rlimit) if check else ("", "unchecked")
         if why:
-            res.term, res.source = greedy_in, "greedy"
             res.note = "; ".join(x for x in (res.note, why + "; greedy result") if x)
         else:
-            res.term = greedy_e
-    else:
-        res.term, res.source = greedy_in, "greedy"
-    res.seconds = time.perf_counter() - t0
+            res.term, res.source = greedy_e, "egraph"
     return res
 
 
