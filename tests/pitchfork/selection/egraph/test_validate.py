@@ -108,3 +108,16 @@ def test_error_on_the_egglog_thread_is_a_note(monkeypatch: pytest.MonkeyPatch) -
     th.join()
     assert out[0].source == "greedy" and out[0].term is lift(t)
     assert "egraph engine failed" in out[0].note and "\n" not in out[0].note
+
+
+def test_ops_registered_after_the_prelude_are_opaque() -> None:
+    from fpir.ops import make
+    from fpir.opspec import OPS, reduce_op
+
+    eng._prelude()  # declared now; a reduction factor no pipeline used yet is registered below
+    free = next(f for f in (3, 5, 6, 7, 9, 11, 13) if f"vector_reduce_max_x{f}" not in OPS)
+    op = reduce_op("max", free)  # registered on demand
+    assert op not in eng._declared()
+    t = make(op, parse("i32(x_i16) * 2 + i32(y_i16) * 2"))
+    res = eng.lift_egraph(t, budget=eng.SELECTION_BUDGET)
+    assert res.rounds > 0 and "egraph engine failed" not in res.note, res.note
