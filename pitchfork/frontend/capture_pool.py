@@ -72,8 +72,12 @@ class _Worker:
         except OSError as e:
             raise WorkerUnavailable(f"cannot start a capture worker: {e}") from e
         self._buf = b""
-        if self._line(START_TIMEOUT) != "ready":
-            self.close()
+        try:
+            ready = self._line(START_TIMEOUT)
+        except TimeoutError:
+            ready = None
+        if ready != "ready":
+            self.kill()
             raise WorkerUnavailable("the capture worker did not start")
 
     def _line(self, timeout: float) -> str | None:
@@ -128,6 +132,9 @@ class _Worker:
             self.proc.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             self.kill()
+            return
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         self._cleanup()
 
     def kill(self) -> None:
