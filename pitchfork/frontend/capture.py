@@ -14,10 +14,12 @@ Halide reads `HL_DEBUG_CODEGEN` once per process, at its first debug check (crea
 bindings changes it later (the `debug` target feature only adds runtime tracing). So:
 
 * **subprocess** (the default, always works): serialize the pipeline (`hl.serialize_pipeline`, which
-  keeps algorithm and schedule; the lowered statement is identical), lower it in a fresh interpreter
-  that starts with `HL_DEBUG_CODEGEN=2,Lower.cpp` and stderr sent to a file, and read that file. The
-  user's process and stderr are untouched, and a Halide abort (LLVM asserts are fatal) kills only the
-  child; the statement is recovered if the log got that far. Costs ~0.2 s per target. Embedded
+  keeps algorithm and schedule; the lowered statement is identical), lower it in a process that
+  started with `HL_DEBUG_CODEGEN=2,Lower.cpp`, with stderr sent to a file, and read that file: a child
+  forked per job from a warm worker that has imported Halide (`capture_pool.py`; the same log as a
+  fresh interpreter's), else a fresh interpreter. The user's process and stderr are untouched, and a
+  Halide abort (LLVM asserts are fatal) kills only the child; the statement is recovered if the log
+  got that far. Costs the lowering (~0.1-0.2 s with its log) plus ~0.35 s for the first. Embedded
   `hl.Buffer`s and extern stages serialize too; a pipeline Halide cannot serialize raises.
   Serialization drops Param ranges, ImageParam host alignments and buffer dimension constraints
   (`argument_constraints`); the worker restores them, so the statement keeps Halide's checks on them
