@@ -156,8 +156,6 @@ def test_cycle_finder_names_a_cycle() -> None:
 KNOWN_CYCLES: tuple[frozenset[str], ...] = (
     frozenset({"pitchfork.selection.egraph.engine", "pitchfork.selection.lift", "pitchfork.selection.synthesized",
                "pitchfork.targets"}),  # issue 28
-    frozenset({"benchmarks.harness.ablation", "benchmarks.harness.ablation_rows", "benchmarks.harness.run"}),
-    frozenset({"synth.census", "synth.driver", "synth.rulesnap", "synth.tasks"}),  # issue 29
 )
 
 
