@@ -449,6 +449,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         cg = run_deep(frontend)  # the walkers recurse per nesting level: a deep stack, bounded (deep.py)
         if debug >= 2:
             _log(f"{name}: LLVM IR from codegen", str(cg.module))
+        ir_text = str(cg.module)  # llvmlite's printing: our codegen's cost, not LLVM's
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
         stats.selection_seconds = cg.stats.selection_seconds
         stats.rules_fired = dict(cg.stats.rules_fired)
@@ -462,7 +463,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         # Below HVX v66, what the instruction tables do not mark may still be an intrinsic LLVM cannot
         # select for that version, and LLVM aborts the process then: compiled in a forked child, so
         # it becomes a CompileError and a fallback naming the intrinsic.
-        module = compile_module(str(cg.module), machine_target(spec), i64_halves=plist.on("hvx_i64_halves"),
+        module = compile_module(ir_text, machine_target(spec), i64_halves=plist.on("hvx_i64_halves"),
                                 pairs=plist.on("hvx_pairs"), isolate=spec.isa == "hvx128" and spec.hvx_version < 66,
                                 trace=(lambda stage, text: _log(f"{name}: LLVM IR after {stage}", text))
                                 if debug >= 2 else None)

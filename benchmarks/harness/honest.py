@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from benchmarks.harness.report import PAPER, _f
-from benchmarks.harness.tables import ISA_TITLE, index_rows as _index, cases, geomean, measured_ratio, metric, per_benchmark, ratio
+from benchmarks.harness.tables import (ISA_TITLE, PAPER, cases, fmt as _f, geomean, index_rows as _index,
+                                       measured_ratio, metric, per_benchmark, ratio)
 
 SECOND = {"arm64": "llvm-mca apple-m1", "hvx128": "HVX cycles (hvx_cycles)"}
 UNIT = {"x86-avx2": "measured time", "arm64": "llvm-mca cycles, cortex-a76 (the core compiled for)",

@@ -132,3 +132,34 @@ def test_cli_engine_egraph_explain_and_errors() -> None:
     bad = subprocess.run([sys.executable, "-m", "pitchfork", "lift", "--engine", "egraph", "u8(a_u8"],
                          capture_output=True, text=True, cwd=ROOT, env=env)
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_compile_engine_egraph_reaches_the_egraph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pitchfork.compile(engine="egraph") lifts through lift_egraph (the engine setting crosses the
+    frontend's thread, pitchfork/frontend/deep.py), and the kernel is bit-exact against realize()."""
+    import halide as hl
+
+    import pitchfork
+    import pitchfork.selection.egraph.engine as eng
+    from tests.pitchfork.targets.test_x86 import _host_has_avx2
+
+    a, b = hl.ImageParam(hl.UInt(8), 1, "a"), hl.ImageParam(hl.UInt(8), 1, "b")
+    x = hl.Var("x")
+    f = hl.Func("egraph_compile")
+    f[x] = hl.u8((hl.u16(a[x]) * 2 + hl.u16(b[x]) * 2 + 4) >> 3)
+    f.vectorize(x, 32)
+    results: dict = {}
+    monkeypatch.setattr(eng, "_RESULTS", results)
+    pitchfork.compile(f, [a, b], target="x86-avx2", name="egraph_compile_greedy")
+    assert not results
+    prog = pitchfork.compile(f, [a, b], target="x86-avx2", name="egraph_compile", engine="egraph")
+    assert results and prog.stats.selection_seconds > 0
+    if not _host_has_avx2():
+        return
+    rng = np.random.default_rng(28)
+    da, db = (rng.integers(0, 256, 1024).astype(np.uint8) for _ in range(2))
+    da[:2], db[:2] = [255, 0], [255, 0]
+    a.set(hl.Buffer(da))
+    b.set(hl.Buffer(db))
+    want = np.asarray(f.realize([1024], hl.Target("x86-64-linux-avx-avx2-fma-sse41")))
+    assert np.array_equal(np.asarray(prog(da, db)), want)
