@@ -51,6 +51,7 @@ from fpir.opspec import REDUCE_COMBINE, reduce_op
 from fpir.term import Term, var
 from fpir.types import ScalarType, i32
 from pitchfork.codegen.expr import ExprEmitter, vec_type
+from pitchfork.codegen.ir_constants import mask
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
 from pitchfork.codegen.alloc import AllocMixin, hoist_allocations
@@ -384,15 +385,20 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
 
 
     # ---- expressions ---------------------------------------------------------------------------
-    def to_term(self, e: H.Expr, node: H.Node, leaves: Optional[dict[str, Leaf]] = None) -> Term:
-        """Halide expression -> FPIR term; loads/ramps/splats become leaves recorded in `leaves`."""
+    def to_term(self, e: H.Expr, node: H.Node, lets: Optional[dict[str, Term]] = None) -> Term:
+        """Halide expression -> FPIR term; loads/ramps/splats become leaves recorded in `self.leaves`.
+        `lets`: integer lets in scope by name (an integer operand inside a float expression sees
+        those of the expression around it, pitchfork.codegen.floats)."""
         # Leaves are registered codegen-wide: a vector let's term may be used in later statements.
         conv = ExprConverter(self, node, self.leaves)
+        if lets:
+            conv.lets = dict(lets)
         return conv.go(e)
 
-    def scalar(self, e: H.Expr, node: H.Node, nsw: bool = True) -> ir.Value:
+    def scalar(self, e: H.Expr, node: H.Node, nsw: bool = True,
+               lets: Optional[dict[str, Term]] = None) -> ir.Value:
         """A scalar expression as an LLVM scalar; `nsw` as in pitchfork.codegen.scalars (off for data)."""
-        return self._emit_scalar_term(self.to_term(e, node), nsw)
+        return self._emit_scalar_term(self.to_term(e, node, lets), nsw)
 
     def _data_scalar(self, e: H.Expr, node: H.Node) -> ir.Value:
         """A scalar store's value (data: no `nsw`, it wraps like the vector path). On arm64 a value
@@ -423,8 +429,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         env = {v.name: self.scalars[v.name][0] for v in t.variables()}
         return ScalarEmitter(self.b, env, self.target, nsw).emit(t)
 
-    def vector(self, e: H.Expr, node: H.Node) -> ir.Value:
-        return self._emit_term(self.to_term(e, node), e.type.lanes, node)
+    def vector(self, e: H.Expr, node: H.Node, lets: Optional[dict[str, Term]] = None) -> ir.Value:
+        return self._emit_term(self.to_term(e, node, lets), e.type.lanes, node)
 
     def _emit_term(self, term: Term, lanes: int, node: H.Node) -> ir.Value:
         """`term` selected and emitted at `lanes` lanes (its leaves emitted at theirs)."""
@@ -507,7 +513,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         vt = vec_type(st, lanes)
         one = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val, ir.Constant(ir.IntType(32), 0))
         return self.b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
-                                     ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)) \
+                                     mask([0] * lanes)) \
             if lanes > 1 else one
 
     def _vector_source(self, e: H.Expr) -> H.Expr:
