@@ -218,7 +218,7 @@ def _bindings() -> Any:
 
 
 def _session() -> tuple[object, list, list]:
-    """This thread's e-graph holding the prelude (declarations, type tables, algebra rules: adding
+    """The egglog thread's e-graph holding the prelude (declarations, type tables, algebra rules: adding
     them costs egglog far more than a saturation), with parsed `(push)` / `(pop)` commands: each lift
     works between a push and a pop, so it starts from the prelude alone."""
     got = getattr(_LOCAL, "session", None)
