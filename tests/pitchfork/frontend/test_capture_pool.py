@@ -101,3 +101,17 @@ def test_shutdown_ends_the_workers() -> None:
     assert workers
     capture_pool.shutdown()
     assert all(w.proc.poll() is not None for w in workers)
+
+
+def test_the_workers_buffer_halides_log() -> None:
+    """A forked job makes `std::cerr` buffered (one write per buffer, not per printed token); the
+    log text is the same (test_worker_statement_is_the_fresh_interpreters compares every stage).
+    Checked in a fresh interpreter: it changes the process's cerr."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    worker = Path(capture_pool.__file__).with_name("_capture_worker.py")
+    code = f"exec(open({str(worker)!r}).read().split('if __name__')[0]); print(_buffer_halide_log() is not None)"
+    r = subprocess.run([sys.executable, "-c", "import halide\n" + code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "True"
