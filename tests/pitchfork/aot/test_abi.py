@@ -26,7 +26,7 @@ from pitchfork.aot.abi_driver import Buf, Case, build_and_run, driver_source, pa
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).with_name("data")
-SOBEL = str(DATA / "gen_sobel.py")
+SOBEL = str(ROOT / "examples" / "aot" / "sobel_generator.py")
 PARAMS = str(DATA / "gen_params.py")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(Path(__file__).parent),
                                                      os.environ.get("PYTHONPATH", "")])}
@@ -77,7 +77,7 @@ SCALED_CASES = [
                                 Buf(((9, 70, 1), (4, 3, 70)), alloc=210))),
 ]
 GENERATORS = {  # name -> (file, class, GeneratorParams, C types of scalar params, cases)
-    "sobel": (SOBEL, "Sobel", {}, [], SOBEL_CASES),
+    "sobel": (SOBEL, "Sobel", {"parallel": "false"}, [], SOBEL_CASES),
     "scaled_avg": (PARAMS, "scaled_avg", {"input.type": "uint8"}, ["uint8_t"], SCALED_CASES),
 }
 
