@@ -238,6 +238,7 @@ def child(name: str, isa: str, repeat: int) -> dict[str, Any]:
              ("halide21", lambda: _halide(bench, isa))]
     runs: dict[str, list] = {k: [] for k, _ in kinds}
     errors: dict[str, str] = {}
+    load0 = os.getloadavg()[0]
     for r in range(repeat + 1):  # round 0 is the warm-up
         order = kinds[r % 3:] + kinds[:r % 3]  # rotate who goes first: load drifts hit all alike
         for k, f in order:
@@ -256,7 +257,8 @@ def child(name: str, isa: str, repeat: int) -> dict[str, Any]:
             med[k] = {p: statistics.median(x[p] for x in rows) for p in rows[0] if p != "how"}
             if "how" in rows[0]:
                 med[k]["how"] = rows[0]["how"]
-    return {"bench": name, "isa": isa, "median": med, "errors": errors}
+    return {"bench": name, "isa": isa, "median": med, "errors": errors,
+            "load": [round(load0, 1), round(os.getloadavg()[0], 1)]}  # 1-minute load at start and end
 
 
 def compile_rows(benches: list[str], isas: list[str], repeat: int, roots: list[Path],
@@ -308,7 +310,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
 def markdown(data: dict[str, Any]) -> str:
     lines = ["## Compile time (seconds, medians; `python -m benchmarks.compile_time`)", ""]
     host = data["host"]
-    lines.append(f"Measured {host['date']} on {host['cpus']} CPUs, load average {host['load']} at the start "
+    loads = [x for r in data.get("compile", {}).get("rows", []) for x in r.get("load", [])]
+    during = f", {min(loads)}-{max(loads)} during the compile measurements" if loads else ""
+    lines.append(f"Measured {host['date']} on {host['cpus']} CPUs, load average {host['load']} at the start{during} "
                  "(a shared machine: wall times include waiting for a core; CPU times do not).")
     lines.append("")
     comp = data.get("compile")

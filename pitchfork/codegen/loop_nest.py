@@ -51,6 +51,7 @@ from fpir.opspec import REDUCE_COMBINE, reduce_op
 from fpir.term import Term, var
 from fpir.types import ScalarType, i32
 from pitchfork.codegen.expr import ExprEmitter, vec_type
+from pitchfork.codegen.ir_constants import mask
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
 from pitchfork.codegen.alloc import AllocMixin, hoist_allocations
@@ -520,7 +521,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         vt = vec_type(st, lanes)
         one = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val, ir.Constant(ir.IntType(32), 0))
         return self.b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
-                                     ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)) \
+                                     mask([0] * lanes)) \
             if lanes > 1 else one
 
     def _vector_source(self, e: H.Expr) -> H.Expr:

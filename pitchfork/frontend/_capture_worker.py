@@ -1,7 +1,18 @@
-"""Subprocess half of `pitchfork.frontend.capture`: lower one serialized pipeline for one target.
+"""Subprocess half of `pitchfork.frontend.capture`: lower serialized pipelines, one per job.
 
-Run as `python -c <this file's source> JOB.json` with `HL_DEBUG_CODEGEN` already in the environment
-and stderr redirected to the log file, so that this fresh Halide reads the variable at its first use.
+Two ways to run it, both with `HL_DEBUG_CODEGEN` already in the environment so that Halide reads the
+variable at its first use:
+
+* `python -c <this file's source> JOB.json`, stderr redirected to the log file: one job, then exit.
+* `python -c <this file's source> --serve` (the warm worker, `pitchfork.frontend.capture_pool`): a fork
+  server. It imports Halide once, then reads job file paths from stdin, one a line; for each it forks a
+  child that sends its stderr (Halide's log) to the job's "log" file and runs the job, waits for it,
+  and writes one line `{"status": <wait status>}` to stdout. The server itself never builds or lowers
+  a pipeline, so every child starts from the state of a fresh interpreter that has imported Halide:
+  Halide's process-wide name counters (CSE's `t123`, the `v16` of split variables) and its
+  once-per-process reading of `HL_DEBUG_CODEGEN` are those of the one-shot run, so both ways log the
+  same text. A Halide abort (LLVM asserts are fatal) kills only that child. EOF on stdin ends the server.
+
 It imports nothing but the standard library and `halide` (so it cannot be shadowed by, or depend on,
 pitchfork's own modules) and writes `{"ok": true}` or `{"error": "..."}` to the result file.
 """
@@ -112,5 +123,50 @@ def main(job_path: str) -> int:
     return 0
 
 
+def _run_child(job_path: str) -> None:
+    """In the forked child: stdin/stdout away from the server's pipes, stderr to the job's log."""
+    import os
+
+    code = 1
+    try:
+        with open(job_path) as f:
+            log = json.load(f)["log"]
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)  # stdout is the server's reply pipe: nothing else may write to it
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(fd, 2)
+        code = main(job_path)
+    except BaseException:  # noqa: BLE001 - reported through the log and the exit status
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve() -> int:
+    """The fork server (see the module docstring)."""
+    import os
+
+    import halide  # noqa: F401 - imported once here, inherited by every forked child
+
+    out = sys.stdout
+    out.write("ready\n")
+    out.flush()
+    for line in sys.stdin:
+        job_path = line.strip()
+        if not job_path:
+            continue
+        pid = os.fork()
+        if pid == 0:
+            _run_child(job_path)  # never returns
+        _, status = os.waitpid(pid, 0)
+        out.write(json.dumps({"status": status}) + "\n")
+        out.flush()
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(serve() if sys.argv[1] == "--serve" else main(sys.argv[1]))

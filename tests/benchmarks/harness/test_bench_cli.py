@@ -30,8 +30,9 @@ def test_quick_sobel_writes_every_row_and_the_report(tmp_path: Path) -> None:
             assert "PassSwitchUnavailable" in r["errors"][0]
             continue
         assert r["status"] == "ok", (isa, v, r.get("errors"))
-        if v in ("pitchfork_hand", "pitchfork_sel", "pitchfork_nopass"):
+        if v in ("pitchfork_hand", "pitchfork_sel", "pitchfork_nopass") and (isa, v) != ("hvx128", "pitchfork_nopass"):
             # sobel3x3 fires no synthesized rule and no statement pass changes it: the same code, measured once
+            # (on hvx128 pitchfork_nopass also turns off the shared aligned-block loads, which sobel's rows use)
             assert r["same_code_as"] == "pitchfork" and r["static"] == rows[(isa, "pitchfork")]["static"]
             continue
         st = r["static"]
