@@ -193,6 +193,8 @@ class EntryBuilder:
     # ---- types -----------------------------------------------------------------------------
     @staticmethod
     def _scalar_ir(t: HType) -> ir.Type:
+        if t.is_float:  # a C float/double, as Halide's entry point takes it
+            return ir.FloatType() if t.bits == 32 else ir.DoubleType()
         return ir.IntType(t.bits)
 
     def kernel_type(self) -> ir.FunctionType:
@@ -206,11 +208,9 @@ class EntryBuilder:
 
     def build(self) -> None:
         for a in self.args:
-            if a.kind == "scalar" and a.type.is_float:
-                # Halide's entry point takes it as a C float/double; this prologue binds integers only
-                raise Unsupported(f"float scalar parameter {a.name} in an ahead-of-time entry point (float Params "
-                                  "are compiled for pitchfork.compile's callable, not yet for the AOT ABI)")
-            if a.kind == "scalar":
+            if a.kind == "scalar" and a.type.is_float and a.type.bits not in (32, 64):
+                raise Unsupported(f"float{a.type.bits} scalar parameter {a.name} in an ahead-of-time entry point")
+            if a.kind == "scalar" and not a.type.is_float:
                 fpir_type(a.type)  # integer scalars only (the kernel's own restriction)
         self.kernel = ir.Function(self.module, self.kernel_type(), name=kernel_name(self.name))
         ftype = ir.FunctionType(I32, [PTR if a.kind != "scalar" else self._scalar_ir(a.type) for a in self.args])
@@ -223,13 +223,16 @@ class EntryBuilder:
         cg = LoopNestCodegen(self.captured, self.stmt, self.target, "llvm", self.name)
         cg.module, cg.fn, cg.b = self.module, fn, self.b
         cg.scalars, cg.vlets, cg.buffers = {}, {}, {}
+        cg.fscalars = {}
         self.cg = cg
         self.msg = self.b.gep(self.b.alloca(ir.ArrayType(I8, MSG_BYTES), name="msg"),
                               [ir.Constant(I32, 0), ir.Constant(I32, 0)])
         self.err = self.b.alloca(I32, name="err")
         self.handles: dict[str, ir.Value] = {}
         for a, v in zip(self.args, fn.args):
-            if a.kind == "scalar":
+            if a.kind == "scalar" and a.type.is_float:
+                cg.fscalars[a.name] = v  # the prologue's float expressions read it as codegen's float scalars
+            elif a.kind == "scalar":
                 cg.scalars[a.name] = (v, fpir_type(a.type))
             else:
                 self.handles[f"{a.name}.buffer"] = v
@@ -428,6 +431,10 @@ class EntryBuilder:
         b = self.b
         args: list[ir.Value] = [b.bitcast(self.err, PTR)]
         for a, v in zip(self.args, self.fn.args):
+            if a.kind == "scalar" and a.type.is_float:
+                # the kernel takes a float parameter as its bit pattern (pitchfork.codegen.loop_nest)
+                args.append(b.bitcast(v, I64 if a.type.bits == 64 else I32))
+                continue
             if a.kind == "scalar":
                 args.append(fit_int(b, v, 64 if a.type.bits == 64 else 32, signed=a.type.code == "int"))
                 continue
