@@ -89,6 +89,7 @@ def test_egglog_error_falls_back_to_greedy(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(eng, "_ROUND", "(run-schedule (no-such-schedule))")
     monkeypatch.setattr(eng, "_RESULTS", {})  # not an answer cached by an earlier test
+    monkeypatch.setattr(eng, "_SHAPES", {})
     t = parse("i16(a_u8) + (0 - i16(b_u8))")
     res = lift_egraph(t, budget=SMALL)
     assert res.source == "greedy" and res.term is lift(t)
