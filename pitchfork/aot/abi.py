@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from pitchfork.frontend import ir as H
-from pitchfork.aot.abi_runtime import MSG_BYTES, Formatter, error_code, message_for
+from pitchfork.aot.abi_runtime import MSG_BYTES, Formatter, error_code, fit_int, message_for
 from pitchfork.frontend.capture import CapturedStmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.frontend.htypes import HType
@@ -409,14 +409,14 @@ class EntryBuilder:
         shape = self.b.bitcast(self.handle(a[1]), ir.PointerType(DIMENSION_T))
         b = self.b
         b.store(self.handle(a[2]), self._field_ptr(buf, F_HOST))
-        b.store(_fit(b, self.value(a[3]), 64), self._field_ptr(buf, F_DEVICE))
+        b.store(fit_int(b, self.value(a[3]), 64), self._field_ptr(buf, F_DEVICE))
         b.store(self.handle(a[4]), self._field_ptr(buf, F_INTERFACE))
-        code = _fit(b, self.value(a[5]), 32)
-        bits = _fit(b, self.value(a[6]), 32)
+        code = fit_int(b, self.value(a[5]), 32)
+        bits = fit_int(b, self.value(a[6]), 32)
         t = b.or_(b.or_(code, b.shl(bits, ir.Constant(I32, 8))), ir.Constant(I32, 1 << 16))
         b.store(t, self._field_ptr(buf, F_TYPE))
         dims = a[7]
-        b.store(_fit(b, self.value(dims), 32), self._field_ptr(buf, F_DIMENSIONS))
+        b.store(fit_int(b, self.value(dims), 32), self._field_ptr(buf, F_DIMENSIONS))
         b.store(b.bitcast(shape, PTR), self._field_ptr(buf, F_DIM))
         b.store(ir.Constant(PTR, None), self._field_ptr(buf, F_PADDING))
         fields = a[8].args if isinstance(a[8], H.Call) and a[8].name == "make_struct" else ()
@@ -424,8 +424,8 @@ class EntryBuilder:
             raise AbiError(f"bounds query shape {a[8]}")
         for i, f in enumerate(fields):
             p = b.gep(shape, [ir.Constant(I32, i // 4), ir.Constant(I32, i % 4)])
-            b.store(_fit(b, self.value(f), 32), p)
-        b.store(_fit(b, self.value(a[9]), 64), self._field_ptr(buf, F_FLAGS))
+            b.store(fit_int(b, self.value(f), 32), p)
+        b.store(fit_int(b, self.value(a[9]), 64), self._field_ptr(buf, F_FLAGS))
 
     def _call_kernel(self) -> bool:
         b = self.b
@@ -436,7 +436,7 @@ class EntryBuilder:
                 args.append(b.bitcast(v, I64 if a.type.bits == 64 else I32))
                 continue
             if a.kind == "scalar":
-                args.append(_fit(b, v, 64 if a.type.bits == 64 else 32, signed=a.type.code == "int"))
+                args.append(fit_int(b, v, 64 if a.type.bits == 64 else 32, signed=a.type.code == "int"))
                 continue
             args.append(self._field(v, F_HOST))
             for d in range(a.dimensions):
@@ -504,15 +504,6 @@ class EntryBuilder:
                                                 self.fmt.cstring(self.name)])
         fn = ir.Function(self.module, ir.FunctionType(PTR, []), name=f"{self.name}_metadata")
         ir.IRBuilder(fn.append_basic_block("entry")).ret(meta.bitcast(PTR))
-
-
-def _fit(b: ir.IRBuilder, v: ir.Value, bits: int, signed: bool = True) -> ir.Value:
-    w = v.type.width
-    if w == bits:
-        return v
-    if w > bits:
-        return b.trunc(v, ir.IntType(bits))
-    return b.sext(v, ir.IntType(bits)) if signed and w > 1 else b.zext(v, ir.IntType(bits))
 
 
 def _has_work(s: H.Stmt) -> bool:

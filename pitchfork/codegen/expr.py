@@ -51,7 +51,8 @@ class ExprEmitter:
         #: (see `_hvx_pairwise`)
         self.hvx_pairs = hvx_pairs
         #: x86 (isel=pitchfork): pack operands computed in the pack's lane order (pitchfork.codegen.lane_order;
-        #: the "x86_lane_order" pass, on unless the loop-nest codegen turns it off)
+        #: the "x86_lane_order" pass: LoopNestCodegen.term_emitter sets it on every emitter of a loop
+        #: nest's terms; expression kernels, pitchfork/codegen/kernel.py, run no pass list and keep it on)
         self.lane_order = lane_order
         self.module: ir.Module = builder.module
         self._memo: dict[tuple[Term, int], ir.Value] = {}

@@ -42,7 +42,7 @@ its line, and the caller falls back to Halide's own compiler.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Callable, Hashable, Optional
+from typing import TYPE_CHECKING, Callable, Hashable, Mapping, Optional
 
 from llvmlite import ir
 
@@ -415,7 +415,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             val, st = self.scalars[v.name]
             env[v.name] = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val,
                                                 ir.Constant(ir.IntType(32), 0))
-        out = ExprEmitter(self.b, 1, env, self.target).emit(final)
+        out = self.term_emitter(1, env).emit(final)
         return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
 
     def address_index(self, e: H.Expr, node: H.Node) -> ir.Value:
@@ -472,9 +472,17 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                     env.force(v.name)
         else:
             env = {v.name: value(v.name) for v in final.variables()}
-        return ExprEmitter(self.b, lanes, env, self.target, self._streams(final),
-                           hvx_pairs=self.passes.on("hvx_pair_forms"), lane_order=self.passes.on("x86_lane_order"),
-                           to_one_lane=self._to_one_lane()).emit(final)
+        return self.term_emitter(lanes, env, self._streams(final), hvx_pairs=self.passes.on("hvx_pair_forms"),
+                                 to_one_lane=self._to_one_lane()).emit(final)
+
+    def term_emitter(self, lanes: int, env: Mapping[str, ir.Value],
+                     streams: Optional[Mapping[str, tuple[Hashable, int]]] = None, hvx_pairs: bool = False,
+                     to_one_lane: Optional[Callable[..., Optional[ir.Value]]] = None) -> ExprEmitter:
+        """The emitter of every term this codegen emits (selected or expanded), so the pass switches
+        the target emitters read (`x86_lane_order`) reach each one. (The codegen's other ExprEmitters
+        only concatenate registers, `ExprEmitter.concat`, which reads no switch.)"""
+        return ExprEmitter(self.b, lanes, env, self.target, streams, hvx_pairs=hvx_pairs,  # type: ignore[arg-type]
+                           to_one_lane=to_one_lane, lane_order=self.passes.on("x86_lane_order"))
 
     def _to_one_lane(self) -> Optional[Callable[..., Optional[ir.Value]]]:
         """The selected lowering of reductions to one lane: on hvx128 under isel=pitchfork, the
@@ -701,7 +709,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                 t = var(name, leaf.type)
                 acc = t if acc is None else make(REDUCE_OPS[e.op], acc, t)
             assert acc is not None
-            v = ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
+            v = self.term_emitter(m, env).emit(expand_fpir(acc))
             lanes = m
         return v
 

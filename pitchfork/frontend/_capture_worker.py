@@ -123,25 +123,68 @@ def main(job_path: str) -> int:
     return 0
 
 
+def _buffer_halide_log():
+    """Make Halide's log (`std::cerr`) buffered; returns a function that flushes it, or None if this
+    C++ library is not the one understood here (the log then stays unbuffered, as in the one-shot run).
+
+    Why: `std::cerr` is unit-buffered and synchronised with C stdio, so Halide's printer makes one
+    write(2) per token: ~140,000 system calls for one small pipeline's log, most of its lowering
+    time. `std::ios_base::sync_with_stdio(false)` (exported by libstdc++) gives cerr a buffered file
+    buffer on fd 2; the `unitbuf` flag is cleared in cerr's `ios_base`, found through the Itanium C++
+    ABI's virtual-base offset (libstdc++'s `ios_base` layout is part of its stable ABI: vptr,
+    precision, width, then the flags), and only if the flags read exactly cerr's initial
+    `skipws | dec | unitbuf`. The text is the same; what an abort leaves unflushed is lost, so the
+    parent runs a job that did not exit cleanly again unbuffered (capture.py)."""
+    import ctypes
+
+    try:
+        cxx = ctypes.CDLL("libstdc++.so.6")
+        cerr = ctypes.addressof(ctypes.c_char.in_dll(cxx, "_ZSt4cerr"))
+        vtable = ctypes.c_void_p.from_address(cerr).value
+        if not vtable:
+            return None
+        offset = ctypes.c_int64.from_address(vtable - 24).value  # offset of the virtual base basic_ios
+        if not 0 < offset <= 64:
+            return None
+        flags = ctypes.c_uint32.from_address(cerr + offset + 24)
+        skipws, dec, unitbuf = 0x1000, 0x2, 0x2000
+        if flags.value != skipws | dec | unitbuf:
+            return None
+        sync = cxx._ZNSt8ios_base15sync_with_stdioEb
+        sync.argtypes, sync.restype = [ctypes.c_bool], ctypes.c_bool
+        flush = cxx._ZNSo5flushEv  # std::ostream::flush()
+        flush.argtypes, flush.restype = [ctypes.c_void_p], ctypes.c_void_p
+    except (OSError, AttributeError, ValueError):
+        return None
+    sync(False)
+    flags.value = skipws | dec
+    return lambda: flush(cerr)
+
+
 def _run_child(job_path: str) -> None:
     """In the forked child: stdin/stdout away from the server's pipes, stderr to the job's log."""
     import os
 
     code = 1
+    flush = None
     try:
         with open(job_path) as f:
-            log = json.load(f)["log"]
+            job = json.load(f)
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.dup2(null, 1)  # stdout is the server's reply pipe: nothing else may write to it
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.dup2(fd, 2)
+        if job.get("buffered_log"):
+            flush = _buffer_halide_log()
         code = main(job_path)
     except BaseException:  # noqa: BLE001 - reported through the log and the exit status
         import traceback
 
         traceback.print_exc()
     finally:
+        if flush is not None:
+            flush()
         sys.stderr.flush()
         os._exit(code)
 

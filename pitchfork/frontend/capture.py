@@ -502,11 +502,18 @@ def _capture_subprocess(
         returncode = None
         if capture_pool.enabled():
             try:
-                returncode = capture_pool.run_job(str(dp / "job.json"), env, timeout)
+                # The log buffered (_capture_worker._buffer_halide_log) unless the job did not exit
+                # cleanly: then again unbuffered, so the log holds what Halide wrote before it died.
+                for buffered in (True, False):
+                    (dp / "job.json").write_text(json.dumps(dict(job, buffered_log=buffered)))
+                    returncode = capture_pool.run_job(str(dp / "job.json"), env, timeout)
+                    if returncode == 0:
+                        break
             except capture_pool.WorkerTimeout:
                 raise CaptureError(f"lowering for {target} timed out after {timeout} s") from None
             except capture_pool.WorkerUnavailable:
                 returncode = None  # the one-shot way below
+                (dp / "job.json").write_text(json.dumps(job))
         if returncode is None:
             returncode = _run_one_shot(dp, env, target, timeout)
         log = (dp / "log.txt").read_text(errors="replace")

@@ -106,6 +106,9 @@ PASSES: tuple[Pass, ...] = (
          "each load leaf emitted where the selected code first uses it (fewer live vectors on x86); "
          "same values",
          ("x86-avx2",), BOTH),
+    # Read where an x86 pack instruction is emitted (targets/x86.py); every emitter of a loop nest's
+    # terms gets it (LoopNestCodegen.term_emitter). Expression kernels (codegen/kernel.py: `pitchfork
+    # select`, the differential tests) are not compiled through this list and always have it on.
     Pass("x86_lane_order", "codegen",
          "operands of 32->16-bit packs computed in the pack's per-half lane order (no vpermq); same "
          "lanes after the pack",

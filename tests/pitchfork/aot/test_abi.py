@@ -26,7 +26,7 @@ from pitchfork.aot.abi_driver import Buf, Case, build_and_run, driver_source, pa
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).with_name("data")
-SOBEL = str(DATA / "gen_sobel.py")
+SOBEL = str(ROOT / "examples" / "aot" / "sobel_generator.py")
 PARAMS = str(DATA / "gen_params.py")
 FLOATS = str(DATA / "gen_float.py")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(Path(__file__).parent),
@@ -90,7 +90,7 @@ FLOAT_CASES = [
                       Buf(((0, 200, 1), (0, 3, 200)), alloc=600))),
 ]
 GENERATORS = {  # name -> (file, class, GeneratorParams, C types of scalar params, cases)
-    "sobel": (SOBEL, "Sobel", {}, [], SOBEL_CASES),
+    "sobel": (SOBEL, "Sobel", {"parallel": "false"}, [], SOBEL_CASES),
     "scaled_avg": (PARAMS, "scaled_avg", {"input.type": "uint8"}, ["uint8_t"], SCALED_CASES),
     "float_gain": (FLOATS, "float_gain", {}, ["float", "double"], FLOAT_CASES),
 }

@@ -101,3 +101,38 @@ def test_shutdown_ends_the_workers() -> None:
     assert workers
     capture_pool.shutdown()
     assert all(w.proc.poll() is not None for w in workers)
+
+
+def test_the_workers_buffer_halides_log() -> None:
+    """A forked job makes `std::cerr` buffered (one write per buffer, not per printed token); the
+    log text is the same (test_worker_statement_is_the_fresh_interpreters compares every stage).
+    Checked in a fresh interpreter: it changes the process's cerr."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    worker = Path(capture_pool.__file__).with_name("_capture_worker.py")
+    code = f"exec(open({str(worker)!r}).read().split('if __name__')[0]); print(_buffer_halide_log() is not None)"
+    r = subprocess.run([sys.executable, "-c", "import halide\n" + code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "True"
+
+
+def test_a_job_that_did_not_exit_cleanly_runs_again_unbuffered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an abort leaves in the buffer is lost, so such a job is run again with the log unbuffered.
+    (Halide 21 aborts in none of the tests' pipelines, so the first run's exit status is made up.)"""
+    import json
+
+    real = capture_pool.run_job
+    seen: list[bool] = []
+
+    def run_job(job_path: str, env: dict[str, str], timeout: float) -> int:
+        with open(job_path) as f:
+            seen.append(json.load(f)["buffered_log"])
+        code = real(job_path, env, timeout)
+        return -6 if len(seen) == 1 else code  # the first run "killed by SIGABRT"
+
+    monkeypatch.setattr(capture_pool, "run_job", run_job)
+    func, args = ex.sobel3x3(32)
+    c = capture_stmt(func, args, "arm64", mode="subprocess")
+    assert seen == [True, False]
+    assert c.text and not c.error

@@ -17,7 +17,7 @@ from pitchfork.frontend.examples import sobel3x3
 from pitchfork.passes.pipeline import PASSES, TARGETS, default_passes, format_passes, resolve
 from tests.pitchfork.passes.test_stream_taps import CASES, N, _stencil
 
-SOBEL_GEN = "tests/pitchfork/aot/data/gen_sobel.py:Sobel"
+SOBEL_GEN = "examples/aot/sobel_generator.py:Sobel"
 
 
 def test_default_order_is_the_one_compile_ran() -> None:
