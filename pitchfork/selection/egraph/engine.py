@@ -218,7 +218,7 @@ def _bindings() -> Any:
 
 
 def _session() -> tuple[object, list, list]:
-    """This thread's e-graph holding the prelude (declarations, type tables, algebra rules: adding
+    """The egglog thread's e-graph holding the prelude (declarations, type tables, algebra rules: adding
     them costs egglog far more than a saturation), with parsed `(push)` / `(pop)` commands: each lift
     works between a push and a pop, so it starts from the prelude alone."""
     got = getattr(_LOCAL, "session", None)
@@ -414,10 +414,15 @@ _ARITH = frozenset({"add", "sub", "mul", "div", "mod", "shl", "shr", "min", "max
 
 def needs_saturation(lifted: Term) -> bool:
     """The gate in front of the e-graph: False when greedy's result is already fully lifted, i.e. no
-    primitive arithmetic node takes a computed (non-leaf) operand and no FPIR instruction takes a
-    constant 0 or 1 or, for the value-combining ones, any constant (which the equivalences might fold
-    or move). Such a result has nothing the equivalences could re-associate into another
-    instruction, so saturation is skipped (on the 16 benchmarks it skips most expressions)."""
+    primitive arithmetic node takes a computed (non-leaf) operand without also taking a variable,
+    and no FPIR instruction takes a constant 0 or 1 or, for the value-combining ones, any constant
+    (which the equivalences might fold or move). Such a result has nothing the equivalences could
+    re-associate into another instruction, so saturation is skipped (on the 16 benchmarks it skips
+    most expressions). A primitive node over a variable (a runtime clamp `max(min(x, lo), hi)`, an
+    accumulation `acc + p`, a division by a runtime value) was matched against every lifting rule
+    with that variable as it is; the equivalences could only move other computed operands around
+    it, and that needs another primitive node over computed operands alone, which this gate does
+    count."""
     from fpir.opspec import spec
 
     amounts = ("widening_shl", "widening_shr", "rounding_shr", "rounding_shl", "mul_shr", "rounding_mul_shr",
@@ -425,7 +430,7 @@ def needs_saturation(lifted: Term) -> bool:
     for x in lifted.walk():
         if not x.args:
             continue
-        if x.op in _ARITH and any(a.args for a in x.args):
+        if x.op in _ARITH and any(a.args for a in x.args) and not any(a.is_var for a in x.args):
             return True
         if spec(x.op).kind == "fpir" and any(a.is_const and (a.value in (0, 1) or x.op not in amounts)
                                             for a in x.args):

@@ -103,6 +103,10 @@ def test_gate_skips_fully_lifted_results() -> None:
     assert not needs_saturation(parse("widening_shl(a_u8, 3)"))
     assert needs_saturation(parse("widening_shl(a_u8, 1) + widening_shl(b_u8, 1)"))
     assert needs_saturation(parse("extending_add(widening_sub(0, b_u8), a_u8)"))
+    # over a variable: a runtime clamp, an accumulation (greedy matched them with the variable as is)
+    assert not needs_saturation(parse("max(min(saturating_cast<u8>(rounding_mul_shr(a_u16, b_u16, 16)), lo_u8), hi_u8)"))
+    assert not needs_saturation(parse("acc_i32 + extending_mul(i32(a_u8), b_i16)"))
+    assert needs_saturation(parse("acc_i32 + extending_mul(i32(a_u8), b_i16) + extending_mul(i32(c_u8), d_i16)"))
     res = lift_egraph(parse("u8((u16(a_u8) + u16(b_u8) + 1) >> 1)"), budget=SMALL)
     assert res.source == "greedy" and "fully lifted" in res.note and res.rounds == 0
 

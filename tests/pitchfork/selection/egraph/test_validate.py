@@ -47,15 +47,26 @@ def test_abstract_shared_replaces_maximal_common_subterms() -> None:
 def test_abstraction_never_proves_a_false_equality() -> None:
     # equal only because of the shared sub-term's range (u16(x) < 256): the abstracted query is not
     # VALID, and the full query (against the input) then decides, here INVALID
-    greedy = parse("(u16(x_u8) + 1) >> 8")
-    wrong = parse("(u16(x_u8) + 2) >> 8")  # differs at x = 254
+    greedy = parse("(u32(x_u16) + 1) >> 16 + u32(y_u16)")
+    wrong = parse("(u32(x_u16) + 2) >> 16 + u32(y_u16)")  # differs at x = 65534 (32 input bits: not exhausted)
     why, how = validate_result(greedy, wrong, greedy, 1_000_000)
     assert why.startswith("translation validation INVALID") and how == ""
     # true only for the shared sub-term's range: abstraction fails, the full proof succeeds
-    a = parse("(u16(x_u8) + u16(y_u8)) >> 9")  # the sum is below 512: both sides are 0
-    b = parse("((u16(x_u8) + u16(y_u8)) >> 10) << 1")
+    a = parse("(u32(x_u16) + u32(y_u16)) >> 17")  # the sum is below 2^17: both sides are 0
+    b = parse("((u32(x_u16) + u32(y_u16)) >> 18) << 1")
     why, how = validate_result(a, b, a, 1_000_000)
     assert (why, how) == ("", "full")
+
+
+def test_exhaustion_proves_and_refutes_small_inputs() -> None:
+    a = parse("(i32(a_u8) - 7) * i32(b_u8)")
+    good = parse("extending_add(i32(widening_mul(i8(-7), b_u8)), widening_mul(b_u8, a_u8))")
+    assert validate_result(a, good, None, 1) == ("", "exhaustive")  # no Z3 resources needed
+    why, how = validate_result(a, parse("i32(widening_mul(a_u8, b_u8))"), None, 1)
+    assert why.startswith("translation validation INVALID by exhaustion (a = 0, b = 1)") and how == ""
+    # with flag facts a difference outside them does not refute: Z3 decides under the facts
+    flagged = parse("add.nsw(x_i8, y_i8)")
+    assert validate_result(flagged, parse("saturating_add(x_i8, y_i8)"), None, 1_000_000) == ("", "full")
 
 
 def test_shared_proof_on_the_gaussian_row_is_cheap() -> None:
