@@ -23,9 +23,10 @@ warm-up and not counted: figures are a long-running process's compile time, as i
 generators. Medians over the benchmarks per ISA.
 
 Outputs go to the folder given with -o (default ./compile-time-out): results.json, compile_time.md,
-compile_time.png. `--write-results` also replaces the compile-time section of benchmarks/RESULTS.md with
-compile_time.md (never without the flag). Works on older checkouts too (module paths before and after the
-issue 23 restructure), so one command measures before and after.
+compile_time.png. `--write-results` also replaces the compile-time section of
+benchmarks/RESULTS_COMPILE_TIME.md with compile_time.md (never without the flag; RESULTS.md is the
+harness's, generated whole). Works on older checkouts too (module paths before and after the issue 23
+restructure), so one command measures before and after.
 """
 
 from __future__ import annotations
@@ -320,8 +321,9 @@ def markdown(data: dict[str, Any]) -> str:
         lines += ["### `pitchfork.compile` per phase beside LLVM alone and Halide 21", "",
                   "Per ISA, the median over the benchmarks of each contender's median compile time (parameter set "
                   "0; each child process warms up once, then compiles each contender in rotation). Phases: Halide "
-                  "capture / selection (lift + lower) / codegen (statement parse, loop passes, IR emission) / LLVM "
-                  "(O3, object and assembly). Halide 21: x86 `compile_jit`, arm64 `compile_to_assembly`, hvx128 "
+                  "capture / selection (lift + lower) / codegen (statement parse, loop passes, IR emission; from the "
+                  "issue 26 changes on also llvmlite's printing of the module, before them in LLVM) / LLVM "
+                  "(parse, verify, O3, assembly; the object is emitted when first asked for). Halide 21: x86 `compile_jit`, arm64 `compile_to_assembly`, hvx128 "
                   "`compile_to_llvm_assembly` + llc -O3.", "",
                   "| checkout | ISA | PITCHFORK total (capture / selection / codegen / LLVM) | selection share "
                   "| LLVM alone total (same) | Halide 21 | PITCHFORK / LLVM alone | PITCHFORK / Halide 21 |",
@@ -423,6 +425,10 @@ def plot(data: dict[str, Any], path: Path) -> None:
 
 
 def write_results(md: str, results: Path) -> None:
+    """Replace the "## Compile time" section of `results` with `md` (the file is made if missing)."""
+    if not results.exists():
+        results.write_text(md)
+        return
     text = results.read_text()
     start = text.find("## Compile time")
     if start < 0:
@@ -444,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-compile", action="store_true")
     p.add_argument("--skip-selection", action="store_true")
     p.add_argument("--write-results", action="store_true", help="replace the compile-time section of "
-                   "benchmarks/RESULTS.md with this run's table")
+                   "benchmarks/RESULTS_COMPILE_TIME.md with this run's table")
     p.add_argument("--child", nargs=2, metavar=("BENCH", "ISA"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -483,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     plot(data, out / "compile_time.png")
     print(md)
     if args.write_results:
-        write_results(md, ROOT / "benchmarks" / "RESULTS.md")
+        write_results(md, ROOT / "benchmarks" / "RESULTS_COMPILE_TIME.md")
     return 0
 
 
