@@ -23,9 +23,10 @@ warm-up and not counted: figures are a long-running process's compile time, as i
 generators. Medians over the benchmarks per ISA.
 
 Outputs go to the folder given with -o (default ./compile-time-out): results.json, compile_time.md,
-compile_time.png. `--write-results` also replaces the compile-time section of benchmarks/RESULTS.md with
-compile_time.md (never without the flag). Works on older checkouts too (module paths before and after the
-issue 23 restructure), so one command measures before and after.
+compile_time.png. `--write-results` also replaces the compile-time section of
+benchmarks/RESULTS_COMPILE_TIME.md with compile_time.md (never without the flag; RESULTS.md is the
+harness's, generated whole). Works on older checkouts too (module paths before and after the issue 23
+restructure), so one command measures before and after.
 """
 
 from __future__ import annotations
@@ -238,6 +239,7 @@ def child(name: str, isa: str, repeat: int) -> dict[str, Any]:
              ("halide21", lambda: _halide(bench, isa))]
     runs: dict[str, list] = {k: [] for k, _ in kinds}
     errors: dict[str, str] = {}
+    load0 = os.getloadavg()[0]
     for r in range(repeat + 1):  # round 0 is the warm-up
         order = kinds[r % 3:] + kinds[:r % 3]  # rotate who goes first: load drifts hit all alike
         for k, f in order:
@@ -256,7 +258,8 @@ def child(name: str, isa: str, repeat: int) -> dict[str, Any]:
             med[k] = {p: statistics.median(x[p] for x in rows) for p in rows[0] if p != "how"}
             if "how" in rows[0]:
                 med[k]["how"] = rows[0]["how"]
-    return {"bench": name, "isa": isa, "median": med, "errors": errors}
+    return {"bench": name, "isa": isa, "median": med, "errors": errors,
+            "load": [round(load0, 1), round(os.getloadavg()[0], 1)]}  # 1-minute load at start and end
 
 
 def compile_rows(benches: list[str], isas: list[str], repeat: int, roots: list[Path],
@@ -308,7 +311,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
 def markdown(data: dict[str, Any]) -> str:
     lines = ["## Compile time (seconds, medians; `python -m benchmarks.compile_time`)", ""]
     host = data["host"]
-    lines.append(f"Measured {host['date']} on {host['cpus']} CPUs, load average {host['load']} at the start "
+    loads = [x for r in data.get("compile", {}).get("rows", []) for x in r.get("load", [])]
+    during = f", {min(loads)}-{max(loads)} during the compile measurements" if loads else ""
+    lines.append(f"Measured {host['date']} on {host['cpus']} CPUs, load average {host['load']} at the start{during} "
                  "(a shared machine: wall times include waiting for a core; CPU times do not).")
     lines.append("")
     comp = data.get("compile")
@@ -316,8 +321,9 @@ def markdown(data: dict[str, Any]) -> str:
         lines += ["### `pitchfork.compile` per phase beside LLVM alone and Halide 21", "",
                   "Per ISA, the median over the benchmarks of each contender's median compile time (parameter set "
                   "0; each child process warms up once, then compiles each contender in rotation). Phases: Halide "
-                  "capture / selection (lift + lower) / codegen (statement parse, loop passes, IR emission) / LLVM "
-                  "(O3, object and assembly). Halide 21: x86 `compile_jit`, arm64 `compile_to_assembly`, hvx128 "
+                  "capture / selection (lift + lower) / codegen (statement parse, loop passes, IR emission; from the "
+                  "issue 26 changes on also llvmlite's printing of the module, before them in LLVM) / LLVM "
+                  "(parse, verify, O3, assembly; the object is emitted when first asked for). Halide 21: x86 `compile_jit`, arm64 `compile_to_assembly`, hvx128 "
                   "`compile_to_llvm_assembly` + llc -O3.", "",
                   "| checkout | ISA | PITCHFORK total (capture / selection / codegen / LLVM) | selection share "
                   "| LLVM alone total (same) | Halide 21 | PITCHFORK / LLVM alone | PITCHFORK / Halide 21 |",
@@ -419,6 +425,10 @@ def plot(data: dict[str, Any], path: Path) -> None:
 
 
 def write_results(md: str, results: Path) -> None:
+    """Replace the "## Compile time" section of `results` with `md` (the file is made if missing)."""
+    if not results.exists():
+        results.write_text(md)
+        return
     text = results.read_text()
     start = text.find("## Compile time")
     if start < 0:
@@ -440,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-compile", action="store_true")
     p.add_argument("--skip-selection", action="store_true")
     p.add_argument("--write-results", action="store_true", help="replace the compile-time section of "
-                   "benchmarks/RESULTS.md with this run's table")
+                   "benchmarks/RESULTS_COMPILE_TIME.md with this run's table")
     p.add_argument("--child", nargs=2, metavar=("BENCH", "ISA"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -479,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     plot(data, out / "compile_time.png")
     print(md)
     if args.write_results:
-        write_results(md, ROOT / "benchmarks" / "RESULTS.md")
+        write_results(md, ROOT / "benchmarks" / "RESULTS_COMPILE_TIME.md")
     return 0
 
 

@@ -26,11 +26,11 @@ import time
 from typing import Any
 
 
-def build(size: int) -> tuple[Any, Any, Any]:
-    """(output Func, input ImageParam, input array): a 5x5 box filter of u8 pixels through 16-bit
-    sums, rows split in strips of 32 run in parallel, the horizontal pass computed per strip."""
+def blur5(split: int = 32) -> tuple[Any, Any]:
+    """(output Func, input ImageParam): a 5x5 box filter of u8 pixels through 16-bit sums, rows in
+    strips of `split` run in parallel, the horizontal pass computed per strip (an allocation inside
+    the task: on the heap past 16 KiB). tests/pitchfork/codegen/test_parallel.py compiles it too."""
     import halide as hl
-    import numpy as np
 
     x, y, yo, yi = hl.vars("x y yo yi")
     inp = hl.ImageParam(hl.UInt(8), 2, "input")
@@ -38,8 +38,16 @@ def build(size: int) -> tuple[Any, Any, Any]:
     bx[x, y] = sum(hl.u16(inp[x + i, y]) for i in range(5))
     out = hl.Func("blur5")
     out[x, y] = hl.u8((sum(bx[x, y + j] for j in range(5)) + 12) / 25)
-    out.split(y, yo, yi, 32).parallel(yo).vectorize(x, 32)
+    out.split(y, yo, yi, split).parallel(yo).vectorize(x, 32)
     bx.compute_at(out, yo).vectorize(x, 32)
+    return out, inp
+
+
+def build(size: int) -> tuple[Any, Any, Any]:
+    """(output Func, input ImageParam, input array): `blur5` in strips of 32 rows."""
+    import numpy as np
+
+    out, inp = blur5(32)
     rng = np.random.default_rng(1)
     return out, inp, rng.integers(0, 256, (size + 4, size + 4), dtype=np.uint8)
 

@@ -6,13 +6,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any
 
 
-def compile(pipeline_or_func: Any, args: Any, target: str = "x86-avx2", isel: str = "pitchfork",
-            name: str = "pipeline", fallback: bool = True, engine: str = "greedy",
-            passes: Optional[Sequence[str]] = None, disable_passes: Sequence[str] = ()) -> Any:
-    from pitchfork.api import compile as _compile
+def __getattr__(name: str) -> Any:
+    # `pitchfork.compile` is pitchfork.api.compile itself, imported on first use: importing the package
+    # (as every `pitchfork` command does) must not load Halide and LLVM.
+    if name == "compile":
+        from pitchfork.api import compile
 
-    return _compile(pipeline_or_func, args, target=target, isel=isel, name=name, fallback=fallback, engine=engine,
-                    passes=passes, disable_passes=disable_passes)
+        return compile
+    raise AttributeError(f"module 'pitchfork' has no attribute {name!r}")

@@ -392,15 +392,17 @@ def _log(title: str, text: str) -> None:
 
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
             name: str = "pipeline", fallback: bool = True, engine: str = "greedy",
-            passes: Optional[Sequence[str]] = None, disable_passes: Sequence[str] = ()) -> CompiledPipeline:
+            passes: Optional[Sequence[str]] = None, disable_passes: Sequence[str] = (),
+            enable_passes: Sequence[str] = ()) -> CompiledPipeline:
     """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
     short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
     `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError).
     `engine` is the lifting engine of isel=pitchfork: "greedy" (the TRS) or "egraph"
     (pitchfork/selection/egraph). The passes run are pitchfork.passes.pipeline's list for (target,
     isel) (`pitchfork compile --print-passes`): `passes` names the loop passes to run instead of the
-    isel's, `disable_passes` removes passes by name; a name that is no pass is a UsageError listing
-    the valid ones."""
+    isel's, `enable_passes` adds shared codegen passes the isel does not run by default (the harness
+    gives LLVM alone the data-movement strategies PITCHFORK uses), `disable_passes` removes passes by
+    name; a name that is no pass is a UsageError listing the valid ones."""
     import halide as hl
 
     if engine != "greedy":
@@ -410,13 +412,14 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
             raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         with lift_engine(engine):
             return compile(pipeline_or_func, args, target, isel, name, fallback, passes=passes,
-                           disable_passes=disable_passes)
+                           disable_passes=disable_passes, enable_passes=enable_passes)
 
     spec = parse_target(target)  # a short name or a Halide target string (pitchfork/targets/target_strings.py)
     target = spec.isa
     if isel not in ("pitchfork", "llvm"):
         raise UsageError(f"unknown isel {isel!r}; choose 'pitchfork' or 'llvm'")
-    plist = resolve(target, isel, None if passes is None else list(passes), list(disable_passes))
+    plist = resolve(target, isel, None if passes is None else list(passes), list(disable_passes),
+                    list(enable_passes))
     debug = debug_level()
     pipeline = pipeline_or_func if isinstance(pipeline_or_func, hl.Pipeline) else hl.Pipeline(pipeline_or_func)
     args = check_arguments(pipeline, args)  # a list, with every Param the pipeline uses (no fallback)
@@ -446,6 +449,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         cg = run_deep(frontend)  # the walkers recurse per nesting level: a deep stack, bounded (deep.py)
         if debug >= 2:
             _log(f"{name}: LLVM IR from codegen", str(cg.module))
+        ir_text = str(cg.module)  # llvmlite's printing: our codegen's cost, not LLVM's
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
         stats.selection_seconds = cg.stats.selection_seconds
         stats.rules_fired = dict(cg.stats.rules_fired)
@@ -459,7 +463,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         # Below HVX v66, what the instruction tables do not mark may still be an intrinsic LLVM cannot
         # select for that version, and LLVM aborts the process then: compiled in a forked child, so
         # it becomes a CompileError and a fallback naming the intrinsic.
-        module = compile_module(str(cg.module), machine_target(spec), i64_halves=plist.on("hvx_i64_halves"),
+        module = compile_module(ir_text, machine_target(spec), i64_halves=plist.on("hvx_i64_halves"),
                                 pairs=plist.on("hvx_pairs"), isolate=spec.isa == "hvx128" and spec.hvx_version < 66,
                                 trace=(lambda stage, text: _log(f"{name}: LLVM IR after {stage}", text))
                                 if debug >= 2 else None)

@@ -2,7 +2,8 @@
 
     python scripts/dump_bench_ir.py OUT_DIR [--bench NAME ...] [--isa ISA ...] [--isel pitchfork|llvm ...]
 
-One file per compile, `OUT_DIR/<bench>.<isa>.<isel>.p<pset>.ll` (or `.err` holding the one-line error).
+Per compile `OUT_DIR/<bench>.<isa>.<isel>.p<pset>`: `.ll` (the optimised IR), `.src.ll` (codegen's IR, before
+O3), `.s` (the assembly), `.o.sha1` (the object file's hash), or `.err` holding the one-line error.
 Run it once on an old commit and once on a new one, then `diff -r OLD NEW`: a change that must not change
 outputs (a faster selector, a rule cache) leaves every file identical. Never writes into the source tree
 unless told to.
@@ -11,6 +12,7 @@ unless told to.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 import time
 from pathlib import Path
@@ -41,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
                         prog = pitchfork.compile(out, fargs, target=isa, isel=isel, name=f"{name}_{isel}",
                                                  fallback=False)
                         stem.parent.joinpath(stem.name + ".ll").write_text(prog.llvm_ir())
+                        assert prog.module is not None
+                        stem.parent.joinpath(stem.name + ".src.ll").write_text(prog.module.source_ir)
+                        stem.parent.joinpath(stem.name + ".s").write_text(prog.assembly())
+                        digest = hashlib.sha1(prog.module.object_bytes()).hexdigest()
+                        stem.parent.joinpath(stem.name + ".o.sha1").write_text(digest + "\n")
                         status = "ok"
                     except Exception as e:  # noqa: BLE001 - recorded, compared like the IR
                         stem.parent.joinpath(stem.name + ".err").write_text(f"{type(e).__name__}: {e}\n")

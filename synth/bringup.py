@@ -30,7 +30,7 @@ def bring_up_hidden(isa: str) -> tuple[str, ...]:
     """What a bring-up leaves out of the baseline: the hand-written lowering rules of the ISA and the
     synthesized ones committed in rules/synthesized/ (learned with the hand-written rules present)."""
     from pitchfork.selection.synthesized import SYNTH_DIR, load_rules
-    from synth.driver import ISA_STEMS
+    from synth.stages import ISA_STEMS
 
     hand = hand_lowering_names(isa)  # loads the ISA's instruction table first
     committed = load_rules(SYNTH_DIR / f"lower_{ISA_STEMS[isa]}.rules")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Optional
 from fpir.term import Term
 from pitchfork.selection.synthesized import provenance
 from pitchfork.trs.rules import RuleSet
+from synth.stages import ISA_STEMS, stage_inputs, stage_path
 
 if TYPE_CHECKING:
     from synth.driver import Options, RunReport
@@ -31,8 +32,6 @@ def _synth_names(stage: str) -> set[str]:
 
     if stage == "lift":
         return {r.name for r in synthesized_rules("lift")}
-    from synth.driver import ISA_STEMS
-
     return {r.name for r in synthesized_rules(f"lower_{ISA_STEMS[stage.split(':', 1)[1]]}")}
 
 
@@ -62,17 +61,9 @@ def fire_counts(
     return rw.stats.fired, rw.stats.not_decreasing
 
 
-def stage_inputs(stage: str, inputs: dict[str, dict[str, list[Term]]]) -> dict[str, list[Term]]:
-    """The whole expressions a stage's rules apply to (lifting: every ISA's; lowering: its ISA's)."""
-    from synth.driver import _merged
-
-    return _merged(inputs) if stage == "lift" else inputs[stage.split(":", 1)[1]]
-
-
 def census_and_drop(
     stages: list[str], inputs: dict[str, dict[str, list[Term]]], opts: "Options", report: "RunReport"
 ) -> None:
-    from synth.driver import _stage_path
     from synth.output import write_rules
     from synth.rulesnap import activate, take
 
@@ -83,7 +74,7 @@ def census_and_drop(
         fired, lost = fire_counts(stage, stage_inputs(stage, inputs), opts.hide)
         names = _synth_names(stage) - set(opts.hide)
         report.census[stage] = {n: fired.get(n, 0) for n in sorted(names)}
-        path, header = _stage_path(stage, opts.out_dir)
+        path, header = stage_path(stage, opts.out_dir)
         if not path.exists():
             continue
         drop: list[tuple[str, str]] = []

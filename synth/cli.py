@@ -301,7 +301,7 @@ def _report_bring_up(opts: Options, report: RunReport) -> None:
     import json
 
     from synth.bringup import rediscovery
-    from synth.driver import ISA_STEMS
+    from synth.stages import ISA_STEMS
     from synth.output import existing_rules
 
     isa = opts.isas[0]

@@ -45,10 +45,10 @@ from synth.output import (
     write_rules,
 )
 from synth.rulesnap import RuleSnapshot, activate, active, take
+from synth.stages import ISA_STEMS, merged_inputs, stage_inputs, stage_path  # noqa: F401 (ISA_STEMS re-exported)
 from synth.tasks import Task, run_task
 
 ROOT = Path(__file__).resolve().parent.parent
-ISA_STEMS = {"x86-avx2": "x86_avx2", "arm64": "arm_neon", "hvx128": "hvx"}
 QUICK_BENCHMARKS = ("sobel3x3",)
 
 
@@ -355,7 +355,7 @@ def _firing(
 ) -> list[Decision]:
     """The selected rules that fire when the stage's whole expressions are compiled with them (the
     others become "never-fires": a rule for a cut that the compiler never sees as such)."""
-    from synth.census import fire_counts, stage_inputs
+    from synth.census import fire_counts
     from pitchfork.trs.rules import RuleSet
 
     new = [parse_rule(f"{d.name}: {d.candidate.text}", "<synthesized>", 1)
@@ -403,15 +403,6 @@ def _base_rules(stage: str, hide: tuple[str, ...]) -> list[Any]:
     return [r for r in rules if r.name not in hide]
 
 
-HEADERS = {
-    "lift": "# Lifting rules synthesized by pitchfork-synth (synth/): do not edit by hand; re-run it.\n"
-    "# Each rule was proven by Z3 at every type instance it can match (synth/verify.py).",
-    "lower": "# {isa} lowering rules synthesized by pitchfork-synth (synth/): do not edit by hand; "
-    "re-run it.\n"
-    "# Each rule was proven by Z3 at every type instance it can match (synth/verify.py).",
-}
-
-
 def capture(opts: Options, cache: Cache, report: RunReport) -> dict[str, dict[str, list[Term]]]:
     """ISA -> source -> the whole expressions the compiler selects instructions for (benchmarks on
     that ISA's schedule with isel=pitchfork; expression files on every ISA)."""
@@ -434,22 +425,6 @@ def capture(opts: Options, cache: Cache, report: RunReport) -> dict[str, dict[st
     return out
 
 
-def _merged(inputs: dict[str, dict[str, list[Term]]]) -> dict[str, list[Term]]:
-    merged: dict[str, list[Term]] = {}
-    for per_isa in inputs.values():
-        for source, terms in per_isa.items():
-            have = merged.setdefault(source, [])
-            have.extend(t for t in terms if t not in have)
-    return merged
-
-
-def _stage_path(stage: str, out_dir: Path) -> tuple[Path, str]:
-    if stage == "lift":
-        return out_dir / "lift.rules", HEADERS["lift"]
-    isa = stage.split(":", 1)[1]
-    return out_dir / f"lower_{ISA_STEMS[isa]}.rules", HEADERS["lower"].format(isa=isa)
-
-
 def run(opts: Options) -> RunReport:
     """Corpus, then the stages in order (lift, then lowering per ISA), each with its own budgets
     (`max_lhs`/`max_lower_lhs` left sides, `time_limit` seconds to hand out tasks), each planned
@@ -462,7 +437,7 @@ def run(opts: Options) -> RunReport:
     inputs = capture(opts, cache, report)
     report.inputs = inputs
     corpus = Corpus()
-    for source, terms in _merged(inputs).items():
+    for source, terms in merged_inputs(inputs).items():
         for t in terms:
             corpus.add_expression(t, source, opts.max_nodes)
     report.corpus_entries = len(corpus)
@@ -528,7 +503,7 @@ def _run_stage(
         c = candidate_from(r, sorted(src), count)
         if c is not None:
             cands.append(c)
-    path, header = _stage_path(stage, opts.out_dir)
+    path, header = stage_path(stage, opts.out_dir)
     base = _base_rules(stage, opts.hide)
     names = {r.name for r in base}
     base += [r for r in existing_rules(path) if r.name not in names]  # the output file's own rules

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
+from synth.stages import ISA_STEMS
+
 ROOT = Path(__file__).resolve().parent.parent
 WITHDRAWN = "withdrawn.txt"
 
@@ -46,8 +48,6 @@ class RuleSnapshot:
 
     def stage_digest(self, stage: str) -> str:
         """What the tasks of `stage` ("lift" or "lower:<isa>") depend on."""
-        from synth.driver import ISA_STEMS
-
         names = ["lift.rules", WITHDRAWN]
         hand = [h for h in self.hand if h[0].startswith("lift/")]
         if stage.startswith("lower:"):

@@ -154,13 +154,8 @@ def test_cycle_finder_names_a_cycle() -> None:
 #: debt to break by moving the shared piece down, listed so that any other cycle, or one of these
 #: growing, fails now. Remove an entry when its cycle is gone (test_known_cycles_still_exist).
 KNOWN_CYCLES: tuple[frozenset[str], ...] = (
-    frozenset({"pitchfork.trs.cache", "pitchfork.trs.rules"}),  # issue 26
     frozenset({"pitchfork.selection.egraph.engine", "pitchfork.selection.lift", "pitchfork.selection.synthesized",
                "pitchfork.targets"}),  # issue 28
-    frozenset({"benchmarks.harness.honest", "benchmarks.harness.report"}),  # issue 25
-    frozenset({"benchmarks.harness.ablation", "benchmarks.harness.ablation_rows", "benchmarks.harness.run"}),
-    frozenset({"synth.census", "synth.driver", "synth.rulesnap", "synth.tasks"}),  # issue 29
-    frozenset({"pitchfork.codegen.floats", "pitchfork.codegen.to_fpir"}),  # issue 24 (vector floats)
 )
 
 

@@ -4,8 +4,8 @@ A run compiles `pitchfork_hand` (synthesized rules off) beside `pitchfork` (on, 
 run says so); the worker measures `pitchfork_hand` only when its code differs (`same_code_as`
 otherwise). Gain = cost with hand-written rules only / cost with synthesized rules too, per benchmark
 the geomean over the run's parameter sets: x86 the paired ratio of measured times, ARM and HVX the
-weighted static estimates. The cells have the shape benchmarks/harness/ablation.py writes, so its
-markdown and plot render them; `write` puts ablation.json, RESULTS_ABLATION.md and ablation.png in
+weighted static estimates. The cells have the shape benchmarks/harness/ablation.py writes, so
+ablation_report.py's markdown and plot render them; `write` puts ablation.json, RESULTS_ABLATION.md and ablation.png in
 the run's output directory (report.write_all then appends RESULTS_ABLATION.md to RESULTS.md).
 """
 
@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from benchmarks.harness.ablation_report import markdown, plot
 from benchmarks.harness.tables import index_rows as _index, cases, geomean, measured_ratio, metric
 
 
@@ -69,14 +70,12 @@ def data_from_run(data: dict[str, Any]) -> dict[str, Any]:
 
 def write(data: dict[str, Any], out_dir: Path) -> None:
     """ablation.json, RESULTS_ABLATION.md and ablation.png from the run's rows (before RESULTS.md)."""
-    from benchmarks.harness import ablation
-
     ab = data_from_run(data)
     if not any(c["status"] != "failed" for c in ab["cells"]):
         return  # the run had no pitchfork_hand rows: leave any earlier ablation alone
     out_dir = Path(out_dir)
     (out_dir / "ablation.json").write_text(json.dumps(ab, indent=1))
     text = re.sub(r"`python -m benchmarks\.harness\.ablation( --quick)?`",
-                  lambda _: f"`{ab['meta']['from_run']}` (the run's `pitchfork_hand` rows)", ablation.markdown(ab, out_dir))
+                  lambda _: f"`{ab['meta']['from_run']}` (the run's `pitchfork_hand` rows)", markdown(ab, out_dir))
     (out_dir / "RESULTS_ABLATION.md").write_text(text)
-    ablation.plot(ab, out_dir / "ablation.png")
+    plot(ab, out_dir / "ablation.png")

@@ -9,8 +9,13 @@ compare across runs where absolute x86 times would not. Nothing here measures an
 
 `python -m benchmarks.harness.compare BEFORE.json AFTER.json` prints the same table.
 
-A kept baseline (benchmarks/baselines/) need only hold what this module reads: per row bench, isa,
-variant, pset, status, time.median_ms, static.total and hot_loop.instructions, and the run's meta.
+A kept baseline (benchmarks/baselines/) need only hold what this module reads: `trim(data)` keeps the
+run's meta and per row bench, isa, variant, pset, status, time.median_ms and time.samples_ms (x86's
+paired ratios, benchmarks/harness/measure.py), static.total and hot_loop.instructions; the section of
+a trimmed run is the section of the run it was cut from (a few percent of its size: no loop tables,
+histograms or assembly blocks). Every harness run writes its trimmed copy as `baseline.json` beside
+`results.json`; `python -m benchmarks.harness.compare --trim RESULTS_JSON -o OUT.json` trims an
+earlier one.
 """
 
 from __future__ import annotations
@@ -25,9 +30,35 @@ from typing import Any, Optional, Sequence
 MOVED = 0.05
 
 
+#: What a trimmed row keeps: these keys whole, and of each dict-valued key the fields listed.
+ROW_KEYS = ("bench", "isa", "variant", "pset", "status")
+ROW_FIELDS = {"time": ("median_ms", "samples_ms"), "static": ("total",), "hot_loop": ("instructions",)}
+
+
 def load(path: str | Path) -> dict[str, Any]:
     with open(path) as f:
         return json.load(f)
+
+
+def trim(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (a results.json) cut to what `section` reads (ROW_KEYS, ROW_FIELDS and the meta). A
+    missing or empty field stays missing, which `section` reads as the full run's absent value."""
+    rows = []
+    for r in data["rows"]:
+        out = {k: r[k] for k in ROW_KEYS if k in r}
+        for k, fields in ROW_FIELDS.items():
+            v = r.get(k)
+            if v:
+                out[k] = {f: v[f] for f in fields if f in v}
+        rows.append(out)
+    return {"meta": data["meta"], "rows": rows}
+
+
+def write_trimmed(data: dict[str, Any], path: str | Path) -> None:
+    """`trim(data)` as JSON at `path`, in results.json's layout (indent 1)."""
+    with open(path, "w") as f:
+        json.dump(trim(data), f, indent=1)
+        f.write("\n")
 
 
 def _hot(data: dict[str, Any]) -> dict[tuple[str, str], Optional[int]]:
@@ -107,16 +138,23 @@ def baseline_section(data: dict[str, Any]) -> list[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.harness.compare",
-                                 description="an earlier results.json beside a later one")
-    ap.add_argument("before")
-    ap.add_argument("after")
+                                 description="an earlier results.json beside a later one; with --trim, "
+                                             "a results.json cut to what the comparison reads")
+    ap.add_argument("files", nargs="+", metavar="RESULTS_JSON", help="BEFORE AFTER, or with --trim one file")
+    ap.add_argument("--trim", action="store_true", help="write RESULTS_JSON trimmed (a baseline to keep) to -o")
+    ap.add_argument("-o", "--output", metavar="OUT_JSON", help="with --trim: where the trimmed copy goes")
     a = ap.parse_args(argv)
+    if a.trim != (len(a.files) == 1) or (a.trim and not a.output) or (a.output and not a.trim):
+        ap.error("give BEFORE AFTER, or --trim RESULTS_JSON -o OUT_JSON")
     try:
-        before, after = load(a.before), load(a.after)
-    except (OSError, ValueError) as e:
+        loaded = [load(f) for f in a.files]
+        if a.trim:
+            write_trimmed(loaded[0], a.output)
+            return 0
+    except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"error: {e}")
         return 2
-    print("\n".join(section(before, after, name=a.before)))
+    print("\n".join(section(loaded[0], loaded[1], name=a.files[0])))
     return 0
 
 

@@ -3,7 +3,7 @@
 Rows (variants) of a run, per benchmark x ISA x parameter set:
 
 * `pitchfork`: PITCHFORK as shipped (every loop pass on, isel=pitchfork);
-* `pitchfork_sel`: PITCHFORK with only the loop passes LLVM alone gets too (variants.shared_passes):
+* `pitchfork_sel`: PITCHFORK with only the passes LLVM alone gets too (variants.shared_passes):
   isel=pitchfork's instruction selection and nothing else of ours;
 * `pitchfork_nopass`: PITCHFORK with no loop pass;
 * `llvm`: LLVM alone (isel=llvm) with those same shared loop passes;
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from benchmarks.harness.report import PAPER, _f
-from benchmarks.harness.tables import ISA_TITLE, index_rows as _index, cases, geomean, measured_ratio, metric, per_benchmark, ratio
+from benchmarks.harness.tables import (ISA_TITLE, PAPER, cases, fmt as _f, geomean, index_rows as _index,
+                                       measured_ratio, metric, per_benchmark, ratio)
 
 SECOND = {"arm64": "llvm-mca apple-m1", "hvx128": "HVX cycles (hvx_cycles)"}
 UNIT = {"x86-avx2": "measured time", "arm64": "llvm-mca cycles, cortex-a76 (the core compiled for)",
@@ -132,13 +132,14 @@ def _shared_passes_line(isas: list[str]) -> list[str]:
         return [f"**(a) and (b) are not measured in this revision**: {e} (the loop passes are not yet switchable), "
                 "so `pitchfork_sel` and `pitchfork_nopass` are failure rows and only the total and (c) are "
                 "given; the total mixes instruction selection with the loop passes only PITCHFORK runs.", ""]
-    return ["Loop passes both sides get in (a) (`pitchfork.passes.pipeline.STATEMENT_PASSES`, `passes=`): "
+    return ["Passes both sides get in (a) (`pitchfork.passes.pipeline.shared_passes`: every loop pass and the "
+            "codegen strategies that only move data; `passes=` and `enable_passes=`): "
             + "; ".join(f"{isa}: {', '.join(p) or 'none'}" for isa, p in got.items()) + ". LLVM alone compiles "
             "their output with its own selection (dot_products hands it the VectorReduce Halide itself would "
-            "make). **Not yet separated**: the codegen-level HVX restructurings (hvx_accumulate, loads at a known "
-            "misalignment as aligned blocks + valign, whole-register interleaves, register pairs) are not "
-            "switchable yet (issue 23's pass list) and run for isel=pitchfork only, inside (a) and outside (b); "
-            "on HVX (a) still contains them.", ""]
+            "make; hvx_aligned_loads the aligned blocks + valign Halide's own AlignLoads makes). (b) turns them "
+            "all off. The remaining codegen passes of isel=pitchfork choose instructions (accumulation order, "
+            "register-pair forms, vshuff interleaves, reductions to one lane, x86 pack lane order, widened "
+            "splats: `pitchfork compile --print-passes`) and count as instruction selection in (a).", ""]
 
 
 def _halide_failures(data: dict[str, Any], isa: str) -> list[str]:

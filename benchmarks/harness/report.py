@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from benchmarks.harness.compare import baseline_section
-from benchmarks.harness.tables import ISA_TITLE, cases, geomean, index_rows, labels, metric, ratio, summary, table
+from benchmarks.harness.honest import sections as headline  # the three columns (issue 25)
+from benchmarks.harness.tables import (ISA_TITLE, PAPER, cases, fmt as _f, geomean, index_rows, labels, metric,
+                                       ratio, summary, table)
 
-#: The paper's section 5.1 / Figure 5: geomean (max) speedup over LLVM alone per ISA. The per-benchmark
-#: bars of Figure 5 are not given as numbers in the text.
-PAPER = {"x86-avx2": (1.31, 3.40), "arm64": (1.82, 8.33), "hvx128": (2.44, 5.76)}
 #: Other figures the paper states as numbers (its text; the plots are not quoted): the Sobel filter's
 #: speedup over LLVM alone (section 2, Figure 3), the comparison with Rake (section 5.1; the paper has
 #: no comparison with Halide's own selector, of which PITCHFORK later became a part, and Rake has no
@@ -29,10 +28,6 @@ PAPER_VS_RAKE = {"arm64": (0.02, 0.09, None), "hvx128": (0.13, 0.50, "matmul")} 
 PAPER_ABLATION = {"arm64": 1.09, "hvx128": 1.14}  # geomean gain of synthesized rules; max 4.99x average_pool HVX
 GOALS = {"x86-avx2": 1.3, "arm64": 1.8, "hvx128": 2.4}
 UNIT = {"x86-avx2": "measured time", "arm64": "llvm-mca cycles (cortex-a76), weighted", "hvx128": "VLIW packets, weighted"}
-
-
-def _f(x: Optional[float], nd: int = 2, suffix: str = "x") -> str:
-    return "—" if x is None else f"{x:.{nd}f}{suffix}"
 
 
 def _time_at_static_size(row: Optional[dict[str, Any]]) -> Optional[float]:
@@ -177,8 +172,6 @@ def markdown(data: dict[str, Any], out_dir: Optional[Path] = None) -> str:
                     f"* Leave-one-out: {meta.get('exclude_rules_from') or 'off'} (the synthesized-rules ablation with leave-one-out is its own section below)",
                     _overhead_line(meta),
                     "* Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()), ""]
-    from benchmarks.harness.honest import sections as headline  # the three columns (issue 25)
-
     L += headline(data)
     L += ["## Summary (PITCHFORK as shipped: selection and loop passes together)", "",
           "Speedup = LLVM alone / PITCHFORK; vs Halide 21 = Halide 21 / PITCHFORK (above 1: PITCHFORK is faster). "

@@ -53,13 +53,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-dir", "-o", default=None, help="where results.json, RESULTS.md and the "
                    f"PNGs go (default ./{DEFAULT_OUT_NAME} in the current directory)")
     p.add_argument("--write-results", action="store_true",
-                   help="write into benchmarks/ (refresh the committed RESULTS.md, results.json and plots)")
+                   help="write into benchmarks/ (refresh the committed RESULTS.md, results.json, baseline.json and plots)")
     p.add_argument("--engine", choices=("greedy", "egraph"), default="greedy",
                    help="lifting engine of isel=pitchfork (default greedy; egraph: pitchfork/selection/egraph)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per benchmark x ISA worker")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--baseline", metavar="RESULTS_JSON", default=None,
-                   help="an earlier run's results.json: RESULTS.md gets a before/after section beside it")
+                   help="an earlier run's results.json (or its trimmed baseline.json, benchmarks/baselines/*.json): "
+                        "RESULTS.md gets a before/after section beside it")
 
 
 def command_line(args: argparse.Namespace, prog: str = "pitchfork bench") -> str:
@@ -248,6 +249,7 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
 
     from benchmarks import registry
     from benchmarks.harness import report
+    from benchmarks.harness.compare import load, write_trimmed
 
     console = Console(stderr=True)
     benches = _split(args.bench) or registry.available()
@@ -259,7 +261,6 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
                       f"(known: {', '.join(registry.NAMES if unknown else ISAS)})")
         return 2
     if getattr(args, "baseline", None):
-        from benchmarks.harness.compare import load
         try:
             load(args.baseline)
         except (OSError, ValueError) as e:
@@ -331,11 +332,12 @@ def run(args: argparse.Namespace, command: Optional[str] = None) -> int:
     data = {"meta": meta, "rows": rows}
     with open(out_dir / "results.json", "w") as f:
         json.dump(data, f, indent=1)
+    write_trimmed(data, out_dir / "baseline.json")  # what a later --baseline reads, to keep
     from benchmarks.harness import ablation_rows
 
     ablation_rows.write(data, out_dir)  # Figure 7 from this run's own rows (never stale)
     report.write_all(data, out_dir)
     console.print(report.console_summary(data))
-    console.print(f"wrote {out_dir / 'results.json'}, {out_dir / 'RESULTS.md'}, {out_dir / 'speedup.png'}, "
-                  f"{out_dir / 'compile_time.png'}")
+    console.print(f"wrote {out_dir / 'results.json'} (trimmed: {out_dir / 'baseline.json'}), {out_dir / 'RESULTS.md'}, "
+                  f"{out_dir / 'speedup.png'}, {out_dir / 'compile_time.png'}")
     return 0

@@ -9,11 +9,11 @@
 * `halide21`: Halide 21's own compiler (halide21.py).
 
 A loop pass belongs to the shared set when it is not instruction selection and isel=llvm can run it
-(its output is ordinary Halide IR both isels compile). The pass list and its switches are
-`pitchfork.passes.pipeline.STATEMENT_PASSES` (`passes=` of `pitchfork.compile`); the codegen-level HVX
-restructurings (hvx_accumulate, valign loads, ...) are not switchable yet (issue 23's pass list) and
-run with isel=pitchfork in every pitchfork variant. Without switches `pass_options` raises
-`PassSwitchUnavailable` for the variants that need one, which the worker reports as failure rows.
+(its output is ordinary Halide IR both isels compile), and so does each codegen strategy marked
+`shared` in `pitchfork.passes.pipeline` (one that only moves data: hvx128's aligned-block loads).
+The other codegen passes of isel=pitchfork (accumulation order, register-pair forms, vshuff
+interleaves, reductions to one lane, x86 pack lane order, widened splats) choose instructions: they
+are instruction selection and stay in every pitchfork variant.
 
 Variants whose assembly is identical (up to the function's name) are measured once (`code_key`): the
 others copy the measurement and say so (`same_code_as`), so a pass or rule set that changes nothing
@@ -49,42 +49,49 @@ COMPILED: dict[str, Variant] = {
 
 
 class PassSwitchUnavailable(RuntimeError):
-    """pitchfork.compile has no pass switches yet (issue 23's pass list has not landed)."""
+    """pitchfork.compile has no pass switches (a revision before issue 23's pass list)."""
 
 
 def shared_passes(target: str) -> list[str]:
-    """The loop passes both isels get on `target` (see the module docstring): every statement pass of
-    `pitchfork.passes.pipeline.STATEMENT_PASSES` for the target. Each is a semantics-preserving rewrite of the loop
-    nest into ordinary Halide IR that isel=llvm compiles as well (dot_products makes the VectorReduce
-    Halide itself makes of a written-out dot product); none chooses an instruction. The codegen-level
-    HVX restructurings are not switchable yet and stay with isel=pitchfork (said in RESULTS.md)."""
+    """The passes both isels get on `target` (see the module docstring): `pitchfork.passes.pipeline`'s
+    shared passes, i.e. every loop pass and the codegen strategies that only move data (hvx128's
+    aligned-block loads, as Halide's own AlignLoads). Each keeps the program's values and chooses no
+    instruction; isel=llvm compiles their output with its own selection (dot_products makes the
+    VectorReduce Halide itself makes of a written-out dot product)."""
     try:
-        from pitchfork.passes.pipeline import STATEMENT_PASSES
+        from pitchfork.passes.pipeline import shared_passes as _shared
     except ImportError as e:
-        raise PassSwitchUnavailable("pitchfork.api has no pass switches") from e
-    return [p for p, (targets, _) in STATEMENT_PASSES.items() if target in targets]
+        raise PassSwitchUnavailable("pitchfork.passes.pipeline has no shared passes") from e
+    return _shared(target)
 
 
 def pass_options(target: str, variant: Variant) -> dict[str, Any]:
-    """Keyword arguments of pitchfork.compile for `variant`'s loop passes."""
+    """Keyword arguments of pitchfork.compile for `variant`'s passes: "shared" runs every shared pass
+    (loop passes by `passes=`, shared codegen passes the isel does not run by default by
+    `enable_passes=`); "none" runs no loop pass and none of those codegen passes."""
     if variant.loop_passes == "all":
         return {}
-    try:
-        return {"passes": shared_passes(target) if variant.loop_passes == "shared" else []}
-    except PassSwitchUnavailable:
-        if variant.isel == "llvm":  # no switches: LLVM alone runs no loop pass (its default)
-            return {}
-        raise
+    from pitchfork.passes.pipeline import BY_NAME, passes_for
+
+    shared = shared_passes(target)
+    loop = [n for n in shared if BY_NAME[n].kind == "loop"]
+    default = {p.name for p in passes_for(target, variant.isel)}
+    extra = [n for n in shared if BY_NAME[n].kind != "loop"]
+    if variant.loop_passes == "shared":
+        return {"passes": loop, "enable_passes": [n for n in extra if n not in default]}
+    return {"passes": [], "disable_passes": [n for n in extra if n in default]}
 
 
 def compile_key(target: str, name: str) -> tuple[Any, ...]:
     """What `name` is compiled with (isel, the statement passes it runs, synthesized rules on/off): two
     variants with equal keys compile to the same code, so the second is not compiled at all."""
-    from pitchfork.passes.pipeline import statement_passes
-
     v = COMPILED[name]
     try:
-        passes = tuple(statement_passes(target, v.isel, pass_options(target, v).get("passes")))
+        from pitchfork.passes.pipeline import resolve
+
+        kw = pass_options(target, v)
+        passes = resolve(target, v.isel, kw.get("passes"), kw.get("disable_passes", ()),
+                         kw.get("enable_passes", ())).names
     except PassSwitchUnavailable:
         passes = (name,)  # unknown: never equal to another variant's
     return (v.isel, passes, v.synthesized)

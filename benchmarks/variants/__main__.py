@@ -1,6 +1,6 @@
 """`python3 -m benchmarks.variants [-o DIR] [--data FILE ...] [--rounds N] [--nodes N]`: lift every
-program of the variant suite (variants.txt) and the Halide-style pairs (halide_pairs.txt) with both
-engines; per set and engine the hit rate (reached the canonical FPIR ops, benchmarks.variants.hit) and the
+program of the variant suite (variants.txt: each FPIR idiom; bench_keys.txt: each SPEC benchmark's key
+expression) and the Halide-style pairs (halide_pairs.txt) with both engines; per set and engine the hit rate (reached the canonical FPIR ops, benchmarks.variants.hit) and the
 median / p95 lift time per expression, as a rich table, `variants.json` and `variants.png` in DIR
 (default ./variants-out). The e-graph budget is rounds and e-nodes only (no wall-clock limit), so the
 hits do not depend on machine load; the times do."""
@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m benchmarks.variants")
     ap.add_argument("-o", "--output", default="variants-out", help="output folder (default ./variants-out)")
     ap.add_argument("--data", action="append", default=[],
-                    help="variant file (repeatable; default benchmarks/variants/variants.txt and halide_pairs.txt)")
+                    help="variant file (repeatable; default benchmarks/variants/variants.txt, bench_keys.txt "
+                         "and halide_pairs.txt)")
     ap.add_argument("--rounds", type=int, default=Budget().rounds)
     ap.add_argument("--nodes", type=int, default=Budget().nodes)
     args = ap.parse_args(argv)
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     rules = lift_rules()
     budget = Budget(rounds=args.rounds, nodes=args.nodes)
     rows = []
-    files = args.data or [str(DATA), str(DATA.with_name("halide_pairs.txt"))]
+    files = args.data or [str(DATA.with_name(n)) for n in ("variants.txt", "bench_keys.txt", "halide_pairs.txt")]
     for data, g in [(d, g) for d in files for g in load(Path(d))]:
         canon = parse(g.canonical)
         for text in g.variants:

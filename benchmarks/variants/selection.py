@@ -1,8 +1,15 @@
-"""`python3 -m benchmarks.variants.selection [--isa ISA] [--bench NAME ...] [-o DIR]`: each SPEC benchmark
-(first parameter set) compiled with both lifting engines; per benchmark the selection time
-(CompileStats.selection_seconds: lifting + lowering of every vector expression) and whether the two
-engines produced the same assembly (then every static estimate is equal too; where it differs, compare
-with the harness: `python3 -m benchmarks --quick --bench NAME --isa ISA --engine egraph -o DIR`).
+"""`python3 -m benchmarks.variants.selection [--isa ISA ...] [--bench NAME ...] [--repeat N] [-o DIR]`:
+each SPEC benchmark (first parameter set) compiled with both lifting engines; per benchmark the
+selection time (CompileStats.selection_seconds: lifting + lowering of every vector expression), what
+the e-graph engine did (expressions gated, shapes saturated, results taken from the e-graph and how
+they were proved) and whether the two engines produced the same assembly (then every static estimate is
+equal too; where it differs, compare with the harness: `python3 -m benchmarks --quick --bench NAME --isa
+ISA --engine egraph -o DIR`).
+
+Each engine compiles the whole benchmark list in a fresh process of its own (`--engine-only`), so
+neither inherits the other's warm caches, and each pays its own one-time costs (rule loading, the
+e-graph's prelude) as a user's compile would. With `--repeat N` the two run N times in alternating
+order (greedy, egraph, egraph, greedy, ...) and each benchmark's time is the median of its N runs.
 Writes selection.json in DIR (default ./variants-out)."""
 
 from __future__ import annotations
@@ -10,61 +17,139 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import statistics
+import subprocess
+import sys
 import time
 import warnings
+from collections import Counter
 from pathlib import Path
+
+ENGINES = ("greedy", "egraph")
+
+
+def run_engine(engine: str, isa: str, names: list[str]) -> list[dict]:
+    """Compile `names` for `isa` with `engine` in this process; one row per benchmark."""
+    import pitchfork
+    from benchmarks import registry
+    from pitchfork.selection.egraph import engine as eg
+
+    rows = []
+    for name in names:
+        bench = registry.get(name)
+        row: dict = {"bench": name, "isa": isa, "engine": engine}
+        f, fargs = bench.build(isa, bench.param_sets[0])
+        eg._RESULTS.clear()  # per-expression results of this benchmark only (shapes stay cached, as in a real process)
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                prog = pitchfork.compile(f, fargs, target=isa, isel="pitchfork", name=name, fallback=False,
+                                         engine=engine)
+        except Exception as e:  # noqa: BLE001 - a row, never a stopped run
+            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            rows.append(row)
+            continue
+        row["selection_s"] = prog.stats.selection_seconds
+        row["compile_s"] = time.perf_counter() - t0
+        row["vector_expressions"] = prog.stats.vector_expressions
+        row["asm"] = hashlib.sha1(prog.assembly().encode()).hexdigest()
+        if engine == "egraph":
+            kinds: Counter = Counter()
+            for r in eg._RESULTS.values():
+                kinds["gated" if r.rounds == 0 and r.note.startswith("greedy result fully lifted") else
+                      "same_shape" if "same shape" in r.note else "saturated"] += 1
+                if r.source == "egraph":
+                    kinds[f"egraph_{r.proof or 'unproved'}"] += 1
+            row["egraph"] = dict(kinds)
+        rows.append(row)
+    return rows
+
+
+def _child(engine: str, isa: str, names: list[str]) -> list[dict]:
+    cmd = [sys.executable, "-m", "benchmarks.variants.selection", "--engine-only", engine, "--isa", isa]
+    for n in names:
+        cmd += ["--bench", n]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+    if out.returncode != 0:
+        raise SystemExit(f"{engine} run failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
-    import pitchfork
     from benchmarks import registry
 
     ap = argparse.ArgumentParser(prog="python3 -m benchmarks.variants.selection")
-    ap.add_argument("--isa", default="x86-avx2")
+    ap.add_argument("--isa", action="append", default=[], help="repeatable (default x86-avx2)")
     ap.add_argument("--bench", action="append", default=[])
+    ap.add_argument("--repeat", type=int, default=1, help="runs per engine, alternating order (default 1)")
     ap.add_argument("-o", "--output", default="variants-out")
+    ap.add_argument("--engine-only", choices=ENGINES, help=argparse.SUPPRESS)  # the child process
     args = ap.parse_args(argv)
+    names = args.bench or list(registry.NAMES)
+    isas = args.isa or ["x86-avx2"]
+    if args.engine_only:
+        print(json.dumps(run_engine(args.engine_only, isas[0], names)))
+        return 0
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for name in args.bench or list(registry.NAMES):
-        bench = registry.get(name)
-        row: dict = {"bench": name, "isa": args.isa}
-        for engine in ("greedy", "egraph"):
-            f, fargs = bench.build(args.isa, bench.param_sets[0])
-            t0 = time.perf_counter()
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    prog = pitchfork.compile(f, fargs, target=args.isa, isel="pitchfork", name=name,
-                                             fallback=False, engine=engine)
-            except Exception as e:  # noqa: BLE001 - a row, never a stopped run
-                row[f"{engine}_error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                continue
-            row[f"{engine}_selection_s"] = prog.stats.selection_seconds
-            row[f"{engine}_compile_s"] = time.perf_counter() - t0
-            row["vector_expressions"] = prog.stats.vector_expressions
-            row[f"{engine}_asm"] = hashlib.sha1(prog.assembly().encode()).hexdigest()
-        row["same_code"] = row.get("greedy_asm") is not None and row.get("greedy_asm") == row.get("egraph_asm")
-        rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if not k.endswith("_asm")}), flush=True)
-    tg = sum(r.get("greedy_selection_s", 0.0) for r in rows)
-    te = sum(r.get("egraph_selection_s", 0.0) for r in rows)
-    summary = {"greedy_selection_s": tg, "egraph_selection_s": te, "ratio": te / tg if tg else None,
-               "same_code": sum(r["same_code"] for r in rows), "benchmarks": len(rows)}
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = None
+    rows: list[dict] = []
+    for isa in isas:
+        runs: dict[str, list[list[dict]]] = {e: [] for e in ENGINES}
+        for i in range(args.repeat):
+            for engine in ENGINES if i % 2 == 0 else ENGINES[::-1]:
+                runs[engine].append(_child(engine, isa, names))
+        for j, name in enumerate(names):
+            row: dict = {"bench": name, "isa": isa}
+            for engine in ENGINES:
+                rs = [r[j] for r in runs[engine]]
+                if any("error" in r for r in rs):
+                    row[f"{engine}_error"] = next(r["error"] for r in rs if "error" in r)
+                    continue
+                row[f"{engine}_selection_s"] = statistics.median(r["selection_s"] for r in rs)
+                row[f"{engine}_runs_s"] = [r["selection_s"] for r in rs]
+                row["vector_expressions"] = rs[0]["vector_expressions"]
+                row[f"{engine}_asm"] = rs[0]["asm"]
+                if engine == "egraph":
+                    row["egraph"] = rs[0]["egraph"]
+            row["same_code"] = row.get("greedy_asm") is not None and row.get("greedy_asm") == row.get("egraph_asm")
+            rows.append(row)
+    summary: dict = {"load_average_1min_at_start": load, "repeat": args.repeat}
+    for isa in isas:
+        rs = [r for r in rows if r["isa"] == isa]
+        tg = sum(r.get("greedy_selection_s", 0.0) for r in rs)
+        te = sum(r.get("egraph_selection_s", 0.0) for r in rs)
+        summary[isa] = {"greedy_selection_s": tg, "egraph_selection_s": te, "ratio": te / tg if tg else None,
+                        "same_code": sum(r["same_code"] for r in rs), "benchmarks": len(rs)}
     (out / "selection.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
     from rich.console import Console
     from rich.table import Table
 
-    tab = Table("benchmark", "exprs", "greedy selection s", "egraph selection s", "ratio", "same code",
-                title=f"selection time per engine ({args.isa})")
-    for r in rows:
-        g, e = r.get("greedy_selection_s"), r.get("egraph_selection_s")
-        tab.add_row(r["bench"], str(r.get("vector_expressions", "")), f"{g:.2f}" if g is not None else r.get("greedy_error", ""),
-                    f"{e:.2f}" if e is not None else r.get("egraph_error", ""),
-                    f"{e / g:.1f}x" if g and e is not None else "", "yes" if r["same_code"] else "NO")
-    tab.add_row("total", "", f"{tg:.2f}", f"{te:.2f}", f"{te / tg:.1f}x" if tg else "", f"{summary['same_code']}/{len(rows)}")
-    Console(width=140).print(tab)
+    con = Console(width=160)
+    for isa in isas:
+        tab = Table("benchmark", "exprs", "greedy s", "egraph s", "ratio", "e-graph: gated/same shape/saturated/won",
+                    "same code", title=f"selection time per engine ({isa}; each engine in its own process, "
+                    f"median of {args.repeat}; load {load:.1f} at start)" if load is not None else isa)
+        for r in (r for r in rows if r["isa"] == isa):
+            g, e = r.get("greedy_selection_s"), r.get("egraph_selection_s")
+            k = r.get("egraph", {})
+            won = sum(v for kk, v in k.items() if kk.startswith("egraph_"))
+            tab.add_row(r["bench"], str(r.get("vector_expressions", "")),
+                        f"{g:.2f}" if g is not None else r.get("greedy_error", ""),
+                        f"{e:.2f}" if e is not None else r.get("egraph_error", ""),
+                        f"{e / g:.1f}x" if g and e is not None else "",
+                        f"{k.get('gated', 0)}/{k.get('same_shape', 0)}/{k.get('saturated', 0)}/{won}",
+                        "yes" if r["same_code"] else "NO")
+        s = summary[isa]
+        tab.add_row("total", "", f"{s['greedy_selection_s']:.2f}", f"{s['egraph_selection_s']:.2f}",
+                    f"{s['ratio']:.2f}x" if s["ratio"] else "", "", f"{s['same_code']}/{s['benchmarks']}")
+        con.print(tab)
+    print(f"wrote {out / 'selection.json'}")
     return 0
 
 

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from pitchfork.frontend import ir as H
-from pitchfork.aot.abi_runtime import MSG_BYTES, Formatter, error_code, message_for
+from pitchfork.aot.abi_runtime import MSG_BYTES, Formatter, error_code, fit_int, message_for
 from pitchfork.frontend.capture import CapturedStmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.frontend.htypes import HType
@@ -193,6 +193,8 @@ class EntryBuilder:
     # ---- types -----------------------------------------------------------------------------
     @staticmethod
     def _scalar_ir(t: HType) -> ir.Type:
+        if t.is_float:  # a C float/double, as Halide's entry point takes it
+            return ir.FloatType() if t.bits == 32 else ir.DoubleType()
         return ir.IntType(t.bits)
 
     def kernel_type(self) -> ir.FunctionType:
@@ -206,11 +208,9 @@ class EntryBuilder:
 
     def build(self) -> None:
         for a in self.args:
-            if a.kind == "scalar" and a.type.is_float:
-                # Halide's entry point takes it as a C float/double; this prologue binds integers only
-                raise Unsupported(f"float scalar parameter {a.name} in an ahead-of-time entry point (float Params "
-                                  "are compiled for pitchfork.compile's callable, not yet for the AOT ABI)")
-            if a.kind == "scalar":
+            if a.kind == "scalar" and a.type.is_float and a.type.bits not in (32, 64):
+                raise Unsupported(f"float{a.type.bits} scalar parameter {a.name} in an ahead-of-time entry point")
+            if a.kind == "scalar" and not a.type.is_float:
                 fpir_type(a.type)  # integer scalars only (the kernel's own restriction)
         self.kernel = ir.Function(self.module, self.kernel_type(), name=kernel_name(self.name))
         ftype = ir.FunctionType(I32, [PTR if a.kind != "scalar" else self._scalar_ir(a.type) for a in self.args])
@@ -223,13 +223,16 @@ class EntryBuilder:
         cg = LoopNestCodegen(self.captured, self.stmt, self.target, "llvm", self.name)
         cg.module, cg.fn, cg.b = self.module, fn, self.b
         cg.scalars, cg.vlets, cg.buffers = {}, {}, {}
+        cg.fscalars = {}
         self.cg = cg
         self.msg = self.b.gep(self.b.alloca(ir.ArrayType(I8, MSG_BYTES), name="msg"),
                               [ir.Constant(I32, 0), ir.Constant(I32, 0)])
         self.err = self.b.alloca(I32, name="err")
         self.handles: dict[str, ir.Value] = {}
         for a, v in zip(self.args, fn.args):
-            if a.kind == "scalar":
+            if a.kind == "scalar" and a.type.is_float:
+                cg.fscalars[a.name] = v  # the prologue's float expressions read it as codegen's float scalars
+            elif a.kind == "scalar":
                 cg.scalars[a.name] = (v, fpir_type(a.type))
             else:
                 self.handles[f"{a.name}.buffer"] = v
@@ -406,14 +409,14 @@ class EntryBuilder:
         shape = self.b.bitcast(self.handle(a[1]), ir.PointerType(DIMENSION_T))
         b = self.b
         b.store(self.handle(a[2]), self._field_ptr(buf, F_HOST))
-        b.store(_fit(b, self.value(a[3]), 64), self._field_ptr(buf, F_DEVICE))
+        b.store(fit_int(b, self.value(a[3]), 64), self._field_ptr(buf, F_DEVICE))
         b.store(self.handle(a[4]), self._field_ptr(buf, F_INTERFACE))
-        code = _fit(b, self.value(a[5]), 32)
-        bits = _fit(b, self.value(a[6]), 32)
+        code = fit_int(b, self.value(a[5]), 32)
+        bits = fit_int(b, self.value(a[6]), 32)
         t = b.or_(b.or_(code, b.shl(bits, ir.Constant(I32, 8))), ir.Constant(I32, 1 << 16))
         b.store(t, self._field_ptr(buf, F_TYPE))
         dims = a[7]
-        b.store(_fit(b, self.value(dims), 32), self._field_ptr(buf, F_DIMENSIONS))
+        b.store(fit_int(b, self.value(dims), 32), self._field_ptr(buf, F_DIMENSIONS))
         b.store(b.bitcast(shape, PTR), self._field_ptr(buf, F_DIM))
         b.store(ir.Constant(PTR, None), self._field_ptr(buf, F_PADDING))
         fields = a[8].args if isinstance(a[8], H.Call) and a[8].name == "make_struct" else ()
@@ -421,15 +424,19 @@ class EntryBuilder:
             raise AbiError(f"bounds query shape {a[8]}")
         for i, f in enumerate(fields):
             p = b.gep(shape, [ir.Constant(I32, i // 4), ir.Constant(I32, i % 4)])
-            b.store(_fit(b, self.value(f), 32), p)
-        b.store(_fit(b, self.value(a[9]), 64), self._field_ptr(buf, F_FLAGS))
+            b.store(fit_int(b, self.value(f), 32), p)
+        b.store(fit_int(b, self.value(a[9]), 64), self._field_ptr(buf, F_FLAGS))
 
     def _call_kernel(self) -> bool:
         b = self.b
         args: list[ir.Value] = [b.bitcast(self.err, PTR)]
         for a, v in zip(self.args, self.fn.args):
+            if a.kind == "scalar" and a.type.is_float:
+                # the kernel takes a float parameter as its bit pattern (pitchfork.codegen.loop_nest)
+                args.append(b.bitcast(v, I64 if a.type.bits == 64 else I32))
+                continue
             if a.kind == "scalar":
-                args.append(_fit(b, v, 64 if a.type.bits == 64 else 32, signed=a.type.code == "int"))
+                args.append(fit_int(b, v, 64 if a.type.bits == 64 else 32, signed=a.type.code == "int"))
                 continue
             args.append(self._field(v, F_HOST))
             for d in range(a.dimensions):
@@ -497,15 +504,6 @@ class EntryBuilder:
                                                 self.fmt.cstring(self.name)])
         fn = ir.Function(self.module, ir.FunctionType(PTR, []), name=f"{self.name}_metadata")
         ir.IRBuilder(fn.append_basic_block("entry")).ret(meta.bitcast(PTR))
-
-
-def _fit(b: ir.IRBuilder, v: ir.Value, bits: int, signed: bool = True) -> ir.Value:
-    w = v.type.width
-    if w == bits:
-        return v
-    if w > bits:
-        return b.trunc(v, ir.IntType(bits))
-    return b.sext(v, ir.IntType(bits)) if signed and w > 1 else b.zext(v, ir.IntType(bits))
 
 
 def _has_work(s: H.Stmt) -> bool:

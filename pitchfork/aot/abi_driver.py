@@ -82,7 +82,11 @@ def driver_source(cases: Sequence[Case], functions: Sequence[str], scalar_types:
     case per function and prints nanoseconds per call (hosted only). `handler=False` leaves
     `halide_error` to the libraries' weak defaults (messages then go to stderr, not the report)."""
     out = [_c_prelude(freestanding)]
-    out.append("\n".join(f"extern int {f}();" for f in functions))
+    # Full prototypes: unprototyped, a float argument would be promoted to double (the callee reads garbage)
+    kinds = [("struct halide_buffer_t *" if isinstance(a, Buf) else None) for a in cases[0].args] if cases else []
+    it = iter(scalar_types)
+    params = ", ".join(k if k is not None else next(it) for k in kinds) or "void"
+    out.append("\n".join(f"extern int {f}({params});" for f in functions))
     out.append("static char pf_msg[4096]; static unsigned pf_msg_len;")
     if handler:
         out.append(r"""void halide_error(void *uc, const char *msg) {

@@ -152,13 +152,13 @@ class Formatter:
             if isinstance(a, str) or fmt == "s":
                 pos = b.call(self.append_str, [buf, pos, self.cstring(a if isinstance(a, str) else "?")])
             elif fmt == "t":
-                pos = b.call(self.append_type, [buf, pos, _fit(b, a, 32, signed=False)])
+                pos = b.call(self.append_type, [buf, pos, fit_int(b, a, 32, signed=False)])
             elif fmt == "u64":
-                pos = b.call(self.append_u64, [buf, pos, _fit(b, a, 64, signed=False)])
+                pos = b.call(self.append_u64, [buf, pos, fit_int(b, a, 64, signed=False)])
             elif fmt == "i64":
-                pos = b.call(self.append_i64, [buf, pos, _fit(b, a, 64, signed=True)])
+                pos = b.call(self.append_i64, [buf, pos, fit_int(b, a, 64, signed=True)])
             else:  # C int: the low 32 bits, signed
-                v = _fit(b, a, 32, signed=True)
+                v = fit_int(b, a, 32, signed=True)
                 pos = b.call(self.append_i64, [buf, pos, b.sext(v, I64)])
         b.store(ir.Constant(I8, 0), b.gep(buf, [pos]))
         b.call(self.halide_error, [ir.Constant(PTR, None), buf])
@@ -168,7 +168,7 @@ class Formatter:
         the max' if max_touched > max_valid, else an empty message (as Halide's runtime does)."""
         def i32(k: int) -> ir.Value:
             a = args[k]
-            return _fit(b, a, 32, signed=True) if not isinstance(a, str) else ir.Constant(I32, 0)
+            return fit_int(b, a, 32, signed=True) if not isinstance(a, str) else ir.Constant(I32, 0)
 
         before = fn.append_basic_block("oob_before")
         not_before = fn.append_basic_block("oob_not_before")
@@ -364,8 +364,9 @@ class Formatter:
         return self._helper("pf_append_type", I32, body)
 
 
-def _fit(b: ir.IRBuilder, v: ir.Value, bits: int, signed: bool) -> ir.Value:
-    """An integer value resized to `bits` (truncated, or extended by its C source signedness)."""
+def fit_int(b: ir.IRBuilder, v: ir.Value, bits: int, signed: bool = True) -> ir.Value:
+    """An integer value resized to `bits` (truncated, or extended by its C source signedness; an i1
+    is always zero-extended)."""
     w = v.type.width
     if w == bits:
         return v

@@ -13,9 +13,9 @@ Invariants and contract:
   bug. On x86 it faults, on Hexagon it silently loads the wrong data (ISA_INTRINSICS §4.3.5), so
   producers must emit `align 1` (or the proven alignment) for loads and stores at arbitrary offsets.
 * Writes outside an output buffer (guard bytes) and writes to input buffers are reported as `RunError`.
-* x86 code is JIT-compiled for the explicit `haswell` CPU (never the host CPU) from the module's
-  optimised IR; the host must support AVX2. The JIT uses the JIT code model, so its machine code can
-  differ from `CompiledModule.assembly()` in addressing details, not in semantics.
+* x86 code runs in process from the module's object file (`CompiledModule.object_bytes()`, compiled
+  for the explicit `haswell` CPU, never the host CPU, and loaded by MCJIT's linker): the machine code
+  of `assembly()` and of the `.o`, compiled once; the host must support AVX2.
 * Under qemu the kernel's object file is the one `CompiledModule.object_bytes()` returns.
 * Missing tools raise `ToolMissing` naming the Debian/Ubuntu package; temporary files live in a
   `tempfile` directory that is always removed.
@@ -183,20 +183,18 @@ class _Jit:
     """One MCJIT engine holding all modules of a run (kept alive by a small cache)."""
 
     def __init__(self, mods: Sequence[CompiledModule]) -> None:
-        refs = []
-        for m in mods:
-            ref = llvm.parse_assembly(m.optimized_ir)
-            ref.triple = m.target.triple
-            refs.append(ref)
         if any(uses_runtime(m.optimized_ir) for m in mods):  # parallel loops: Halide's thread pool
             for name, addr in jit_symbols().items():
                 llvm.add_symbol(name, addr)
         tm = target_machine(mods[0].target, mods[0].opt, jit=True)
-        for ref in refs:
-            ref.data_layout = str(tm.target_data)
-        self.engine = llvm.create_mcjit_compiler(refs[0], tm)
-        for ref in refs[1:]:
-            self.engine.add_module(ref)
+        # The engine compiles nothing itself: it loads each module's object file (the code of
+        # `.s` and `.o`, emitted once per module and cached on it), linked by RuntimeDyld.
+        empty = llvm.parse_assembly("")
+        empty.triple = mods[0].target.triple
+        empty.data_layout = str(tm.target_data)
+        self.engine = llvm.create_mcjit_compiler(empty, tm)
+        for m in mods:
+            self.engine.add_object_file(llvm.ObjectFileRef.from_data(m.object_bytes()))
         self.engine.finalize_object()
         self._fns: dict[str, Callable[..., None]] = {}
 

@@ -20,6 +20,7 @@ from llvmlite import ir
 from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
+from pitchfork.codegen.ir_constants import mask, splat
 
 
 def int_type(t: ScalarType) -> ir.IntType:
@@ -50,7 +51,8 @@ class ExprEmitter:
         #: (see `_hvx_pairwise`)
         self.hvx_pairs = hvx_pairs
         #: x86 (isel=pitchfork): pack operands computed in the pack's lane order (pitchfork.codegen.lane_order;
-        #: the "x86_lane_order" pass, on unless the loop-nest codegen turns it off)
+        #: the "x86_lane_order" pass: LoopNestCodegen.term_emitter sets it on every emitter of a loop
+        #: nest's terms; expression kernels, pitchfork/codegen/kernel.py, run no pass list and keep it on)
         self.lane_order = lane_order
         self.module: ir.Module = builder.module
         self._memo: dict[tuple[Term, int], ir.Value] = {}
@@ -61,7 +63,7 @@ class ExprEmitter:
 
     def splat(self, value: int, t: ScalarType, lanes: Optional[int] = None) -> ir.Constant:
         n = lanes or self.lanes
-        return ir.Constant(vec_type(t, n), [ir.Constant(int_type(t), t.wrap(value))] * n)
+        return splat(t.bits, t.wrap(value), n)  # shared (pitchfork/codegen/ir_constants.py)
 
     def intrinsic(self, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
         fn = self.module.globals.get(name)
@@ -532,5 +534,5 @@ def _register_parts(v: ir.Value, reg: int) -> Optional[list[ir.Value]]:
     return None
 
 
-def _mask(idx: list[int]) -> ir.Constant:
-    return ir.Constant(ir.VectorType(ir.IntType(32), len(idx)), idx)
+def _mask(idx: Sequence[int]) -> ir.Constant:
+    return mask(idx)  # shared (pitchfork/codegen/ir_constants.py)

@@ -6,7 +6,7 @@ bypasses lifting and lowering: `FloatEmitter.emit` turns a Halide expression of 
 (or a comparison of floats) into LLVM instructions directly. Integer subexpressions
 (`float32(x - black_level)`, a u8 load widened to float) go back through the codegen's integer path
 (selected, scalar or vector), and integer expressions use float results through
-`codegen_expr.ExprConverter`, which emits a float-to-integer conversion (or a float comparison) on
+`pitchfork.codegen.to_fpir.ExprConverter`, which emits a float-to-integer conversion (or a float comparison) on
 the spot and uses the value as a leaf, so the integer part around it is still selected.
 
 Semantics, as Halide 21's CodeGen_LLVM (pitchfork.codegen.float_math.py): every float instruction
@@ -113,16 +113,9 @@ class FloatEmitter:
 
     def emit(self, e: H.Expr) -> ir.Value:
         if not involves_float(e):  # an integer subexpression: the integer path (selected)
-            if not self.int_lets:
-                return self.cg.vector(e, self.node) if e.type.is_vector else self.cg.scalar(e, self.node)
-            from pitchfork.codegen.to_fpir import ExprConverter
-
-            conv = ExprConverter(self.cg, self.node, self.cg.leaves)
-            conv.lets = dict(self.int_lets)
-            term = conv.go(e)
             if e.type.is_vector:
-                return self.cg._emit_term(term, e.type.lanes, self.node)
-            return self.cg._emit_scalar_term(term)
+                return self.cg.vector(e, self.node, self.int_lets)
+            return self.cg.scalar(e, self.node, lets=self.int_lets)
         for t in (e.type, *(x.type for x in _operands(e))):
             if t.is_float and (t.code != "float" or t.bits not in (32, 64)):
                 raise self._unsupported(f"floating-point {t.elem} values (float32 and float64 are compiled)")

@@ -29,12 +29,14 @@ lane for lane as the natural-order emission; only the instructions differ.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Optional
 
 from llvmlite import ir
 
 from fpir.opspec import spec
 from fpir.term import Term
+from pitchfork.codegen.ir_constants import mask
 
 #: lanes of one 16-lane group of the pack operand, in the order its two registers hold them
 PACK_ORDER = (0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15)
@@ -60,8 +62,8 @@ _LANE_WISE = frozenset({"add", "sub", "mul", "and", "or", "xor", "not", "min", "
                         "abs", "reinterpret", "eq", "ne", "lt", "le", "gt", "ge"})
 
 
-def _mask(idx: list[int]) -> ir.Constant:
-    return ir.Constant(ir.VectorType(ir.IntType(32), len(idx)), idx)
+def _mask(idx: Sequence[int]) -> ir.Constant:
+    return mask(idx)  # shared (pitchfork/codegen/ir_constants.py)
 
 
 def _sources(v: ir.Value, depth: int) -> list[tuple[int, int]]:

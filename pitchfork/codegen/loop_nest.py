@@ -42,7 +42,7 @@ its line, and the caller falls back to Halide's own compiler.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Callable, Hashable, Optional
+from typing import TYPE_CHECKING, Callable, Hashable, Mapping, Optional
 
 from llvmlite import ir
 
@@ -51,6 +51,7 @@ from fpir.opspec import REDUCE_COMBINE, reduce_op
 from fpir.term import Term, var
 from fpir.types import ScalarType, i32
 from pitchfork.codegen.expr import ExprEmitter, vec_type
+from pitchfork.codegen.ir_constants import mask
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
 from pitchfork.codegen.alloc import AllocMixin, hoist_allocations
@@ -384,15 +385,20 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
 
 
     # ---- expressions ---------------------------------------------------------------------------
-    def to_term(self, e: H.Expr, node: H.Node, leaves: Optional[dict[str, Leaf]] = None) -> Term:
-        """Halide expression -> FPIR term; loads/ramps/splats become leaves recorded in `leaves`."""
+    def to_term(self, e: H.Expr, node: H.Node, lets: Optional[dict[str, Term]] = None) -> Term:
+        """Halide expression -> FPIR term; loads/ramps/splats become leaves recorded in `self.leaves`.
+        `lets`: integer lets in scope by name (an integer operand inside a float expression sees
+        those of the expression around it, pitchfork.codegen.floats)."""
         # Leaves are registered codegen-wide: a vector let's term may be used in later statements.
         conv = ExprConverter(self, node, self.leaves)
+        if lets:
+            conv.lets = dict(lets)
         return conv.go(e)
 
-    def scalar(self, e: H.Expr, node: H.Node, nsw: bool = True) -> ir.Value:
+    def scalar(self, e: H.Expr, node: H.Node, nsw: bool = True,
+               lets: Optional[dict[str, Term]] = None) -> ir.Value:
         """A scalar expression as an LLVM scalar; `nsw` as in pitchfork.codegen.scalars (off for data)."""
-        return self._emit_scalar_term(self.to_term(e, node), nsw)
+        return self._emit_scalar_term(self.to_term(e, node, lets), nsw)
 
     def _data_scalar(self, e: H.Expr, node: H.Node) -> ir.Value:
         """A scalar store's value (data: no `nsw`, it wraps like the vector path). On arm64 a value
@@ -409,7 +415,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             val, st = self.scalars[v.name]
             env[v.name] = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val,
                                                 ir.Constant(ir.IntType(32), 0))
-        out = ExprEmitter(self.b, 1, env, self.target).emit(final)
+        out = self.term_emitter(1, env).emit(final)
         return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
 
     def address_index(self, e: H.Expr, node: H.Node) -> ir.Value:
@@ -423,8 +429,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         env = {v.name: self.scalars[v.name][0] for v in t.variables()}
         return ScalarEmitter(self.b, env, self.target, nsw).emit(t)
 
-    def vector(self, e: H.Expr, node: H.Node) -> ir.Value:
-        return self._emit_term(self.to_term(e, node), e.type.lanes, node)
+    def vector(self, e: H.Expr, node: H.Node, lets: Optional[dict[str, Term]] = None) -> ir.Value:
+        return self._emit_term(self.to_term(e, node, lets), e.type.lanes, node)
 
     def _emit_term(self, term: Term, lanes: int, node: H.Node) -> ir.Value:
         """`term` selected and emitted at `lanes` lanes (its leaves emitted at theirs)."""
@@ -466,9 +472,17 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                     env.force(v.name)
         else:
             env = {v.name: value(v.name) for v in final.variables()}
-        return ExprEmitter(self.b, lanes, env, self.target, self._streams(final),
-                           hvx_pairs=self.passes.on("hvx_pair_forms"), lane_order=self.passes.on("x86_lane_order"),
-                           to_one_lane=self._to_one_lane()).emit(final)
+        return self.term_emitter(lanes, env, self._streams(final), hvx_pairs=self.passes.on("hvx_pair_forms"),
+                                 to_one_lane=self._to_one_lane()).emit(final)
+
+    def term_emitter(self, lanes: int, env: Mapping[str, ir.Value],
+                     streams: Optional[Mapping[str, tuple[Hashable, int]]] = None, hvx_pairs: bool = False,
+                     to_one_lane: Optional[Callable[..., Optional[ir.Value]]] = None) -> ExprEmitter:
+        """The emitter of every term this codegen emits (selected or expanded), so the pass switches
+        the target emitters read (`x86_lane_order`) reach each one. (The codegen's other ExprEmitters
+        only concatenate registers, `ExprEmitter.concat`, which reads no switch.)"""
+        return ExprEmitter(self.b, lanes, env, self.target, streams, hvx_pairs=hvx_pairs,  # type: ignore[arg-type]
+                           to_one_lane=to_one_lane, lane_order=self.passes.on("x86_lane_order"))
 
     def _to_one_lane(self) -> Optional[Callable[..., Optional[ir.Value]]]:
         """The selected lowering of reductions to one lane: on hvx128 under isel=pitchfork, the
@@ -507,7 +521,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         vt = vec_type(st, lanes)
         one = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val, ir.Constant(ir.IntType(32), 0))
         return self.b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
-                                     ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)) \
+                                     mask([0] * lanes)) \
             if lanes > 1 else one
 
     def _vector_source(self, e: H.Expr) -> H.Expr:
@@ -695,7 +709,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                 t = var(name, leaf.type)
                 acc = t if acc is None else make(REDUCE_OPS[e.op], acc, t)
             assert acc is not None
-            v = ExprEmitter(self.b, m, env, self.target).emit(expand_fpir(acc))
+            v = self.term_emitter(m, env).emit(expand_fpir(acc))
             lanes = m
         return v
 

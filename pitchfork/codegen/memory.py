@@ -19,6 +19,7 @@ from fpir.types import ScalarType, i32, u1
 from pitchfork.backend.machine import get_target
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.base import BufferInfo, Leaf, Unsupported, _show, _storage
+from pitchfork.codegen.ir_constants import vector
 
 
 #: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop): the
@@ -598,7 +599,7 @@ class MemoryMixin:
         # `above` = b+i > hi, i.e. i >= k2 (k1, k2 clamped to [0, L], which then fits too).
         bits = next(w for w in (et.width, 16, 32) if w >= et.width and lanes < (1 << w))
         it = ir.IntType(bits)
-        iota = ir.Constant(ir.VectorType(it, lanes), list(range(lanes)))
+        iota = vector(bits, range(lanes))
 
         def lane_count(x: ir.Value) -> ir.Value:  # clamp to [0, L] and narrow to the iota's type
             x = self.b.select(self.b.icmp_signed("<", x, ir.Constant(i32t, 0)), ir.Constant(i32t, 0), x)

@@ -1,7 +1,18 @@
-"""Subprocess half of `pitchfork.frontend.capture`: lower one serialized pipeline for one target.
+"""Subprocess half of `pitchfork.frontend.capture`: lower serialized pipelines, one per job.
 
-Run as `python -c <this file's source> JOB.json` with `HL_DEBUG_CODEGEN` already in the environment
-and stderr redirected to the log file, so that this fresh Halide reads the variable at its first use.
+Two ways to run it, both with `HL_DEBUG_CODEGEN` already in the environment so that Halide reads the
+variable at its first use:
+
+* `python -c <this file's source> JOB.json`, stderr redirected to the log file: one job, then exit.
+* `python -c <this file's source> --serve` (the warm worker, `pitchfork.frontend.capture_pool`): a fork
+  server. It imports Halide once, then reads job file paths from stdin, one a line; for each it forks a
+  child that sends its stderr (Halide's log) to the job's "log" file and runs the job, waits for it,
+  and writes one line `{"status": <wait status>}` to stdout. The server itself never builds or lowers
+  a pipeline, so every child starts from the state of a fresh interpreter that has imported Halide:
+  Halide's process-wide name counters (CSE's `t123`, the `v16` of split variables) and its
+  once-per-process reading of `HL_DEBUG_CODEGEN` are those of the one-shot run, so both ways log the
+  same text. A Halide abort (LLVM asserts are fatal) kills only that child. EOF on stdin ends the server.
+
 It imports nothing but the standard library and `halide` (so it cannot be shadowed by, or depend on,
 pitchfork's own modules) and writes `{"ok": true}` or `{"error": "..."}` to the result file.
 """
@@ -112,5 +123,93 @@ def main(job_path: str) -> int:
     return 0
 
 
+def _buffer_halide_log():
+    """Make Halide's log (`std::cerr`) buffered; returns a function that flushes it, or None if this
+    C++ library is not the one understood here (the log then stays unbuffered, as in the one-shot run).
+
+    Why: `std::cerr` is unit-buffered and synchronised with C stdio, so Halide's printer makes one
+    write(2) per token: ~140,000 system calls for one small pipeline's log, most of its lowering
+    time. `std::ios_base::sync_with_stdio(false)` (exported by libstdc++) gives cerr a buffered file
+    buffer on fd 2; the `unitbuf` flag is cleared in cerr's `ios_base`, found through the Itanium C++
+    ABI's virtual-base offset (libstdc++'s `ios_base` layout is part of its stable ABI: vptr,
+    precision, width, then the flags), and only if the flags read exactly cerr's initial
+    `skipws | dec | unitbuf`. The text is the same; what an abort leaves unflushed is lost, so the
+    parent runs a job that did not exit cleanly again unbuffered (capture.py)."""
+    import ctypes
+
+    try:
+        cxx = ctypes.CDLL("libstdc++.so.6")
+        cerr = ctypes.addressof(ctypes.c_char.in_dll(cxx, "_ZSt4cerr"))
+        vtable = ctypes.c_void_p.from_address(cerr).value
+        if not vtable:
+            return None
+        offset = ctypes.c_int64.from_address(vtable - 24).value  # offset of the virtual base basic_ios
+        if not 0 < offset <= 64:
+            return None
+        flags = ctypes.c_uint32.from_address(cerr + offset + 24)
+        skipws, dec, unitbuf = 0x1000, 0x2, 0x2000
+        if flags.value != skipws | dec | unitbuf:
+            return None
+        sync = cxx._ZNSt8ios_base15sync_with_stdioEb
+        sync.argtypes, sync.restype = [ctypes.c_bool], ctypes.c_bool
+        flush = cxx._ZNSo5flushEv  # std::ostream::flush()
+        flush.argtypes, flush.restype = [ctypes.c_void_p], ctypes.c_void_p
+    except (OSError, AttributeError, ValueError):
+        return None
+    sync(False)
+    flags.value = skipws | dec
+    return lambda: flush(cerr)
+
+
+def _run_child(job_path: str) -> None:
+    """In the forked child: stdin/stdout away from the server's pipes, stderr to the job's log."""
+    import os
+
+    code = 1
+    flush = None
+    try:
+        with open(job_path) as f:
+            job = json.load(f)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)
+        os.dup2(null, 1)  # stdout is the server's reply pipe: nothing else may write to it
+        fd = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(fd, 2)
+        if job.get("buffered_log"):
+            flush = _buffer_halide_log()
+        code = main(job_path)
+    except BaseException:  # noqa: BLE001 - reported through the log and the exit status
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        if flush is not None:
+            flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve() -> int:
+    """The fork server (see the module docstring)."""
+    import os
+
+    import halide  # noqa: F401 - imported once here, inherited by every forked child
+
+    out = sys.stdout
+    out.write("ready\n")
+    out.flush()
+    for line in sys.stdin:
+        job_path = line.strip()
+        if not job_path:
+            continue
+        pid = os.fork()
+        if pid == 0:
+            _run_child(job_path)  # never returns
+        _, status = os.waitpid(pid, 0)
+        out.write(json.dumps({"status": status}) + "\n")
+        out.flush()
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(serve() if sys.argv[1] == "--serve" else main(sys.argv[1]))

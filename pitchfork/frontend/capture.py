@@ -14,10 +14,12 @@ Halide reads `HL_DEBUG_CODEGEN` once per process, at its first debug check (crea
 bindings changes it later (the `debug` target feature only adds runtime tracing). So:
 
 * **subprocess** (the default, always works): serialize the pipeline (`hl.serialize_pipeline`, which
-  keeps algorithm and schedule; the lowered statement is identical), lower it in a fresh interpreter
-  that starts with `HL_DEBUG_CODEGEN=2,Lower.cpp` and stderr sent to a file, and read that file. The
-  user's process and stderr are untouched, and a Halide abort (LLVM asserts are fatal) kills only the
-  child; the statement is recovered if the log got that far. Costs ~0.2 s per target. Embedded
+  keeps algorithm and schedule; the lowered statement is identical), lower it in a process that
+  started with `HL_DEBUG_CODEGEN=2,Lower.cpp`, with stderr sent to a file, and read that file: a child
+  forked per job from a warm worker that has imported Halide (`capture_pool.py`; the same log as a
+  fresh interpreter's), else a fresh interpreter. The user's process and stderr are untouched, and a
+  Halide abort (LLVM asserts are fatal) kills only the child; the statement is recovered if the log
+  got that far. Costs the lowering (~0.1-0.2 s with its log) plus ~0.35 s for the first. Embedded
   `hl.Buffer`s and extern stages serialize too; a pipeline Halide cannot serialize raises.
   Serialization drops Param ranges, ImageParam host alignments and buffer dimension constraints
   (`argument_constraints`); the worker restores them, so the statement keeps Halide's checks on them
@@ -52,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pitchfork.frontend import capture_pool
 from pitchfork.frontend.arguments import as_argument
 from pitchfork.frontend.htypes import HType
 from pitchfork.targets.target_strings import ALIAS_TARGETS
@@ -492,23 +495,27 @@ def _capture_subprocess(
                 for a in arguments
             ],
             "constraints": constraints or {},
+            "log": str(dp / "log.txt"),  # the warm worker's child sends its stderr there
         }
         (dp / "job.json").write_text(json.dumps(job))
         env = dict(os.environ, HL_DEBUG_CODEGEN=DEBUG_CODEGEN)
-        with open(dp / "log.txt", "wb") as log_file:
+        returncode = None
+        if capture_pool.enabled():
             try:
-                proc = subprocess.run(
-                    [sys.executable, "-c", _WORKER_SOURCE, str(dp / "job.json")],
-                    cwd=d,  # so nothing in the caller's directory can shadow a module
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=log_file,
-                    timeout=timeout,
-                    check=False,
-                )
-            except subprocess.TimeoutExpired as e:
-                raise CaptureError(f"lowering for {target} timed out after {timeout} s") from e
+                # The log buffered (_capture_worker._buffer_halide_log) unless the job did not exit
+                # cleanly: then again unbuffered, so the log holds what Halide wrote before it died.
+                for buffered in (True, False):
+                    (dp / "job.json").write_text(json.dumps(dict(job, buffered_log=buffered)))
+                    returncode = capture_pool.run_job(str(dp / "job.json"), env, timeout)
+                    if returncode == 0:
+                        break
+            except capture_pool.WorkerTimeout:
+                raise CaptureError(f"lowering for {target} timed out after {timeout} s") from None
+            except capture_pool.WorkerUnavailable:
+                returncode = None  # the one-shot way below
+                (dp / "job.json").write_text(json.dumps(job))
+        if returncode is None:
+            returncode = _run_one_shot(dp, env, target, timeout)
         log = (dp / "log.txt").read_text(errors="replace")
         lowered = (dp / "lowered.stmt").read_text() if (dp / "lowered.stmt").exists() else ""
         result_path = dp / "result.json"
@@ -516,12 +523,31 @@ def _capture_subprocess(
         why = ""
         if result is not None and not result["ok"]:
             why = result["error"]
-        elif result is None or proc.returncode != 0:
+        elif result is None or returncode != 0:
             tail = "\n".join(log.strip().splitlines()[-3:])
-            why = f"lowering process exited with status {proc.returncode}: {tail}"
+            why = f"lowering process exited with status {returncode}: {tail}"
         if INTRINSICS_MARKER not in log:
             raise CaptureError(f"Halide failed to lower for {target}: {why}")
         return log, lowered, why
+
+
+def _run_one_shot(dp: Path, env: dict[str, str], target: str, timeout: float) -> int:
+    """The job in `dp` in a fresh interpreter (no warm worker); returns its exit status."""
+    with open(dp / "log.txt", "wb") as log_file:
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-c", _WORKER_SOURCE, str(dp / "job.json")],
+                cwd=dp,  # so nothing in the caller's directory can shadow a module
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log_file,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise CaptureError(f"lowering for {target} timed out after {timeout} s") from e
+    return proc.returncode
 
 
 # --------------------------------------------------------------------------------------------------

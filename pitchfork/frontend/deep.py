@@ -10,11 +10,13 @@ of 1000 frames (an uncaught RecursionError after seconds of work).
 FRAME_LIMIT for the duration (Python frames of pure-Python recursion cost little C stack; the C
 calls between them, e.g. `tuple(generator)`, a few hundred bytes each: 256 MiB holds FRAME_LIMIT
 frames with a wide margin). Past the bound, the RecursionError becomes `Unsupported` naming the
-limit, so `pitchfork.compile` falls back to Halide with that reason: never a traceback.
+limit, so `pitchfork.compile` falls back to Halide with that reason: never a traceback. `fn` runs in
+a copy of the caller's context (contextvars), so settings made with context variables hold inside it.
 """
 
 from __future__ import annotations
 
+import contextvars
 import sys
 import threading
 from typing import Callable, TypeVar
@@ -34,10 +36,13 @@ def run_deep(fn: Callable[[], T]) -> T:
 
     result: list[T] = []
     error: list[BaseException] = []
+    # A new thread starts with an empty context: the caller's context variables (the lifting engine,
+    # pitchfork.selection.lift.lift_engine; leave-one-out, pitchfork.trs.provenance) are carried over.
+    ctx = contextvars.copy_context()
 
     def work() -> None:
         try:
-            result.append(fn())
+            result.append(ctx.run(fn))
         except BaseException as e:  # noqa: BLE001 - re-raised in the calling thread
             error.append(e)
 

@@ -23,7 +23,9 @@ def sobel3x3(lanes: int = 16, *, hvx: bool | None = None) -> tuple[hl.Func, list
     Schedule: the repeat_edge input is computed per tile row with storage aligned to 128 and
     vectorized by `lanes` (RoundUp); the output is tiled lanes×4 (RoundUp), vectorized in x and
     unrolled in y; everything else is inlined. With `hvx` (default: lanes >= 128) the row strides
-    are declared multiples of `lanes`, as the HVX schedule does.
+    are declared multiples of `lanes`, as the HVX schedule does. The same algorithm and schedule as
+    the generator examples/aot/sobel_generator.py (at the natural width there), which stays plain
+    Halide and so cannot import this; both are checked against `sobel3x3_reference`.
     """
     x, y, xi, yi = hl.Var("x"), hl.Var("y"), hl.Var("xi"), hl.Var("yi")
     inp = hl.ImageParam(hl.UInt(8), 2, "input")

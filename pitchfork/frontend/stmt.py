@@ -41,6 +41,9 @@ _SHUFFLE_CALLS = {
     "shuffle": "shuffle",
 }
 _LOOP_KIND = {"for": "serial"}
+#: statements whose keyword the tree drops and whose first kept token can be on a later line
+#: (`fork {` / `atomic {` then the block): their line needs the positioned parse
+_KEYWORD_BLOCK = re.compile(r"^[ \t]*(fork|atomic)\b", re.M)
 
 
 class HalideParseError(ValueError):
@@ -59,22 +62,25 @@ class HalideTypeError(HalideParseError):
 
 
 @cache
-def _parser() -> Lark:
+def _parser(positions: bool = True) -> Lark:
+    """The LALR parser; `positions=False` leaves tree nodes without `meta` positions (tokens keep
+    theirs), which halves the parse time: `parse_stmt`/`parse_expr` build from such a tree and
+    parse again with positions only to report an error."""
     return Lark(
         _GRAMMAR_PATH.read_text(),
         parser="lalr",
         start=["start", "expr"],
-        propagate_positions=True,
+        propagate_positions=positions,
         maybe_placeholders=False,
     )
 
 
-def parse_tree(text: str, start: str = "start") -> Tree:
+def parse_tree(text: str, start: str = "start", *, positions: bool = True) -> Tree:
     """The raw lark parse tree (for debugging the grammar)."""
     if start == "start" and not text.endswith("\n"):
         text += "\n"
     try:
-        return _parser().parse(text, start=start)
+        return _parser(positions).parse(text, start=start)
     except UnexpectedInput as e:
         raise _syntax_error(e, text) from None
 
@@ -89,8 +95,12 @@ def parse_stmt(
 
     `buffers` gives element types of buffers that are loaded or stored; `variables` the types of
     names bound outside the text (needed when parsing a fragment cut out of a larger statement)."""
-    tree = parse_tree(text, "start")
-    return _Builder(text, buffers, variables).stmts(tree.children)
+    if _KEYWORD_BLOCK.search(text) is None:  # else every statement starts on its first token's line
+        try:
+            return _Builder(text, buffers, variables).stmts(parse_tree(text, "start", positions=False).children)
+        except HalideParseError:
+            pass  # again with node positions, for the error's exact line and column
+    return _Builder(text, buffers, variables).stmts(parse_tree(text, "start").children)
 
 
 def parse_expr(
@@ -100,8 +110,11 @@ def parse_expr(
     variables: Mapping[str, HType] | None = None,
 ) -> ir.Expr:
     """Parse one expression, e.g. a store's right-hand side."""
-    tree = parse_tree(text.strip(), "expr")
-    return _Builder(text, buffers, variables).expr(tree)
+    try:
+        return _Builder(text, buffers, variables).expr(parse_tree(text.strip(), "expr", positions=False))
+    except HalideParseError:
+        pass  # again with node positions, for the error's exact line and column
+    return _Builder(text, buffers, variables).expr(parse_tree(text.strip(), "expr"))
 
 
 def _syntax_error(e: UnexpectedInput, text: str) -> HalideParseError:
@@ -146,7 +159,18 @@ class _Builder:
         if isinstance(node, Token):
             return node.line or 0, node.column or 0
         meta = node.meta
-        return getattr(meta, "line", 0), getattr(meta, "column", 0)
+        if not meta.empty:
+            return getattr(meta, "line", 0), getattr(meta, "column", 0)
+        # A tree parsed without positions: its first token's line (a statement's keyword, which the
+        # tree does not keep, is on that line too). Columns can differ from the positioned tree's, so
+        # errors are reported from a positioned parse (parse_stmt / parse_expr).
+        stack: list[Tree | Token] = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Token):
+                return n.line or 0, n.column or 0
+            stack.extend(reversed(n.children))
+        return 0, 0
 
     def error(
         self, node: Tree | Token, message: str, kind: type[HalideParseError] = HalideParseError

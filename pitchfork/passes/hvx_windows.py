@@ -7,9 +7,10 @@ one by one, every operand is a sub-register load (two aligned blocks + `valign`)
 4-way byte shuffle of four partial registers (vshuff/vdeal/vdelta/vmux chains), and the address
 arithmetic of 64 windows spilled registers (583 instructions in the hot loop, Halide 21: 290).
 
-When the x steps of one straight-line loop body together read each row as one whole register
-(offsets c0, c0 + n, ..., c0 + 128 bytes - n), this pass loads each row once as a whole register and
-interleaves the f rows once:
+When the x steps of one straight-line loop body together read each row as whole registers (offsets
+c0, c0 + n, ..., c0 + g*128 bytes - n: any unroll factor that is a multiple of 128 bytes / n, any
+number f of rows), this pass loads each row once per register and interleaves the f rows once per
+register (g windows; window k holds the steps reading bytes [c0 + 128k, c0 + 128(k+1))):
 
     let win = interleave_vectors(B[ramp(r0 + c0, 1, 128 bytes)], ..., B[ramp(r_{f-1} + c0, 1, 128 bytes)])
 
@@ -142,32 +143,39 @@ def _share_windows(body: H.Stmt, loop: str) -> H.Stmt:
     for st in stores:
         visit(st.value)
     wins: list[tuple[str, H.Expr]] = []
-    plan: dict[tuple, tuple[str, int, HType]] = {}  # key -> (window name, c0, window type)
+    plan: dict[tuple, tuple[int, int, list[tuple[str, HType]]]] = {}  # key -> (c0, n*m, windows in order)
     for key, cs in found.items():
         buf, t, it, syms = key
         n = t.lanes
         m = REG_BYTES // (n * t.bits // 8)
         c0 = min(cs)
-        if cs != {c0 + n * j for j in range(m)}:
+        # any number of whole registers per row: the steps read c0 .. c0 + g*128 bytes, every one of them
+        groups = (max(cs) - c0) // (n * m) + 1
+        if cs != {c0 + n * j for j in range(m * groups)}:
             continue
-        rows = [H.Load(buf, H.Ramp(H.BinOp("+", s, H.IntImm(c0, it.with_lanes(1)), it.with_lanes(1)) if c0 else s,
-                                   H.IntImm(1, it.with_lanes(1)), n * m, it.with_lanes(n * m)), t.with_lanes(n * m))
-                for s in syms]
-        f = len(rows)
+        f = len(syms)
         wt = t.with_lanes(f * n * m)
-        name = f"{loop}.hvx_window{len(wins)}"
-        wins.append((name, H.Shuffle("interleave", tuple(rows),
-                                     tuple(k * n * m + i for i in range(n * m) for k in range(f)), wt)))
-        plan[key] = (name, c0, wt)
+        names = []
+        for g in range(groups):
+            cg = c0 + g * n * m
+            rows = [H.Load(buf, H.Ramp(H.BinOp("+", s, H.IntImm(cg, it.with_lanes(1)), it.with_lanes(1)) if cg else s,
+                                       H.IntImm(1, it.with_lanes(1)), n * m, it.with_lanes(n * m)), t.with_lanes(n * m))
+                    for s in syms]
+            name = f"{loop}.hvx_window{len(wins)}"
+            wins.append((name, H.Shuffle("interleave", tuple(rows),
+                                         tuple(k * n * m + i for i in range(n * m) for k in range(f)), wt)))
+            names.append((name, wt))
+        plan[key] = (c0, n * m, names)
     if not wins:
         return body
 
     def replace(e: H.Expr) -> H.Expr:
         if isinstance(e, H.Shuffle) and id(e) in where and where[id(e)][0] in plan:
             key, c = where[id(e)]
-            name, c0, wt = plan[key]
+            c0, per, names = plan[key]
             f, n = len(e.vectors), key[1].lanes
-            j = (c - c0) // n
+            name, wt = names[(c - c0) // per]
+            j = (c - c0) % per // n
             return H.Shuffle("slice", (H.Variable(name, wt),), tuple(range(f * n * j, f * n * (j + 1))), e.type)
         return map_children(e, H.Expr, replace)
 

@@ -14,9 +14,15 @@ it (`format_passes`). Three kinds, run in this order:
   rewrite of the optimised IR. A `required` one works around a Hexagon backend abort ("Cannot select")
   or miscompile and cannot be disabled.
 
-`resolve(target, isel, passes=None, disable=())` is the list a compile runs: the applicable passes
-(`passes`, if given, names the loop passes instead of the isel's), minus `disable`. A name that is no
-pass is refused with a UsageError listing the valid ones.
+`resolve(target, isel, passes=None, disable=(), enable=())` is the list a compile runs: the applicable
+passes (`passes`, if given, names the loop passes instead of the isel's), plus `enable` (a `shared`
+codegen pass the isel does not run by default), minus `disable`. A name that is no pass is refused
+with a UsageError listing the valid ones.
+
+`shared` marks what is not instruction selection: every loop pass, and the codegen strategies that
+only decide how data is moved (Halide does the same in its own lowering, e.g. AlignLoads). The
+benchmark harness gives these to LLVM alone too, so its "selection only" column compares instruction
+selection alone (benchmarks/harness/variants.py); `shared_passes(target)` lists them.
 
 Invariant: the default list for a (target, isel) is exactly what compile() ran before the order was
 data (the harness's static estimates are unchanged); each pass keeps the program's results bit-exact,
@@ -51,6 +57,13 @@ class Pass:
     isels: tuple[str, ...]
     run: Optional[Callable[[H.Stmt, str], H.Stmt]] = None
     required: bool = False
+    #: not instruction selection, and correct for either isel (every loop pass is): `enable=` may
+    #: turn it on for an isel that does not run it by default
+    shared: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind == "loop":
+            object.__setattr__(self, "shared", True)
 
     def applies(self, target: str, isel: str) -> bool:
         return target in self.targets and isel in self.isels
@@ -93,6 +106,9 @@ PASSES: tuple[Pass, ...] = (
          "each load leaf emitted where the selected code first uses it (fewer live vectors on x86); "
          "same values",
          ("x86-avx2",), BOTH),
+    # Read where an x86 pack instruction is emitted (targets/x86.py); every emitter of a loop nest's
+    # terms gets it (LoopNestCodegen.term_emitter). Expression kernels (codegen/kernel.py: `pitchfork
+    # select`, the differential tests) are not compiled through this list and always have it on.
     Pass("x86_lane_order", "codegen",
          "operands of 32->16-bit packs computed in the pack's per-half lane order (no vpermq); same "
          "lanes after the pack",
@@ -100,7 +116,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("hvx_aligned_loads", "codegen",
          "misaligned dense HVX loads as valign of aligned whole-register blocks shared across a row's "
          "taps; same lanes read",
-         ("hvx128",), PF),
+         ("hvx128",), PF, shared=True),
     Pass("hvx_accumulate", "codegen",
          "an accumulation chain started from a summand nothing else reads (vmpyi_acc overwrites it); "
          "same sum",
@@ -187,13 +203,14 @@ def default_passes(target: str, isel: str) -> PassList:
 
 
 def resolve(target: str, isel: str, passes: Optional[list[str] | tuple[str, ...]] = None,
-            disable: list[str] | tuple[str, ...] = ()) -> PassList:
+            disable: list[str] | tuple[str, ...] = (), enable: list[str] | tuple[str, ...] = ()) -> PassList:
     """The list a compile runs. `passes` names the *loop* passes to run instead of the isel's defaults
     (any isel: the benchmark harness gives LLVM alone the same loop passes, to measure instruction
     selection alone; names of loop passes for other targets are ignored); the codegen and backend
-    passes are the isel's. `disable` removes names (a pass that does not run here is ignored).
-    UsageError for a name that is no pass (listing this target's), a non-loop name in `passes`, or a
-    required pass disabled."""
+    passes are the isel's, plus `enable` (shared codegen passes run for this isel although it does not
+    by default; loop-pass names belong in `passes`). `disable` removes names (a pass that does not run
+    here is ignored). UsageError for a name that is no pass (listing this target's), a non-loop name in
+    `passes`, a pass in `enable` that is not a shared codegen pass, or a required pass disabled."""
     mine = [p for p in PASSES if target in p.targets]
 
     def check(given: list[str] | tuple[str, ...]) -> None:
@@ -212,13 +229,26 @@ def resolve(target: str, isel: str, passes: Optional[list[str] | tuple[str, ...]
         if other:
             raise UsageError(f"passes= names loop passes ({', '.join(STATEMENT_PASSES)}); {other[0]!r} is a "
                              f"{BY_NAME[other[0]].kind} pass (use disable_passes= to turn it off)")
-    chosen = [p for p in mine if (p.name in passes if passes is not None and p.kind == "loop" else isel in p.isels)]
+    check(list(enable))
+    bad = [n for n in enable if BY_NAME[n].kind != "codegen" or not BY_NAME[n].shared]
+    if bad:
+        raise UsageError(f"pass {bad[0]!r} cannot be enabled for isel={isel}: only shared codegen passes "
+                         f"({', '.join(p.name for p in PASSES if p.kind == 'codegen' and p.shared)}) can; "
+                         "loop passes are chosen with passes=")
+    chosen = [p for p in mine if (p.name in passes if passes is not None and p.kind == "loop"
+                                  else isel in p.isels or p.name in enable)]
     return PassList(target, isel, tuple(p for p in chosen if p.name not in set(disable)))
 
 
 #: The loop passes: name -> (targets, isels that run it by default) (the benchmark harness's view).
 STATEMENT_PASSES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     p.name: (p.targets, p.isels) for p in PASSES if p.kind == "loop"}
+
+
+def shared_passes(target: str) -> list[str]:
+    """Every pass of `target` that is not instruction selection (`Pass.shared`), loop passes first: what
+    the benchmark harness runs on both sides of its "selection only" comparison."""
+    return [p.name for p in PASSES if p.shared and target in p.targets]
 
 
 def statement_passes(target: str, isel: str, passes: Optional[Sequence[str]] = None,

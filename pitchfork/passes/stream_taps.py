@@ -115,15 +115,15 @@ class _Regroup:
                 fact = stream_fact(leaf.value)
                 if fact is not None:
                     streams.setdefault(fact[0], {})[fact[1]] = leaf
-        windows: list[tuple[int, H.Expr, H.Expr, H.Expr]] = []
+        windows: list[tuple[int, H.Expr, H.Expr, H.Expr, int, int]] = []
         for offsets in streams.values():
             for o in sorted(offsets):
                 lo, mid, hi = (offsets.get(o + k) for k in range(3))
                 if lo is None or mid is None or hi is None or not all(x in weights for x in (lo, mid, hi)):
                     continue
-                a = weights[lo]
-                if weights[mid] == 2 * a % mod and weights[hi] == a:
-                    windows.append((a, lo, mid, hi))
+                taps = _byte_taps(weights[lo], weights[mid], weights[hi])
+                if taps is not None:
+                    windows.append((weights[hi], lo, mid, hi) + taps)
                     for x in (lo, mid, hi):
                         del weights[x]
         groups = _tap_groups(weights)
@@ -132,10 +132,12 @@ class _Regroup:
         n = t.lanes
         u16 = HType("uint", 16, n)
         terms: list[tuple[int, H.Expr]] = []
-        for a, lo, mid, hi in windows:
+        for a, lo, mid, hi, p, q in windows:
             assert isinstance(lo, H.Cast) and isinstance(mid, H.Cast) and isinstance(hi, H.Cast)
-            s = H.BinOp("+", H.BinOp("+", H.BinOp("*", H.Cast(u16, mid.value), _splat(2, u16), u16),
-                                     H.Cast(u16, lo.value), u16), H.Cast(u16, hi.value), u16)
+            x, y = (H.Cast(u16, lo.value) if p == 1 else H.BinOp("*", H.Cast(u16, lo.value), _splat(p, u16), u16),
+                    H.BinOp("*", H.Cast(u16, mid.value), _splat(q, u16), u16) if q != 1 else H.Cast(u16, mid.value))
+            # [1 2 1]: sobel's spelling, y first; otherwise in tap order (lifting canonicalises either)
+            s = H.BinOp("+", H.BinOp("+", y, x, u16) if p == 1 else H.BinOp("+", x, y, u16), H.Cast(u16, hi.value), u16)
             terms.append((a, s if t == u16 else H.Cast(t, s)))
         if groups:
             terms.append((1, H.Cast(t, _group_sum(groups, n))))
@@ -150,6 +152,21 @@ class _Regroup:
             out = H.BinOp("+", out, _splat(constant, t), t)  # type: ignore[arg-type]
         assert out is not None
         return out
+
+
+def _byte_taps(w_lo: int, w_mid: int, w_hi: int) -> Optional[tuple[int, int]]:
+    """(p, q) when the weights (mod 2^16) of a u8 window at o, o+1, o+2 are a * (p, q, 1) with a the
+    weight of o+2 and p, q in 1..127: vtmpybus's shape (p*x + q*y + z with byte taps; signed bytes,
+    but a negative tap would make the u16 sum a difference, which lifting spells otherwise). Covers
+    [1 2 1] (sobel, gaussian3x3), [1 q 1] and any [p q 1] multiple."""
+    a = _signed(w_hi, 16)
+    if a == 0:
+        return None
+    lo, mid = _signed(w_lo, 16), _signed(w_mid, 16)
+    if lo % a or mid % a:
+        return None
+    p, q = lo // a, mid // a
+    return (p, q) if 1 <= p <= 127 and 1 <= q <= 127 else None
 
 
 def _signed(w: int, bits: int) -> int:

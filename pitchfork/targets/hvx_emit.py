@@ -35,6 +35,7 @@ from llvmlite import ir
 
 from fpir.ops import expansion
 from fpir.term import Term
+from pitchfork.codegen.ir_constants import mask
 from pitchfork.targets.base import Signature, target_op
 
 REG_BITS = 1024
@@ -48,7 +49,7 @@ def _vec(bits: int, lanes: int) -> ir.VectorType:
 
 
 def _mask(idx: Sequence[int]) -> ir.Constant:
-    return ir.Constant(ir.VectorType(ir.IntType(32), len(idx)), list(idx))
+    return mask(idx)  # shared (pitchfork/codegen/ir_constants.py)
 
 
 def _shuffle(em: Any, v: ir.Value, idx: Sequence[int]) -> ir.Value:

@@ -24,6 +24,7 @@ from typing import Any
 
 from llvmlite import ir
 
+from pitchfork.codegen.ir_constants import mask
 from pitchfork.codegen.lane_order import pack_order_registers
 from pitchfork.targets.base import Inst, declare
 
@@ -37,7 +38,7 @@ def _vt(bits: int, lanes: int) -> ir.VectorType:
 
 
 def _mask(idx: Sequence[int]) -> ir.Constant:
-    return ir.Constant(_vt(32, len(idx)), list(idx))
+    return mask(idx)  # shared (pitchfork/codegen/ir_constants.py)
 
 
 def _same_width(name: Callable[[int, int], str]) -> Emit:

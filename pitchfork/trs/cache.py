@@ -1,8 +1,9 @@
 """On-disk cache of parsed rule files, so loading the rules takes milliseconds instead of a lark parse.
 
-`parse_rules_cached(text, source)` returns exactly what `pitchfork.trs.rules.parse_rules(text, source)`
-returns: the first time from the parser (which then stores the result), afterwards from a pickle of
-the parsed `Rule` objects. Rules are plain data (frozen dataclasses of raw syntax trees and patterns,
+`parse_rules_cached(text, source, parse)` returns exactly what `parse(text, source)` returns (the
+caller passes the parser, `pitchfork.trs.rules.parse_rules`: this module sits below the rule files'
+module and knows nothing of their grammar): the first time from the parser (which then stores the
+result), afterwards from a pickle of the parsed `Rule` objects. Rules are plain data (frozen dataclasses of raw syntax trees and patterns,
 no interned terms), so a pickle round trip gives equal objects.
 
 Invariants:
@@ -105,10 +106,8 @@ def _prune(d: Path) -> None:
             pass
 
 
-def parse_rules_cached(text: str, source: str, parse: Optional[Callable[[str, str], list]] = None) -> list:
-    """`parse(text, source)` (default pitchfork.trs.rules.parse_rules), through the disk cache."""
-    if parse is None:
-        from pitchfork.trs.rules import parse_rules as parse
+def parse_rules_cached(text: str, source: str, parse: Callable[[str, str], list]) -> list:
+    """`parse(text, source)` (pitchfork.trs.rules.parse_rules), through the disk cache."""
     path = entry_path(text, source)
     if path is not None:
         hit = load_entry(path)

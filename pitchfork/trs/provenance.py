@@ -18,6 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
+from pitchfork.trs.cache import parse_rules_cached
+from pitchfork.trs.rules import parse_rules
+
 _EXCLUDED: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("pitchfork_excluded", default=None)
 _FROM = re.compile(r"#\s*from:\s*([\w\-, ]+)")
 
@@ -73,10 +76,8 @@ def filter_rules(rules: Sequence, text_by_source: dict[str, str], exclude: Optio
 
 def load_filtered(paths: Sequence[str | Path], exclude: Optional[str]) -> list:
     """Every rule of `paths` (in order) minus those learned from `exclude`."""
-    from pitchfork.trs.cache import parse_rules_cached
-
     rules = []
     for p in paths:
         text = Path(p).read_text()
-        rules += filter_rules(parse_rules_cached(text, str(p)), {str(p): text}, exclude)
+        rules += filter_rules(parse_rules_cached(text, str(p), parse_rules), {str(p): text}, exclude)
     return rules

@@ -24,6 +24,7 @@ from fpir.opspec import OPS
 from fpir.term import Term, const
 from fpir.text import FPIRSyntaxError, Raw, _Elaborator, parse_raw
 from fpir.types import FPIRTypeError, ScalarType
+from pitchfork.trs.cache import parse_rules_cached
 from pitchfork.trs.pattern import (
     Bindings,
     PApp,
@@ -242,7 +243,6 @@ def load_rule_file(path: str | Path) -> list[Rule]:
     without lark); a file that cannot be read (missing, a directory, not UTF-8) raises
     pitchfork.errors.InputFileError naming it."""
     from pitchfork.errors import read_text
-    from pitchfork.trs.cache import parse_rules_cached
 
     p = Path(path)
     return parse_rules_cached(read_text(p, "rule file"), str(p), parse_rules)

@@ -1,11 +1,11 @@
 """The generated reports: SYNTH_RESULTS.md (synth/report.py) and the ablation section
-(benchmarks/harness/ablation.py) render what the run measured, failures included."""
+(benchmarks/harness/ablation_report.py) render what the run measured, failures included."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.harness import ablation
+from benchmarks.harness import ablation_report
 from synth import report
 
 
@@ -46,10 +46,10 @@ def test_ablation_section_geomean_failures_and_plot(tmp_path: Path) -> None:
         ],
     }
     (tmp_path / "synth_run.json").write_text(__import__("json").dumps(_run_summary()))
-    md = ablation.markdown(data, tmp_path)
+    md = ablation_report.markdown(data, tmp_path)
     assert "| b | **1.21x** (8 synthesized rewrites) | 1.00x (same code) |" in md
     assert "failed (compile: boom)" in md and "c/arm64: compile: boom" in md
     assert f"{(1.0 * 1.21) ** 0.5:.3f}x (max 1.21x, 2 benchmarks)" in md  # failures are not counted as 1
     assert "**30.0 min wall**" in md and "**1.00 rules per minute**" in md
-    ablation.plot(data, tmp_path / "ablation.png")
+    ablation_report.plot(data, tmp_path / "ablation.png")
     assert (tmp_path / "ablation.png").stat().st_size > 1000

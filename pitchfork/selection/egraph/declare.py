@@ -56,9 +56,12 @@ def parse_ctor(name: str) -> tuple[str, tuple[str, ...]]:
 
 
 def flag_sets(op: str) -> list[tuple[str, ...]]:
-    """The flag combinations a node of `op` may carry: none, or each single flag (FPIR text writes
-    one flag per node)."""
-    return [()] + [(f,) for f in sorted(spec(op).flags)]
+    """The flag combinations a node of `op` may carry: every subset of its flags (`shl.inrange.nsw`),
+    the empty one first (ops have at most two flags)."""
+    from itertools import combinations
+
+    fl = sorted(spec(op).flags)
+    return [c for k in range(len(fl) + 1) for c in combinations(fl, k)]
 
 
 def declarations(ops: Optional[list[str]] = None) -> str:
@@ -122,6 +125,28 @@ class Encoding:
             else:
                 memo[t] = f"({ctor(t.op, t.attrs)} {ty}{''.join(' ' + memo[a] for a in t.args)})"
         return memo[term]
+
+    def bind(self, term: Term, out: list[str]) -> str:
+        """The global naming `term`'s e-class: the name `encode` or an earlier `bind` gave it, or a new
+        one, appending to `out` a `let` for each of its nodes not named yet (post-order). Union
+        commands built from these names stay linear in the new nodes (`expr` writes the whole tree)."""
+        names = self.names
+        for t in term.walk():
+            if t in names:
+                continue
+            ty = quote(t.type.name)
+            name = f"$n{len(names)}"
+            if t.op == "const" and I64_MIN <= t.value <= I64_MAX:
+                out.append(f"(let {name} ({CONST} {t.value} {ty}))")
+            elif not t.args or t.op not in self.known:
+                if t not in self.leaf_index:
+                    self.leaf_index[t] = len(self.leaves)
+                    self.leaves.append(t)
+                out.append(f"(let {name} ({LEAF} {self.leaf_index[t]} {ty}))")
+            else:
+                out.append(f"(let {name} ({ctor(t.op, t.attrs)} {ty}{''.join(' ' + names[a] for a in t.args)}))")
+            names[t] = name
+        return names[term]
 
     def decode_node(self, ctor_name: str, tname: str, args: list[Term], payload: Optional[int] = None,
                     fold: bool = True) -> Term:

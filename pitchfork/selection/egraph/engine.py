@@ -17,9 +17,14 @@
 4. never worse than greedy: the greedy TRS runs on the extracted term (this is also where the lifting
    rules egglog cannot decide act, rules.py `greedy_only`) and on the input; the cheaper result by
    pitchfork.cost.cost wins (greedy's on a tie);
-5. translation validation: a result other than greedy's own is proved equal to the input by Z3
-   (fpir.z3enc.equivalent, assuming the input's flag facts). Anything but VALID, any egglog error or
-   an unsupported input returns greedy's result with a one-line note.
+5. translation validation (validate.py): a result other than greedy's own is proved equal by Z3
+   (fpir.z3enc.equivalent under the budget's rlimit): first to greedy's result with their shared
+   sub-terms abstracted (small formulas), else to the input (assuming the input's flag facts).
+   Anything but VALID, any egglog error or an unsupported input returns greedy's result with a
+   one-line note.
+
+Steps 1-5 run once per shape: on the input alpha-renamed (canon.py), cached, so expressions that differ
+only in variable names (a pipeline's rows, tails, unrolled copies) share one saturation and one proof.
 
 Invariant: the returned term is greedy's result or a term Z3 proved equal to the input, and its cost
 is never above greedy's.
@@ -32,16 +37,18 @@ import threading
 import time
 from functools import lru_cache
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType, parse_type
 from pitchfork.selection.cost import cost
+from pitchfork.selection.egraph.canon import canonical, rename
 from pitchfork.selection.egraph.declare import Encoding, declarations, encode, lifting_ops
 from pitchfork.selection.egraph.extract import extract, extract_all, read_egraph
 from pitchfork.selection.egraph.rules import Compiled, compile_rules, result_type_table, type_tables
+from pitchfork.selection.egraph.validate import validate_result
 from pitchfork.trs.rewriter import Rewriter
 from pitchfork.trs.rules import RuleSet, load_rule_file
 
@@ -91,17 +98,26 @@ class EgraphResult:
     nodes: int = 0
     saturated: bool = False
     fired: Counter = field(default_factory=Counter)  # algebra rule name -> matches
-    greedy_fired: Counter = field(default_factory=Counter)  # lifting rules fired on e-nodes and on the extracted term
+    # lifting rules fired: on e-nodes and on the extracted term (source "egraph"), else greedy's own
+    greedy_fired: Counter = field(default_factory=Counter)
     lift_unions: int = 0
     rule_set: Optional[RuleSet] = field(default=None, repr=False)
     extracted: Optional[Term] = None
     greedy_term: Optional[Term] = None
     seconds: float = 0.0
+    proof: str = ""  # how the result was proved (validate.py): "shared", "full"; "" when greedy's
 
 
 @lru_cache(maxsize=1)
 def _algebra() -> Compiled:
     return compile_rules(load_rule_file(ALGEBRA_FILE), "algebra")
+
+
+@lru_cache(maxsize=1)
+def _declared() -> frozenset[str]:
+    """The ops the prelude declares: those of the op table when it was first built. Ops registered
+    later (a reduction by a factor first met in a pipeline, vector_reduce_add_x32) are opaque leaves."""
+    return frozenset(lifting_ops())
 
 
 @lru_cache(maxsize=1)
@@ -113,7 +129,7 @@ def _prelude() -> str:
     folding = "\n".join(c.replace(":ruleset algebra", ":ruleset fold") for n, c in alg.commands if n.startswith("fold_"))
     growing = "\n".join(c for n, c in alg.commands if not n.startswith("fold_"))
     tables = "".join(result_type_table(op) for op in alg.tables)
-    return declarations() + type_tables() + tables + "(ruleset algebra)\n(ruleset fold)\n" + folding + "\n" \
+    return declarations(sorted(_declared())) + type_tables() + tables + "(ruleset algebra)\n(ruleset fold)\n" + folding + "\n" \
         + growing + "\n"
 
 
@@ -132,20 +148,20 @@ def _parsed(eg: Any, text: str) -> list:
     return got
 
 
-def _size(eg: object) -> int:
-    out = eg.run_program(*_parsed(eg, "(print-size)"))  # type: ignore[attr-defined]
-    return sum(n for name, n in out[0].sizes if name.startswith("op_") or name in ("Const", "Leaf"))
+def _count(sizes: Any) -> int:
+    """E-nodes in a `(print-size)` output."""
+    return sum(n for name, n in sizes.sizes if name.startswith("op_") or name in ("Const", "Leaf"))
 
 
-def _lift_pass(eg: object, enc: Encoding, rw: Rewriter, seen: set, res: EgraphResult,
-               limit: Optional[int] = None) -> int:
-    """Greedy lifting of every e-node (over its children's cheapest terms), unioned back: the lifting
-    rules act on the e-graph through the greedy TRS, with its own matcher, predicates and bounds.
-    An e-node over the same child terms as in an earlier pass is not lifted again. Returns how many
-    unions were added."""
-    classes = read_egraph(eg)
+def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: EgraphResult,
+               limit: Optional[int] = None) -> list[str]:
+    """Greedy lifting of every e-node (over its children's cheapest terms), as egglog commands that
+    union each lifted term with its e-node: the lifting rules act on the e-graph through the greedy
+    TRS, with its own matcher, predicates and bounds. An e-node over the same child terms as in an
+    earlier pass is not lifted again. The caller runs the commands with its next ones (each
+    run_program call costs egglog a few milliseconds however small)."""
     best = extract_all(classes, enc, fold=False)
-    unions = []
+    unions: list[str] = []
     cap = None if limit is None else limit * (res.rounds + 1)  # `limit` new e-nodes per round
     for n in (n for nodes in classes.values() for n in nodes):
         if cap is not None and len(seen) >= cap:
@@ -163,24 +179,51 @@ def _lift_pass(eg: object, enc: Encoding, rw: Rewriter, seen: set, res: EgraphRe
             continue
         lifted = rw.rewrite(t)
         if lifted is not t:
-            unions.append(f"(union {enc.expr(t)} {enc.expr(lifted)})")
-    if unions:
-        eg.run_program(*eg.parse_program("\n".join(unions)))  # type: ignore[attr-defined]
-    return len(unions)
+            a = enc.bind(t, unions)
+            unions.append(f"(union {a} {enc.bind(lifted, unions)})")
+    return unions
 
 
 _LOCAL = threading.local()
 
 
+def _bindings() -> Any:
+    """egglog's compiled module `egglog.bindings` (the program-text API this engine uses), loaded
+    without running the `egglog` package's __init__, which imports its high-level Python API
+    (black, opentelemetry, ...: 0.3-0.7 s of every process's first lift, for nothing we use). If the
+    package is already imported, its module is used; importing the package later finds this one."""
+    import sys
+
+    mod = sys.modules.get("egglog.bindings")
+    if mod is not None:
+        return mod
+    import importlib.machinery
+    import importlib.util
+
+    pkg = importlib.util.find_spec("egglog")  # locates the package without executing it
+    if pkg is None or not pkg.submodule_search_locations:
+        raise ImportError("egglog is not installed (pip install egglog)")
+    for folder in pkg.submodule_search_locations:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = Path(folder) / f"bindings{suffix}"
+            if path.exists():
+                loader = importlib.machinery.ExtensionFileLoader("egglog.bindings", str(path))
+                spec = importlib.util.spec_from_file_location("egglog.bindings", path, loader=loader)
+                assert spec is not None
+                mod = importlib.util.module_from_spec(spec)
+                loader.exec_module(mod)
+                sys.modules["egglog.bindings"] = mod
+                return mod
+    raise ImportError(f"egglog.bindings not found in {list(pkg.submodule_search_locations)}")
+
+
 def _session() -> tuple[object, list, list]:
-    """This thread's e-graph holding the prelude (declarations, type tables, algebra rules: adding
+    """The egglog thread's e-graph holding the prelude (declarations, type tables, algebra rules: adding
     them costs egglog far more than a saturation), with parsed `(push)` / `(pop)` commands: each lift
     works between a push and a pop, so it starts from the prelude alone."""
     got = getattr(_LOCAL, "session", None)
     if got is None:
-        import egglog.bindings as eb
-
-        eg = eb.EGraph()
+        eg = _bindings().EGraph()
         eg.run_program(*eg.parse_program(_prelude()))
         got = (eg, eg.parse_program("(push)"), eg.parse_program("(pop)"))
         _LOCAL.session = got
@@ -204,9 +247,91 @@ def _pass_rewriter(lift_rs: RuleSet) -> Rewriter:
     return hit[1]
 
 
+class EgglogError(RuntimeError):
+    """An error raised while saturating (egglog's, or ours on the egglog thread), as text."""
+
+
+class _EgglogThread:
+    """The one thread that runs egglog. An egglog EGraph may only be used by the thread that made it
+    (pyo3 `unsendable`), and building the prelude costs about a second, while pitchfork.compile runs
+    each pipeline's frontend in a thread of its own (pitchfork/frontend/deep.py): so saturations are
+    handed to this long-lived thread, whose prelude e-graph (`_session`) serves every compile of the
+    process. Calls are serialised (one e-graph)."""
+
+    STACK_BYTES = 256 * 1024 * 1024  # as deep as the frontend's own thread allows the terms to be
+
+    def __init__(self) -> None:
+        import queue
+
+        self.jobs: queue.Queue = queue.Queue()
+        old = threading.stack_size()
+        try:
+            threading.stack_size(max(old, self.STACK_BYTES))
+            self.thread = threading.Thread(target=self._serve, name="pitchfork-egglog", daemon=True)
+            self.thread.start()
+        finally:
+            threading.stack_size(old)
+
+    def _serve(self) -> None:
+        while True:
+            job = self.jobs.get()
+            if job is None:  # process exit: egglog objects must be dropped by this thread
+                _LOCAL.__dict__.clear()
+                return
+            fn, args, box, done = job
+            try:
+                box.append((True, fn(*args)))
+            except BaseException as e:  # noqa: BLE001 - re-raised in the calling thread
+                # a new exception: this one's traceback holds frames with egglog objects, which
+                # must not be freed by another thread
+                box.append((False, EgglogError(f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)))
+                del e
+            done.set()
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        if threading.current_thread() is self.thread:
+            return fn(*args)
+        box: list = []
+        done = threading.Event()
+        self.jobs.put((fn, args, box, done))
+        done.wait()
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
+
+    def stop(self) -> None:
+        self.jobs.put(None)
+        self.thread.join()
+
+
+_WORKER: Optional[_EgglogThread] = None
+_WORKER_LOCK = threading.Lock()
+
+
+def _stop_worker() -> None:
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is not None:
+            _WORKER.stop()
+            _WORKER = None
+
+
 def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
-    """Steps 1-3: the extracted term and the run's statistics (raises on any egglog error; the
-    thread's e-graph is then dropped and rebuilt on the next call)."""
+    """Steps 1-3 (on the egglog thread): the extracted term and the run's statistics (raises on any
+    egglog error; the e-graph is then dropped and rebuilt on the next call)."""
+    global _WORKER
+    with _WORKER_LOCK:
+        if _WORKER is None:
+            import atexit
+
+            _WORKER = _EgglogThread()
+            atexit.register(_stop_worker)
+    return _WORKER.call(_saturate_here, term, lift_rs, budget)
+
+
+def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
     eg, push, pop = _session()
     eg.run_program(*push)  # type: ignore[attr-defined]
     try:
@@ -219,26 +344,25 @@ def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, Egraph
 
 
 def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
-    enc = encode(term, frozenset(lifting_ops()))
-    eg.run_program(*eg.parse_program(enc.program()))
+    enc = encode(term, _declared())
     res = EgraphResult(term, "egraph")
     rw = _pass_rewriter(lift_rs)
     fired_before = Counter(rw.stats.fired)
     seen: set = set()
     t0 = time.perf_counter()
-    rnd, close = _parsed(eg, _ROUND), _parsed(eg, _CLOSE)
-    eg.run_program(*close)
-    res.lift_unions += _lift_pass(eg, enc, rw, seen, res, budget.lifts)
+    rnd, close, size = _parsed(eg, _ROUND), _parsed(eg, _CLOSE), _parsed(eg, "(print-size)")
+    eg.run_program(*eg.parse_program(enc.program()), *close)
+    pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts)
     for r in range(budget.rounds):
-        out = eg.run_program(*rnd)
-        report = out[0].report
+        res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
+        new = eg.parse_program("\n".join(pending)) if pending else []
+        out = eg.run_program(*new, *rnd, *close, *size)
+        report = next(o.report for o in out if hasattr(o, "report"))
         res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v and not k.startswith("(")})
-        eg.run_program(*close)
-        added = _lift_pass(eg, enc, rw, seen, res, budget.lifts)
-        res.lift_unions += added
         res.rounds = r + 1
-        res.nodes = _size(eg)
-        if not report.updated and not added:
+        res.nodes = _count(next(o for o in out if hasattr(o, "sizes")))
+        pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts)
+        if not report.updated and not pending:
             res.saturated = True
             break
         if res.nodes > budget.nodes:
@@ -250,30 +374,13 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Te
     else:
         res.note = f"round budget ({budget.rounds}) hit"
     res.greedy_fired.update(Counter(rw.stats.fired) - fired_before)
-    eg.run_program(*close)
-    classes = read_egraph(eg)
-    root_value = _root_value(eg, enc.root)
+    if pending:  # the last pass's lifted terms join the e-graph before extraction
+        res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
+        eg.run_program(*eg.parse_program("\n".join(pending)), *close)
+    frozen = eg.freeze()
+    classes = read_egraph(eg, frozen)
+    root_value = frozen.functions[enc.root].rows[0].output
     return extract(eg, root_value, enc, classes), res
-
-
-def _root_value(eg: object, name: str) -> object:
-    frozen = eg.freeze()  # type: ignore[attr-defined]
-    return frozen.functions[name].rows[0].output
-
-
-def validate(original: Term, result: Term, rlimit: int = 60_000_000) -> str:
-    """'' if Z3 proves result == original (under the original's flag facts) within `rlimit`, else the
-    reason."""
-    from fpir.z3enc import equivalent, flag_facts
-
-    try:
-        facts = flag_facts(original)
-        v = equivalent(original, result, assume=facts, rlimit=rlimit)
-    except (ValueError, FPIRTypeError) as e:
-        return f"translation validation failed: {e}"
-    if v.status == "VALID":
-        return ""
-    return f"translation validation {v.status}: {v}"
 
 
 #: results per (term, rule set, budget): terms are interned, and a compiled pipeline selects the same
@@ -307,10 +414,15 @@ _ARITH = frozenset({"add", "sub", "mul", "div", "mod", "shl", "shr", "min", "max
 
 def needs_saturation(lifted: Term) -> bool:
     """The gate in front of the e-graph: False when greedy's result is already fully lifted, i.e. no
-    primitive arithmetic node takes a computed (non-leaf) operand and no FPIR instruction takes a
-    constant 0 or 1 or, for the value-combining ones, any constant (which the equivalences might fold
-    or move). Such a result has nothing the equivalences could re-associate into another
-    instruction, so saturation is skipped (on the 16 benchmarks it skips most expressions)."""
+    primitive arithmetic node takes a computed (non-leaf) operand without also taking a variable,
+    and no FPIR instruction takes a constant 0 or 1 or, for the value-combining ones, any constant
+    (which the equivalences might fold or move). Such a result has nothing the equivalences could
+    re-associate into another instruction, so saturation is skipped (on the 16 benchmarks it skips
+    most expressions). A primitive node over a variable (a runtime clamp `max(min(x, lo), hi)`, an
+    accumulation `acc + p`, a division by a runtime value) was matched against every lifting rule
+    with that variable as it is; the equivalences could only move other computed operands around
+    it, and that needs another primitive node over computed operands alone, which this gate does
+    count."""
     from fpir.opspec import spec
 
     amounts = ("widening_shl", "widening_shr", "rounding_shr", "rounding_shl", "mul_shr", "rounding_mul_shr",
@@ -318,7 +430,7 @@ def needs_saturation(lifted: Term) -> bool:
     for x in lifted.walk():
         if not x.args:
             continue
-        if x.op in _ARITH and any(a.args for a in x.args):
+        if x.op in _ARITH and any(a.args for a in x.args) and not any(a.is_var for a in x.args):
             return True
         if spec(x.op).kind == "fpir" and any(a.is_const and (a.value in (0, 1) or x.op not in amounts)
                                             for a in x.args):
@@ -326,34 +438,65 @@ def needs_saturation(lifted: Term) -> bool:
     return False
 
 
+#: saturation results per canonical (alpha-renamed, canon.py) input, rule set and budget: expressions
+#: of one shape (a pipeline's rows, tails, unrolled copies) are saturated and proved once; bounded
+_SHAPES: dict[tuple, tuple[RuleSet, EgraphResult]] = {}
+
+
 def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
-    from pitchfork.selection.lift import lift_with_stats, normalize_shift_constants
+    from pitchfork.selection.lift import lifter, normalize_shift_constants
 
     t0 = time.perf_counter()
     norm = normalize_shift_constants(term)
-    greedy_in, _ = lift_with_stats(norm, rs)
+    lw = lifter(rs)
+    greedy_in = lw.rewrite(norm)
     if budget.gate and not needs_saturation(greedy_in):
         return EgraphResult(greedy_in, "greedy", note="greedy result fully lifted (no saturation)",
-                            greedy_term=greedy_in, seconds=time.perf_counter() - t0)
+                            greedy_fired=lw.stats.fired, greedy_term=greedy_in, seconds=time.perf_counter() - t0)
+    canon, back = canonical(norm)
+    key = (canon, id(rs), budget, check)
+    hit = _SHAPES.get(key)
+    if hit is None or hit[0] is not rs:
+        if len(_SHAPES) >= _RESULTS_MAX:
+            del _SHAPES[next(iter(_SHAPES))]
+        forward = {v: k for k, v in back.items()}
+        _SHAPES[key] = hit = (rs, _saturate_shape(canon, rename(greedy_in, forward), rs, budget, check))
+        shape = hit[1]
+    else:
+        shape = replace(hit[1], note="; ".join(x for x in ("same shape as an earlier expression", hit[1].note) if x))
+    res = replace(shape, extracted=None if shape.extracted is None else rename(shape.extracted, back),
+                  greedy_term=greedy_in, term=greedy_in, source="greedy", greedy_fired=lw.stats.fired)
+    if shape.source == "egraph":
+        # proved equal to the canonical input, so its renaming equals `norm`; never worse than greedy
+        cand = rename(shape.term, back)
+        if cost(cand) < cost(greedy_in):
+            res.term, res.source, res.greedy_fired = cand, "egraph", shape.greedy_fired
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
+    """Steps 1-5 of the module docstring on one (canonical) input, whose greedy lifting is `greedy_in`:
+    the e-graph's result when it is cheaper than greedy's and proved equal (validate.py), else
+    greedy's with the reason in `note`."""
+    from pitchfork.selection.lift import lift_with_stats
+
     try:
-        extracted, res = saturate(norm, rs, budget)
+        extracted, res = saturate(term, rs, budget)
     except Exception as e:  # egglog errors, unsupported input: greedy's answer, said in one line
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return EgraphResult(greedy_in, "greedy", note=f"egraph engine failed ({msg[:160]}); greedy result",
-                            greedy_term=greedy_in, seconds=time.perf_counter() - t0)
+                            greedy_term=greedy_in)
     greedy_e, stats = lift_with_stats(extracted, rs)
     res.extracted, res.greedy_term = extracted, greedy_in
     res.greedy_fired.update(stats.fired)
+    res.term, res.source = greedy_in, "greedy"
     if cost(greedy_e) < cost(greedy_in):
-        why = validate(term, greedy_e, budget.rlimit) if check else ""
+        why, res.proof = validate_result(term, greedy_e, greedy_in, budget.rlimit) if check else ("", "unchecked")
         if why:
-            res.term, res.source = greedy_in, "greedy"
             res.note = "; ".join(x for x in (res.note, why + "; greedy result") if x)
         else:
-            res.term = greedy_e
-    else:
-        res.term, res.source = greedy_in, "greedy"
-    res.seconds = time.perf_counter() - t0
+            res.term, res.source = greedy_e, "egraph"
     return res
 
 

@@ -38,9 +38,9 @@ class ENode:
     children: tuple[Any, ...]  # egglog Values of the child e-classes
 
 
-def read_egraph(egraph: Any) -> dict[Any, list[ENode]]:
-    """Every e-class (egglog Value) of sort E with its e-nodes."""
-    frozen = egraph.freeze()
+def read_egraph(egraph: Any, frozen: Any = None) -> dict[Any, list[ENode]]:
+    """Every e-class (egglog Value) of sort E with its e-nodes (from `frozen`, egraph.freeze(), if given)."""
+    frozen = frozen if frozen is not None else egraph.freeze()
     classes: dict[Any, list[ENode]] = {}
     for name, fn in frozen.functions.items():
         if fn.is_let_binding or fn.output_sort != "E":

@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+from benchmarks.harness.compare import trim
 from benchmarks.harness.run import run_worker
 from benchmarks.harness.variants import COMPILED, VARIANTS
 from pitchfork.cli import main
@@ -20,6 +21,7 @@ def _pos(x: object) -> bool:
 def test_quick_sobel_writes_every_row_and_the_report(tmp_path: Path) -> None:
     assert main(["bench", "--quick", "--bench", "sobel3x3", "-o", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "results.json").read_text())
+    assert json.loads((tmp_path / "baseline.json").read_text()) == trim(data)  # the copy to keep as a baseline
     assert data["meta"]["command"].startswith("pitchfork bench --quick --bench sobel3x3")
     rows = {(r["isa"], r["variant"]): r for r in data["rows"]}
     assert set(rows) == {(i, v) for i in ("x86-avx2", "arm64", "hvx128") for v in VARIANTS}
@@ -28,8 +30,9 @@ def test_quick_sobel_writes_every_row_and_the_report(tmp_path: Path) -> None:
             assert "PassSwitchUnavailable" in r["errors"][0]
             continue
         assert r["status"] == "ok", (isa, v, r.get("errors"))
-        if v in ("pitchfork_hand", "pitchfork_sel", "pitchfork_nopass"):
+        if v in ("pitchfork_hand", "pitchfork_sel", "pitchfork_nopass") and (isa, v) != ("hvx128", "pitchfork_nopass"):
             # sobel3x3 fires no synthesized rule and no statement pass changes it: the same code, measured once
+            # (on hvx128 pitchfork_nopass also turns off the shared aligned-block loads, which sobel's rows use)
             assert r["same_code_as"] == "pitchfork" and r["static"] == rows[(isa, "pitchfork")]["static"]
             continue
         st = r["static"]

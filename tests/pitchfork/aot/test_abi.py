@@ -26,8 +26,9 @@ from pitchfork.aot.abi_driver import Buf, Case, build_and_run, driver_source, pa
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = Path(__file__).with_name("data")
-SOBEL = str(DATA / "gen_sobel.py")
+SOBEL = str(ROOT / "examples" / "aot" / "sobel_generator.py")
 PARAMS = str(DATA / "gen_params.py")
+FLOATS = str(DATA / "gen_float.py")
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(Path(__file__).parent),
                                                      os.environ.get("PYTHONPATH", "")])}
 
@@ -76,9 +77,22 @@ SCALED_CASES = [
     Case("bounds_query_input", (Buf(((0, 0, 0), (0, 0, 0)), alloc=16, host=False), 5,
                                 Buf(((9, 70, 1), (4, 3, 70)), alloc=210))),
 ]
+# float_gain(input, gain: float, offset: double, output)
+FLOAT_CASES = [
+    Case("plain", (Buf(((0, 200, 1), (0, 3, 200)), alloc=600), 1.5, -3.25, Buf(((0, 200, 1), (0, 3, 200)), alloc=600))),
+    Case("negative_gain", (Buf(((0, 200, 1), (0, 3, 200)), alloc=600), -0.75, 300.5,
+                           Buf(((0, 200, 1), (0, 3, 200)), alloc=600))),
+    Case("tiny_values", (Buf(((0, 200, 1), (0, 3, 200)), alloc=600), 1e-30, 1e-300,
+                         Buf(((0, 200, 1), (0, 3, 200)), alloc=600))),
+    Case("mins_padded_cropped", (Buf(((40, 150, 1), (-7, 5, 256)), alloc=256 * 9, offset=256 * 2 + 3), 0.3, 17.125,
+                                 Buf(((41, 131, 1), (-6, 3, 160)), alloc=160 * 5, offset=160 + 7))),
+    Case("bad_type", (Buf(((0, 200, 1), (0, 3, 200)), type="int8", alloc=600), 1.0, 0.0,
+                      Buf(((0, 200, 1), (0, 3, 200)), alloc=600))),
+]
 GENERATORS = {  # name -> (file, class, GeneratorParams, C types of scalar params, cases)
-    "sobel": (SOBEL, "Sobel", {}, [], SOBEL_CASES),
+    "sobel": (SOBEL, "Sobel", {"parallel": "false"}, [], SOBEL_CASES),
     "scaled_avg": (PARAMS, "scaled_avg", {"input.type": "uint8"}, ["uint8_t"], SCALED_CASES),
+    "float_gain": (FLOATS, "float_gain", {}, ["float", "double"], FLOAT_CASES),
 }
 
 

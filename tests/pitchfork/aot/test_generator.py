@@ -1,7 +1,7 @@
 """Halide Python generators compiled by PITCHFORK unchanged: `compile_generator` and `pitchfork compile`.
 
-The generators are the example files `data/gen_sobel.py` (the paper's Sobel, scheduled with the
-target's natural vector width) and `data/gen_params.py` (algorithm and schedule driven by
+The generators are examples/aot/sobel_generator.py (the paper's Sobel, scheduled with the target's
+natural vector width; compiled with `parallel=false`, one thread) and `data/gen_params.py` (algorithm and schedule driven by
 GeneratorParams, an InputScalar, and an input whose type is a GeneratorParam).
 """
 
@@ -33,7 +33,8 @@ from pitchfork.aot.generator import (
 )
 
 DATA = Path(__file__).with_name("data")
-SOBEL = DATA / "gen_sobel.py"
+SOBEL = Path(__file__).resolve().parents[3] / "examples" / "aot" / "sobel_generator.py"
+SERIAL = {"parallel": "false"}  # its GeneratorParam: rows of tiles on one thread
 PARAMS = DATA / "gen_params.py"
 X86 = hl.Target("x86-64-linux-avx-avx2-fma-sse41")
 ELF_MACHINE = {"x86-avx2": 62, "arm64": 183, "hvx128": 164}
@@ -102,7 +103,7 @@ def image() -> np.ndarray:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_sobel_generator_end_to_end(target: str, image: np.ndarray) -> None:
-    prog = compile_generator(SOBEL, "Sobel", target)
+    prog = compile_generator(SOBEL, "Sobel", target, params=SERIAL)
     assert not prog.is_fallback and prog.name == "sobel"
     assert np.array_equal(prog(image), sobel3x3_reference(image))
     # the generator asked for the target's natural vector size: the stored vectors have that width
@@ -116,7 +117,7 @@ def test_generator_lookup_forms() -> None:
     assert find_generator(SOBEL) is by_class  # the only generator of the file
     assert find_generator(load_module(SOBEL), "Sobel") is by_class  # a module object
     assert find_generator(str(SOBEL), "Sobel") is by_class  # loaded once per file content
-    prog = compile_generator(by_class, target="x86-avx2", name="sobel_cls")  # the class itself
+    prog = compile_generator(by_class, target="x86-avx2", params=SERIAL, name="sobel_cls")  # the class itself
     assert prog.name == "sobel_cls"
 
 
@@ -241,7 +242,7 @@ def test_float16_generator_falls_back(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
 def test_header_free_outputs_reproduce_assembly(target: str) -> None:
-    prog = compile_generator(SOBEL, "Sobel", target)
+    prog = compile_generator(SOBEL, "Sobel", target, params=SERIAL)
     text, asm, obj = header_free_outputs(prog)
     for noise in ("attributes #", "source_filename", "; ModuleID", "!llvm", "#0", "; Function Attrs"):
         assert noise not in text
@@ -303,7 +304,7 @@ declare i32 @llvm.smax.i32(i32, i32)
 
 @pytest.mark.parametrize("target", ["arm64", "hvx128"])
 def test_cli_compile_sobel(target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc = cli_main(["compile", f"{SOBEL}:Sobel", "--target", target, "-o", str(tmp_path / "out")])
+    rc = cli_main(["compile", f"{SOBEL}:Sobel", "--target", target, "-o", str(tmp_path / "out"), "parallel=false"])
     out = capsys.readouterr()
     assert rc == 0, out.err
     files = {p.name for p in (tmp_path / "out").iterdir()}
@@ -369,8 +370,8 @@ def test_generator_file_runs_with_plain_halide(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    shutil.copy(SOBEL, tmp_path / "gen_sobel.py")
-    r = subprocess.run([sys.executable, "gen_sobel.py", "-g", "sobel", "-o", ".", "-e", "object",
-                        "target=arm-64-linux-no_runtime"], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    shutil.copy(SOBEL, tmp_path / "sobel_generator.py")
+    r = subprocess.run([sys.executable, "sobel_generator.py", "-g", "sobel", "-o", ".", "-e", "object",
+                        "target=arm-64-linux-no_runtime", "parallel=false"], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "sobel.o").exists()

@@ -113,3 +113,18 @@ def test_pack_of_a_plain_i32_input_keeps_natural_order() -> None:
     ev[:3] = [2**31 - 32769, -2**31 + 32768, 40000]
     got = prog(cv, ev, size=[n])
     np.testing.assert_array_equal(got, np.clip(cv.astype(np.int64) + ev, -32768, 32767).astype(np.int16))
+
+
+def test_disabling_x86_lane_order_brings_back_the_natural_order_and_stays_exact() -> None:
+    func, args = _every_leaf_kind()
+    off = pitchfork.compile(func, args, target=ISA, name="lane_order_off", fallback=False,
+                            disable_passes=["x86_lane_order"])
+    ops = _hot_loop(off.assembly(), "vpackssdw")
+    assert "vpackssdw" in ops and "vpermq" in ops, ops  # the natural-order pack and its fix-up
+    rng = np.random.default_rng(4)
+    n = 77
+    a = rng.integers(-128, 128, n + 1, dtype=np.int8)
+    wa = np.array([-128, 127], dtype=np.int8)
+    c = rng.integers(-32768, 32768, n, dtype=np.int16)
+    d = rng.integers(0, 65536, n, dtype=np.uint16)
+    np.testing.assert_array_equal(off(a, wa, c, d, size=[n]), _realize(func, args, [a, wa, c, d], [n]))

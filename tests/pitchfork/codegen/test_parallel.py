@@ -25,19 +25,10 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def _blur(split: int = 8):
-    """A 5x5 box filter: rows in strips of `split` run in parallel, the horizontal pass computed per
-    strip (an allocation inside the task: on the heap past 16 KiB)."""
-    import halide as hl
+    """benchmarks/parallel_scaling.py's 5x5 box filter, rows in strips of `split` run in parallel."""
+    from benchmarks.parallel_scaling import blur5
 
-    x, y, yo, yi = hl.vars("x y yo yi")
-    inp = hl.ImageParam(hl.UInt(8), 2, "input")
-    bx = hl.Func("blur_x")
-    bx[x, y] = sum(hl.u16(inp[x + i, y]) for i in range(5))
-    out = hl.Func("blur5")
-    out[x, y] = hl.u8((sum(bx[x, y + j] for j in range(5)) + 12) / 25)
-    out.split(y, yo, yi, split).parallel(yo).vectorize(x, 32)
-    bx.compute_at(out, yo).vectorize(x, 32)
-    return out, inp
+    return blur5(split)
 
 
 def _reference(out, inp, arr: np.ndarray, size: list[int]) -> np.ndarray:

@@ -23,6 +23,17 @@ def test_run_deep_walks_far_past_the_default_limit() -> None:
     assert sys.getrecursionlimit() < n  # restored
 
 
+def test_run_deep_keeps_the_callers_context_variables() -> None:
+    """The lifting engine and leave-one-out are context variables: set by the caller of
+    pitchfork.compile, they must hold in the frontend's thread."""
+    from pitchfork.selection.lift import current_engine, lift_engine
+    from pitchfork.trs.provenance import excluded_benchmark, excluding_rules_from
+
+    with lift_engine("egraph"), excluding_rules_from("add"):
+        assert deep.run_deep(lambda: (current_engine(), excluded_benchmark())) == ("egraph", "add")
+    assert deep.run_deep(lambda: (current_engine(), excluded_benchmark())) == ("greedy", None)
+
+
 def test_run_deep_bound_is_a_reason_not_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(deep, "FRAME_LIMIT", 2000)
     with pytest.raises(Unsupported, match=r"nested deeper than .*\(2000 Python frames\)"):

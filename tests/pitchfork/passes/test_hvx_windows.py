@@ -19,14 +19,14 @@ from pitchfork.passes.dot_products import rewrite_stmt as rewrite_dot_products
 from pitchfork.passes.hvx_windows import rewrite_stmt
 
 
-def _pipeline(steps: int) -> tuple[hl.Func, list[Any]]:
-    """f(x, y) = sum_{i<4} u32(u16(B(x, 4y + i)) * u16(A(4y + i))), 32 lanes per vector, `steps`
-    vectors of x unrolled (4 steps read 128 bytes of each of B's four rows)."""
+def _pipeline(steps: int, rows: int = 4) -> tuple[hl.Func, list[Any]]:
+    """f(x, y) = sum_{i<rows} u32(u16(B(x, rows*y + i)) * u16(A(rows*y + i))), 32 lanes per vector,
+    `steps` vectors of x unrolled (4 steps read 128 bytes of each of B's rows)."""
     x, y, xo, xi, xii = hl.Var("x"), hl.Var("y"), hl.Var("xo"), hl.Var("xi"), hl.Var("xii")
     a = hl.ImageParam(hl.UInt(8), 1, "A")
     b = hl.ImageParam(hl.UInt(8), 2, "B")
     f = hl.Func("dot4rows")
-    f[x, y] = sum(hl.u32(hl.u16(b[x, 4 * y + i]) * hl.u16(a[4 * y + i])) for i in range(4))
+    f[x, y] = sum(hl.u32(hl.u16(b[x, rows * y + i]) * hl.u16(a[rows * y + i])) for i in range(rows))
     f.split(x, xo, xi, 32 * steps).split(xi, xi, xii, 32).vectorize(xii).unroll(xi)
     b.dim(0).set_min(0)
     f.output_buffer().dim(0).set_min(0).set_extent((f.output_buffer().dim(0).extent() // (32 * steps)) * (32 * steps))
@@ -48,25 +48,28 @@ def _windows(s: H.Stmt) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("steps,shared", [(4, True), (2, False)])
-def test_rows_are_shared_only_when_the_steps_read_whole_registers(steps: int, shared: bool) -> None:
-    f, args = _pipeline(steps)
+@pytest.mark.parametrize("steps,rows,windows", [(4, 4, 1), (2, 4, 0), (8, 4, 2), (4, 8, 2), (12, 4, 3)])
+def test_rows_are_shared_only_when_the_steps_read_whole_registers(steps: int, rows: int, windows: int) -> None:
+    """One window per whole register of each group of 4 rows: 8 steps read two registers per row, 8
+    rows are two dot-product groups; 2 steps read half a register (nothing shared)."""
+    f, args = _pipeline(steps, rows)
     s = rewrite_dot_products(capture_stmt(hl.Pipeline(f), args, "hvx128").parse(), "hvx128")
     out = rewrite_stmt(s)
-    assert bool(_windows(out)) == shared
-    if not shared:
+    assert len(_windows(out)) == windows
+    if not windows:
         assert out is s
 
 
 @pytest.mark.qemu
 @pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu-hexagon")
-def test_shared_rows_run_bit_exactly_with_vshuff() -> None:
+@pytest.mark.parametrize("steps,rows", [(4, 4), (8, 4), (4, 8)])
+def test_shared_rows_run_bit_exactly_with_vshuff(steps: int, rows: int) -> None:
     w, h = 256, 3
     rng = np.random.default_rng(5)
-    av = rng.integers(0, 256, 4 * h, dtype=np.uint8)
-    bv = rng.integers(0, 256, (4 * h, w + 5), dtype=np.uint8)  # rows not 128-byte aligned
-    want = (bv[:, :w].astype(np.uint64).reshape(h, 4, w) * av.astype(np.uint64).reshape(h, 4, 1)).sum(axis=1)
-    f, args = _pipeline(4)
+    av = rng.integers(0, 256, rows * h, dtype=np.uint8)
+    bv = rng.integers(0, 256, (rows * h, w + 5), dtype=np.uint8)  # rows not 128-byte aligned
+    want = (bv[:, :w].astype(np.uint64).reshape(h, rows, w) * av.astype(np.uint64).reshape(h, rows, 1)).sum(axis=1)
+    f, args = _pipeline(steps, rows)
     prog = pitchfork.compile(f, args, target="hvx128", isel="pitchfork", name="dot4rows", fallback=False)
     got = prog(av, bv, size=[w, h])
     assert np.array_equal(got, want.astype(np.uint32))

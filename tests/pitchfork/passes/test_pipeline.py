@@ -17,7 +17,7 @@ from pitchfork.frontend.examples import sobel3x3
 from pitchfork.passes.pipeline import PASSES, TARGETS, default_passes, format_passes, resolve
 from tests.pitchfork.passes.test_stream_taps import CASES, N, _stencil
 
-SOBEL_GEN = "tests/pitchfork/aot/data/gen_sobel.py:Sobel"
+SOBEL_GEN = "examples/aot/sobel_generator.py:Sobel"
 
 
 def test_default_order_is_the_one_compile_ran() -> None:
@@ -121,3 +121,32 @@ def test_disabling_stream_taps_on_hvx_changes_ir_and_stays_exact() -> None:
     assert on.llvm_ir() != off.llvm_ir() and "vtmpy(" not in off.assembly()
     for prog in (on, off):
         assert np.array_equal(prog(a, size=[N, 4]), want)
+
+
+def test_only_shared_codegen_passes_can_be_enabled() -> None:
+    # hvx_aligned_loads moves data only: LLVM alone may get it (the harness's selection-only column)
+    assert resolve("hvx128", "llvm", enable=["hvx_aligned_loads"]).on("hvx_aligned_loads")
+    assert not resolve("hvx128", "llvm").on("hvx_aligned_loads")
+    with pytest.raises(UsageError, match=r"'hvx_accumulate' cannot be enabled for isel=llvm: only shared codegen"):
+        resolve("hvx128", "llvm", enable=["hvx_accumulate"])
+    with pytest.raises(UsageError, match=r"'stream_taps' cannot be enabled .*loop passes are chosen with passes="):
+        resolve("hvx128", "llvm", enable=["stream_taps"])
+    assert all(p.shared for p in PASSES if p.kind == "loop")
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu-hexagon")
+def test_llvm_alone_with_aligned_block_loads_stays_exact() -> None:
+    """isel=llvm given PITCHFORK's aligned-block loads (as the harness does): sobel3x3's misaligned row
+    loads (of its 128-aligned boundary buffer) become aligned blocks + valign, same bytes."""
+    image = np.random.default_rng(23).integers(0, 256, (8, 256), dtype=np.uint8)
+    out, (inp,) = sobel3x3(128)
+    inp.set(hl.Buffer(image))
+    want = np.asarray(out.realize([256, 8], halide_target("x86-avx2"))).copy()
+    plain = pitchfork.compile(out, [inp], target="hvx128", isel="llvm", name="sobel", fallback=False)
+    given = pitchfork.compile(out, [inp], target="hvx128", isel="llvm", name="sobel", fallback=False,
+                              enable_passes=["hvx_aligned_loads"])
+    assert given.llvm_ir().count("valignb") > plain.llvm_ir().count("valignb")
+    assert given.assembly().count("vmemu") < plain.assembly().count("vmemu")
+    for prog in (plain, given):
+        assert np.array_equal(prog(image, size=[256, 8]), want)

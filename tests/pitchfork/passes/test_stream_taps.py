@@ -12,6 +12,7 @@ import pytest
 
 import pitchfork
 from pitchfork.backend.run import tools_available
+from pitchfork.frontend.capture import halide_target
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
 from pitchfork.passes.stream_taps import regroup, stream_fact
@@ -52,11 +53,15 @@ def test_stream_facts_compare_symbolic_index_and_offset() -> None:
     ({("p", -1): 1, ("p", 0): 2, ("p", 1): 1}, 1),
     ({("p", 0): 2, ("p", 1): 1, ("p", -1): 1, ("q", 5): 3}, 1),             # any order, other leaves kept
     ({("p", 0): -3, ("p", 1): -6, ("p", 2): -3}, 1),                        # a, 2a, a with a = -3
-    ({("p", 0): 1, ("p", 1): 3, ("p", 2): 1}, 0),                           # not 1 2 1
+    ({("p", 0): 1, ("p", 1): 3, ("p", 2): 1}, 1),                           # [1 q 1]
+    ({("p", 0): 4, ("p", 1): 6, ("p", 2): 2}, 1),                           # 2 * [2 3 1]
+    ({("p", 0): 3, ("p", 1): 2, ("p", 2): 2}, 0),                           # 3 not a multiple of 2
+    ({("p", 0): 1, ("p", 1): -3, ("p", 2): 1}, 0),                          # a negative tap: a difference
+    ({("p", 0): 1, ("p", 1): 200, ("p", 2): 1}, 0),                         # not a byte tap
     ({("p", 0): 1, ("p", 2): 2, ("p", 4): 1}, 0),                           # not consecutive
     ({("p", 0): 1, ("q", 1): 2, ("p", 2): 1}, 0),                           # two buffers
 ])
-def test_regroup_takes_only_121_windows_of_one_stream(weights: dict, windows: int) -> None:
+def test_regroup_takes_byte_tap_windows_of_one_stream(weights: dict, windows: int) -> None:
     e = _tree(weights)
     out = regroup(e)
     assert _windows(out) == windows
@@ -114,3 +119,28 @@ def test_grouped_windows_select_vtmpy_and_run_bit_exactly(case: str) -> None:
     assert "vtmpy(" in prog.assembly()
     got = prog(a, size=[N, 4])
     assert np.array_equal(got, reference(a.astype(np.int64)))
+
+
+# Separable stencils that are none of the 16 benchmarks: horizontal taps (p, q, 1) times vertical
+# (1, 2, 1), inlined into one 16-bit add tree of nine weighted pixels, as Halide simplifies them.
+VARIANTS = {
+    "131x121": ((1, 3, 1), "vtmpy_1q1"),
+    "1_100_1x121": ((1, 100, 1), "vtmpy_1q1"),
+    "231x121": ((2, 3, 1), "vtmpy_pq1"),
+}
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu-hexagon")
+@pytest.mark.parametrize("case", sorted(VARIANTS))
+def test_any_byte_tap_window_selects_vtmpy_and_runs_bit_exactly(case: str) -> None:
+    (p, q, r), rule = VARIANTS[case]
+    expr = lambda v: sum((v(0, dy) * p + v(1, dy) * q + v(2, dy) * r) * ky for dy, ky in enumerate((1, 2, 1)))
+    f, args = _stencil(expr, hl.UInt(16))
+    a = np.random.default_rng(29).integers(0, 256, (6, N + 5), dtype=np.uint8)
+    args[0].set(hl.Buffer(a))
+    want = np.asarray(f.realize([N, 4], halide_target("x86-avx2"))).copy()
+    prog = pitchfork.compile(f, args, target="hvx128", isel="pitchfork", name="stencil", fallback=False)
+    assert prog.stats.rules_fired.get(rule, 0) >= 2, prog.stats.rules_fired  # a window per row at least
+    assert "vtmpy(" in prog.assembly()
+    assert np.array_equal(prog(a, size=[N, 4]), want)

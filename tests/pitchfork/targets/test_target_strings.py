@@ -19,7 +19,7 @@ from pitchfork.errors import UsageError
 from pitchfork.targets import load_target, uses_instruction
 from pitchfork.targets.target_strings import parse_target
 
-SOBEL = Path(__file__).resolve().parents[1] / "aot" / "data" / "gen_sobel.py"
+SOBEL = Path(__file__).resolve().parents[3] / "examples" / "aot" / "sobel_generator.py"
 
 
 @pytest.mark.parametrize("text, isa, halide", [
@@ -133,7 +133,7 @@ def test_cli_refuses_a_bad_target_by_name(tmp_path: Path, capsys: pytest.Capture
 def test_cli_halide_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`-g -f -n -e` and trailing `target=` / GeneratorParam words, as hl.main() takes them."""
     rc = cli_main(["compile", str(SOBEL), "-g", "sobel", "-f", "sobel_fn", "-n", "files", "-o", str(tmp_path),
-                   "-e", "static_library,c_header,assembly,llvm_assembly,object", "target=arm-64-linux"])
+                   "-e", "static_library,c_header,assembly,llvm_assembly,object", "target=arm-64-linux", "parallel=false"])
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["files.a", "files.h", "files.ll", "files.o", "files.s"]

@@ -102,7 +102,7 @@ def test_errors_are_not_cached(cache_dir: Path) -> None:
     bad = "r1: x_u8 + -> x_u8\n"
     for _ in range(2):
         with pytest.raises(Exception) as e:
-            cache.parse_rules_cached(bad, "bad.rules")
+            cache.parse_rules_cached(bad, "bad.rules", parse_rules)
         assert "bad.rules:1:" in str(e.value)
     assert not list(cache_dir.glob("rules/*.pickle"))
 
@@ -111,13 +111,13 @@ def test_unwritable_directory_still_parses(tmp_path: Path, monkeypatch: pytest.M
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("PITCHFORK_CACHE_DIR", str(blocker / "cache"))  # cannot be created
-    assert [r.name for r in cache.parse_rules_cached(RULES, "a.rules")] == ["r1", "r2"]
+    assert [r.name for r in cache.parse_rules_cached(RULES, "a.rules", parse_rules)] == ["r1", "r2"]
 
 
 def test_off_switch_and_default_location(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PITCHFORK_CACHE_DIR", "off")
     assert cache.cache_dir() is None and cache.entry_path(RULES, "a") is None
-    assert [r.name for r in cache.parse_rules_cached(RULES, "a.rules")] == ["r1", "r2"]
+    assert [r.name for r in cache.parse_rules_cached(RULES, "a.rules", parse_rules)] == ["r1", "r2"]
     monkeypatch.delenv("PITCHFORK_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache.cache_dir() == tmp_path / "xdg" / "pitchfork"

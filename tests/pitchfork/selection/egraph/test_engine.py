@@ -17,7 +17,7 @@ from fpir.opspec import OPS
 from fpir.text import parse
 from pitchfork.selection.cost import cost
 from pitchfork.selection.egraph.declare import declarations, encode, lifting_ops
-from pitchfork.selection.egraph.engine import ALGEBRA_FILE, Budget, _algebra, explain, lift_egraph
+from pitchfork.selection.egraph.engine import ALGEBRA_FILE, SELECTION_BUDGET, Budget, _algebra, explain, lift_egraph
 from pitchfork.selection.lift import lift, lift_rule_files
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -89,6 +89,7 @@ def test_egglog_error_falls_back_to_greedy(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(eng, "_ROUND", "(run-schedule (no-such-schedule))")
     monkeypatch.setattr(eng, "_RESULTS", {})  # not an answer cached by an earlier test
+    monkeypatch.setattr(eng, "_SHAPES", {})
     t = parse("i16(a_u8) + (0 - i16(b_u8))")
     res = lift_egraph(t, budget=SMALL)
     assert res.source == "greedy" and res.term is lift(t)
@@ -102,6 +103,10 @@ def test_gate_skips_fully_lifted_results() -> None:
     assert not needs_saturation(parse("widening_shl(a_u8, 3)"))
     assert needs_saturation(parse("widening_shl(a_u8, 1) + widening_shl(b_u8, 1)"))
     assert needs_saturation(parse("extending_add(widening_sub(0, b_u8), a_u8)"))
+    # over a variable: a runtime clamp, an accumulation (greedy matched them with the variable as is)
+    assert not needs_saturation(parse("max(min(saturating_cast<u8>(rounding_mul_shr(a_u16, b_u16, 16)), lo_u8), hi_u8)"))
+    assert not needs_saturation(parse("acc_i32 + extending_mul(i32(a_u8), b_i16)"))
+    assert needs_saturation(parse("acc_i32 + extending_mul(i32(a_u8), b_i16) + extending_mul(i32(c_u8), d_i16)"))
     res = lift_egraph(parse("u8((u16(a_u8) + u16(b_u8) + 1) >> 1)"), budget=SMALL)
     assert res.source == "greedy" and "fully lifted" in res.note and res.rounds == 0
 
@@ -132,3 +137,50 @@ def test_cli_engine_egraph_explain_and_errors() -> None:
     bad = subprocess.run([sys.executable, "-m", "pitchfork", "lift", "--engine", "egraph", "u8(a_u8"],
                          capture_output=True, text=True, cwd=ROOT, env=env)
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_compile_engine_egraph_reaches_the_egraph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pitchfork.compile(engine="egraph") lifts through lift_egraph (the engine setting crosses the
+    frontend's thread, pitchfork/frontend/deep.py), and the kernel is bit-exact against realize()."""
+    import halide as hl
+
+    import pitchfork
+    import pitchfork.selection.egraph.engine as eng
+    from tests.pitchfork.targets.test_x86 import _host_has_avx2
+
+    a, b = hl.ImageParam(hl.UInt(8), 1, "a"), hl.ImageParam(hl.UInt(8), 1, "b")
+    x = hl.Var("x")
+    f = hl.Func("egraph_compile")
+    f[x] = hl.u8((hl.u16(a[x]) * 2 + hl.u16(b[x]) * 2 + 4) >> 3)
+    f.vectorize(x, 32)
+    results: dict = {}
+    monkeypatch.setattr(eng, "_RESULTS", results)
+    pitchfork.compile(f, [a, b], target="x86-avx2", name="egraph_compile_greedy")
+    assert not results
+    prog = pitchfork.compile(f, [a, b], target="x86-avx2", name="egraph_compile", engine="egraph")
+    assert results and prog.stats.selection_seconds > 0
+    if not _host_has_avx2():
+        return
+    rng = np.random.default_rng(28)
+    da, db = (rng.integers(0, 256, 1024).astype(np.uint8) for _ in range(2))
+    da[:2], db[:2] = [255, 0], [255, 0]
+    a.set(hl.Buffer(da))
+    b.set(hl.Buffer(db))
+    want = np.asarray(f.realize([1024], hl.Target("x86-64-linux-avx-avx2-fma-sse41")))
+    assert np.array_equal(np.asarray(prog(da, db)), want)
+
+
+@pytest.mark.parametrize("target,keeps_egraph", [("x86-avx2", True), ("arm64", False), ("hvx128", False)])
+def test_selection_keeps_the_egraph_result_only_if_it_lowers_cheaper(target: str, keeps_egraph: bool) -> None:
+    """gaussian5x5's row lifts cheaper with the e-graph (target-agnostic cost) but lowers dearer on
+    arm64 and hvx128 (the target's cost): there selection keeps greedy's lifting."""
+    from pitchfork.selection.lift import lift_engine
+    from pitchfork.selection.lower import select_instructions
+
+    row = parse("i16(p0_u8) * 4 + i16(p1_u8) * 4 + i16(p2_u8) * 6 + i16(p3_u8) + i16(p4_u8)")
+    res = lift_egraph(row, budget=SELECTION_BUDGET)
+    assert res.source == "egraph"
+    with lift_engine("egraph"):
+        sel = select_instructions(row, target)
+    assert (sel.fpir is res.term) == keeps_egraph
+    assert sel.fpir is res.term or sel.fpir is res.greedy_term

@@ -1,5 +1,5 @@
-"""The variant-program suite (benchmarks/variants/variants.txt): every variant is exactly equal to its
-idiom's canonical FPIR: exhaustively where the inputs span at most 2^17 points (two 8-bit or one 16-bit
+"""The variant-program suite (benchmarks/variants/variants.txt: FPIR idioms; bench_keys.txt: the 16
+benchmarks' key expressions): every variant is exactly equal to its idiom's canonical FPIR: exhaustively where the inputs span at most 2^17 points (two 8-bit or one 16-bit
 variable), by Z3 otherwise (the two 16-bit product groups: ~40 s of Z3 each on the CI machine, so in the
 `extended` set, as are the 32-bit Halide-style pairs; CI checks them on 2^16 inputs: every edge value pair and a seeded random sample), and
 on a sample the e-graph engine reaches the canonical ops where the greedy TRS does not (the full run:
@@ -18,9 +18,10 @@ from pitchfork.selection.egraph.engine import Budget, lift_egraph
 from pitchfork.selection.lift import lift
 
 GROUPS = load()
+KEYS = load(DATA.with_name("bench_keys.txt"))
 PAIRS = load(DATA.with_name("halide_pairs.txt"))
-ALL = GROUPS + PAIRS
-IDS = [f"variants-{g.name}" for g in GROUPS] + [f"halide-{g.name}" for g in PAIRS]
+ALL = GROUPS + KEYS + PAIRS
+IDS = [f"variants-{g.name}" for g in GROUPS] + [f"keys-{g.name}" for g in KEYS] + [f"halide-{g.name}" for g in PAIRS]
 
 
 def _vars(*terms):
@@ -59,6 +60,15 @@ def test_suite_shape() -> None:
     assert len(GROUPS) >= 14
     assert all(len(g.variants) >= 5 for g in GROUPS)
     assert len(PAIRS) >= 30
+
+
+def test_every_benchmark_has_a_key_expression_group() -> None:
+    from benchmarks import registry
+
+    assert sorted(g.name for g in KEYS) == sorted(registry.NAMES)
+    assert all(len(g.variants) >= 5 and _exhaustive(g) for g in KEYS)
+    for g in KEYS:  # the first spelling is the benchmark's own; its greedy lifting is the canonical form
+        assert str(lift(parse(g.variants[0]))) == g.canonical, g.name
 
 
 def test_hit_criterion() -> None:

@@ -1,0 +1,38 @@
+"""Shared llvmlite integer vector constants (shuffle masks, splats): one object per distinct value.
+
+Why: llvmlite makes one `ir.Constant` object per element of a vector constant and formats every
+element again for each new vector object; HVX code uses hundreds of 64- to 256-lane shuffle masks
+and splats of a few distinct values (sobel3x3 on hvx128: 852 vector constants, 20 distinct, 122,000
+element objects), which made building and printing the module a third of its compile. An
+`ir.Constant` has no parent and llvmlite caches its text, so one object can stand in every function
+and module that uses the value. Invariant: each function returns a constant that prints exactly as
+the `ir.Constant(...)` it replaces (given in its docstring); callers never mutate it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from llvmlite import ir
+
+
+@lru_cache(maxsize=4096)
+def _vector(bits: int, values: tuple[int, ...]) -> ir.Constant:
+    return ir.Constant(ir.VectorType(ir.IntType(bits), len(values)), list(values))
+
+
+def vector(bits: int, values: Sequence[int]) -> ir.Constant:
+    """`ir.Constant(<len(values) x i<bits>>, list(values))`, shared."""
+    return _vector(bits, tuple(int(v) for v in values))
+
+
+def mask(idx: Sequence[int]) -> ir.Constant:
+    """The `<len(idx) x i32>` shufflevector mask of `idx`, shared."""
+    return _vector(32, tuple(int(i) for i in idx))
+
+
+@lru_cache(maxsize=4096)
+def splat(bits: int, value: int, lanes: int) -> ir.Constant:
+    """`ir.Constant(<lanes x i<bits>>, [ir.Constant(i<bits>, value)] * lanes)`, shared."""
+    return ir.Constant(ir.VectorType(ir.IntType(bits), lanes), [ir.Constant(ir.IntType(bits), value)] * lanes)
