@@ -223,5 +223,13 @@ def select_instructions(term: Term, target: str, isel: str = "pitchfork", stream
     info = load_target(target, unavailable=unavailable)
     rw = Rewriter(info.rules, cost=info.cost, streams=streams)
     lowered = rw.rewrite(lifted)
+    if current_engine() == "egraph" and res.source == "egraph" and res.greedy_term is not None:
+        # The e-graph's result is cheaper by the target-agnostic cost; it is kept only if it also
+        # lowers to something cheaper by the target's cost (gaussian5x5's rows lift cheaper but lower
+        # dearer on arm64 and hvx128): never worse than greedy where the code is chosen.
+        rg = Rewriter(info.rules, cost=info.cost, streams=streams)
+        lowered_greedy = rg.rewrite(res.greedy_term)
+        if not info.cost(lowered) < info.cost(lowered_greedy):
+            lifted, lowered, rw = res.greedy_term, lowered_greedy, rg
     final = expand_fpir(lowered, max_bits)
     return Selection(term, lifted, lowered, final, lw.stats, rw.stats, time.perf_counter() - t0)

@@ -17,7 +17,7 @@ from fpir.opspec import OPS
 from fpir.text import parse
 from pitchfork.selection.cost import cost
 from pitchfork.selection.egraph.declare import declarations, encode, lifting_ops
-from pitchfork.selection.egraph.engine import ALGEBRA_FILE, Budget, _algebra, explain, lift_egraph
+from pitchfork.selection.egraph.engine import ALGEBRA_FILE, SELECTION_BUDGET, Budget, _algebra, explain, lift_egraph
 from pitchfork.selection.lift import lift, lift_rule_files
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -168,3 +168,19 @@ def test_compile_engine_egraph_reaches_the_egraph(monkeypatch: pytest.MonkeyPatc
     b.set(hl.Buffer(db))
     want = np.asarray(f.realize([1024], hl.Target("x86-64-linux-avx-avx2-fma-sse41")))
     assert np.array_equal(np.asarray(prog(da, db)), want)
+
+
+@pytest.mark.parametrize("target,keeps_egraph", [("x86-avx2", True), ("arm64", False), ("hvx128", False)])
+def test_selection_keeps_the_egraph_result_only_if_it_lowers_cheaper(target: str, keeps_egraph: bool) -> None:
+    """gaussian5x5's row lifts cheaper with the e-graph (target-agnostic cost) but lowers dearer on
+    arm64 and hvx128 (the target's cost): there selection keeps greedy's lifting."""
+    from pitchfork.selection.lift import lift_engine
+    from pitchfork.selection.lower import select_instructions
+
+    row = parse("i16(p0_u8) * 4 + i16(p1_u8) * 4 + i16(p2_u8) * 6 + i16(p3_u8) + i16(p4_u8)")
+    res = lift_egraph(row, budget=SELECTION_BUDGET)
+    assert res.source == "egraph"
+    with lift_engine("egraph"):
+        sel = select_instructions(row, target)
+    assert (sel.fpir is res.term) == keeps_egraph
+    assert sel.fpir is res.term or sel.fpir is res.greedy_term
