@@ -1,8 +1,9 @@
 """`python3 -m benchmarks.variants.selection [--isa ISA ...] [--bench NAME ...] [--repeat N] [-o DIR]`:
 each SPEC benchmark (first parameter set) compiled with both lifting engines; per benchmark the
 selection time (CompileStats.selection_seconds: lifting + lowering of every vector expression), what
-the e-graph engine did (expressions gated, shapes saturated, results taken from the e-graph and how
-they were proved) and whether the two engines produced the same assembly (then every static estimate is
+the e-graph engine did (expressions gated, same shape as an earlier one, shapes saturated, results
+cheaper than greedy's by the target-agnostic cost and proved; selection then keeps such a result only
+if it also lowers cheaper by the target's cost, pitchfork/selection/lower.py) and whether the two engines produced the same assembly (then every static estimate is
 equal too; where it differs, compare with the harness: `python3 -m benchmarks --quick --bench NAME --isa
 ISA --engine egraph -o DIR`).
 
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
 
     con = Console(width=160)
     for isa in isas:
-        tab = Table("benchmark", "exprs", "greedy s", "egraph s", "ratio", "e-graph: gated/same shape/saturated/won",
+        tab = Table("benchmark", "exprs", "greedy s", "egraph s", "ratio", "e-graph: gated/same shape/saturated/cheaper",
                     "same code", title=f"selection time per engine ({isa}; each engine in its own process, "
                     f"median of {args.repeat}; load {load:.1f} at start)" if load is not None else isa)
         for r in (r for r in rows if r["isa"] == isa):

@@ -162,16 +162,21 @@ def test_hexagon_offload_statement_survives_a_halide_crash(captures: dict[str, C
         assert c.lowered == ""
 
 
-def test_capture_error_when_lowering_fails() -> None:
+def bad_location_pipeline() -> hl.Func:
+    """A pipeline Halide refuses while lowering: f computed at a loop of g, which does not use f."""
     x = hl.Var("x")
     f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
     f[x] = x
     g[x] = x + 1
     h[x] = f[x] + g[x]
     g.compute_root()
-    f.compute_at(g, x)  # g does not use f: Halide rejects this location while lowering
+    f.compute_at(g, x)
+    return h
+
+
+def test_capture_error_when_lowering_fails() -> None:
     with pytest.raises(CaptureError, match="Halide failed to lower.*invalid location"):
-        capture_stmt(h, [], "arm64", mode="subprocess")
+        capture_stmt(bad_location_pipeline(), [], "arm64", mode="subprocess")
 
 
 def test_bad_target_is_rejected_before_any_work() -> None:

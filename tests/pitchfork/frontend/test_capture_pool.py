@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 
-import halide as hl
 import pytest
 
 from pitchfork.frontend import capture_pool
 from pitchfork.frontend import examples as ex
 from pitchfork.frontend.capture import CaptureError, capture_stmt
+from tests.pitchfork.frontend.test_capture import bad_location_pipeline
 
 
 def _idle_pids() -> list[int]:
@@ -49,15 +49,8 @@ def test_worker_statement_is_the_fresh_interpreters(monkeypatch: pytest.MonkeyPa
 
 
 def test_worker_survives_a_failed_job() -> None:
-    x = hl.Var("x")
-    f, g, h = hl.Func("f"), hl.Func("g"), hl.Func("h")
-    f[x] = x
-    g[x] = x + 1
-    h[x] = f[x] + g[x]
-    g.compute_root()
-    f.compute_at(g, x)  # g does not use f: Halide rejects this location while lowering
     with pytest.raises(CaptureError, match="Halide failed to lower.*invalid location"):
-        capture_stmt(h, [], "arm64", mode="subprocess")
+        capture_stmt(bad_location_pipeline(), [], "arm64", mode="subprocess")
     pids = _idle_pids()
     func, args = ex.sobel3x3(32)
     assert capture_stmt(func, args, "arm64", mode="subprocess").text
