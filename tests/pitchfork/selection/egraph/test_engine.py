@@ -170,17 +170,25 @@ def test_compile_engine_egraph_reaches_the_egraph(monkeypatch: pytest.MonkeyPatc
     assert np.array_equal(np.asarray(prog(da, db)), want)
 
 
-@pytest.mark.parametrize("target,keeps_egraph", [("x86-avx2", True), ("arm64", False), ("hvx128", False)])
-def test_selection_keeps_the_egraph_result_only_if_it_lowers_cheaper(target: str, keeps_egraph: bool) -> None:
-    """gaussian5x5's row lifts cheaper with the e-graph (target-agnostic cost) but lowers dearer on
-    arm64 and hvx128 (the target's cost): there selection keeps greedy's lifting."""
+@pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
+def test_selection_keeps_the_egraph_result_only_if_it_lowers_cheaper(target: str) -> None:
+    """gaussian5x5's row lifts cheaper with the e-graph (target-agnostic cost); selection keeps that
+    lifting exactly when it also lowers cheaper by the target's own cost (on arm64 it lowered dearer
+    when this was written; which targets gain depends on their lowering rules, so the test checks the
+    rule, not a per-target outcome), and never lowers dearer than greedy's lifting."""
     from pitchfork.selection.lift import lift_engine
     from pitchfork.selection.lower import select_instructions
+    from pitchfork.targets import load_target
+    from pitchfork.trs.rewriter import Rewriter
 
     row = parse("i16(p0_u8) * 4 + i16(p1_u8) * 4 + i16(p2_u8) * 6 + i16(p3_u8) + i16(p4_u8)")
     res = lift_egraph(row, budget=SELECTION_BUDGET)
-    assert res.source == "egraph"
+    assert res.source == "egraph" and res.greedy_term is not None
+    info = load_target(target)
+    lowered_egraph = Rewriter(info.rules, cost=info.cost).rewrite(res.term)
+    lowered_greedy = Rewriter(info.rules, cost=info.cost).rewrite(res.greedy_term)
     with lift_engine("egraph"):
         sel = select_instructions(row, target)
-    assert (sel.fpir is res.term) == keeps_egraph
+    assert (sel.fpir is res.term) == (info.cost(lowered_egraph) < info.cost(lowered_greedy))
     assert sel.fpir is res.term or sel.fpir is res.greedy_term
+    assert info.cost(sel.lowered) <= info.cost(lowered_greedy)
