@@ -3,7 +3,7 @@
 Rows (variants) of a run, per benchmark x ISA x parameter set:
 
 * `pitchfork`: PITCHFORK as shipped (every loop pass on, isel=pitchfork);
-* `pitchfork_sel`: PITCHFORK with only the passes LLVM alone gets too (variants.shared_passes):
+* `pitchfork_sel`: PITCHFORK with only the passes LLVM alone gets too (pitchfork.passes.pipeline.shared_passes):
   isel=pitchfork's instruction selection and nothing else of ours;
 * `pitchfork_nopass`: PITCHFORK with no loop pass;
 * `llvm`: LLVM alone (isel=llvm) with those same shared loop passes;
@@ -124,14 +124,9 @@ def sections(data: dict[str, Any]) -> list[str]:
 
 
 def _shared_passes_line(isas: list[str]) -> list[str]:
-    from benchmarks.harness.variants import PassSwitchUnavailable, shared_passes
+    from pitchfork.passes.pipeline import shared_passes
 
-    try:
-        got = {isa: shared_passes(isa) for isa in isas}
-    except PassSwitchUnavailable as e:
-        return [f"**(a) and (b) are not measured in this revision**: {e} (the loop passes are not yet switchable), "
-                "so `pitchfork_sel` and `pitchfork_nopass` are failure rows and only the total and (c) are "
-                "given; the total mixes instruction selection with the loop passes only PITCHFORK runs.", ""]
+    got = {isa: shared_passes(isa) for isa in isas}
     return ["Passes both sides get in (a) (`pitchfork.passes.pipeline.shared_passes`: every loop pass and the "
             "codegen strategies that only move data; `passes=` and `enable_passes=`): "
             + "; ".join(f"{isa}: {', '.join(p) or 'none'}" for isa, p in got.items()) + ". LLVM alone compiles "

@@ -1,11 +1,11 @@
 """The contenders of a harness run: how each variant of our compiler is compiled, and which share code.
 
 * `pitchfork`: PITCHFORK as shipped (isel=pitchfork, every loop pass);
-* `pitchfork_sel`: isel=pitchfork with only the loop passes LLVM alone gets too (`shared_passes`):
+* `pitchfork_sel`: isel=pitchfork with only the passes LLVM alone gets too (`pitchfork.passes.pipeline.shared_passes`):
   instruction selection alone, the headline's column (a) against `llvm`;
-* `pitchfork_nopass`: isel=pitchfork with no loop pass: column (b) is it against `pitchfork`;
+* `pitchfork_nopass`: isel=pitchfork with no shared pass (no loop pass): column (b) is it against `pitchfork`;
 * `pitchfork_hand`: PITCHFORK as shipped with the synthesized rules off (the ablation, Figure 7);
-* `llvm`: LLVM alone (isel=llvm) with the shared loop passes;
+* `llvm`: LLVM alone (isel=llvm) with the shared passes;
 * `halide21`: Halide 21's own compiler (halide21.py).
 
 A loop pass belongs to the shared set when it is not instruction selection and isel=llvm can run it
@@ -48,30 +48,13 @@ COMPILED: dict[str, Variant] = {
 }
 
 
-class PassSwitchUnavailable(RuntimeError):
-    """pitchfork.compile has no pass switches (a revision before issue 23's pass list)."""
-
-
-def shared_passes(target: str) -> list[str]:
-    """The passes both isels get on `target` (see the module docstring): `pitchfork.passes.pipeline`'s
-    shared passes, i.e. every loop pass and the codegen strategies that only move data (hvx128's
-    aligned-block loads, as Halide's own AlignLoads). Each keeps the program's values and chooses no
-    instruction; isel=llvm compiles their output with its own selection (dot_products makes the
-    VectorReduce Halide itself makes of a written-out dot product)."""
-    try:
-        from pitchfork.passes.pipeline import shared_passes as _shared
-    except ImportError as e:
-        raise PassSwitchUnavailable("pitchfork.passes.pipeline has no shared passes") from e
-    return _shared(target)
-
-
 def pass_options(target: str, variant: Variant) -> dict[str, Any]:
     """Keyword arguments of pitchfork.compile for `variant`'s passes: "shared" runs every shared pass
     (loop passes by `passes=`, shared codegen passes the isel does not run by default by
     `enable_passes=`); "none" runs no loop pass and none of those codegen passes."""
     if variant.loop_passes == "all":
         return {}
-    from pitchfork.passes.pipeline import BY_NAME, passes_for
+    from pitchfork.passes.pipeline import BY_NAME, passes_for, shared_passes
 
     shared = shared_passes(target)
     loop = [n for n in shared if BY_NAME[n].kind == "loop"]
@@ -85,15 +68,11 @@ def pass_options(target: str, variant: Variant) -> dict[str, Any]:
 def compile_key(target: str, name: str) -> tuple[Any, ...]:
     """What `name` is compiled with (isel, the statement passes it runs, synthesized rules on/off): two
     variants with equal keys compile to the same code, so the second is not compiled at all."""
-    v = COMPILED[name]
-    try:
-        from pitchfork.passes.pipeline import resolve
+    from pitchfork.passes.pipeline import resolve
 
-        kw = pass_options(target, v)
-        passes = resolve(target, v.isel, kw.get("passes"), kw.get("disable_passes", ()),
-                         kw.get("enable_passes", ())).names
-    except PassSwitchUnavailable:
-        passes = (name,)  # unknown: never equal to another variant's
+    v = COMPILED[name]
+    kw = pass_options(target, v)
+    passes = resolve(target, v.isel, kw.get("passes"), kw.get("disable_passes", ()), kw.get("enable_passes", ())).names
     return (v.isel, passes, v.synthesized)
 
 
