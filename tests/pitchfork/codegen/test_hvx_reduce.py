@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import pitchfork
-from pitchfork.backend.machine import find_loops
+from pitchfork.backend.asm import find_loops
 from pitchfork.backend.run import tools_available
 
 pytestmark = [pytest.mark.qemu,

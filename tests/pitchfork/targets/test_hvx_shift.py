@@ -81,7 +81,8 @@ def _run_exhaustive(text: str, inputs: dict[str, np.ndarray], lanes: int):  # ty
     (got, want from the text's own meaning, the selected term, the loop)."""
     from pitchfork.backend.harness import Buffer, Call, Scalar
     from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
-    from pitchfork.backend.machine import compile_module, main_vector_loop
+    from pitchfork.backend.asm import main_vector_loop
+    from pitchfork.backend.machine import compile_module
     from pitchfork.backend.run import run_calls
 
     from .hvx_difftest import free_vars
