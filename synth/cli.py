@@ -113,6 +113,15 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true")
     p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="lowering rounds per ISA (default 1; 3 with --bring-up): each round is planned against the "
+        "rules the earlier ones wrote, so a left side's children are lowered as the compiler will lower "
+        "them; a round that writes nothing ends the stage",
+    )
+    p.add_argument(
         "--hide-rule",
         action="append",
         default=[],
@@ -173,7 +182,10 @@ def options(args: argparse.Namespace) -> Options:
         write=not args.no_write,
         progress=not args.no_progress,
         hide=tuple(args.hide_rule) + bring_up,
+        rounds=args.rounds if args.rounds is not None else (3 if bring_up else 1),
     )
+    if o.rounds < 1:
+        raise SystemExit(f"pitchfork-synth: --rounds must be at least 1 (got {o.rounds})")
     if args.write_rules and args.out is not None:
         raise SystemExit("pitchfork-synth: --write-rules writes into rules/synthesized/; it does not take -o")
     if not args.write_rules:  # never the source tree by default
@@ -259,7 +271,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(e, file=sys.stderr)
     print(summary(report))
     for stage, path in report.files.items():
-        print(f"{stage}: {report.stages[stage].written} new rule(s) -> {path}")
+        new = sum(st.written for k, st in report.stages.items() if k == stage or k.startswith(f"{stage} round "))
+        print(f"{stage}: {new} new rule(s) -> {path}")
     for stage, counts in report.census.items():
         firing = sum(1 for n in counts.values() if n)
         gone = report.dropped.get(stage, [])
