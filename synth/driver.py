@@ -462,13 +462,17 @@ def run(opts: Options) -> RunReport:
                 _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs)
                 continue
             isa = stage.split(":", 1)[1]
+            searched: set[str] = set()  # left sides (as searched) of the earlier rounds
             for k in range(1, max(1, opts.rounds) + 1):
                 if k > 1:
                     snap = take(opts.out_dir)  # with the rules the earlier rounds wrote
                     activate(snap)
                     digest = snap.stage_digest(stage)
+                    searched |= {r["seen"] for r in report.results.get(_round_label(stage, k - 1), []) if "seen" in r}
                 tasks, origin = lower_tasks(inputs[isa], isa, opts, digest)
-                label = stage if k == 1 else f"{stage} round {k}"
+                if k > 1:
+                    tasks = _new_left_sides(tasks, searched)
+                label = _round_label(stage, k)
                 _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs, label)
                 if not report.stages[label].written:
                     break
@@ -479,6 +483,30 @@ def run(opts: Options) -> RunReport:
             census_and_drop(stages, inputs, opts, report)
     report.seconds = time.perf_counter() - t_start
     return report
+
+
+def _round_label(stage: str, k: int) -> str:
+    return stage if k == 1 else f"{stage} round {k}"
+
+
+def _new_left_sides(tasks: list[Task], searched: set[str]) -> list[Task]:
+    """The tasks of a later round whose left side, as searched now (children lowered by the rules the
+    earlier rounds wrote), is new: one per left side. A left side searched before is not searched
+    again: the same levels are enumerated in the same order, so it finds nothing the earlier round
+    did not (its bound can only be lower now)."""
+    from synth.tasks import lower_seen
+
+    out: list[Task] = []
+    for t in tasks:
+        try:
+            seen = lower_seen(t)
+        except Exception:  # noqa: BLE001 - the task itself reports the error when it runs
+            out.append(t)
+            continue
+        if seen not in searched:
+            searched.add(seen)
+            out.append(t)
+    return out
 
 
 def _run_stage(
