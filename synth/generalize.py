@@ -178,8 +178,11 @@ def _join(lhs: str, rhs: str, preds: list[str]) -> str:
 def _range(
     lhs: str, rhs: str, preds: list[str], i: int, c: Term, pinned: list[str]
 ) -> Optional[tuple[int, int]]:
-    """The widest [lo, hi] around c's value for which the rule verifies (others pinned), by binary
-    search on each side (assumes validity is an interval, which the final check confirms)."""
+    """The widest [lo, hi] around c's value for which the rule verifies (others pinned), by
+    exponential then binary search on each side (assumes validity is an interval, which the final
+    check confirms): steps 1, 2, 4, ... away from the value until one fails, then bisection between
+    the last good and the first bad bound. A constant valid at its value alone costs one query per
+    side instead of a bisection over its whole type (each query a Z3 proof, some of products)."""
     t, v = c.type, c.value
     if t.bits > MAX_SEARCH_BITS:
         return None
@@ -191,6 +194,12 @@ def _range(
     if not ok(v, v):
         return None
     lo_good, lo_bad = v, t.min - 1  # ok(lo_good, v) holds; find the smallest lo
+    step = 1
+    while v - step > lo_bad:
+        if not ok(v - step, v):
+            lo_bad = v - step
+            break
+        lo_good, step = v - step, 2 * step
     while lo_good - lo_bad > 1:
         mid = (lo_good + lo_bad) // 2
         if ok(mid, v):
@@ -198,6 +207,12 @@ def _range(
         else:
             lo_bad = mid
     hi_good, hi_bad = v, t.max + 1
+    step = 1
+    while v + step < hi_bad:
+        if not ok(v, v + step):
+            hi_bad = v + step
+            break
+        hi_good, step = v + step, 2 * step
     while hi_bad - hi_good > 1:
         mid = (hi_good + hi_bad) // 2
         if ok(v, mid):
