@@ -35,16 +35,16 @@ def test_relations_and_predicate_merging() -> None:
 
 
 def test_range_search_steps_out_from_the_value(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The range of a constant is found by stepping 1, 2, 4, ... away from its value, then bisecting:
-    a constant valid only at its value costs one query per side."""
+    """The range of a constant: each whole side in one query when it holds, else steps 1, 2, 4, ...
+    away from the value, then bisection; a constant valid only at its value costs two per side."""
     import synth.generalize as g
 
     calls: list[str] = []
     real = g._verify
 
-    def counted(text: str) -> tuple[bool, int, str]:
+    def counted(text: str, rlimit: int = g.VERIFY_RLIMIT) -> tuple[bool, int, str]:
         calls.append(text)
-        return real(text)
+        return real(text, rlimit)
 
     monkeypatch.setattr(g, "_verify", counted)
     lhs, rhs = "v0_u8 >> c0_u8", "v0_u8 >> c0"  # valid for every c0: the bounds reach the type's ends
@@ -53,7 +53,7 @@ def test_range_search_steps_out_from_the_value(monkeypatch: pytest.MonkeyPatch) 
     calls.clear()
     # valid at 4 only: x >> c0 == x >> 4
     assert g._range(lhs, "v0_u8 >> 4", [], 0, _u8(4), []) == (4, 4)
-    assert len(calls) == 3 and n_wide <= 1 + 2 * 2 * 8  # at most twice the bisection per side
+    assert len(calls) == 5 and n_wide == 3  # (3, 3), then each whole side: 0..3, 3..255
 
 
 def _u8(v: int) -> Term:
