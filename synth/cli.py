@@ -313,7 +313,9 @@ def _report_bring_up(opts: Options, report: RunReport) -> None:
     bringup-<isa>.json into the output directory."""
     import json
 
-    from synth.bringup import rediscovery
+    import math
+
+    from synth.bringup import rediscovery, selection_costs
     from synth.stages import ISA_STEMS
     from synth.output import existing_rules
 
@@ -322,11 +324,19 @@ def _report_bring_up(opts: Options, report: RunReport) -> None:
     exprs = [t for ts in report.inputs.get(isa, {}).values() for t in ts]
     rep = rediscovery(isa, exprs, rules)
     print(f"bring-up {rep.summary()}")
+    costs = selection_costs(isa, report.inputs.get(isa, {}), rules)
+    ratios = [h / s for h, s in costs.values() if h and s]
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else 1.0
+    print(f"bring-up {isa}: selected instructions, hand-written lowering / synthesized alone: geomean "
+          f"{geo:.3f}x over {len(ratios)} sources, worst {min(ratios, default=1.0):.3f}x (a proxy for the "
+          "harness's static estimate: no trip counts)")
     path = opts.out_dir / f"bringup-{isa}.json"
     path.write_text(json.dumps({
         "isa": isa, "synthesized_rules": len(rules), "hand_rules": rep.hand_rules,
         "exercised": rep.exercised, "rediscovered": rep.rediscovered, "share": rep.share,
         "site_share": rep.site_share, "not_rediscovered_example": rep.examples,
+        "selection_instructions": {k: {"hand": h, "synthesized": s} for k, (h, s) in costs.items()},
+        "selection_geomean_hand_over_synthesized": geo,
     }, indent=1) + "\n")
     print(f"bring-up report -> {path}")
 

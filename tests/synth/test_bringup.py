@@ -57,5 +57,8 @@ def test_bring_up_rounds_find_the_dot_product_chain(tmp_path: Path, capsys: pyte
     rep = json.loads((out_dir / "bringup-arm64.json").read_text())
     assert rep["exercised"] == {"umull": 1, "udot_u32": 1, "udot_fold": 1}
     assert rep["rediscovered"] == rep["exercised"] and rep["share"] == 1.0
+    # one udot either way: the synthesized-only selection costs what the hand-written one does
+    assert rep["selection_instructions"] == {"dot": {"hand": 1, "synthesized": 1}}
+    assert "selected instructions, hand-written lowering / synthesized alone: geomean 1.000x" in out
     for r in existing_rules(out_dir / "lower_arm_neon.rules"):
         assert verify_rule(r).status == "VALID", r.name
