@@ -53,7 +53,7 @@ MAX_SEARCH_BITS = 32
 #: not clocks). A probe that fails or runs out only narrows the range; the rule with the ranges found
 #: is verified again at VERIFY_RLIMIT before it is accepted
 MAX_RANGE_QUERIES = 40
-RANGE_RLIMIT = VERIFY_RLIMIT
+RANGE_RLIMIT = 10_000_000
 
 
 @dataclass(frozen=True)
