@@ -150,22 +150,7 @@ def test_cycle_finder_names_a_cycle() -> None:
     assert "b:2 -> c" in describe(["a", "b", "c"], graph)
 
 
-#: Cycles that came in on main while issue 23 broke the older ones (each a lazy import both ways):
-#: debt to break by moving the shared piece down, listed so that any other cycle, or one of these
-#: growing, fails now. Remove an entry when its cycle is gone (test_known_cycles_still_exist).
-KNOWN_CYCLES: tuple[frozenset[str], ...] = (
-    frozenset({"pitchfork.selection.egraph.engine", "pitchfork.selection.lift", "pitchfork.selection.synthesized",
-               "pitchfork.targets"}),  # issue 28
-)
-
-
 def test_no_import_cycles() -> None:
     graph = import_graph()
-    found = [c for c in cycles(graph) if frozenset(c) not in KNOWN_CYCLES]
+    found = cycles(graph)
     assert not found, "import cycles:\n" + "\n".join(describe(c, graph) for c in found)
-
-
-def test_known_cycles_still_exist() -> None:
-    found = {frozenset(c) for c in cycles(import_graph())}
-    gone = [sorted(c) for c in KNOWN_CYCLES if c not in found]
-    assert not gone, f"no longer a cycle (remove from KNOWN_CYCLES): {gone}"

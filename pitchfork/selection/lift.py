@@ -1,80 +1,33 @@
-"""Lifting: rewrite integer vector expressions into FPIR with the lifting TRS (paper section 3.2).
+"""Lifting: rewrite integer vector expressions into FPIR (paper section 3.2), with either engine.
 
-The rule set is every `rules/lift/*.rules` file plus `rules/synthesized/lift.rules` (unless turned
-off or filtered through `pitchfork.selection.synthesized.configure`), loaded once per setting.
-`lift(term)` rewrites bottom-up to a fixed point under the target-agnostic cost; the result is
-semantically identical to the input (every rule is verified; see synth/verify.py).
+`lift(term)` runs the greedy lifting TRS (pitchfork/selection/greedy.py, whose rule set, rewriter and
+shift-constant normalization are re-exported here as the lifting layer's public names);
+`lift(term, engine="egraph")` or a `lift_engine("egraph")` block (what selection reads through
+`current_engine`) uses equality saturation (pitchfork/selection/egraph), never worse than greedy.
+Either result is semantically identical to the input (every rule is verified; see synth/verify.py).
+The greedy TRS lives below this module so the e-graph engine can run it without importing the
+module that dispatches to the engine.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import lru_cache
-from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Iterator, Optional
 
-from fpir.ops import make
-from fpir.opspec import spec
 from fpir.term import Term
-from fpir.text import retype_shift_constant
-from pitchfork.trs.rewriter import Rewriter, RewriteStats
+from pitchfork.selection.greedy import (  # re-exported: the lifting layer's public names
+    RULES_DIR,
+    lift_rule_files,
+    lift_rules,
+    lift_with_stats,
+    lifter,
+    normalize_shift_constants,
+)
 from pitchfork.trs.rules import RuleSet
 
-RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
-
-
-def lift_rule_files(include_synthesized: bool = True) -> list[Path]:
-    from pitchfork.selection.synthesized import synthesized_files
-
-    files = sorted((RULES_DIR / "lift").glob("*.rules"))
-    if include_synthesized:
-        files += synthesized_files("lift")
-    return files
-
-
-def lift_rules(include_synthesized: Optional[bool] = None,
-               exclude_from: Optional[str | Iterable[str]] = None) -> RuleSet:
-    """Hand-written lifting rules plus the synthesized ones. `include_synthesized` defaults to the
-    `--no-synthesized` switch (pitchfork.selection.synthesized); synthesized rules learned from `exclude_from`,
-    from the benchmark excluded by the current context (pitchfork/trs/provenance.py) or from those
-    set with `pitchfork.selection.synthesized.configure(exclude_from=...)` are left out (leave-one-out)."""
-    from pitchfork.selection.synthesized import effective
-
-    inc, excl = effective(include_synthesized, exclude_from)
-    return _lift_rules(inc, excl)
-
-
-@lru_cache(maxsize=32)
-def _lift_rules(include_synthesized: bool, exclude_from: frozenset[str]) -> RuleSet:
-    from pitchfork.selection.synthesized import SynthConfig, synthesized_rules
-    from pitchfork.trs.rules import load_rule_file
-
-    rules = [r for p in lift_rule_files(False) for r in load_rule_file(p)]
-    rules += synthesized_rules("lift", SynthConfig(include_synthesized, exclude_from))
-    return RuleSet(rules)
-
-
-def lifter(rules: Optional[RuleSet] = None, trace: bool | str = False) -> Rewriter:
-    return Rewriter(rules if rules is not None else lift_rules(), trace=trace)
-
-
-def normalize_shift_constants(term: Term) -> Term:
-    """`term` with every constant amount of a primitive shift written at the other signedness
-    (`x_i32 >> u32(15)`, Halide's spelling) retyped as `x_i32 >> 15` (fpir.text.retype_shift_constant:
-    same value, same meaning), so one lifting rule covers every spelling. FPIR ops keep theirs: an
-    unsigned rounding_shr amount is what Halide's rounding_shift_right gives, and x86 selects by it
-    (rules/lower/x86_avx2.rules rounding_shr_halved). Over distinct nodes (Term.walk, post-order:
-    arguments first); flags kept."""
-    memo: dict[Term, Term] = {}
-    for t in term.walk():
-        args = [memo[a] for a in t.args]
-        if t.op in ("shl", "shr"):  # not the FPIR ops: their amount type is a selection fact (rounding_shr_halved)
-            args = retype_shift_constant(t.op, args)
-        same = all(a is b for a, b in zip(args, t.args))
-        memo[t] = t if same else make(t.op, *args, type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
-    return memo[term]
-
+__all__ = ["ENGINES", "RULES_DIR", "check_engine", "current_engine", "lift", "lift_engine", "lift_rule_files",
+           "lift_rules", "lift_with_stats", "lifter", "normalize_shift_constants"]
 
 ENGINES = ("greedy", "egraph")
 _ENGINE: ContextVar[str] = ContextVar("pitchfork_lift_engine", default="greedy")
@@ -104,15 +57,11 @@ def current_engine() -> str:
 def lift(term: Term, rules: Optional[RuleSet] = None, engine: str = "greedy") -> Term:
     """`engine="egraph"`: equality saturation (pitchfork/selection/egraph), never worse than greedy."""
     if engine == "egraph":
+        # imported here, not at the top, only so greedy lifting (`pitchfork lift`) does not load the
+        # e-graph engine and what it may load; it is an edge of the import graph all the same
         from pitchfork.selection.egraph.engine import lift_egraph
 
         return lift_egraph(term, rules).term
     check_engine(engine)
     return lifter(rules).rewrite(normalize_shift_constants(term))
 
-
-def lift_with_stats(term: Term, rules: Optional[RuleSet] = None,
-                    trace: bool | str = False) -> tuple[Term, RewriteStats]:
-    rw = lifter(rules, trace)
-    out = rw.rewrite(normalize_shift_constants(term))
-    return out, rw.stats

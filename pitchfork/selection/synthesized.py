@@ -22,7 +22,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional
 
 from pitchfork.trs.rules import Rule, parse_rules
 
@@ -56,12 +56,20 @@ def set_directory(path: Optional[str | Path]) -> Optional[Path]:
     prev = _DIRECTORY
     _DIRECTORY = None if path is None else Path(path)
     if prev != _DIRECTORY:
-        from pitchfork.selection.lift import _lift_rules
-        from pitchfork.targets import _load_target
-
-        _lift_rules.cache_clear()
-        _load_target.cache_clear()
+        for clear in _ON_DIRECTORY_CHANGE:
+            clear()
     return prev
+
+
+#: what `set_directory` calls when the folder changes: the caches of the loaders above this module
+#: (the lifting rule set, pitchfork/selection/greedy.py; the targets' rule sets, pitchfork/targets),
+#: which register themselves, so this module imports neither of them
+_ON_DIRECTORY_CHANGE: list[Callable[[], None]] = []
+
+
+def on_directory_change(clear: Callable[[], None]) -> None:
+    """Call `clear` (a cache's `cache_clear`) whenever `set_directory` changes the folder."""
+    _ON_DIRECTORY_CHANGE.append(clear)
 
 
 def current() -> SynthConfig:

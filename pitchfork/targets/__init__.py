@@ -12,6 +12,7 @@ from typing import Callable, Iterable, Optional
 from fpir.opspec import spec
 from fpir.term import Term
 from pitchfork.selection.dagcost import DagCost
+from pitchfork.selection.synthesized import SynthConfig, effective, on_directory_change, synthesized_rules
 from pitchfork.trs.rules import RuleSet
 
 RULES_DIR = Path(__file__).resolve().parent.parent.parent / "rules"
@@ -163,8 +164,6 @@ def load_target(name: str, include_synthesized: Optional[bool] = None,
     lifting (`pitchfork.selection.synthesized.effective`: --no-synthesized, leave-one-out exclusion).
     `unavailable`: target instructions (op names) the target's features lack
     (pitchfork/targets/target_strings.py); rules whose right side uses one are left out."""
-    from pitchfork.selection.synthesized import effective
-
     inc, excl = effective(include_synthesized, exclude_from)
     return _load_target(canonical(name), inc, excl, frozenset(unavailable))
 
@@ -177,7 +176,6 @@ def uses_instruction(rule_rhs: str, ops: Iterable[str]) -> bool:
 @lru_cache(maxsize=None)
 def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[str],
                  unavailable: frozenset[str] = frozenset()) -> TargetInfo:
-    from pitchfork.selection.synthesized import SynthConfig, synthesized_rules
     from pitchfork.trs.rules import load_rule_file
 
     module, stem = ISAS[name]
@@ -188,3 +186,6 @@ def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[s
     if unavailable:
         rules = [r for r in rules if not uses_instruction(r.rhs, unavailable)]
     return TargetInfo(name, RuleSet(rules), ordered_target_cost if name in ORDERED_SUMS else target_cost)
+
+
+on_directory_change(_load_target.cache_clear)

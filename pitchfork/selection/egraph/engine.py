@@ -392,7 +392,7 @@ _RESULTS_MAX = 4096
 def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = Budget(),
                 check: bool = True) -> EgraphResult:
     """Lift `term` with the e-graph engine (see the module docstring); never worse than greedy."""
-    from pitchfork.selection.lift import lift_rules
+    from pitchfork.selection.greedy import lift_rules
 
     rs = lift_rs if lift_rs is not None else lift_rules()
     key = (term, id(rs), budget, check)
@@ -444,7 +444,7 @@ _SHAPES: dict[tuple, tuple[RuleSet, EgraphResult]] = {}
 
 
 def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
-    from pitchfork.selection.lift import lifter, normalize_shift_constants
+    from pitchfork.selection.greedy import lifter, normalize_shift_constants
 
     t0 = time.perf_counter()
     norm = normalize_shift_constants(term)
@@ -479,7 +479,7 @@ def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, ch
     """Steps 1-5 of the module docstring on one (canonical) input, whose greedy lifting is `greedy_in`:
     the e-graph's result when it is cheaper than greedy's and proved equal (validate.py), else
     greedy's with the reason in `note`."""
-    from pitchfork.selection.lift import lift_with_stats
+    from pitchfork.selection.greedy import lift_with_stats
 
     try:
         extracted, res = saturate(term, rs, budget)
