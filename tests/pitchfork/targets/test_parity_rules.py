@@ -93,7 +93,6 @@ NEW_RULES: dict[str, dict[str, list[str]]] = {
         "vmpa_of_shifted_diff": ["2 * (i16(a_u8) - i16(b_u8))", "(i16(a_u8) - i16(b_u8)) * 64"],
         "vmpa_h_diff": ["i32(a_i16) - 7 * i32(b_i16)", "i32(a_i16) - i32(b_i16) * 128"],
         "vmpa_h_scaled": ["5 * (i32(a_i16) - 7 * i32(b_i16))", "-3 * (i32(a_i16) - 2 * i32(b_i16))"],
-        "vmpa_diff_taps": ["i16(a_u8) * 100 - i16(b_u8) * 7", "i16(a_u8) * 127 - i16(b_u8) * 128"],
         "vmpa_acc_of_taps": ["2 * i16(a_u8) + 3 * i16(b_u8) + a_i16", "c_i16 + (i16(a_u8) * 127 + i16(b_u8) * 126)"],
         "vmpa_acc_of_product": ["i16(a_u8) * 4 + (i16(b_u8) * 4 + i16(c_u8) * 6)",
                                 "(i16(b_u8) * 200 + i16(c_u8) * 6) + i16(a_u8) * 255"],
