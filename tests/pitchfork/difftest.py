@@ -10,7 +10,9 @@ qemu run through pitchfork.backend.run.run_calls). Inputs mix random values, edg
 the lane count varies (native/2, native, 2*native, 3*native) so splitting into registers and
 padding are exercised. Every output lane must equal `fpir.interp.evaluate` of the ORIGINAL
 expression bit for bit; a mismatch reports the expression, the lowered term, the inputs of the first
-failing lanes and both outputs.
+failing lanes and both outputs. Two variables of one name at two types (`c_u8`, `c_i32`) are two
+inputs: inputs, the interpreter and the kernel's arguments are keyed by name, so such a term runs with
+the clashing names made distinct (`pitchfork.codegen.kernel.distinct_variables`); reports show it as given.
 
     python -m tests.pitchfork.difftest --count 20000 --target arm64 [--isel llvm] [--seed 7]
 
