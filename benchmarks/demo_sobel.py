@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import pitchfork
     from fpir import parse
-    from pitchfork.backend.machine import main_vector_loop
+    from pitchfork.backend.asm import main_vector_loop
     from pitchfork.frontend.examples import sobel3x3, sobel3x3_reference
     from pitchfork.selection.lift import lift
 

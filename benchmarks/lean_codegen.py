@@ -35,7 +35,7 @@ import halide as hl
 import numpy as np
 
 from benchmarks.common import HALIDE_TARGETS
-from pitchfork.backend.machine import main_vector_loop
+from pitchfork.backend.asm import main_vector_loop
 from pitchfork import api
 from pitchfork.frontend.examples import SOBEL_LANES, blur3x3, sobel3x3
 

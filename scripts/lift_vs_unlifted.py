@@ -15,7 +15,7 @@ import argparse
 from typing import Optional
 
 import pitchfork.selection.lift as lift_mod
-from pitchfork.backend.machine import main_vector_loop
+from pitchfork.backend.asm import main_vector_loop
 from pitchfork.selection.select_batch import select_expression
 from pitchfork.trs.rewriter import Rewriter
 from pitchfork.trs.rules import RuleSet

@@ -18,7 +18,8 @@ machine-load drift between the two runs cancels); on ARM and HVX the gain is the
 weighted static estimates (llvm-mca cycles, HVX packets), which are deterministic.
 
 Writes `ablation.json`, `RESULTS_ABLATION.md` (appended to RESULTS.md by report.write_all, which
-this re-runs on the output directory's results.json, if it has one) and `ablation.png` into the output
+this re-runs on the output directory's results.json if it has one; else RESULTS.md's ablation section
+is replaced in place, as in benchmarks/, which keeps no full results.json) and `ablation.png` into the output
 directory: `-o DIR`, by default `./pitchfork-ablation-out` in the current directory;
 `--write-results` writes into benchmarks/ (the committed files). Nothing goes into the source tree
 unless asked. The plot's axis is logarithmic, each bar drawn from the 1.0x line.
@@ -172,6 +173,20 @@ def write(data: dict[str, Any], out_dir: Path) -> None:
     results = out_dir / "results.json"
     if results.exists():  # re-render RESULTS.md (it appends RESULTS_ABLATION.md)
         report.write_all(json.loads(results.read_text()), out_dir)
+    elif (out_dir / "RESULTS.md").exists():
+        # No full run data here (benchmarks/ keeps only RESULTS.md and the trimmed baseline.json): the
+        # ablation section RESULTS.md ends with is replaced in place, as write_all would append it.
+        splice_section(out_dir / "RESULTS.md", (out_dir / "RESULTS_ABLATION.md").read_text())
+
+
+def splice_section(results_md: Path, section: str) -> None:
+    """`results_md` with everything from `section`'s first line (its heading) on replaced by `section`,
+    or `section` appended when the heading is not there (report.write_all's layout)."""
+    text = results_md.read_text()
+    head = section.splitlines()[0]
+    at = text.find("\n" + head)
+    kept = text if at < 0 else text[:at]
+    results_md.write_text(kept.rstrip("\n") + "\n\n" + section)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

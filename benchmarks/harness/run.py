@@ -7,8 +7,10 @@ Halide 21, time on x86, weighted static estimate everywhere), shows progress bar
 
 Invariant: nothing is written into the source tree unless asked. The output directory is `-o DIR`,
 by default `./pitchfork-bench-out` in the current directory (created, its path printed);
-`--write-results` writes into `benchmarks/` instead, refreshing the committed RESULTS.md, results.json
-and plots.
+`--write-results` writes into `benchmarks/` instead, refreshing the committed RESULTS.md, plots and
+baseline.json (the run trimmed to what a later comparison reads, benchmarks/harness/compare.py). The
+full results.json (~5 MB: loop tables, histograms, assembly blocks) goes there too but is not committed
+(.gitignore): what the repository keeps of a run is its report and its trimmed figures.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-dir", "-o", default=None, help="where results.json, RESULTS.md and the "
                    f"PNGs go (default ./{DEFAULT_OUT_NAME} in the current directory)")
     p.add_argument("--write-results", action="store_true",
-                   help="write into benchmarks/ (refresh the committed RESULTS.md, results.json, baseline.json and plots)")
+                   help="write into benchmarks/ (refresh the committed RESULTS.md, baseline.json and plots; "
+                        "the full results.json is written there too, not committed)")
     p.add_argument("--engine", choices=("greedy", "egraph"), default="greedy",
                    help="lifting engine of isel=pitchfork (default greedy; egraph: pitchfork/selection/egraph)")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds per benchmark x ISA worker")

@@ -1,7 +1,7 @@
 """HVX register-pair (`.dv`) forms, kept only where the backend packs them into no more packets.
 
 Some lane-wise HVX instructions have a register-pair form: `Vdd.h = vadd(Vuu.h, Vvv.h):sat` is one
-instruction for the two registers of a pair. The selected emitters (pitchfork/targets/hvx_emit.py)
+instruction for the two registers of a pair. The selected emitters (pitchfork/targets/hvx_emit.py, `lanewise`)
 write it for saturating adds/subtracts over whole register pairs, as Halide's Hexagon code generator
 does. It is one instruction instead of two, but it takes the resources of both in *one* packet, so
 it never frees a slot and it can cost one: in mul hvx128 it saves an instruction in the same 13

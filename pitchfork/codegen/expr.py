@@ -42,7 +42,7 @@ class ExprEmitter:
         self.env = env
         self.target = target
         #: a selected (isel=pitchfork) lowering of a reduction to one lane, tried before the generic
-        #: one: (emitter, combine, value, type) -> 1-lane value or None (pitchfork/targets/hvx_reduce)
+        #: one: (emitter, combine, value, type) -> 1-lane value or None (pitchfork/codegen/hvx_reduce.py)
         self.to_one_lane = to_one_lane
         #: facts about the values in `env` (pitchfork.trs.predicate.Streams): which variables read one
         #: stream of memory at which element offsets, for instructions that read a sliding window (vtmpy)

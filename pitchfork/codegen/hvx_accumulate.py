@@ -8,7 +8,10 @@ row stored aligned at x-3), LLVM must copy it before the first accumulation: 16 
 loop, and more spills. Halide 21 starts such a chain from a misaligned tap (a fresh valign) and adds
 the aligned one last.
 
-`start_from_fresh` rebuilds each chain of `add` / `hvx.vmpyi_acc` nodes (partial sums used once) as:
+Every lane-wise wrapping accumulate (`ACCUMULATE`: acc + f(args) at the accumulator's type, multiply-,
+multiply-add-, dot-, shift- and widening-add-accumulates alike; not the saturating `sacc` forms, whose
+order matters) overwrites its accumulator the same way, so any of them can link a chain.
+`start_from_fresh` rebuilds each chain of `add` / accumulate nodes (partial sums used once) as:
 the plain summand of lowest rank, then every product in the original order, then the other plain
 summands. Invariant: the value is unchanged, since every node of a chain is a wrapping sum at one type
 (a dropped `nsw` flag is always sound: flags never change a value). Chains without a product, and
@@ -22,8 +25,11 @@ from typing import Callable
 from fpir.ops import make
 from fpir.term import Term, intern
 
-#: lane-wise accumulating instructions, accumulator first: acc + f(other arguments), wrapping
-ACCUMULATE = frozenset({"hvx.vmpyi_acc"})
+#: lane-wise accumulating instructions, accumulator first: acc + f(other arguments), wrapping at the
+#: accumulator's type (each one's declared semantics is "x + ..."; the saturating vmpyo sacc forms are not)
+ACCUMULATE = frozenset({"hvx.vmpyi_acc", "hvx.vmpy_acc", "hvx.vmpa_acc", "hvx.vadd_w_acc", "hvx.vasl_acc",
+                        "hvx.vasr_acc", "hvx.vdmpy_acc", "hvx.vrmpy_taps_acc", "hvx.vrmpy_vv_acc",
+                        "hvx.vdmpy_pairs_acc"})
 
 
 def start_from_fresh(term: Term, rank: Callable[[Term], int]) -> Term:

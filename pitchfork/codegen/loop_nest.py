@@ -486,10 +486,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
 
     def _to_one_lane(self) -> Optional[Callable[..., Optional[ir.Value]]]:
         """The selected lowering of reductions to one lane: on hvx128 under isel=pitchfork, the
-        operand's pieces reduced without restoring their lane order (pitchfork/targets/hvx_reduce.py);
+        operand's pieces reduced without restoring their lane order (pitchfork/codegen/hvx_reduce.py);
         LLVM alone keeps LLVM's own lowering of the whole value, as Halide's IR has it."""
         if self.passes.on("hvx_reduce"):
-            from pitchfork.targets.hvx_reduce import reduce_to_lane
+            from pitchfork.codegen.hvx_reduce import reduce_to_lane
 
             return reduce_to_lane
         return None

@@ -37,7 +37,7 @@ from fpir.ops import expansion, make, template
 from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
-from pitchfork.targets.base import Inst, Signature, declare, encodable, immediate
+from pitchfork.targets.base import Inst, Signature, declare, encodable, immediate, register_by_register
 
 NEON = "llvm.aarch64.neon"
 U8_32 = ("u8", "u16", "u32")
@@ -123,16 +123,10 @@ def _generic(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
 
 
 def _intrinsic(op: str) -> Emit:
-    """Same lane width everywhere: `<op>.v<n>i<bits>` applied register by register."""
-
-    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-        bits = t.type.bits
-        n = _chunk(em.lanes, bits)
-        return em.map_chunks(
-            args, n, lambda *xs: em.call(f"{NEON}.{op}.v{n}i{bits}", _vec(bits, n), list(xs))
-        )
-
-    return emit
+    """Same lane width everywhere: `<op>.v<n>i<bits>` applied register by register (the shape every ISA
+    shares, base.register_by_register)."""
+    return register_by_register(lambda t, n: f"{NEON}.{op}.v{n}i{t.type.bits}",
+                                lambda em, t: _chunk(em.lanes, t.type.bits))
 
 
 def _accumulate_absd(op: str) -> Emit:

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+from llvmlite import ir
+
 from fpir.ops import make
 from fpir.opspec import OPS, OpSpec, register
 from fpir.term import Term, var
@@ -59,7 +61,8 @@ def substitute(term: Term, mapping: dict[str, Term]) -> Term:
 
 def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[Signature], str], emit: Emitter,
               cost: int = 1, doc: str = "", llvm: str = "", lanes: Sequence[int] = (),
-              encodable: Optional[Callable[[Term], bool]] = None, lane0: Sequence[int] = ()) -> OpSpec:
+              encodable: Optional[Callable[[Term], bool]] = None, lane0: Sequence[int] = (),
+              layout: str = "") -> OpSpec:
     """Declare (and register) one target instruction.
 
     `signatures` lists the operand/result types it accepts ('u16, u8, u8 -> u16'); `semantics` is FPIR
@@ -74,7 +77,10 @@ def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[S
     generically and the target cost counts it as such (`pitchfork.targets.target_cost`), so that no
     rule wins by naming the instruction with an operand it cannot encode. `lane0` lists operands the
     instruction reads at lane 0 only, for every result lane (x86 vpsraw's count register); the
-    semantics stay lane-wise over the lanes so read (`OpSpec.lane0_args`).
+    semantics stay lane-wise over the lanes so read (`OpSpec.lane0_args`). `layout` is the lane order
+    the instruction's result is cheapest in, for an ISA whose emitters choose a form by it (HVX:
+    "deint" for a widening instruction's de-interleaved pair, "lanewise" for a same-width lane-wise
+    instruction that follows its operands; pitchfork/targets/hvx_lanes.py); empty elsewhere.
     """
     sigs = [sig(s) for s in signatures]
     sem_text = {s: semantics if isinstance(semantics, str) else semantics(s) for s in sigs}
@@ -112,7 +118,8 @@ def target_op(name: str, signatures: Sequence[str], semantics: str | Callable[[S
         f"{text}: {sem_text[s]}" for text, s in zip(signatures, sigs))
     spec_ = OpSpec(name, len(sigs[0].args), "target", type_rule, doc or sem_doc, definition=definition,
                    arg_hint=hint, arg_lanes=tuple(lanes), lane0_args=tuple(lane0), meta={"emit": emit, "cost": cost, "llvm": llvm, "semantics": sem_doc,
-                                        "signatures": tuple(signatures), "encodable": encodable})
+                                        "signatures": tuple(signatures), "encodable": encodable,
+                                        "layout": layout})
     if name in OPS:
         return OPS[name]
     return register(spec_)
@@ -138,7 +145,7 @@ def immediate(index: int, lo: int, hi: Callable[[int], int]) -> Callable[[Term],
 @dataclass(frozen=True, slots=True)
 class Inst:
     """One row of an ISA's instruction table: the arguments of `target_op` for `<isa>.<mnemonic>`.
-    An empty `llvm` takes the ISA's default text (`declare`)."""
+    An empty `llvm` takes the ISA's default text (`declare`); `layout` is `target_op`'s."""
 
     mnemonic: str
     signatures: Sequence[str]
@@ -149,13 +156,34 @@ class Inst:
     lanes: tuple[int, ...] = ()
     encodable: Optional[Callable[[Term], bool]] = None
     lane0: tuple[int, ...] = ()
+    layout: str = ""
 
 
 def declare(isa: str, table: Sequence[Inst], default_llvm: Callable[[str], str] = lambda mnemonic: "") -> None:
     """Declare every row of an instruction table (`target_op`), in table order."""
     for row in table:
         target_op(f"{isa}.{row.mnemonic}", row.signatures, row.semantics, row.emit, cost=row.cost,
-                  llvm=row.llvm or default_llvm(row.mnemonic), lanes=row.lanes, encodable=row.encodable, lane0=row.lane0)
+                  llvm=row.llvm or default_llvm(row.mnemonic), lanes=row.lanes, encodable=row.encodable, lane0=row.lane0,
+                  layout=row.layout)
+
+
+def register_by_register(intrinsic: Callable[[Term, int], str], register_lanes: Callable[[Any, Term], int],
+                         call: Optional[Callable[[Any, str, Sequence[Any], Any], Any]] = None) -> Emitter:
+    """The emitter shape every ISA shares for a same-type lane-wise instruction: the operands cut into
+    native registers of `register_lanes(em, t)` lanes (the last padded), `intrinsic(t, lanes)` called
+    on each register (`call(em, name, operands, <lanes x i<bits>>)`, default `em.call`; HVX's
+    `em.hvx_call` takes its registers as <32 x i32>), the results concatenated in lane order. An ISA's
+    table supplies the two functions (its register width, its intrinsic names by type); x86's vpadds /
+    vpavg, Neon's uhadd / sqadd / ..., and HVX's lane-wise instructions in natural lane order use it."""
+    def emit(em: Any, args: Sequence[Any], t: Term) -> Any:
+        n = register_lanes(em, t)
+        vt = ir.VectorType(ir.IntType(t.type.bits), n)
+        name = intrinsic(t, n)
+        if call is None:
+            return em.map_chunks(args, n, lambda *xs: em.call(name, vt, list(xs)))
+        return em.map_chunks(args, n, lambda *xs: call(em, name, xs, vt))
+
+    return emit
 
 
 def target_ops(isa: str) -> list[OpSpec]:

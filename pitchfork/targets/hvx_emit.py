@@ -1,214 +1,45 @@
-"""HVX emission helpers shared by the instruction tables (hvx.py, hvx_dot.py, hvx_shift.py).
+"""HVX emitters: one factory per instruction shape, from which the table (pitchfork/targets/hvx.py) builds
+each instruction's emitter by handing it the instruction's intrinsics.
 
-Holds what the per-instruction declarations are built from, and nothing target-table specific:
-LLVM IR helpers for HVX registers and pairs (`_interleave`, `_deinterleave`, `_halves`, ...), the
-static lane-layout analysis of operand terms (`_layout`), the emitter factories for each instruction
-shape (lane-wise, widening, accumulating, vmpa, narrowing, by-scalar), `_declare` (which registers
-a target op and records its layout class) and the cost constants.
+Shapes: same-width lane-wise (`lanewise`, with the register-pair `.dv` form; natural order through the
+shape every ISA shares, `base.register_by_register`), widening to a de-interleaved pair (`widening`,
+with the by-scalar Rt forms), accumulating onto a pair (`accumulate`), `vmpa`, narrowing (`narrowing`:
+in-order `vpack` or interleaving `vsat` / `vround` / `vasr` with a shift Rt), by a scalar or the
+declared meaning (`scalar_or_fallback`), the non-widening multiplies (`vmpyi`), even / odd halves
+(`select_half`), shift-accumulate (`shift_acc`), the zero-point multiply-accumulate
+(`zero_point_acc`), and the lane-combining dot products (`vrmpy`, `taps`, `dot_vv`, `pairs`, `vtmpy`).
+The intrinsic names live in the table, keyed by operand type names (`Table`), never here.
 
-HVX lane order (ISA_INTRINSICS 2.3.1). Intrinsics take `<32 x i32>` registers (V) or `<64 x i32>`
-register pairs (W). A register holds 1024 bits; a value of 2b-bit lanes that comes from one register
-of b-bit lanes fills a pair. Widening instructions (vadd/vsub/vmpy/vmpa with a pair result) write a
-*de-interleaved* pair: the low register holds the results of the even input lanes, the high one those
-of the odd lanes. Interleaving narrowings (`vsat`, `vround`, `vasr ...:sat`) do the inverse: even
-output lanes come from the low input register. `vpack ...:sat` narrows an in-order pair in order.
-
-Invariant: every emitter returns values in natural lane order, so lane-wise semantics hold for any
-lane count (operands are split into native registers with `em.split`, the last one padded). Order is
-restored with *single-source* `shufflevector`s on the typed pair (`_interleave`, `_deinterleave`);
-LLVM cancels a de-interleave that meets an interleave and sinks these shuffles through generic
-lane-wise ops (add, sub, min, ...), so a chain widening op -> lane-wise ops -> interleaving narrowing
-keeps its data de-interleaved and needs no `vshuff`/`vdeal` at all (the layout Halide tracks by hand).
-Emitters pick the form by a static look at the operand terms (`_layout`): e.g. a saturating narrowing
-of a de-interleaved value uses `vsat`, of an in-order value `vpack:sat`. Operands an instruction needs
-as a scalar (`Rt`) must be constants of the accepted range; otherwise the emitter falls back to the
-instruction's own semantics (generic code), so the declared semantics hold for every operand.
+Invariant (pitchfork/targets/hvx_lanes.py): every emitter returns its value in natural lane order,
+for any lane count, and emits the instruction's declared semantics (`fallback`) for an operand it
+cannot encode (a scalar Rt that is not a constant, or not a uniform value, in the accepted range), so
+the declared semantics hold for every operand.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
 from llvmlite import ir
 
-from fpir.ops import expansion
+from fpir.ops import make
 from fpir.term import Term
-from pitchfork.codegen.ir_constants import mask
-from pitchfork.targets.base import Signature, target_op
+from pitchfork.selection.bounds import bounds
+from pitchfork.targets.base import register_by_register
+from pitchfork.targets.hvx_lanes import (DEINT, REG_BITS, const_value, deinterleave, fallback, halves, i32_const,
+                                         interleave, join, layout_of, operand_types, replicate, runtime_rt,
+                                         shuffle, uniform, vec)
+from pitchfork.trs.predicate import is_stream
 
-REG_BITS = 1024
-
-# ---------------------------------------------------------------------------------------------
-# IR helpers
-
-
-def _vec(bits: int, lanes: int) -> ir.VectorType:
-    return ir.VectorType(ir.IntType(bits), lanes)
-
-
-def _mask(idx: Sequence[int]) -> ir.Constant:
-    return mask(idx)  # shared (pitchfork/codegen/ir_constants.py)
-
-
-def _shuffle(em: Any, v: ir.Value, idx: Sequence[int]) -> ir.Value:
-    return em.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(idx))
-
-
-def _interleave(em: Any, p: ir.Value) -> ir.Value:
-    """[even results | odd results] (a widening instruction's pair) -> natural lane order."""
-    n = p.type.count
-    h = n // 2
-    return _shuffle(em, p, [i // 2 + (h if i % 2 else 0) for i in range(n)])
-
-
-def _deinterleave(em: Any, v: ir.Value) -> ir.Value:
-    """Natural lane order -> [even lanes | odd lanes] (what interleaving narrowings read)."""
-    n = v.type.count
-    return _shuffle(em, v, [2 * i for i in range(n // 2)] + [2 * i + 1 for i in range(n // 2)])
-
-
-def _halves(em: Any, v: ir.Value) -> tuple[ir.Value, ir.Value]:
-    n = v.type.count
-    return _shuffle(em, v, range(n // 2)), _shuffle(em, v, range(n // 2, n))
-
-
-def _join(em: Any, lo: ir.Value, hi: ir.Value) -> ir.Value:
-    return em.b.shuffle_vector(lo, hi, _mask(range(2 * lo.type.count)))
-
-
-def _i32(v: int) -> ir.Constant:
-    v &= 0xFFFFFFFF
-    return ir.Constant(ir.IntType(32), v - (1 << 32) if v >= 1 << 31 else v)
-
-
-def _replicate(value: int, bits: int) -> ir.Constant:
-    """A scalar operand `Rt` holding `value` in every byte (bits 8) or halfword (bits 16) lane."""
-    if bits == 8:
-        return _i32((value & 0xFF) * 0x01010101)
-    if bits == 16:
-        return _i32((value & 0xFFFF) * 0x00010001)
-    return _i32(value)
-
-
-def _is_broadcast(v: ir.Value) -> bool:
-    """`v` is a splat built as Halide leaves and kernels build it: a single-lane insertelement, or a
-    shufflevector of one with an all-zero mask."""
-    if isinstance(v, ir.instructions.InsertElement):
-        return isinstance(v.type, ir.VectorType) and v.type.count == 1
-    if not isinstance(v, ir.instructions.ShuffleVector):
-        return False
-    src, mask = v.operands[0], v.operands[2]
-    return (isinstance(src, ir.instructions.InsertElement) and isinstance(src.operands[2], ir.Constant)
-            and src.operands[2].constant == 0 and isinstance(mask, ir.Constant)
-            and all(getattr(m, "constant", m) == 0 for m in mask.constant))
-
-
-def _uniform(em: Any, t: Term) -> bool:
-    """Every lane of `t` has the same value: its leaves are constants or variables the emitter's
-    environment holds as splats (a Param, a value loaded once), combined by lane-wise ops only."""
-    from fpir.opspec import spec
-
-    for n in t.walk():
-        if n.is_const:
-            continue
-        if n.op == "var":
-            v = em.env.get(n.name)
-            if v is None or not _is_broadcast(v):
-                return False
-            continue
-        s = spec(n.op)
-        if getattr(s, "reduce", None) or getattr(s, "combines_lanes", False) or getattr(s, "lanes", None):
-            return False
-    return True
-
-
-def _runtime_rt(em: Any, v: ir.Value, bits: int) -> ir.Value:
-    """Rt from lane 0 of the uniform vector `v` (LLVM folds the extract into the scalar and hoists
-    what is loop-invariant): the `bits`-bit value replicated over the 32-bit register."""
-    s = em.b.extract_element(v, ir.Constant(ir.IntType(32), 0))
-    w = s.type.width
-    i32 = ir.IntType(32)
-    if w > bits:
-        s = em.b.trunc(s, ir.IntType(bits))
-    if bits == 32:
-        return s if w == 32 else (em.b.zext(s, i32) if w < 32 else em.b.trunc(s, i32))
-    s = em.b.zext(s, i32)
-    return em.b.mul(s, _i32(0x01010101 if bits == 8 else 0x00010001))
-
-
-def _fallback(em: Any, t: Term) -> ir.Value:
-    """Emit the instruction's own semantics (used when an operand is not a usable constant)."""
-    return em.emit(expansion(t))
-
-
-def _const(t: Term) -> int | None:
-    return t.value if t.is_const else None
-
-
-def _key(t: Term) -> tuple[str, ...]:
-    return tuple(a.type.name for a in t.args)
-
-
-# ---------------------------------------------------------------------------------------------
-# Lane layout of operand terms
-
-NATURAL, DEINT, ANY = "natural", "deint", "any"
-_DEINT_OPS: set[str] = set()  # instructions whose pair result is naturally de-interleaved
-_LANEWISE_OPS: set[str] = set()  # same-width lane-wise instructions that follow their operands' layout
-_LANEWISE_PRIMS = frozenset({"add", "sub", "mul", "and", "or", "xor", "not", "min", "max", "reinterpret"})
-
-
-@lru_cache(maxsize=65536)
-def _layout(t: Term, uniform: frozenset[str] = frozenset()) -> str:
-    """Which lane order is cheapest to produce `t` in: DEINT if it is computed from widening
-    instructions' results by lane-wise same-width ops only (so its value exists de-interleaved
-    before the restoring shuffle), ANY for constants and for values equal in every lane (variables
-    named in `uniform`, the splats of the emitter's environment: `_layouts`, and lane-wise ops of
-    those only), else NATURAL. Only a cost choice: every emitter is exact in either order."""
-    if t.is_const:
-        return ANY
-    if not t.args:
-        return ANY if t.op == "var" and t.name in uniform else NATURAL
-    if t.op in _DEINT_OPS:
-        return DEINT
-    kinds = {_layout(a, uniform) for a in t.args} - {ANY}
-    if not kinds and not _combines_lanes(t.op):
-        return ANY  # e.g. a widened splat: every lane the same
-    lanewise = t.op in _LANEWISE_PRIMS or t.op in _LANEWISE_OPS or (
-        t.op in ("shl", "shr") and _layout(t.args[1], uniform) == ANY)
-    if not lanewise or any(a.type.bits != t.type.bits for a in t.args):
-        return NATURAL
-    if kinds == {DEINT}:
-        return DEINT
-    return ANY if not kinds else NATURAL
-
-
-def _combines_lanes(op: str) -> bool:
-    from fpir.opspec import spec
-
-    s = spec(op)
-    return bool(getattr(s, "reduce", None) or getattr(s, "combines_lanes", False) or getattr(s, "lanes", None))
-
-
-def _layouts(em: Any) -> frozenset[str]:
-    """The names of the emitter's environment bound to splats (the `uniform` of `_layout`),
-    computed once per emitter."""
-    got = getattr(em, "_hvx_uniform_names", None)
-    if got is None:
-        got = frozenset(k for k, v in em.env.items() if _is_broadcast(v))
-        em._hvx_uniform_names = got
-    return got
-
-
-# ---------------------------------------------------------------------------------------------
-# Emitters
-
+#: an instruction's intrinsics by operand type names: a name, or (name, True) for an intrinsic that
+#: takes the operands swapped, or (name, Rt lane bits) for a by-scalar form
 Table = Mapping[tuple[str, ...], Any]
 
+# ---------------------------------------------------------------------------------------------
+# Lane-wise, widening, accumulating, narrowing
 
-def _lanewise(table: Table, pairs: bool = False) -> Callable[..., ir.Value]:
+def lanewise(table: Table, pairs: bool = False) -> Callable[..., ir.Value]:
     """Same-width lane-wise instruction (V, V) -> V; follows the operands' lane layout.
 
     With `pairs` the instruction also has a register-pair form (`<name>.dv`: Vdd = op(Vuu, Vvv), one
@@ -219,30 +50,36 @@ def _lanewise(table: Table, pairs: bool = False) -> Callable[..., ir.Value]:
     loop takes no more packets with it, and splits it into single-register instructions elsewhere."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-        name = table[_key(t)]
+        name = table[operand_types(t)]
         bits = t.type.bits
         n = REG_BITS // bits
-        rt = _vec(bits, n)
+        rt = vec(bits, n)
         whole_pairs = pairs and all(a.type.count % (2 * n) == 0 for a in args)
         if whole_pairs:
             def on_pair(*ps: ir.Value) -> ir.Value:
-                return em.hvx_call(f"{name}.dv", ps, _vec(bits, 2 * n), pair_result=True,
+                return em.hvx_call(f"{name}.dv", ps, vec(bits, 2 * n), pair_result=True,
                                    pair_args=[True] * len(ps))
-        if _layout(t, _layouts(em)) == DEINT:
+        if layout_of(em, t) == DEINT:
             def pairwise(*ps: ir.Value) -> ir.Value:
                 if whole_pairs:
-                    return _interleave(em, on_pair(*[_deinterleave(em, p) for p in ps]))
-                halves = [_halves(em, _deinterleave(em, p)) for p in ps]
-                lo = em.hvx_call(name, [h[0] for h in halves], rt)
-                hi = em.hvx_call(name, [h[1] for h in halves], rt)
-                return _interleave(em, _join(em, lo, hi))
+                    return interleave(em, on_pair(*[deinterleave(em, p) for p in ps]))
+                hs = [halves(em, deinterleave(em, p)) for p in ps]
+                lo = em.hvx_call(name, [h[0] for h in hs], rt)
+                hi = em.hvx_call(name, [h[1] for h in hs], rt)
+                return interleave(em, join(em, lo, hi))
 
             return em.map_chunks(args, 2 * n, pairwise)
         if whole_pairs:
             return em.map_chunks(args, 2 * n, on_pair)
-        return em.map_chunks(args, n, lambda *xs: em.hvx_call(name, xs, rt))
+        return natural(em, args, t)
 
+    natural = register_by_register(lambda t, n: table[operand_types(t)], lambda em, t: REG_BITS // t.type.bits,
+                                   _hvx_call)
     return emit
+
+
+def _hvx_call(em: Any, name: str, regs: Sequence[ir.Value], result: ir.VectorType) -> ir.Value:
+    return em.hvx_call(name, regs, result)
 
 
 def _scalar_form(em: Any, args: Sequence[ir.Value], t: Term, scalar: Table,
@@ -251,14 +88,14 @@ def _scalar_form(em: Any, args: Sequence[ir.Value], t: Term, scalar: Table,
     or a uniform runtime value (a splat Param): (intrinsic, Rt, index of the vector multiplicand).
     `scalar` is keyed by the operand types with the scalar one last, and gives (intrinsic, Rt lane
     bits). A constant wins over a runtime splat."""
-    key = _key(t)
+    key = operand_types(t)
     for runtime in (False, True):
         for const_at, vec_at in ((first + 1, first), (first, first + 1)):
             k = (*key[:first], key[vec_at], key[const_at])
             if k not in scalar:
                 continue
             name, rbits = scalar[k]
-            c = _const(t.args[const_at])
+            c = const_value(t.args[const_at])
             if not runtime and c is not None:
                 # Onto a signed accumulator a u8 tap <= 127 is taken as the i8 tap it also is: vmpybus.acc
                 # rather than vmpyub.acc (Halide's choice for an i16 sum), same cost; the product of a u8
@@ -266,18 +103,18 @@ def _scalar_form(em: Any, args: Sequence[ir.Value], t: Term, scalar: Table,
                 signed = (*k[:first], k[first], "i8")
                 if first == 1 and k[0][0] == "i" and k[1:] == ("u8", "u8") and 0 <= c <= 127 and signed in scalar:
                     name, rbits = scalar[signed]
-                return name, _replicate(c, rbits), vec_at
-            if runtime and c is None and _uniform(em, t.args[const_at]):
-                return name, _runtime_rt(em, args[const_at], rbits), vec_at
+                return name, replicate(c, rbits), vec_at
+            if runtime and c is None and uniform(em, t.args[const_at]):
+                return name, runtime_rt(em, args[const_at], rbits), vec_at
     return None
 
 
 def _vector_form(table: Table, t: Term) -> tuple[str, bool]:
-    entry = table[_key(t)]
+    entry = table[operand_types(t)]
     return entry if isinstance(entry, tuple) else (entry, False)
 
 
-def _widening(table: Table, scalar: Table | None = None) -> Callable[..., ir.Value]:
+def widening(table: Table, scalar: Table | None = None) -> Callable[..., ir.Value]:
     """(V, V) -> W with a de-interleaved result. `table[(tx, ty)]` is the vector form, or
     (name, True) when the intrinsic takes the operands swapped; `scalar[(tx, tc)]` is
     (name, Rt lane bits) for the form whose operand of type tc is a constant (either operand)."""
@@ -285,33 +122,33 @@ def _widening(table: Table, scalar: Table | None = None) -> Callable[..., ir.Val
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
         bits = t.args[0].type.bits
         n = REG_BITS // bits
-        out = _vec(2 * bits, n)
+        out = vec(2 * bits, n)
         form = _scalar_form(em, args, t, scalar or {}, 0)
         if form is not None:
             sname, rt, at = form
-            return em.map_chunks([args[at]], n, lambda a: _interleave(em, em.hvx_call(sname, [a, rt], out, True)))
+            return em.map_chunks([args[at]], n, lambda a: interleave(em, em.hvx_call(sname, [a, rt], out, True)))
         name, swap = _vector_form(table, t)
         xs = list(reversed(args)) if swap else list(args)
-        return em.map_chunks(xs, n, lambda a, b: _interleave(em, em.hvx_call(name, [a, b], out, True)))
+        return em.map_chunks(xs, n, lambda a, b: interleave(em, em.hvx_call(name, [a, b], out, True)))
 
     return emit
 
 
-def _accumulate(table: Table, scalar: Table | None = None) -> Callable[..., ir.Value]:
+def accumulate(table: Table, scalar: Table | None = None) -> Callable[..., ir.Value]:
     """(W, V, V) -> W: acc + f(y, z) on a de-interleaved accumulator (keys: operand type names;
-    `scalar` as for `_widening`, keyed (acc, vector, constant))."""
+    `scalar` as for `widening`, keyed (acc, vector, constant))."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
         bits = t.args[1].type.bits
         n = REG_BITS // bits
-        out = _vec(2 * bits, n)
+        out = vec(2 * bits, n)
         form = _scalar_form(em, args, t, scalar or {}, 1)
         if form is not None:
             sname, rt, at = form
 
             def by_scalar(a: ir.Value, x: ir.Value) -> ir.Value:
-                p = em.hvx_call(sname, [_deinterleave(em, a), x, rt], out, True, (True, False))
-                return _interleave(em, p)
+                p = em.hvx_call(sname, [deinterleave(em, a), x, rt], out, True, (True, False))
+                return interleave(em, p)
 
             return em.map_chunks([args[0], args[at]], n, by_scalar)
         name, swap = _vector_form(table, t)
@@ -320,15 +157,15 @@ def _accumulate(table: Table, scalar: Table | None = None) -> Callable[..., ir.V
             y, z = z, y
 
         def by_vector(a: ir.Value, u: ir.Value, w: ir.Value) -> ir.Value:
-            p = em.hvx_call(name, [_deinterleave(em, a), u, w], out, True, (True, False, False))
-            return _interleave(em, p)
+            p = em.hvx_call(name, [deinterleave(em, a), u, w], out, True, (True, False, False))
+            return interleave(em, p)
 
         return em.map_chunks([acc, y, z], n, by_vector)
 
     return emit
 
 
-def _vmpa(table: Table, acc: bool = False) -> Callable[..., ir.Value]:
+def vmpa(table: Table, acc: bool = False) -> Callable[..., ir.Value]:
     """vmpa(x, y, c0, c1) = c0 * widen(x) + c1 * widen(y) (acc: a + ..., the accumulator first): pair
     (lo = x, hi = y), Rt = [c0 c1 c0 c1]. Taps that are constants or uniform runtime values (filter
     taps loaded once) go to Rt; per-lane taps get two vector multiplies (vmpy, vmpy.acc)."""
@@ -337,34 +174,32 @@ def _vmpa(table: Table, acc: bool = False) -> Callable[..., ir.Value]:
         first = 1 if acc else 0
         x_t, y_t, c0_t, c1_t = t.args[first:first + 4]
         name = table[(x_t.type.name, c0_t.type.name)] + (".acc" if acc else "")
-        c0, c1 = _const(c0_t), _const(c1_t)
+        c0, c1 = const_value(c0_t), const_value(c1_t)
         if c0 is not None and c1 is not None:
-            rt: ir.Value = _i32((c0 & 0xFF) | (c1 & 0xFF) << 8 | (c0 & 0xFF) << 16 | (c1 & 0xFF) << 24)
-        elif all(_const(c) is not None or _uniform(em, c) for c in (c0_t, c1_t)):
-            b0, b1 = (em.b.and_(_runtime_rt(em, args[first + 2 + k], 32), _i32(0xFF)) for k in (0, 1))
-            rt = em.b.mul(em.b.or_(b0, em.b.shl(b1, _i32(8))), _i32(0x00010001))
+            rt: ir.Value = i32_const((c0 & 0xFF) | (c1 & 0xFF) << 8 | (c0 & 0xFF) << 16 | (c1 & 0xFF) << 24)
+        elif all(const_value(c) is not None or uniform(em, c) for c in (c0_t, c1_t)):
+            b0, b1 = (em.b.and_(runtime_rt(em, args[first + 2 + k], 32), i32_const(0xFF)) for k in (0, 1))
+            rt = em.b.mul(em.b.or_(b0, em.b.shl(b1, i32_const(8))), i32_const(0x00010001))
         elif x_t.type.bits != 8:  # (16-bit data by i8 taps: no vector x vector form)
-            return _fallback(em, t)
+            return fallback(em, t)
         else:
-            from fpir.ops import make
-
             first_product = make("hvx.vmpy_acc", t.args[0], x_t, c0_t) if acc else make("hvx.vmpy", x_t, c0_t)
             return em.emit(make("hvx.vmpy_acc", first_product, y_t, c1_t))
         bits = x_t.type.bits
         n = REG_BITS // bits
-        out = _vec(2 * bits, n)
+        out = vec(2 * bits, n)
 
         def one(*vs: ir.Value) -> ir.Value:
-            head = [_deinterleave(em, vs[0])] if acc else []
+            head = [deinterleave(em, vs[0])] if acc else []
             pair = (True, True) if acc else (True,)
-            return _interleave(em, em.hvx_call(name, [*head, _join(em, vs[-2], vs[-1]), rt], out, True, pair))
+            return interleave(em, em.hvx_call(name, [*head, join(em, vs[-2], vs[-1]), rt], out, True, pair))
 
         return em.map_chunks(args[:first + 2], n, one)
 
     return emit
 
 
-def _narrowing(pack: Table, sat: Table, amount: Callable[[Term], int | None] | None = None,
+def narrowing(pack: Table, sat: Table, amount: Callable[[Term], int | None] | None = None,
                special: Callable[[Term, int], str | None] | None = None) -> Callable[..., ir.Value]:
     """2n-bit lanes -> n-bit lanes. `pack[type]` names an in-order `vpack` form (Vu = hi, Vv = lo),
     `sat[type]` an interleaving form (`vsat`/`vround`/`vasr`), used when the operand is
@@ -376,34 +211,34 @@ def _narrowing(pack: Table, sat: Table, amount: Callable[[Term], int | None] | N
         key = t.args[0].type.name
         obits = t.type.bits
         n = REG_BITS // obits
-        rt = _vec(obits, n)
+        rt = vec(obits, n)
         extra: list[ir.Value] = []
         entry = sat.get(key)
         name = entry[0] if isinstance(entry, tuple) else entry
         if isinstance(entry, tuple):
-            extra = [_i32(entry[1])]
+            extra = [i32_const(entry[1])]
         if amount is not None:
             sh = amount(t)
             runtime = None if sh is not None else _runtime_amount(em, args, t, amount)
             if sh is None and runtime is None:
-                return _fallback(em, t)
+                return fallback(em, t)
             alt = special(t, sh) if special is not None and sh is not None else None
             if alt is not None:
                 name = alt
             else:
-                extra = [_i32(sh) if sh is not None else runtime]
-        elif key in pack and (name is None or _layout(t.args[0], _layouts(em)) != DEINT):
+                extra = [i32_const(sh) if sh is not None else runtime]
+        elif key in pack and (name is None or layout_of(em, t.args[0]) != DEINT):
             pname = pack[key]
 
             def packed(x: ir.Value) -> ir.Value:
-                lo, hi = _halves(em, x)
+                lo, hi = halves(em, x)
                 return em.hvx_call(pname, [hi, lo], rt)
 
             return em.map_chunks([args[0]], n, packed)
         assert name is not None
 
         def interleaving(x: ir.Value) -> ir.Value:
-            lo, hi = _halves(em, _deinterleave(em, x))
+            lo, hi = halves(em, deinterleave(em, x))
             return em.hvx_call(name, [hi, lo, *extra], rt)
 
         return em.map_chunks([args[0]], n, interleaving)
@@ -411,11 +246,11 @@ def _narrowing(pack: Table, sat: Table, amount: Callable[[Term], int | None] | N
     return emit
 
 
-def _shift_amount(lo: int, hi: int, runtime: tuple[int, int] | None = None) -> Callable[[Term], int | None]:
+def shift_amount(lo: int, hi: int, runtime: tuple[int, int] | None = None) -> Callable[[Term], int | None]:
     """The constant shift Rt when it lies in [lo, hi]. `runtime` = the range a uniform runtime
     amount must provably lie in to be passed as Rt (the instruction reads only the low bits of Rt)."""
     def amount(t: Term) -> int | None:
-        c = _const(t.args[1])
+        c = const_value(t.args[1])
         return c if c is not None and lo <= c <= hi else None
 
     amount.runtime = runtime or (lo, hi)  # type: ignore[attr-defined]
@@ -425,59 +260,403 @@ def _shift_amount(lo: int, hi: int, runtime: tuple[int, int] | None = None) -> C
 def _runtime_amount(em: Any, args: Sequence[ir.Value], t: Term, amount: Callable[[Term], int | None]) -> ir.Value | None:
     """Rt for a shift amount that is not a constant but uniform (a splat Param) with bounds inside
     the range the instruction reads exactly; None otherwise."""
-    from pitchfork.selection.bounds import bounds
-
     lo, hi = getattr(amount, "runtime", (1, 0))
     y = t.args[1]
-    if y.is_const or not _uniform(em, y):
+    if y.is_const or not uniform(em, y):
         return None
     ylo, yhi = bounds(y)
     if ylo < lo or yhi > hi:
         return None
-    return _runtime_rt(em, args[1], 32)
+    return runtime_rt(em, args[1], 32)
 
 
-def _scalar_or_fallback(name: str, rbits: int) -> Callable[..., ir.Value]:
+def scalar_or_fallback(name: str, rbits: int) -> Callable[..., ir.Value]:
     """(V, R) -> V with the second operand a constant scalar."""
 
     def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
-        c = _const(t.args[1])
+        c = const_value(t.args[1])
         if c is None:
-            return _fallback(em, t)
+            return fallback(em, t)
         bits = t.type.bits
         n = REG_BITS // bits
-        rt = _vec(bits, n)
-        r = _replicate(c, rbits)
+        rt = vec(bits, n)
+        r = replicate(c, rbits)
         return em.map_chunks([args[0]], n, lambda a: em.hvx_call(name, [a, r], rt))
 
     return emit
 
 
-def _declare(name: str, signatures: Sequence[str], semantics: Any, emit: Callable[..., ir.Value],
-             cost: int, llvm: str, layout: str = NATURAL) -> None:
-    target_op(name, signatures, semantics, emit, cost=cost, llvm=llvm)
-    if layout == DEINT:
-        _DEINT_OPS.add(name)
-    elif layout == "lanewise":
-        _LANEWISE_OPS.add(name)
+# ---------------------------------------------------------------------------------------------
+# Multiplies by a scalar, non-widening multiplies, halves, the zero-point multiply-accumulate
+
+def vector_or_scalar(vector: Table, scalar: str, rbits: int) -> Callable[..., ir.Value]:
+    """(V, V) -> V by the lane-wise `vector` form; by a constant second operand, the scalar form
+    `scalar` with Rt = the constant in every `rbits`-bit lane (vmpyhvsrs / vmpyhsrs: Halide's choice,
+    no splat register)."""
+    by_vector, by_scalar = lanewise(vector), scalar_or_fallback(scalar, rbits)
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        return by_scalar(em, args, t) if t.args[1].is_const else by_vector(em, args, t)
+
+    return emit
 
 
-def _sigs(table: Table, result: Callable[[tuple[str, ...]], str]) -> list[str]:
-    return [f"{', '.join(k)} -> {result(k)}" for k in table]
+def half_width_round(names: Mapping[str, str]) -> Callable[[Term, int], str | None]:
+    def special(t: Term, sh: int) -> str | None:
+        return names.get(t.args[0].type.name) if sh == t.type.bits else None
+
+    return special
 
 
-def _wide_name(name: str) -> str:
-    return f"{name[0]}{int(name[1:]) * 2}"
+def scalar_or_sequence(scalar: str, rbits: int, sequence: Callable[[Term], Term]) -> Callable[..., ir.Value]:
+    """By a constant second operand the scalar form `scalar` (Rt = the constant in every `rbits`-bit
+    lane); else the term `sequence(t)` of other declared instructions, exactly equal (vmpyhss: for a
+    vector, vmpy(Vu.h, Vv.h) then vasr(.w, .w, #15):sat)."""
+    by_scalar = scalar_or_fallback(scalar, rbits)
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        return by_scalar(em, args, t) if t.args[1].is_const else em.emit(sequence(t))
+
+    return emit
 
 
-def _unsigned(name: str) -> str:
-    return "u" + name[1:]
+def zero_point_acc(table: Table) -> Callable[..., ir.Value]:
+    """(x - y) << c as x * 2^c accumulated onto -(y << c): the by-scalar multiply-accumulate
+    `table[(x type, y type)]` = (name, Rt lane bits) with Rt = 2^c, for a constant c below x's width;
+    any other c emits the declared meaning."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        return _zero_point_acc(em, args, t, table)
+
+    return emit
+
+
+def _zero_point_acc(em: Any, args: Sequence[ir.Value], t: Term, table: Table) -> ir.Value:
+    c = const_value(t.args[2])
+    bits = t.args[0].type.bits
+    if c is None or not 0 <= c < bits:
+        return fallback(em, t)
+    name, rbits = table[operand_types(t)[:2]]
+    n = REG_BITS // bits
+    out = vec(2 * bits, n)
+    y = args[1]
+    wide = ir.VectorType(ir.IntType(t.type.bits), y.type.count)
+    if y.type != wide:  # a zero point of the data's type: zero-extend it
+        y = em.b.zext(y, wide)
+    acc = em.b.sub(ir.Constant(y.type, None), em.b.shl(y, ir.Constant(y.type, [c] * y.type.count)))
+    rt = replicate(1 << c, rbits)
+
+    def one(a: ir.Value, x: ir.Value) -> ir.Value:
+        return interleave(em, em.hvx_call(name, [deinterleave(em, a), x, rt], out, True, (True, False)))
+
+    return em.map_chunks([acc, args[0]], n, one)
+
+
+def _follow_layout(em: Any, t: Term, args: Sequence[ir.Value], n: int,
+                   f: Callable[..., ir.Value]) -> ir.Value:
+    """Apply the one-register, lane-wise `f` to `args` in the lane order `t` is cheapest in: on a
+    de-interleaved operand (a widening instruction's pair) `f` runs on the two de-interleaved halves
+    and the result is re-interleaved, so LLVM cancels the shuffles against the neighbours' and a chain
+    widening op -> vmpyi -> accumulate keeps its pairs de-interleaved (as `lanewise` does)."""
+    if layout_of(em, t) != DEINT:
+        return em.map_chunks(args, n, f)
+
+    def pairwise(*ps: ir.Value) -> ir.Value:
+        hs = [halves(em, deinterleave(em, p)) for p in ps]
+        return interleave(em, join(em, f(*[h[0] for h in hs]), f(*[h[1] for h in hs])))
+
+    return em.map_chunks(args, 2 * n, pairwise)
+
+
+def vmpyi(scalar: Mapping[int, Sequence[tuple[str, int]]], vector: Mapping[int, str],
+          acc: bool) -> Callable[..., ir.Value]:
+    """x * y (acc: x + y * z), every lane modulo 2^bits; signedness does not change the low bits. By a
+    constant, the first by-scalar form of `scalar[bits]` ((name, Rt lane bits), in order) whose Rt holds
+    it; else the vector form `vector[bits]`; else the declared meaning. Lane-wise, so it follows its
+    operands' lane order (`_follow_layout`)."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        bits = t.type.bits
+        n = REG_BITS // bits
+        rt = vec(bits, n)
+        first = 1 if acc else 0
+        sfx = ".acc" if acc else ""
+        head = [args[0]] if acc else []
+        for c_at, v_at in ((first + 1, first), (first, first + 1)):
+            c = const_value(t.args[c_at])
+            if c is None:
+                continue
+            sc = ((c + (1 << (bits - 1))) % (1 << bits)) - (1 << (bits - 1))  # as a signed lane value
+            for name, rbits in scalar[bits]:
+                if -(1 << (rbits - 1)) <= sc < 1 << (rbits - 1):
+                    r = replicate(sc, rbits)
+                    return _follow_layout(em, t, [*head, args[v_at]], n,
+                                          lambda *xs, name=name, r=r: em.hvx_call(name + sfx, [*xs, r], rt))
+        if bits in vector:
+            name = vector[bits] + sfx
+            return _follow_layout(em, t, [*head, args[first], args[first + 1]], n,
+                                  lambda *xs: em.hvx_call(name, xs, rt))
+        return fallback(em, t)
+
+    return emit
+
+
+def select_half(pack: Mapping[int, str], shuffles: Mapping[int, str]) -> Callable[..., ir.Value]:
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        obits = t.type.bits
+        n = REG_BITS // obits
+        rt = vec(obits, n)
+        if layout_of(em, t.args[0]) == DEINT:
+            name = shuffles[obits]
+
+            def interleaving(x: ir.Value) -> ir.Value:
+                lo, hi = halves(em, deinterleave(em, x))
+                return em.hvx_call(name, [hi, lo], rt)
+
+            return em.map_chunks([args[0]], n, interleaving)
+        pname = pack[obits]
+
+        def packed(x: ir.Value) -> ir.Value:
+            lo, hi = halves(em, x)
+            return em.hvx_call(pname, [hi, lo], rt)
+
+        return em.map_chunks([args[0]], n, packed)
+
+    return emit
 
 
 # ---------------------------------------------------------------------------------------------
-# Cost model: one packet slot per instruction writing one register, two for a register pair
-# (widening instructions, accumulations). Generic primitives cost 1, FPIR ops left to the generic
-# expansion 8 (pitchfork.targets.target_cost).
+# Dot products (lane-combining or over interleaved operands), 3-tap filter
 
-ONE, PAIR = 1, 2
+def _word_splat(v: ir.Value) -> ir.Value | None:
+    """The i32 `w` if `v` is a splat of one 32-bit word (any lane type), else None: a constant whose
+    words are all equal, or the IR the Halide codegen writes for a repeated short vector (`_repeat`:
+    bitcast(shufflevector(insertelement(undef, w, 0), undef, zeroinitializer)))."""
+    if isinstance(v, ir.Constant) and isinstance(v.type, ir.VectorType) and isinstance(v.constant, list) \
+            and isinstance(v.type.element, ir.IntType):
+        bits = v.type.element.width
+        if 32 % bits or any(not isinstance(c.constant, int) for c in v.constant):
+            return None
+        per = 32 // bits
+        vals = [c.constant & ((1 << bits) - 1) for c in v.constant]
+        if len(vals) % per or vals != vals[:per] * (len(vals) // per):
+            return None
+        return i32_const(sum(x << (bits * k) for k, x in enumerate(vals[:per])))
+    if isinstance(v, ir.CastInstr) and v.opname == "bitcast":
+        v = v.operands[0]
+    if not (isinstance(v, ir.ShuffleVector) and isinstance(v.type.element, ir.IntType)
+            and v.type.element.width == 32):
+        return None
+    src, _, mask = v.operands
+    if not (isinstance(mask, ir.Constant) and all(getattr(c, "constant", c) == 0 for c in mask.constant)):
+        return None
+    if isinstance(src, ir.InsertElement) and isinstance(src.operands[2], ir.Constant) \
+            and src.operands[2].constant == 0:
+        return src.operands[1]
+    return None
 
+
+def vrmpy(by_vector: Table, by_word: Table) -> Callable[..., ir.Value]:
+    """acc + the 4-lane dot products of y and z, by the accumulating forms (`by_vector[(acc, y, z)]`,
+    the name ending in .acc), one register of 32 words per 128 bytes of each data operand: by a scalar
+    register (`by_word[(data, word)]`) where an operand repeats one word (matmul's broadcast row of A),
+    else vector x vector."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        return _vrmpy(em, args, t, by_vector, by_word)
+
+    return emit
+
+
+def _vrmpy(em: Any, args: Sequence[ir.Value], t: Term, by_vector: Table, by_word: Table) -> ir.Value:
+    rt = vec(32, REG_BITS // 32)
+    types = tuple(a.type.name for a in t.args[1:])
+    # Into a constant 0, the plain form (Vd.w = vrmpy(..)): no zero register per output register,
+    # which LLVM kept live across conv3x3a32's loop and spilled.
+    zero = const_value(t.args[0]) == 0
+
+    def call(name: str, a: ir.Value, ops: list[ir.Value]) -> ir.Value:
+        return em.hvx_call(name[:-len(".acc")], ops, rt) if zero else em.hvx_call(name, [a, *ops], rt)
+
+    for data, word in ((1, 2), (2, 1)):
+        name = by_word.get((t.args[data].type.name, t.args[word].type.name))
+        w = _word_splat(args[word]) if name is not None else None
+        if w is not None:
+            accs, ys = em.split(args[0], REG_BITS // 32), em.split(args[data], REG_BITS // 8)
+            return em.concat([call(name, a, [y, w]) for a, y in zip(accs, ys)], em.lanes)
+    name = by_vector[(t.args[0].type.name, *types)]
+    accs, ys, zs = (em.split(a, REG_BITS // b) for a, b in zip(args, (32, 8, 8)))
+    return em.concat([call(name, a, [y, z]) for a, y, z in zip(accs, ys, zs)], em.lanes)
+
+
+def _taps_rt(cs: Sequence[int]) -> ir.Constant:
+    reps = [cs[k % len(cs)] & 0xFF for k in range(4)]
+    return i32_const(reps[0] | reps[1] << 8 | reps[2] << 16 | reps[3] << 24)
+
+
+def _interleave_n(em: Any, vs: Sequence[ir.Value]) -> ir.Value:
+    """interleave_vectors(vs): lane f*i + k = vs[k] lane i."""
+    f, n = len(vs), vs[0].type.count
+    whole = em.concat(list(vs), f * n)
+    return shuffle(em, whole, [k * n + i for i in range(n) for k in range(f)])
+
+
+def taps(table: Table, f: int, acc: bool) -> Callable[..., ir.Value]:
+    """(acc,) x_0..x_{f-1}, c_0..c_{f-1} -> one vdmpy/vrmpy(.acc) per register of interleaved data."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        first = 1 if acc else 0
+        cs = [const_value(a) for a in t.args[first + f:first + 2 * f]]
+        if any(c is None for c in cs):
+            return fallback(em, t)
+        data = t.args[first].type
+        key = (data.name, t.args[first + f].type.name) + ((t.type.name,) if f == 4 else ())
+        name = table[key] + (".acc" if acc else "")
+        per_reg = REG_BITS // data.bits // f  # result lanes per register of interleaved data
+        out = vec(t.type.bits, per_reg)
+        rt = _taps_rt([c for c in cs if c is not None])
+
+        def one(*vs: ir.Value) -> ir.Value:
+            x = _interleave_n(em, vs[first:first + f])
+            return em.hvx_call(name, ([vs[0]] if acc else []) + [x, rt], out)
+
+        return em.map_chunks(args[:first + f], per_reg, one)
+
+    return emit
+
+
+# ---- four-way dot products of two vector sets: vrmpy(Vu, Vv) on both sets interleaved ----------------
+# sum_k x_k * a_k over four separate byte vectors x_0..x_3 and a_0..a_3 (Halide's vrmpy(v.ub, v.ub) check:
+# u32(x) * u32(x) + u32(y) * u32(y) + ...): per four registers of each set, the set interleaved by two
+# levels of vshuff (bytes, then halfwords: four vshuff; LLVM shares them when the sets are the same
+# vectors), then one vector x vector vrmpy per register, results in natural lane order. Declared lane-wise
+# over the de-interleaved operands, like vrmpy_taps.
+def _interleave_pair(em: Any, x: ir.Value, y: ir.Value, bits: int) -> ir.Value:
+    """The `bits`-wide elements of two equal byte vectors interleaved (x first): one vshuff per register pair."""
+    t = ir.VectorType(ir.IntType(bits), x.type.count * 8 // bits)
+    p = interleave(em, join(em, em.bitcast(x, t), em.bitcast(y, t)))
+    return em.bitcast(p, ir.VectorType(ir.IntType(8), 2 * x.type.count))
+
+
+def dot_vv(table: Table, acc: bool) -> Callable[..., ir.Value]:
+    """Per four data registers: bytes of (x, y) and of (z, w) interleaved, then halfwords of the two
+    results (Halide's vshuff sequence: four vshuff per operand set), one vrmpy per register
+    (`table[(result, x, a)]`, the accumulating name; the plain form drops its .acc)."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        first = 1 if acc else 0
+        key = (t.type.name, t.args[first].type.name, t.args[first + 4].type.name)
+        name = table[key] if acc else table[key][:-len(".acc")]
+        per_reg = REG_BITS // 32
+        out = vec(32, per_reg)
+
+        def quad(vs: Sequence[ir.Value]) -> list[ir.Value]:
+            whole = _interleave_pair(em, _interleave_pair(em, vs[0], vs[1], 8), _interleave_pair(em, vs[2], vs[3], 8), 16)
+            return em.split(whole, REG_BITS // 8)
+
+        def four(*vs: ir.Value) -> ir.Value:
+            xs, ys = quad(vs[first:first + 4]), quad(vs[first + 4:first + 8])
+            accs = em.split(vs[0], per_reg) if acc else [None] * len(xs)
+            return em.concat([em.hvx_call(name, ([a] if acc else []) + [x, y], out) for a, x, y in zip(accs, xs, ys)],
+                             4 * per_reg)
+
+        return em.map_chunks(list(args), 4 * per_reg, four)
+
+    return emit
+
+
+def pairs(table: Mapping[str, str], acc: bool) -> Callable[..., ir.Value]:
+    """(acc +) the pair sums of x times one constant tap c: `table[x type]` with Rt = c in every byte,
+    one instruction per register of data, results in natural lane order; a tap that is not a
+    constant emits the declared meaning."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        first = 1 if acc else 0
+        c = const_value(t.args[first + 1])
+        if c is None:
+            return fallback(em, t)
+        bits = t.args[first].type.bits
+        name = table[t.args[first].type.name] + (".acc" if acc else "")
+        rt = _taps_rt([c, c])
+        out = vec(2 * bits, REG_BITS // (2 * bits))
+        xs = em.split(args[first], REG_BITS // bits)
+        accs = em.split(args[0], REG_BITS // (2 * bits)) if acc else [None] * len(xs)
+        return em.concat([em.hvx_call(name, ([a] if acc else []) + [x, rt], out) for a, x in zip(accs, xs)],
+                         em.lanes)
+
+    return emit
+
+
+def pair_dot(name: str) -> Callable[..., ir.Value]:
+    """(V.h, V.h) -> V.w combining each pair of adjacent lanes (vdmpyhvsat): one `name` per register of
+    16-bit data, results in natural lane order."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        out = vec(32, REG_BITS // 32)
+        xs, ys = (em.split(a, REG_BITS // 16) for a in args)
+        return em.concat([em.hvx_call(name, [x, y], out) for x, y in zip(xs, ys)], em.lanes)
+
+    return emit
+
+
+def vtmpy(table: Table) -> Callable[..., ir.Value]:
+    """x, y, z, c0, c1 -> c0*x + c1*y + z: one vtmpy (`table[(data, tap)]`) per register of x (A) and of
+    z (B), only where the emitter's stream facts say x, y, z read one stream at offsets o, o+1, o+2 and
+    the vector has an even number of lanes (pitchfork/targets/hvx.py gives the lane semantics); else
+    the declared meaning."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        return _vtmpy(em, args, t, table)
+
+    return emit
+
+
+def _vtmpy(em: Any, args: Sequence[ir.Value], t: Term, table: Table) -> ir.Value:
+    c0, c1 = const_value(t.args[3]), const_value(t.args[4])
+    if c0 is None or c1 is None or not is_stream(t.args[:3], em.streams) or args[0].type.count % 2:
+        return fallback(em, t)
+    bits = t.args[0].type.bits
+    n = REG_BITS // bits
+    out = vec(2 * bits, n)
+    rt = _taps_rt([c0, c1])
+
+    def one(a: ir.Value, b: ir.Value) -> ir.Value:
+        pair = em.hvx_call(table[(t.args[0].type.name, t.args[3].type.name)], [join(em, a, b), rt], out,
+                           True, (True,))
+        return interleave(em, pair)
+
+    return em.map_chunks([args[0], args[2]], n, one)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shift and accumulate
+
+def shift_acc(names: Mapping[str, str]) -> Callable[..., ir.Value]:
+    """x + (y << c) / x + (y >> c): `names[type]` with Rt = c, for a constant c in [0, bits) (the
+    instruction reads its amount modulo the lane width); any other amount emits the declared meaning.
+    Lane-wise and of one width, so it follows its operands' lane order."""
+
+    def emit(em: Any, args: Sequence[ir.Value], t: Term) -> ir.Value:
+        return _shift_acc(em, args, t, names)
+
+    return emit
+
+
+def _shift_acc(em: Any, args: Sequence[ir.Value], t: Term, names: Mapping[str, str]) -> ir.Value:
+    bits = t.type.bits
+    c = const_value(t.args[2])
+    if c is None or not 0 <= c < bits:
+        return fallback(em, t)
+    name = names[t.type.name]
+    n = REG_BITS // bits
+    rt = vec(bits, n)
+    amount = i32_const(c)
+    if layout_of(em, t) == DEINT:
+        def pairwise(x: ir.Value, y: ir.Value) -> ir.Value:
+            (xl, xh), (yl, yh) = halves(em, deinterleave(em, x)), halves(em, deinterleave(em, y))
+            lo = em.hvx_call(name, [xl, yl, amount], rt)
+            hi = em.hvx_call(name, [xh, yh, amount], rt)
+            return interleave(em, join(em, lo, hi))
+
+        return em.map_chunks(list(args[:2]), 2 * n, pairwise)
+    return em.map_chunks(list(args[:2]), n, lambda x, y: em.hvx_call(name, [x, y, amount], rt))

@@ -26,7 +26,7 @@ from llvmlite import ir
 
 from pitchfork.codegen.ir_constants import mask
 from pitchfork.codegen.lane_order import pack_order_registers
-from pitchfork.targets.base import Inst, declare
+from pitchfork.targets.base import Inst, declare, register_by_register
 
 VECTOR_BITS = 256
 
@@ -42,15 +42,9 @@ def _mask(idx: Sequence[int]) -> ir.Constant:
 
 
 def _same_width(name: Callable[[int, int], str]) -> Emit:
-    """A same-type lane-wise intrinsic on full ymm registers; `name(bits, lanes)` spells it."""
-
-    def emit(em, args, t):  # type: ignore[no-untyped-def]
-        bits = t.type.bits
-        lanes = VECTOR_BITS // bits
-        vt = _vt(bits, lanes)
-        return em.map_chunks(args, lanes, lambda *xs: em.call(name(bits, lanes), vt, list(xs)))
-
-    return emit
+    """A same-type lane-wise intrinsic on full ymm registers; `name(bits, lanes)` spells it (the shape
+    every ISA shares, base.register_by_register)."""
+    return register_by_register(lambda t, n: name(t.type.bits, n), lambda em, t: VECTOR_BITS // t.type.bits)
 
 
 def _generic_sat(op: str) -> Emit:

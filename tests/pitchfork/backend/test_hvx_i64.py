@@ -24,7 +24,8 @@ from fpir.types import ScalarType
 from pitchfork.backend.harness import Buffer, Call, Scalar
 from pitchfork.backend.hvx_i64 import has_i64_products, rewrite_i64_products
 from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
-from pitchfork.backend.machine import compile_module, main_vector_loop
+from pitchfork.backend.asm import main_vector_loop
+from pitchfork.backend.machine import compile_module
 from pitchfork.backend.run import run_calls, tools_available
 from pitchfork.selection.lower import select_instructions
 from tests.pitchfork.targets.hvx_difftest import free_vars

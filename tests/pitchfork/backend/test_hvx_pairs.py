@@ -20,7 +20,8 @@ import pytest
 import pitchfork
 from pitchfork.backend import hvx_pairs
 from pitchfork.backend.hvx_pairs import has_pair_forms, keep_pairs, split_pairs
-from pitchfork.backend.machine import compile_module, find_loops, inner_loop
+from pitchfork.backend.asm import find_loops, inner_loop
+from pitchfork.backend.machine import compile_module
 from pitchfork.backend.run import tools_available
 from pitchfork.targets import load_target
 from tests.pitchfork.targets.hvx_difftest import instruction_cases, loop_of, run_cases

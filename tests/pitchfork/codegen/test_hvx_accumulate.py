@@ -74,6 +74,40 @@ def test_other_terms_are_left_alone() -> None:
     assert shared in set(out.walk())
 
 
+@pytest.mark.parametrize("op", ["hvx.vmpy_acc", "hvx.vasr_acc", "hvx.vadd_w_acc"])
+def test_any_accumulating_instruction_starts_from_a_fresh_summand(op: str) -> None:
+    """Every lane-wise wrapping accumulate (acc + f(args) at the accumulator's type) is a chain link,
+    not only vmpyi_acc: a chain of widening multiply-, shift- or add-accumulates onto u16 starts from
+    the summand of lowest rank, with the same value."""
+    u8, u16 = ScalarType(False, 8), ScalarType(op == "hvx.vasr_acc", 16)  # vasr.acc: signed halves
+    d = [var(f"d{k}", u8) for k in range(3)]
+    s = [var(f"s{k}", u16) for k in range(3)]
+
+    def link(acc: Term, k: int) -> Term:
+        if op == "hvx.vmpy_acc":
+            return make(op, acc, d[k], const(3 + k, u8))
+        if op == "hvx.vasr_acc":
+            return make(op, acc, s[k], const(k + 1, u16))
+        return make(op, acc, d[k], d[(k + 1) % 3])
+
+    acc = s[0]
+    for k in range(3):
+        acc = link(acc, k)
+    term = make("add", acc, s[2])
+    fresh = start_from_fresh(term, lambda x: int(x is s[0]))
+    assert _first_accumulator_of(term, op) is s[0] and _first_accumulator_of(fresh, op) is s[2]
+    rng = np.random.default_rng(3)
+    env = {v.name: rng.integers(v.type.min, v.type.max + 1, 64, dtype=np.int64) for v in d + s}
+    env["s0"][:4] = u16.max  # partial sums wrap in either order
+    assert np.array_equal(evaluate(fresh, env), evaluate(term, env))
+
+
+def _first_accumulator_of(t: Term, op: str) -> Term:
+    while t.op in ("add", op) and t.args[0].op in ("add", op):
+        t = t.args[0]
+    return t.args[0]
+
+
 def _column_loop(asm: str, function: str) -> list[str]:
     """The column pass's loop: the innermost loop with the most valigns (the row pass has none)."""
     loops = [lp for lp in find_loops(asm, function, target="hvx128") if lp.innermost]

@@ -316,7 +316,7 @@ def instruction_cases(names: Sequence[str], lane_factors: Sequence[float] = (0.5
 
 def loop_of(c: Case):  # type: ignore[no-untyped-def]
     """The inner loop (pitchfork.backend.machine.Loop) of a compiled case's kernel."""
-    from pitchfork.backend.machine import inner_loop
+    from pitchfork.backend.asm import inner_loop
 
     assert c.module is not None
     return inner_loop(c.module.assembly(), c.function, target=TARGET)

@@ -32,7 +32,8 @@ from fpir.printer import to_text
 from fpir.text import parse
 from fpir.types import INT_TYPES, FPIRTypeError, ScalarType
 from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
-from pitchfork.backend.machine import asm_instructions, compile_module, inner_loop_instructions
+from pitchfork.backend.asm import asm_instructions, inner_loop_instructions
+from pitchfork.backend.machine import compile_module
 from pitchfork.backend.run import Buffer, Call, Scalar, run_calls, tools_available
 from pitchfork.selection.lower import select_instructions
 from pitchfork.targets import load_target

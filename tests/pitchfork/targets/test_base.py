@@ -53,3 +53,26 @@ def test_variable_rounding_narrowing_shift_is_a_register_shift() -> None:
     ops = {t.op for t in sel.final.walk()}
     assert "arm.srshl" in ops and "arm.sqxtn" in ops, sel.final
     assert all(encodable(t) for t in sel.final.walk() if t.op.startswith("arm.")), sel.final
+
+
+def test_register_by_register_calls_the_named_intrinsic_once_per_register() -> None:
+    # The emitter shape the three ISAs share: 36 lanes of i16 on 128-bit registers are five registers
+    # (the last padded), each one call of the intrinsic the table names for (term, register lanes).
+    from llvmlite import ir
+
+    from pitchfork.codegen.expr import ExprEmitter
+    from pitchfork.targets.base import register_by_register
+
+    vt = ir.VectorType(ir.IntType(16), 36)
+    mod = ir.Module()
+    fn = ir.Function(mod, ir.FunctionType(vt, [vt, vt]), "f")
+    b = ir.IRBuilder(fn.append_basic_block())
+    em = ExprEmitter(b, 36, {})
+    term = parse("saturating_add(x_i16, y_i16)")
+    emit = register_by_register(lambda t, n: f"llvm.test.{t.op}.v{n}i{t.type.bits}",
+                                lambda em, t: 128 // t.type.bits)
+    out = emit(em, list(fn.args), term)
+    b.ret(out)
+    text = str(mod)
+    assert out.type == vt
+    assert text.count("call <8 x i16> @\"llvm.test.saturating_add.v8i16\"") == 5, text

@@ -138,7 +138,8 @@ def test_rounding_mul_shr_by_32_to_63_is_vmpye_vmpyo_then_one_rounding() -> None
     from fpir.interp import evaluate
     from pitchfork.backend.harness import Buffer, Call, Scalar
     from pitchfork.codegen.kernel import add_expression_kernel, new_module
-    from pitchfork.backend.machine import compile_module, main_vector_loop
+    from pitchfork.backend.asm import main_vector_loop
+    from pitchfork.backend.machine import compile_module
     from pitchfork.backend.run import run_calls
 
     from .hvx_difftest import free_vars
@@ -195,7 +196,8 @@ def test_unsigned_high_word_is_the_corrected_q31_product() -> None:
     from fpir.interp import evaluate
     from pitchfork.backend.harness import Buffer, Call, Scalar
     from pitchfork.codegen.kernel import add_expression_kernel, new_module
-    from pitchfork.backend.machine import compile_module, main_vector_loop
+    from pitchfork.backend.asm import main_vector_loop
+    from pitchfork.backend.machine import compile_module
     from pitchfork.backend.run import run_calls
 
     from .hvx_difftest import free_vars

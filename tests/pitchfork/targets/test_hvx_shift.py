@@ -1,5 +1,5 @@
-"""hvx.vasl_acc (pitchfork/targets/hvx_shift.py): a stencil tap by a power of two added to a running
-sum selects one shift-accumulate. Its semantics are run under qemu-hexagon with the other
+"""hvx.vasl_acc (pitchfork/targets/hvx.py, emitted by hvx_emit.shift_acc): a stencil tap by a power of
+two added to a running sum selects one shift-accumulate. Its semantics are run under qemu-hexagon with the other
 instructions (test_hvx.py::test_every_instruction_matches_its_semantics_under_qemu, amounts in and
 out of [0, bits)), and its rule is proved there (test_rule_verifies[vasl_acc])."""
 
@@ -81,7 +81,8 @@ def _run_exhaustive(text: str, inputs: dict[str, np.ndarray], lanes: int):  # ty
     (got, want from the text's own meaning, the selected term, the loop)."""
     from pitchfork.backend.harness import Buffer, Call, Scalar
     from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
-    from pitchfork.backend.machine import compile_module, main_vector_loop
+    from pitchfork.backend.asm import main_vector_loop
+    from pitchfork.backend.machine import compile_module
     from pitchfork.backend.run import run_calls
 
     from .hvx_difftest import free_vars

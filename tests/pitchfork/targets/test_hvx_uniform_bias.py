@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import pitchfork
-from pitchfork.backend.machine import main_vector_loop
+from pitchfork.backend.asm import main_vector_loop
 from pitchfork.backend.run import tools_available
 
 pytestmark = [pytest.mark.qemu, pytest.mark.skipif(not tools_available("hvx128"), reason="no qemu-hexagon")]

@@ -16,7 +16,8 @@ from fpir.term import const, var
 from fpir.types import parse_type
 from pitchfork.backend.harness import Buffer, Call, Scalar
 from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
-from pitchfork.backend.machine import asm_instructions, compile_module
+from pitchfork.backend.asm import asm_instructions
+from pitchfork.backend.machine import compile_module
 from pitchfork.backend.run import run_calls, tools_available
 from pitchfork.targets import load_target
 from pitchfork.trs.rules import parse_rules

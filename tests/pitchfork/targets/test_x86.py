@@ -32,7 +32,8 @@ from fpir.text import parse
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
 from pitchfork.backend.harness import Buffer, Call, Scalar
 from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
-from pitchfork.backend.machine import CompiledModule, compile_module, inner_loop_instructions, target_machine
+from pitchfork.backend.asm import inner_loop_instructions
+from pitchfork.backend.machine import CompiledModule, compile_module, target_machine
 from pitchfork.backend.run import run_calls
 from pitchfork.selection.lower import Selection, select_instructions
 from pitchfork.targets import load_target

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import pitchfork
-from pitchfork.backend.machine import main_vector_loop
+from pitchfork.backend.asm import main_vector_loop
 from pitchfork.trs.rules import parse_rule
 from synth.verify import verify_rule
 from tests.pitchfork.targets.test_x86 import TARGET, pytestmark  # noqa: F401  (AVX2 host skip)

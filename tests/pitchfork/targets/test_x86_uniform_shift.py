@@ -31,7 +31,8 @@ from fpir.types import parse_type
 from fpir.z3enc import equivalent
 from pitchfork.backend.harness import Buffer, Call, Scalar
 from pitchfork.codegen.kernel import add_expression_kernel, new_module, storage_type
-from pitchfork.backend.machine import compile_module, inner_loop_instructions, main_vector_loop
+from pitchfork.backend.asm import inner_loop_instructions, main_vector_loop
+from pitchfork.backend.machine import compile_module
 from pitchfork.backend.run import run_calls
 from pitchfork.targets import load_target
 from pitchfork.targets.base import PARAMS, sig, target_ops

@@ -1,4 +1,4 @@
-"""HVX reductions to one lane of a value built in pieces (pitchfork/targets/hvx_reduce.py).
+"""HVX reductions to one lane of a value built in pieces (pitchfork/codegen/hvx_reduce.py).
 
 * add / min / max over widening products (a widening multiply's pair, put back in lane order by a
   permutation the reduction does not need), at 16- and 32-bit lanes over two and four registers:
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import pitchfork
-from pitchfork.backend.machine import find_loops
+from pitchfork.backend.asm import find_loops
 from pitchfork.backend.run import tools_available
 
 pytestmark = [pytest.mark.qemu,
