@@ -14,6 +14,11 @@ already lowered) is lowered once by the hand-written TRS and once by the synthes
 (`synth/cost.py`) and Z3 proves it equal to the node (`fpir.z3enc.equivalent`). A rule is
 rediscovered when all of its sites are. Hand rules that never fire on the corpus cannot be judged
 from it and are counted apart (`not_exercised`).
+
+Selection cost (`selection_costs`): per benchmark, the instructions of its selected expressions
+(the corpus: every vector expression the compiler selects for, lifted, lowered, generically
+expanded; `synth/cost.py`) with the hand-written lowering and with the synthesized rules alone. It is
+a proxy for the harness's static estimate, not that estimate: no loop trip counts, no scheduling.
 """
 
 from __future__ import annotations
@@ -134,3 +139,31 @@ def rediscovery(
         else:
             rep.examples.setdefault(name, why)
     return rep
+
+
+def selection_costs(
+    isa: str, inputs: dict[str, list[Term]], synthesized: Sequence[Rule]
+) -> dict[str, tuple[int, int]]:
+    """Source (benchmark) -> (instructions with the hand-written lowering, with the synthesized rules
+    alone) over its whole expressions; see the module doc."""
+    from pitchfork.selection.lift import lifter, normalize_shift_constants
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.targets import load_target
+    from pitchfork.trs.rewriter import Rewriter
+    from pitchfork.trs.rules import RuleSet
+    from synth.cost import lowering_cost
+
+    full = load_target(isa, include_synthesized=False)
+    bits = TARGET_MAX_BITS.get(isa, 64)
+    lw = lifter()
+    hand = Rewriter(full.rules, cost=full.cost)
+    synth = Rewriter(RuleSet(list(synthesized)), cost=full.cost)
+    out: dict[str, tuple[int, int]] = {}
+    for source, exprs in sorted(inputs.items()):
+        h = s = 0
+        for t in exprs:
+            lifted = lw.rewrite(normalize_shift_constants(t))
+            h += lowering_cost(expand_fpir(hand.rewrite(lifted), bits))[0]
+            s += lowering_cost(expand_fpir(synth.rewrite(lifted), bits))[0]
+        out[source] = (h, s)
+    return out

@@ -113,6 +113,15 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true")
     p.add_argument(
+        "--rounds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="lowering rounds per ISA (default 1; 3 with --bring-up): each round is planned against the "
+        "rules the earlier ones wrote, so a left side's children are lowered as the compiler will lower "
+        "them; a round that writes nothing ends the stage",
+    )
+    p.add_argument(
         "--hide-rule",
         action="append",
         default=[],
@@ -173,7 +182,10 @@ def options(args: argparse.Namespace) -> Options:
         write=not args.no_write,
         progress=not args.no_progress,
         hide=tuple(args.hide_rule) + bring_up,
+        rounds=args.rounds if args.rounds is not None else (3 if bring_up else 1),
     )
+    if o.rounds < 1:
+        raise SystemExit(f"pitchfork-synth: --rounds must be at least 1 (got {o.rounds})")
     if args.write_rules and args.out is not None:
         raise SystemExit("pitchfork-synth: --write-rules writes into rules/synthesized/; it does not take -o")
     if not args.write_rules:  # never the source tree by default
@@ -259,7 +271,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(e, file=sys.stderr)
     print(summary(report))
     for stage, path in report.files.items():
-        print(f"{stage}: {report.stages[stage].written} new rule(s) -> {path}")
+        new = sum(st.written for k, st in report.stages.items() if k == stage or k.startswith(f"{stage} round "))
+        print(f"{stage}: {new} new rule(s) -> {path}")
     for stage, counts in report.census.items():
         firing = sum(1 for n in counts.values() if n)
         gone = report.dropped.get(stage, [])
@@ -300,7 +313,9 @@ def _report_bring_up(opts: Options, report: RunReport) -> None:
     bringup-<isa>.json into the output directory."""
     import json
 
-    from synth.bringup import rediscovery
+    import math
+
+    from synth.bringup import rediscovery, selection_costs
     from synth.stages import ISA_STEMS
     from synth.output import existing_rules
 
@@ -309,11 +324,19 @@ def _report_bring_up(opts: Options, report: RunReport) -> None:
     exprs = [t for ts in report.inputs.get(isa, {}).values() for t in ts]
     rep = rediscovery(isa, exprs, rules)
     print(f"bring-up {rep.summary()}")
+    costs = selection_costs(isa, report.inputs.get(isa, {}), rules)
+    ratios = [h / s for h, s in costs.values() if h and s]
+    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else 1.0
+    print(f"bring-up {isa}: selected instructions, hand-written lowering / synthesized alone: geomean "
+          f"{geo:.3f}x over {len(ratios)} sources, worst {min(ratios, default=1.0):.3f}x (a proxy for the "
+          "harness's static estimate: no trip counts)")
     path = opts.out_dir / f"bringup-{isa}.json"
     path.write_text(json.dumps({
         "isa": isa, "synthesized_rules": len(rules), "hand_rules": rep.hand_rules,
         "exercised": rep.exercised, "rediscovered": rep.rediscovered, "share": rep.share,
         "site_share": rep.site_share, "not_rediscovered_example": rep.examples,
+        "selection_instructions": {k: {"hand": h, "synthesized": s} for k, (h, s) in costs.items()},
+        "selection_geomean_hand_over_synthesized": geo,
     }, indent=1) + "\n")
     print(f"bring-up report -> {path}")
 

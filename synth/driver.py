@@ -76,6 +76,11 @@ class Options:
     hide: tuple[str, ...] = ()
     #: end with a firing census that drops this run's rules that never fire (synth/census.py)
     census: bool = True
+    #: lowering rounds per ISA: round k+1 is planned against the rules rounds 1..k wrote, so its left
+    #: sides have their children lowered as the compiler will lower them with those rules (a rule for
+    #: `reduce(widening_mul(x, y))` never fires once `widening_mul` has its own rule; round 2 finds
+    #: `reduce(umull(x, y))`); a round that writes nothing ends the stage
+    rounds: int = 1
 
 
 @dataclass
@@ -454,10 +459,23 @@ def run(opts: Options) -> RunReport:
             report.rules[stage] = digest
             if stage == "lift":
                 tasks, origin = lift_tasks(corpus, opts, digest)
-            else:
-                isa = stage.split(":", 1)[1]
+                _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs)
+                continue
+            isa = stage.split(":", 1)[1]
+            searched: set[str] = set()  # left sides (as searched) of the earlier rounds
+            for k in range(1, max(1, opts.rounds) + 1):
+                if k > 1:
+                    snap = take(opts.out_dir)  # with the rules the earlier rounds wrote
+                    activate(snap)
+                    digest = snap.stage_digest(stage)
+                    searched |= {r["seen"] for r in report.results.get(_round_label(stage, k - 1), []) if "seen" in r}
                 tasks, origin = lower_tasks(inputs[isa], isa, opts, digest)
-            _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs)
+                if k > 1:
+                    tasks = _new_left_sides(tasks, searched)
+                label = _round_label(stage, k)
+                _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs, label)
+                if not report.stages[label].written:
+                    break
         if opts.census and opts.write and stages:
             from synth.census import census_and_drop
 
@@ -465,6 +483,30 @@ def run(opts: Options) -> RunReport:
             census_and_drop(stages, inputs, opts, report)
     report.seconds = time.perf_counter() - t_start
     return report
+
+
+def _round_label(stage: str, k: int) -> str:
+    return stage if k == 1 else f"{stage} round {k}"
+
+
+def _new_left_sides(tasks: list[Task], searched: set[str]) -> list[Task]:
+    """The tasks of a later round whose left side, as searched now (children lowered by the rules the
+    earlier rounds wrote), is new: one per left side. A left side searched before is not searched
+    again: the same levels are enumerated in the same order, so it finds nothing the earlier round
+    did not (its bound can only be lower now)."""
+    from synth.tasks import lower_seen
+
+    out: list[Task] = []
+    for t in tasks:
+        try:
+            seen = lower_seen(t)
+        except Exception:  # noqa: BLE001 - the task itself reports the error when it runs
+            out.append(t)
+            continue
+        if seen not in searched:
+            searched.add(seen)
+            out.append(t)
+    return out
 
 
 def _run_stage(
@@ -476,9 +518,13 @@ def _run_stage(
     opts: Options,
     report: RunReport,
     inputs: dict[str, dict[str, list[Term]]],
+    label: Optional[str] = None,
 ) -> None:
+    """One stage (or one round of a lowering stage: `label` names it in the report, the rules go to
+    the stage's file)."""
+    label = label or stage
     st = StageStats(seen=len(tasks))
-    report.stages[stage] = st
+    report.stages[label] = st
     results: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     deadline = time.monotonic() + opts.time_limit if opts.time_limit > 0 else None
@@ -492,7 +538,7 @@ def _run_stage(
             st.generalized += 1
 
     st.cached, st.run, st.not_run = execute(tasks, cache, opts, stage, on_result, deadline, snap)
-    report.results[stage] = results
+    report.results[label] = results
     st.seconds = time.perf_counter() - t0
     if not opts.write:
         return
@@ -509,7 +555,7 @@ def _run_stage(
     base += [r for r in existing_rules(path) if r.name not in names]  # the output file's own rules
     decisions = select(cands, stage.replace(":", "_").replace("-", "_"), base, _stage_cost(stage))
     decisions = _firing(stage, decisions, base, inputs, opts)
-    report.decisions[stage] = decisions
+    report.decisions[label] = decisions
     for d in decisions:
         st.decisions[d.outcome] += 1
     new_rules = {d.name for d in decisions if d.outcome == "written"}
@@ -519,12 +565,12 @@ def _run_stage(
             for d in decisions if d.outcome == "written"
         ]
         subsumed = subsumed_file_rules(path, kept, _stage_cost(stage))
-        report.dropped[stage] = subsumed
+        report.dropped.setdefault(stage, []).extend(subsumed)
         st.decisions["dropped-from-file"] += len(subsumed)
     else:
         subsumed = []
     if new_rules or subsumed or not path.exists():
-        report.written[stage] = write_rules(path, decisions, header, [n for n, _ in subsumed])
+        report.written[label] = write_rules(path, decisions, header, [n for n, _ in subsumed])
     st.written = sum(1 for d in decisions if d.outcome == "written")
     report.files[stage] = path
     st.seconds += time.perf_counter() - t0

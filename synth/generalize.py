@@ -49,6 +49,11 @@ _PREC = {
 ATOM = 12
 VERIFY_RLIMIT = 40_000_000  # Z3 resource units per query (synth.verify), not milliseconds
 MAX_SEARCH_BITS = 32
+#: a range search's probes: at most this many queries per constant, each under this rlimit (counts,
+#: not clocks). A probe that fails or runs out only narrows the range; the rule with the ranges found
+#: is verified again at VERIFY_RLIMIT before it is accepted
+MAX_RANGE_QUERIES = 40
+RANGE_RLIMIT = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -162,12 +167,12 @@ def _texts(lhs: Term, rhs: Term) -> tuple[str, str, list[str], list[Term]]:
     return lt, rt, preds, consts
 
 
-def _verify(text: str) -> tuple[bool, int, str]:
+def _verify(text: str, rlimit: int = VERIFY_RLIMIT) -> tuple[bool, int, str]:
     try:
         rule = parse_rule("g: " + text)
     except RuleFileError as e:
         return False, 0, f"parse: {e.message}"
-    res = verify_rule(rule, VERIFY_RLIMIT)
+    res = verify_rule(rule, rlimit)
     return res.status == "VALID", len(res.instances), res.summary()
 
 
@@ -178,19 +183,38 @@ def _join(lhs: str, rhs: str, preds: list[str]) -> str:
 def _range(
     lhs: str, rhs: str, preds: list[str], i: int, c: Term, pinned: list[str]
 ) -> Optional[tuple[int, int]]:
-    """The widest [lo, hi] around c's value for which the rule verifies (others pinned), by binary
-    search on each side (assumes validity is an interval, which the final check confirms)."""
+    """The widest [lo, hi] around c's value for which the rule verifies (others pinned), by
+    exponential then binary search on each side (assumes validity is an interval, which the final
+    check confirms): the whole side first, then steps 1, 2, 4, ... away from the value until one
+    fails, then bisection between the last good and the first bad bound. A constant valid on a
+    whole side costs one query for it, one valid at its value alone two, instead of a bisection over
+    its type (each query a Z3 proof, some of products). At most MAX_RANGE_QUERIES queries
+    (RANGE_RLIMIT each): past that the range found so far is kept."""
     t, v = c.type, c.value
     if t.bits > MAX_SEARCH_BITS:
         return None
     name = f"c{i}"
+    queries = 0
 
     def ok(lo: int, hi: int) -> bool:
-        return _verify(_join(lhs, rhs, preds + pinned + [f"{name} >= {lo}", f"{name} <= {hi}"]))[0]
+        nonlocal queries
+        queries += 1
+        if queries > MAX_RANGE_QUERIES:
+            return False  # out of queries: the range stays as verified so far
+        text = _join(lhs, rhs, preds + pinned + [f"{name} >= {lo}", f"{name} <= {hi}"])
+        return _verify(text, RANGE_RLIMIT)[0]
 
     if not ok(v, v):
         return None
     lo_good, lo_bad = v, t.min - 1  # ok(lo_good, v) holds; find the smallest lo
+    step = 1
+    if v > t.min and ok(t.min, v):  # the whole side at once (the verifier's easiest case)
+        lo_good = lo_bad + 1
+    while lo_good - lo_bad > 1 and v - step > lo_bad:
+        if not ok(v - step, v):
+            lo_bad = v - step
+            break
+        lo_good, step = v - step, 2 * step
     while lo_good - lo_bad > 1:
         mid = (lo_good + lo_bad) // 2
         if ok(mid, v):
@@ -198,6 +222,14 @@ def _range(
         else:
             lo_bad = mid
     hi_good, hi_bad = v, t.max + 1
+    step = 1
+    if v < t.max and ok(v, t.max):
+        hi_good = hi_bad - 1
+    while hi_bad - hi_good > 1 and v + step < hi_bad:
+        if not ok(v, v + step):
+            hi_bad = v + step
+            break
+        hi_good, step = v + step, 2 * step
     while hi_bad - hi_good > 1:
         mid = (hi_good + hi_bad) // 2
         if ok(v, mid):

@@ -330,11 +330,71 @@ def synthesize(
             rows += cexs
             continue
         if over:
+            hit, probed = _single_instructions(lhs, grammar, bound, target, env, rlimit, bounds) if not factors else (None, 0)
+            calls += probed
+            if hit is not None:
+                return SearchResult(
+                    "found", hit, terms, calls, rnd, "one instruction beyond the levels searched", pruned=pruned
+                )
             return SearchResult("budget", None, terms, calls, rnd, f"more than {max_terms} terms", pruned=pruned)
         if unknown:
             return SearchResult("solver", None, terms, calls, rnd, f"{unknown} candidate(s) beyond rlimit", pruned=pruned)
         return SearchResult("exhausted", None, terms, calls, rnd, pruned=pruned)
     return SearchResult("budget", None, terms, calls, max_rounds, f"{max_rounds} CEGIS rounds", pruned=pruned)
+
+
+#: the most argument tuples `_single_instructions` tries per instruction form (a count, not a clock)
+MAX_PROBE_TUPLES = 4096
+
+
+def _single_instructions(
+    lhs: Term, grammar: Grammar, bound: tuple, target: np.ndarray, env: dict[str, np.ndarray], rlimit: int,
+    bounds: Mapping[str, tuple[int, int]],
+) -> tuple[Optional[Term], int]:
+    """When the levels run over budget: every target instruction of the grammar applied to the
+    leaves alone (any arity up to 4, whatever its cost level). A target instruction that costs many
+    levels (`x86.pmuldq_q31_round`: 6) sits above levels the budget can enumerate, yet the left side
+    may be exactly it. Candidates beating the bound with the left side's values go to Z3 cheapest
+    first; the first VALID one is returned with the number of solver calls. It is a cheaper form,
+    not necessarily the cheapest (the levels between were not all enumerated)."""
+    from itertools import product
+
+    from fpir.opspec import OPS
+
+    by_type: dict[ScalarType, list[Term]] = {}
+    for leaf in grammar.leaves:
+        by_type.setdefault(leaf.type, []).append(leaf)
+    types = sorted(by_type, key=lambda t: (t.bits, t.signed, t.name))
+    found: list[Term] = []
+    for op, rtype in grammar.forms:
+        s = OPS[op]
+        if s.kind != "target" or not 1 <= s.arity <= 4 or s.arg_lanes:
+            continue
+        tried = 0
+        for ts in product(types, repeat=s.arity):
+            try:
+                s.type_rule(list(ts), rtype)
+            except (FPIRTypeError, ValueError, KeyError):
+                continue
+            for args in product(*(by_type[t] for t in ts)):
+                if tried >= MAX_PROBE_TUPLES:
+                    break
+                tried += 1
+                if not any(a.is_var for a in args):
+                    continue
+                try:
+                    t = make(op, *args, type=rtype, fold=False)
+                except (FPIRTypeError, ValueError):
+                    continue
+                if t.type == lhs.type and grammar.better(t, bound) and _same_values(t, target, env):
+                    if grammar.normal is None or grammar.normal(polish(t)):
+                        found.append(t)
+    calls = 0
+    for t in sorted(set(found), key=lambda t: (grammar.cost(t), _const_inversions(t), to_text(t))):
+        calls += 1
+        if prove_equal(lhs, t, rlimit, bounds)[0] == "VALID":
+            return polish(t), calls
+    return None, calls
 
 
 def polish(t: Term) -> Term:

@@ -210,6 +210,13 @@ def _lower_side(term: Term, isa: str, hide: tuple[str, ...] = ()) -> tuple[Term,
     return seen, expand_fpir(rw.rewrite(term), TARGET_MAX_BITS.get(isa, 64))
 
 
+def lower_seen(task: Task) -> str:
+    """The left side a lowering task searches (its cut with the children lowered by the rules loaded
+    now, canonical), without searching: the driver's later rounds skip left sides already searched."""
+    seen, _ = _lower_side(parse(task.lhs), task.isa, task.hide)
+    return to_text(canonical(seen))
+
+
 def _normal_form(stage: str, hide: tuple[str, ...]) -> Callable[[Term], bool]:
     """Whether the stage's current TRS leaves a term as it is (search.Grammar.normal)."""
     from pitchfork.trs.rewriter import Rewriter

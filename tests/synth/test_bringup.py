@@ -3,11 +3,18 @@ hand rule at the nodes where it fires against the synthesized rules alone (cost 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
 from fpir.text import parse
 from pitchfork.targets import load_target
 from pitchfork.trs.rules import parse_rule
 from synth.bringup import bring_up_hidden, hand_lowering_names, rediscovery
-from synth.cli import options, parser
+from synth.cli import main as synth_main, options, parser
+from synth.output import existing_rules
+from synth.verify import verify_rule
 
 
 def test_rediscovery_judges_each_hand_rule_where_it_fires() -> None:
@@ -31,3 +38,27 @@ def test_bring_up_option_hides_the_isa_lowering() -> None:
     hidden = set(opts.hide)
     assert set(hand_lowering_names("hvx128")) <= hidden and set(bring_up_hidden("hvx128")) == hidden
     assert "vrmpy_uu" in hidden
+
+
+def test_bring_up_rounds_find_the_dot_product_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """From the instruction table alone: round 1 lowers widening_mul to umull (its rule for the whole
+    reduction of widening_mul never fires once umull is in), round 2 the reduction of umull to udot into
+    0, round 3 the accumulation into udot; all three hand rules that fire are rediscovered."""
+    f = tmp_path / "dot.txt"
+    f.write_text("x_u32 + vector_reduce_add_x4(u32(widening_mul(y_u8, z_u8)))\n")
+    out_dir = tmp_path / "o"
+    code = synth_main(["--bring-up", "arm64", "--from", str(f), "--no-progress", "-o", str(out_dir)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "lower:arm64 round 3" in out
+    load_target("arm64")
+    text = (out_dir / "lower_arm_neon.rules").read_text()
+    assert "-> arm.udot(0, v0_u8, v1_u8)" in text and "-> arm.udot(v0_u32, v1_u8, v2_u8)" in text
+    rep = json.loads((out_dir / "bringup-arm64.json").read_text())
+    assert rep["exercised"] == {"umull": 1, "udot_u32": 1, "udot_fold": 1}
+    assert rep["rediscovered"] == rep["exercised"] and rep["share"] == 1.0
+    # one udot either way: the synthesized-only selection costs what the hand-written one does
+    assert rep["selection_instructions"] == {"dot": {"hand": 1, "synthesized": 1}}
+    assert "selected instructions, hand-written lowering / synthesized alone: geomean 1.000x" in out
+    for r in existing_rules(out_dir / "lower_arm_neon.rules"):
+        assert verify_rule(r).status == "VALID", r.name

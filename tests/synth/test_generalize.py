@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from fpir.term import Term
 from fpir.text import parse
 from pitchfork.trs.rules import parse_rule
 from synth.generalize import constant_relations, generalize, simplify_predicates
@@ -29,3 +32,32 @@ def test_relations_and_predicate_merging() -> None:
     assert simplify_predicates(["c1 >= 0", "c1 <= 32767", "c0 == 1 << (c1 - 1)", "c1 <= 8"]) == [
         "c0 == 1 << (c1 - 1)", "c1 >= 0", "c1 <= 8"]
     assert simplify_predicates(["c0 >= 3", "c0 <= 3"]) == ["c0 == 3"]
+
+
+def test_range_search_steps_out_from_the_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The range of a constant: each whole side in one query when it holds, else steps 1, 2, 4, ...
+    away from the value, then bisection; a constant valid only at its value costs two per side."""
+    import synth.generalize as g
+
+    calls: list[str] = []
+    real = g._verify
+
+    def counted(text: str, rlimit: int = g.VERIFY_RLIMIT) -> tuple[bool, int, str]:
+        calls.append(text)
+        return real(text, rlimit)
+
+    monkeypatch.setattr(g, "_verify", counted)
+    lhs, rhs = "v0_u8 >> c0_u8", "v0_u8 >> c0"  # valid for every c0: the bounds reach the type's ends
+    assert g._range(lhs, rhs, [], 0, _u8(3), []) == (0, 255)
+    n_wide = len(calls)
+    calls.clear()
+    # valid at 4 only: x >> c0 == x >> 4
+    assert g._range(lhs, "v0_u8 >> 4", [], 0, _u8(4), []) == (4, 4)
+    assert len(calls) == 5 and n_wide == 3  # (3, 3), then each whole side: 0..3, 3..255
+
+
+def _u8(v: int) -> Term:
+    from fpir.term import const
+    from fpir.types import parse_type
+
+    return const(v, parse_type("u8"))

@@ -47,7 +47,15 @@ def test_lane_factors() -> None:
     [
         ("arm64", "v0_u32 + vector_reduce_add_x4(u32(widening_mul(v1_u8, v2_u8)))",
          ("udot_u32", "udot_i32", "udot_fold"), "arm.udot(v0_u32, v1_u8, v2_u8)"),
+        ("arm64", "v0_i32 + vector_reduce_add_x4(i32(widening_mul(v1_i8, v2_i8)))", ("sdot", "sdot_fold"),
+         "arm.sdot(v0_i32, v1_i8, v2_i8)"),
         ("hvx128", "vector_reduce_add_x4(u32(widening_mul(v0_u8, v1_u8)))", ("vrmpy_uu",), "hvx.vrmpy("),
+        ("hvx128", "vector_reduce_add_x4(i32(widening_mul(v0_i8, v1_i8)))", ("vrmpy_ss",),
+         "hvx.vrmpy(0, v0_i8, v1_i8)"),
+        ("hvx128", "vector_reduce_add_x4(i32(widening_mul(v0_u8, v1_i8)))", ("vrmpy_us",),
+         "hvx.vrmpy(0, v0_u8, v1_i8)"),
+        # the accumulating form, as bottom-up lowering meets it once the reduction is a vrmpy into 0
+        ("hvx128", "v0_i32 + hvx.vrmpy(0, v1_u8, v2_i8)", ("vrmpy_fold",), "hvx.vrmpy(v0_i32, v1_u8, v2_i8)"),
         ("x86-avx2", "vector_reduce_add_x2(widening_mul(v0_i16, v1_i16))", ("pmaddwd_pairs",),
          "x86.pmaddwd_pairs(v0_T, v1_T)"),
         ("arm64", "vector_reduce_add_x2(u32(v0_u16))", ("uaddlp",), "arm.uaddlp("),

@@ -114,3 +114,17 @@ def test_candidates_the_rules_rewrite_are_pruned_during_the_search() -> None:
     assert res.pruned >= 1 and (res.rhs is None or "udot" not in to_text(res.rhs))
     # the real TRS (udot rules in) leaves udot(0, x, y) as it is
     assert _normal_form("arm64", ())(found.rhs)
+
+
+def test_one_instruction_above_the_budgeted_levels_is_found() -> None:
+    """x86.pmuldq_q31_round costs 6 levels, above what 100,000 terms enumerate for this left side; the
+    single-instruction probe finds it, Z3 proves it, and the range search pins the shift to 31 (it is
+    wrong at 30 and 32) with a query per side, not a bisection over u32."""
+    from synth.bringup import bring_up_hidden
+
+    r = run_task(Task("lower", "x86-avx2", "rounding_mul_shr(v0_i32, v1_i32, 31)", 100_000,
+                      hide=bring_up_hidden("x86-avx2")))
+    assert r["status"] == "synthesized", r
+    assert r["rule"] == "rounding_mul_shr(v0_i32, v1_i32, c0_u32) -> x86.pmuldq_q31_round(v0_i32, v1_i32) if c0 == 31"
+    assert r["terms"] <= 100_000
+    assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"

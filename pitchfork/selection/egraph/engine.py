@@ -45,8 +45,9 @@ from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType, parse_type
 from pitchfork.selection.cost import cost
 from pitchfork.selection.egraph.canon import canonical, rename
-from pitchfork.selection.egraph.declare import Encoding, declarations, encode, lifting_ops
-from pitchfork.selection.egraph.extract import extract, extract_all, read_egraph
+from pitchfork.selection.egraph.declare import Encoding, declarations, encode, lifting_ops, parse_ctor
+from pitchfork.selection.egraph.extract import extract, extract_all_with_choices, read_egraph
+from pitchfork.selection.egraph.sketch import Guide, sketches
 from pitchfork.selection.egraph.rules import Compiled, compile_rules, result_type_table, type_tables
 from pitchfork.selection.egraph.validate import validate_result
 from pitchfork.trs.rewriter import Rewriter
@@ -79,14 +80,22 @@ class Budget:
     seconds: Optional[float] = None
     lifts: Optional[int] = None  # e-nodes the lifting pass may lift per round (None: all)
     gate: bool = True  # skip saturation when greedy's result is fully lifted (needs_saturation)
+    guided: bool = True  # the lifting pass also follows the lifting rules' sketches (sketch.py)
+    # the first lifting pass (before any algebra) replaced by greedy's own lifting of the input's
+    # sub-terms, unioned in: the same lifted terms for e-nodes over the input's own children, without
+    # the bounded rules and sketches (which the pass after the first round still applies)
+    seed: bool = False
     rlimit: int = 60_000_000  # Z3 resource limit of the translation validation (fpir.z3enc.DEFAULT_RLIMIT)
 
 
 #: the budget of selection (`select --engine egraph`, pitchfork.compile(engine="egraph")): whole
-#: programs have hundreds of expressions, so fewer rounds and e-nodes than a single `lift`
-#: programs, and a smaller Z3 resource limit for the translation validation (a proof that does not
-#: finish within it keeps greedy's result)
-SELECTION_BUDGET = Budget(rounds=2, nodes=1_500, lifts=300, rlimit=1_000_000)
+#: programs have hundreds of expressions, so fewer rounds and e-nodes than a single `lift`, and a
+#: smaller Z3 resource limit for the translation validation (a proof that does not finish within it
+#: keeps greedy's result). One round: on the 16 benchmarks a second round found no result the first
+#: did not (8 e-graph results either way on the 137 expressions of add, mul, l2norm, softmax,
+#: camera_pipe, gaussian3x3/5x5/7x7, sobel3x3) and took 1.8x the e-graph's time (measured side by
+#: side in one process, load ~13)
+SELECTION_BUDGET = Budget(rounds=1, nodes=1_500, lifts=300, rlimit=1_000_000, seed=True)
 
 
 @dataclass
@@ -154,13 +163,17 @@ def _count(sizes: Any) -> int:
 
 
 def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: EgraphResult,
-               limit: Optional[int] = None) -> list[str]:
+               limit: Optional[int] = None, guided: bool = True) -> list[str]:
     """Greedy lifting of every e-node (over its children's cheapest terms), as egglog commands that
     union each lifted term with its e-node: the lifting rules act on the e-graph through the greedy
-    TRS, with its own matcher, predicates and bounds. An e-node over the same child terms as in an
-    earlier pass is not lifted again. The caller runs the commands with its next ones (each
-    run_program call costs egglog a few milliseconds however small)."""
-    best = extract_all(classes, enc, fold=False)
+    TRS, with its own matcher, predicates and bounds. With `guided`, each e-node is also lifted over
+    the children's terms that follow the lifting rules' left sides (sketch.py), where those differ
+    from the cheapest. An e-node over the same child terms as in an earlier pass is not lifted again.
+    The caller runs the commands with its next ones (each run_program call costs egglog a few
+    milliseconds however small)."""
+    best_nodes, best = extract_all_with_choices(classes, enc, fold=False)
+    guide = Guide(classes, best_nodes, best, enc) if guided else None
+    sk = sketches(rw.rules) if guided else {}
     unions: list[str] = []
     cap = None if limit is None else limit * (res.rounds + 1)  # `limit` new e-nodes per round
     for n in (n for nodes in classes.values() for n in nodes):
@@ -169,18 +182,33 @@ def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: Egrap
             break
         if not n.children or any(ch not in best for ch in n.children):
             continue
-        key = (n.ctor, n.tname, tuple(best[ch] for ch in n.children))
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            t = enc.decode_node(n.ctor, n.tname, list(key[2]), n.payload, fold=False)
-        except FPIRTypeError:
-            continue
-        lifted = rw.rewrite(t)
-        if lifted is not t:
-            a = enc.bind(t, unions)
-            unions.append(f"(union {a} {enc.bind(lifted, unions)})")
+        default = tuple(best[ch] for ch in n.children)
+        choices = [default]
+        if guide is not None:
+            op = parse_ctor(n.ctor)[0]
+            for s in sk.get(op, ()):
+                alt = guide.children_for(n, s)
+                if alt is not None and alt not in choices:
+                    choices.append(alt)
+        for args in choices:
+            key = (n.ctor, n.tname, args)
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                t = enc.decode_node(n.ctor, n.tname, list(args), n.payload, fold=False)
+            except FPIRTypeError:
+                continue
+            if args is default:
+                lifted = rw.rewrite(t)
+            else:
+                # a guided term is matched at its root as it stands: rewriting it bottom-up would
+                # first re-lift its children back to their cheapest forms (the sketch undone)
+                step = rw._best(t)
+                lifted = t if step is None else rw.rewrite(step)
+            if lifted is not t:
+                a = enc.bind(t, unions)
+                unions.append(f"(union {a} {enc.bind(lifted, unions)})")
     return unions
 
 
@@ -318,7 +346,8 @@ def _stop_worker() -> None:
             _WORKER = None
 
 
-def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
+def saturate(term: Term, lift_rs: RuleSet, budget: Budget,
+             seed: Optional[list[tuple[Term, Term]]] = None) -> tuple[Term, EgraphResult]:
     """Steps 1-3 (on the egglog thread): the extracted term and the run's statistics (raises on any
     egglog error; the e-graph is then dropped and rebuilt on the next call)."""
     global _WORKER
@@ -328,14 +357,15 @@ def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, Egraph
 
             _WORKER = _EgglogThread()
             atexit.register(_stop_worker)
-    return _WORKER.call(_saturate_here, term, lift_rs, budget)
+    return _WORKER.call(_saturate_here, term, lift_rs, budget, seed)
 
 
-def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
+def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget,
+                   seed: Optional[list[tuple[Term, Term]]] = None) -> tuple[Term, EgraphResult]:
     eg, push, pop = _session()
     eg.run_program(*push)  # type: ignore[attr-defined]
     try:
-        out = _saturate(eg, term, lift_rs, budget)
+        out = _saturate(eg, term, lift_rs, budget, seed)
     except BaseException:
         _LOCAL.session = None
         raise
@@ -343,7 +373,8 @@ def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, 
     return out
 
 
-def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
+def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
+              seed: Optional[list[tuple[Term, Term]]] = None) -> tuple[Term, EgraphResult]:
     enc = encode(term, _declared())
     res = EgraphResult(term, "egraph")
     rw = _pass_rewriter(lift_rs)
@@ -352,7 +383,13 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Te
     t0 = time.perf_counter()
     rnd, close, size = _parsed(eg, _ROUND), _parsed(eg, _CLOSE), _parsed(eg, "(print-size)")
     eg.run_program(*eg.parse_program(enc.program()), *close)
-    pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts)
+    if seed is not None:  # greedy's lifting of the input's sub-terms (Budget.seed)
+        pending = []
+        for t, lifted in seed:
+            a = enc.bind(t, pending)
+            pending.append(f"(union {a} {enc.bind(lifted, pending)})")
+    else:
+        pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts, budget.guided)
     for r in range(budget.rounds):
         res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
         new = eg.parse_program("\n".join(pending)) if pending else []
@@ -361,7 +398,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Te
         res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v and not k.startswith("(")})
         res.rounds = r + 1
         res.nodes = _count(next(o for o in out if hasattr(o, "sizes")))
-        pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts)
+        pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts, budget.guided)
         if not report.updated and not pending:
             res.saturated = True
             break
@@ -479,10 +516,15 @@ def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, ch
     """Steps 1-5 of the module docstring on one (canonical) input, whose greedy lifting is `greedy_in`:
     the e-graph's result when it is cheaper than greedy's and proved equal (validate.py), else
     greedy's with the reason in `note`."""
-    from pitchfork.selection.greedy import lift_with_stats
+    from pitchfork.selection.greedy import lift_with_stats, lifter
 
+    seed = None
+    if budget.seed:  # greedy's lifting of every sub-term of the (canonical) input, from its memo
+        lw = lifter(rs)
+        lw.rewrite(term)
+        seed = [(t, lw._memo[t]) for t in term.walk() if t.args and lw._memo.get(t, t) is not t]
     try:
-        extracted, res = saturate(term, rs, budget)
+        extracted, res = saturate(term, rs, budget, seed)
     except Exception as e:  # egglog errors, unsupported input: greedy's answer, said in one line
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return EgraphResult(greedy_in, "greedy", note=f"egraph engine failed ({msg[:160]}); greedy result",

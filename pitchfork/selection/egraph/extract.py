@@ -121,6 +121,13 @@ def extract_all(classes: dict[Any, list[ENode]], enc: Encoding, fold: bool = Tru
     return _build(best, list(best), enc, fold)
 
 
+def extract_all_with_choices(classes: dict[Any, list[ENode]], enc: Encoding,
+                             fold: bool = True) -> tuple[dict[Any, tuple[Cost3, ENode]], dict[Any, Term]]:
+    """`extract_all` and the choice behind it: class -> (tree cost, chosen e-node)."""
+    best = _best(classes)
+    return best, _build(best, list(best), enc, fold)
+
+
 def extract(egraph: Any, root: Any, enc: Encoding, classes: Optional[dict[Any, list[ENode]]] = None) -> Term:
     """The cheapest term (tree cost of pitchfork/cost.py's node cost) of e-class `root`."""
     classes = classes if classes is not None else read_egraph(egraph)

@@ -274,6 +274,11 @@ class _Compiler:
         x, y = _txt(a), _txt(b)
         if op in _I64:
             return Sym(f"({_I64[op]} {x} {y})", "i64")
+        if op in ("div", "mod"):
+            # egglog's i64 / and % truncate where Python's floor: they agree on exact quotients and on
+            # whether a remainder is zero, the only uses the rule files make of them (c1 % c0 == 0)
+            self.guards.append(f"(!= {y} 0)")
+            return Sym(f"({'/' if op == 'div' else '%'} {x} {y})", "i64")
         if op in ("shl", "shr"):
             self.guards += [f"(>= {y} 0)", f"(< {y} 62)"]
             return Sym(f"({'<<' if op == 'shl' else '>>'} {x} {y})", "i64")

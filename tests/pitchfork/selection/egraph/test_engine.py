@@ -173,11 +173,12 @@ def test_compile_engine_egraph_reaches_the_egraph(monkeypatch: pytest.MonkeyPatc
 @pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
 def test_selection_keeps_the_egraph_result_only_if_it_lowers_cheaper(target: str) -> None:
     """gaussian5x5's row lifts cheaper with the e-graph (target-agnostic cost); selection keeps that
-    lifting exactly when it also lowers cheaper by the target's own cost (on arm64 it lowered dearer
+    lifting exactly when it also lowers cheaper by the target's own cost, by at least
+    lower.E_GRAPH_MARGIN instructions (on arm64 it lowered dearer
     when this was written; which targets gain depends on their lowering rules, so the test checks the
     rule, not a per-target outcome), and never lowers dearer than greedy's lifting."""
     from pitchfork.selection.lift import lift_engine
-    from pitchfork.selection.lower import select_instructions
+    from pitchfork.selection.lower import E_GRAPH_MARGIN, select_instructions
     from pitchfork.targets import load_target
     from pitchfork.trs.rewriter import Rewriter
 
@@ -189,6 +190,7 @@ def test_selection_keeps_the_egraph_result_only_if_it_lowers_cheaper(target: str
     lowered_greedy = Rewriter(info.rules, cost=info.cost).rewrite(res.greedy_term)
     with lift_engine("egraph"):
         sel = select_instructions(row, target)
-    assert (sel.fpir is res.term) == (info.cost(lowered_egraph) < info.cost(lowered_greedy))
+    ce, cg = info.cost(lowered_egraph), info.cost(lowered_greedy)
+    assert (sel.fpir is res.term) == (ce < cg and ce[0] <= cg[0] - E_GRAPH_MARGIN)
     assert sel.fpir is res.term or sel.fpir is res.greedy_term
     assert info.cost(sel.lowered) <= info.cost(lowered_greedy)

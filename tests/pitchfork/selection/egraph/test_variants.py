@@ -75,6 +75,10 @@ def test_hit_criterion() -> None:
     canon = parse("widening_add(widening_mul(x_i8, 6), widening_mul(y_i8, -5))")
     assert hit(parse("widening_sub(widening_mul(x_i8, 6), widening_mul(y_i8, 5))"), canon)
     assert not hit(parse("i32(x_i8) * 6 - i32(y_i8) * 5"), canon)
+    # a strictly cheaper, narrower spelling (the sum fits i16) is a hit, but not a strict one
+    canon32 = parse("saturating_cast<u8>(widening_add(widening_mul(i8(20), a_u8), widening_mul(i8(15), b_u8)) >> 5)")
+    narrow = parse("saturating_cast<u8>(widening_mul(i8(20), a_u8) + widening_mul(i8(15), b_u8) >> 5)")
+    assert hit(narrow, canon32) and not hit(narrow, canon32, strict=True)
 
 
 @pytest.mark.parametrize("group", [pytest.param(g, marks=() if _exhaustive(g) else pytest.mark.extended)
@@ -103,3 +107,35 @@ def test_egraph_reaches_what_greedy_misses(text: str, name: str) -> None:
     t = parse(text)
     assert not hit(lift(t), canon)
     assert hit(lift_egraph(t, budget=Budget(rounds=4, nodes=3000)).term, canon)
+
+
+@pytest.mark.parametrize("text,name", [
+    # the rounding constant folded into another add: only the sketch-guided lifting pass sees (x + 2) >> 2
+    ("u8((u16(a_u8) + u16(b_u8) * 2 + 2) >> 2)", "gaussian3x3"),
+    # u8(min(x_u32, 255)) through saturating_cast<u16> (saturating_cast_split) to rounding_mul_shr
+    ("u8(min((u32(u16(a_u8) + u16(b_u8)) * 21845 + 32768) >> 16, 255))", "average_pool"),
+])
+def test_egraph_reaches_key_expressions_greedy_misses(text: str, name: str) -> None:
+    canon = parse(next(g.canonical for g in KEYS if g.name == name))
+    t = parse(text)
+    assert not hit(lift(t), canon)
+    res = lift_egraph(t, budget=Budget())
+    assert hit(res.term, canon), str(res.term)
+    assert _equal(res.term, t)
+
+
+def test_power_of_two_factor_of_a_constant_reaches_rounding_mul_shr() -> None:
+    """i32(d) * 97088 = (i32(d) << 6) * 1517 (mul_split_pow2) = widening_mul(d << 6, 1517) for d in
+    [-255, 255] (bounded.rules widening_shl_times_const), then rounding_mul_shr through the sketch of
+    multiply.rules' saturating_cast(rounding_shr(widening_mul(..))) rule."""
+    t = parse("saturating_cast<i16>(((i32(a_u8) - i32(b_u8)) * 97088 + 16384) >> 15)")
+    res = lift_egraph(t, budget=Budget())
+    assert str(res.term) == "rounding_mul_shr(widening_sub(a_u8, b_u8) << 6, 1517, 15)"
+    assert _equal(res.term, t)
+
+
+def test_sketch_guidance_is_what_finds_the_folded_rounding_constant() -> None:
+    canon = parse(next(g.canonical for g in KEYS if g.name == "gaussian3x3"))
+    t = parse("u8((u16(a_u8) + (u16(b_u8) << 1) + 2) >> 2)")
+    assert not hit(lift_egraph(t, budget=Budget(guided=False)).term, canon)
+    assert hit(lift_egraph(t, budget=Budget(guided=True)).term, canon)
