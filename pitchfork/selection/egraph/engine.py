@@ -81,6 +81,10 @@ class Budget:
     lifts: Optional[int] = None  # e-nodes the lifting pass may lift per round (None: all)
     gate: bool = True  # skip saturation when greedy's result is fully lifted (needs_saturation)
     guided: bool = True  # the lifting pass also follows the lifting rules' sketches (sketch.py)
+    # the first lifting pass (before any algebra) replaced by greedy's own lifting of the input's
+    # sub-terms, unioned in: the same lifted terms for e-nodes over the input's own children, without
+    # the bounded rules and sketches (which the pass after the first round still applies)
+    seed: bool = False
     rlimit: int = 60_000_000  # Z3 resource limit of the translation validation (fpir.z3enc.DEFAULT_RLIMIT)
 
 
@@ -91,7 +95,7 @@ class Budget:
 #: did not (8 e-graph results either way on the 137 expressions of add, mul, l2norm, softmax,
 #: camera_pipe, gaussian3x3/5x5/7x7, sobel3x3) and took 1.8x the e-graph's time (measured side by
 #: side in one process, load ~13)
-SELECTION_BUDGET = Budget(rounds=1, nodes=1_500, lifts=300, rlimit=1_000_000)
+SELECTION_BUDGET = Budget(rounds=1, nodes=1_500, lifts=300, rlimit=1_000_000, seed=True)
 
 
 @dataclass
@@ -342,7 +346,8 @@ def _stop_worker() -> None:
             _WORKER = None
 
 
-def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
+def saturate(term: Term, lift_rs: RuleSet, budget: Budget,
+             seed: Optional[list[tuple[Term, Term]]] = None) -> tuple[Term, EgraphResult]:
     """Steps 1-3 (on the egglog thread): the extracted term and the run's statistics (raises on any
     egglog error; the e-graph is then dropped and rebuilt on the next call)."""
     global _WORKER
@@ -352,14 +357,15 @@ def saturate(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, Egraph
 
             _WORKER = _EgglogThread()
             atexit.register(_stop_worker)
-    return _WORKER.call(_saturate_here, term, lift_rs, budget)
+    return _WORKER.call(_saturate_here, term, lift_rs, budget, seed)
 
 
-def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
+def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget,
+                   seed: Optional[list[tuple[Term, Term]]] = None) -> tuple[Term, EgraphResult]:
     eg, push, pop = _session()
     eg.run_program(*push)  # type: ignore[attr-defined]
     try:
-        out = _saturate(eg, term, lift_rs, budget)
+        out = _saturate(eg, term, lift_rs, budget, seed)
     except BaseException:
         _LOCAL.session = None
         raise
@@ -367,7 +373,8 @@ def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, 
     return out
 
 
-def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Term, EgraphResult]:
+def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
+              seed: Optional[list[tuple[Term, Term]]] = None) -> tuple[Term, EgraphResult]:
     enc = encode(term, _declared())
     res = EgraphResult(term, "egraph")
     rw = _pass_rewriter(lift_rs)
@@ -376,7 +383,13 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget) -> tuple[Te
     t0 = time.perf_counter()
     rnd, close, size = _parsed(eg, _ROUND), _parsed(eg, _CLOSE), _parsed(eg, "(print-size)")
     eg.run_program(*eg.parse_program(enc.program()), *close)
-    pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts, budget.guided)
+    if seed is not None:  # greedy's lifting of the input's sub-terms (Budget.seed)
+        pending = []
+        for t, lifted in seed:
+            a = enc.bind(t, pending)
+            pending.append(f"(union {a} {enc.bind(lifted, pending)})")
+    else:
+        pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts, budget.guided)
     for r in range(budget.rounds):
         res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
         new = eg.parse_program("\n".join(pending)) if pending else []
@@ -503,10 +516,15 @@ def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, ch
     """Steps 1-5 of the module docstring on one (canonical) input, whose greedy lifting is `greedy_in`:
     the e-graph's result when it is cheaper than greedy's and proved equal (validate.py), else
     greedy's with the reason in `note`."""
-    from pitchfork.selection.greedy import lift_with_stats
+    from pitchfork.selection.greedy import lift_with_stats, lifter
 
+    seed = None
+    if budget.seed:  # greedy's lifting of every sub-term of the (canonical) input, from its memo
+        lw = lifter(rs)
+        lw.rewrite(term)
+        seed = [(t, lw._memo[t]) for t in term.walk() if t.args and lw._memo.get(t, t) is not t]
     try:
-        extracted, res = saturate(term, rs, budget)
+        extracted, res = saturate(term, rs, budget, seed)
     except Exception as e:  # egglog errors, unsupported input: greedy's answer, said in one line
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return EgraphResult(greedy_in, "greedy", note=f"egraph engine failed ({msg[:160]}); greedy result",
