@@ -112,6 +112,10 @@ def test_egraph_reaches_what_greedy_misses(text: str, name: str) -> None:
 @pytest.mark.parametrize("text,name", [
     # the rounding constant folded into another add: only the sketch-guided lifting pass sees (x + 2) >> 2
     ("u8((u16(a_u8) + u16(b_u8) * 2 + 2) >> 2)", "gaussian3x3"),
+    # x * 8 - x = x * 7 (mul_const_sub_self)
+    ("u32(a_u8) * 8 - u32(a_u8) + u32(b_u8) * 9", "matmul"),
+    # x - y * 2 = x + y * -2 (sub_mul_const_as_add), then widening_mul(b, i8(-2))
+    ("saturating_cast<u8>((i16(a_u8) * 3 - i16(b_u8) * 2) >> 4)", "conv3x3a16"),
     # u8(min(x_u32, 255)) through saturating_cast<u16> (saturating_cast_split) to rounding_mul_shr
     ("u8(min((u32(u16(a_u8) + u16(b_u8)) * 21845 + 32768) >> 16, 255))", "average_pool"),
 ])
