@@ -117,7 +117,7 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="lowering rounds per ISA (default 1; 3 with --bring-up): each round is planned against the "
+        help="lowering rounds per ISA (default 1; 5 with --bring-up): each round is planned against the "
         "rules the earlier ones wrote, so a left side's children are lowered as the compiler will lower "
         "them; a round that writes nothing ends the stage",
     )
@@ -182,7 +182,7 @@ def options(args: argparse.Namespace) -> Options:
         write=not args.no_write,
         progress=not args.no_progress,
         hide=tuple(args.hide_rule) + bring_up,
-        rounds=args.rounds if args.rounds is not None else (3 if bring_up else 1),
+        rounds=args.rounds if args.rounds is not None else (5 if bring_up else 1),
     )
     if o.rounds < 1:
         raise SystemExit(f"pitchfork-synth: --rounds must be at least 1 (got {o.rounds})")

@@ -304,12 +304,13 @@ def lifted_corpus(inputs: dict[str, list[Term]], max_nodes: int) -> Corpus:
 def lower_tasks(
     inputs: dict[str, list[Term]], isa: str, opts: Options, rules: str = ""
 ) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
-    """Cuts of the ISA's lifted whole expressions (`lifted_corpus`) that contain an FPIR op."""
+    """Cuts of the ISA's lifted whole expressions (`lifted_corpus`) that contain an FPIR op or a
+    reduction (`vector_reduce_add_x4(u32(x_u8))` has no FPIR op, and is one udot / vrmpy by 1)."""
     lowered = lifted_corpus(inputs, opts.max_nodes)
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
     for e in lowered.entries():
-        if not any(t.args and spec(t.op).kind == "fpir" for t in e.term.walk()):
+        if not any(t.args and (spec(t.op).kind == "fpir" or spec(t.op).reduce is not None) for t in e.term.walk()):
             continue
         if len(e.term.variables()) > opts.max_vars:
             continue

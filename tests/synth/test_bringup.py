@@ -62,3 +62,11 @@ def test_bring_up_rounds_find_the_dot_product_chain(tmp_path: Path, capsys: pyte
     assert "selected instructions, hand-written lowering / synthesized alone: geomean 1.000x" in out
     for r in existing_rules(out_dir / "lower_arm_neon.rules"):
         assert verify_rule(r).status == "VALID", r.name
+
+
+def test_a_sum_of_widened_bytes_is_a_lowering_task() -> None:
+    """Cuts with a reduction and no FPIR op are searched too (udot / vrmpy by 1, addp of addp)."""
+    from synth.driver import Options, lower_tasks
+
+    tasks, _ = lower_tasks({"s": [parse("vector_reduce_add_x4(u32(x_u8))")]}, "arm64", Options(max_lower_lhs=0))
+    assert sorted(t.lhs for t in tasks) == ["vector_reduce_add_x4(u32(v0_u8))", "vector_reduce_add_x4(v0_u32)"]
