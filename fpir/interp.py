@@ -1,7 +1,8 @@
 """numpy interpreter for FPIR terms: exact, for every type.
 
 `evaluate(term, env)` maps variable names to numpy arrays (or Python ints, broadcast) and returns an
-array of the term's dtype. The last axis is the lane axis: lane-wise ops broadcast over every axis, and a
+array of the term's dtype; a term using one name at two types (two variables) is refused, since one
+name can have only one value. The last axis is the lane axis: lane-wise ops broadcast over every axis, and a
 lane-combining op (`vector_reduce_<op>_x<f>`) folds each group of f adjacent entries of the last axis
 (an operand without lanes, a 0-d array, is a broadcast: its f copies are folded); an operand an op reads
 at lane 0 only (`OpSpec.lane0_args`, x86 vpsraw's count) is cut to its first lane and broadcast. Primitive ops use the op table's exact numpy semantics; FPIR and target
@@ -40,9 +41,22 @@ def as_value(x: Any, t: ScalarType) -> np.ndarray:
 
 def evaluate(term: Term, env: Mapping[str, Any]) -> np.ndarray:
     memo: dict[int, np.ndarray] = {}
+    seen: dict[str, ScalarType] = {}
     for t in term.walk():
+        if t.op == "var":
+            _one_type(t, seen)
         memo[id(t)] = _eval_node(t, [memo[id(a)] for a in t.args], env)
     return memo[id(term)]
+
+
+def _one_type(v: Term, seen: dict[str, ScalarType]) -> None:
+    """An environment maps names to values, so one name at two types (`c_u8`, `c_i32`: two variables
+    of the term) cannot be given two values: refuse, rather than read one array as both types."""
+    t = seen.setdefault(v.name, v.type)
+    if t != v.type:
+        raise FPIRTypeError(f"variable name {v.name!r} is used at two types ({t} and {v.type}); an environment "
+                            "keyed by name cannot give both values: rename one (pitchfork.codegen.kernel."
+                            "distinct_variables)")
 
 
 def _eval_node(t: Term, args: list[np.ndarray], env: Mapping[str, Any]) -> np.ndarray:
@@ -89,7 +103,10 @@ def facts_hold(term: Term, env: Mapping[str, Any]) -> np.ndarray:
     flagged node of the term (e.g. no `add.nsw` overflows)."""
     memo: dict[int, np.ndarray] = {}
     ok: Any = np.asarray(True)
+    seen: dict[str, ScalarType] = {}
     for t in term.walk():
+        if t.op == "var":
+            _one_type(t, seen)
         args = [memo[id(a)] for a in t.args]
         memo[id(t)] = _eval_node(t, args, env)
         if t.args and t.attrs:

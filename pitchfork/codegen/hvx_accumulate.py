@@ -24,12 +24,27 @@ from typing import Callable
 
 from fpir.ops import make
 from fpir.term import Term, intern
+from pitchfork.targets.base import semantics_check, target_ops
+import pitchfork.targets.hvx  # noqa: F401 (declares the hvx.* rows ACCUMULATE is read from)
 
-#: lane-wise accumulating instructions, accumulator first: acc + f(other arguments), wrapping at the
-#: accumulator's type (each one's declared semantics is "x + ..."; the saturating vmpyo sacc forms are not)
-ACCUMULATE = frozenset({"hvx.vmpyi_acc", "hvx.vmpy_acc", "hvx.vmpa_acc", "hvx.vadd_w_acc", "hvx.vasl_acc",
-                        "hvx.vasr_acc", "hvx.vdmpy_acc", "hvx.vrmpy_taps_acc", "hvx.vrmpy_vv_acc",
-                        "hvx.vdmpy_pairs_acc"})
+def _accumulates(name: str) -> bool:
+    """`name` is acc + f(other arguments) at every signature, wrapping at the accumulator's type: its
+    declared meaning is a chain of `add`s whose first summand is the first operand `x`, read nowhere
+    else, and its result type is x's (read from the instruction table, so a new row is covered)."""
+    for sg, meaning in semantics_check(name):
+        if sg.result != sg.args[0]:
+            return False
+        t = meaning
+        while t.op == "add" and t.type == sg.result:
+            t = t.args[0]
+        if not (t.is_var and t.name == "x") or sum(1 for n in meaning.walk() if n.is_var and n.name == "x") != 1:
+            return False
+    return True
+
+
+#: lane-wise accumulating instructions, accumulator first (the saturating vmpyo sacc forms are not:
+#: their meaning is a saturating add)
+ACCUMULATE = frozenset(s.name for s in target_ops("hvx") if _accumulates(s.name))
 
 
 def start_from_fresh(term: Term, rank: Callable[[Term], int]) -> Term:

@@ -60,9 +60,19 @@ def distinct_variables(term: Term, var_order: Sequence[Term]) -> tuple[Term, lis
     clash = {n for n, ts in types.items() if len(ts) > 1}
     if not clash:
         return term, list(var_order)
+    # The typed name, made fresh: a variable may already be called `c_u8` (text `c_u8_u8`).
+    fresh: dict[tuple[str, object], str] = {}
+    used = set(types)
+    for n in sorted(clash):
+        for t in sorted(types[n], key=str):
+            name = f"{n}_{t}"
+            while name in used:
+                name += "_"
+            used.add(name)
+            fresh[(n, t)] = name
 
     def rename(v: Term) -> Term:
-        return var(f"{v.name}_{v.type.name}", v.type, uniform=v.is_uniform_leaf) if v.name in clash else v
+        return var(fresh[(v.name, v.type)], v.type, uniform=v.is_uniform_leaf) if v.name in clash else v
 
     memo: dict[int, Term] = {}
     for t in term.walk():

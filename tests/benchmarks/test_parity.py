@@ -62,3 +62,16 @@ def test_every_note_names_a_case_of_its_file() -> None:
     for (isa, expr), note in notes.items():
         assert expr in {c.expr for c in load_cases(isa)}, (isa, expr)
         assert note.split(":")[0] in ("shorter", "same", "longer")
+
+
+def test_shorter_notes_are_counted_apart() -> None:
+    """A miss notes.txt records as `shorter` shows in the second share only, never as a pass."""
+    from benchmarks.parity.run import Outcome, shorter_misses
+
+    c = Case("hvx128", 64, "vshuffe(v*.h,v*.h)", "u16(u32(a_u16) * 32767)", "hvx128.txt:1")
+    outs = [Outcome(c, False, "hvx.vmpyi(a_u16, 32767)", None)]
+    notes = load_notes()
+    assert shorter_misses("hvx128", outs, notes) == 1
+    assert shorter_misses("hvx128", [Outcome(c, False, None, "select: boom")], notes) == 0  # errors never count
+    md = report({"hvx128": outs}, notes)
+    assert "| hvx128 | 1 | 0 | 0.0% | 1 | 100.0% |" in md

@@ -10,7 +10,9 @@ qemu run through pitchfork.backend.run.run_calls). Inputs mix random values, edg
 the lane count varies (native/2, native, 2*native, 3*native) so splitting into registers and
 padding are exercised. Every output lane must equal `fpir.interp.evaluate` of the ORIGINAL
 expression bit for bit; a mismatch reports the expression, the lowered term, the inputs of the first
-failing lanes and both outputs.
+failing lanes and both outputs. Two variables of one name at two types (`c_u8`, `c_i32`) are two
+inputs: inputs, the interpreter and the kernel's arguments are keyed by name, so such a term runs with
+the clashing names made distinct (`pitchfork.codegen.kernel.distinct_variables`); reports show it as given.
 
     python -m tests.pitchfork.difftest --count 20000 --target arm64 [--isel llvm] [--seed 7]
 
@@ -517,12 +519,17 @@ def input_values(rng: np.random.Generator, t: ScalarType, n: int) -> np.ndarray:
 
 @dataclass
 class Case:
-    term: Term
+    term: Term  # what runs: `source` with variables that share a name at two types given two names
     lanes: int
     n: int
     final: Optional[Term] = None
     error: str = ""
     mask: Optional[np.ndarray] = None  # lanes whose inputs respect the flags' facts (None: all)
+    source: Optional[Term] = None  # the expression as given (reports and reproducers show it)
+
+    @property
+    def shown(self) -> Term:
+        return self.term if self.source is None else self.source
 
 
 @dataclass
@@ -566,8 +573,8 @@ class Result:
 
 def finding(kind: str, target: str, isel: str, c: "Case", message: str) -> dict:
     """A failing case as one JSON object: enough to rerun it alone (`replay`) at its lane count."""
-    return {"kind": kind, "target": target, "isel": isel, "lanes": c.lanes, "expression": to_text(c.term),
-            "uniform": sorted(v.name for v in c.term.variables() if v.is_uniform_leaf),
+    return {"kind": kind, "target": target, "isel": isel, "lanes": c.lanes, "expression": to_text(c.shown),
+            "uniform": sorted(v.name for v in c.shown.variables() if v.is_uniform_leaf),
             "message": message[:2000]}
 
 
@@ -592,6 +599,7 @@ def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batc
               max_report: int = 20) -> Result:
     """Lower, compile and run every term on `target`; compare with the interpreter."""
     from pitchfork.backend.run import ToolMissing, check_tools
+    from pitchfork.codegen.kernel import distinct_variables
     from pitchfork.selection.lower import select_instructions
 
     res = Result(target, isel)
@@ -614,9 +622,12 @@ def run_batch(terms: Sequence[Term], target: str, isel: str, seed: int = 0, batc
         else:
             lanes = max(1, rng.choice([nat // 2, nat, nat, 2 * nat, 3 * nat]))
         n = lanes * max(1, math.ceil(96 / lanes))
-        c = Case(term, lanes, n)
+        # Inputs, the interpreter and the kernel's arguments are all keyed by variable name, but `c_u8`
+        # and `c_i32` are two variables of one name: they run under two names (one value each).
+        distinct = distinct_variables(term, [])[0]
+        c = Case(distinct, lanes, n, source=term)
         try:
-            c.final = select_instructions(term, target, isel).final
+            c.final = select_instructions(distinct, target, isel).final
         except Exception as e:  # noqa: BLE001 - a selection crash is a finding
             c.error = f"select: {type(e).__name__}: {e}"
             res.errors.append(f"{c.error}\n  expression: {to_text(term)}")
@@ -670,7 +681,7 @@ def _compile_chunk(chunk: list[Case], target: str):  # type: ignore[no-untyped-d
             except CompileError as e:
                 err = e
         if err is not None:
-            errors.append(f"compile: {str(err)[:6000]}\n  expression: {to_text(c.term)}\n"
+            errors.append(f"compile: {str(err)[:6000]}\n  expression: {to_text(c.shown)}\n"
                           f"  lowered: {to_text(c.final)}")
             failed.append((c, str(err)))
     return good, mods, errors, failed
@@ -734,7 +745,7 @@ def _run_chunk(good, mods, target, nrng, res, max_report) -> None:  # type: igno
         bad = np.nonzero(differ)[0][:6]
         inputs = {k: [int(v[j]) for j in bad] for k, v in env.items()}
         low = evaluate(c.final, env)
-        mm = Mismatch(target, res.isel, c.term, c.final, c.lanes, inputs, [int(exp[j]) for j in bad],
+        mm = Mismatch(target, res.isel, c.shown, c.final, c.lanes, inputs, [int(exp[j]) for j in bad],
                       [int(got[j]) for j in bad], lowered_ok=bool(np.array_equal(np.asarray(low).astype(got.dtype), exp)))
         res.mismatches.append(mm)
         res.findings.append(finding("mismatch", target, res.isel, c, mm.report()))

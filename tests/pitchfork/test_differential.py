@@ -160,6 +160,39 @@ def test_saved_findings_replay(tmp_path: Path) -> None:
     assert [row["lanes"] for row in rows] == [7, 48] and any(row["uniform"] for row in rows)
 
 
+# Two variables of one name at two types (`c_u8`, `c_i32`): FPIR text and terms keep them apart, but
+# inputs, the interpreter and kernel arguments are keyed by name. The difftester used to draw one array
+# for both (read as either type: a false "wrong answer", or a crash when a value did not fit).
+CLASHING = ["i32(c_u8) + c_i32", "u8(c_i32) + c_u8", "i16(c_u8) * 3 - c_i16",
+            "i32(c_u8) + c_i32 + i32(c_u8_u8)", "widening_add(c_u8, u8(c_i16)) + u16(c_i16)"]
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
+def test_same_name_variables_run_as_two_inputs(target: str) -> None:
+    r = run_batch([parse(t) for t in CLASHING], target, "pitchfork", seed=5, batch=len(CLASHING))
+    assert r.ran == len(CLASHING) or r.skipped, summary(r)
+    assert_bit_exact(r)
+
+
+def test_same_name_variables_mismatch_is_still_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lowering that conflates the two variables (reads c_u8 where c_i32 is meant) is a mismatch,
+    reported with the expression as given."""
+    import pitchfork.selection.lower as lower
+
+    from fpir.printer import to_text
+
+    class Conflated:
+        def __init__(self, term: object) -> None:
+            (u,) = [v for v in term.variables() if v.type.name == "u8"]  # type: ignore[attr-defined]
+            self.final = parse(f"i32({to_text(u)}) + i32({to_text(u)})")
+
+    monkeypatch.setattr(lower, "select_instructions", lambda term, target, isel: Conflated(term))
+    r = run_batch([parse("i32(c_u8) + c_i32")], "x86-avx2", "pitchfork", seed=1)
+    assert r.ran == 1 and len(r.mismatches) == 1, summary(r)
+    assert r.findings[0]["expression"] == "i32(c_u8) + c_i32"
+
+
 # ---------------------------------------------------------------------------------------------
 # Findings, kept as minimal cases
 

@@ -55,3 +55,14 @@ def test_division_and_modulo_by_powers_of_two() -> None:
                                      [Call("k", [Buffer.output(out), Buffer.input(a), Scalar(64, 64)])])
             want = np.asarray(evaluate(term, {"x": a}), dtype=dt)
             assert np.array_equal(got, want), (tname, k)
+
+
+def test_distinct_variables_names_are_fresh() -> None:
+    """The typed name given to a clashing variable is not one the term already uses (`c_u8` of type u8
+    beside two variables named `c`)."""
+    from pitchfork.codegen.kernel import distinct_variables
+
+    term = parse("i32(c_u8) + c_i32 + i32(c_u8_u8)")
+    renamed, _ = distinct_variables(term, [])
+    names = {(v.name, v.type.name) for v in renamed.variables()}
+    assert len({n for n, _ in names}) == 3 and ("c_u8", "u8") in names

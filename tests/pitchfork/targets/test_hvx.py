@@ -468,10 +468,14 @@ def test_runtime_scalars_use_the_by_scalar_forms() -> None:
     the kernel reads once and splats) is passed as the instruction's scalar register Rt, as a constant
     is: vmpy(Vu, Rt) and its accumulation, vasr(Vu, Vv, Rt):rnd:sat when the amount is provably in the
     range the instruction reads (a clamp by a constant). The zero-point form (widen(x) - z) << c is one
-    vmpy.acc. Several scalar values (edge values included), bit-exact."""
+    vmpy.acc. Several scalar values (edge values included), bit-exact. The scalars are uniform leaves
+    of the selected term, as the Halide frontend makes a splat: rules may read it (`is_uniform`)."""
+    from tests.pitchfork.difftest import _with_uniform
+
     def case(expr: str, types: dict[str, str], lanes: int, uniform: str) -> Case:
-        c = _select_case(expr, types, lanes)
-        return Case(c.name, c.term, lanes, uniform=frozenset(uniform))
+        t = _with_uniform(parse(expr, env={k: parse_type(v) for k, v in types.items()}), set(uniform))
+        return Case(f"pitchfork: {expr}", select_instructions(t, TARGET, "pitchfork").final, lanes,
+                    uniform=frozenset(uniform))
 
     forms = [
         ("widening_mul(x, y)", {"x": "u8", "y": "u8"}, 128, "y", r"\.uh = vmpy\(v\d+\.ub,r\d+\.ub\)"),

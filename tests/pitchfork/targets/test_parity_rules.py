@@ -87,6 +87,16 @@ NEW_RULES: dict[str, dict[str, list[str]]] = {
                      "i32(a_i8) * i32(e_i8) + i32(b_i8) * i32(f_i8) + i32(c_i8) * i32(g_i8) + i32(d_i8) * i32(h_i8)"],
         "vrmpy_vv_acc": ["q_u32 + u32(a_u8) * u32(e_u8) + u32(b_u8) * u32(f_u8) + u32(c_u8) * u32(g_u8) + u32(d_u8) * u32(h_u8)",
                          "q_i32 + i32(a_i8) * i32(a_i8) + i32(b_i8) * i32(b_i8) + i32(c_i8) * i32(c_i8) + i32(d_i8) * i32(d_i8)"],
+        # session 11
+        "vmpyi_acc_neg_tap": ["a_i16 - b_i16 * -127", "c_i16 - a_i16 * -3"],
+        "vmpa_signed_tap": ["3 * (4 * i16(a_u8) - i16(b_u8))", "4 * i16(a_u8) - i16(b_u8)"],
+        "vmpa_of_shifted_diff": ["2 * (i16(a_u8) - i16(b_u8))", "(i16(a_u8) - i16(b_u8)) * 64"],
+        "vmpa_h_diff": ["i32(a_i16) - 7 * i32(b_i16)", "i32(a_i16) - i32(b_i16) * 128"],
+        "vmpa_h_scaled": ["5 * (i32(a_i16) - 7 * i32(b_i16))", "-3 * (i32(a_i16) - 2 * i32(b_i16))"],
+        "vmpa_acc_of_taps": ["2 * i16(a_u8) + 3 * i16(b_u8) + a_i16", "c_i16 + (i16(a_u8) * 127 + i16(b_u8) * 126)"],
+        "vmpa_acc_of_product": ["i16(a_u8) * 4 + (i16(b_u8) * 4 + i16(c_u8) * 6)",
+                                "(i16(b_u8) * 200 + i16(c_u8) * 6) + i16(a_u8) * 255"],
+        "vmpa_h_shifted": ["2 * (i32(a_i16) - 60 * i32(b_i16))", "(i32(a_i16) - 3 * i32(b_i16)) << 2"],
     },
 }
 
