@@ -112,6 +112,8 @@ def test_egraph_reaches_what_greedy_misses(text: str, name: str) -> None:
 @pytest.mark.parametrize("text,name", [
     # the rounding constant folded into another add: only the sketch-guided lifting pass sees (x + 2) >> 2
     ("u8((u16(a_u8) + u16(b_u8) * 2 + 2) >> 2)", "gaussian3x3"),
+    # a multiple of the shift joins it: x * 64 - 8192 = (x << 6) - 8192 = (x - 128) << 6 (shl_sub_const_factor)
+    ("(i32(a_u8) * 64 - 8192) * (i32(b_u8) * 64 - 8192)", "mul"),
     # x * 8 - x = x * 7 (mul_const_sub_self)
     ("u32(a_u8) * 8 - u32(a_u8) + u32(b_u8) * 9", "matmul"),
     # x - y * 2 = x + y * -2 (sub_mul_const_as_add), then widening_mul(b, i8(-2))
