@@ -3,15 +3,20 @@ compiled by PITCHFORK (x86 JIT, parallel loop on Halide's thread pool) and by Ha
 
     python -m benchmarks.parallel_scaling [--size 4096] [--reps 15] [--calls 3] [--threads 1,2]
 
-Two worker processes, one per thread count (HL_NUM_THREADS is read once, when a runtime's thread
-pool starts, by our runtime and Halide's JIT alike), each holding both compiled pipelines on the same
-arrays. The parent interleaves them: in every repetition each worker times one call of each
-contender, in a rotated order, so load from other processes hits all four alike. Reported: per
+Four worker processes, one per contender and thread count (HL_NUM_THREADS is read once, when a
+runtime's thread pool starts, by our runtime and Halide's JIT alike). Each holds ONE compiled
+pipeline: with both in one process there are two thread pools, and the workers of the pool that just
+finished spin for a while before sleeping, competing with the other contender's threads (idle 2-core
+machine, blur5 4096: with both pools in one process, PITCHFORK 1->2 threads 1.42-1.45x and Halide
+1.55-1.75x; each contender alone in a process, 41 back-to-back calls, PITCHFORK 1.82-2.00x and Halide
+1.94-1.95x). Interleaving four processes still costs each sample some cache warmth (the previous
+sample's process evicted its arrays), more at 1 thread than the back-to-back figures show. The parent interleaves them: in every repetition
+each worker times one call, in a rotated order, so load from other processes hits all four alike. Reported: per
 contender the median time at each thread count and the paired ratio t(1 thread) / t(2 threads)
 (median over repetitions of the ratio of samples taken in the same repetition), and `uptime`'s
 load before and after; then, per contender and thread count, how 40 calls' CPU time divides among
 the process's threads (/proc/self/task: a measure of the split that does not depend on other load;
-the wall-clock ratio does). Outputs are checked equal to Halide's before timing.
+the wall-clock ratio does). Outputs are checked equal to Halide's (by digest) before timing.
 """
 
 from __future__ import annotations
@@ -52,40 +57,46 @@ def build(size: int) -> tuple[Any, Any, Any]:
     return out, inp, rng.integers(0, 256, (size + 4, size + 4), dtype=np.uint8)
 
 
-def worker(size: int, calls: int) -> None:
-    """Serve 'p' (time PITCHFORK once) / 'h' (Halide once) / 'q' on stdin; one line of JSON each."""
+def worker(size: int, calls: int, contender: str) -> None:
+    """Compile one contender ('p' PITCHFORK, 'h' Halide 21); then serve 't' (time `calls` calls),
+    'split' (CPU time per thread over 40 calls) and 'q' on stdin, one line of JSON each."""
+    import hashlib
+
     import halide as hl
     import numpy as np
 
     import pitchfork
 
     out, inp, arr = build(size)
-    prog = pitchfork.compile(out, [inp], target="x86-avx2", name="blur5", fallback=False)
-    call = prog.prepare(arr, size=[size, size])
-    inp.set(hl.Buffer(arr))
-    hbuf = hl.Buffer(hl.UInt(8), [size, size])
-    out.compile_jit(hl.Target("x86-64-linux-avx-avx2-fma-sse41"))
-    out.realize(hbuf)
-    same = bool(np.array_equal(call()[0], np.asarray(hbuf)))
-    print(json.dumps({"ready": True, "same": same}), flush=True)
+    if contender == "p":
+        prog = pitchfork.compile(out, [inp], target="x86-avx2", name="blur5", fallback=False)
+        call = prog.prepare(arr, size=[size, size])
+        run = call
+        result = lambda: call()[0]  # noqa: E731
+    else:
+        inp.set(hl.Buffer(arr))
+        hbuf = hl.Buffer(hl.UInt(8), [size, size])
+        out.compile_jit(hl.Target("x86-64-linux-avx-avx2-fma-sse41"))
+        run = lambda: out.realize(hbuf)  # noqa: E731
+        result = lambda: hbuf  # noqa: E731
+    run()
+    digest = hashlib.sha1(np.ascontiguousarray(np.asarray(result())).tobytes()).hexdigest()
+    print(json.dumps({"ready": True, "digest": digest}), flush=True)
     for line in sys.stdin:
         cmd = line.strip()
         if cmd == "q":
             break
-        if cmd.startswith("split "):  # CPU time per thread over 40 calls of one contender
+        if cmd == "split":
             before = _thread_cpu()
             for _ in range(40):
-                call() if cmd.endswith("p") else out.realize(hbuf)
+                run()
             after = _thread_cpu()
             used = sorted((after[t] - before.get(t, 0) for t in after), reverse=True)
             print(json.dumps({"split": [u for u in used if u > 0]}), flush=True)
             continue
         t0 = time.perf_counter()
         for _ in range(calls):
-            if cmd == "p":
-                call()
-            else:
-                out.realize(hbuf)
+            run()
         print(json.dumps({"s": (time.perf_counter() - t0) / calls}), flush=True)
 
 
@@ -111,45 +122,42 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=15, help="interleaved repetitions (default 15)")
     ap.add_argument("--calls", type=int, default=3, help="calls per sample (default 3)")
     ap.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--worker", choices=("p", "h"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        worker(args.size, args.calls)
+        worker(args.size, args.calls, args.worker)
         return 0
     counts = [int(t) for t in args.threads.split(",")]
     print(f"load before: {_load()}")
+    slots = [(n, c) for n in counts for c in "ph"]
     procs = {}
-    for n in counts:
+    for n, c in slots:
         env = dict(os.environ, HL_NUM_THREADS=str(n))
-        procs[n] = subprocess.Popen([sys.executable, "-m", "benchmarks.parallel_scaling", "--worker",
-                                     "--size", str(args.size), "--calls", str(args.calls)], env=env, stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, text=True)
-    for n, p in procs.items():
-        hello = json.loads(p.stdout.readline())  # type: ignore[union-attr]
-        if not hello["same"]:
+        procs[(n, c)] = subprocess.Popen([sys.executable, "-m", "benchmarks.parallel_scaling", "--worker", c,
+                                          "--size", str(args.size), "--calls", str(args.calls)], env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    digests = {slot: json.loads(p.stdout.readline())["digest"] for slot, p in procs.items()}  # type: ignore[union-attr]
+    for n in counts:
+        if digests[(n, "p")] != digests[(n, "h")]:
             print(f"HL_NUM_THREADS={n}: PITCHFORK and Halide outputs differ", file=sys.stderr)
             return 1
 
-    def ask(n: int, cmd: str) -> float:
-        p = procs[n]
+    def ask(slot: tuple[int, str], cmd: str) -> Any:
+        p = procs[slot]
         p.stdin.write(cmd + "\n")  # type: ignore[union-attr]
         p.stdin.flush()  # type: ignore[union-attr]
-        return float(json.loads(p.stdout.readline())["s"])  # type: ignore[union-attr]
+        return json.loads(p.stdout.readline())  # type: ignore[union-attr]
 
-    slots = [(n, c) for n in counts for c in "ph"]
     for slot in slots:  # warm-up: thread pools started, caches filled
-        ask(*slot)
+        ask(slot, "t")
     samples: dict[tuple[int, str], list[float]] = {s: [] for s in slots}
     for r in range(args.reps):
         order = slots[r % len(slots):] + slots[:r % len(slots)]
         for slot in order:
-            samples[slot].append(ask(*slot))
+            samples[slot].append(float(ask(slot, "t")["s"]))
     splits = {}
-    for n in counts:  # how the work divides among threads (independent of the machine's load)
-        for c in "ph":
-            procs[n].stdin.write(f"split {c}\n")  # type: ignore[union-attr]
-            procs[n].stdin.flush()  # type: ignore[union-attr]
-            splits[(n, c)] = json.loads(procs[n].stdout.readline())["split"]  # type: ignore[union-attr]
+    for slot in slots:  # how the work divides among threads (independent of the machine's load)
+        splits[slot] = ask(slot, "split")["split"]
     for p in procs.values():
         p.stdin.write("q\n")  # type: ignore[union-attr]
         p.stdin.close()  # type: ignore[union-attr]
