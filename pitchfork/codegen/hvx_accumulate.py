@@ -8,7 +8,7 @@ row stored aligned at x-3), LLVM must copy it before the first accumulation: 16 
 loop, and more spills. Halide 21 starts such a chain from a misaligned tap (a fresh valign) and adds
 the aligned one last.
 
-Every lane-wise wrapping accumulate (`ACCUMULATE`: acc + f(args) at the accumulator's type, multiply-,
+Every lane-wise wrapping accumulate (`accumulating_ops()`: acc + f(args) at the accumulator's type, multiply-,
 multiply-add-, dot-, shift- and widening-add-accumulates alike; not the saturating `sacc` forms, whose
 order matters) overwrites its accumulator the same way, so any of them can link a chain.
 `start_from_fresh` rebuilds each chain of `add` / accumulate nodes (partial sums used once) as:
@@ -20,12 +20,13 @@ chains whose first accumulator already has the lowest rank, are kept as they are
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Callable
 
 from fpir.ops import make
 from fpir.term import Term, intern
 from pitchfork.targets.base import semantics_check, target_ops
-import pitchfork.targets.hvx  # noqa: F401 (declares the hvx.* rows ACCUMULATE is read from)
+import pitchfork.targets.hvx  # noqa: F401 (declares the hvx.* rows accumulating_ops() reads)
 
 def _accumulates(name: str) -> bool:
     """`name` is acc + f(other arguments) at every signature, wrapping at the accumulator's type: its
@@ -42,15 +43,19 @@ def _accumulates(name: str) -> bool:
     return True
 
 
-#: lane-wise accumulating instructions, accumulator first (the saturating vmpyo sacc forms are not:
-#: their meaning is a saturating add)
-ACCUMULATE = frozenset(s.name for s in target_ops("hvx") if _accumulates(s.name))
+@cache
+def accumulating_ops() -> frozenset[str]:
+    """The lane-wise accumulating HVX instructions, accumulator first (not the saturating vmpyo sacc
+    forms: their meaning is a saturating add). Read on first use, not at import: elaborating every
+    row's semantics costs ~45 ms, which every compile process would pay whatever its target."""
+    return frozenset(s.name for s in target_ops("hvx") if _accumulates(s.name))
 
 
 def start_from_fresh(term: Term, rank: Callable[[Term], int]) -> Term:
     """`term` with each accumulation chain started from its plain summand of lowest `rank` (the
     first such in sum order); `rank` says how costly it is to overwrite a summand's register
     (0: a value computed for this sum alone)."""
+    accumulate = accumulating_ops()
     uses: dict[Term, int] = {}
     for t in term.walk():
         for a in t.args:
@@ -59,7 +64,7 @@ def start_from_fresh(term: Term, rank: Callable[[Term], int]) -> Term:
 
     def link(t: Term, typ: object) -> bool:
         """t continues a chain of type typ (a partial sum nothing else reads)."""
-        return t.type == typ and (t.op == "add" or t.op in ACCUMULATE) and uses.get(t, 0) == 1
+        return t.type == typ and (t.op == "add" or t.op in accumulate) and uses.get(t, 0) == 1
 
     def flatten(t: Term, plain: list[Term], products: list[tuple[str, list[Term]]]) -> None:
         head = t.args if t.op == "add" else t.args[:1]
@@ -73,14 +78,14 @@ def start_from_fresh(term: Term, rank: Callable[[Term], int]) -> Term:
         first makes a new register)."""
         while link(t.args[0], t.type):
             t = t.args[0]
-        return t.op in ACCUMULATE
+        return t.op in accumulate
 
     def rebuild(t: Term) -> Term:
         got = memo.get(t)
         if got is not None:
             return got
         out = t
-        if t.op == "add" or t.op in ACCUMULATE:
+        if t.op == "add" or t.op in accumulate:
             plain: list[Term] = []
             products: list[tuple[str, list[Term]]] = []
             flatten(t, plain, products)
