@@ -142,10 +142,12 @@ def time_app(name: str, reps: int, quick: bool, timeout: float | None = None) ->
                     samples[slot].append(ask(slot))
         finally:
             for p in procs.values():
-                if p.poll() is None:
+                try:
                     p.stdin.write("q\n")  # type: ignore[union-attr]
                     p.stdin.close()  # type: ignore[union-attr]
-                    p.wait(timeout=60)
+                except OSError:  # a worker that already exited (an error line, a fallback)
+                    pass
+                p.wait(timeout=60)
     for row in rows:
         n = row["threads"]
         tp, th = summarize(samples[(n, "p")]), summarize(samples[(n, "h")])
