@@ -111,6 +111,7 @@ def _batch(args: argparse.Namespace, rules: Any, src: TextIO, sink: TextIO) -> i
                       no_overflow=args.assume_no_overflow,
                       shifts_in_range=args.assume_shifts_in_range, engine=args.engine)
         r.pop("_egraph", None)
+        r.pop("_term", None)
         stats = r.pop("_stats", None)
         if stats is not None:
             rewrites += stats.rewrites

@@ -87,3 +87,16 @@ def test_cli_explain_prints_the_derivation() -> None:
     assert "derivation (2 steps)" in out.stderr
     assert "add_negated [rules/egraph/algebra.rules:" in out.stderr
     assert "widening_sub_of_casts [rules/lift/widening.rules:" in out.stderr
+
+
+def test_cli_batch_with_egraph_engine_writes_json(tmp_path: Path) -> None:
+    import json
+
+    src = tmp_path / "in.txt"
+    src.write_text("i16(a_u8) + (0 - i16(b_u8))\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "pitchfork", "lift", "--engine", "egraph", "--batch", str(src)],
+                         capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr
+    row = json.loads(out.stdout.strip().splitlines()[0])
+    assert "widening_sub" in row["lifted"] and row["engine"] == "egraph"
