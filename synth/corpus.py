@@ -169,17 +169,25 @@ def benchmark_expressions(name: str, isas: Sequence[str] = ("arm64",), isel: str
     import halide as hl
 
     from benchmarks import registry
-    from pitchfork.frontend.capture import capture_stmt
+    from pitchfork.api import run_loop_passes
     from pitchfork.codegen.loop_nest import LoopNestCodegen
+    from pitchfork.frontend.capture import capture_stmt
+    from pitchfork.passes.pipeline import resolve
+    from pitchfork.targets.target_strings import parse_target
 
     bench = registry.get(name)
     out: list[Term] = []
     for isa in isas:
+        spec = parse_target(isa)
+        plist = resolve(spec.isa, isel, None, [], [])
         for pset in bench.param_sets:
             func, args = bench.build(isa, pset)
             pipeline = func if isinstance(func, hl.Pipeline) else hl.Pipeline(func)
-            captured = capture_stmt(pipeline, args, isa)
-            cg = LoopNestCodegen(captured, captured.parse(), isa, isel, name)
+            captured = capture_stmt(pipeline, args, spec.halide)
+            # the loop passes pitchfork.compile runs (dot_products, hvx_windows, ...): without them the
+            # corpus misses the forms they make (matmul's 4-tap sums as vector_reduce_add_x4)
+            stmt = run_loop_passes(captured.parse(), plist, name, 0, spec.unavailable)
+            cg = LoopNestCodegen(captured, stmt, spec.isa, isel, name, unavailable=spec.unavailable, passes=plist)
             cg.build()
             for _node, sel in cg.selections:
                 if sel.input.args and sel.input not in out:
