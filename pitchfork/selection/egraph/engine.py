@@ -347,9 +347,10 @@ def _stop_worker() -> None:
 
 
 def saturate(term: Term, lift_rs: RuleSet, budget: Budget,
-             seed: Optional[list[tuple[Term, Term]]] = None) -> tuple[Term, EgraphResult]:
+             seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None) -> tuple[Term, EgraphResult]:
     """Steps 1-3 (on the egglog thread): the extracted term and the run's statistics (raises on any
-    egglog error; the e-graph is then dropped and rebuilt on the next call)."""
+    egglog error; the e-graph is then dropped and rebuilt on the next call). With `capture` (a list),
+    the final e-graph is appended to it as an explain.EGraphView (for `--explain`)."""
     global _WORKER
     with _WORKER_LOCK:
         if _WORKER is None:
@@ -357,15 +358,15 @@ def saturate(term: Term, lift_rs: RuleSet, budget: Budget,
 
             _WORKER = _EgglogThread()
             atexit.register(_stop_worker)
-    return _WORKER.call(_saturate_here, term, lift_rs, budget, seed)
+    return _WORKER.call(_saturate_here, term, lift_rs, budget, seed, capture)
 
 
 def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget,
-                   seed: Optional[list[tuple[Term, Term]]] = None) -> tuple[Term, EgraphResult]:
+                   seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None) -> tuple[Term, EgraphResult]:
     eg, push, pop = _session()
     eg.run_program(*push)  # type: ignore[attr-defined]
     try:
-        out = _saturate(eg, term, lift_rs, budget, seed)
+        out = _saturate(eg, term, lift_rs, budget, seed, capture)
     except BaseException:
         _LOCAL.session = None
         raise
@@ -374,7 +375,7 @@ def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget,
 
 
 def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
-              seed: Optional[list[tuple[Term, Term]]] = None) -> tuple[Term, EgraphResult]:
+              seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None) -> tuple[Term, EgraphResult]:
     enc = encode(term, _declared())
     res = EgraphResult(term, "egraph")
     rw = _pass_rewriter(lift_rs)
@@ -417,6 +418,10 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     frozen = eg.freeze()
     classes = read_egraph(eg, frozen)
     root_value = frozen.functions[enc.root].rows[0].output
+    if capture is not None:
+        from pitchfork.selection.egraph.explain import EGraphView
+
+        capture.append(EGraphView.of(classes, root_value, enc))
     return extract(eg, root_value, enc, classes), res
 
 
@@ -545,8 +550,8 @@ def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, ch
 def explain(res: EgraphResult) -> list[str]:
     """Which equivalences and rules led to the result: the algebra rules that fired during saturation
     (with their match counts) and the lifting rules the greedy TRS fired on e-nodes and on the
-    extracted term. egglog records no proofs in this mode, so this is the set of rules that acted, not
-    a derivation of the one extracted term."""
+    extracted term: the set of rules that acted (with counts). The ordered derivation of the result
+    is explain.py's `explain_derivation` (`--explain` prints both)."""
     from fpir.printer import to_text
 
     lines = [f"engine: {res.source}" + (f" ({res.note})" if res.note else ""),
