@@ -43,7 +43,7 @@ from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.frontend.printer import to_text
 from pitchfork.passes.pipeline import PassList, resolve
 from pitchfork.frontend.deep import run_deep
-from pitchfork.backend.link_check import undefined_calls
+from pitchfork.backend.link_check import undefined_calls, undefined_symbols
 from pitchfork.errors import UsageError
 from pitchfork.frontend.checks import (check_arguments, refuse_deep_statement, refuse_extern_stages,
                                        refuse_huge_vectors, refuse_if_halide_rejects)
@@ -72,6 +72,10 @@ class CompileStats:
     selection_seconds: float = 0.0
     codegen_seconds: float = 0.0
     llvm_seconds: float = 0.0
+    #: llvm_seconds split by LLVM phase (pitchfork.backend.machine.compile_module's `timings`: parse,
+    #: verify, O3, print, HVX fixups, parse of the optimised text, the one emission); empty when the
+    #: module was compiled in a forked child (hvx128 below v66)
+    llvm_phases: dict[str, float] = field(default_factory=dict)
     asserts_checked: int = 0
     asserts_skipped: int = 0
 
@@ -120,9 +124,9 @@ class CompiledPipeline:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         if self.module is not None:
-            from pitchfork.aot.abi import aot_outputs
+            from pitchfork.aot.abi import aot_object
 
-            p.write_bytes(aot_outputs(self)[2])
+            p.write_bytes(aot_object(self))
         else:
             pipeline, args = self._halide
             pipeline.compile_to_object(str(p), list(args), self.name, halide_target(self.halide_target))
@@ -466,9 +470,11 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         module = compile_module(ir_text, machine_target(spec), i64_halves=plist.on("hvx_i64_halves"),
                                 pairs=plist.on("hvx_pairs"), isolate=spec.isa == "hvx128" and spec.hvx_version < 66,
                                 trace=(lambda stage, text: _log(f"{name}: LLVM IR after {stage}", text))
-                                if debug >= 2 else None)
+                                if debug >= 2 else None, timings=stats.llvm_phases)
         stats.llvm_seconds = time.perf_counter() - t0
-        missing = undefined_calls(module.assembly(), target)
+        # read from what compile_module emitted (the object; the assembly where HVX pair forms were weighed)
+        missing = (undefined_calls(module.assembly(), target) if module.emitted("asm")
+                   else undefined_symbols(module.object_bytes(), target))
         if missing:  # would fail to link at the first call: refused now (link_check.py)
             raise Unsupported(f"the kernel calls {', '.join(missing)}, which {target} code cannot call here "
                               "(no C library on the Hexagon harness)")
