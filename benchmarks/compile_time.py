@@ -190,6 +190,8 @@ PHASES = ("capture", "selection", "codegen", "llvm")
 #: the LLVM phase split (CompileStats.llvm_phases; checkouts from issue 26's one-emission change on)
 LLVM_PHASES = ("llvm_parse", "llvm_verify", "llvm_O3", "llvm_print", "llvm_fixups", "llvm_parse_optimized",
                "llvm_emit_object", "llvm_emit_assembly")
+#: the codegen split (CompileStats.codegen_phases)
+CODEGEN_PHASES = ("codegen_parse", "codegen_loop_passes", "codegen_ir_build", "codegen_ir_print")
 
 
 def _ours(bench: Any, isa: str, isel: str) -> dict[str, float]:
@@ -204,6 +206,8 @@ def _ours(bench: Any, isa: str, isel: str) -> dict[str, float]:
            "codegen": s.codegen_seconds, "llvm": s.llvm_seconds, "cpu": cpu}
     for phase, secs in getattr(s, "llvm_phases", {}).items():  # checkouts from issue 26's one-emission change on
         row[phase] = secs
+    for phase, secs in getattr(s, "codegen_phases", {}).items():  # and from its phase split on
+        row[f"codegen_{phase}"] = secs
     return row
 
 
@@ -305,7 +309,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
             cell: dict[str, float] = {}
             for kind in ("pitchfork", "llvm", "halide21"):
                 have = [r["median"][kind] for r in sel if kind in r["median"]]
-                for phase in ("total", "cpu") + (PHASES + LLVM_PHASES if kind != "halide21" else ()):
+                for phase in ("total", "cpu") + (PHASES + LLVM_PHASES + CODEGEN_PHASES if kind != "halide21" else ()):
                     # a phase a compile did not run counts 0 (e.g. llvm_emit_assembly where the object
                     # was emitted); a checkout that reports no CPU or LLVM split has no such cells
                     if have and (phase in PHASES + ("total",) or any(phase in h for h in have)):
@@ -361,16 +365,19 @@ def markdown(data: dict[str, Any]) -> str:
                       "the capture child, whose lowering is Halide's own, so the wall-clock capture is shown beside "
                       "them; Halide 21's include its lowering and, on hvx128, llc) and PITCHFORK's LLVM phase "
                       "(seconds: parse / verify / O3 / printing the optimised IR / HVX fixups / parsing it back / "
-                      "emitting the object / emitting assembly where the HVX pair choice needs it).", "",
+                      "emitting the object / emitting assembly where the HVX pair choice needs it) and codegen phase "
+                      "(statement parse / loop passes / IR building without selection / llvmlite's printing).", "",
                       "| checkout | ISA | PITCHFORK CPU (+ capture wall) | LLVM alone CPU (+ capture wall) "
-                      "| Halide 21 CPU "
-                      "| PITCHFORK LLVM phases |", "|---|---|---|---|---|---|"]
+                      "| Halide 21 CPU | PITCHFORK codegen phases | PITCHFORK LLVM phases |",
+                      "|---|---|---|---|---|---|---|"]
             for root, isa, c in cpu_rows:
                 def cpu(k: str) -> str:
                     return f"{c[f'{k}.cpu']:.2f} (+ {c[f'{k}.capture']:.2f})" if f"{k}.cpu" in c else "-"
                 split = " / ".join(f"{c[f'pitchfork.{p}']:.3f}" for p in LLVM_PHASES if f"pitchfork.{p}" in c) or "-"
+                cg = " / ".join(f"{c[f'pitchfork.{p}']:.3f}" for p in CODEGEN_PHASES if f"pitchfork.{p}" in c) or "-"
                 hl_cpu = f"{c['halide21.cpu']:.2f}" if "halide21.cpu" in c else "-"
-                lines.append(f"| {Path(root).name} | {isa} | {cpu('pitchfork')} | {cpu('llvm')} | {hl_cpu} | {split} |")
+                lines.append(f"| {Path(root).name} | {isa} | {cpu('pitchfork')} | {cpu('llvm')} | {hl_cpu} | {cg} "
+                             f"| {split} |")
             lines.append("")
         errs = [(r["bench"], r["isa"], Path(r["root"]).name, k, v) for r in comp["rows"] for k, v in r["errors"].items()]
         if errs:

@@ -76,6 +76,9 @@ class CompileStats:
     #: verify, O3, print, HVX fixups, parse of the optimised text, the one emission); empty when the
     #: module was compiled in a forked child (hvx128 below v66)
     llvm_phases: dict[str, float] = field(default_factory=dict)
+    #: codegen_seconds split: statement parse, loop passes, LLVM IR building (selection excluded),
+    #: llvmlite's printing of the module (the rest is the checks between them)
+    codegen_phases: dict[str, float] = field(default_factory=dict)
     asserts_checked: int = 0
     asserts_skipped: int = 0
 
@@ -442,18 +445,28 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         cap = captured
 
+        phases = stats.codegen_phases
+
         def frontend() -> LoopNestCodegen:
+            t = time.perf_counter()
             stmt = cap.parse()
             refuse_huge_vectors(stmt, name)
+            phases["parse"] = time.perf_counter() - t
+            t = time.perf_counter()
             stmt = run_loop_passes(stmt, plist, name, debug, spec.unavailable)
+            phases["loop_passes"] = time.perf_counter() - t
+            t = time.perf_counter()
             cg = LoopNestCodegen(cap, stmt, target, isel, name, unavailable=spec.unavailable, passes=plist)
             cg.build()
+            phases["ir_build"] = time.perf_counter() - t - cg.stats.selection_seconds
             return cg
 
         cg = run_deep(frontend)  # the walkers recurse per nesting level: a deep stack, bounded (deep.py)
         if debug >= 2:
             _log(f"{name}: LLVM IR from codegen", str(cg.module))
+        t = time.perf_counter()
         ir_text = str(cg.module)  # llvmlite's printing: our codegen's cost, not LLVM's
+        phases["ir_print"] = time.perf_counter() - t
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
         stats.selection_seconds = cg.stats.selection_seconds
         stats.rules_fired = dict(cg.stats.rules_fired)
