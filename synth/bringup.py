@@ -13,7 +13,20 @@ already lowered) is lowered once by the hand-written TRS and once by the synthes
 (hand rules hidden); the site is rediscovered when the synthesized result costs at most as much
 (`synth/cost.py`) and Z3 proves it equal to the node (`fpir.z3enc.equivalent`). A rule is
 rediscovered when all of its sites are. Hand rules that never fire on the corpus cannot be judged
-from it and are counted apart (`not_exercised`).
+from it and are counted apart (`not_exercised`). This is the *strict* judge (`judge="strict"`): the
+left side it hands the synthesized rules holds the hand rules' own instructions (a child the hand TRS
+lowered to `x86.wmul_pmaddwd` is one the synthesized rules never produce, having lowered it otherwise).
+
+The *compiler* judge (`judge="compiler"`) judges the same rules at the same places, but on the left
+sides as the compiler sees them under each lowering: a site is the lifted sub-term (children not yet
+lowered) at whose root a hand rule fired while the hand TRS lowered it bottom-up (the rules fired at
+the root, including on the root's rewritten forms). The sub-term is lowered whole once by the hand
+TRS and once by the synthesized rules alone, each generically expanded; the site is rediscovered when
+the synthesized code costs at most the hand code's instructions (`synth/cost.py`) and Z3 proves it
+equal to the lifted sub-term. So the children are lowered the way each rule set lowers them, and a
+site also counts every instruction below it: a child the synthesized rules lower worse makes the site
+a miss even where the rule at the root was found. Both judges cap the sites per rule (`max_sites`,
+the first ones met) and count a rule rediscovered only when all its judged sites are.
 
 Selection cost (`selection_costs`): per benchmark, the instructions of its selected expressions
 (the corpus: every vector expression the compiler selects for, lifted, lowered, generically
@@ -101,12 +114,40 @@ def _sites(isa: str, exprs: list[Term], hand_rules: object, cost: object) -> lis
     return out
 
 
+def _compiler_sites(exprs: list[Term], hand_rules: object, cost: object, names: set[str]) -> list[tuple[str, Term]]:
+    """(hand rule, lifted sub-term at whose root it fired) for the compiler judge (module doc): the
+    lifted expressions' distinct sub-terms lowered in post-order by one memoizing hand TRS, so each
+    call does only its root's work and the rules it records fired there."""
+    from pitchfork.selection.lift import lifter, normalize_shift_constants
+    from pitchfork.trs.rewriter import Rewriter
+
+    lw = lifter()
+    rw = Rewriter(hand_rules, cost=cost, trace="names")  # type: ignore[arg-type]
+    out: list[tuple[str, Term]] = []
+    seen: set[tuple[str, Term]] = set()
+    for t in exprs:
+        for u in lw.rewrite(normalize_shift_constants(t)).walk():
+            if not u.args:
+                continue
+            n0 = len(rw.stats.trace)
+            rw.rewrite(u)
+            for name, _b, _a in rw.stats.trace[n0:]:
+                if name in names and (name, u) not in seen:
+                    seen.add((name, u))
+                    out.append((name, u))
+    return out
+
+
 def rediscovery(
-    isa: str, exprs: list[Term], synthesized: Sequence[Rule], rlimit: int = 20_000_000, max_sites: int = 12
+    isa: str, exprs: list[Term], synthesized: Sequence[Rule], rlimit: int = 20_000_000, max_sites: int = 12,
+    judge: str = "strict",
 ) -> Rediscovery:
     """See the module doc. `exprs`: the ISA's whole expressions; `synthesized`: the bring-up's rules
     (the output folder's lower_<isa>.rules). At most `max_sites` distinct sites per hand rule are
-    judged (the first ones met)."""
+    judged (the first ones met). `judge`: "strict" (the node with its children as the hand rules
+    lowered them) or "compiler" (the lifted sub-term, lowered whole by each rule set)."""
+    if judge not in ("strict", "compiler"):
+        raise ValueError(f"judge must be 'strict' or 'compiler', not {judge!r}")
     from fpir.z3enc import equivalent
     from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import load_target
@@ -121,13 +162,16 @@ def rediscovery(
     bits = TARGET_MAX_BITS.get(isa, 64)
     rep = Rediscovery(isa, len(names))
     per_rule: dict[str, int] = {}
-    for name, before in _sites(isa, exprs, hand, full.cost):
+    hand_rw, synth_rw = Rewriter(hand, cost=full.cost), Rewriter(synth, cost=full.cost)
+    sites = (_sites(isa, exprs, hand, full.cost) if judge == "strict"
+             else _compiler_sites(exprs, hand, full.cost, names))
+    for name, before in sites:
         if name not in names or per_rule.get(name, 0) >= max_sites:
             continue
         per_rule[name] = per_rule.get(name, 0) + 1
         rep.exercised[name] = rep.exercised.get(name, 0) + 1
-        h = expand_fpir(Rewriter(hand, cost=full.cost).rewrite(before), bits)
-        s = expand_fpir(Rewriter(synth, cost=full.cost).rewrite(before), bits)
+        h = expand_fpir(hand_rw.rewrite(before), bits)
+        s = expand_fpir(synth_rw.rewrite(before), bits)
         ch, cs = lowering_cost(h)[0], lowering_cost(s)[0]
         why: Optional[str] = None
         if cs > ch:
@@ -167,3 +211,55 @@ def selection_costs(
             s += lowering_cost(expand_fpir(synth.rewrite(lifted), bits))[0]
         out[source] = (h, s)
     return out
+
+
+def judge_folder(out_dir: "str | Path", isa: str, judges: Sequence[str] = ("strict", "compiler"),
+                 max_sites: int = 12) -> dict[str, Rediscovery]:
+    """Rediscovery of a finished bring-up's output folder (its lower_<isa>.rules and the corpus its
+    cache holds, .synth-cache/corpus-<bench>-<isa>-pitchfork.txt) by each judge, without searching."""
+    from pathlib import Path
+
+    from synth.output import existing_rules
+    from synth.stages import ISA_STEMS
+
+    d = Path(out_dir)
+    rules = existing_rules(d / f"lower_{ISA_STEMS[isa]}.rules")
+    files = sorted((d / ".synth-cache").glob(f"corpus-*-{isa}-pitchfork.txt"))
+    if not files:
+        raise ValueError(f"{d}: no corpus of {isa} in .synth-cache/ (run `pitchfork-synth --bring-up {isa} -o {d}`)")
+    exprs = [parse(ln) for f in files for ln in f.read_text().splitlines() if ln.strip()]
+    return {j: rediscovery(isa, exprs, rules, max_sites=max_sites, judge=j) for j in judges}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python -m synth.bringup DIR ISA [--judge strict|compiler]`: judge a bring-up folder again."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    p = argparse.ArgumentParser(prog="python -m synth.bringup", description=main.__doc__)
+    p.add_argument("out_dir", type=Path)
+    p.add_argument("isa")
+    p.add_argument("--judge", action="append", choices=["strict", "compiler"], default=[])
+    p.add_argument("--json", type=Path, default=None, help="also write the verdicts here")
+    args = p.parse_args(argv)
+    try:
+        reps = judge_folder(args.out_dir, args.isa, args.judge or ("strict", "compiler"))
+    except ValueError as e:
+        p.error(str(e))
+    for j, rep in reps.items():
+        print(f"{j} judge: {rep.summary()}")
+        missing = sorted(n for n, k in rep.exercised.items() if rep.rediscovered.get(n, 0) != k)
+        print(f"  not rediscovered: {', '.join(missing)}")
+    if args.json is not None:
+        args.json.write_text(json.dumps({j: {"exercised": r.exercised, "rediscovered": r.rediscovered,
+                                             "share": r.share, "site_share": r.site_share,
+                                             "not_rediscovered_example": r.examples}
+                                         for j, r in reps.items()}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -323,7 +323,9 @@ def _report_bring_up(opts: Options, report: RunReport) -> None:
     rules = existing_rules(opts.out_dir / f"lower_{ISA_STEMS[isa]}.rules")
     exprs = [t for ts in report.inputs.get(isa, {}).values() for t in ts]
     rep = rediscovery(isa, exprs, rules)
-    print(f"bring-up {rep.summary()}")
+    print(f"bring-up {rep.summary()} (strict judge)")
+    comp = rediscovery(isa, exprs, rules, judge="compiler")
+    print(f"bring-up {comp.summary()} (compiler judge: lifted sub-terms lowered whole by each rule set)")
     costs = selection_costs(isa, report.inputs.get(isa, {}), rules)
     ratios = [h / s for h, s in costs.values() if h and s]
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else 1.0
@@ -335,6 +337,8 @@ def _report_bring_up(opts: Options, report: RunReport) -> None:
         "isa": isa, "synthesized_rules": len(rules), "hand_rules": rep.hand_rules,
         "exercised": rep.exercised, "rediscovered": rep.rediscovered, "share": rep.share,
         "site_share": rep.site_share, "not_rediscovered_example": rep.examples,
+        "compiler_judge": {"exercised": comp.exercised, "rediscovered": comp.rediscovered, "share": comp.share,
+                           "site_share": comp.site_share, "not_rediscovered_example": comp.examples},
         "selection_instructions": {k: {"hand": h, "synthesized": s} for k, (h, s) in costs.items()},
         "selection_geomean_hand_over_synthesized": geo,
     }, indent=1) + "\n")

@@ -49,18 +49,29 @@ class Corpus:
     #: the whole expressions, per source (lowering synthesis lifts whole expressions first)
     expressions: dict[str, list[Term]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    #: per entry, the hull of the value range (pitchfork.selection.bounds) of what each variable
+    #: v0, v1, ... stood for at every place the cut was found: the sub-term a cut variable replaced, or
+    #: the leaf. A bounds predicate the lowering search may state (synth/tasks.py `_bounded_ranges`)
+    ranges: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
     def add_expression(self, term: Term, source: str, max_nodes: int = MAX_NODES) -> None:
+        from pitchfork.selection.bounds import bounds
+
         exprs = self.expressions.setdefault(source, [])
         if term in exprs:
             return
         exprs.append(term)
+        origin = {f"cut{id(n)}": n for n in term.walk() if n.args}  # a cut variable's name -> its sub-term
         for cut in cuts(term, max_nodes):
             c = canonical(cut)
             key = to_text(c)
             self.counts[key] += 1
             self.terms.setdefault(key, c)
             self.sources.setdefault(key, set()).add(source)
+            here = [bounds(origin.get(v.name, v)) for v in variable_order(cut)]
+            have = self.ranges.get(key)
+            self.ranges[key] = here if have is None else [
+                (min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(have, here)]
 
     def entries(self) -> list[CorpusEntry]:
         """Most frequent first, then by text (deterministic)."""
@@ -129,8 +140,8 @@ def _cut_var(t: Term) -> Term:
     return var(f"cut{id(t)}", t.type)
 
 
-def canonical(term: Term) -> Term:
-    """Variables renamed v0, v1, ... in pre-order of first appearance (constants kept)."""
+def variable_order(term: Term) -> list[Term]:
+    """The variables of `term` in pre-order of first appearance (`canonical` names them v0, v1, ...)."""
     order: list[Term] = []
 
     def visit(t: Term) -> None:
@@ -142,7 +153,12 @@ def canonical(term: Term) -> Term:
             visit(a)
 
     visit(term)
-    mapping = {v: var(f"v{i}", v.type) for i, v in enumerate(order)}
+    return order
+
+
+def canonical(term: Term) -> Term:
+    """Variables renamed v0, v1, ... in pre-order of first appearance (constants kept)."""
+    mapping = {v: var(f"v{i}", v.type) for i, v in enumerate(variable_order(term))}
     return substitute(term, mapping)
 
 
@@ -169,17 +185,25 @@ def benchmark_expressions(name: str, isas: Sequence[str] = ("arm64",), isel: str
     import halide as hl
 
     from benchmarks import registry
-    from pitchfork.frontend.capture import capture_stmt
+    from pitchfork.api import run_loop_passes
     from pitchfork.codegen.loop_nest import LoopNestCodegen
+    from pitchfork.frontend.capture import capture_stmt
+    from pitchfork.passes.pipeline import resolve
+    from pitchfork.targets.target_strings import parse_target
 
     bench = registry.get(name)
     out: list[Term] = []
     for isa in isas:
+        spec = parse_target(isa)
+        plist = resolve(spec.isa, isel, None, [], [])
         for pset in bench.param_sets:
             func, args = bench.build(isa, pset)
             pipeline = func if isinstance(func, hl.Pipeline) else hl.Pipeline(func)
-            captured = capture_stmt(pipeline, args, isa)
-            cg = LoopNestCodegen(captured, captured.parse(), isa, isel, name)
+            captured = capture_stmt(pipeline, args, spec.halide)
+            # the loop passes pitchfork.compile runs (dot_products, hvx_windows, ...): without them the
+            # corpus misses the forms they make (matmul's 4-tap sums as vector_reduce_add_x4)
+            stmt = run_loop_passes(captured.parse(), plist, name, 0, spec.unavailable)
+            cg = LoopNestCodegen(captured, stmt, spec.isa, isel, name, unavailable=spec.unavailable, passes=plist)
             cg.build()
             for _node, sel in cg.selections:
                 if sel.input.args and sel.input not in out:

@@ -314,7 +314,12 @@ def lower_tasks(
             continue
         if len(e.term.variables()) > opts.max_vars:
             continue
-        task = Task("lower", isa, e.key, opts.max_terms, opts.rlimit, hide=opts.hide, rules=rules)
+        ranges = tuple(lowered.ranges.get(e.key, ()))
+        vs = {v.name: v for v in e.term.variables()}
+        narrower = any((v := vs.get(f"v{i}")) is not None and (lo > v.type.min or hi < v.type.max)
+                       for i, (lo, hi) in enumerate(ranges))
+        task = Task("lower", isa, e.key, opts.max_terms, opts.rlimit, hide=opts.hide, rules=rules,
+                    ranges=ranges if narrower else ())
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     if opts.max_lower_lhs is not None:

@@ -209,29 +209,48 @@ def select(
 
 
 def bounded_example(c: Candidate) -> Optional[Term]:
-    """The candidate's example with its bounded variable clamped to the narrow type (so the
-    rewriter's bounds prove the `fits` predicate), or None if the predicate is not understood."""
+    """The candidate's example with its bounded variables clamped (min/max) into the ranges its
+    predicates state, so the rewriter's bounds prove them: `fits(x_T, N)` (x in N's range),
+    `lower_bounded(x_T, lo)`, `upper_bounded(x_T, hi)`, joined by `&&`; None if one is not understood."""
     import re
 
     from fpir.ops import make
     from fpir.term import const, var
     from fpir.types import parse_type
 
-    m = re.fullmatch(r"fits\((\w+)_([ui]\d+), ([ui]\d+)\)", c.bounded)
-    if m is None:
-        return None
-    t, n = parse_type(m.group(2)), parse_type(m.group(3))
-    x = var(m.group(1), t)
-    clamped = make("min", x, const(min(t.max, n.max), t), fold=False)
-    if t.signed:
-        clamped = make("max", clamped, const(max(t.min, n.min), t), fold=False)
+    limits: dict[tuple[str, str], list[int]] = {}
+    for clause in c.bounded.split(" && "):
+        m = re.fullmatch(r"fits\((\w+)_([ui]\d+), ([ui]\d+)\)", clause.strip())
+        b = re.fullmatch(r"(lower|upper)_bounded\((\w+)_([ui]\d+), (-?\d+)\)", clause.strip())
+        if m is not None:
+            t, n = parse_type(m.group(2)), parse_type(m.group(3))
+            lim = limits.setdefault((m.group(1), m.group(2)), [t.min, t.max])
+            lim[0], lim[1] = max(lim[0], n.min), min(lim[1], n.max)
+        elif b is not None:
+            t = parse_type(b.group(3))
+            lim = limits.setdefault((b.group(2), b.group(3)), [t.min, t.max])
+            if b.group(1) == "lower":
+                lim[0] = max(lim[0], int(b.group(4)))
+            else:
+                lim[1] = min(lim[1], int(b.group(4)))
+        else:
+            return None
+    clamped_of: dict[tuple[str, str], Term] = {}
+    for (name, tname), (lo, hi) in limits.items():
+        t = parse_type(tname)
+        x: Term = var(name, t)
+        if hi < t.max:
+            x = make("min", x, const(hi, t), fold=False)
+        if lo > t.min:
+            x = make("max", x, const(lo, t), fold=False)
+        clamped_of[(name, tname)] = x
     example = parse(c.example)
     memo: dict[int, Term] = {}
     from synth.corpus import rebuild
 
     for u in example.walk():
-        if u.is_var and u.name == x.name and u.type == t:
-            memo[id(u)] = clamped
+        if u.is_var and (u.name, u.type.name) in clamped_of:
+            memo[id(u)] = clamped_of[(u.name, u.type.name)]
         elif u.args:
             memo[id(u)] = rebuild(u, [memo[id(a)] for a in u.args])
         else:

@@ -67,6 +67,9 @@ class Task:
     hide: tuple[str, ...] = ()
     #: digest of the rules the task is planned against (synth/rulesnap.py `stage_digest`)
     rules: str = ""
+    #: lowering: the value range (lo, hi) of each variable v0, v1, ... over every place the left side
+    #: was found (synth/corpus.py `Corpus.ranges`), or () when none is narrower than its type
+    ranges: tuple[tuple[int, int], ...] = ()
 
     @property
     def key(self) -> str:
@@ -78,6 +81,7 @@ class Task:
         return (
             f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
             f"{int(self.generalize)}|{hide}|{self.rules}"
+            + (f"|r:{';'.join(f'{lo},{hi}' for lo, hi in self.ranges)}" if self.ranges else "")
         )
 
 
@@ -286,6 +290,8 @@ def _run(task: Task) -> dict[str, Any]:
     if res.status != "found":
         status = {"exhausted": "optimal", "budget": "budget", "solver": "solver"}[res.status]
         bounded = _bounded_narrowing(seen, grammar, bound, task) if task.generalize else None
+        if bounded is None and task.generalize and task.ranges:
+            bounded = _bounded_ranges(seen, grammar, bound, task)
         if bounded is not None:
             return {**info, **bounded}
         return {**info, "status": status, "reason": res.detail}
@@ -351,3 +357,58 @@ def _bounded_narrowing(seen: Term, grammar: Grammar, bound: tuple, task: Task) -
             "verdict": g.verdict,
         }
     return None
+
+
+def range_predicates(seen: Term, ranges: tuple[tuple[int, int], ...]) -> tuple[dict[str, tuple[int, int]], tuple[str, ...]]:
+    """The bounds (variable name -> (lo, hi)) and predicates (`lower_bounded(v0_i16, -16320)`,
+    `upper_bounded(...)`) for the variables of `seen` whose range is narrower than their type."""
+    found: dict[str, tuple[int, int]] = {}
+    preds: list[str] = []
+    names = {v.name: v for v in seen.variables()}
+    for i, (lo, hi) in enumerate(ranges):
+        v = names.get(f"v{i}")
+        if v is None or (lo <= v.type.min and hi >= v.type.max):
+            continue
+        lo, hi = max(lo, v.type.min), min(hi, v.type.max)
+        found[v.name] = (lo, hi)
+        if lo > v.type.min:
+            preds.append(f"lower_bounded({v.name}_{v.type.name}, {lo})")
+        if hi < v.type.max:
+            preds.append(f"upper_bounded({v.name}_{v.type.name}, {hi})")
+    return found, tuple(preds)
+
+
+def _bounded_ranges(seen: Term, grammar: Grammar, bound: tuple, task: Task) -> Optional[dict[str, Any]]:
+    """Bounds predicates from interval analysis: when no right side holds for every input, search
+    again with the variables restricted to the ranges interval analysis gave them wherever the left
+    side was found (`Task.ranges`; examples clamped, the solver told). A right side found there is a
+    rule under `lower_bounded` / `upper_bounded` predicates on those variables (the rewriter checks
+    them with the same bounds analysis), generalized and re-verified with them; each predicate the
+    rule verifies without is dropped (the widest rule that holds)."""
+    from synth.generalize import generalize
+
+    rng, assume = range_predicates(seen, task.ranges)
+    if not rng:
+        return None
+    res = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit, bounds=rng)
+    if res.status != "found" or res.rhs is None:
+        return None
+    g = generalize(seen, res.rhs, assume=assume)
+    if g is None:
+        return None
+    for drop in assume:  # the widest rule: a bound it does not need is not stated
+        fewer = tuple(a for a in assume if a != drop)
+        h = generalize(seen, res.rhs, assume=fewer) if fewer != assume else None
+        if h is not None:
+            assume, g = fewer, h
+    return {
+        "status": "synthesized",
+        "rhs": to_text(res.rhs),
+        "rhs_cost": list(grammar.cost(res.rhs)),
+        "bounded": " && ".join(assume),
+        "rule": g.text,
+        "level": g.level,
+        "constants": g.constants,
+        "instances": g.instances,
+        "verdict": g.verdict,
+    }

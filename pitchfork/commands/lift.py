@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("greedy", "egraph"), default="greedy",
                    help="greedy TRS (default) or equality saturation on egglog, never worse than greedy")
     p.add_argument("--explain", action="store_true",
-                   help="with --engine egraph: print the equivalences and rules that led to the result")
+                   help="with --engine egraph: print the rules that acted and an ordered derivation (input -> ... -> result, each step naming its rule)")
     p.add_argument("--allow-errors", action="store_true",
                    help="batch: exit 0 even when some lines failed (their errors are still reported)")
 
@@ -83,7 +83,7 @@ def lift_line(text: str, rules: Any, trace: bool | str = False, source: str = "<
             res = lift_egraph(term, rules)
             out["lifted"], out["engine"], out["note"] = str(res.term), res.source, res.note
             out["rules"] = sorted(set(res.fired) | set(res.greedy_fired))
-            out["_egraph"] = res
+            out["_egraph"], out["_term"] = res, term
             return out
         lifted, stats = lift_with_stats(term, rules, trace=trace)
     except FPIRSyntaxError as e:
@@ -111,6 +111,7 @@ def _batch(args: argparse.Namespace, rules: Any, src: TextIO, sink: TextIO) -> i
                       no_overflow=args.assume_no_overflow,
                       shifts_in_range=args.assume_shifts_in_range, engine=args.engine)
         r.pop("_egraph", None)
+        r.pop("_term", None)
         stats = r.pop("_stats", None)
         if stats is not None:
             rewrites += stats.rewrites
@@ -173,7 +174,11 @@ def _single(args: argparse.Namespace, rules: Any, sink: TextIO) -> int:
         if r.get("note"):
             print(f"pitchfork lift: note: {r['note']}", file=sys.stderr)
         if args.explain:
+            from pitchfork.selection.egraph.explain import explain_derivation, format_derivation
+
             print("\n".join(explain(r["_egraph"])), file=sys.stderr)
+            res, d = explain_derivation(r["_term"], rules)
+            print("\n".join(format_derivation(d, res.extracted if res.source == "egraph" else None)), file=sys.stderr)
         if args.stats:
             print(f"end to end (parse + lift + print): {seconds * 1e3:.3f} ms", file=sys.stderr)
         return 0

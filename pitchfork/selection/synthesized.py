@@ -13,6 +13,14 @@ compiler loads them by default. Two switches, for ablations:
 
 `rules_config(...)` does the same for a `with` block. `load_rules(path, exclude_from=...)` is the
 loader itself. The lifting and lowering rule sets are cached per setting, so switching is cheap.
+
+A third switch, for the ISA bring-up (synth/bringup.py, issue 29 part (b)): *synthesized-only
+lowering*. `set_lowering_only(DIR)` / `lowering_only_config(DIR)`, or for a whole process and its
+children the environment variable PITCHFORK_LOWERING_ONLY=DIR, makes a target's lowering TRS the rules
+of DIR/lower_<isa stem>.rules alone: neither the hand-written rules/lower/<isa>.rules nor the committed
+rules/synthesized/lower_<isa>.rules are loaded (the generic expansion, rules/lower/generic.rules, is
+not ISA lowering and stays). Lifting is unchanged, so a compile with it differs from the default one
+in the lowering only. A target without that file in DIR is refused, never compiled with no rules.
 """
 
 from __future__ import annotations
@@ -41,6 +49,37 @@ _CONFIG = SynthConfig()
 #: for a whole process (and its children: the ablation harness measuring a synthesis run's output
 #: folder) by the environment variable PITCHFORK_SYNTH_DIR
 _DIRECTORY: Optional[Path] = Path(os.environ["PITCHFORK_SYNTH_DIR"]) if os.environ.get("PITCHFORK_SYNTH_DIR") else None
+
+
+#: synthesized-only lowering: the folder whose lower_<isa stem>.rules are a target's whole lowering TRS
+#: (None: the hand-written rules plus the synthesized ones, the default); see the module doc
+_LOWERING_ONLY: Optional[Path] = (Path(os.environ["PITCHFORK_LOWERING_ONLY"])
+                                  if os.environ.get("PITCHFORK_LOWERING_ONLY") else None)
+
+
+def lowering_only() -> Optional[Path]:
+    """The synthesized-only lowering folder in force, or None (hand-written lowering)."""
+    return _LOWERING_ONLY
+
+
+def set_lowering_only(path: Optional[str | Path]) -> Optional[Path]:
+    """Lower with DIR/lower_<isa stem>.rules alone from now on (None: the hand-written lowering);
+    returns the previous setting. Targets are loaded per setting (the setting is part of their cache
+    key), so nothing needs dropping."""
+    global _LOWERING_ONLY
+    prev = _LOWERING_ONLY
+    _LOWERING_ONLY = None if path is None else Path(path)
+    return prev
+
+
+@contextmanager
+def lowering_only_config(path: Optional[str | Path]) -> Iterator[Optional[Path]]:
+    """`set_lowering_only(path)` for a `with` block."""
+    prev = set_lowering_only(path)
+    try:
+        yield _LOWERING_ONLY
+    finally:
+        set_lowering_only(prev)
 
 
 def rules_directory() -> Path:

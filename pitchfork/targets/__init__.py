@@ -12,7 +12,14 @@ from typing import Callable, Iterable, Optional
 from fpir.opspec import spec
 from fpir.term import Term
 from pitchfork.selection.dagcost import DagCost
-from pitchfork.selection.synthesized import SynthConfig, effective, on_directory_change, synthesized_rules
+from pitchfork.selection.synthesized import (
+    SynthConfig,
+    effective,
+    load_rules,
+    lowering_only,
+    on_directory_change,
+    synthesized_rules,
+)
 from pitchfork.trs.rules import RuleSet
 
 RULES_DIR = Path(__file__).resolve().parent.parent.parent / "rules"
@@ -163,9 +170,11 @@ def load_target(name: str, include_synthesized: Optional[bool] = None,
     rules/synthesized/lower_<isa>.rules) and cost. Synthesized rules follow the same switches as
     lifting (`pitchfork.selection.synthesized.effective`: --no-synthesized, leave-one-out exclusion).
     `unavailable`: target instructions (op names) the target's features lack
-    (pitchfork/targets/target_strings.py); rules whose right side uses one are left out."""
+    (pitchfork/targets/target_strings.py); rules whose right side uses one are left out.
+    Under synthesized-only lowering (`pitchfork.selection.synthesized.set_lowering_only(DIR)`, or
+    PITCHFORK_LOWERING_ONLY=DIR) the lowering rules are DIR/lower_<stem>.rules alone."""
     inc, excl = effective(include_synthesized, exclude_from)
-    return _load_target(canonical(name), inc, excl, frozenset(unavailable))
+    return _load_target(canonical(name), inc, excl, frozenset(unavailable), lowering_only())
 
 
 def uses_instruction(rule_rhs: str, ops: Iterable[str]) -> bool:
@@ -175,14 +184,21 @@ def uses_instruction(rule_rhs: str, ops: Iterable[str]) -> bool:
 
 @lru_cache(maxsize=None)
 def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[str],
-                 unavailable: frozenset[str] = frozenset()) -> TargetInfo:
+                 unavailable: frozenset[str] = frozenset(), only: Optional[Path] = None) -> TargetInfo:
     from pitchfork.trs.rules import load_rule_file
 
     module, stem = ISAS[name]
     importlib.import_module(module)
-    path = RULES_DIR / "lower" / f"{stem}.rules"
-    rules = load_rule_file(path) if path.exists() else []
-    rules += synthesized_rules(f"lower_{stem}", SynthConfig(include_synthesized, exclude_from))
+    if only is not None:  # synthesized-only lowering: that folder's rules, nothing hand-written
+        path = only / f"lower_{stem}.rules"
+        if not path.is_file():
+            raise ValueError(f"synthesized-only lowering (PITCHFORK_LOWERING_ONLY={only}): no {path.name} "
+                             f"there for {name} (run `pitchfork-synth --bring-up {name} -o {only}`)")
+        rules = load_rules(path, exclude_from)
+    else:
+        path = RULES_DIR / "lower" / f"{stem}.rules"
+        rules = load_rule_file(path) if path.exists() else []
+        rules += synthesized_rules(f"lower_{stem}", SynthConfig(include_synthesized, exclude_from))
     if unavailable:
         rules = [r for r in rules if not uses_instruction(r.rhs, unavailable)]
     return TargetInfo(name, RuleSet(rules), ordered_target_cost if name in ORDERED_SUMS else target_cost)

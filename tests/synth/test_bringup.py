@@ -70,3 +70,43 @@ def test_a_sum_of_widened_bytes_is_a_lowering_task() -> None:
 
     tasks, _ = lower_tasks({"s": [parse("vector_reduce_add_x4(u32(x_u8))")]}, "arm64", Options(max_lower_lhs=0))
     assert sorted(t.lhs for t in tasks) == ["vector_reduce_add_x4(u32(v0_u8))", "vector_reduce_add_x4(v0_u32)"]
+
+
+def test_compiler_judge_sees_children_as_the_synthesized_rules_lower_them() -> None:
+    """x86 pmaddwd_pairs: the hand TRS lowers widening_mul to x86.wmul_pmaddwd before the reduction
+    rule fires, so the strict judge hands the synthesized rules a left side holding the hand rules'
+    instruction and counts a miss; the compiler judge lowers the lifted sub-term whole by each rule set
+    and finds the same single instruction."""
+    load_target("x86-avx2")
+    rule = parse_rule("s1: vector_reduce_add_x2(widening_mul(v0_i16, v1_i16)) -> x86.pmaddwd_pairs(v0_i16, v1_i16)",
+                      "<test>", 1)
+    exprs = [parse("vector_reduce_add_x2(widening_mul(x_i16, y_i16))")]
+    strict = rediscovery("x86-avx2", exprs, [rule], judge="strict")
+    assert strict.exercised == {"wmul_pmaddwd": 1, "pmaddwd_pairs": 1}
+    assert "pmaddwd_pairs" not in strict.rediscovered
+    assert "x86.wmul_pmaddwd(x_i16, y_i16)" in strict.examples["pmaddwd_pairs"]
+    compiler = rediscovery("x86-avx2", exprs, [rule], judge="compiler")
+    assert compiler.exercised == strict.exercised
+    assert compiler.rediscovered == {"wmul_pmaddwd": 1, "pmaddwd_pairs": 1} and compiler.share == 1.0
+    # without the rule the reduction stays generic and the compiler judge counts the miss
+    none = rediscovery("x86-avx2", exprs, [], judge="compiler")
+    assert "pmaddwd_pairs" not in none.rediscovered
+    assert "synthesized" in none.examples["pmaddwd_pairs"]
+    with pytest.raises(ValueError, match="judge must be"):
+        rediscovery("x86-avx2", exprs, [rule], judge="lenient")
+
+
+def test_judge_folder_rejudges_a_finished_bring_up(tmp_path: Path) -> None:
+    from synth.bringup import judge_folder, main as bringup_main
+
+    (tmp_path / ".synth-cache").mkdir()
+    (tmp_path / ".synth-cache" / "corpus-matmul-x86-avx2-pitchfork.txt").write_text(
+        "vector_reduce_add_x2(widening_mul(x_i16, y_i16))\n")
+    (tmp_path / "lower_x86_avx2.rules").write_text(
+        "s1: vector_reduce_add_x2(widening_mul(v0_i16, v1_i16)) -> x86.pmaddwd_pairs(v0_i16, v1_i16)\n")
+    reps = judge_folder(tmp_path, "x86-avx2")
+    assert reps["strict"].share == 0.5 and reps["compiler"].share == 1.0
+    assert bringup_main([str(tmp_path), "x86-avx2", "--judge", "compiler", "--json", str(tmp_path / "j.json")]) == 0
+    assert json.loads((tmp_path / "j.json").read_text())["compiler"]["share"] == 1.0
+    with pytest.raises(SystemExit):
+        bringup_main([str(tmp_path), "arm64"])  # no arm64 corpus there: a one-line error

@@ -65,3 +65,13 @@ def _first_order(t):  # type: ignore[no-untyped-def]
         if x.is_var and x not in out:
             out.append(x)
     return out
+
+
+def test_benchmark_expressions_are_taken_after_the_loop_passes() -> None:
+    """The corpus is what pitchfork.compile selects for: matmul's written-out 4-tap sums reach
+    selection as reductions (the dot_products loop pass), so the lowering search sees the left sides
+    the compiler lowers (pmaddwd_pairs on x86), not the sums the pass rewrote."""
+    from synth.corpus import benchmark_expressions
+
+    exprs = benchmark_expressions("matmul", ("x86-avx2",))
+    assert any("vector_reduce_add_x2(u32(u16(" in str(t) for t in exprs)

@@ -1,0 +1,183 @@
+"""Issue 29 part (b): every benchmark compiled with synthesized-only lowering vs hand-written lowering,
+under the harness's static estimate.
+
+    python -m benchmarks.synth_bringup_static RULES_DIR [--isa I ...] [--bench B ...] [--reps N]
+                                              [-o OUT_DIR]
+
+RULES_DIR holds the bring-up's rule files (`pitchfork-synth --bring-up ISA -o RULES_DIR` writes
+lower_<isa stem>.rules there). For every ISA and benchmark the harness worker (benchmarks/harness/
+worker.py, the path `python -m benchmarks` takes: compile, run, check, count) runs twice, one right
+after the other:
+
+* `hand`: the default compiler (hand-written lowering rules/lower/<isa>.rules plus the committed
+  synthesized rules);
+* `synth`: the same compiler with PITCHFORK_LOWERING_ONLY=RULES_DIR
+  (pitchfork/selection/synthesized.py): the ISA's lowering TRS is RULES_DIR/lower_<stem>.rules alone;
+  lifting and the generic expansion are the same as `hand`'s.
+
+The figure per cell is hand / synth of the weighted static estimate (llvm-mca cycles on x86 and
+AArch64, VLIW packets on Hexagon; `benchmarks/harness/static.py`), at the quick size, as the ablation
+(benchmarks/harness/ablation.py) counts; >= 1.0 means synthesized-only is at least as fast. Every
+counted run checks its output against the numpy reference bit for bit (worker `_check_output`), so a
+cell with an estimate is a bit-exact one; a wrong output is a failed cell. On x86 the kernels are also
+timed, interleaved with LLVM alone, and the ratio of the two speedups over LLVM is reported beside the
+static one (`measured`).
+
+Writes `bringup_static.json` and `bringup_static.md` into OUT_DIR (default
+./pitchfork-synth-bringup-out in the current directory; never the source tree unless named).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+from benchmarks.common import ISAS
+from benchmarks.harness.tables import geomean, metric, ratio
+
+DEFAULT_OUT_NAME = "pitchfork-synth-bringup-out"
+CONFIGS = ("hand", "synth")
+
+
+@contextmanager
+def _env(name: str, value: Optional[str]) -> Iterator[None]:
+    """os.environ[name] = value (None: unset) for the worker processes started inside the block."""
+    prev = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if prev is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = prev
+
+
+def _row_summary(rows: dict[str, dict[str, Any]], isa: str) -> dict[str, Any]:
+    p = rows.get("pitchfork") or {}
+    out: dict[str, Any] = {"status": p.get("status"), "static": metric(p, isa, static=True)}
+    if p.get("errors") or p.get("static_error"):
+        out["errors"] = list(p.get("errors", [])) + ([p["static_error"]] if p.get("static_error") else [])
+    out["lowering_fired"] = sorted(k for k in p.get("rules_fired", {}) if not k.startswith("synth_lift_"))
+    if isa == "x86-avx2":
+        out["speedup_over_llvm"] = ratio(metric(rows.get("llvm"), isa), metric(p, isa))
+    return out
+
+
+def cell(bench: str, isa: str, rules_dir: Path, reps: int, timeout: float) -> dict[str, Any]:
+    """Both configurations of one benchmark on one ISA, one right after the other."""
+    from benchmarks.harness.run import run_worker
+
+    res: dict[str, Any] = {"bench": bench, "isa": isa}
+    for cfg in CONFIGS:
+        job = {"bench": bench, "isa": isa, "quick": True, "reps": reps, "seed": 1, "static_size": "quick",
+               "variants": ["pitchfork", "llvm"] if isa == "x86-avx2" else ["pitchfork"]}
+        with _env("PITCHFORK_LOWERING_ONLY", str(rules_dir) if cfg == "synth" else None):
+            got = run_worker(job, timeout, lambda ev: None)
+        res[cfg] = _row_summary({r["variant"]: r for r in got}, isa)
+    h, s = res["hand"].get("static"), res["synth"].get("static")
+    res["static_ratio"] = ratio(h, s)  # hand / synth: >= 1 means synthesized-only is as fast
+    if isa == "x86-avx2":
+        res["measured_ratio"] = ratio(res["synth"].get("speedup_over_llvm"), res["hand"].get("speedup_over_llvm"))
+    return res
+
+
+def run(rules_dir: Path, benches: Sequence[str], isas: Sequence[str], reps: int, timeout: float,
+        progress: bool = True) -> dict[str, Any]:
+    t0 = time.time()
+    cells = []
+    for isa in isas:
+        for b in benches:
+            c = cell(b, isa, rules_dir, reps, timeout)
+            cells.append(c)
+            if progress:
+                sr = c.get("static_ratio")
+                print(f"  {isa:9s} {b:16s} hand {c['hand'].get('static')} synth {c['synth'].get('static')} "
+                      f"{'%.3fx' % sr if sr else 'FAILED ' + '; '.join(c['synth'].get('errors', []) + c['hand'].get('errors', []))[:200]}",
+                      file=sys.stderr, flush=True)
+    summary = {}
+    for isa in isas:
+        rs = [c["static_ratio"] for c in cells if c["isa"] == isa and c.get("static_ratio")]
+        failed = [c["bench"] for c in cells if c["isa"] == isa and not c.get("static_ratio")]
+        summary[isa] = {"geomean": geomean(rs), "min": min(rs) if rs else None, "cells": len(rs), "failed": failed}
+        if isa == "x86-avx2":
+            ms = [c["measured_ratio"] for c in cells if c["isa"] == isa and c.get("measured_ratio")]
+            summary[isa]["measured_geomean"] = geomean(ms)
+    return {"meta": {"rules_dir": str(rules_dir), "benchmarks": list(benches), "isas": list(isas), "reps": reps,
+                     "seconds": round(time.time() - t0, 1), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     "load_average": os.getloadavg()},
+            "summary": summary, "cells": cells}
+
+
+def markdown(data: dict[str, Any]) -> str:
+    lines = [f"Synthesized-only lowering ({data['meta']['rules_dir']}) vs hand-written lowering: hand / synth "
+             "of the harness's static estimate (quick size; >= 1.0x: synthesized-only at least as fast).", ""]
+    for isa, s in data["summary"].items():
+        unit = "packets" if isa == "hvx128" else "cycles"
+        head = (f"**{isa}**: geomean {s['geomean']:.3f}x over {s['cells']} benchmarks, worst {s['min']:.3f}x"
+                if s["geomean"] else f"**{isa}**: no cell measured")
+        if s.get("measured_geomean"):
+            head += f" (measured, x86 timing over LLVM: {s['measured_geomean']:.3f}x)"
+        if s["failed"]:
+            head += f"; failed: {', '.join(s['failed'])}"
+        lines += [head, "",
+                  f"| benchmark | hand ({unit}) | synthesized-only ({unit}) | hand / synth |"
+                  + (" measured |" if isa == "x86-avx2" else ""),
+                  "|---|---|---|---|" + ("---|" if isa == "x86-avx2" else "")]
+        for c in data["cells"]:
+            if c["isa"] != isa:
+                continue
+            sr = c.get("static_ratio")
+            row = (f"| {c['bench']} | {c['hand'].get('static') or 'failed'} | {c['synth'].get('static') or 'failed'} | "
+                   f"{'%.3fx' % sr if sr else '-'} |")
+            if isa == "x86-avx2":
+                mr = c.get("measured_ratio")
+                row += f" {'%.3fx' % mr if mr else '-'} |"
+            lines.append(row)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from benchmarks import registry
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.synth_bringup_static", description=__doc__.split("\n")[0])
+    p.add_argument("rules_dir", type=Path, help="folder with the bring-up's lower_<isa>.rules")
+    p.add_argument("--isa", action="append", default=[], help=f"ISA (default: {', '.join(ISAS)})")
+    p.add_argument("--bench", action="append", default=[], help="benchmark (default: all 16)")
+    p.add_argument("--reps", type=int, default=5, help="x86 timing repetitions (default 5)")
+    p.add_argument("--timeout", type=float, default=1200.0, help="seconds per worker (default 1200)")
+    p.add_argument("-o", "--output", type=Path, default=Path.cwd() / DEFAULT_OUT_NAME)
+    args = p.parse_args(argv)
+    unknown = [b for b in args.bench if b not in registry.NAMES]
+    if unknown:
+        p.error(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(registry.NAMES)}")
+    isas = args.isa or list(ISAS)
+    bad = [i for i in isas if i not in ISAS]
+    if bad:
+        p.error(f"unknown ISA(s): {', '.join(bad)}; choose from {', '.join(ISAS)}")
+    from pitchfork.targets import ISAS as STEMS
+
+    missing = [i for i in isas if not (args.rules_dir / f"lower_{STEMS[i][1]}.rules").is_file()]
+    if missing:
+        p.error(f"{args.rules_dir}: no synthesized lowering rules for {', '.join(missing)} "
+                f"(expected lower_<stem>.rules from `pitchfork-synth --bring-up ISA -o {args.rules_dir}`)")
+    data = run(args.rules_dir.resolve(), args.bench or list(registry.NAMES), isas, args.reps, args.timeout)
+    args.output.mkdir(parents=True, exist_ok=True)
+    (args.output / "bringup_static.json").write_text(json.dumps(data, indent=1))
+    (args.output / "bringup_static.md").write_text(markdown(data))
+    print(markdown(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Lowering tasks with bounds predicates from interval analysis: the corpus keeps, per left side, the
+value range of what each variable stood for; a search that finds nothing for every input runs again
+inside those ranges and states them as lower_bounded / upper_bounded predicates."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fpir.text import parse
+from synth.bringup import bring_up_hidden
+from synth.corpus import Corpus
+from synth.output import Candidate, bounded_example
+from synth.tasks import Task, range_predicates, run_task
+
+EXPR = "rounding_mul_shr(widening_sub(x_u8, y_u8) << 6, z_i16, 15)"
+
+
+def test_corpus_keeps_the_hull_of_each_variables_range() -> None:
+    c = Corpus()
+    c.add_expression(parse(EXPR), "a")
+    assert c.ranges["rounding_mul_shr(v0_i16, v1_i16, 15)"] == [(-16320, 16320), (-32768, 32767)]
+    assert c.ranges["v0_i16 << 6"] == [(-255, 255)]
+    c.add_expression(parse("rounding_mul_shr(widening_sub(x_u8, y_u8) << 7, z_i16, 15)"), "b")
+    assert c.ranges["rounding_mul_shr(v0_i16, v1_i16, 15)"] == [(-32640, 32640), (-32768, 32767)]
+
+
+def test_range_predicates_state_only_the_narrower_sides() -> None:
+    seen = parse("rounding_mul_shr(v0_i16, v1_i16, 15)")
+    rng, preds = range_predicates(seen, ((-16320, 16320), (-32768, 32767)))
+    assert rng == {"v0": (-16320, 16320)}
+    assert preds == ("lower_bounded(v0_i16, -16320)", "upper_bounded(v0_i16, 16320)")
+    assert range_predicates(parse("v0_u8 + v1_u8"), ((0, 255), (0, 255))) == ({}, ())
+
+
+def test_bounded_example_clamps_every_stated_range() -> None:
+    c = Candidate(text="", example="rounding_mul_shr(v0_i16, v1_i16, 15)", rhs_cost=(1, 0, 0), sources=("a",),
+                  count=1, level="", constants="", verdict="",
+                  bounded="lower_bounded(v0_i16, -16320) && upper_bounded(v0_i16, 16320)")
+    ex = bounded_example(c)
+    assert ex is not None and str(ex) == "rounding_mul_shr(max(min(v0_i16, 16320), -16320), v1_i16, 15)"
+    c2 = replace(c, bounded="fits(v0_i16, u8)")
+    assert str(bounded_example(c2)) == "rounding_mul_shr(max(min(v0_i16, 255), 0), v1_i16, 15)"
+    assert bounded_example(replace(c, bounded="is_pow2(v0_i16)")) is None
+
+
+def test_lowering_search_states_a_range_where_no_rule_holds_for_every_input() -> None:
+    """x86 pmulhrsw rounds -32768 * -32768 to -32768, rounding_mul_shr saturates to 32767: no rule for
+    every input, one under the range interval analysis gave the operand (the hand rule needs
+    lower_bounded(x, -32767)). Every rule verified by Z3 at its type instances."""
+    lhs = "rounding_mul_shr(v0_i16, v1_i16, 15)"
+    plain = run_task(Task("lower", "x86-avx2", lhs, 20_000, hide=bring_up_hidden("x86-avx2")))
+    assert plain["status"] != "synthesized", plain
+    task = Task("lower", "x86-avx2", lhs, 20_000, hide=bring_up_hidden("x86-avx2"),
+                ranges=((-16320, 16320), (-32768, 32767)))
+    assert task.key != plain["key"]
+    res = run_task(task)
+    assert res["status"] == "synthesized", res
+    assert "x86.pmulhrsw(" in res["rule"] and "lower_bounded(v0_i16, -16320)" in res["bounded"]
+    assert "upper_bounded" not in res["bounded"]  # not needed: dropped
+    assert res["verdict"].startswith("VALID")
