@@ -70,3 +70,15 @@ def test_float_loop_nest_is_not_unswitched_and_matches_halide() -> None:
     w.set(values[1])
     ref = np.asarray(out.realize([32, 12]))
     np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_float_modules_emitted_without_window_scheduler() -> None:
+    """hvx128 modules with float arithmetic are emitted with the window scheduler off (and llc
+    reproductions say so); integer modules and other targets keep LLVM's default."""
+    from pitchfork.aot.generator import llc_command
+    from pitchfork.backend.machine import scheduler_options
+
+    assert scheduler_options("hvx128", "%a = fmul fast float %b, %c") == ("-window-sched=off",)
+    assert scheduler_options("hvx128", "%a = add <32 x i32> %b, %c") == ()
+    assert scheduler_options("x86-avx2", "%a = fmul fast float %b, %c") == ()
+    assert llc_command("hvx128", "k.ll", "%a = fadd float %b, %c").endswith(" -window-sched=off k.ll")
