@@ -32,6 +32,7 @@ is never above greedy's.
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
 import time
@@ -454,7 +455,18 @@ def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = 
     hit = _RESULTS.get(key)
     if hit is not None and hit.rule_set is rs:
         return hit
-    res = _lift_egraph(term, rs, budget, check)
+    # Python's cyclic collector is paused while lifting, as pitchfork/trs/rewriter.py pauses it while
+    # rewriting: reading e-graphs out and extracting allocate many short-lived acyclic objects, and each
+    # full collection they trigger rescans every interned term made so far (on hvx128, single
+    # expressions of gaussian3x3 or add took ~1 s when a collection fell on them). Re-enabled on the
+    # way out only if it was on.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        res = _lift_egraph(term, rs, budget, check)
+    finally:
+        if collecting:
+            gc.enable()
     res.rule_set = rs
     if len(_RESULTS) >= _RESULTS_MAX:
         del _RESULTS[next(iter(_RESULTS))]
