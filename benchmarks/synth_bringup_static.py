@@ -137,7 +137,8 @@ def markdown(data: dict[str, Any]) -> str:
             if c["isa"] != isa:
                 continue
             sr = c.get("static_ratio")
-            row = (f"| {c['bench']} | {c['hand'].get('static') or 'failed'} | {c['synth'].get('static') or 'failed'} | "
+            h, sy = c["hand"].get("static"), c["synth"].get("static")
+            row = (f"| {c['bench']} | {'%.0f' % h if h else 'failed'} | {'%.0f' % sy if sy else 'failed'} | "
                    f"{'%.3fx' % sr if sr else '-'} |")
             if isa == "x86-avx2":
                 mr = c.get("measured_ratio")
