@@ -235,7 +235,10 @@ def judge_folder(out_dir: "str | Path", isa: str, judges: Sequence[str] = JUDGES
     from synth.output import existing_rules
     from synth.stages import ISA_STEMS
 
+    from pitchfork.targets import load_target
+
     d = Path(out_dir)
+    load_target(isa)  # the instruction table the rules name
     rules = existing_rules(d / f"lower_{ISA_STEMS[isa]}.rules")
     files = sorted((d / ".synth-cache").glob(f"corpus-*-{isa}-pitchfork.txt"))
     if not files:
