@@ -187,18 +187,28 @@ def memory(n: int, shape: str) -> dict[str, Any]:
 # pitchfork.compile per phase vs LLVM alone vs Halide 21 (one child process per benchmark x ISA)
 
 PHASES = ("capture", "selection", "codegen", "llvm")
+#: the LLVM phase split (CompileStats.llvm_phases; checkouts from issue 26's one-emission change on)
+LLVM_PHASES = ("llvm_parse", "llvm_verify", "llvm_O3", "llvm_print", "llvm_fixups", "llvm_parse_optimized",
+               "llvm_emit_object", "llvm_emit_assembly")
+#: the codegen split (CompileStats.codegen_phases)
+CODEGEN_PHASES = ("codegen_parse", "codegen_loop_passes", "codegen_ir_build", "codegen_ir_print")
 
 
 def _ours(bench: Any, isa: str, isel: str) -> dict[str, float]:
     import pitchfork
 
     out, args = bench.build(isa, bench.param_sets[0])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     prog = pitchfork.compile(out, args, target=isa, isel=isel, name=f"{bench.name}_{isel}", fallback=False)
-    total = time.perf_counter() - t0
+    total, cpu = time.perf_counter() - t0, time.process_time() - c0
     s = prog.stats
-    return {"total": total, "capture": s.capture_seconds, "selection": s.selection_seconds,
-            "codegen": s.codegen_seconds, "llvm": s.llvm_seconds}
+    row = {"total": total, "capture": s.capture_seconds, "selection": s.selection_seconds,
+           "codegen": s.codegen_seconds, "llvm": s.llvm_seconds, "cpu": cpu}
+    for phase, secs in getattr(s, "llvm_phases", {}).items():  # checkouts from issue 26's one-emission change on
+        row[phase] = secs
+    for phase, secs in getattr(s, "codegen_phases", {}).items():  # and from its phase split on
+        row[f"codegen_{phase}"] = secs
+    return row
 
 
 def _halide(bench: Any, isa: str) -> dict[str, float]:
@@ -211,7 +221,7 @@ def _halide(bench: Any, isa: str) -> dict[str, float]:
     out, args = bench.build(isa, bench.param_sets[0])
     pipe = out if isinstance(out, hl.Pipeline) else hl.Pipeline(out)
     with tempfile.TemporaryDirectory(prefix="pf-ct-") as d:
-        t0 = time.perf_counter()
+        t0, c0, ch0 = time.perf_counter(), time.process_time(), os.times()
         if isa == "x86-avx2":
             pipe.compile_jit(hl.Target(HALIDE_TARGETS[isa]))
             how = "compile_jit"
@@ -228,7 +238,10 @@ def _halide(bench: Any, isa: str) -> dict[str, float]:
                             "-relocation-model=static", "-filetype=obj", ll, "-o", os.path.join(d, "f.o")],
                            check=True, capture_output=True)
             how = "compile_to_llvm_assembly + llc -O3"
-        return {"total": time.perf_counter() - t0, "how": how}  # type: ignore[dict-item]
+        total, ch1 = time.perf_counter() - t0, os.times()
+        cpu = (time.process_time() - c0 + (ch1.children_user - ch0.children_user)
+               + (ch1.children_system - ch0.children_system))  # llc's CPU included (hvx128)
+        return {"total": total, "cpu": cpu, "how": how}  # type: ignore[dict-item]
 
 
 def child(name: str, isa: str, repeat: int) -> dict[str, Any]:
@@ -296,9 +309,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
             cell: dict[str, float] = {}
             for kind in ("pitchfork", "llvm", "halide21"):
                 have = [r["median"][kind] for r in sel if kind in r["median"]]
-                for phase in ("total",) + (PHASES if kind != "halide21" else ()):
-                    if have:
-                        cell[f"{kind}.{phase}"] = statistics.median(h[phase] for h in have)
+                for phase in ("total", "cpu") + (PHASES + LLVM_PHASES + CODEGEN_PHASES if kind != "halide21" else ()):
+                    # a phase a compile did not run counts 0 (e.g. llvm_emit_assembly where the object
+                    # was emitted); a checkout that reports no CPU or LLVM split has no such cells
+                    if have and (phase in PHASES + ("total",) or any(phase in h for h in have)):
+                        cell[f"{kind}.{phase}"] = statistics.median(h.get(phase, 0.0) for h in have)
                 cell[f"{kind}.n"] = len(have)
             out.setdefault(root, {})[isa] = cell
     return out
@@ -323,7 +338,8 @@ def markdown(data: dict[str, Any]) -> str:
                   "0; each child process warms up once, then compiles each contender in rotation). Phases: Halide "
                   "capture / selection (lift + lower) / codegen (statement parse, loop passes, IR emission; from the "
                   "issue 26 changes on also llvmlite's printing of the module, before them in LLVM) / LLVM "
-                  "(parse, verify, O3, assembly; the object is emitted when first asked for). Halide 21: x86 `compile_jit`, arm64 `compile_to_assembly`, hvx128 "
+                  "(parse, verify, O3, one emission: before the issue 26 one-emission change the assembly, the object "
+                  "emitted when first asked for; after it the object, the assembly when first asked for). Halide 21: x86 `compile_jit`, arm64 `compile_to_assembly`, hvx128 "
                   "`compile_to_llvm_assembly` + llc -O3.", "",
                   "| checkout | ISA | PITCHFORK total (capture / selection / codegen / LLVM) | selection share "
                   "| LLVM alone total (same) | Halide 21 | PITCHFORK / LLVM alone | PITCHFORK / Halide 21 |",
@@ -342,6 +358,27 @@ def markdown(data: dict[str, Any]) -> str:
                 lines.append(f"| {Path(root).name} | {isa} | {split('pitchfork')} | {share} | {split('llvm')} | "
                              f"{halide} | {vs_llvm} | {vs_halide} |")
         lines.append("")
+        cpu_rows = [(root, isa, c) for root, per_isa in comp["summary"].items() for isa, c in per_isa.items()
+                    if "pitchfork.cpu" in c]
+        if cpu_rows:
+            lines += ["CPU seconds of the compiling process (medians as above; PITCHFORK's and LLVM alone's exclude "
+                      "the capture child, whose lowering is Halide's own, so the wall-clock capture is shown beside "
+                      "them; Halide 21's include its lowering and, on hvx128, llc) and PITCHFORK's LLVM phase "
+                      "(seconds: parse / verify / O3 / printing the optimised IR / HVX fixups / parsing it back / "
+                      "emitting the object / emitting assembly where the HVX pair choice needs it) and codegen phase "
+                      "(statement parse / loop passes / IR building without selection / llvmlite's printing).", "",
+                      "| checkout | ISA | PITCHFORK CPU (+ capture wall) | LLVM alone CPU (+ capture wall) "
+                      "| Halide 21 CPU | PITCHFORK codegen phases | PITCHFORK LLVM phases |",
+                      "|---|---|---|---|---|---|---|"]
+            for root, isa, c in cpu_rows:
+                def cpu(k: str) -> str:
+                    return f"{c[f'{k}.cpu']:.2f} (+ {c[f'{k}.capture']:.2f})" if f"{k}.cpu" in c else "-"
+                split = " / ".join(f"{c[f'pitchfork.{p}']:.3f}" for p in LLVM_PHASES if f"pitchfork.{p}" in c) or "-"
+                cg = " / ".join(f"{c[f'pitchfork.{p}']:.3f}" for p in CODEGEN_PHASES if f"pitchfork.{p}" in c) or "-"
+                hl_cpu = f"{c['halide21.cpu']:.2f}" if "halide21.cpu" in c else "-"
+                lines.append(f"| {Path(root).name} | {isa} | {cpu('pitchfork')} | {cpu('llvm')} | {hl_cpu} | {cg} "
+                             f"| {split} |")
+            lines.append("")
         errs = [(r["bench"], r["isa"], Path(r["root"]).name, k, v) for r in comp["rows"] for k, v in r["errors"].items()]
         if errs:
             lines += ["Failed compiles (not in the medians):", ""]

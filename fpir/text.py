@@ -20,6 +20,7 @@ printing is a post-order walk, so 10,000-node expressions (chains, nests, unary 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Generator, Optional, Sequence, Union
@@ -162,7 +163,15 @@ def _end_position(text: str) -> tuple[int, int]:
     return len(lines), len(lines[-1]) + 1
 
 
-_PARSER = lark_parser(GRAMMAR, "fpir-text", parser="lalr", propagate_positions=True, maybe_placeholders=False)
+@functools.cache
+def _parser(positions: bool) -> Any:
+    """The LALR parser, loaded on first use. Without `positions` the tree's nodes carry no line and
+    column (tokens keep theirs): a third less parse time, so `parse` uses it and parses again with
+    positions only to raise an error (a Raw's position is only ever read for an error message)."""
+    return lark_parser(GRAMMAR, "fpir-text" if positions else "fpir-text-unpositioned", parser="lalr",
+                       propagate_positions=positions, maybe_placeholders=False)
+
+
 _TO_RAW = _ToRaw()
 
 
@@ -187,9 +196,10 @@ def _transform(tree: Tree) -> Raw:
     return done[0]
 
 
-def parse_raw(text: str, source: str = "<expr>") -> Raw:
+def parse_raw(text: str, source: str = "<expr>", *, positions: bool = True) -> Raw:
+    """The Raw tree of `text`; `positions=False` leaves every node's line and column 0 (see `_parser`)."""
     try:
-        return _transform(_PARSER.parse(text))
+        return _transform(_parser(positions).parse(text))
     except FPIRSyntaxError as e:
         raise FPIRSyntaxError(e.message, e.line, e.column, source) from None
     except UnexpectedEOF as e:
@@ -354,6 +364,12 @@ def retype_shift_constant(op: str, terms: Sequence[Term], other_width_only: bool
 
 def parse(text: str, env: Optional[dict[str, ScalarType]] = None, source: str = "<expr>",
           expected: Optional[ScalarType] = None) -> Term:
-    """Parse and type-check one expression. `env` may give types to untyped variable names."""
-    raw = parse_raw(text, source)
-    return _Elaborator(source, env).elab(raw, expected)
+    """Parse and type-check one expression. `env` may give types to untyped variable names.
+
+    Parsed without node positions first (they are only for error messages); any error is raised
+    from a second, positioned parse and elaboration, so its line and column are exact."""
+    try:
+        return _Elaborator(source, env).elab(parse_raw(text, source, positions=False), expected)
+    except Exception:  # noqa: BLE001 - raised again, with positions, just below
+        pass
+    return _Elaborator(source, env).elab(parse_raw(text, source), expected)

@@ -43,7 +43,7 @@ from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.frontend.printer import to_text
 from pitchfork.passes.pipeline import PassList, resolve
 from pitchfork.frontend.deep import run_deep
-from pitchfork.backend.link_check import undefined_calls
+from pitchfork.backend.link_check import undefined_calls, undefined_symbols
 from pitchfork.errors import UsageError
 from pitchfork.frontend.checks import (check_arguments, refuse_deep_statement, refuse_extern_stages,
                                        refuse_huge_vectors, refuse_if_halide_rejects)
@@ -72,6 +72,13 @@ class CompileStats:
     selection_seconds: float = 0.0
     codegen_seconds: float = 0.0
     llvm_seconds: float = 0.0
+    #: llvm_seconds split by LLVM phase (pitchfork.backend.machine.compile_module's `timings`: parse,
+    #: verify, O3, print, HVX fixups, parse of the optimised text, the one emission); empty when the
+    #: module was compiled in a forked child (hvx128 below v66)
+    llvm_phases: dict[str, float] = field(default_factory=dict)
+    #: codegen_seconds split: statement parse, loop passes, LLVM IR building (selection excluded),
+    #: llvmlite's printing of the module (the rest is the checks between them)
+    codegen_phases: dict[str, float] = field(default_factory=dict)
     asserts_checked: int = 0
     asserts_skipped: int = 0
 
@@ -120,9 +127,9 @@ class CompiledPipeline:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         if self.module is not None:
-            from pitchfork.aot.abi import aot_outputs
+            from pitchfork.aot.abi import aot_object
 
-            p.write_bytes(aot_outputs(self)[2])
+            p.write_bytes(aot_object(self))
         else:
             pipeline, args = self._halide
             pipeline.compile_to_object(str(p), list(args), self.name, halide_target(self.halide_target))
@@ -438,18 +445,28 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         cap = captured
 
+        phases = stats.codegen_phases
+
         def frontend() -> LoopNestCodegen:
+            t = time.perf_counter()
             stmt = cap.parse()
             refuse_huge_vectors(stmt, name)
+            phases["parse"] = time.perf_counter() - t
+            t = time.perf_counter()
             stmt = run_loop_passes(stmt, plist, name, debug, spec.unavailable)
+            phases["loop_passes"] = time.perf_counter() - t
+            t = time.perf_counter()
             cg = LoopNestCodegen(cap, stmt, target, isel, name, unavailable=spec.unavailable, passes=plist)
             cg.build()
+            phases["ir_build"] = time.perf_counter() - t - cg.stats.selection_seconds
             return cg
 
         cg = run_deep(frontend)  # the walkers recurse per nesting level: a deep stack, bounded (deep.py)
         if debug >= 2:
             _log(f"{name}: LLVM IR from codegen", str(cg.module))
+        t = time.perf_counter()
         ir_text = str(cg.module)  # llvmlite's printing: our codegen's cost, not LLVM's
+        phases["ir_print"] = time.perf_counter() - t
         stats.codegen_seconds = time.perf_counter() - t0 - cg.stats.selection_seconds
         stats.selection_seconds = cg.stats.selection_seconds
         stats.rules_fired = dict(cg.stats.rules_fired)
@@ -466,9 +483,11 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
         module = compile_module(ir_text, machine_target(spec), i64_halves=plist.on("hvx_i64_halves"),
                                 pairs=plist.on("hvx_pairs"), isolate=spec.isa == "hvx128" and spec.hvx_version < 66,
                                 trace=(lambda stage, text: _log(f"{name}: LLVM IR after {stage}", text))
-                                if debug >= 2 else None)
+                                if debug >= 2 else None, timings=stats.llvm_phases)
         stats.llvm_seconds = time.perf_counter() - t0
-        missing = undefined_calls(module.assembly(), target)
+        # read from what compile_module emitted (the object; the assembly where HVX pair forms were weighed)
+        missing = (undefined_calls(module.assembly(), target) if module.emitted("asm")
+                   else undefined_symbols(module.object_bytes(), target))
         if missing:  # would fail to link at the first call: refused now (link_check.py)
             raise Unsupported(f"the kernel calls {', '.join(missing)}, which {target} code cannot call here "
                               "(no C library on the Hexagon harness)")

@@ -561,16 +561,25 @@ def aot_ir(prog: CompiledPipeline) -> str:
 def aot_outputs(prog: CompiledPipeline) -> tuple[str, str, bytes]:
     """(`.ll` text, `.s` text, `.o` bytes) of the AOT module; `.s` and `.o` are what `llc -O3` makes
     of the `.ll` (no further optimisation)."""
+    text = aot_ir(prog)
+    return text, _aot_emit(prog, text, "asm"), _aot_emit(prog, text, "obj")  # type: ignore[return-value]
+
+
+def aot_object(prog: CompiledPipeline) -> bytes:
+    """The `.o` of `aot_outputs` alone (its assembly is not emitted)."""
+    return _aot_emit(prog, aot_ir(prog), "obj")  # type: ignore[return-value]
+
+
+def _aot_emit(prog: CompiledPipeline, text: str, kind: str) -> bytes | str:
     from pitchfork.backend.machine import _parse, _set_align_vectors, _shared_machine, emission_options
 
     assert prog.module is not None
-    text = aot_ir(prog)
     t = prog.module.target  # the machine it was compiled for (target features: pitchfork/targets/target_strings.py)
     if t.name == "hvx128":
         _set_align_vectors(prog.module.align_vectors)
     tm = _shared_machine(t, prog.module.opt)
     with emission_options(t, text):  # hvx128: i64-vector modules unpacketised, as compile_module does
-        return text, tm.emit_assembly(_parse(text, t)), tm.emit_object(_parse(text, t))
+        return tm.emit_assembly(_parse(text, t)) if kind == "asm" else tm.emit_object(_parse(text, t))
 
 
 def header(prog: CompiledPipeline) -> str:
@@ -624,7 +633,7 @@ def static_library(members: list[tuple[str, bytes]], symbols: dict[str, int]) ->
     return bytes(out)
 
 
-__all__ = ["AbiArg", "AbiError", "EntryBuilder", "abi_arguments", "aot_ir", "aot_outputs", "header",
+__all__ = ["AbiArg", "AbiError", "EntryBuilder", "abi_arguments", "aot_ir", "aot_object", "aot_outputs", "header",
            "header_text", "kernel_name", "static_library"]
 
 

@@ -7,9 +7,11 @@ This is the bottom of the emit layer. It owns:
   "AVX2" result cannot silently use AVX-512 encodings).
 * `compile_module`: parse, set triple and data layout, verify, optimise with the new pass manager
   (O3 without loop unrolling/vectorization/interleaving, as Halide),
-  emit assembly (and lazily an object file). Invariant: a `CompiledModule` never contains a call to an
-  unknown `llvm.*` symbol -- LLVM accepts misspelt intrinsic names as external functions (§4.3.1), so
-  the assembly is checked and `IntrinsicError` is raised instead.
+  emit the object file once (and the assembly, from the same optimised text with the same options,
+  only when asked for: one LLVM emission per output, never a second of the same). Invariant: a
+  `CompiledModule` never contains a call to an unknown `llvm.*` symbol -- LLVM accepts misspelt
+  intrinsic names as external functions (§4.3.1), so the object's undefined symbols (or the assembly,
+  where it was emitted first) are checked and `IntrinsicError` is raised instead.
 * the hvx128 post-O3 choices that need the assembly (register-pair forms kept only where they cost
   no packet, pitchfork/backend/hvx_pairs.py), read with pitchfork/backend/asm.py.
 
@@ -32,6 +34,7 @@ import pickle
 import re
 import signal
 import tempfile
+import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,6 +51,7 @@ from pitchfork.backend.asm import (  # re-exported: see the module docstring
     inner_loop_instructions,
     main_vector_loop,
 )
+from pitchfork.backend.elf import undefined_symbols
 
 __all__ = [
     "TARGETS",
@@ -221,13 +225,19 @@ class FunctionSig:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class CompiledModule:
-    """An optimised module for one target: its IR text, assembly, and (lazily) its object file."""
+    """An optimised module for one target: its IR text, its object file, and (lazily) its assembly.
+
+    Both come from one LLVM emission each, from the optimised IR *text* with the same backend options,
+    so they are one code. `compile_module` emits the object (what the x86 JIT, the qemu runs and the
+    compile-time checks use); the assembly is emitted the first time someone asks for it (the harness's
+    static estimates, `.s` outputs, tests), never twice. On hvx128 a module whose register-pair forms
+    were weighed against their split (pitchfork/backend/hvx_pairs.py) has its assembly already and
+    emits the object when first asked for it instead."""
 
     target: Target
     opt: int
     source_ir: str
     optimized_ir: str
-    asm: str
     signatures: dict[str, FunctionSig]
     align_vectors: bool = True  # hvx128: HexagonVectorCombine's AlignVectors on (see compile_module)
     _cache: dict[str, bytes | str] = field(default_factory=dict, repr=False)
@@ -236,18 +246,24 @@ class CompiledModule:
         return self.optimized_ir
 
     def assembly(self) -> str:
-        return self.asm
+        """The assembly, emitted from the optimised IR text on first use, with the backend options the
+        object was emitted with (so it is the code of `object_bytes()`)."""
+        asm = self._cache.get("asm")
+        if not isinstance(asm, str):
+            asm = self._cache["asm"] = _emit(self.optimized_ir, self.target, self.opt, self.align_vectors, "asm")
+        return asm
+
+    @property
+    def asm(self) -> str:
+        """`assembly()` (the attribute name of the assembly before it was emitted lazily)."""
+        return self.assembly()
 
     def object_bytes(self) -> bytes:
         """ELF object code, emitted from the optimised IR text with the backend options `assembly()`
-        was emitted with, so it is the same code."""
+        is emitted with, so it is the same code."""
         obj = self._cache.get("obj")
         if not isinstance(obj, bytes):
-            mod = _parse(self.optimized_ir, self.target)
-            if self.target.name == "hvx128":
-                _set_align_vectors(self.align_vectors)
-            with _emission_options(self.target, self.optimized_ir):  # as when `asm` was emitted
-                obj = self._cache["obj"] = _shared_machine(self.target, self.opt).emit_object(mod)
+            obj = self._cache["obj"] = _emit(self.optimized_ir, self.target, self.opt, self.align_vectors, "obj")
         return obj
 
     @property
@@ -260,8 +276,12 @@ class CompiledModule:
             key = self._cache["key"] = hashlib.sha1(text.encode()).hexdigest()
         return key
 
+    def emitted(self, kind: Literal["asm", "obj"]) -> bool:
+        """Whether the assembly ("asm") or object ("obj") has been emitted already (emits nothing)."""
+        return kind in self._cache
+
     def function_asm(self, function: str) -> str:
-        return function_region(self.asm, function)
+        return function_region(self.assembly(), function)
 
     def llvm_default_assembly(self) -> str:
         """The assembly with LLVM's default backend options: on hvx128, VLIW packets and new-value
@@ -269,7 +289,7 @@ class CompiledModule:
         For the benchmark harness's LLVM-alone baseline, whose figure must not carry PITCHFORK's
         workaround for qemu-hexagon (it counts packets; its counted run still checks the output)."""
         if not emission_flags(self.target, self.optimized_ir):
-            return self.asm
+            return self.assembly()
         mod = _parse(self.optimized_ir, self.target)  # (the options are at LLVM's defaults here)
         _set_align_vectors(self.align_vectors)
         return _shared_machine(self.target, self.opt).emit_assembly(mod)
@@ -376,13 +396,21 @@ def _set_align_vectors(on: bool) -> None:
 
 def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
              i64_halves: bool = True, pairs: bool = True,
-             trace: Optional[Callable[[str, str], None]] = None) -> tuple[str, str, dict[str, FunctionSig]]:
+             trace: Optional[Callable[[str, str], None]] = None, timings: Optional[dict[str, float]] = None,
+             ) -> tuple[str, dict[str, bytes | str], dict[str, FunctionSig]]:
+    """(optimised IR text, what was emitted from it: {"obj": ...} or, for a module whose HVX pair
+    forms were weighed, {"asm": ...}, the defined functions' signatures)."""
+    t0 = time.perf_counter()
     mod = _parse(ir_text, target)
+    _timed(timings, "llvm_parse", t0)
+    t0 = time.perf_counter()
     try:
         mod.verify()
     except RuntimeError as e:
         raise CompileError(f"LLVM IR does not verify: {e}") from None
+    _timed(timings, "llvm_verify", t0)
     tm = _shared_machine(target, opt)
+    t0 = time.perf_counter()
     if opt > 0:
         pto = llvm.create_pipeline_tuning_options(speed_level=opt)
         # As Halide's own backend does by default (no `enable_llvm_loop_opt`): the code is already
@@ -394,7 +422,11 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
         pto.slp_vectorization = target.name == "arm64"
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
+    _timed(timings, "llvm_O3", t0)
+    t0 = time.perf_counter()
     text = str(mod)
+    _timed(timings, "llvm_print", t0)
+    t0 = time.perf_counter()
     if trace is not None:
         trace(f"O{opt}", text)
     if target.name == "hvx128":
@@ -419,33 +451,69 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
         if bad_line is not None:
             raise CompileError(f"hvx128: unsupported: the optimiser made vectors of i128 lanes, "
                                f"which the Hexagon backend scalarises into code known to run wrong: {bad_line[:160]}")
+    _timed(timings, "llvm_fixups", t0)
     # The backend always starts from the optimised text, never from the module the pass pipeline
     # left in memory: every other consumer (object_bytes, the x86 JIT, the AOT entry) parses that
     # text, and the backend's IR passes (loop strength reduction above all) break ties by use-list
     # order, which printing and parsing does not keep. Emitting from the in-memory module gave
     # assembly that differed from the object code (gaussian5x5 arm64: hot loop 97 instructions in
     # .s, 95 in .o). Codegen's own IR changes (LSR's rewrites) stay out of `text` for the same reason.
+    t0 = time.perf_counter()
     mod = _parse(text, target)
-    if target.name == "hvx128":
-        _set_align_vectors(align_vectors)
-    with _emission_options(target, text):
-        asm = tm.emit_assembly(mod)
+    _timed(timings, "llvm_parse_optimized", t0)
+    emitted: dict[str, bytes | str] = {}
     if target.name == "hvx128" and pairs:
         from pitchfork.backend.hvx_pairs import has_pair_forms, keep_pairs, split_pairs
 
         if has_pair_forms(text):  # register-pair forms: kept only where they cost no packet
+            # The choice reads packets, so both alternatives are emitted as assembly; the chosen
+            # one's object is emitted when first asked for.
+            t0 = time.perf_counter()
+            asm = _emit_module(mod, text, target, opt, align_vectors, "asm")
             split_text = split_pairs(text)
             split_mod = _parse(split_text, target)
-            with _emission_options(target, split_text):
-                split_asm = tm.emit_assembly(split_mod)
+            split_asm = _emit_module(split_mod, split_text, target, opt, align_vectors, "asm")
+            _timed(timings, "llvm_emit_assembly", t0)
             packets = [len(lp.packets) for lp in find_loops(asm, target=target.name)]
             split_packets = [len(lp.packets) for lp in find_loops(split_asm, target=target.name)]
             if not keep_pairs(packets, split_packets):
                 text, mod, asm = _traced(trace, "hvx_pairs", split_text), split_mod, split_asm
-    bad = _unknown_intrinsic_calls(asm)
+            emitted["asm"] = asm
+            bad = _unknown_intrinsic_calls(asm)
+            if bad:
+                raise IntrinsicError(target.name, bad)
+            return text, emitted, _signatures(mod)
+    # One emission: the object (what runs, and what the checks below read); the assembly is emitted
+    # from the same text when asked for (CompiledModule.assembly).
+    t0 = time.perf_counter()
+    obj = emitted["obj"] = _emit_module(mod, text, target, opt, align_vectors, "obj")
+    _timed(timings, "llvm_emit_object", t0)
+    bad = sorted(n for n in undefined_symbols(obj) if _LLVM_SYMBOL.fullmatch(n))
     if bad:
         raise IntrinsicError(target.name, bad)
-    return text, asm, _signatures(mod)
+    return text, emitted, _signatures(mod)
+
+
+def _emit_module(mod: llvm.ModuleRef, text: str, target: Target, opt: int, align_vectors: bool,
+                 kind: Literal["asm", "obj"]) -> bytes | str:
+    """Emit `mod` (parsed from `text`) as assembly or object code with the backend options every
+    emission of `text` uses (AlignVectors, the i64-vector qemu workaround)."""
+    if target.name == "hvx128":
+        _set_align_vectors(align_vectors)
+    tm = _shared_machine(target, opt)
+    with _emission_options(target, text):
+        return tm.emit_assembly(mod) if kind == "asm" else tm.emit_object(mod)
+
+
+def _emit(text: str, target: Target, opt: int, align_vectors: bool, kind: Literal["asm", "obj"]) -> bytes | str:
+    """`text` (optimised IR) parsed and emitted: what `compile_module` emitted, or would have."""
+    return _emit_module(_parse(text, target), text, target, opt, align_vectors, kind)
+
+
+def _timed(timings: Optional[dict[str, float]], phase: str, t0: float) -> None:
+    """Add the seconds since `t0` to `timings[phase]` (when timings are asked for)."""
+    if timings is not None:
+        timings[phase] = timings.get(phase, 0.0) + time.perf_counter() - t0
 
 
 def _traced(trace: Optional[Callable[[str, str], None]], stage: str, text: str) -> str:
@@ -458,7 +526,7 @@ def _traced(trace: Optional[Callable[[str, str], None]], stage: str, text: str) 
 def compile_module(
     ir_text: str, target: Target | str, opt: int = 3, *, isolate: bool = False,
     align_vectors: bool | None = None, i64_halves: bool = True, pairs: bool = True,
-    trace: Optional[Callable[[str, str], None]] = None,
+    trace: Optional[Callable[[str, str], None]] = None, timings: Optional[dict[str, float]] = None,
 ) -> CompiledModule:
     """Verify, optimise (new pass manager, `-O<opt>`) and compile `ir_text` for `target`.
 
@@ -474,20 +542,23 @@ def compile_module(
     `pairs=False` (hvx128) keeps register-pair forms without trying the split alternative
     (`pitchfork.backend.hvx_pairs`). These three are the optional backend passes of
     pitchfork.passes.pipeline; `trace(stage, ir_text)`, if given (not with `isolate`), sees the IR
-    after O3 and after each backend pass that rewrote it.
+    after O3 and after each backend pass that rewrote it. `timings`, if given (not with `isolate`),
+    gets the seconds of each LLVM phase added under its name (llvm_parse, llvm_verify, llvm_O3,
+    llvm_print, llvm_fixups, llvm_parse_optimized, llvm_emit_object or llvm_emit_assembly).
     """
     t = get_target(target)
     if not 0 <= opt <= 3:
         raise ValueError(f"opt level must be 0..3, got {opt}")
     if align_vectors is None:
         align_vectors = HVX_ALIGN_VECTORS
-    opt_ir, asm, sigs = (_compile_isolated(ir_text, t, opt, align_vectors, i64_halves, pairs) if isolate
-                         else _compile(ir_text, t, opt, align_vectors, i64_halves, pairs, trace))
-    return CompiledModule(t, opt, ir_text, opt_ir, asm, sigs, align_vectors)
+    opt_ir, emitted, sigs = (_compile_isolated(ir_text, t, opt, align_vectors, i64_halves, pairs) if isolate
+                             else _compile(ir_text, t, opt, align_vectors, i64_halves, pairs, trace, timings))
+    return CompiledModule(t, opt, ir_text, opt_ir, sigs, align_vectors, dict(emitted))
 
 
 def _compile_isolated(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
-                      i64_halves: bool = True, pairs: bool = True) -> tuple[str, str, dict[str, FunctionSig]]:
+                      i64_halves: bool = True, pairs: bool = True,
+                      ) -> tuple[str, dict[str, bytes | str], dict[str, FunctionSig]]:
     _init_llvm()
     rfd, wfd = os.pipe()
     with tempfile.TemporaryFile() as err:

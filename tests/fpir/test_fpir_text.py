@@ -164,6 +164,23 @@ def test_syntax_errors(text: str, line: int, column: int, message: str) -> None:
     assert str(e.value).startswith(f"<expr>:{line}:{column}: ")
 
 
+def test_unpositioned_parse_differs_only_in_positions() -> None:
+    """`parse` elaborates a tree parsed without node positions (faster); the positioned tree it falls
+    back to for errors (test_syntax_errors) is the same tree with lines and columns."""
+    from fpir.text import Raw, parse_raw
+
+    def strip(r: Raw) -> tuple:
+        return (r.kind, r.text, r.tparam_text, tuple(strip(a) for a in r.args))
+
+    def positions(r: Raw) -> list[tuple[int, int]]:
+        return [(r.line, r.column), *(p for a in r.args for p in positions(a))]
+
+    text = "u8(min(u16(a_u8) +\n  u16(b_u8), 255)) + saturating_cast<u8>(c_i16)"
+    fast, slow = parse_raw(text, positions=False), parse_raw(text)
+    assert strip(fast) == strip(slow)
+    assert set(positions(fast)) == {(0, 0)} and (2, 3) in positions(slow)
+
+
 def test_error_names_the_source() -> None:
     with pytest.raises(FPIRSyntaxError, match=r"^rules/lift.rules:1:7: "):
         parse("a_u8 +", source="rules/lift.rules")

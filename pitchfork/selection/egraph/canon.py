@@ -49,3 +49,22 @@ def rename(term: Term, mapping: dict[Term, Term]) -> Term:
             args = tuple(memo[a] for a in t.args)
             memo[t] = t if all(x is y for x, y in zip(args, t.args)) else intern(t.op, t.type, args, t.attrs)
     return memo[term]
+
+
+def rename_all(terms: list[Term], mapping: dict[Term, Term]) -> list[Term]:
+    """`rename` of each of `terms`, sharing one memo (the sub-terms of one expression overlap)."""
+    memo: dict[Term, Term] = {}
+    out = []
+    for root in terms:
+        for t in root.walk():
+            if t in memo:
+                continue
+            if t.op == "var":
+                memo[t] = mapping.get(t, t)
+            elif not t.args:
+                memo[t] = t
+            else:
+                args = tuple(memo[a] for a in t.args)
+                memo[t] = t if all(x is y for x, y in zip(args, t.args)) else intern(t.op, t.type, args, t.attrs)
+        out.append(memo[root])
+    return out

@@ -11,8 +11,12 @@ Encoding (egglog program text, for `egglog.bindings`):
 * leaves: `(Const v "ty")` for constants; `(Leaf n "ty")` for everything else the e-graph does not
   look into (variables, uniform variables, target instructions, constants outside egglog's i64), n
   indexing `Encoding.leaves`.
-* `(tyof e)`: the type of an e-class, set by the `types` ruleset from each constructor's type field,
-  which typed wildcards (`x_u8`) of rule patterns query.
+* `(tyof e)`: the type of an e-class, which typed wildcards (`x_u8`) of rule patterns query. Whoever
+  adds an op node sets it from the node's type field: the encoder beside each `let` (`encode`, `bind`),
+  a compiled rule beside each node of its right side (rules.py). (A `types` rule per constructor
+  did the same for every node, but egglog paid for ~100 such rules in the prelude, in every `(push)`
+  / `(pop)` and in every schedule that ran them: a third of each saturation.) Constants and leaves
+  keep their two `types` rules.
 
 Invariant: `encode` and `Encoding.decode_node` are inverse on every term they accept; a term is
 encoded as one `let` per distinct node (post-order), so deep terms need no recursion here or in
@@ -78,11 +82,6 @@ def declarations(ops: Optional[list[str]] = None) -> str:
     lines.append(f"(rule ((= e ({CONST} v t))) ((set (tyof e) t)) :ruleset types)")
     lines.append(f"(rule ((= e ({LEAF} v t))) ((set (tyof e) t)) :ruleset types)")
     for op in ops:
-        ar = spec(op).arity
-        args = " ".join(f"a{i}" for i in range(ar))
-        for fl in flag_sets(op):
-            lines.append(f"(rule ((= e ({ctor(op, fl)} t {args}))) ((set (tyof e) t)) :ruleset types)")
-    for op in ops:
         s = spec(op)
         if s.explicit_type:  # an identity cast is its operand (fpir.ops.make drops it too)
             lines.append(f"(rule ((= e ({ctor(op)} t x)) (= (tyof x) t)) ((union e x)) :ruleset types)")
@@ -110,22 +109,6 @@ class Encoding:
     def program(self) -> str:
         return "\n".join(self.lets) + "\n"
 
-    def expr(self, term: Term) -> str:
-        """`term` as one nested egglog expression (leaves shared with the lets: the same e-classes)."""
-        memo: dict[Term, str] = {}
-        for t in term.walk():
-            ty = quote(t.type.name)
-            if t.op == "const" and I64_MIN <= t.value <= I64_MAX:
-                memo[t] = f"({CONST} {t.value} {ty})"
-            elif not t.args or t.op not in self.known:
-                if t not in self.leaf_index:
-                    self.leaf_index[t] = len(self.leaves)
-                    self.leaves.append(t)
-                memo[t] = f"({LEAF} {self.leaf_index[t]} {ty})"
-            else:
-                memo[t] = f"({ctor(t.op, t.attrs)} {ty}{''.join(' ' + memo[a] for a in t.args)})"
-        return memo[term]
-
     def bind(self, term: Term, out: list[str]) -> str:
         """The global naming `term`'s e-class: the name `encode` or an earlier `bind` gave it, or a new
         one, appending to `out` a `let` for each of its nodes not named yet (post-order). Union
@@ -145,6 +128,9 @@ class Encoding:
                 out.append(f"(let {name} ({LEAF} {self.leaf_index[t]} {ty}))")
             else:
                 out.append(f"(let {name} ({ctor(t.op, t.attrs)} {ty}{''.join(' ' + names[a] for a in t.args)}))")
+                out.append(f"(set (tyof {name}) {ty})")
+                if t.attrs:  # the plain twin of a flagged node: same value, fewer facts
+                    out.append(f"(union {name} ({ctor(t.op, ())} {ty}{''.join(' ' + names[a] for a in t.args)}))")
             names[t] = name
         return names[term]
 
@@ -188,6 +174,7 @@ def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "$n
         else:
             args = " ".join(enc.names[a] for a in t.args)
             enc.lets.append(f"(let {name} ({ctor(t.op, t.attrs)} {ty} {args}))")
+            enc.lets.append(f"(set (tyof {name}) {ty})")
             if t.attrs:  # the plain twin of a flagged node: same value, fewer facts
                 enc.lets.append(f"(union {name} ({ctor(t.op, ())} {ty} {args}))")
         enc.names[t] = name

@@ -32,6 +32,7 @@ is never above greedy's.
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
 import time
@@ -44,8 +45,8 @@ from typing import Any, Optional
 from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType, parse_type
 from pitchfork.selection.cost import cost
-from pitchfork.selection.egraph.canon import canonical, rename
-from pitchfork.selection.egraph.declare import Encoding, declarations, encode, lifting_ops, parse_ctor
+from pitchfork.selection.egraph.canon import canonical, rename, rename_all
+from pitchfork.selection.egraph.declare import Encoding, _type, declarations, encode, lifting_ops, parse_ctor
 from pitchfork.selection.egraph.extract import extract, extract_all_with_choices, read_egraph
 from pitchfork.selection.egraph.sketch import Guide, sketches
 from pitchfork.selection.egraph.rules import Compiled, compile_rules, result_type_table, type_tables
@@ -75,7 +76,7 @@ class Budget:
     seconds (for interactive use only: tests and measurements use rounds and nodes, which do not
     depend on machine load)."""
 
-    rounds: int = 4
+    rounds: int = 5  # add and softmax written as a difference of two products by 97088 (1482880) take five
     nodes: int = 5_000
     seconds: Optional[float] = None
     lifts: Optional[int] = None  # e-nodes the lifting pass may lift per round (None: all)
@@ -174,6 +175,7 @@ def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: Egrap
     best_nodes, best = extract_all_with_choices(classes, enc, fold=False)
     guide = Guide(classes, best_nodes, best, enc) if guided else None
     sk = sketches(rw.rules) if guided else {}
+    compiled = rw.rules.compiled()
     unions: list[str] = []
     cap = None if limit is None else limit * (res.rounds + 1)  # `limit` new e-nodes per round
     for n in (n for nodes in classes.values() for n in nodes):
@@ -183,6 +185,12 @@ def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: Egrap
         if not n.children or any(ch not in best for ch in n.children):
             continue
         default = tuple(best[ch] for ch in n.children)
+        if not compiled.candidates(parse_ctor(n.ctor)[0], _type(n.tname)) and not all(a.is_const for a in default):
+            # no lifting rule has this op and type at its root: lifting the node only lifts its
+            # children, whose cheapest terms' liftings this pass unions into their own classes, so
+            # the node over them is in this class already (congruence). (Over constants alone the
+            # rebuilt node may fold, which egglog's fold rules do not all cover: lifted anyway.)
+            continue
         choices = [default]
         if guide is not None:
             op = parse_ctor(n.ctor)[0]
@@ -383,17 +391,23 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     seen: set = set()
     t0 = time.perf_counter()
     rnd, close, size = _parsed(eg, _ROUND), _parsed(eg, _CLOSE), _parsed(eg, "(print-size)")
-    eg.run_program(*eg.parse_program(enc.program()), *close)
+    program = enc.program()
     if seed is not None:  # greedy's lifting of the input's sub-terms (Budget.seed)
         pending = []
         for t, lifted in seed:
             a = enc.bind(t, pending)
             pending.append(f"(union {a} {enc.bind(lifted, pending)})")
     else:
+        eg.run_program(*eg.parse_program(program), *close)
+        program = ""
         pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts, budget.guided)
     for r in range(budget.rounds):
         res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
-        new = eg.parse_program("\n".join(pending)) if pending else []
+        # with a seed, nothing is read before the first round: the input's lets join its call (each
+        # run_program call costs egglog its own schedule and rebuild)
+        text = program + "\n".join(pending)
+        program = ""
+        new = eg.parse_program(text) if text.strip() else []
         out = eg.run_program(*new, *rnd, *close, *size)
         report = next(o.report for o in out if hasattr(o, "report"))
         res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v and not k.startswith("(")})
@@ -441,7 +455,18 @@ def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = 
     hit = _RESULTS.get(key)
     if hit is not None and hit.rule_set is rs:
         return hit
-    res = _lift_egraph(term, rs, budget, check)
+    # Python's cyclic collector is paused while lifting, as pitchfork/trs/rewriter.py pauses it while
+    # rewriting: reading e-graphs out and extracting allocate many short-lived acyclic objects, and each
+    # full collection they trigger rescans every interned term made so far (on hvx128, single
+    # expressions of gaussian3x3 or add took ~1 s when a collection fell on them). Re-enabled on the
+    # way out only if it was on.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        res = _lift_egraph(term, rs, budget, check)
+    finally:
+        if collecting:
+            gc.enable()
     res.rule_set = rs
     if len(_RESULTS) >= _RESULTS_MAX:
         del _RESULTS[next(iter(_RESULTS))]
@@ -502,7 +527,13 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
         if len(_SHAPES) >= _RESULTS_MAX:
             del _SHAPES[next(iter(_SHAPES))]
         forward = {v: k for k, v in back.items()}
-        _SHAPES[key] = hit = (rs, _saturate_shape(canon, rename(greedy_in, forward), rs, budget, check))
+        seed = None
+        if budget.seed:  # greedy's lifting of every sub-term of the input, from its memo, renamed
+            memo = lw._memo
+            pairs = [(t, memo[t]) for t in norm.walk() if t.args and memo.get(t, t) is not t]
+            renamed = rename_all([x for p in pairs for x in p], forward)
+            seed = list(zip(renamed[0::2], renamed[1::2]))
+        _SHAPES[key] = hit = (rs, _saturate_shape(canon, rename(greedy_in, forward), rs, budget, check, seed))
         shape = hit[1]
     else:
         shape = replace(hit[1], note="; ".join(x for x in ("same shape as an earlier expression", hit[1].note) if x))
@@ -517,17 +548,14 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
     return res
 
 
-def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, check: bool) -> EgraphResult:
+def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, check: bool,
+                    seed: Optional[list[tuple[Term, Term]]] = None) -> EgraphResult:
     """Steps 1-5 of the module docstring on one (canonical) input, whose greedy lifting is `greedy_in`:
     the e-graph's result when it is cheaper than greedy's and proved equal (validate.py), else
-    greedy's with the reason in `note`."""
-    from pitchfork.selection.greedy import lift_with_stats, lifter
+    greedy's with the reason in `note`. `seed` (Budget.seed): greedy's lifting of the input's
+    sub-terms, (sub-term, lifted) pairs, which the caller's greedy run already computed."""
+    from pitchfork.selection.greedy import lift_with_stats
 
-    seed = None
-    if budget.seed:  # greedy's lifting of every sub-term of the (canonical) input, from its memo
-        lw = lifter(rs)
-        lw.rewrite(term)
-        seed = [(t, lw._memo[t]) for t in term.walk() if t.args and lw._memo.get(t, t) is not t]
     try:
         extracted, res = saturate(term, rs, budget, seed)
     except Exception as e:  # egglog errors, unsupported input: greedy's answer, said in one line

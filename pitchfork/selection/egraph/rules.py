@@ -309,8 +309,27 @@ def compile_rule(rule: Rule, ruleset: str, tables: Optional[set[str]] = None) ->
     if tables is not None:
         tables |= c.tables
     rhs, lookups = _hoist_lookups(rhs)
+    made, rhs = _typed_action(rhs)
     query = " ".join([f"(= root {pat})", *c.facts, *dict.fromkeys(c.guards), *pred, *lookups])
-    return f"(rule ({query}) ((union root {rhs})) :ruleset {ruleset} :name {quote(rule.name)})"
+    return f"(rule ({query}) ({' '.join(made)} (union root {rhs})) :ruleset {ruleset} :name {quote(rule.name)})"
+
+
+def _typed_action(action: str) -> tuple[list[str], str]:
+    """Each op node the right side makes bound by a `let` and given its `tyof` (its type field), as
+    declare.py's encoding does for the nodes it adds: (actions, the root's expression)."""
+    made: list[str] = []
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, str):
+            return x
+        y = [walk(a) for a in x]
+        if y and isinstance(y[0], str) and y[0].startswith("op_"):
+            name = f"rv{len(made) // 2}"
+            made.extend([f"(let {name} {_unparse(y)})", f"(set (tyof {name}) {_unparse(y[1])})"])
+            return name
+        return y
+
+    return made, _unparse(walk(_sexpr(action)))
 
 
 def _sexpr(text: str) -> Any:

@@ -173,3 +173,24 @@ def test_hvx_align_vectors_is_per_module() -> None:
     default = vector_ops(True)
     assert "vmemu" not in default, default  # realigned loads (valign / shuffles) instead
     assert vector_ops(False) == plain
+
+
+@pytest.mark.parametrize("target", TARGET_NAMES)
+def test_one_emission_per_output(target: str) -> None:
+    """compile_module emits the object only; the assembly is emitted once, when first asked for, and
+    is what a module compiled the same way gives (the outputs do not depend on which came first)."""
+    m = compile_module(avg2d_ir(target), target)
+    assert m.emitted("obj") and not m.emitted("asm")
+    asm = m.assembly()
+    assert m.emitted("asm") and m.assembly() is asm and m.asm is asm
+    again = compile_module(avg2d_ir(target), target)
+    assert again.assembly() == asm and again.object_bytes() == m.object_bytes()
+    assert again.llvm_ir() == m.llvm_ir()
+
+
+def test_compile_timings() -> None:
+    timings: dict[str, float] = {}
+    compile_module(avg_add_ir("x86-avx2"), "x86-avx2", timings=timings)
+    assert set(timings) == {"llvm_parse", "llvm_verify", "llvm_O3", "llvm_print", "llvm_fixups",
+                            "llvm_parse_optimized", "llvm_emit_object"}
+    assert all(v >= 0 for v in timings.values())

@@ -50,7 +50,10 @@ def test_algebra_file_compiles_and_greedy_never_loads_it() -> None:
 def test_encoding_shares_nodes() -> None:
     t = parse("u16(a_u8) * u16(a_u8) + u16(a_u8)")
     enc = encode(t)
-    assert len(enc.lets) == len(list(t.walk()))
+    lets = [x for x in enc.lets if x.startswith("(let ")]
+    assert len(lets) == len(list(t.walk()))
+    # every op node's type is set beside its let (declare.py: no per-constructor `types` rule)
+    assert sum(x.startswith("(set (tyof ") for x in enc.lets) == sum(1 for x in t.walk() if x.args)
     assert len(enc.leaves) == 1
 
 

@@ -100,3 +100,11 @@ def test_cli_batch_with_egraph_engine_writes_json(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     row = json.loads(out.stdout.strip().splitlines()[0])
     assert "widening_sub" in row["lifted"] and row["engine"] == "egraph"
+
+
+def test_factoring_a_large_constant_is_derived() -> None:
+    # blur3x3's key expression with its constant split: x * 43690 + x = x * 43691 (mul_add_self_factor,
+    # rules/egraph/algebra.rules; the constant folds as the right side is built)
+    steps = _check_chain("u16((u32(a_u16) * 43690 + u32(a_u16)) >> 17)", Budget())
+    assert steps[0].rule == "mul_add_self_factor"
+    assert str(steps[-1].after) == "mul_shr(a_u16, 43691, 17)"

@@ -13,6 +13,7 @@ import pytest
 from benchmarks.variants import DATA, hit, load
 from fpir.interp import evaluate
 from fpir.text import parse
+from pitchfork.selection.cost import cost
 from fpir.z3enc import equivalent
 from pitchfork.selection.egraph.engine import Budget, lift_egraph
 from pitchfork.selection.lift import lift
@@ -120,6 +121,12 @@ def test_egraph_reaches_what_greedy_misses(text: str, name: str) -> None:
     ("saturating_cast<u8>((i16(a_u8) * 3 - i16(b_u8) * 2) >> 4)", "conv3x3a16"),
     # u8(min(x_u32, 255)) through saturating_cast<u16> (saturating_cast_split) to rounding_mul_shr
     ("u8(min((u32(u16(a_u8) + u16(b_u8)) * 21845 + 32768) >> 16, 255))", "average_pool"),
+    # x * 43690 + x = x * 43691 (mul_add_self_factor, any constant), then mul_shr
+    ("u16((u32(a_u16) * 43690 + u32(a_u16)) >> 17)", "blur3x3"),
+    # b * 3 - 15 = (b - 5) * 3 (mul_sub_const_factor), then (a - 3) * (b - 5) by mul_sub_factor
+    ("i32(a_u8) * i32(b_u8) - i32(a_u8) * 5 - i32(b_u8) * 3 + 15", "fully_connected"),
+    # a difference of two products by one constant: factored, split and narrowed in five rounds
+    ("saturating_cast<i16>((i32(a_u8) * 97088 - i32(b_u8) * 97088 + 16384) >> 15)", "add"),
 ])
 def test_egraph_reaches_key_expressions_greedy_misses(text: str, name: str) -> None:
     canon = parse(next(g.canonical for g in KEYS if g.name == name))
@@ -135,9 +142,13 @@ def test_power_of_two_factor_of_a_constant_reaches_rounding_mul_shr() -> None:
     [-255, 255] (bounded.rules widening_shl_times_const), then rounding_mul_shr through the sketch of
     multiply.rules' saturating_cast(rounding_shr(widening_mul(..))) rule."""
     t = parse("saturating_cast<i16>(((i32(a_u8) - i32(b_u8)) * 97088 + 16384) >> 15)")
-    res = lift_egraph(t, budget=Budget())
+    res = lift_egraph(t, budget=Budget(rounds=4))
     assert str(res.term) == "rounding_mul_shr(widening_sub(a_u8, b_u8) << 6, 1517, 15)"
     assert _equal(res.term, t)
+    # a fifth round (the default) moves the shift into the multiply's: cheaper, and still exact
+    five = lift_egraph(t, budget=Budget(rounds=5))
+    assert str(five.term) == "rounding_mul_shr(widening_sub(a_u8, b_u8), 1517, 9)"
+    assert cost(five.term) < cost(res.term) and _equal(five.term, t)
 
 
 def test_sketch_guidance_is_what_finds_the_folded_rounding_constant() -> None:
