@@ -23,6 +23,12 @@ cell with an estimate is a bit-exact one; a wrong output is a failed cell. On x8
 timed, interleaved with LLVM alone, and the ratio of the two speedups over LLVM is reported beside the
 static one (`measured`).
 
+With `--withdraw`, the rules that make synthesized-only code slower are then withdrawn
+(`withdraw_regressions`: each rule that fired in a cell below 0.9x, tried out of the rule set on every
+cell where it fired; named in RULES_DIR/withdrawn.txt with the figures when no cell gets slower
+without it and one gets faster): a verified rule the cost model prefers can still be slower code
+(x86 matmul: `v0 + reduce(v1) + reduce(v2) -> v0 + reduce(v1 + v2)`).
+
 Writes `bringup_static.json` and `bringup_static.md` into OUT_DIR (default
 ./pitchfork-synth-bringup-out in the current directory; never the source tree unless named).
 """
@@ -91,6 +97,82 @@ def cell(bench: str, isa: str, rules_dir: Path, reps: int, timeout: float) -> di
     return res
 
 
+def synth_only_static(bench: str, isa: str, rules_dir: Path, without: Sequence[str], timeout: float) -> Optional[float]:
+    """The static estimate of one benchmark with RULES_DIR's rules less `without` (and less its
+    withdrawn.txt), through a scratch copy of the folder; None if the cell fails (wrong output included)."""
+    import shutil
+    import tempfile
+
+    from benchmarks.harness.run import run_worker
+
+    with tempfile.TemporaryDirectory(prefix="pf-bringup-w-") as d:
+        for f in rules_dir.glob("lower_*.rules"):
+            shutil.copy(f, d)
+        old = (rules_dir / "withdrawn.txt").read_text() if (rules_dir / "withdrawn.txt").exists() else ""
+        Path(d, "withdrawn.txt").write_text(old + "".join(f"{n}  # trial\n" for n in without))
+        job = {"bench": bench, "isa": isa, "quick": True, "reps": 1, "seed": 1, "static_size": "quick",
+               "variants": ["pitchfork"]}
+        with _env("PITCHFORK_LOWERING_ONLY", d):
+            got = run_worker(job, timeout, lambda ev: None)
+    return metric({r["variant"]: r for r in got}.get("pitchfork"), isa, static=True)
+
+
+def withdraw_regressions(data: dict[str, Any], rules_dir: Path, timeout: float, below: float = 0.9,
+                         progress: bool = True) -> dict[str, str]:
+    """Withdraw the synthesized rules that make synthesized-only code slower: every rule that fired
+    in a cell below `below` (hand / synth) is tried out of the rule set on every cell where it fired;
+    it is withdrawn (named in RULES_DIR/withdrawn.txt with the figures, which the loader honours) when
+    no such cell gets slower without it and at least one gets faster. Rules are tried one at a time,
+    each against the rule set less those withdrawn before it. The cells' synthesized-only estimates
+    are updated in place (the x86 timing ratio of a changed cell is dropped: it was not re-timed)."""
+    cells = data["cells"]
+    fired_in: dict[str, list[dict[str, Any]]] = {}
+    for c in cells:
+        for r in c["synth"].get("lowering_fired", []):
+            if r.startswith("synth_lower_"):
+                fired_in.setdefault(r, []).append(c)
+    suspects = sorted({r for c in cells if (c.get("static_ratio") or 1.0) < below
+                       for r in c["synth"].get("lowering_fired", []) if r.startswith("synth_lower_")})
+    gone: dict[str, str] = {}
+    for r in suspects:
+        trial: list[tuple[dict[str, Any], float]] = []
+        ok = True
+        for c in fired_in[r]:
+            s1 = synth_only_static(c["bench"], c["isa"], rules_dir, [*gone, r], timeout)
+            if s1 is None or s1 > c["synth"]["static"]:
+                ok = False
+                break
+            trial.append((c, s1))
+        if ok and any(s1 < c["synth"]["static"] for c, s1 in trial):
+            why = "; ".join(f"{c['bench']} on {c['isa']} static {c['synth']['static']:.0f} -> {s1:.0f} without it"
+                            for c, s1 in trial)
+            gone[r] = f"bring-up regression check (benchmarks/synth_bringup_static.py): {why}"
+            for c, s1 in trial:
+                c["synth"]["static"] = s1
+                c["static_ratio"] = ratio(c["hand"].get("static"), s1)
+                c.pop("measured_ratio", None)
+            with (rules_dir / "withdrawn.txt").open("a") as f:
+                f.write(f"{r}  # {gone[r]}\n")
+        if progress:
+            print(f"  regression check {r}: {'withdrawn: ' + gone[r] if r in gone else 'kept'}", file=sys.stderr,
+                  flush=True)
+    data["summary"] = summarize(cells, data["meta"]["isas"])
+    data["meta"]["withdrawn"] = gone
+    return gone
+
+
+def summarize(cells: list[dict[str, Any]], isas: Sequence[str]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    for isa in isas:
+        rs = [c["static_ratio"] for c in cells if c["isa"] == isa and c.get("static_ratio")]
+        failed = [c["bench"] for c in cells if c["isa"] == isa and not c.get("static_ratio")]
+        summary[isa] = {"geomean": geomean(rs), "min": min(rs) if rs else None, "cells": len(rs), "failed": failed}
+        if isa == "x86-avx2":
+            ms = [c["measured_ratio"] for c in cells if c["isa"] == isa and c.get("measured_ratio")]
+            summary[isa]["measured_geomean"] = geomean(ms)
+    return summary
+
+
 def run(rules_dir: Path, benches: Sequence[str], isas: Sequence[str], reps: int, timeout: float,
         progress: bool = True) -> dict[str, Any]:
     t0 = time.time()
@@ -104,14 +186,7 @@ def run(rules_dir: Path, benches: Sequence[str], isas: Sequence[str], reps: int,
                 print(f"  {isa:9s} {b:16s} hand {c['hand'].get('static')} synth {c['synth'].get('static')} "
                       f"{'%.3fx' % sr if sr else 'FAILED ' + '; '.join(c['synth'].get('errors', []) + c['hand'].get('errors', []))[:200]}",
                       file=sys.stderr, flush=True)
-    summary = {}
-    for isa in isas:
-        rs = [c["static_ratio"] for c in cells if c["isa"] == isa and c.get("static_ratio")]
-        failed = [c["bench"] for c in cells if c["isa"] == isa and not c.get("static_ratio")]
-        summary[isa] = {"geomean": geomean(rs), "min": min(rs) if rs else None, "cells": len(rs), "failed": failed}
-        if isa == "x86-avx2":
-            ms = [c["measured_ratio"] for c in cells if c["isa"] == isa and c.get("measured_ratio")]
-            summary[isa]["measured_geomean"] = geomean(ms)
+    summary = summarize(cells, isas)
     return {"meta": {"rules_dir": str(rules_dir), "benchmarks": list(benches), "isas": list(isas), "reps": reps,
                      "seconds": round(time.time() - t0, 1), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      "load_average": os.getloadavg()},
@@ -121,6 +196,10 @@ def run(rules_dir: Path, benches: Sequence[str], isas: Sequence[str], reps: int,
 def markdown(data: dict[str, Any]) -> str:
     lines = [f"Synthesized-only lowering ({data['meta']['rules_dir']}) vs hand-written lowering: hand / synth "
              "of the harness's static estimate (quick size; >= 1.0x: synthesized-only at least as fast).", ""]
+    for name, why in sorted(data["meta"].get("withdrawn", {}).items()):
+        lines += [f"* withdrawn {name}: {why}"]
+    if data["meta"].get("withdrawn"):
+        lines.append("")
     for isa, s in data["summary"].items():
         unit = "packets" if isa == "hvx128" else "cycles"
         head = (f"**{isa}**: geomean {s['geomean']:.3f}x over {s['cells']} benchmarks, worst {s['min']:.3f}x"
@@ -137,7 +216,8 @@ def markdown(data: dict[str, Any]) -> str:
             if c["isa"] != isa:
                 continue
             sr = c.get("static_ratio")
-            row = (f"| {c['bench']} | {c['hand'].get('static') or 'failed'} | {c['synth'].get('static') or 'failed'} | "
+            h, sy = c["hand"].get("static"), c["synth"].get("static")
+            row = (f"| {c['bench']} | {'%.0f' % h if h else 'failed'} | {'%.0f' % sy if sy else 'failed'} | "
                    f"{'%.3fx' % sr if sr else '-'} |")
             if isa == "x86-avx2":
                 mr = c.get("measured_ratio")
@@ -157,6 +237,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--reps", type=int, default=5, help="x86 timing repetitions (default 5)")
     p.add_argument("--timeout", type=float, default=1200.0, help="seconds per worker (default 1200)")
     p.add_argument("-o", "--output", type=Path, default=Path.cwd() / DEFAULT_OUT_NAME)
+    p.add_argument("--measured", type=Path, default=None, metavar="JSON",
+                   help="take the measurements from this bringup_static.json (same RULES_DIR) instead of running them")
+    p.add_argument("--withdraw", action="store_true",
+                   help="then withdraw the rules that make synthesized-only code slower (RULES_DIR/withdrawn.txt)")
     args = p.parse_args(argv)
     unknown = [b for b in args.bench if b not in registry.NAMES]
     if unknown:
@@ -171,7 +255,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if missing:
         p.error(f"{args.rules_dir}: no synthesized lowering rules for {', '.join(missing)} "
                 f"(expected lower_<stem>.rules from `pitchfork-synth --bring-up ISA -o {args.rules_dir}`)")
-    data = run(args.rules_dir.resolve(), args.bench or list(registry.NAMES), isas, args.reps, args.timeout)
+    if args.measured is not None:
+        data = json.loads(args.measured.read_text())
+        if Path(data["meta"]["rules_dir"]) != args.rules_dir.resolve():
+            p.error(f"{args.measured} measured {data['meta']['rules_dir']}, not {args.rules_dir.resolve()}")
+    else:
+        data = run(args.rules_dir.resolve(), args.bench or list(registry.NAMES), isas, args.reps, args.timeout)
+    if args.withdraw:
+        withdraw_regressions(data, args.rules_dir.resolve(), args.timeout)
     args.output.mkdir(parents=True, exist_ok=True)
     (args.output / "bringup_static.json").write_text(json.dumps(data, indent=1))
     (args.output / "bringup_static.md").write_text(markdown(data))

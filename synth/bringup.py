@@ -17,15 +17,18 @@ from it and are counted apart (`not_exercised`). This is the *strict* judge (`ju
 left side it hands the synthesized rules holds the hand rules' own instructions (a child the hand TRS
 lowered to `x86.wmul_pmaddwd` is one the synthesized rules never produce, having lowered it otherwise).
 
-The *compiler* judge (`judge="compiler"`) judges the same rules at the same places, but on the left
-sides as the compiler sees them under each lowering: a site is the lifted sub-term (children not yet
-lowered) at whose root a hand rule fired while the hand TRS lowered it bottom-up (the rules fired at
-the root, including on the root's rewritten forms). The sub-term is lowered whole once by the hand
-TRS and once by the synthesized rules alone, each generically expanded; the site is rediscovered when
-the synthesized code costs at most the hand code's instructions (`synth/cost.py`) and Z3 proves it
-equal to the lifted sub-term. So the children are lowered the way each rule set lowers them, and a
-site also counts every instruction below it: a child the synthesized rules lower worse makes the site
-a miss even where the rule at the root was found. Both judges cap the sites per rule (`max_sites`,
+The *compiler* judge (`judge="compiler"`) judges the same rules on the left sides as the compiler
+sees them under each lowering: a site is the lifted sub-term (children not yet lowered) at whose root
+a hand rule fired while the hand TRS lowered it bottom-up (the rules fired at the root, including on
+the root's rewritten forms). Each rule set lowers the sub-term whole, its children lowered its own way
+(generically expanded after); what a site is judged by is the root's share, the instructions of the
+whole less those of its children lowered alone by the same rule set (children summed, each on its own).
+The site is rediscovered when the synthesized share is at most the hand share and Z3 proves the
+synthesized code equal to the lifted sub-term. So a child the hand rules lower to an instruction the
+synthesized rules never produce (x86 `wmul_pmaddwd` under `pmaddwd_pairs`) no longer decides the root,
+and a child lowered worse is not charged to the root either. The *subtree* judge (`judge="subtree"`)
+compares the whole sub-terms instead (a child lowered worse makes every site above it a miss): an
+end-to-end view, much stricter than the other two. All judges cap the sites per rule (`max_sites`,
 the first ones met) and count a rule rediscovered only when all its judged sites are.
 
 Selection cost (`selection_costs`): per benchmark, the instructions of its selected expressions
@@ -60,6 +63,10 @@ def hand_lowering_names(isa: str) -> tuple[str, ...]:
     from pitchfork.targets import load_target
 
     return tuple(r.name for r in load_target(isa, include_synthesized=False).rules.rules)
+
+
+#: the rediscovery judges (module doc)
+JUDGES = ("strict", "compiler", "subtree")
 
 
 @dataclass
@@ -145,9 +152,10 @@ def rediscovery(
     """See the module doc. `exprs`: the ISA's whole expressions; `synthesized`: the bring-up's rules
     (the output folder's lower_<isa>.rules). At most `max_sites` distinct sites per hand rule are
     judged (the first ones met). `judge`: "strict" (the node with its children as the hand rules
-    lowered them) or "compiler" (the lifted sub-term, lowered whole by each rule set)."""
-    if judge not in ("strict", "compiler"):
-        raise ValueError(f"judge must be 'strict' or 'compiler', not {judge!r}")
+    lowered them), "compiler" (the root's share of the lifted sub-term lowered by each rule set) or
+    "subtree" (the whole lifted sub-term); see the module doc."""
+    if judge not in JUDGES:
+        raise ValueError(f"judge must be one of {', '.join(JUDGES)}, not {judge!r}")
     from fpir.z3enc import equivalent
     from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import load_target
@@ -173,9 +181,14 @@ def rediscovery(
         h = expand_fpir(hand_rw.rewrite(before), bits)
         s = expand_fpir(synth_rw.rewrite(before), bits)
         ch, cs = lowering_cost(h)[0], lowering_cost(s)[0]
+        what = "instructions"
+        if judge == "compiler":  # the root's share: less the children, each lowered by the same rules
+            ch -= sum(lowering_cost(expand_fpir(hand_rw.rewrite(a), bits))[0] for a in before.args)
+            cs -= sum(lowering_cost(expand_fpir(synth_rw.rewrite(a), bits))[0] for a in before.args)
+            what = "instructions at the root"
         why: Optional[str] = None
         if cs > ch:
-            why = f"{before}: synthesized {cs} instructions ({s}) > hand {ch} ({h})"
+            why = f"{before}: synthesized {cs} {what} ({s}) > hand {ch} ({h})"
         elif equivalent(before, s, rlimit=rlimit).status != "VALID":
             why = f"{before}: synthesized result not proven equal"
         if why is None:
@@ -213,7 +226,7 @@ def selection_costs(
     return out
 
 
-def judge_folder(out_dir: "str | Path", isa: str, judges: Sequence[str] = ("strict", "compiler"),
+def judge_folder(out_dir: "str | Path", isa: str, judges: Sequence[str] = JUDGES,
                  max_sites: int = 12) -> dict[str, Rediscovery]:
     """Rediscovery of a finished bring-up's output folder (its lower_<isa>.rules and the corpus its
     cache holds, .synth-cache/corpus-<bench>-<isa>-pitchfork.txt) by each judge, without searching."""
@@ -222,7 +235,10 @@ def judge_folder(out_dir: "str | Path", isa: str, judges: Sequence[str] = ("stri
     from synth.output import existing_rules
     from synth.stages import ISA_STEMS
 
+    from pitchfork.targets import load_target
+
     d = Path(out_dir)
+    load_target(isa)  # the instruction table the rules name
     rules = existing_rules(d / f"lower_{ISA_STEMS[isa]}.rules")
     files = sorted((d / ".synth-cache").glob(f"corpus-*-{isa}-pitchfork.txt"))
     if not files:
@@ -232,7 +248,7 @@ def judge_folder(out_dir: "str | Path", isa: str, judges: Sequence[str] = ("stri
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """`python -m synth.bringup DIR ISA [--judge strict|compiler]`: judge a bring-up folder again."""
+    """`python -m synth.bringup DIR ISA [--judge strict|compiler|subtree]`: judge a bring-up folder again."""
     import argparse
     import json
     from pathlib import Path
@@ -240,11 +256,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m synth.bringup", description=main.__doc__)
     p.add_argument("out_dir", type=Path)
     p.add_argument("isa")
-    p.add_argument("--judge", action="append", choices=["strict", "compiler"], default=[])
+    p.add_argument("--judge", action="append", choices=list(JUDGES), default=[])
     p.add_argument("--json", type=Path, default=None, help="also write the verdicts here")
     args = p.parse_args(argv)
     try:
-        reps = judge_folder(args.out_dir, args.isa, args.judge or ("strict", "compiler"))
+        reps = judge_folder(args.out_dir, args.isa, args.judge or JUDGES)
     except ValueError as e:
         p.error(str(e))
     for j, rep in reps.items():

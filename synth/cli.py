@@ -325,7 +325,7 @@ def _report_bring_up(opts: Options, report: RunReport) -> None:
     rep = rediscovery(isa, exprs, rules)
     print(f"bring-up {rep.summary()} (strict judge)")
     comp = rediscovery(isa, exprs, rules, judge="compiler")
-    print(f"bring-up {comp.summary()} (compiler judge: lifted sub-terms lowered whole by each rule set)")
+    print(f"bring-up {comp.summary()} (compiler judge: the root's share of the lifted sub-term lowered by each rule set)")
     costs = selection_costs(isa, report.inputs.get(isa, {}), rules)
     ratios = [h / s for h, s in costs.values() if h and s]
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else 1.0

@@ -301,6 +301,13 @@ def lifted_corpus(inputs: dict[str, list[Term]], max_nodes: int) -> Corpus:
     return lowered
 
 
+#: budget factor (--max-terms) of a lowering left side with a reduction: its grammar's banks are small
+#: (the lane-combining levels), but the combinations of a multi-operand dot-product instruction with
+#: the casts feeding it run out first (x86 `reduce_x2(u32(widening_mul(x_u8, y_u8)))` ->
+#: `pmaddwd_pairs(i16(x), i16(y))`: over budget at 100,000 combinations, found at 142,752 in 7 s)
+REDUCTION_BUDGET = 4
+
+
 def lower_tasks(
     inputs: dict[str, list[Term]], isa: str, opts: Options, rules: str = ""
 ) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
@@ -318,8 +325,9 @@ def lower_tasks(
         vs = {v.name: v for v in e.term.variables()}
         narrower = any((v := vs.get(f"v{i}")) is not None and (lo > v.type.min or hi < v.type.max)
                        for i, (lo, hi) in enumerate(ranges))
-        task = Task("lower", isa, e.key, opts.max_terms, opts.rlimit, hide=opts.hide, rules=rules,
-                    ranges=ranges if narrower else ())
+        reduces = any(t.args and spec(t.op).reduce is not None for t in e.term.walk())
+        task = Task("lower", isa, e.key, opts.max_terms * (REDUCTION_BUDGET if reduces else 1), opts.rlimit,
+                    hide=opts.hide, rules=rules, ranges=ranges if narrower else ())
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     if opts.max_lower_lhs is not None:

@@ -1,14 +1,19 @@
 """`pitchfork bench --suite apps`: the public apps suite (benchmarks/apps/) timed on x86, PITCHFORK
 against Halide 21, same algorithm, same upstream schedule, same thread count.
 
-One run times every app at 1 and at 2 threads. Halide's runtime reads its thread count
-(`HL_NUM_THREADS`) once per process, so each thread count runs in its own child process
-(`python -m benchmarks.harness.apps_suite --child N`) with HL_NUM_THREADS=N; inside a child the two
-contenders are timed interleaved (measure.time_interleaved: each repetition calls both, in rotating
-order) after checking that PITCHFORK's output matches Halide's within the app's tolerance. PITCHFORK's
-kernel is called through `CompiledPipeline.prepare` (bound arrays, one call of the JIT'd code); Halide
-realizes into one preallocated buffer (halide21.HalideRunner). The ratio is the paired median
-(measure.paired_ratio). Results: a table on stdout and `apps.json` / `APPS.md` in the output folder.
+One run times every app at 1 and at 2 threads. Each (contender, thread count) runs in its own worker
+process (`python -m benchmarks.harness.apps_suite --worker p|h --threads N APP`) with
+HL_NUM_THREADS=N: Halide's runtime reads its thread count once per process, and two thread pools in
+one process interfere (the pool that just finished spins and competes with the other's threads;
+benchmarks/parallel_scaling.py measured it). A worker compiles its one contender (PITCHFORK's kernel
+called through `CompiledPipeline.prepare`, bound arrays; Halide 21 realizing into one preallocated
+buffer), runs it once and writes its output to a .npy file; the parent checks PITCHFORK's output
+against Halide's at each thread count within the app's tolerance, then interleaves the four workers:
+in every repetition each worker times one call, in a rotated order, so load from other processes hits
+all four alike. Reported per app and thread count: the median times, the paired ratio Halide / PITCHFORK
+(median over repetitions of the ratio of the two samples taken in the same repetition) and each
+contender's 1 -> 2 thread speedup (paired the same way), with `uptime`'s load before and after.
+Results: a table on stdout and `apps.json` / `APPS.md` in the output folder.
 """
 
 from __future__ import annotations
@@ -16,70 +21,147 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 THREADS = (1, 2)
+CONTENDERS = ("p", "h")
 
 
-def _child(apps: Sequence[str], threads: int, reps: int, quick: bool) -> list[dict[str, Any]]:
+def worker(name: str, contender: str, quick: bool, out_path: str) -> None:
+    """Compile `name` with one contender ('p' PITCHFORK, 'h' Halide 21), run it once, save its output
+    to `out_path`; then serve 't' (time one call) and 'q' on stdin, one line of JSON each."""
     import halide as hl
     import numpy as np
 
     from benchmarks.apps import APPS
     from benchmarks.apps.common import HALIDE_TARGETS
     from benchmarks.harness.halide21 import bind
-    from benchmarks.harness.measure import paired_ratio, time_interleaved
     from pitchfork.api import compile as pf_compile
 
-    rows = []
-    for name in apps:
-        mod = APPS[name]
-        app = mod.build("x86-avx2")
-        size = app.test_size if quick else app.timing_size
-        rng = np.random.default_rng(1)
-        values = app.make_inputs(rng, size)
-        out_size = app.output_size(size)
-        row: dict[str, Any] = {"app": name, "threads": threads, "size": list(out_size)}
-        t0 = time.perf_counter()
+    app = APPS[name].build("x86-avx2")
+    size = app.test_size if quick else app.timing_size
+    values = app.make_inputs(np.random.default_rng(1), size)
+    out_size = app.output_size(size)
+    t0 = time.perf_counter()
+    if contender == "p":
         prog = pf_compile(app.output, list(app.args), target="x86-avx2", name=name)
-        row["pitchfork_compile_s"] = time.perf_counter() - t0
         if prog.fallback_reason:
-            row["error"] = f"fell back to Halide: {prog.fallback_reason}"
-            rows.append(row)
-            continue
+            print(json.dumps({"error": f"fell back to Halide: {prog.fallback_reason}"}), flush=True)
+            return
         call = prog.prepare(*values, size=out_size)
-        # Halide 21 on a fresh copy of the same app (same algorithm and schedule)
-        happ = mod.build("x86-avx2")
-        keep = bind(happ.args, values)
-        pipe = hl.Pipeline(happ.output)
+        compile_s = time.perf_counter() - t0
+        run = call
+        result = lambda: call.outputs[0]  # noqa: E731
+    else:
+        keep = bind(app.args, values)  # noqa: F841 (the bound arrays must outlive the pipeline's calls)
+        pipe = hl.Pipeline(app.output)
         target = hl.Target(HALIDE_TARGETS["x86-avx2"])
-        t0 = time.perf_counter()
         pipe.compile_jit(target)
-        row["halide_compile_s"] = time.perf_counter() - t0
+        compile_s = time.perf_counter() - t0
         hbuf = pipe.realize(list(out_size), target)
-        call()
-        ours = np.asarray(call.outputs[0]).astype(np.float64)
-        theirs = np.asarray(hbuf).astype(np.float64)
-        diff = float(np.abs(ours - theirs).max())
-        row["max_abs_diff"], row["tolerance"] = diff, app.tolerance
-        if diff > app.tolerance:
-            row["error"] = f"output differs from Halide's by {diff} (tolerance {app.tolerance})"
-        timings = time_interleaved({"pitchfork": lambda: call(), "halide21": lambda: pipe.realize(hbuf)}, reps)
-        row["pitchfork_ms"] = timings["pitchfork"].median_ms
-        row["halide21_ms"] = timings["halide21"].median_ms
-        row["speedup"] = paired_ratio(timings["halide21"].to_json(), timings["pitchfork"].to_json())
-        row["timings"] = {k: v.to_json() for k, v in timings.items()}
-        del keep
-        rows.append(row)
+        run = lambda: pipe.realize(hbuf)  # noqa: E731
+        result = lambda: hbuf  # noqa: E731
+    run()
+    np.save(out_path, np.ascontiguousarray(np.asarray(result())))
+    print(json.dumps({"ready": True, "compile_s": compile_s, "size": list(out_size)}), flush=True)
+    for line in sys.stdin:
+        if line.strip() == "q":
+            break
+        t0 = time.perf_counter()
+        run()
+        print(json.dumps({"s": time.perf_counter() - t0}), flush=True)
+
+
+def _load() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+
+
+def _paired(a: Sequence[float], b: Sequence[float]) -> float:
+    """median over repetitions of a[r] / b[r]"""
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
+def time_app(name: str, reps: int, quick: bool, timeout: float | None = None) -> list[dict[str, Any]]:
+    """One app: four workers (contender x thread count), outputs checked, `reps` interleaved repetitions."""
+    import numpy as np
+
+    from benchmarks.apps import APPS
+    from benchmarks.harness.measure import summarize
+
+    tolerance = APPS[name].build("x86-avx2").tolerance
+    slots = [(n, c) for n in THREADS for c in CONTENDERS]
+    with tempfile.TemporaryDirectory(prefix="pitchfork-apps-") as tmp:
+        procs: dict[tuple[int, str], subprocess.Popen[str]] = {}
+        for n, c in slots:
+            env = dict(os.environ, HL_NUM_THREADS=str(n))
+            cmd = [sys.executable, "-m", "benchmarks.harness.apps_suite", "--worker", c, "--out",
+                   str(Path(tmp) / f"{c}{n}.npy"), *(["--quick"] if quick else []), name]
+            procs[(n, c)] = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             text=True)
+        try:
+            ready = {}
+            for slot, p in procs.items():
+                line = p.stdout.readline()  # type: ignore[union-attr]
+                ready[slot] = json.loads(line) if line else {"error": f"worker {slot} exited ({p.wait()})"}
+            rows: list[dict[str, Any]] = []
+            for n in THREADS:
+                row: dict[str, Any] = {"app": name, "threads": n, "size": ready[(n, "h")].get("size", [])}
+                err = ready[(n, "p")].get("error") or ready[(n, "h")].get("error")
+                if err:
+                    row["error"] = err
+                else:
+                    row["pitchfork_compile_s"] = ready[(n, "p")]["compile_s"]
+                    row["halide_compile_s"] = ready[(n, "h")]["compile_s"]
+                    ours = np.load(Path(tmp) / f"p{n}.npy").astype(np.float64)
+                    theirs = np.load(Path(tmp) / f"h{n}.npy").astype(np.float64)
+                    diff = float(np.abs(ours - theirs).max()) if ours.shape == theirs.shape else float("inf")
+                    row["max_abs_diff"], row["tolerance"] = diff, tolerance
+                    if diff > tolerance:
+                        row["error"] = f"output differs from Halide's by {diff} (tolerance {tolerance})"
+                rows.append(row)
+            if any("error" in r for r in rows):
+                return rows
+
+            def ask(slot: tuple[int, str]) -> float:
+                p = procs[slot]
+                p.stdin.write("t\n")  # type: ignore[union-attr]
+                p.stdin.flush()  # type: ignore[union-attr]
+                return float(json.loads(p.stdout.readline())["s"])  # type: ignore[union-attr]
+
+            for slot in slots:  # warm-up: thread pools started, caches filled
+                ask(slot)
+            samples: dict[tuple[int, str], list[float]] = {s: [] for s in slots}
+            for r in range(reps):
+                for slot in slots[r % len(slots):] + slots[:r % len(slots)]:
+                    samples[slot].append(ask(slot))
+        finally:
+            for p in procs.values():
+                try:
+                    p.stdin.write("q\n")  # type: ignore[union-attr]
+                    p.stdin.close()  # type: ignore[union-attr]
+                except OSError:  # a worker that already exited (an error line, a fallback)
+                    pass
+                p.wait(timeout=60)
+    for row in rows:
+        n = row["threads"]
+        tp, th = summarize(samples[(n, "p")]), summarize(samples[(n, "h")])
+        row["pitchfork_ms"], row["halide21_ms"] = tp.median_ms, th.median_ms
+        row["speedup"] = _paired(samples[(n, "h")], samples[(n, "p")])
+        row["timings"] = {"pitchfork": tp.to_json(), "halide21": th.to_json()}
+        if n != THREADS[0]:
+            row["pitchfork_scaling"] = _paired(samples[(THREADS[0], "p")], samples[(n, "p")])
+            row["halide21_scaling"] = _paired(samples[(THREADS[0], "h")], samples[(n, "h")])
     return rows
 
 
 def run_apps(args: argparse.Namespace) -> int:
-    """Run the suite (children per thread count), print and write the figures."""
+    """Run the suite (four worker processes per app), print and write the figures."""
     from benchmarks.apps import APPS
 
     names = [b for b in (args.bench or APPS) if b in APPS]
@@ -90,51 +172,51 @@ def run_apps(args: argparse.Namespace) -> int:
     reps = args.reps or (3 if args.quick else 15)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    load_before = _load()
     rows: list[dict[str, Any]] = []
-    for n in THREADS:
-        env = dict(os.environ, HL_NUM_THREADS=str(n))
-        cmd = [sys.executable, "-m", "benchmarks.harness.apps_suite", "--child", str(n), "--reps", str(reps),
-               *(["--quick"] if args.quick else []), *names]
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
-        if p.returncode != 0:
-            print(f"error: the {n}-thread run failed:\n{p.stderr[-2000:]}", file=sys.stderr)
-            return 1
-        rows += json.loads(p.stdout.strip().splitlines()[-1])
-    (out_dir / "apps.json").write_text(json.dumps(rows, indent=1))
-    text = report(rows)
+    for name in names:
+        rows += time_app(name, reps, args.quick, args.timeout)
+    load_after = _load()
+    (out_dir / "apps.json").write_text(json.dumps({"load_before": load_before, "load_after": load_after,
+                                                   "rows": rows}, indent=1))
+    text = report(rows, load_before, load_after)
     (out_dir / "APPS.md").write_text(text)
     print(text)
     return 0 if not any("error" in r for r in rows) else 1
 
 
-def report(rows: Sequence[dict[str, Any]]) -> str:
+def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: str = "") -> str:
     lines = ["# Apps suite: PITCHFORK vs Halide 21 on x86-avx2 (same schedule, same threads)", "",
-             "| app | size | threads | PITCHFORK ms | Halide 21 ms | speedup (paired median) | max diff / tol |",
-             "|---|---|---|---|---|---|---|"]
+             "Each contender and thread count in its own process; samples interleaved across the four.",
+             f"Load before: `{load_before}`; after: `{load_after}`.", "",
+             "| app | size | threads | PITCHFORK ms | Halide 21 ms | Halide / PITCHFORK (paired median) "
+             "| 1->2 threads PITCHFORK / Halide | max diff / tol |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         size = "x".join(map(str, r["size"]))
         if "pitchfork_ms" not in r:
-            lines.append(f"| {r['app']} | {size} | {r['threads']} | - | - | - | {r.get('error', '')} |")
+            lines.append(f"| {r['app']} | {size} | {r['threads']} | - | - | - | - | {r.get('error', '')} |")
             continue
-        sp = r["speedup"]
+        scaling = (f"{r['pitchfork_scaling']:.2f}x / {r['halide21_scaling']:.2f}x" if "pitchfork_scaling" in r
+                   else "")
         lines.append(f"| {r['app']} | {size} | {r['threads']} | {r['pitchfork_ms']:.3f} | {r['halide21_ms']:.3f} | "
-                     f"{sp:.2f}x | {r['max_abs_diff']:.3g} / {r['tolerance']:g}"
+                     f"{r['speedup']:.2f}x | {scaling} | {r['max_abs_diff']:.3g} / {r['tolerance']:g}"
                      f"{' ERROR' if 'error' in r else ''} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.harness.apps_suite")
-    ap.add_argument("--child", type=int, required=True, help="thread count (HL_NUM_THREADS is already set)")
-    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--worker", choices=CONTENDERS, required=True, help="p: PITCHFORK, h: Halide 21 "
+                    "(HL_NUM_THREADS is already set)")
+    ap.add_argument("--out", required=True, help="where the worker saves its output (.npy)")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("apps", nargs="*")
+    ap.add_argument("app")
     a = ap.parse_args(argv)
     import warnings
 
     warnings.simplefilter("ignore")
-    rows = _child(a.apps, a.child, a.reps, a.quick)
-    print(json.dumps(rows))
+    worker(a.app, a.worker, a.quick, a.out)
     return 0
 
 

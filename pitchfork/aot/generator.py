@@ -279,11 +279,11 @@ def compile_generator(path_or_module: str | Path | ModuleType | type, class_name
 def llc_command(target: Any, ll: str = "<name>.ll", ir_text: str = "") -> str:
     """The llc invocation that compiles a header-free `.ll` for `target` like PITCHFORK did (`ir_text`,
     the `.ll`'s text, adds the flags that module was emitted with, e.g. hvx128's unpacketised i64 code)."""
-    from pitchfork.backend.machine import emission_flags, get_target
+    from pitchfork.backend.machine import emission_flags, get_target, scheduler_options
 
     t = get_target(target)
     reloc = "pic" if t.reloc == "pic" else "static"
-    extra = "".join(f" {f}" for f in emission_flags(t, ir_text))
+    extra = "".join(f" {f}" for f in (*emission_flags(t, ir_text), *scheduler_options(t, ir_text)))
     return (f"llc -O3 -mtriple={t.triple} -mcpu={t.cpu} -mattr={t.features} -relocation-model={reloc}{extra} "
             f"{ll}")
 

@@ -329,11 +329,36 @@ def _emission_options(target: Target, optimized_ir: str) -> Iterator[None]:
     flags = emission_flags(target, optimized_ir)
     for flag in flags:
         llvm.set_option("pitchfork", f"{flag}=true")
+    # Float code on hvx128 is scalar (pitchfork/codegen/hvx_floats.py), with long loop bodies (a
+    # 32-lane float loop is 32 scalar copies): the MachinePipeliner's window scheduler, which runs on
+    # every loop the swing scheduler did not pipeline, took most of the backend's time on them
+    # (bilateral_grid: 4.2 of 9.5 s user time; interpolate: minutes) for no packet the apps' loops
+    # need. Integer modules keep LLVM's default.
+    window_off = bool(scheduler_options(target, optimized_ir))
+    if window_off:
+        llvm.set_option("pitchfork", "-window-sched=off")
     try:
         yield
     finally:
         for flag in flags:
             llvm.set_option("pitchfork", f"{flag}=false")
+        if window_off:
+            llvm.set_option("pitchfork", "-window-sched=on")
+
+
+_FLOAT_ARITH = re.compile(r"= (?:fadd|fsub|fmul|fdiv) ")
+
+
+def has_scalar_float_code(ir_text: str) -> bool:
+    """Whether a module computes in floats (hvx128 float code is scalar: hvx_floats.py)."""
+    return _FLOAT_ARITH.search(ir_text) is not None
+
+
+def scheduler_options(target: Target | str, ir_text: str) -> tuple[str, ...]:
+    """The non-boolean llc options `_emission_options` sets for `ir_text` (for reproducing with llc):
+    hvx128 float code without the window scheduler."""
+    t = get_target(target)
+    return ("-window-sched=off",) if t.name == "hvx128" and has_scalar_float_code(ir_text) else ()
 
 
 def emission_flags(target: Target | str, ir_text: str) -> tuple[str, ...]:

@@ -61,6 +61,7 @@ from pitchfork.codegen.base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CA
                                            type_code)
 from pitchfork.codegen.to_fpir import ExprConverter
 from pitchfork.codegen.floats import FloatEmitter, is_strict
+from pitchfork.codegen.hvx_floats import ScalarFloatBuilder
 from pitchfork.codegen.lut import LutMixin
 from pitchfork.codegen.span import SpanMixin
 from pitchfork.codegen.hvx_accumulate import start_from_fresh
@@ -157,7 +158,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self.fn = fn
         self.layout = layout
         entry = fn.append_basic_block("entry")
-        self.b = ir.IRBuilder(entry)
+        # hvx128 has no float vectors: its float vector ops are emitted lane by lane (hvx_floats.py)
+        self.b = ScalarFloatBuilder(entry) if self.target == "hvx128" else ir.IRBuilder(entry)
         self.err = fn.args[0]
         self.scalars: dict[str, tuple[ir.Value, ScalarType]] = {}
         #: scalar float values (parameters and lets), by name (see codegen_float.py)

@@ -88,12 +88,27 @@ def test_compiler_judge_sees_children_as_the_synthesized_rules_lower_them() -> N
     compiler = rediscovery("x86-avx2", exprs, [rule], judge="compiler")
     assert compiler.exercised == strict.exercised
     assert compiler.rediscovered == {"wmul_pmaddwd": 1, "pmaddwd_pairs": 1} and compiler.share == 1.0
-    # without the rule the reduction stays generic and the compiler judge counts the miss
+    assert rediscovery("x86-avx2", exprs, [rule], judge="subtree").rediscovered == compiler.rediscovered
+    # without the rule the reduction stays generic and the compiler judge counts the miss at the root
     none = rediscovery("x86-avx2", exprs, [], judge="compiler")
     assert "pmaddwd_pairs" not in none.rediscovered
-    assert "synthesized" in none.examples["pmaddwd_pairs"]
+    assert "instructions at the root" in none.examples["pmaddwd_pairs"]
     with pytest.raises(ValueError, match="judge must be"):
         rediscovery("x86-avx2", exprs, [rule], judge="lenient")
+
+
+def test_compiler_judge_charges_a_child_to_the_child_not_the_root() -> None:
+    """arm64 `saturating_cast<u8>(absd(x_u16, y_u16))` with uqxtn found but not uabd: the subtree judge
+    counts the uqxtn site a miss (its absd child is generic code), the compiler judge counts it found
+    (the root's share is the one narrowing instruction, as the hand rule's) and uabd a miss."""
+    load_target("arm64")
+    uqxtn = parse_rule("s1: saturating_cast<u8>(v0_u16) -> arm.uqxtn(v0_u16)", "<test>", 1)
+    exprs = [parse("saturating_cast<u8>(absd(x_u16, y_u16))")]
+    comp = rediscovery("arm64", exprs, [uqxtn], judge="compiler")
+    sub = rediscovery("arm64", exprs, [uqxtn], judge="subtree")
+    assert comp.exercised == sub.exercised == {"uabd": 1, "uqxtn": 1}
+    assert comp.rediscovered == {"uqxtn": 1}
+    assert sub.rediscovered == {}
 
 
 def test_judge_folder_rejudges_a_finished_bring_up(tmp_path: Path) -> None:
@@ -105,7 +120,7 @@ def test_judge_folder_rejudges_a_finished_bring_up(tmp_path: Path) -> None:
     (tmp_path / "lower_x86_avx2.rules").write_text(
         "s1: vector_reduce_add_x2(widening_mul(v0_i16, v1_i16)) -> x86.pmaddwd_pairs(v0_i16, v1_i16)\n")
     reps = judge_folder(tmp_path, "x86-avx2")
-    assert reps["strict"].share == 0.5 and reps["compiler"].share == 1.0
+    assert reps["strict"].share == 0.5 and reps["compiler"].share == 1.0 and reps["subtree"].share == 1.0
     assert bringup_main([str(tmp_path), "x86-avx2", "--judge", "compiler", "--json", str(tmp_path / "j.json")]) == 0
     assert json.loads((tmp_path / "j.json").read_text())["compiler"]["share"] == 1.0
     with pytest.raises(SystemExit):

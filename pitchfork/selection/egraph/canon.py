@@ -39,16 +39,7 @@ def canonical(term: Term) -> tuple[Term, dict[Term, Term]]:
 
 def rename(term: Term, mapping: dict[Term, Term]) -> Term:
     """`term` with its variables replaced per `mapping` (flags, types and attributes kept as they are)."""
-    memo: dict[Term, Term] = {}
-    for t in term.walk():
-        if t.op == "var":
-            memo[t] = mapping.get(t, t)
-        elif not t.args:
-            memo[t] = t
-        else:
-            args = tuple(memo[a] for a in t.args)
-            memo[t] = t if all(x is y for x, y in zip(args, t.args)) else intern(t.op, t.type, args, t.attrs)
-    return memo[term]
+    return rename_all([term], mapping)[0]
 
 
 def rename_all(terms: list[Term], mapping: dict[Term, Term]) -> list[Term]:

@@ -32,6 +32,7 @@ is never above greedy's.
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
 import time
@@ -50,6 +51,7 @@ from pitchfork.selection.egraph.extract import extract, extract_all_with_choices
 from pitchfork.selection.egraph.sketch import Guide, sketches
 from pitchfork.selection.egraph.rules import Compiled, compile_rules, result_type_table, type_tables
 from pitchfork.selection.egraph.validate import validate_result
+from pitchfork.selection.egraph.view import EGraphView
 from pitchfork.trs.rewriter import Rewriter
 from pitchfork.trs.rules import RuleSet, load_rule_file
 
@@ -432,8 +434,6 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     classes = read_egraph(eg, frozen)
     root_value = frozen.functions[enc.root].rows[0].output
     if capture is not None:
-        from pitchfork.selection.egraph.explain import EGraphView
-
         capture.append(EGraphView.of(classes, root_value, enc))
     return extract(eg, root_value, enc, classes), res
 
@@ -454,7 +454,18 @@ def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = 
     hit = _RESULTS.get(key)
     if hit is not None and hit.rule_set is rs:
         return hit
-    res = _lift_egraph(term, rs, budget, check)
+    # Python's cyclic collector is paused while lifting, as pitchfork/trs/rewriter.py pauses it while
+    # rewriting: reading e-graphs out and extracting allocate many short-lived acyclic objects, and each
+    # full collection they trigger rescans every interned term made so far (on hvx128, single
+    # expressions of gaussian3x3 or add took ~1 s when a collection fell on them). Re-enabled on the
+    # way out only if it was on.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        res = _lift_egraph(term, rs, budget, check)
+    finally:
+        if collecting:
+            gc.enable()
     res.rule_set = rs
     if len(_RESULTS) >= _RESULTS_MAX:
         del _RESULTS[next(iter(_RESULTS))]

@@ -121,6 +121,12 @@ def test_egraph_reaches_what_greedy_misses(text: str, name: str) -> None:
     ("saturating_cast<u8>((i16(a_u8) * 3 - i16(b_u8) * 2) >> 4)", "conv3x3a16"),
     # u8(min(x_u32, 255)) through saturating_cast<u16> (saturating_cast_split) to rounding_mul_shr
     ("u8(min((u32(u16(a_u8) + u16(b_u8)) * 21845 + 32768) >> 16, 255))", "average_pool"),
+    # x * 43690 + x = x * 43691 (mul_add_self_factor, any constant), then mul_shr
+    ("u16((u32(a_u16) * 43690 + u32(a_u16)) >> 17)", "blur3x3"),
+    # b * 3 - 15 = (b - 5) * 3 (mul_sub_const_factor), then (a - 3) * (b - 5) by mul_sub_factor
+    ("i32(a_u8) * i32(b_u8) - i32(a_u8) * 5 - i32(b_u8) * 3 + 15", "fully_connected"),
+    # a difference of two products by one constant: factored, split and narrowed in five rounds
+    ("saturating_cast<i16>((i32(a_u8) * 97088 - i32(b_u8) * 97088 + 16384) >> 15)", "add"),
 ])
 def test_egraph_reaches_key_expressions_greedy_misses(text: str, name: str) -> None:
     canon = parse(next(g.canonical for g in KEYS if g.name == name))
