@@ -363,18 +363,21 @@ def markdown(data: dict[str, Any]) -> str:
         if cpu_rows:
             lines += ["CPU seconds of the compiling process (medians as above; PITCHFORK's and LLVM alone's exclude "
                       "the capture child, whose lowering is Halide's own, so the wall-clock capture is shown beside "
-                      "them; Halide 21's include its lowering and, on hvx128, llc) and PITCHFORK's LLVM phase "
-                      "(seconds: parse / verify / O3 / printing the optimised IR / HVX fixups / parsing it back / "
-                      "emitting the object / emitting assembly where the HVX pair choice needs it) and codegen phase "
-                      "(statement parse / loop passes / IR building without selection / llvmlite's printing).", "",
+                      "them; Halide 21's include its lowering and, on hvx128, llc) and PITCHFORK's LLVM phases "
+                      "(wall seconds: parse / verify / O3 / printing the optimised IR / HVX fixups / parsing it back / "
+                      "emitting the object / emitting assembly where the HVX pair choice needs it) and codegen phases "
+                      "(wall seconds: statement parse / loop passes / IR building without selection / llvmlite's printing).", "",
                       "| checkout | ISA | PITCHFORK CPU (+ capture wall) | LLVM alone CPU (+ capture wall) "
                       "| Halide 21 CPU | PITCHFORK codegen phases | PITCHFORK LLVM phases |",
                       "|---|---|---|---|---|---|---|"]
             for root, isa, c in cpu_rows:
                 def cpu(k: str) -> str:
                     return f"{c[f'{k}.cpu']:.2f} (+ {c[f'{k}.capture']:.2f})" if f"{k}.cpu" in c else "-"
-                split = " / ".join(f"{c[f'pitchfork.{p}']:.3f}" for p in LLVM_PHASES if f"pitchfork.{p}" in c) or "-"
-                cg = " / ".join(f"{c[f'pitchfork.{p}']:.3f}" for p in CODEGEN_PHASES if f"pitchfork.{p}" in c) or "-"
+                def phases(names: tuple[str, ...]) -> str:  # all of them, 0 for one no compile ran
+                    if not any(f"pitchfork.{p}" in c for p in names):
+                        return "-"
+                    return " / ".join(f"{c.get(f'pitchfork.{p}', 0.0):.3f}" for p in names)
+                split, cg = phases(LLVM_PHASES), phases(CODEGEN_PHASES)
                 hl_cpu = f"{c['halide21.cpu']:.2f}" if "halide21.cpu" in c else "-"
                 lines.append(f"| {Path(root).name} | {isa} | {cpu('pitchfork')} | {cpu('llvm')} | {hl_cpu} | {cg} "
                              f"| {split} |")

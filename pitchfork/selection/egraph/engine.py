@@ -51,6 +51,7 @@ from pitchfork.selection.egraph.extract import extract, extract_all_with_choices
 from pitchfork.selection.egraph.sketch import Guide, sketches
 from pitchfork.selection.egraph.rules import Compiled, compile_rules, result_type_table, type_tables
 from pitchfork.selection.egraph.validate import validate_result
+from pitchfork.selection.egraph.view import EGraphView
 from pitchfork.trs.rewriter import Rewriter
 from pitchfork.trs.rules import RuleSet, load_rule_file
 
@@ -433,8 +434,6 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     classes = read_egraph(eg, frozen)
     root_value = frozen.functions[enc.root].rows[0].output
     if capture is not None:
-        from pitchfork.selection.egraph.explain import EGraphView
-
         capture.append(EGraphView.of(classes, root_value, enc))
     return extract(eg, root_value, enc, classes), res
 
