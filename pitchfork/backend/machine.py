@@ -248,9 +248,8 @@ class CompiledModule:
     def assembly(self) -> str:
         """The assembly, emitted from the optimised IR text on first use, with the backend options the
         object was emitted with (so it is the code of `object_bytes()`)."""
-        asm = self._cache.get("asm")
-        if not isinstance(asm, str):
-            asm = self._cache["asm"] = _emit(self.optimized_ir, self.target, self.opt, self.align_vectors, "asm")
+        asm = self._emission("asm")
+        assert isinstance(asm, str)
         return asm
 
     @property
@@ -261,10 +260,16 @@ class CompiledModule:
     def object_bytes(self) -> bytes:
         """ELF object code, emitted from the optimised IR text with the backend options `assembly()`
         is emitted with, so it is the same code."""
-        obj = self._cache.get("obj")
-        if not isinstance(obj, bytes):
-            obj = self._cache["obj"] = _emit(self.optimized_ir, self.target, self.opt, self.align_vectors, "obj")
+        obj = self._emission("obj")
+        assert isinstance(obj, bytes)
         return obj
+
+    def _emission(self, kind: Literal["asm", "obj"]) -> bytes | str:
+        """The assembly or object of the optimised IR, emitted once, on first use, and cached."""
+        out = self._cache.get(kind)
+        if out is None:
+            out = self._cache[kind] = _emit(self.optimized_ir, self.target, self.opt, self.align_vectors, kind)
+        return out
 
     @property
     def key(self) -> str:
