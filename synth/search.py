@@ -263,8 +263,12 @@ def synthesize(
     rlimit: int = DEFAULT_RLIMIT,
     extra_rows: Iterable[tuple[int, ...]] = (),
     bounds: Mapping[str, tuple[int, int]] = {},
+    instructions_only: Optional[Grammar] = None,
 ) -> SearchResult:
     """A term equal to lhs, cheaper than `bound`, or why there is none (see module doc).
+
+    `instructions_only`: a second grammar (`instructions_grammar`) searched the same way when the
+    levels of `grammar` run over budget and no single instruction does it.
 
     Levels 0 .. cost_level(bound) of the grammar's bank are searched in order; at each level every
     candidate with the left side's fingerprint that beats the bound is re-checked on the examples
@@ -283,6 +287,7 @@ def synthesize(
     if bounds:  # examples only where the bounds hold (clamped into them)
         lim = [bounds.get(v.name, (v.type.min, v.type.max)) for v in vars_]
         rows = list(dict.fromkeys(tuple(min(hi, max(lo, x)) for x, (lo, hi) in zip(r, lim)) for r in rows))
+    learned = list(extra_rows)  # rows beyond the base examples (handed to the instructions-only search)
     terms = calls = pruned = 0
     max_level = grammar.cost_level(bound)
     for rnd in range(1, max_rounds + 1):
@@ -328,14 +333,34 @@ def synthesize(
                 break
         if cexs:
             rows += cexs
+            learned += cexs
             continue
-        if over:
-            hit, probed = _single_instructions(lhs, grammar, bound, target, env, rlimit, bounds) if not factors else (None, 0)
-            calls += probed
-            if hit is not None:
+        # Instructions the bank does not build: any arity when the levels ran over budget, else only
+        # those of more than MAX_BANK_ARITY operands (HVX vmpa, x86 pmaddwd), which "exhausted"
+        # would otherwise claim absent.
+        min_arity = 1 if over else MAX_BANK_ARITY + 1
+        hit, probed = (None, 0) if factors else _single_instructions(
+            lhs, grammar, bound, target, env, rlimit, bounds, min_arity
+        )
+        calls += probed
+        if hit is not None:
+            return SearchResult(
+                "found", hit, terms, calls, rnd, "one instruction beyond the levels searched", pruned=pruned
+            )
+        if over and instructions_only is not None:
+            # Longer right sides: the same levels over the target's instructions alone (the primitive
+            # ops crowd the lower levels of the full grammar: ARM uqrshrn(umull(x, y), 16) is two
+            # instructions at level 2, beyond 100,000 terms of the full grammar).
+            sub = synthesize(
+                lhs, instructions_only, bound, INSTRUCTIONS_BUDGET * max_terms, max_rounds, rlimit, learned, bounds
+            )
+            if sub.status == "found":
                 return SearchResult(
-                    "found", hit, terms, calls, rnd, "one instruction beyond the levels searched", pruned=pruned
+                    "found", sub.rhs, terms + sub.terms, calls + sub.solver_calls, rnd + sub.rounds,
+                    "instructions alone, beyond the levels of the full grammar", pruned=pruned + sub.pruned,
                 )
+            calls += sub.solver_calls
+        if over:
             return SearchResult("budget", None, terms, calls, rnd, f"more than {max_terms} terms", pruned=pruned)
         if unknown:
             return SearchResult("solver", None, terms, calls, rnd, f"{unknown} candidate(s) beyond rlimit", pruned=pruned)
@@ -345,11 +370,17 @@ def synthesize(
 
 #: the most argument tuples `_single_instructions` tries per instruction form (a count, not a clock)
 MAX_PROBE_TUPLES = 4096
+#: the instructions-only pass's candidate budget, in multiples of the full grammar's (its levels are
+#: narrower, so the same count reaches a level deeper: ARM uqrshrn(umull(x_u16, y_u16), 16) needs
+#: 115,791 level-2 combinations there, over 2,500,000 in the full grammar)
+INSTRUCTIONS_BUDGET = 4
+#: the most operands of a form the bank builds (synth/bank.py keeps three argument ids per entry)
+MAX_BANK_ARITY = 3
 
 
 def _single_instructions(
     lhs: Term, grammar: Grammar, bound: tuple, target: np.ndarray, env: dict[str, np.ndarray], rlimit: int,
-    bounds: Mapping[str, tuple[int, int]],
+    bounds: Mapping[str, tuple[int, int]], min_arity: int = 1,
 ) -> tuple[Optional[Term], int]:
     """When the levels run over budget: every target instruction of the grammar applied to the
     leaves alone (any arity up to 4, whatever its cost level). A target instruction that costs many
@@ -368,7 +399,7 @@ def _single_instructions(
     found: list[Term] = []
     for op, rtype in grammar.forms:
         s = OPS[op]
-        if s.kind != "target" or not 1 <= s.arity <= 4 or s.arg_lanes:
+        if s.kind != "target" or not min_arity <= s.arity <= 4 or s.arg_lanes:
             continue
         tried = 0
         for ts in product(types, repeat=s.arity):

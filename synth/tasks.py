@@ -51,7 +51,7 @@ LOWER_PRIMS = (
 )
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
 #: are not reused
-SEARCH_VERSION = {"lift": 7, "lower": 8}
+SEARCH_VERSION = {"lift": 7, "lower": 9}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -194,6 +194,26 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
     return Grammar(leaves, tuple(forms), frozenset(types), lowering_cost, level, lambda c: c[0] - 1, key=key)
 
 
+def instructions_grammar(lhs: Term, isa: str, full: Grammar) -> Grammar:
+    """The lowering grammar's second pass (`synthesize(..., instructions_only=)`): the ISA's
+    instructions with casts and reinterprets only, over the left side's types, their sign flips and
+    their wide and narrow neighbours (a two-instruction right side passes through a type the left
+    side lacks: `uqrshrn(umull(x_u16, y_u16), u32(16))`), the constants at all of them."""
+    prefix = ISA_PREFIX[isa]
+    types = set(full.types)
+    for t in list(types):
+        if t.bits > 1:
+            for n in (t.widen() if t.bits < 64 else None, t.narrow() if t.bits > 8 else None):
+                if n is not None:
+                    types |= {n, n.with_sign(not n.signed)}
+    forms: list[tuple[str, Optional[ScalarType]]] = [(n, None) for n, s in OPS.items() if s.kind == "target" and n.startswith(prefix)]
+    forms += _explicit_forms("cast", {t for t in types if t.bits > 1})
+    forms += _explicit_forms("reinterpret", {t for t in types if t.bits > 1})  # level 0: last
+    leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types))
+    key = f"lower-insts:{isa}:{';'.join(to_text(x) + ':' + x.type.name for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
+    return replace(full, leaves=leaves, forms=tuple(forms), types=frozenset(types), key=key)
+
+
 def _lift_side(term: Term, hide: tuple[str, ...] = ()) -> tuple[Term, Term]:
     """(what the lifting rewriter sees at the root: children lifted, what it makes of it)."""
     from pitchfork.selection.lift import lift, lift_rules
@@ -279,7 +299,8 @@ def _run(task: Task) -> dict[str, Any]:
     if not seen.args or not cur.args:
         return {**info, "status": "trivial"}
     t1 = time.perf_counter()
-    res = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit)
+    insts = instructions_grammar(seen, task.isa, grammar) if task.kind == "lower" else None
+    res = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit, instructions_only=insts)
     info.update(
         search_seconds=round(time.perf_counter() - t1, 3),
         terms=res.terms,
