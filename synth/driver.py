@@ -336,10 +336,16 @@ def lower_tasks(
 
 
 def _fixed_point_first(task: Task) -> int:
-    """0 for left sides with a cast or an element narrower than 32 bits (fixed-point code), 1 for
-    the rest (mostly index arithmetic): with a --max-lhs budget the former go first."""
+    """0 for left sides with a cast, an FPIR op or an element narrower than 32 bits (fixed-point
+    code), 1 for the rest (index arithmetic): with a --max-lhs budget the former go first. An FPIR op
+    counts at any width: `rounding_mul_shr(x_i32, y_i32, 31)` (ARM sqrdmulh, ten instructions
+    generically, in every requantization) was ranked with the index arithmetic and cut by --max-lhs."""
     t = parse(task.lhs)
-    small = any(x.type.bits < 32 or x.op in ("cast", "reinterpret", "saturating_cast") for x in t.walk())
+    small = any(
+        x.type.bits < 32 or x.op in ("cast", "reinterpret", "saturating_cast")
+        or (x.args and spec(x.op).kind == "fpir")
+        for x in t.walk()
+    )
     return 0 if small else 1
 
 

@@ -128,3 +128,29 @@ def test_one_instruction_above_the_budgeted_levels_is_found() -> None:
     assert r["rule"] == "rounding_mul_shr(v0_i32, v1_i32, c0_u32) -> x86.pmuldq_q31_round(v0_i32, v1_i32) if c0 == 31"
     assert r["terms"] <= 100_000
     assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"
+
+
+def test_two_instructions_beyond_the_full_grammar_are_found_by_the_instructions_only_pass() -> None:
+    """ARM rounding_mul_shr(u16, u16, 16) is two instructions (a widening multiply and a rounding
+    narrowing shift) at level 2, beyond 100,000 terms of the full grammar (primitive ops crowd its
+    lower levels); the instructions-only pass reaches it within its own count, Z3 proves it and the
+    rule verifies at every type instance."""
+    from synth.bringup import bring_up_hidden
+
+    r = run_task(Task("lower", "arm64", "rounding_mul_shr(v0_u16, v1_u16, 16)", 100_000,
+                      hide=bring_up_hidden("arm64")))
+    assert r["status"] == "synthesized", r
+    assert r["rhs"] == "arm.rshrn(arm.umull(v0_u16, v1_u16), 16)"
+    assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"
+
+
+def test_a_four_operand_instruction_is_probed_when_the_levels_are_exhausted() -> None:
+    """The bank builds forms of at most three operands, so without the probe `exhausted` would claim
+    no cheaper form exists for two HVX byte multiplies summed; the 4-operand vdmpy does it."""
+    from synth.bringup import bring_up_hidden
+
+    r = run_task(Task("lower", "hvx128", "hvx.vmpy(v0_u8, v1_i8) + hvx.vmpy(v2_u8, v3_i8)", 100_000,
+                      hide=bring_up_hidden("hvx128")))
+    assert r["status"] == "synthesized", r
+    assert r["rhs"] == "hvx.vdmpy(v0_u8, v2_u8, v1_i8, v3_i8)"
+    assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"
