@@ -192,3 +192,14 @@ def test_loader_switches(tmp_path: Path) -> None:
         hand = len(lift_rules())
     assert len(lift_rules()) >= hand
     assert len(lift_rules(False)) == hand
+
+
+def test_max_lhs_keeps_fixed_point_left_sides_first_at_any_width() -> None:
+    """A 32-bit left side with an FPIR op (ARM sqrdmulh's) ranks with the fixed-point ones, before
+    index arithmetic, so --max-lower-lhs does not cut it."""
+    from synth.driver import _limit
+    from synth.tasks import Task
+
+    tasks = [Task("lower", "arm64", t) for t in ("v0_i32 + v1_i32 * 4", "rounding_mul_shr(v0_i32, v1_i32, 31)")]
+    chosen = _limit(tasks, Options(benchmarks=(), max_lhs=1))
+    assert [t.lhs for t in chosen] == ["rounding_mul_shr(v0_i32, v1_i32, 31)"]
