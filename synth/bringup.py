@@ -11,7 +11,8 @@ expressions (the run's corpus, lifted as the compiler lifts them) are lowered wi
 rules is judged at each node where it fired: the node as the hand-written TRS saw it (its children
 already lowered) is lowered once by the hand-written TRS and once by the synthesized rules alone
 (hand rules hidden); the site is rediscovered when the synthesized result costs at most as much
-(`synth/cost.py`) and Z3 proves it equal to the node (`fpir.z3enc.equivalent`). A rule is
+(`synth/cost.py`) and Z3 proves it equal to the node (`synth/stepwise.py`: the whole query, or
+one per rewriting step when the whole one runs out of its rlimit). A rule is
 rediscovered when all of its sites are. Hand rules that never fire on the corpus cannot be judged
 from it and are counted apart (`not_exercised`). This is the *strict* judge (`judge="strict"`): the
 left side it hands the synthesized rules holds the hand rules' own instructions (a child the hand TRS
@@ -156,14 +157,15 @@ def rediscovery(
     "subtree" (the whole lifted sub-term); see the module doc."""
     if judge not in JUDGES:
         raise ValueError(f"judge must be one of {', '.join(JUDGES)}, not {judge!r}")
-    from fpir.z3enc import equivalent
     from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import load_target
     from pitchfork.trs.rewriter import Rewriter
     from pitchfork.trs.rules import RuleSet
     from synth.cost import lowering_cost
+    from synth.stepwise import prove_lowered
 
     names = set(hand_lowering_names(isa))
+    proofs: dict[tuple[Term, Term], bool] = {}
     full = load_target(isa, include_synthesized=False)
     hand = full.rules  # rules/lower/<isa>.rules alone
     synth = RuleSet(list(synthesized))
@@ -189,7 +191,7 @@ def rediscovery(
         why: Optional[str] = None
         if cs > ch:
             why = f"{before}: synthesized {cs} {what} ({s}) > hand {ch} ({h})"
-        elif equivalent(before, s, rlimit=rlimit).status != "VALID":
+        elif not prove_lowered(before, s, lambda u: expand_fpir(synth_rw.rewrite(u), bits), rlimit, proofs):
             why = f"{before}: synthesized result not proven equal"
         if why is None:
             rep.rediscovered[name] = rep.rediscovered.get(name, 0) + 1
