@@ -76,6 +76,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-nodes", type=int, default=10, help="nodes per left side (default 10)")
     p.add_argument("--max-vars", type=int, default=3, help="skip left sides with more variables (default 3)")
     p.add_argument(
+        "--instructions-pass", action="store_true",
+        help="lowering: a left side over budget is searched again over the ISA's instructions alone "
+             "(two-instruction right sides; slower per left side)",
+    )
+    p.add_argument(
         "--max-terms", type=int, default=200_000, help="candidate terms (argument combinations) per left side and CEGIS round (default 200000)"
     )
     p.add_argument("--rlimit", type=int, default=20_000_000, help="Z3 resource limit per query")
@@ -172,6 +177,7 @@ def options(args: argparse.Namespace) -> Options:
         stages=tuple(args.stage) or Options.stages,
         max_nodes=args.max_nodes,
         max_vars=args.max_vars,
+        instructions_pass=args.instructions_pass,
         max_lhs=args.max_lhs or (6 if args.quick else 0),
         max_lower_lhs=args.max_lower_lhs if args.max_lower_lhs is not None else (args.max_lhs or (6 if args.quick else 0)),
         max_terms=args.max_terms,

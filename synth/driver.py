@@ -63,6 +63,9 @@ class Options:
     max_lower_lhs: Optional[int] = None  # per lowering stage (None: max_lhs)
     min_ops: int = 1
     max_vars: int = 3  # left sides with more variables are skipped (a cheaper form rarely exists)
+    #: lowering searches over budget search again over the ISA's instructions alone (synth/search.py;
+    #: off by default: it multiplies the time of every over-budget left side)
+    instructions_pass: bool = False
     max_terms: int = 200_000
     rlimit: int = 20_000_000
     jobs: int = 1
@@ -327,7 +330,8 @@ def lower_tasks(
                        for i, (lo, hi) in enumerate(ranges))
         reduces = any(t.args and spec(t.op).reduce is not None for t in e.term.walk())
         task = Task("lower", isa, e.key, opts.max_terms * (REDUCTION_BUDGET if reduces else 1), opts.rlimit,
-                    hide=opts.hide, rules=rules, ranges=ranges if narrower else ())
+                    hide=opts.hide, rules=rules, ranges=ranges if narrower else (),
+                    instructions_pass=opts.instructions_pass)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     if opts.max_lower_lhs is not None:

@@ -70,6 +70,9 @@ class Task:
     #: lowering: the value range (lo, hi) of each variable v0, v1, ... over every place the left side
     #: was found (synth/corpus.py `Corpus.ranges`), or () when none is narrower than its type
     ranges: tuple[tuple[int, int], ...] = ()
+    #: lowering: search again over the ISA's instructions alone when the levels run over budget
+    #: (`instructions_grammar`)
+    instructions_pass: bool = False
 
     @property
     def key(self) -> str:
@@ -82,6 +85,7 @@ class Task:
             f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
             f"{int(self.generalize)}|{hide}|{self.rules}"
             + (f"|r:{';'.join(f'{lo},{hi}' for lo, hi in self.ranges)}" if self.ranges else "")
+            + ("|insts" if self.instructions_pass else "")
         )
 
 
@@ -299,7 +303,7 @@ def _run(task: Task) -> dict[str, Any]:
     if not seen.args or not cur.args:
         return {**info, "status": "trivial"}
     t1 = time.perf_counter()
-    insts = instructions_grammar(seen, task.isa, grammar) if task.kind == "lower" else None
+    insts = instructions_grammar(seen, task.isa, grammar) if task.kind == "lower" and task.instructions_pass else None
     res = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit, instructions_only=insts)
     info.update(
         search_seconds=round(time.perf_counter() - t1, 3),
