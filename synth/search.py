@@ -340,7 +340,8 @@ def synthesize(
         # would otherwise claim absent.
         min_arity = 1 if over else MAX_BANK_ARITY + 1
         hit, probed = (None, 0) if factors else _single_instructions(
-            lhs, grammar, bound, target, env, rlimit, bounds, min_arity
+            lhs, grammar, bound, target, env, rlimit, bounds, min_arity,
+            MAX_PROBE_TUPLES if over else MAX_WIDE_PROBE_TUPLES,
         )
         calls += probed
         if hit is not None:
@@ -374,13 +375,15 @@ MAX_PROBE_TUPLES = 4096
 #: narrower, so the same count reaches a level deeper: ARM uqrshrn(umull(x_u16, y_u16), 16) needs
 #: 115,791 level-2 combinations there, over 2,500,000 in the full grammar)
 INSTRUCTIONS_BUDGET = 4
+#: the same for the 4-operand probe that follows an exhausted search (it runs on every such left side)
+MAX_WIDE_PROBE_TUPLES = 256
 #: the most operands of a form the bank builds (synth/bank.py keeps three argument ids per entry)
 MAX_BANK_ARITY = 3
 
 
 def _single_instructions(
     lhs: Term, grammar: Grammar, bound: tuple, target: np.ndarray, env: dict[str, np.ndarray], rlimit: int,
-    bounds: Mapping[str, tuple[int, int]], min_arity: int = 1,
+    bounds: Mapping[str, tuple[int, int]], min_arity: int = 1, max_tuples: int = MAX_PROBE_TUPLES,
 ) -> tuple[Optional[Term], int]:
     """When the levels run over budget: every target instruction of the grammar applied to the
     leaves alone (any arity up to 4, whatever its cost level). A target instruction that costs many
@@ -408,7 +411,7 @@ def _single_instructions(
             except (FPIRTypeError, ValueError, KeyError):
                 continue
             for args in product(*(by_type[t] for t in ts)):
-                if tried >= MAX_PROBE_TUPLES:
+                if tried >= max_tuples:
                     break
                 tried += 1
                 if not any(a.is_var for a in args):
