@@ -8,8 +8,8 @@ egglog program or saturating.
 
 Invariants:
 
-* The key is a SHA-256 of everything the outcome is a function of: the canonical input (its pickle:
-  op, type, arguments, attributes of every node), the budget, whether results are checked, the
+* The key is a SHA-256 of everything the outcome is a function of: the canonical input (`shape_text`:
+  op, type, attributes and arguments of every node), the budget, whether results are checked, the
   lifting rule set (every rule's location and text), the ops the e-graph declares, the source of every
   module that decides the outcome (pitchfork/selection/*.py, pitchfork/selection/egraph/*.py,
   pitchfork/trs/*.py, fpir/*.py), the rule files of rules/egraph/, the egglog version and the Python
@@ -29,7 +29,6 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
-import pickle
 import sys
 from collections import Counter
 from functools import lru_cache
@@ -83,22 +82,29 @@ def rules_digest(rs: RuleSet) -> str:
 
 
 def entry_path(canon: Term, rs: RuleSet, budget: Any, check: bool, declared: frozenset[str]) -> Optional[Path]:
-    """Where the outcome of saturating `canon` under these settings is stored (None: store off, or a
-    term too deep to pickle)."""
+    """Where the outcome of saturating `canon` under these settings is stored (None: store off)."""
     from fpir.diskcache import cache_dir
 
     d = cache_dir()
     if not ENABLED or d is None:
         return None
-    try:
-        shape = pickle.dumps(canon, protocol=4)
-    except (RecursionError, pickle.PicklingError):
-        return None
-    h = hashlib.sha256(b"pitchfork-egraph-shape-1\0")
+    h = hashlib.sha256(b"pitchfork-egraph-shape-2\0")
     for part in (engine_version(), rules_digest(rs), repr(budget), repr(check), ",".join(sorted(declared))):
         h.update(part.encode() + b"\0")
-    h.update(shape)
+    h.update(shape_text(canon).encode("utf-8", "surrogatepass"))
     return d / _KIND / f"{h.hexdigest()}.pickle"
+
+
+def shape_text(term: Term) -> str:
+    """A canonical text of `term`: one line per distinct node, children first (op, type, attributes,
+    child line numbers). (A pickle is not canonical: its bytes depend on which equal objects, such
+    as types, happen to be one object in this process.)"""
+    index: dict[Term, int] = {}
+    lines = []
+    for t in term.walk():  # post-order over distinct nodes
+        index[t] = len(index)
+        lines.append(f"{t.op}|{t.type.name}|{t.attrs!r}|{','.join(str(index[a]) for a in t.args)}")
+    return "\n".join(lines)
 
 
 def load(path: Optional[Path]) -> Optional[dict]:
