@@ -7,7 +7,7 @@ RecursionError; interpolate 10) run with --extended. hvx128 float code is scalar
 pitchfork/codegen/hvx_floats.py) and optimised without non-trivial loop unswitching
 (pitchfork/backend/machine.py `optimizer_options`): interpolate-hvx128 took 11 minutes at 3 levels
 and did not finish in 25 at 10 without it; with it, 28 s and 63 s (compile, qemu run and Halide's
-realize, load 6 on 2 cores).""""""
+realize, load 6 on 2 cores)."""
 
 from __future__ import annotations
 
