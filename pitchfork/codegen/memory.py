@@ -358,9 +358,10 @@ class MemoryMixin:
         """`buf[clamp(ramp(B, 1, n), LO, HI) + OFF]` (an image border under repeat_edge) without a lane
         loop: with s = clamp(B, LO, HI - n + 1) every clamped index lies in [s, s + n - 1], so one dense
         load D = buf[s + OFF .. s + OFF + n - 1] holds every value, and the result is the n-lane window
-        at offset n + clamp(B - s, -n, n) of [splat(D[0]), D, splat(D[n - 1])] (through a stack slot).
-        Used when HI - LO >= n - 1 and D lies inside the buffer's elements (its dims, checked at run
-        time); otherwise the lane-by-lane gather of `index` (the index vector) runs."""
+        at offset n + clamp(B - s, -n, n) of [splat(D[0]), D, splat(D[n - 1])] (through a stack slot),
+        or D itself where B = s (no lane clamped: every vector away from the border). Used when
+        HI - LO >= n - 1 and D lies inside the buffer's elements (its dims, checked at run time);
+        otherwise the lane-by-lane gather of `index` (the index vector) runs."""
         b = self.b
         i32, i64 = ir.IntType(32), ir.IntType(64)
         base, lo, hi, off = (b.sext(self.scalar(x, node, nsw=False), i64)  # type: ignore[attr-defined]
@@ -385,6 +386,13 @@ class MemoryMixin:
         et = ir.IntType(_storage(st).bits)
         vt = ir.VectorType(et, lanes)
         d = self._mem_access(buf, b.load(self._elem_ptr(buf, st, first, vt), align=self._align(buf, st, None)))
+        # Away from the border no index is clamped (B = s) and D is the result: the stack round trip
+        # (three vector stores, one load across two of them, which store forwarding cannot serve) is
+        # only for the vectors that straddle the border.
+        interior_end = b.block
+        window = self.fn.append_basic_block("border_shift")
+        b.cbranch(b.icmp_signed("==", base, s), done, window)
+        b.position_at_end(window)
         slot = self._scratch_alloca(ir.ArrayType(et, 3 * lanes))
         for k, part in enumerate((b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)), d,
                                   b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [lanes - 1] * lanes)))):
@@ -403,6 +411,7 @@ class MemoryMixin:
         b.branch(done)
         b.position_at_end(done)
         v = b.phi(vt)
+        v.add_incoming(d, interior_end)
         v.add_incoming(fast_v, fast_end)
         v.add_incoming(slow_v, slow_end)
         return v
