@@ -48,11 +48,10 @@ class _Context:
         return self._domain
 
 
-def compile_rhs(raw: Raw) -> Builder:
-    """The builder of right side `raw` (see the module docstring)."""
-    from pitchfork.trs.rules import NoRewrite
-
-    root = _compile(raw, NoRewrite)
+def compile_rhs(raw: Raw, no_rewrite: type[Exception]) -> Builder:
+    """The builder of right side `raw` (see the module docstring); it raises `no_rewrite`
+    (`rules.NoRewrite`, passed in: this module sits below rules.py) where the rule cannot fire."""
+    root = _compile(raw, no_rewrite)
 
     def build(b: Bindings, bounds: Callable[[Term], tuple[int, int]], expected: Optional[ScalarType] = None) -> Term:
         return root(_Context(b, bounds), expected)

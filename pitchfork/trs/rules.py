@@ -38,6 +38,7 @@ from pitchfork.trs.pattern import (
 if TYPE_CHECKING:
     from pitchfork.trs.compiled import CompiledRules
 from pitchfork.trs.predicate import PredicateError, PyDomain, Streams, check_syntax, evaluate, is_const_expr
+from pitchfork.trs.rhs import compile_rhs
 
 
 class RuleFileError(ValueError):
@@ -363,9 +364,7 @@ def build_rhs(rule: Rule, b: Bindings, bounds: Callable[[Term], tuple[int, int]]
     assert rule.rhs_raw is not None
     hit = _BUILDERS.get(id(rule.rhs_raw))
     if hit is None:
-        from pitchfork.trs.rhs import compile_rhs
-
-        hit = _BUILDERS[id(rule.rhs_raw)] = (rule.rhs_raw, compile_rhs(rule.rhs_raw))
+        hit = _BUILDERS[id(rule.rhs_raw)] = (rule.rhs_raw, compile_rhs(rule.rhs_raw, NoRewrite))
     return hit[1](b, bounds, expected)
 
 
