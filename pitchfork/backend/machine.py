@@ -353,6 +353,42 @@ def _emission_options(target: Target, optimized_ir: str) -> Iterator[None]:
 
 _FLOAT_ARITH = re.compile(r"= (?:fadd|fsub|fmul|fdiv) ")
 
+#: LLVM's defaults for the options `_optimizer_options` changes (restored after each O3 run)
+_UNSWITCH_DEFAULTS = ("-enable-unswitch-cost-multiplier=true", "-unswitch-threshold=50")
+
+
+def optimizer_options(target: Target | str, ir_text: str) -> tuple[str, ...]:
+    """The `opt` options beyond the defaults that `compile_module` optimises `ir_text` with (for
+    reproducing): hvx128 float code without non-trivial loop unswitching.
+
+    Why: Hexagon's cost model prices float vector ops, shuffles and inserts at the saturated maximum
+    (HVX v66 has no float vectors), so a loop holding one costs INT64_MAX, and SimpleLoopUnswitch's
+    price for duplicating it (the loop's cost minus its branch's subtree: MAX - MAX = 0) is below any
+    threshold: every loop-invariant branch of such a nest was unswitched, each doubling the nest
+    (hvx_floats.py emits float arithmetic lane by lane, but InstCombine re-forms float shuffles from
+    the lanes: interpolate's 32-lane deinterleaves kept 91 unswitches, and its upstream 10 levels did
+    not compile in 25 minutes). With the threshold at 0 no candidate is cheap enough (a cost is never
+    negative); the cost multiplier is turned off with it because it asserts to lie in 1..threshold.
+    Trivial unswitching is unchanged, and integer modules keep LLVM's defaults."""
+    t = get_target(target)
+    if t.name == "hvx128" and has_scalar_float_code(ir_text):
+        return ("-enable-unswitch-cost-multiplier=false", "-unswitch-threshold=0")
+    return ()
+
+
+@contextlib.contextmanager
+def _optimizer_options(target: Target, ir_text: str) -> Iterator[None]:
+    """`optimizer_options` set (process-wide) for one O3 run, LLVM's defaults put back after it."""
+    flags = optimizer_options(target, ir_text)
+    for flag in flags:
+        llvm.set_option("pitchfork", flag)
+    try:
+        yield
+    finally:
+        if flags:
+            for flag in _UNSWITCH_DEFAULTS:
+                llvm.set_option("pitchfork", flag)
+
 
 def has_scalar_float_code(ir_text: str) -> bool:
     """Whether a module computes in floats (hvx128 float code is scalar: hvx_floats.py)."""
@@ -451,7 +487,8 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
         pto.loop_interleaving = False
         pto.slp_vectorization = target.name == "arm64"
         pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
+        with _optimizer_options(target, ir_text):
+            pb.getModulePassManager().run(mod, pb)
     _timed(timings, "llvm_O3", t0)
     t0 = time.perf_counter()
     text = str(mod)

@@ -18,12 +18,13 @@ builder made are reused, not re-extracted, so a chain of float ops stays scalar 
 insertelement chains are dead code for O3). Results are the same per lane: every op is lane-wise.
 Everything else (integer code, loads, shuffles, bitcasts) is the plain IRBuilder's.
 
-Known limit: the cost model also prices float vector shuffles and inserts into <8 x float> at the
-maximum, and O3's InstCombine re-forms them from the lanes (emitting the data movement on integer
-vectors of the same bits does not survive it: `bitcast(shuffle(bitcast x))` folds back). Where that
-happens (interpolate's 32-lane deinterleaves) a loop still costs INT64_MAX and is unswitched: 91
-non-trivial unswitches in interpolate's O3 (72k -> 209k lines of IR), a few copies rather than the
-exponential blow-up, but minutes of backend work on the copies.
+Known limit, and what covers it: the cost model also prices float vector shuffles and inserts into
+float vectors at the maximum, and the lanes are gathered back (insertelement) for each store; O3's
+InstCombine also re-forms float shuffles from the lanes (emitting the data movement on integer
+vectors of the same bits does not survive it: `bitcast(shuffle(bitcast x))` folds back). Such a loop
+still costs INT64_MAX, so the optimiser runs hvx128 float modules with non-trivial unswitching off
+(pitchfork/backend/machine.py `optimizer_options`): interpolate had kept 91 unswitches (72k -> 209k
+lines of IR) and did not compile in 25 minutes at its upstream 10 levels; with it, O3 takes 3 s.
 """
 
 from __future__ import annotations

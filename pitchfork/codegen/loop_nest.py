@@ -105,6 +105,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self.selections: list[tuple[Optional[H.Node], Selection]] = []
         self._leaf_ids = itertools.count()
         self._heap_live: list[ir.Value] = []
+        self._early_free: dict[str, Optional[ir.Value]] = {}
         #: vector let name -> its Halide expression (names are unique in Halide's statement)
         self._vector_src: dict[str, H.Expr] = {}
         #: scalar let name -> its Halide expression

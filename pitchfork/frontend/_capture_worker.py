@@ -5,9 +5,11 @@ variable at its first use:
 
 * `python -c <this file's source> JOB.json`, stderr redirected to the log file: one job, then exit.
 * `python -c <this file's source> --serve` (the warm worker, `pitchfork.frontend.capture_pool`): a fork
-  server. It imports Halide once, then reads job file paths from stdin, one a line; for each it forks a
-  child that sends its stderr (Halide's log) to the job's "log" file and runs the job, waits for it,
-  and writes one line `{"status": <wait status>}` to stdout. The server itself never builds or lowers
+  server. It imports Halide once, then reads job file paths from stdin, one a line; for each, a child
+  forked from it sends its stderr (Halide's log) to the job's "log" file and runs the job, and the
+  server writes one line `{"status": <wait status>}` to stdout when the child is done. The child is
+  forked before its job arrives (right after the previous job's reply, while the caller works) and
+  waits for the job on a pipe, so neither the fork nor the child's exit is on a capture's path. The server itself never builds or lowers
   a pipeline, so every child starts from the state of a fresh interpreter that has imported Halide:
   Halide's process-wide name counters (CSE's `t123`, the `v16` of split variables) and its
   once-per-process reading of `HL_DEBUG_CODEGEN` are those of the one-shot run, so both ways log the
@@ -161,8 +163,9 @@ def _buffer_halide_log():
     return lambda: flush(cerr)
 
 
-def _run_child(job_path: str) -> None:
-    """In the forked child: stdin/stdout away from the server's pipes, stderr to the job's log."""
+def _run_child(job_path: str, done_fd: int) -> None:
+    """In the forked child: stdin/stdout away from the server's pipes, stderr to the job's log; when
+    the job is over (log flushed, files closed), its exit code on `done_fd`, then exit."""
     import os
 
     code = 1
@@ -186,15 +189,64 @@ def _run_child(job_path: str) -> None:
         if flush is not None:
             flush()
         sys.stderr.flush()
+        try:
+            os.write(done_fd, f"{code}\n".encode())
+        except OSError:
+            pass
         os._exit(code)
+
+
+def _spare_child() -> tuple[int, int, int]:
+    """Fork the child that will run the next job, before the job arrives: it waits for the job's path
+    on a pipe, so the fork (copying this process's page tables) and the child's start are not paid
+    while a capture waits. Returns (pid, the job pipe's write end, the done pipe's read end)."""
+    import os
+
+    job_r, job_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(job_w)
+        os.close(done_r)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = os.read(job_r, 4096)
+            if not chunk:  # the server ended (or has no job for it): exit without running anything
+                os._exit(0)
+            data += chunk
+        os.close(job_r)
+        _run_child(data.decode().strip(), done_w)  # never returns
+    os.close(job_r)
+    os.close(done_w)
+    return pid, job_w, done_r
+
+
+def _finish(pid: int, done_r: int) -> int | None:
+    """The job's wait status from the child's done message (it exits right after writing it; reaped
+    later, by `_reap`), or, if it died without one (a signal: Halide aborts), from waitpid (None: the
+    child is reaped already)."""
+    import os
+
+    msg = b""
+    while not msg.endswith(b"\n"):
+        chunk = os.read(done_r, 64)
+        if not chunk:
+            break
+        msg += chunk
+    os.close(done_r)
+    if msg.endswith(b"\n"):
+        return (int(msg.decode()) & 0xFF) << 8  # the wait status of an exit with that code
+    return None
 
 
 def serve() -> int:
     """The fork server (see the module docstring)."""
+    import ctypes  # noqa: F401 - what a child's buffered log uses: imported once here, not per job
     import os
 
     import halide  # noqa: F401 - imported once here, inherited by every forked child
 
+    spare = _spare_child()
     out = sys.stdout
     out.write("ready\n")
     out.flush()
@@ -202,12 +254,23 @@ def serve() -> int:
         job_path = line.strip()
         if not job_path:
             continue
-        pid = os.fork()
-        if pid == 0:
-            _run_child(job_path)  # never returns
-        _, status = os.waitpid(pid, 0)
+        pid, job_w, done_r = spare
+        os.write(job_w, job_path.encode() + b"\n")
+        os.close(job_w)
+        status = _finish(pid, done_r)
+        reaped = status is None
+        if reaped:
+            _, status = os.waitpid(pid, 0)
         out.write(json.dumps({"status": status}) + "\n")
         out.flush()
+        # while the caller works with this job's result: the next job's child, and the exited one reaped
+        spare = _spare_child()
+        if not reaped:
+            os.waitpid(pid, 0)
+    pid, job_w, done_r = spare
+    os.close(job_w)  # EOF: the spare child exits without a job
+    os.close(done_r)
+    os.waitpid(pid, 0)
     return 0
 
 

@@ -83,6 +83,11 @@ Mode = Literal["auto", "subprocess", "inprocess"]
 
 _HEADER_RE = re.compile(r"^Lowering after (.+?):?( \(unchanged\))?$")
 _START_MARKER = "Creating initial loop nests..."
+#: the log lines split_lowering_log reads: a start marker, the intrinsics marker, a stage header
+#: (searched in the log with a newline in front, so that every line starts after a newline: the
+#: search then only stops at newlines)
+_LOG_LINE_RE = re.compile(r"\n(?:(?P<start>Creating initial loop nests\.\.\.)|(?P<intrinsics>Finding intrinsics\.\.\.)"
+                          r"|Lowering after (?P<name>[^\n]+?):?(?P<unchanged> \(unchanged\))?)(?=\n|\Z)")
 _WORKER_SOURCE = (Path(__file__).with_name("_capture_worker.py")).read_text()
 _FD2_LOCK = threading.Lock()
 
@@ -221,34 +226,44 @@ def extract_block(text: str, opener: str) -> str:
 
 
 def split_lowering_log(log: str) -> list[Lowering]:
-    """Split a HL_DEBUG_CODEGEN log into its `lower()` calls and their logged stages."""
-    lines = log.split("\n")
+    """Split a HL_DEBUG_CODEGEN log into its `lower()` calls and their logged stages.
+
+    Line by line, a line is a start marker, the intrinsics marker, a stage header, or other text; a
+    changed stage's text is the lines after its header up to the first empty line (lines inside it
+    are not read as markers or headers). The lines that matter are found with one regex search over
+    the log, not a Python loop over its lines (a big pipeline's log has ~10^5 lines)."""
     lowerings: list[Lowering] = []
     stages: list[Stage] = []
     intrinsics_at: int | None = None
     last_text = ""
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line == _START_MARKER and (stages or intrinsics_at is not None):
-            lowerings.append(Lowering(tuple(stages), intrinsics_at))
-            stages, intrinsics_at, last_text = [], None, ""
-        if line == INTRINSICS_MARKER and intrinsics_at is None:
-            intrinsics_at = len(stages)
-        m = _HEADER_RE.match(line)
-        if not m:
-            i += 1
+    consumed = 0  # offset just past the last stage text taken: matches before it are inside a text
+    log = "\n" + log  # offsets below are in this text
+    for m in _LOG_LINE_RE.finditer(log):
+        if m.start() + 1 < consumed:  # the line starts after the newline the match begins with
             continue
-        if m.group(2):  # "(unchanged)"
-            stages.append(Stage(m.group(1), last_text, changed=False))
-            i += 1
+        if m.group("start") is not None:
+            if stages or intrinsics_at is not None:
+                lowerings.append(Lowering(tuple(stages), intrinsics_at))
+                stages, intrinsics_at, last_text = [], None, ""
             continue
-        j = i + 1
-        while j < len(lines) and lines[j] != "":
-            j += 1
-        last_text = "\n".join(lines[i + 1 : j]) + "\n"
-        stages.append(Stage(m.group(1), last_text, changed=True))
-        i = j
+        if m.group("intrinsics") is not None:
+            if intrinsics_at is None:
+                intrinsics_at = len(stages)
+            continue
+        name = m.group("name")
+        if m.group("unchanged"):
+            stages.append(Stage(name, last_text, changed=False))
+            continue
+        end = m.end()  # the header line's newline (or the end of the log)
+        k = log.find("\n\n", end)
+        if k < 0:  # the text runs to the end of the log
+            rest = log[end + 1:]
+            last_text = rest if rest.endswith("\n") else rest + "\n"
+            consumed = len(log) + 1
+        else:
+            last_text = log[end + 1:k] + "\n"
+            consumed = k + 1
+        stages.append(Stage(name, last_text, changed=True))
     if stages or intrinsics_at is not None:
         lowerings.append(Lowering(tuple(stages), intrinsics_at))
     return lowerings

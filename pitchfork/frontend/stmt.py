@@ -30,6 +30,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from pitchfork.frontend import ir
 from pitchfork.frontend.htypes import INT32, Bool, HType
+from pitchfork.frontend.stmt_fast import fast_tree
 
 _GRAMMAR_PATH = Path(__file__).with_name("stmt_grammar.lark")
 _BROADCAST_RE = re.compile(r"x(\d+)")
@@ -97,7 +98,7 @@ def parse_stmt(
     names bound outside the text (needed when parsing a fragment cut out of a larger statement)."""
     if _KEYWORD_BLOCK.search(text) is None:  # else every statement starts on its first token's line
         try:
-            return _Builder(text, buffers, variables).stmts(parse_tree(text, "start", positions=False).children)
+            return _Builder(text, buffers, variables).stmts(_unpositioned_tree(text, "start").children)
         except HalideParseError:
             pass  # again with node positions, for the error's exact line and column
     return _Builder(text, buffers, variables).stmts(parse_tree(text, "start").children)
@@ -111,10 +112,19 @@ def parse_expr(
 ) -> ir.Expr:
     """Parse one expression, e.g. a store's right-hand side."""
     try:
-        return _Builder(text, buffers, variables).expr(parse_tree(text.strip(), "expr", positions=False))
+        return _Builder(text, buffers, variables).expr(_unpositioned_tree(text.strip(), "expr"))
     except HalideParseError:
         pass  # again with node positions, for the error's exact line and column
     return _Builder(text, buffers, variables).expr(parse_tree(text.strip(), "expr"))
+
+
+def _unpositioned_tree(text: str, start: str) -> Tree:
+    """`parse_tree(text, start, positions=False)`: from the hand-written parser (stmt_fast.py, the same
+    tree, several times faster), or from lark where that parser declines (every error among them)."""
+    if start == "start" and not text.endswith("\n"):
+        text += "\n"
+    tree = fast_tree(text, start)
+    return tree if tree is not None else parse_tree(text, start, positions=False)
 
 
 def _syntax_error(e: UnexpectedInput, text: str) -> HalideParseError:

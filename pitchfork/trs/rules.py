@@ -38,6 +38,7 @@ from pitchfork.trs.pattern import (
 if TYPE_CHECKING:
     from pitchfork.trs.compiled import CompiledRules
 from pitchfork.trs.predicate import PredicateError, PyDomain, Streams, check_syntax, evaluate, is_const_expr
+from pitchfork.trs.rhs import compile_rhs
 
 
 class RuleFileError(ValueError):
@@ -358,12 +359,28 @@ class RhsBuilder(_Elaborator):
 def build_rhs(rule: Rule, b: Bindings, bounds: Callable[[Term], tuple[int, int]],
               expected: Optional[ScalarType] = None) -> Term:
     """The right side under bindings b; `expected` (the matched term's type) types bare constants at
-    the root exactly as the verifier does."""
+    the root exactly as the verifier does. Built by the rule's compiled builder (pitchfork/trs/rhs.py:
+    the same term as the elaborator's, `build_rhs_interpreted`, NoRewrite where that fails)."""
+    assert rule.rhs_raw is not None
+    hit = _BUILDERS.get(id(rule.rhs_raw))
+    if hit is None:
+        hit = _BUILDERS[id(rule.rhs_raw)] = (rule.rhs_raw, compile_rhs(rule.rhs_raw, NoRewrite))
+    return hit[1](b, bounds, expected)
+
+
+def build_rhs_interpreted(rule: Rule, b: Bindings, bounds: Callable[[Term], tuple[int, int]],
+                          expected: Optional[ScalarType] = None) -> Term:
+    """build_rhs by the elaborator (RhsBuilder): the definition the compiled builders are tested against."""
     assert rule.rhs_raw is not None
     try:
         return RhsBuilder(b, bounds).elab(rule.rhs_raw, expected)
     except FPIRSyntaxError as e:
         raise NoRewrite(e.message) from None
+
+
+#: the compiled builder of each right side (pitchfork/trs/rhs.py), made at its first use: id -> (node,
+#: builder); the node is kept so its id is not reused
+_BUILDERS: dict[int, tuple[Raw, Callable[..., Term]]] = {}
 
 
 def check_predicate(rule: Rule, b: Bindings, bounds: Callable[[Term], tuple[int, int]],

@@ -165,6 +165,79 @@ def test_aot_overridden_heap_freed_on_every_exit(aot: tuple[Path, np.ndarray], f
         assert n_malloc == fail_at + 1 and n_free == fail_at
 
 
+# ---- heap buffers freed where Halide frees them (early frees) ----------------------------------
+
+_CHAIN_DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "HalideRuntime.h"
+#include "chain.h"
+static int n_malloc, n_free, live, peak, fail_at = -1;
+void *halide_malloc(void *uc, size_t n) {
+  if (n_malloc++ == fail_at) return NULL;
+  if (++live > peak) peak = live;
+  return aligned_alloc(128, (n + 127) / 128 * 128);
+}
+void halide_free(void *uc, void *p) { if (p) { n_free++; live--; free(p); } }
+int main(int argc, char **argv) {
+  enum { W = 4608, H = 8 };
+  static unsigned char in[(H + 2) * (W + 2)], out[H * W];
+  for (int i = 0; i < (int)sizeof in; i++) in[i] = (unsigned char)(i * 5 + i / 11);
+  halide_dimension_t di[2] = {{0, W + 2, 1, 0}, {0, H + 2, W + 2, 0}}, dout[2] = {{0, W, 1, 0}, {0, H, W, 0}};
+  halide_buffer_t a = {0}, b = {0};
+  a.host = in; a.type.code = halide_type_uint; a.type.bits = 8; a.type.lanes = 1; a.dimensions = 2; a.dim = di;
+  b = a; b.host = out; b.dim = dout;
+  fail_at = atoi(argv[1]);
+  int rc = chain(&a, &b);
+  printf("%d %d %d %d\n", rc, n_malloc, n_free, peak);
+  fwrite(out, 1, sizeof out, stderr);
+  return 0;
+}
+"""
+
+
+def root_chain() -> tuple[hl.Func, list[hl.ImageParam]]:
+    """out <- c <- b <- a, each compute_root and each larger than the stack limit (36 KB): Halide
+    frees a once b is computed and b once c is (EarlyFree), so two are live at a time."""
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.ImageParam(hl.UInt(8), 2, "inp")
+    a, b, c, out = hl.Func("a"), hl.Func("b"), hl.Func("c"), hl.Func("chain")
+    a[x, y] = inp[x, y] + 1
+    b[x, y] = a[x, y] * 2 + a[x + 1, y]
+    c[x, y] = b[x, y] + b[x, y + 1]
+    out[x, y] = c[x, y] ^ hl.u8(5)
+    for f in (a, b, c):
+        f.compute_root().vectorize(x, 32)
+    out.vectorize(x, 32)
+    return out, [inp]
+
+
+@pytest.mark.parametrize("fail_at", [-1, 2])
+def test_heap_buffers_freed_at_halides_early_frees(tmp_path: Path, fail_at: int) -> None:
+    """A compute_root chain holds two heap buffers at a time, not three: each is freed at the `free`
+    Halide's statement places after its last use (AllocMixin._s_Free), once, also when a later
+    allocation fails (that call frees the two live blocks and returns out_of_memory)."""
+    func, args = root_chain()
+    prog = pitchfork.compile(func, args, target="x86-avx2", name="chain", fallback=False)
+    prog.object_file(tmp_path / "chain.o")
+    (tmp_path / "chain.h").write_text(prog.header())
+    (tmp_path / "main.c").write_text(_CHAIN_DRIVER)
+    exe = tmp_path / "chain"
+    subprocess.run(["gcc", f"-I{HALIDE_INCLUDE}", f"-I{tmp_path}", str(tmp_path / "main.c"), str(tmp_path / "chain.o"),
+                    "-o", str(exe)], check=True, capture_output=True)
+    p = subprocess.run([str(exe), str(fail_at)], capture_output=True, cwd=tmp_path)
+    rc, n_malloc, n_free, peak = map(int, p.stdout.decode().split()[:4])
+    if fail_at < 0:
+        assert (rc, n_malloc, n_free, peak) == (0, 3, 3, 2)
+        w, h = 4608, 8
+        img = (np.arange((h + 2) * (w + 2)) * 5 + np.arange((h + 2) * (w + 2)) // 11).astype(np.uint8)
+        args[0].set(hl.Buffer(img.reshape(h + 2, w + 2)))
+        want = np.asarray(func.realize([w, h], X86))
+        assert np.array_equal(np.frombuffer(p.stderr[-want.size:], np.uint8).reshape(want.shape), want)
+    else:
+        assert rc == -11 and (n_malloc, n_free) == (3, 2)
+
+
 # ---- allocations hoisted out of the loop that opens with them (codegen_alloc.hoist_allocations) ----
 
 @pytest.mark.qemu

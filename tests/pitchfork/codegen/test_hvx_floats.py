@@ -82,3 +82,16 @@ def test_float_modules_emitted_without_window_scheduler() -> None:
     assert scheduler_options("hvx128", "%a = add <32 x i32> %b, %c") == ()
     assert scheduler_options("x86-avx2", "%a = fmul fast float %b, %c") == ()
     assert llc_command("hvx128", "k.ll", "%a = fadd float %b, %c").endswith(" -window-sched=off k.ll")
+
+
+def test_float_modules_optimized_without_nontrivial_unswitching() -> None:
+    """hvx128 modules with float arithmetic are optimised with non-trivial loop unswitching off (the
+    Hexagon cost model prices their float vector inserts at the maximum, so every loop-invariant branch
+    looked free to unswitch); integer modules and other targets keep LLVM's defaults."""
+    from pitchfork.backend.machine import optimizer_options
+
+    off = ("-enable-unswitch-cost-multiplier=false", "-unswitch-threshold=0")
+    assert optimizer_options("hvx128", "%a = fmul fast float %b, %c") == off
+    assert optimizer_options("hvx128", "%a = add <32 x i32> %b, %c") == ()
+    assert optimizer_options("x86-avx2", "%a = fmul fast float %b, %c") == ()
+    assert optimizer_options("arm64", "%a = fadd <4 x float> %b, %c") == ()

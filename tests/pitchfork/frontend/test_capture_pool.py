@@ -129,3 +129,62 @@ def test_a_job_that_did_not_exit_cleanly_runs_again_unbuffered(monkeypatch: pyte
     c = capture_stmt(func, args, "arm64", mode="subprocess")
     assert seen == [True, False]
     assert c.text and not c.error
+
+
+def _worker_namespace() -> dict:
+    """The worker's functions (its source without the `__main__` dispatch), loaded in this process."""
+    from pathlib import Path
+
+    source = Path(capture_pool.__file__).with_name("_capture_worker.py").read_text().split("if __name__")[0]
+    ns: dict = {"__name__": "capture_worker_under_test"}
+    exec(compile(source, "_capture_worker.py", "exec"), ns)  # noqa: S102 - our own module's source
+    return ns
+
+
+def test_the_next_jobs_child_is_forked_before_the_job_arrives() -> None:
+    """After a capture the server has one child waiting for the next job (the fork is off the path)."""
+    func, args = ex.sobel3x3(32)
+    capture_stmt(func, args, "arm64", mode="subprocess")
+    [server] = _idle_pids()
+    import time
+
+    for _ in range(200):  # the spare is forked right after the reply
+        children = open(f"/proc/{server}/task/{server}/children").read().split()
+        if children:
+            break
+        time.sleep(0.01)
+    assert len(children) == 1
+    state = open(f"/proc/{children[0]}/stat").read().rsplit(")", 1)[1].split()[0]
+    assert state == "S"  # asleep: waiting on its job pipe
+
+
+def test_a_waiting_child_reports_its_jobs_exit_code(tmp_path: "os.PathLike[str]") -> None:
+    """A job that fails (no such pipeline file) reports exit code 1 through the done pipe."""
+    import json
+    from pathlib import Path
+
+    ns = _worker_namespace()
+    d = Path(tmp_path)
+    job = {"pipeline": str(d / "missing.hlpipe"), "target": "x86-64-linux", "stmt_out": str(d / "s"),
+           "result": str(d / "r.json"), "args": [], "constraints": {}, "log": str(d / "log.txt")}
+    (d / "job.json").write_text(json.dumps(job))
+    pid, job_w, done_r = ns["_spare_child"]()
+    os.write(job_w, str(d / "job.json").encode() + b"\n")
+    os.close(job_w)
+    status = ns["_finish"](pid, done_r)
+    os.waitpid(pid, 0)
+    assert status is not None and os.waitstatus_to_exitcode(status) == 0  # main() reports, exits 0
+    assert json.loads((d / "r.json").read_text())["ok"] is False
+
+
+def test_a_child_killed_before_reporting_gives_its_signal_status() -> None:
+    """No done message (a Halide abort kills the child): the status comes from waitpid."""
+    import signal
+
+    ns = _worker_namespace()
+    pid, job_w, done_r = ns["_spare_child"]()
+    os.kill(pid, signal.SIGKILL)
+    assert ns["_finish"](pid, done_r) is None
+    _, status = os.waitpid(pid, 0)
+    os.close(job_w)
+    assert os.waitstatus_to_exitcode(status) == -signal.SIGKILL
