@@ -1,17 +1,31 @@
-"""`python3 -m benchmarks.variants.selection [--isa ISA ...] [--bench NAME ...] [--repeat N] [-o DIR]`:
+"""`python3 -m benchmarks.variants.selection [--isa ISA ...] [--bench NAME ...] [--repeat N] [--cache MODE ...] [-o DIR]`:
 each SPEC benchmark (first parameter set) compiled with both lifting engines; per benchmark the
-selection time (CompileStats.selection_seconds: lifting + lowering of every vector expression), what
-the e-graph engine did (expressions gated, same shape as an earlier one, shapes saturated, results
-cheaper than greedy's by the target-agnostic cost and proved; selection then keeps such a result only
-if it also lowers cheaper by the target's cost, pitchfork/selection/lower.py) and whether the two engines produced the same assembly (then every static estimate is
-equal too; where it differs, compare with the harness: `python3 -m benchmarks --quick --bench NAME --isa
-ISA --engine egraph -o DIR`).
+selection time (CompileStats.selection_seconds: lifting + lowering of every vector expression, and
+for the e-graph engine building its egglog program on first use), what the e-graph engine did
+(expressions gated, same shape as an earlier one, shape outcome found in the on-disk store, shapes
+saturated, results cheaper than greedy's by the target-agnostic cost and proved; selection then keeps
+such a result only if it also lowers cheaper by the target's cost, pitchfork/selection/lower.py) and
+whether the two engines produced the same assembly (then every static estimate is equal too; where it
+differs, compare with the harness: `python3 -m benchmarks --quick --bench NAME --isa ISA --engine egraph
+-o DIR`).
 
 Each engine compiles the whole benchmark list in a fresh process of its own (`--engine-only`), so
-neither inherits the other's warm caches, and each pays its own one-time costs (rule loading, the
-e-graph's prelude) as a user's compile would. With `--repeat N` the two run N times in alternating
-order (greedy, egraph, egraph, greedy, ...) and each benchmark's time is the median of its N runs.
-Writes selection.json in DIR (default ./variants-out)."""
+neither inherits the other's in-process caches, and each pays its own one-time costs (rule loading, the
+e-graph's egglog program) as a user's compile would. With `--repeat N` the two run N times in
+alternating order (greedy, egraph, egraph, greedy, ...) and each benchmark's time is the median of its
+N runs. The on-disk caches (PITCHFORK_CACHE_DIR: parsed rule files, lark tables, the e-graph's shape
+store) are stated, never inherited from the user's: each `--cache` mode (default: all three) gives
+every child the same kind of directory, for both engines alike:
+
+* `cold`: an empty directory per process (a first-ever compile: both engines parse their rules, the
+  e-graph saturates every shape);
+* `rules`: the rule caches warm (one unmeasured greedy compile of the list fills them), the e-graph's
+  shape store emptied before every process (each egraph process saturates every shape: the strictest
+  state for the e-graph, and the one earlier sessions measured);
+* `warm`: every cache warm, the shape store included (one unmeasured compile per engine fills them):
+  a pipeline compiled again.
+
+Writes selection.json in DIR (default ./variants-out); the cache directories live in DIR/cache."""
 
 from __future__ import annotations
 
@@ -28,6 +42,7 @@ from collections import Counter
 from pathlib import Path
 
 ENGINES = ("greedy", "egraph")
+CACHE_MODES = ("cold", "rules", "warm")
 
 
 def run_engine(engine: str, isa: str, names: list[str]) -> list[dict]:
@@ -60,7 +75,7 @@ def run_engine(engine: str, isa: str, names: list[str]) -> list[dict]:
             kinds: Counter = Counter()
             for r in eg._RESULTS.values():
                 kinds["gated" if r.rounds == 0 and r.note.startswith("greedy result fully lifted") else
-                      "same_shape" if "same shape" in r.note else "saturated"] += 1
+                      "same_shape" if "same shape" in r.note else "stored" if r.stored else "saturated"] += 1
                 if r.source == "egraph":
                     kinds[f"egraph_{r.proof or 'unproved'}"] += 1
             row["egraph"] = dict(kinds)
@@ -68,14 +83,59 @@ def run_engine(engine: str, isa: str, names: list[str]) -> list[dict]:
     return rows
 
 
-def _child(engine: str, isa: str, names: list[str]) -> list[dict]:
+def _child(engine: str, isa: str, names: list[str], cache: Path) -> list[dict]:
     cmd = [sys.executable, "-m", "benchmarks.variants.selection", "--engine-only", engine, "--isa", isa]
     for n in names:
         cmd += ["--bench", n]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+    env = {**os.environ, "PITCHFORK_CACHE_DIR": str(cache)}
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"{engine} run failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _measure(isa: str, mode: str, names: list[str], repeat: int, base: Path) -> list[dict]:
+    """Both engines on `names` for `isa`, `repeat` times in alternating order, every process with the
+    caches of `mode` (module docstring); one row per benchmark."""
+    import shutil
+    import tempfile
+
+    base.mkdir(parents=True, exist_ok=True)
+    warm = base / f"{isa}-{mode}"
+    shutil.rmtree(warm, ignore_errors=True)
+    if mode != "cold":  # unmeasured compiles that fill the caches
+        _child("greedy", isa, names, warm)
+        if mode == "warm":
+            _child("egraph", isa, names, warm)
+    runs: dict[str, list[list[dict]]] = {e: [] for e in ENGINES}
+    for i in range(repeat):
+        for engine in ENGINES if i % 2 == 0 else ENGINES[::-1]:
+            if mode == "cold":
+                cache = Path(tempfile.mkdtemp(prefix="cold-", dir=base))
+            else:
+                cache = warm
+                if mode == "rules":
+                    shutil.rmtree(warm / "egraph", ignore_errors=True)
+            runs[engine].append(_child(engine, isa, names, cache))
+            if mode == "cold":
+                shutil.rmtree(cache, ignore_errors=True)
+    rows = []
+    for j, name in enumerate(names):
+        row: dict = {"bench": name, "isa": isa, "cache": mode}
+        for engine in ENGINES:
+            rs = [r[j] for r in runs[engine]]
+            if any("error" in r for r in rs):
+                row[f"{engine}_error"] = next(r["error"] for r in rs if "error" in r)
+                continue
+            row[f"{engine}_selection_s"] = statistics.median(r["selection_s"] for r in rs)
+            row[f"{engine}_runs_s"] = [r["selection_s"] for r in rs]
+            row["vector_expressions"] = rs[0]["vector_expressions"]
+            row[f"{engine}_asm"] = rs[0]["asm"]
+            if engine == "egraph":
+                row["egraph"] = rs[0]["egraph"]
+        row["same_code"] = row.get("greedy_asm") is not None and row.get("greedy_asm") == row.get("egraph_asm")
+        rows.append(row)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--isa", action="append", default=[], help="repeatable (default x86-avx2)")
     ap.add_argument("--bench", action="append", default=[])
     ap.add_argument("--repeat", type=int, default=1, help="runs per engine, alternating order (default 1)")
+    ap.add_argument("--cache", action="append", choices=CACHE_MODES, default=[],
+                    help="on-disk cache state of every process, repeatable (default: all)")
     ap.add_argument("-o", "--output", default="variants-out")
     ap.add_argument("--engine-only", choices=ENGINES, help=argparse.SUPPRESS)  # the child process
     args = ap.parse_args(argv)
@@ -99,44 +161,35 @@ def main(argv: list[str] | None = None) -> int:
         load = os.getloadavg()[0]
     except OSError:
         load = None
+    modes = args.cache or list(CACHE_MODES)
     rows: list[dict] = []
     for isa in isas:
-        runs: dict[str, list[list[dict]]] = {e: [] for e in ENGINES}
-        for i in range(args.repeat):
-            for engine in ENGINES if i % 2 == 0 else ENGINES[::-1]:
-                runs[engine].append(_child(engine, isa, names))
-        for j, name in enumerate(names):
-            row: dict = {"bench": name, "isa": isa}
-            for engine in ENGINES:
-                rs = [r[j] for r in runs[engine]]
-                if any("error" in r for r in rs):
-                    row[f"{engine}_error"] = next(r["error"] for r in rs if "error" in r)
-                    continue
-                row[f"{engine}_selection_s"] = statistics.median(r["selection_s"] for r in rs)
-                row[f"{engine}_runs_s"] = [r["selection_s"] for r in rs]
-                row["vector_expressions"] = rs[0]["vector_expressions"]
-                row[f"{engine}_asm"] = rs[0]["asm"]
-                if engine == "egraph":
-                    row["egraph"] = rs[0]["egraph"]
-            row["same_code"] = row.get("greedy_asm") is not None and row.get("greedy_asm") == row.get("egraph_asm")
-            rows.append(row)
+        for mode in modes:
+            rows += _measure(isa, mode, names, args.repeat, out / "cache")
     summary: dict = {"load_average_1min_at_start": load, "repeat": args.repeat}
     for isa in isas:
-        rs = [r for r in rows if r["isa"] == isa]
-        tg = sum(r.get("greedy_selection_s", 0.0) for r in rs)
-        te = sum(r.get("egraph_selection_s", 0.0) for r in rs)
-        summary[isa] = {"greedy_selection_s": tg, "egraph_selection_s": te, "ratio": te / tg if tg else None,
-                        "same_code": sum(r["same_code"] for r in rs), "benchmarks": len(rs)}
+        for mode in modes:
+            rs = [r for r in rows if r["isa"] == isa and r["cache"] == mode]
+            tg = sum(r.get("greedy_selection_s", 0.0) for r in rs)
+            te = sum(r.get("egraph_selection_s", 0.0) for r in rs)
+            summary[f"{isa}/{mode}"] = {"greedy_selection_s": tg, "egraph_selection_s": te,
+                                        "ratio": te / tg if tg else None,
+                                        "same_code": sum(r["same_code"] for r in rs), "benchmarks": len(rs)}
+    try:
+        summary["load_average_1min_at_end"] = os.getloadavg()[0]
+    except OSError:
+        pass
     (out / "selection.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
     from rich.console import Console
     from rich.table import Table
 
     con = Console(width=160)
-    for isa in isas:
-        tab = Table("benchmark", "exprs", "greedy s", "egraph s", "ratio", "e-graph: gated/same shape/saturated/cheaper",
-                    "same code", title=f"selection time per engine ({isa}; each engine in its own process, "
-                    f"median of {args.repeat}; load {load:.1f} at start)" if load is not None else isa)
-        for r in (r for r in rows if r["isa"] == isa):
+    for key in (k for k in summary if "/" in k):
+        isa, mode = key.split("/")
+        tab = Table("benchmark", "exprs", "greedy s", "egraph s", "ratio", "e-graph: gated/same shape/stored/saturated/cheaper",
+                    "same code", title=f"selection time per engine ({isa}, caches {mode}; each engine in its own "
+                    f"process, median of {args.repeat}; load {load:.1f} at start)" if load is not None else key)
+        for r in (r for r in rows if r["isa"] == isa and r["cache"] == mode):
             g, e = r.get("greedy_selection_s"), r.get("egraph_selection_s")
             k = r.get("egraph", {})
             won = sum(v for kk, v in k.items() if kk.startswith("egraph_"))
@@ -144,9 +197,9 @@ def main(argv: list[str] | None = None) -> int:
                         f"{g:.2f}" if g is not None else r.get("greedy_error", ""),
                         f"{e:.2f}" if e is not None else r.get("egraph_error", ""),
                         f"{e / g:.1f}x" if g and e is not None else "",
-                        f"{k.get('gated', 0)}/{k.get('same_shape', 0)}/{k.get('saturated', 0)}/{won}",
+                        f"{k.get('gated', 0)}/{k.get('same_shape', 0)}/{k.get('stored', 0)}/{k.get('saturated', 0)}/{won}",
                         "yes" if r["same_code"] else "NO")
-        s = summary[isa]
+        s = summary[key]
         tab.add_row("total", "", f"{s['greedy_selection_s']:.2f}", f"{s['egraph_selection_s']:.2f}",
                     f"{s['ratio']:.2f}x" if s["ratio"] else "", "", f"{s['same_code']}/{s['benchmarks']}")
         con.print(tab)

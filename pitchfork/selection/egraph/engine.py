@@ -48,6 +48,7 @@ from pitchfork.selection.cost import cost
 from pitchfork.selection.egraph.canon import canonical, rename, rename_all
 from pitchfork.selection.egraph.declare import Encoding, _type, declarations, encode, lifting_ops, parse_ctor
 from pitchfork.selection.egraph.extract import extract, extract_all_with_choices, read_egraph
+from pitchfork.selection.egraph import store
 from pitchfork.selection.egraph.sketch import Guide, sketches
 from pitchfork.selection.egraph.rules import Compiled, compile_rules, result_type_table, type_tables
 from pitchfork.selection.egraph.validate import validate_result
@@ -88,6 +89,8 @@ class Budget:
     # the bounded rules and sketches (which the pass after the first round still applies)
     seed: bool = False
     rlimit: int = 60_000_000  # Z3 resource limit of the translation validation (fpir.z3enc.DEFAULT_RLIMIT)
+    # keep each shape's outcome in the on-disk store (store.py) and look it up before saturating
+    persist: bool = False
 
 
 #: the budget of selection (`select --engine egraph`, pitchfork.compile(engine="egraph")): whole
@@ -97,7 +100,7 @@ class Budget:
 #: did not (8 e-graph results either way on the 137 expressions of add, mul, l2norm, softmax,
 #: camera_pipe, gaussian3x3/5x5/7x7, sobel3x3) and took 1.8x the e-graph's time (measured side by
 #: side in one process, load ~13)
-SELECTION_BUDGET = Budget(rounds=1, nodes=1_500, lifts=300, rlimit=1_000_000, seed=True)
+SELECTION_BUDGET = Budget(rounds=1, nodes=1_500, lifts=300, rlimit=1_000_000, seed=True, persist=True)
 
 
 @dataclass
@@ -117,6 +120,7 @@ class EgraphResult:
     greedy_term: Optional[Term] = None
     seconds: float = 0.0
     proof: str = ""  # how the result was proved (validate.py): "shared", "full"; "" when greedy's
+    stored: bool = False  # the shape's outcome came from the on-disk store (store.py), not a saturation
 
 
 @lru_cache(maxsize=1)
@@ -526,14 +530,20 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
         if len(_SHAPES) >= _RESULTS_MAX:
             del _SHAPES[next(iter(_SHAPES))]
         forward = {v: k for k, v in back.items()}
-        seed = None
-        if budget.seed:  # greedy's lifting of every sub-term of the input, from its memo, renamed
-            memo = lw._memo
-            pairs = [(t, memo[t]) for t in norm.walk() if t.args and memo.get(t, t) is not t]
-            renamed = rename_all([x for p in pairs for x in p], forward)
-            seed = list(zip(renamed[0::2], renamed[1::2]))
-        _SHAPES[key] = hit = (rs, _saturate_shape(canon, rename(greedy_in, forward), rs, budget, check, seed))
-        shape = hit[1]
+        greedy_canon = rename(greedy_in, forward)
+        path = store.entry_path(canon, rs, budget, check, _declared()) if budget.persist else None
+        shape = _stored_shape(path, canon, greedy_canon, budget, check)
+        if shape is None:
+            seed = None
+            if budget.seed:  # greedy's lifting of every sub-term of the input, from its memo, renamed
+                memo = lw._memo
+                pairs = [(t, memo[t]) for t in norm.walk() if t.args and memo.get(t, t) is not t]
+                renamed = rename_all([x for p in pairs for x in p], forward)
+                seed = list(zip(renamed[0::2], renamed[1::2]))
+            shape = _saturate_shape(canon, greedy_canon, rs, budget, check, seed)
+            if budget.seconds is None and not shape.note.startswith("egraph engine failed"):
+                store.save(path, shape)
+        _SHAPES[key] = hit = (rs, shape)
     else:
         shape = replace(hit[1], note="; ".join(x for x in ("same shape as an earlier expression", hit[1].note) if x))
     res = replace(shape, extracted=None if shape.extracted is None else rename(shape.extracted, back),
@@ -544,6 +554,25 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
         if cost(cand) < cost(greedy_in):
             res.term, res.source, res.greedy_fired = cand, "egraph", shape.greedy_fired
     res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _stored_shape(path: Optional[Path], canon: Term, greedy_canon: Term, budget: Budget,
+                  check: bool) -> Optional[EgraphResult]:
+    """The shape's outcome from the on-disk store (store.py), or None. A stored e-graph result is used
+    only if it is still cheaper than greedy's and proved equal to the input again (a disk is not
+    trusted with a proof); otherwise the shape is saturated afresh."""
+    fields = store.load(path)
+    if fields is None or fields["greedy_term"] is not greedy_canon:
+        return None
+    res = EgraphResult(**store.counters(fields), stored=True)
+    if res.source == "egraph":
+        if not cost(res.term) < cost(greedy_canon):
+            return None
+        if check:
+            why, res.proof = validate_result(canon, res.term, greedy_canon, budget.rlimit)
+            if why:
+                return None
     return res
 
 

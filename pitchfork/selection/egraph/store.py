@@ -1,0 +1,131 @@
+"""On-disk store of the e-graph engine's per-shape results, keyed by content, for selection.
+
+Selection (`Budget.persist`, set in engine.SELECTION_BUDGET) saturates each expression shape (the input
+alpha-renamed, canon.py) once per process; this store keeps the outcome across processes, as the
+greedy engine's rule cache (pitchfork/trs/cache.py) keeps parsed rule files: a pipeline compiled again,
+or for another ISA (lifting is target-agnostic), finds its shapes' outcomes without building the
+egglog program or saturating.
+
+Invariants:
+
+* The key is a SHA-256 of everything the outcome is a function of: the canonical input (`shape_text`:
+  op, type, attributes and arguments of every node), the budget, whether results are checked, the
+  lifting rule set (every rule's location and text), the ops the e-graph declares, the source of every
+  module that decides the outcome (pitchfork/selection/*.py, pitchfork/selection/egraph/*.py,
+  pitchfork/trs/*.py, fpir/*.py), the rule files of rules/egraph/, the egglog version and the Python
+  version. A change to any of them gives a new key; a stale entry is never read.
+* An entry is trusted only as far as a disk can be: a stored e-graph result is proved equal to the
+  input again (validate.py) and must still be cheaper than greedy's before it is used; a failed check
+  drops the entry and the shape is saturated afresh. A stored "greedy" outcome only says "the e-graph
+  found nothing cheaper": greedy's own result, computed in this process, is what is used.
+* Only outcomes that do not depend on the machine are stored: not an egglog failure (it may be
+  transient), not a run under a wall-clock budget (`Budget.seconds`).
+* Location, format and robustness are pitchfork/trs/cache.py's: `$PITCHFORK_CACHE_DIR` (off turns it
+  off), else `$XDG_CACHE_HOME/pitchfork`, else `~/.cache/pitchfork`, subdirectory `egraph/`; written
+  atomically; an unreadable or corrupt entry is a miss. `ENABLED = False` turns the store off in this
+  process (tests that patch the engine's internals do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional
+
+from fpir.term import Term
+from pitchfork.trs.cache import load_entry, store_entry
+from pitchfork.trs.rules import RuleSet
+
+#: this process uses the store (tests that monkeypatch the engine turn it off)
+ENABLED = True
+_KIND = "egraph"
+_ROOT = Path(__file__).resolve().parents[3]
+#: EgraphResult fields an entry keeps (the rest are per expression, or the process's own objects)
+FIELDS = ("term", "source", "note", "rounds", "nodes", "saturated", "fired", "greedy_fired", "lift_unions",
+          "extracted", "greedy_term", "proof")
+
+
+@lru_cache(maxsize=1)
+def engine_version() -> str:
+    """A hash of the sources and rule files the outcome of a saturation depends on (module docstring)."""
+    h = hashlib.sha256(repr(sys.version_info[:3]).encode())
+    try:
+        from importlib.metadata import version
+
+        h.update(version("egglog").encode())
+    except Exception:  # noqa: BLE001 - no metadata: the sources still key the entry
+        h.update(b"egglog-unknown")
+    pkg = _ROOT / "pitchfork"
+    for d, pattern in ((pkg / "selection", "*.py"), (pkg / "selection" / "egraph", "*.py"), (pkg / "trs", "*.py"),
+                       (_ROOT / "fpir", "*.py"), (_ROOT / "rules" / "egraph", "*.rules")):
+        for p in sorted(d.glob(pattern)):
+            h.update(str(p.relative_to(_ROOT)).encode() + b"\0")
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+#: rule-set digests, per rule set object (kept alive beside its digest, so an id is never reused)
+_DIGESTS: dict[int, tuple[RuleSet, str]] = {}
+
+
+def rules_digest(rs: RuleSet) -> str:
+    hit = _DIGESTS.get(id(rs))
+    if hit is None or hit[0] is not rs:
+        h = hashlib.sha256()
+        for r in rs.rules:
+            h.update(f"{r.location}\0{r.text()}\n".encode("utf-8", "surrogatepass"))
+        hit = _DIGESTS[id(rs)] = (rs, h.hexdigest())
+    return hit[1]
+
+
+def entry_path(canon: Term, rs: RuleSet, budget: Any, check: bool, declared: frozenset[str]) -> Optional[Path]:
+    """Where the outcome of saturating `canon` under these settings is stored (None: store off)."""
+    from fpir.diskcache import cache_dir
+
+    d = cache_dir()
+    if not ENABLED or d is None:
+        return None
+    h = hashlib.sha256(b"pitchfork-egraph-shape-2\0")
+    for part in (engine_version(), rules_digest(rs), repr(budget), repr(check), ",".join(sorted(declared))):
+        h.update(part.encode() + b"\0")
+    h.update(shape_text(canon).encode("utf-8", "surrogatepass"))
+    return d / _KIND / f"{h.hexdigest()}.pickle"
+
+
+def shape_text(term: Term) -> str:
+    """A canonical text of `term`: one line per distinct node, children first (op, type, attributes,
+    child line numbers). (A pickle is not canonical: its bytes depend on which equal objects, such
+    as types, happen to be one object in this process.)"""
+    index: dict[Term, int] = {}
+    lines = []
+    for t in term.walk():  # post-order over distinct nodes
+        index[t] = len(index)
+        lines.append(f"{t.op}|{t.type.name}|{t.attrs!r}|{','.join(str(index[a]) for a in t.args)}")
+    return "\n".join(lines)
+
+
+def load(path: Optional[Path]) -> Optional[dict]:
+    """The stored fields at `path` (a dict of FIELDS), or None."""
+    if path is None:
+        return None
+    got = load_entry(path)
+    if not isinstance(got, dict) or set(got) != set(FIELDS) or not isinstance(got["term"], Term):
+        return None
+    return got
+
+
+def save(path: Optional[Path], res: Any) -> None:
+    """Store `res`'s FIELDS at `path` (errors ignored: the store only changes speed)."""
+    if path is None:
+        return
+    fields = {f: getattr(res, f) for f in FIELDS}
+    fields["fired"], fields["greedy_fired"] = dict(res.fired), dict(res.greedy_fired)
+    store_entry(path, fields)
+
+
+def counters(fields: dict) -> dict:
+    """`fields` with its counts as Counters (as EgraphResult keeps them)."""
+    return {**fields, "fired": Counter(fields["fired"]), "greedy_fired": Counter(fields["greedy_fired"])}

@@ -1,0 +1,27 @@
+"""benchmarks/variants/selection.py: the cache modes give each child process the stated on-disk caches.
+With `warm` the e-graph engine finds every shape's outcome in its store (no saturation) and with `cold`
+it saturates them, and both engines produce the same assembly either way (blur3x3: one shape the
+e-graph saturates)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.variants import selection
+
+
+def test_cache_modes_warm_and_cold(tmp_path: Path) -> None:
+    assert selection.main(["--isa", "x86-avx2", "--bench", "blur3x3", "--cache", "warm", "--cache", "cold",
+                           "-o", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "selection.json").read_text())
+    rows = {r["cache"]: r for r in data["rows"]}
+    assert set(rows) == {"warm", "cold"}
+    warm, cold = rows["warm"]["egraph"], rows["cold"]["egraph"]
+    assert cold.get("saturated", 0) >= 1 and cold.get("stored", 0) == 0
+    assert warm.get("stored", 0) == cold["saturated"] and warm.get("saturated", 0) == 0
+    assert rows["warm"]["same_code"] and rows["cold"]["same_code"]
+    assert data["summary"]["x86-avx2/warm"]["benchmarks"] == 1
+    # the warm directory holds the store's entries; cold directories are removed after use
+    assert any((tmp_path / "cache" / "x86-avx2-warm" / "egraph").glob("*.pickle"))
+    assert not list((tmp_path / "cache").glob("cold-*"))
