@@ -359,8 +359,7 @@ class MemoryMixin:
         loop: with s = clamp(B, LO, HI - n + 1) every clamped index lies in [s, s + n - 1], so one dense
         load D = buf[s + OFF .. s + OFF + n - 1] holds every value, and the result is the n-lane window
         at offset n + clamp(B - s, -n, n) of [splat(D[0]), D, splat(D[n - 1])] (through a stack slot),
-        or, where B = s (no lane clamped: every vector away from the border), the load at B + OFF
-        itself, unchecked (the gather would read the same addresses). The window is used when
+        or D itself where B = s (no lane clamped: every vector away from the border). Used when
         HI - LO >= n - 1 and D lies inside the buffer's elements (its dims, checked at run time);
         otherwise the lane-by-lane gather of `index` (the index vector) runs."""
         b = self.b
@@ -372,22 +371,6 @@ class MemoryMixin:
         top = b.sub(hi, ir.Constant(i64, lanes - 1))
         s = b.select(b.icmp_signed(">", s, top), top, s)
         first = b.add(s, off)
-        et = ir.IntType(_storage(st).bits)
-        vt = ir.VectorType(et, lanes)
-        align = self._align(buf, st, None)
-        # Away from the border no lane is clamped (B = s): the indices are B + OFF + k, the addresses
-        # the gather reads, so the dense load needs no bounds check, and it is the result (no stack
-        # round trip: three vector stores and a load across two of them, which store forwarding
-        # cannot serve). Only the vectors that straddle the border check D's bounds and shift.
-        interior = self.fn.append_basic_block("border_interior")
-        border = self.fn.append_basic_block("border_check")
-        done = self.fn.append_basic_block("border_done")
-        b.cbranch(b.icmp_signed("==", base, s), interior, border)
-        b.position_at_end(interior)
-        inner_v = self._mem_access(buf, b.load(self._elem_ptr(buf, st, first, vt), align=align))
-        interior_end = b.block
-        b.branch(done)
-        b.position_at_end(border)
         last_ok = ir.Constant(i64, 0)  # the buffer's last element index: sum (extent - 1) * stride
         ok = b.icmp_signed(">=", b.sub(hi, lo), ir.Constant(i64, lanes - 1))
         for _, ext, stride in buf.dims:
@@ -397,9 +380,19 @@ class MemoryMixin:
         ok = b.and_(ok, b.icmp_signed("<=", b.add(first, ir.Constant(i64, lanes - 1)), last_ok))
         fast = self.fn.append_basic_block("border_window")
         slow = self.fn.append_basic_block("border_gather")
+        done = self.fn.append_basic_block("border_done")
         b.cbranch(ok, fast, slow)
         b.position_at_end(fast)
-        d = self._mem_access(buf, b.load(self._elem_ptr(buf, st, first, vt), align=align))
+        et = ir.IntType(_storage(st).bits)
+        vt = ir.VectorType(et, lanes)
+        d = self._mem_access(buf, b.load(self._elem_ptr(buf, st, first, vt), align=self._align(buf, st, None)))
+        # Away from the border no index is clamped (B = s) and D is the result: the stack round trip
+        # (three vector stores, one load across two of them, which store forwarding cannot serve) is
+        # only for the vectors that straddle the border.
+        interior_end = b.block
+        window = self.fn.append_basic_block("border_shift")
+        b.cbranch(b.icmp_signed("==", base, s), done, window)
+        b.position_at_end(window)
         slot = self._scratch_alloca(ir.ArrayType(et, 3 * lanes))
         for k, part in enumerate((b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)), d,
                                   b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [lanes - 1] * lanes)))):
@@ -418,7 +411,7 @@ class MemoryMixin:
         b.branch(done)
         b.position_at_end(done)
         v = b.phi(vt)
-        v.add_incoming(inner_v, interior_end)
+        v.add_incoming(d, interior_end)
         v.add_incoming(fast_v, fast_end)
         v.add_incoming(slow_v, slow_end)
         return v

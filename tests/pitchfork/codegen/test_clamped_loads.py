@@ -73,3 +73,25 @@ def test_runtime_clamp_bounds(lo: int, hi: int) -> None:
     xs = np.clip(np.arange(300) + 1, lo, hi) if lo <= hi else np.full(300, lo)
     want = a[:, xs] ^ np.uint8(7)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("target", ["hvx128", "x86-avx2"])
+@pytest.mark.parametrize("width", [5, 40])
+def test_narrow_image_tile_at_its_top_clamp(target: str, width: int) -> None:
+    """A vector whose base B equals HI - n + 1 on an image narrower than the vector (HI - LO < n - 1):
+    then s = clamp(B, LO, HI - n + 1) = B although B's first lanes lie below LO, so `B = s` alone does
+    not mean "no lane clamped" (a small pyramid level of local_laplacian on hvx128 read its border
+    unclamped after b9c951d took the unchecked dense load on `B = s` alone, before the range and bounds
+    checks; that change is reverted, and this test fails with it on x86)."""
+    lanes = 64
+    inp = hl.ImageParam(hl.UInt(16), 2, "input")
+    e = hl.BoundaryConditions.repeat_edge(inp)
+    k = width - lanes  # the first tile's base is HI - n + 1 = width - 1 - lanes + 1
+    f = hl.Func("narrow")
+    f[x, y] = e[x + k, y] + hl.u16(1)
+    f.vectorize(x, lanes)
+    prog = pitchfork.compile(f, [inp], target=target, name="narrow")
+    a = RNG.integers(0, 65535, size=(2, width), endpoint=True, dtype=np.uint16)
+    got = prog(a, size=[2 * lanes, 2])
+    want = a[:, np.clip(np.arange(2 * lanes) + k, 0, width - 1)] + np.uint16(1)
+    assert np.array_equal(got, want)
