@@ -142,20 +142,31 @@ def _worker_namespace() -> dict:
 
 
 def test_the_next_jobs_child_is_forked_before_the_job_arrives() -> None:
-    """After a capture the server has one child waiting for the next job (the fork is off the path)."""
+    """After a capture the server has one live child waiting for the next job (the fork is off the
+    path). The previous job's child may still be listed for a moment as a zombie (the server forks
+    the spare first and reaps the exited child after it), so zombies are not counted; the loop waits
+    (on the server's progress, not a clock) until the spare is asleep on its job pipe."""
     func, args = ex.sobel3x3(32)
     capture_stmt(func, args, "arm64", mode="subprocess")
     [server] = _idle_pids()
     import time
 
-    for _ in range(200):  # the spare is forked right after the reply
-        children = open(f"/proc/{server}/task/{server}/children").read().split()
-        if children:
+    def live_children() -> dict[str, str]:
+        states = {}
+        for pid in open(f"/proc/{server}/task/{server}/children").read().split():
+            try:
+                states[pid] = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            except FileNotFoundError:  # reaped between the two reads
+                continue
+        return {pid: st for pid, st in states.items() if st != "Z"}
+
+    live: dict[str, str] = {}
+    for _ in range(3000):  # the spare is forked right after the reply
+        live = live_children()
+        if list(live.values()) == ["S"]:
             break
         time.sleep(0.01)
-    assert len(children) == 1
-    state = open(f"/proc/{children[0]}/stat").read().rsplit(")", 1)[1].split()[0]
-    assert state == "S"  # asleep: waiting on its job pipe
+    assert list(live.values()) == ["S"], live  # one child, asleep: waiting on its job pipe
 
 
 def test_a_waiting_child_reports_its_jobs_exit_code(tmp_path: "os.PathLike[str]") -> None:
