@@ -40,16 +40,27 @@ MAX_ENTRIES = 512
 _FORMAT = b"pitchfork-rules-1\n"
 
 
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def sources_digest(globs: tuple[tuple[str, str], ...], extra: tuple[str, ...] = ()) -> str:
+    """A SHA-256 of the Python version, `extra` (e.g. a library's version) and every file matching each
+    (folder relative to the repository root, glob pattern) pair, by relative path and content: the key
+    part that makes an on-disk entry stale when the code or data that produced it changes."""
+    h = hashlib.sha256(repr(sys.version_info[:3]).encode())
+    for part in extra:
+        h.update(part.encode() + b"\0")
+    for folder, pattern in globs:
+        for p in sorted((_ROOT / folder).glob(pattern)):
+            h.update(str(p.relative_to(_ROOT)).encode() + b"\0")
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
 @lru_cache(maxsize=1)
 def parser_version() -> str:
     """A hash of the parser's own source: every module of pitchfork/trs and fpir, and the Python version."""
-    h = hashlib.sha256(repr(sys.version_info[:3]).encode())
-    here = Path(__file__).resolve().parent
-    for d in (here, here.parent.parent / "fpir"):
-        for p in sorted(d.glob("*.py")):
-            h.update(p.name.encode() + b"\0")
-            h.update(p.read_bytes())
-    return h.hexdigest()
+    return sources_digest((("pitchfork/trs", "*.py"), ("fpir", "*.py")))
 
 
 def entry_path(text: str, source: str, kind: str = "rules") -> Optional[Path]:

@@ -29,20 +29,18 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
-import sys
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional
 
 from fpir.term import Term
-from pitchfork.trs.cache import load_entry, store_entry
+from pitchfork.trs.cache import load_entry, sources_digest, store_entry
 from pitchfork.trs.rules import RuleSet
 
 #: this process uses the store (tests that monkeypatch the engine turn it off)
 ENABLED = True
 _KIND = "egraph"
-_ROOT = Path(__file__).resolve().parents[3]
 #: EgraphResult fields an entry keeps (the rest are per expression, or the process's own objects)
 FIELDS = ("term", "source", "note", "rounds", "nodes", "saturated", "fired", "greedy_fired", "lift_unions",
           "extracted", "greedy_term", "proof")
@@ -51,20 +49,14 @@ FIELDS = ("term", "source", "note", "rounds", "nodes", "saturated", "fired", "gr
 @lru_cache(maxsize=1)
 def engine_version() -> str:
     """A hash of the sources and rule files the outcome of a saturation depends on (module docstring)."""
-    h = hashlib.sha256(repr(sys.version_info[:3]).encode())
     try:
         from importlib.metadata import version
 
-        h.update(version("egglog").encode())
+        egglog = version("egglog")
     except Exception:  # noqa: BLE001 - no metadata: the sources still key the entry
-        h.update(b"egglog-unknown")
-    pkg = _ROOT / "pitchfork"
-    for d, pattern in ((pkg / "selection", "*.py"), (pkg / "selection" / "egraph", "*.py"), (pkg / "trs", "*.py"),
-                       (_ROOT / "fpir", "*.py"), (_ROOT / "rules" / "egraph", "*.rules")):
-        for p in sorted(d.glob(pattern)):
-            h.update(str(p.relative_to(_ROOT)).encode() + b"\0")
-            h.update(p.read_bytes())
-    return h.hexdigest()
+        egglog = "egglog-unknown"
+    return sources_digest((("pitchfork/selection", "*.py"), ("pitchfork/selection/egraph", "*.py"),
+                           ("pitchfork/trs", "*.py"), ("fpir", "*.py"), ("rules/egraph", "*.rules")), (egglog,))
 
 
 #: rule-set digests, per rule set object (kept alive beside its digest, so an id is never reused)
