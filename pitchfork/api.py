@@ -458,7 +458,7 @@ def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str,
     try:
         t0 = time.perf_counter()
         try:
-            captured = capture_stmt(pipeline, args, spec.halide)
+            captured = capture_stmt(pipeline, args, spec.halide, upto_intrinsics=True)  # reads .text only
         except CaptureError as e:
             refuse_if_halide_rejects(e, name, target)  # PipelineError: the fallback could not work either
             raise
