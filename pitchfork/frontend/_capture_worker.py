@@ -14,6 +14,10 @@ variable at its first use:
   Halide's process-wide name counters (CSE's `t123`, the `v16` of split variables) and its
   once-per-process reading of `HL_DEBUG_CODEGEN` are those of the one-shot run, so both ways log the
   same text. A Halide abort (LLVM asserts are fatal) kills only that child. EOF on stdin ends the server.
+  A job with "stop_at" (a log line, e.g. `Finding intrinsics...`): the child's stderr is a pipe the
+  server reads into the job's log file; at that line the server kills the child, the log ends with the
+  line, the result is `{"ok": true, "stopped_at": ...}` and the status a clean exit's (`_watch`). The
+  one-shot way ignores "stop_at" (it lowers to the end).
 
 It imports nothing but the standard library and `halide` (so it cannot be shadowed by, or depend on,
 pitchfork's own modules) and writes `{"ok": true}` or `{"error": "..."}` to the result file.
