@@ -548,19 +548,15 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
             # The choice reads packets, so both alternatives are emitted as assembly; the chosen
             # one's object is emitted when first asked for.
             t0 = time.perf_counter()
-            split_text = split_pairs(text)
-            # The two emissions are independent: the split one runs in a forked child meanwhile
-            # (same text, same options, so the same assembly as in this process), if a second CPU is there.
-            elsewhere = _EmissionElsewhere(split_text, target, opt, align_vectors, "asm") if _parallel() else None
             asm = _emit_module(mod, text, target, opt, align_vectors, "asm")
-            split_asm = elsewhere.result() if elsewhere is not None else None
-            if not isinstance(split_asm, str):  # no second CPU, or the child failed: emitted here
-                split_asm = _emit(split_text, target, opt, align_vectors, "asm")
+            split_text = split_pairs(text)
+            split_mod = _parse(split_text, target)
+            split_asm = _emit_module(split_mod, split_text, target, opt, align_vectors, "asm")
             _timed(timings, "llvm_emit_assembly", t0)
             packets = [len(lp.packets) for lp in find_loops(asm, target=target.name)]
             split_packets = [len(lp.packets) for lp in find_loops(split_asm, target=target.name)]
             if not keep_pairs(packets, split_packets):
-                text, mod, asm = _traced(trace, "hvx_pairs", split_text), _parse(split_text, target), split_asm
+                text, mod, asm = _traced(trace, "hvx_pairs", split_text), split_mod, split_asm
             emitted["asm"] = asm
             bad = _unknown_intrinsic_calls(asm)
             if bad:
@@ -586,54 +582,6 @@ def _emit_module(mod: llvm.ModuleRef, text: str, target: Target, opt: int, align
     tm = _shared_machine(target, opt)
     with _emission_options(target, text):
         return tm.emit_assembly(mod) if kind == "asm" else tm.emit_object(mod)
-
-
-def _parallel() -> bool:
-    """Whether this process may use a second CPU (`PITCHFORK_PARALLEL_EMIT=off` says no)."""
-    if os.environ.get("PITCHFORK_PARALLEL_EMIT", "on").lower() in ("off", "0", "no", "false"):
-        return False
-    try:
-        return len(os.sched_getaffinity(0)) > 1
-    except (AttributeError, OSError):
-        return (os.cpu_count() or 1) > 1
-
-
-class _EmissionElsewhere:
-    """`_emit(text, ...)` in a forked child while this process works on: `result()` is the emitted
-    assembly or object, or None if the child failed in any way (the caller then emits in-process, so a
-    failure, an LLVM abort included, is what it always was). The child inherits the process-wide LLVM
-    options and sets the emission's own exactly as `_emit` does here, so its output is the one this
-    process would make; it never returns into the caller's code (os._exit)."""
-
-    def __init__(self, text: str, target: Target, opt: int, align_vectors: bool, kind: Literal["asm", "obj"]) -> None:
-        rfd, wfd = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:  # child
-            code = 1
-            try:
-                os.close(rfd)
-                faulthandler.disable()
-                data = pickle.dumps(_emit(text, target, opt, align_vectors, kind))
-                with os.fdopen(wfd, "wb") as w:
-                    w.write(data)
-                code = 0
-            except BaseException:  # noqa: BLE001 - the parent emits in-process instead
-                pass
-            os._exit(code)
-        os.close(wfd)
-        self.rfd = rfd
-
-    def result(self) -> bytes | str | None:
-        with os.fdopen(self.rfd, "rb") as r:  # read before waiting: the child blocks on a full pipe
-            data = r.read()
-        _, status = os.waitpid(self.pid, 0)
-        if not data or not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
-            return None
-        try:
-            value = pickle.loads(data)
-        except Exception:  # noqa: BLE001 - a torn message: emitted in-process instead
-            return None
-        return value if isinstance(value, (bytes, str)) else None
 
 
 def _emit(text: str, target: Target, opt: int, align_vectors: bool, kind: Literal["asm", "obj"]) -> bytes | str:

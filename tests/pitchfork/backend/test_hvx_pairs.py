@@ -130,23 +130,3 @@ def test_mul_keeps_the_pair_add_and_add_does_not() -> None:
     add = _hot_loop("add")
     assert len(add.packets) <= 8, add.packets
     assert not [i for i in add.instructions if _PAIR_SAT.search(i)]
-
-
-def test_split_alternative_emitted_in_a_child_is_the_in_process_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """machine._EmissionElsewhere (the split alternative emitted in a forked child meanwhile) gives the
-    assembly `_emit` gives in this process; a child that fails gives None (the caller then emits
-    in-process); compile_module's choice is the same with the child and without it."""
-    from pitchfork.backend import machine
-
-    t = machine.get_target(TARGET)
-    machine._init_llvm()
-    text = split_pairs(_IR)
-    for kind in ("asm", "obj"):
-        assert machine._EmissionElsewhere(text, t, 3, False, kind).result() == machine._emit(text, t, 3, False, kind)
-    assert machine._EmissionElsewhere("this is not IR", t, 3, False, "asm").result() is None
-    chosen = {}
-    for mode in ("on", "off"):
-        monkeypatch.setenv("PITCHFORK_PARALLEL_EMIT", mode)
-        m = compile_module(_IR, TARGET)
-        chosen[mode] = (m.llvm_ir(), m.assembly())
-    assert chosen["on"] == chosen["off"]
