@@ -300,16 +300,25 @@ def synthesize(
         unknown = 0
         over = False
         for level in range(max_level + 1):
+            top = False
             try:
                 bank.ensure(level, max_terms)
+                terms = sum(bank.level_count[: level + 1])
+                hits = [(bank.candidate_term, i) for i in bank.matches(level, th).tolist()]
             except BudgetExceeded:
+                # The whole level is over budget; its candidates of the left side's type alone may
+                # not be (only those can be the right side's root): search them, then stop.
                 over = True
-                break
-            terms = sum(bank.level_count[: level + 1])
+                done = sum(bank.level_count[:level])
+                if factors or done + bank.top_count(level, lhs.type) > max_terms:
+                    break
+                top = True
+                terms = done + bank.top_count(level, lhs.type)
+                hits = [(lambda _l, t: t, t) for t in bank.top_matches(level, lhs.type, th)]
             found: list[Term] = []
-            for i in bank.matches(level, th).tolist():
+            for get, i in hits:
                 try:
-                    t = bank.candidate_term(level, i)
+                    t = get(level, i)
                 except FPIRTypeError:
                     continue
                 if t.args and t != lhs and grammar.better(t, bound) and _same_values(t, target, env):
@@ -322,14 +331,17 @@ def synthesize(
                 calls += 1
                 verdict, cex = prove_equal(lhs, t, rlimit, bounds)
                 if verdict == "VALID":
-                    return SearchResult("found", polish(t), terms, calls, rnd, pruned=pruned)
+                    return SearchResult(
+                        "found", polish(t), terms, calls, rnd,
+                        "the last level, the left side's type alone" if top else "", pruned=pruned,
+                    )
                 if verdict == "INVALID":
                     row = tuple(cex.get(name, 0) for name, _t in columns)
                     if row not in rows and row not in cexs:
                         cexs.append(row)
                 else:
                     unknown += 1
-            if cexs:
+            if cexs or top:
                 break
         if cexs:
             rows += cexs
@@ -445,8 +457,14 @@ def polish(t: Term) -> Term:
 # Grammars
 
 
-def constant_leaves(lhs: Term, types: Iterable[ScalarType]) -> list[Term]:
-    """The left side's constants and values derived from them (log2 of a power of two, 2^c), at every
+#: ops shifting their first operand by their second (`constant_leaves`)
+_SHIFTS = frozenset({"shl", "shr", "rounding_shr", "rounding_shl", "widening_shl"})
+
+
+def constant_leaves(lhs: Term, types: Iterable[ScalarType], negated: bool = False) -> list[Term]:
+    """The left side's constants and values derived from them (log2 of a power of two, 2^c; -c of a
+    shift-sized one with `negated`, as lowering grammars ask: ARM shifts right by shifting left by a
+    negative amount, `rounding_shr(x, 4) -> srshl(x, -4)`), at every
     type of the grammar that holds them; 0 and 1 only when the left side has no constant (few
     leaves keep the search small: every right side of a rule is over the left side's constants)."""
     values: set[int] = set()
@@ -458,8 +476,12 @@ def constant_leaves(lhs: Term, types: Iterable[ScalarType]) -> list[Term]:
                 values.add(c.bit_length() - 1)
             if 0 <= c < 16:
                 values.add(1 << c)
+            if negated and 0 < abs(c) <= 64:  # a shift the other way (ARM srshl by a negative amount)
+                values.add(-c)
     if not values:
         values = {0, 1}
+    if negated:  # a shift by a runtime amount: its width, where the instructions saturate the amount
+        values |= {t.args[0].type.bits for t in lhs.walk() if t.op in _SHIFTS and not t.args[1].is_const}
     out = []
     for ty in sorted(types, key=lambda x: (x.bits, x.signed)):
         for v in sorted(values):
