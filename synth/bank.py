@@ -230,7 +230,10 @@ class Bank:
         self.g = grammar
         self.n = len(rows)
         self.var_factor = {v.name: (factors or {}).get(v.name, 1) for v in vars_}
-        self.factors = tuple(sorted({1, *self.var_factor.values()}))
+        # every power of two up to the largest factor: a chain of pairwise ops passes through the
+        # factors between (ARM addp(addp(x)) sums 4 lanes of x through 2)
+        top = max(self.var_factor.values(), default=1)
+        self.factors = tuple(sorted({1, *self.var_factor.values(), *(1 << k for k in range(top.bit_length()) if 1 << k <= top)}))
         self.env = {}
         col = 0
         for v in vars_:

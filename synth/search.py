@@ -310,7 +310,7 @@ def synthesize(
                 # not be (only those can be the right side's root): search them, then stop.
                 over = True
                 done = sum(bank.level_count[:level])
-                if factors or done + bank.top_count(level, lhs.type) > max_terms:
+                if done + bank.top_count(level, lhs.type) > max_terms:
                     break
                 top = True
                 terms = done + bank.top_count(level, lhs.type)
@@ -410,6 +410,16 @@ def _single_instructions(
     by_type: dict[ScalarType, list[Term]] = {}
     for leaf in grammar.leaves:
         by_type.setdefault(leaf.type, []).append(leaf)
+    # the constants also at the narrower types, signed and unsigned: an instruction's immediate or
+    # scalar taps are often narrower than any type of the left side (HVX vmpa's i8 taps under i16
+    # products); only values the type holds
+    values = sorted({leaf.value for leaf in grammar.leaves if leaf.is_const})
+    for t in list(by_type):
+        if t.bits > 8:
+            for n in (t.narrow(), t.narrow().with_sign(not t.signed)):
+                extra = [const(v, n) for v in values if n.contains(v)]
+                if n not in by_type and extra:
+                    by_type[n] = extra
     types = sorted(by_type, key=lambda t: (t.bits, t.signed, t.name))
     found: list[Term] = []
     for op, rtype in grammar.forms:
