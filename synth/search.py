@@ -474,11 +474,13 @@ _SHIFTS = frozenset({"shl", "shr", "rounding_shr", "rounding_shl", "widening_shl
 _ROUNDING = re.compile(r"rounding|avg|rhadd")
 
 
-def constant_leaves(lhs: Term, types: Iterable[ScalarType], negated: bool = False) -> list[Term]:
+def constant_leaves(
+    lhs: Term, types: Iterable[ScalarType], negated: bool = False, neighbours: bool = True
+) -> list[Term]:
     """The left side's constants and values derived from them (log2 of a power of two, 2^c; -c of a
     shift-sized one with `negated`, as lowering grammars ask: ARM shifts right by shifting left by a
     negative amount, `rounding_shr(x, 4) -> srshl(x, -4)`; there also c - 1, c + 1 and 0 when the left
-    side rounds: HVX `rounding_shr(x, c) -> vavg_rnd(x >> (c - 1), 0)`), at every
+    side rounds and `neighbours`: HVX `rounding_shr(x, c) -> vavg_rnd(x >> (c - 1), 0)`), at every
     type of the grammar that holds them; 0 and 1 only when the left side has no constant (few
     leaves keep the search small: every right side of a rule is over the left side's constants)."""
     values: set[int] = set()
@@ -493,7 +495,7 @@ def constant_leaves(lhs: Term, types: Iterable[ScalarType], negated: bool = Fals
                 values.add(1 << c)
             if negated and 0 < abs(c) <= 64:  # a shift the other way (ARM srshl by a negative amount)
                 values.add(-c)
-            if negated and rounding and 0 < c <= 64:  # a rounding shift by c: a shift by c - 1, averaged with 0
+            if negated and neighbours and rounding and 0 < c <= 64:  # a rounding shift by c: a shift by c - 1, averaged with 0
                 values |= {c - 1, c + 1, 0}
     if not values:
         values = {0, 1}

@@ -223,7 +223,7 @@ def instructions_grammar(lhs: Term, isa: str, full: Grammar) -> Grammar:
     forms: list[tuple[str, Optional[ScalarType]]] = [(n, None) for n, s in OPS.items() if s.kind == "target" and n.startswith(prefix)]
     forms += _explicit_forms("cast", {t for t in types if t.bits > 1})
     forms += _explicit_forms("reinterpret", {t for t in types if t.bits > 1})  # level 0: last
-    leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types, negated=True))
+    leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types, negated=True, neighbours=False))
     key = f"lower-insts:{isa}:{';'.join(to_text(x) + ':' + x.type.name for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
     return replace(full, leaves=leaves, forms=tuple(forms), types=frozenset(types), key=key)
 
