@@ -192,6 +192,13 @@ class Explainer:
             for rule, r in rule_results(rs, sub):  # one lifting step at the root, children as they are
                 if cost(r) < here:
                     out.append(([(rule.name, _loc(rule), (), r)], r))
+                    # ... then the greedy TRS on its result, as the lifting pass does with a term that
+                    # follows a sketch (engine.py `_lift_pass`): only the end of that is unioned into
+                    # the e-graph, so the step at the root alone may leave it
+                    rest = lifting_steps(rs, r)
+                    if rest:
+                        out.append(([(rule.name, _loc(rule), (), r)]
+                                    + [(rule2.name, _loc(rule2), p, after) for rule2, p, after in rest], rest[-1][2]))
             for root_first in (False, True):
                 steps = lifting_steps(rs, sub, root_first)
                 if steps:
