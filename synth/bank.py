@@ -230,7 +230,10 @@ class Bank:
         self.g = grammar
         self.n = len(rows)
         self.var_factor = {v.name: (factors or {}).get(v.name, 1) for v in vars_}
-        self.factors = tuple(sorted({1, *self.var_factor.values()}))
+        # every power of two up to the largest factor: a chain of pairwise ops passes through the
+        # factors between (ARM addp(addp(x)) sums 4 lanes of x through 2)
+        top = max(self.var_factor.values(), default=1)
+        self.factors = tuple(sorted({1, *self.var_factor.values(), *(1 << k for k in range(top.bit_length()) if 1 << k <= top)}))
         self.env = {}
         col = 0
         for v in vars_:
@@ -514,6 +517,64 @@ class Bank:
             np.ascontiguousarray(vals), gids, const, castlike, pow2, ops
         )
         return start
+
+    # -- the last level, for one result type only ---------------------------------------------
+
+    def _top_sigs(self, level: int, rt: ScalarType, g: int) -> Iterator[tuple[int, tuple, tuple, list[_Block], tuple, bool]]:
+        """(form, argument types, split, argument blocks, lane factors, flipped) of the level's
+        candidates whose result is `rt` (flipped False) or its sign flip (flipped True: a
+        reinterpret to `rt` above it is free, level 0), at lane factor g."""
+        flip = rt.with_sign(not rt.signed) if rt.bits > 1 else None
+        for fi, (op, _rtype) in enumerate(self.forms):
+            for ts, r, nl, gs, gg in self._sigs[fi]:
+                if nl <= 0 or gg != g or r not in (rt, flip):
+                    continue
+                for lv in _splits(level - nl, len(ts)):
+                    bs = [self.blocks.get((li, ti, gi)) for li, ti, gi in zip(lv, ts, gs)]
+                    if any(b is None for b in bs):
+                        continue
+                    yield fi, ts, lv, bs, gs, r != rt  # type: ignore[misc]
+
+    def top_count(self, level: int, rt: ScalarType, g: int = 1) -> int:
+        """`_count(level)` restricted to candidates of result type `rt` (or its sign flip): what
+        `top_matches` enumerates. Levels below `level` must be built."""
+        total = 0
+        for fi, ts, lv, bs, _gs, _f in self._top_sigs(level, rt, g):
+            op = self.forms[fi][0]
+            total += _combinations(op, lv, ts, bs, 0 if op == "reinterpret" else 1, self.g.max_ops)
+        return total
+
+    def top_matches(self, level: int, rt: ScalarType, h: int, g: int = 1) -> list[Term]:
+        """The level's candidates of result type `rt` whose fingerprint is h, without building the
+        level: a candidate of the top level searched is never a child, so only the left side's
+        result type matters there (and its sign flip under a free reinterpret). The bank is not
+        changed (no representatives are added), so sharing stays sound."""
+        from fpir.ops import make as mk
+
+        out: list[Term] = []
+        for fi, ts, lv, bs, gs, flipped in self._top_sigs(level, rt, g):
+            op, rtype = self.forms[fi]
+            r = self._result_type(op, rtype, ts)
+            if r is None:
+                continue
+            step = max(1, CHUNK_ELEMENTS // max(1, self.n * max(gs + (g,))))
+            for argv, gids, _ops in self._pieces(op, ts, lv, bs, step):
+                try:
+                    with np.errstate(all="ignore"):
+                        if OPS[op].arg_lanes:
+                            vals = lane_apply(op, argv, ts, r, gs, g, self.n)
+                        else:
+                            vals = fast_apply(op, argv, ts, r)
+                except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+                    continue
+                vals = np.broadcast_to(np.asarray(vals), (len(gids[0]), self.n * g)).astype(r.np_dtype, copy=False)
+                if flipped:  # same bits: the reinterpret's values
+                    vals = vals.astype(rt.np_dtype)
+                hit = np.nonzero(row_hashes(vals, self.salt[(rt, g)]) == np.uint64(h))[0]
+                for i in hit.tolist():
+                    t = mk(op, *[self.term(int(a[i])) for a in gids], type=rtype, fold=False)
+                    out.append(mk("reinterpret", t, type=rt) if flipped else t)
+        return out
 
     # -- queries -----------------------------------------------------------------------------
 

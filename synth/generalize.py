@@ -6,7 +6,7 @@ attempt fails is rejected (nothing unverified is ever returned).
 
 1. Constants: every constant of the left side becomes a typed constant wildcard (`c0_u8`); a
    right-side constant equal to one becomes that wildcard (`c0`), or a relation to it: `log2(c0)`
-   (with `is_pow2(c0)`), `1 << c0` (the `c1 == 2**c0` relation), `c0 - 1`, `c0 + 1`. Tried first with
+   (with `is_pow2(c0)`), `1 << c0` (the `c1 == 2**c0` relation), `c0 - 1`, `c0 + 1`, `0 - c0`. Tried first with
    no predicate on the constants; if that fails, each constant's range of validity is found by binary
    search over its type (values on each side of the observed one) and written as a predicate; if that
    fails too, constants are pinned to their observed values (`c0 == 6`).
@@ -134,6 +134,8 @@ def _rhs_const(value: int, consts: list[Term]) -> tuple[str, list[str]]:
             return f"c{i} - 1", []
         if value == v + 1:
             return f"c{i} + 1", []
+        if value == -v and v != 0:
+            return f"0 - c{i}", []
     return str(value), []
 
 

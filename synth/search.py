@@ -19,6 +19,7 @@ on any machine.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Iterable, Mapping, Optional, Sequence
@@ -300,16 +301,25 @@ def synthesize(
         unknown = 0
         over = False
         for level in range(max_level + 1):
+            top = False
             try:
                 bank.ensure(level, max_terms)
+                terms = sum(bank.level_count[: level + 1])
+                hits = [(bank.candidate_term, i) for i in bank.matches(level, th).tolist()]
             except BudgetExceeded:
+                # The whole level is over budget; its candidates of the left side's type alone may
+                # not be (only those can be the right side's root): search them, then stop.
                 over = True
-                break
-            terms = sum(bank.level_count[: level + 1])
+                done = sum(bank.level_count[:level])
+                if done + bank.top_count(level, lhs.type) > max_terms:
+                    break
+                top = True
+                terms = done + bank.top_count(level, lhs.type)
+                hits = [(lambda _l, t: t, t) for t in bank.top_matches(level, lhs.type, th)]
             found: list[Term] = []
-            for i in bank.matches(level, th).tolist():
+            for get, i in hits:
                 try:
-                    t = bank.candidate_term(level, i)
+                    t = get(level, i)
                 except FPIRTypeError:
                     continue
                 if t.args and t != lhs and grammar.better(t, bound) and _same_values(t, target, env):
@@ -322,14 +332,17 @@ def synthesize(
                 calls += 1
                 verdict, cex = prove_equal(lhs, t, rlimit, bounds)
                 if verdict == "VALID":
-                    return SearchResult("found", polish(t), terms, calls, rnd, pruned=pruned)
+                    return SearchResult(
+                        "found", polish(t), terms, calls, rnd,
+                        "the last level, the left side's type alone" if top else "", pruned=pruned,
+                    )
                 if verdict == "INVALID":
                     row = tuple(cex.get(name, 0) for name, _t in columns)
                     if row not in rows and row not in cexs:
                         cexs.append(row)
                 else:
                     unknown += 1
-            if cexs:
+            if cexs or top:
                 break
         if cexs:
             rows += cexs
@@ -398,6 +411,16 @@ def _single_instructions(
     by_type: dict[ScalarType, list[Term]] = {}
     for leaf in grammar.leaves:
         by_type.setdefault(leaf.type, []).append(leaf)
+    # the constants also at the narrower types, signed and unsigned: an instruction's immediate or
+    # scalar taps are often narrower than any type of the left side (HVX vmpa's i8 taps under i16
+    # products); only values the type holds
+    values = sorted({leaf.value for leaf in grammar.leaves if leaf.is_const})
+    for t in list(by_type):
+        if t.bits > 8:
+            for n in (t.narrow(), t.narrow().with_sign(not t.signed)):
+                extra = [const(v, n) for v in values if n.contains(v)]
+                if n not in by_type and extra:
+                    by_type[n] = extra
     types = sorted(by_type, key=lambda t: (t.bits, t.signed, t.name))
     found: list[Term] = []
     for op, rtype in grammar.forms:
@@ -445,11 +468,23 @@ def polish(t: Term) -> Term:
 # Grammars
 
 
-def constant_leaves(lhs: Term, types: Iterable[ScalarType]) -> list[Term]:
-    """The left side's constants and values derived from them (log2 of a power of two, 2^c), at every
+#: ops shifting their first operand by their second (`constant_leaves`)
+_SHIFTS = frozenset({"shl", "shr", "rounding_shr", "rounding_shl", "widening_shl"})
+#: ops that round (`constant_leaves`: their constants c also give c - 1, c + 1 and 0)
+_ROUNDING = re.compile(r"rounding|avg|rhadd")
+
+
+def constant_leaves(
+    lhs: Term, types: Iterable[ScalarType], negated: bool = False, neighbours: bool = True
+) -> list[Term]:
+    """The left side's constants and values derived from them (log2 of a power of two, 2^c; -c of a
+    shift-sized one with `negated`, as lowering grammars ask: ARM shifts right by shifting left by a
+    negative amount, `rounding_shr(x, 4) -> srshl(x, -4)`; there also c - 1, c + 1 and 0 when the left
+    side rounds and `neighbours`: HVX `rounding_shr(x, c) -> vavg_rnd(x >> (c - 1), 0)`), at every
     type of the grammar that holds them; 0 and 1 only when the left side has no constant (few
     leaves keep the search small: every right side of a rule is over the left side's constants)."""
     values: set[int] = set()
+    rounding = any(_ROUNDING.search(t.op) for t in lhs.walk() if t.args)
     for t in lhs.walk():
         if t.is_const:
             c = t.value
@@ -458,8 +493,14 @@ def constant_leaves(lhs: Term, types: Iterable[ScalarType]) -> list[Term]:
                 values.add(c.bit_length() - 1)
             if 0 <= c < 16:
                 values.add(1 << c)
+            if negated and 0 < abs(c) <= 64:  # a shift the other way (ARM srshl by a negative amount)
+                values.add(-c)
+            if negated and neighbours and rounding and 0 < c <= 64:  # a rounding shift by c: a shift by c - 1, averaged with 0
+                values |= {c - 1, c + 1, 0}
     if not values:
         values = {0, 1}
+    if negated:  # a shift by a runtime amount: its width, where the instructions saturate the amount
+        values |= {t.args[0].type.bits for t in lhs.walk() if t.op in _SHIFTS and not t.args[1].is_const}
     out = []
     for ty in sorted(types, key=lambda x: (x.bits, x.signed)):
         for v in sorted(values):

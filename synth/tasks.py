@@ -51,7 +51,7 @@ LOWER_PRIMS = (
 )
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
 #: are not reused
-SEARCH_VERSION = {"lift": 7, "lower": 9}
+SEARCH_VERSION = {"lift": 7, "lower": 10}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -193,9 +193,19 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
             return int(s.meta.get("cost", 1))
         return 0 if op == "reinterpret" else 1
 
-    leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types))
+    leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types, negated=True))
     key = f"lower:{isa}:{';'.join(to_text(x) + ':' + x.type.name for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
-    return Grammar(leaves, tuple(forms), frozenset(types), lowering_cost, level, lambda c: c[0] - 1, key=key)
+    return Grammar(leaves, tuple(forms), frozenset(types), lowering_cost, level, lambda c: c[0] - 1,
+                   also=encodable_everywhere, key=key)
+
+
+def encodable_everywhere(t: Term) -> bool:
+    """No target instruction of `t` lacks an immediate it must have (`srsra(0, x, y)` with a runtime
+    `y` is emitted as its meaning, `0 + rounding_shr(x, y)`: naming the instruction there gains
+    nothing, whatever the cost model charges for it)."""
+    from pitchfork.targets.base import encodable
+
+    return all(encodable(x) for x in t.walk() if x.args and OPS[x.op].kind == "target")
 
 
 def instructions_grammar(lhs: Term, isa: str, full: Grammar) -> Grammar:
@@ -213,7 +223,7 @@ def instructions_grammar(lhs: Term, isa: str, full: Grammar) -> Grammar:
     forms: list[tuple[str, Optional[ScalarType]]] = [(n, None) for n, s in OPS.items() if s.kind == "target" and n.startswith(prefix)]
     forms += _explicit_forms("cast", {t for t in types if t.bits > 1})
     forms += _explicit_forms("reinterpret", {t for t in types if t.bits > 1})  # level 0: last
-    leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types))
+    leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types, negated=True, neighbours=False))
     key = f"lower-insts:{isa}:{';'.join(to_text(x) + ':' + x.type.name for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
     return replace(full, leaves=leaves, forms=tuple(forms), types=frozenset(types), key=key)
 

@@ -14,6 +14,10 @@ variable at its first use:
   Halide's process-wide name counters (CSE's `t123`, the `v16` of split variables) and its
   once-per-process reading of `HL_DEBUG_CODEGEN` are those of the one-shot run, so both ways log the
   same text. A Halide abort (LLVM asserts are fatal) kills only that child. EOF on stdin ends the server.
+  A job with "stop_at" (a log line, e.g. `Finding intrinsics...`): the child's stderr is a pipe the
+  server reads into the job's log file; at that line the server kills the child, the log ends with the
+  line, the result is `{"ok": true, "stopped_at": ...}` and the status a clean exit's (`_watch`). The
+  one-shot way ignores "stop_at" (it lowers to the end).
 
 It imports nothing but the standard library and `halide` (so it cannot be shadowed by, or depend on,
 pitchfork's own modules) and writes `{"ok": true}` or `{"error": "..."}` to the result file.
@@ -163,9 +167,10 @@ def _buffer_halide_log():
     return lambda: flush(cerr)
 
 
-def _run_child(job_path: str, done_fd: int) -> None:
-    """In the forked child: stdin/stdout away from the server's pipes, stderr to the job's log; when
-    the job is over (log flushed, files closed), its exit code on `done_fd`, then exit."""
+def _run_child(job_path: str, done_fd: int, log_fd: int) -> None:
+    """In the forked child: stdin/stdout away from the server's pipes, stderr to the job's log (or, for a
+    job with "stop_at", to the server's log pipe `log_fd`); when the job is over (log flushed, files
+    closed), its exit code on `done_fd`, then exit."""
     import os
 
     code = 1
@@ -176,8 +181,12 @@ def _run_child(job_path: str, done_fd: int) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         os.dup2(null, 1)  # stdout is the server's reply pipe: nothing else may write to it
-        fd = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(fd, 2)
+        if job.get("stop_at"):
+            os.dup2(log_fd, 2)  # the server reads the log and ends this child at the line
+        else:
+            fd = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.dup2(fd, 2)
+        os.close(log_fd)
         if job.get("buffered_log"):
             flush = _buffer_halide_log()
         code = main(job_path)
@@ -196,18 +205,21 @@ def _run_child(job_path: str, done_fd: int) -> None:
         os._exit(code)
 
 
-def _spare_child() -> tuple[int, int, int]:
+def _spare_child() -> tuple[int, int, int, int]:
     """Fork the child that will run the next job, before the job arrives: it waits for the job's path
     on a pipe, so the fork (copying this process's page tables) and the child's start are not paid
-    while a capture waits. Returns (pid, the job pipe's write end, the done pipe's read end)."""
+    while a capture waits. Returns (pid, the job pipe's write end, the done pipe's read end, the log
+    pipe's read end: the child's stderr for a job with "stop_at")."""
     import os
 
     job_r, job_w = os.pipe()
     done_r, done_w = os.pipe()
+    log_r, log_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(job_w)
         os.close(done_r)
+        os.close(log_r)
         data = b""
         while not data.endswith(b"\n"):
             chunk = os.read(job_r, 4096)
@@ -215,10 +227,11 @@ def _spare_child() -> tuple[int, int, int]:
                 os._exit(0)
             data += chunk
         os.close(job_r)
-        _run_child(data.decode().strip(), done_w)  # never returns
+        _run_child(data.decode().strip(), done_w, log_w)  # never returns
     os.close(job_r)
     os.close(done_w)
-    return pid, job_w, done_r
+    os.close(log_w)
+    return pid, job_w, done_r, log_r
 
 
 def _finish(pid: int, done_r: int) -> int | None:
@@ -239,6 +252,42 @@ def _finish(pid: int, done_r: int) -> int | None:
     return None
 
 
+def _watch(pid: int, log_r: int, job_path: str) -> int | None:
+    """A "stop_at" job: copy the child's log from `log_r` to the job's log file until a line equal to
+    job["stop_at"] (e.g. `Finding intrinsics...`, logged right after the statement the caller reads);
+    then the log file ends with that line, the child is killed (what Halide would lower after it is
+    not needed), `{"ok": true}` is the job's result, and the status is a clean exit's (0). If the line
+    never comes, the whole log is copied and None is returned (the child's own status counts)."""
+    import os
+    import signal
+
+    with open(job_path) as f:
+        job = json.load(f)
+    line = b"\n" + job["stop_at"].encode() + b"\n"
+    log = bytearray(b"\n")  # a newline in front, so that a first line is found too
+    found = -1
+    while True:
+        chunk = os.read(log_r, 1 << 16)
+        if not chunk:
+            break
+        start = max(0, len(log) - len(line))
+        log += chunk
+        found = log.find(line, start)
+        if found >= 0:
+            break
+    if found >= 0:
+        os.kill(pid, signal.SIGKILL)
+        del log[found + len(line):]
+    os.close(log_r)
+    with open(job["log"], "wb") as f:
+        f.write(log[1:])
+    if found < 0:
+        return None
+    with open(job["result"], "w") as f:
+        json.dump({"ok": True, "stopped_at": job["stop_at"]}, f)
+    return 0
+
+
 def serve() -> int:
     """The fork server (see the module docstring)."""
     import ctypes  # noqa: F401 - what a child's buffered log uses: imported once here, not per job
@@ -254,10 +303,21 @@ def serve() -> int:
         job_path = line.strip()
         if not job_path:
             continue
-        pid, job_w, done_r = spare
+        pid, job_w, done_r, log_r = spare
         os.write(job_w, job_path.encode() + b"\n")
         os.close(job_w)
-        status = _finish(pid, done_r)
+        try:
+            with open(job_path) as f:
+                watched = bool(json.load(f).get("stop_at"))
+        except (OSError, ValueError):
+            watched = False  # the child fails on it the same way and reports that
+        status = _watch(pid, log_r, job_path) if watched else None
+        if not watched:
+            os.close(log_r)
+        if status is None:
+            status = _finish(pid, done_r)
+        else:
+            os.close(done_r)
         reaped = status is None
         if reaped:
             _, status = os.waitpid(pid, 0)
@@ -267,9 +327,10 @@ def serve() -> int:
         spare = _spare_child()
         if not reaped:
             os.waitpid(pid, 0)
-    pid, job_w, done_r = spare
+    pid, job_w, done_r, log_r = spare
     os.close(job_w)  # EOF: the spare child exits without a job
     os.close(done_r)
+    os.close(log_r)
     os.waitpid(pid, 0)
     return 0
 

@@ -488,9 +488,11 @@ def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str) 
 
 def _capture_subprocess(
     data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
-    constraints: dict[str, dict[str, Any]] | None = None,
+    constraints: dict[str, dict[str, Any]] | None = None, upto_intrinsics: bool = False,
 ) -> tuple[str, str, str]:
-    """Lower in a fresh interpreter; returns (log, lowered statement, error description or "")."""
+    """Lower in a fresh interpreter; returns (log, lowered statement, error description or "").
+    `upto_intrinsics`: a warm worker ends the lowering at the intrinsics marker (the log then ends
+    there, and the lowered statement is "")."""
     with tempfile.TemporaryDirectory(prefix="pitchfork-capture-") as d:
         dp = Path(d)
         (dp / "pipeline.hlpipe").write_bytes(data)
@@ -512,6 +514,8 @@ def _capture_subprocess(
             "constraints": constraints or {},
             "log": str(dp / "log.txt"),  # the warm worker's child sends its stderr there
         }
+        if upto_intrinsics:  # the warm worker stops the child at this log line (_capture_worker._watch)
+            job["stop_at"] = INTRINSICS_MARKER
         (dp / "job.json").write_text(json.dumps(job))
         env = dict(os.environ, HL_DEBUG_CODEGEN=DEBUG_CODEGEN)
         returncode = None
@@ -532,7 +536,9 @@ def _capture_subprocess(
         if returncode is None:
             returncode = _run_one_shot(dp, env, target, timeout)
         log = (dp / "log.txt").read_text(errors="replace")
-        lowered = (dp / "lowered.stmt").read_text() if (dp / "lowered.stmt").exists() else ""
+        # not read when the lowering may have been stopped: whether it got that far is a race
+        stmt_file = dp / "lowered.stmt"
+        lowered = stmt_file.read_text() if stmt_file.exists() and not upto_intrinsics else ""
         result_path = dp / "result.json"
         result = json.loads(result_path.read_text()) if result_path.exists() else None
         why = ""
@@ -606,6 +612,7 @@ def capture_stmts(
     *,
     mode: Mode = "auto",
     timeout: float = 300.0,
+    upto_intrinsics: bool = False,
 ) -> dict[str, CapturedStmt]:
     """`capture_stmt` for several targets; keys are the targets as given (strings) or their
     `to_string()`. Subprocess captures run concurrently."""
@@ -626,7 +633,8 @@ def capture_stmts(
         assert isinstance(data, bytes)
         with ThreadPoolExecutor(max_workers=max(1, min(len(resolved), os.cpu_count() or 1))) as ex:
             constraints = argument_constraints(args)
-            pairs = list(ex.map(lambda r: _capture_subprocess(data, arguments, r, timeout, constraints), resolved))
+            pairs = list(ex.map(lambda r: _capture_subprocess(data, arguments, r, timeout, constraints,
+                                                              upto_intrinsics), resolved))
     caps = {
         k: _build(log, lowered, error, r, arguments, outputs, how)
         for k, r, (log, lowered, error) in zip(keys, resolved, pairs, strict=True)
@@ -655,6 +663,7 @@ def capture_stmt(
     *,
     mode: Mode = "auto",
     timeout: float = 300.0,
+    upto_intrinsics: bool = False,
 ) -> CapturedStmt:
     """Lower `func_or_pipeline` (a `hl.Func`, a list of Funcs, or a `hl.Pipeline`) with arguments
     `args` (ImageParams, Params, Buffers or Arguments, in the order of the compiled function) for
@@ -662,6 +671,11 @@ def capture_stmt(
     the statement Halide logs just before "Finding intrinsics".
 
     `mode`: "auto" captures in-process when this process's Halide already logs lowering, else in a
-    subprocess; "subprocess" and "inprocess" force one (see the module docstring)."""
+    subprocess; "subprocess" and "inprocess" force one (see the module docstring).
+
+    `upto_intrinsics=True` (what `pitchfork.compile` asks for: it reads only `text`): a subprocess
+    capture through a warm worker stops Halide's lowering once the statement is logged, so `stages` end
+    at "Finding intrinsics" and `lowered` is ""; `text` is the same either way."""
     key = target if isinstance(target, str) else target.to_string()
-    return capture_stmts(func_or_pipeline, args, [target], mode=mode, timeout=timeout)[key]
+    return capture_stmts(func_or_pipeline, args, [target], mode=mode, timeout=timeout,
+                         upto_intrinsics=upto_intrinsics)[key]

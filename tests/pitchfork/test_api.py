@@ -259,6 +259,28 @@ def test_fallback_false_raises() -> None:
             pitchfork.compile(out, args, target="x86-avx2", fallback=False)
 
 
+def test_compile_leaves_the_cyclic_collector_as_it_found_it() -> None:
+    """compile pauses Python's cyclic collector while it runs (api.compile): on or off before, the
+    same after, on success and on a fallback; the fallback warning names the caller's line."""
+    import gc
+
+    out, args = float_pipeline(32)
+    assert gc.isenabled()
+    pitchfork.compile(out, args, target="x86-avx2", name="halve_f32")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        pitchfork.compile(out, args, target="x86-avx2", name="halve_f32")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    out, args = float_pipeline()
+    with pytest.warns(PitchforkFallbackWarning) as caught:
+        pitchfork.compile(out, args, target="x86-avx2")
+    assert gc.isenabled()
+    assert caught[0].filename == __file__
+
+
 def test_fallback_checks_inputs() -> None:
     out, args = float_pipeline()
     with pytest.warns(PitchforkFallbackWarning):

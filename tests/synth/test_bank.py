@@ -123,3 +123,31 @@ def test_shared_and_fresh_banks_give_the_same_answer() -> None:
 def test_splits_and_tuples_enumerate_every_combination() -> None:
     assert bank._splits(2, 2) == [(0, 2), (1, 1), (2, 0)]
     assert len(bank._splits(4, 3)) == len([p for p in itertools.product(range(5), repeat=3) if sum(p) == 4])
+
+
+def test_top_matches_hold_every_match_of_the_built_level_of_that_type() -> None:
+    """`top_matches` (the last level for one type, not built) finds every candidate of that type the
+    built level matches, and nothing of another type or other values."""
+    from fpir.printer import to_text
+    from pitchfork.targets import load_target
+    from synth.search import _lhs_hash, lane_names
+    from synth.tasks import lowering_grammar
+
+    load_target("arm64")
+    lhs = parse("u8((v0_i16 + v1_i16) >> 8)")
+    g = lowering_grammar(lhs, "arm64")
+    vars_ = sorted(set(lhs.variables()), key=lambda v: v.name)
+    rows = list(base_examples(lane_names(vars_, {})))
+    target, th = _lhs_hash(lhs, vars_, rows)
+    b = bank.Bank(g, vars_, rows)
+    b.ensure(0, 10**6)
+    top = b.top_matches(1, lhs.type, th)
+    assert b.top_count(1, lhs.type) < b._count(1)
+    b.ensure(1, 10**6)
+    full = {to_text(b.candidate_term(1, i)) for i in b.matches(1, th).tolist()}
+    full = {t for t in full if parse(t).type == lhs.type}
+    assert full and full <= {to_text(t) for t in top}
+    env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
+    for t in top:
+        assert t.type == lhs.type
+        assert np.array_equal(np.asarray(evaluate(t, env)).astype(target.dtype), target)

@@ -155,3 +155,66 @@ def test_a_four_operand_instruction_is_probed_when_the_levels_are_exhausted() ->
     assert r["status"] == "synthesized", r
     assert r["rhs"] == "hvx.vdmpy(v0_u8, v2_u8, v1_i8, v3_i8)"
     assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"
+
+
+def test_a_rounding_right_shift_by_a_constant_is_the_left_shift_by_its_negation() -> None:
+    """ARM has no rounding right shift by a register amount: srshl by -c is one. The negated constant is
+    a leaf of lowering grammars and generalizes to `0 - c0`."""
+    from synth.bringup import bring_up_hidden
+
+    r = run_task(Task("lower", "arm64", "rounding_shr(v0_i16, 4)", 100_000, hide=bring_up_hidden("arm64")))
+    assert r["status"] == "synthesized", r
+    assert r["rhs"] == "arm.srshl(v0_i16, -4)"
+    assert "arm.srshl(v0_T, 0 - c0)" in r["rule"]
+    assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"
+
+
+def test_an_instruction_without_its_immediate_is_never_a_right_side() -> None:
+    """srsra takes its shift as an immediate; with a runtime amount it is emitted as its meaning, so
+    `rounding_shr(x, y) -> srsra(0, x, y)` would gain nothing however the cost model charges it."""
+    from fpir.printer import to_text
+    from pitchfork.targets.base import encodable
+    from synth.bringup import bring_up_hidden
+
+    r = run_task(Task("lower", "arm64", "rounding_shr(v0_i32, v1_u32)", 100_000, hide=bring_up_hidden("arm64")))
+    if r["status"] == "synthesized":
+        rhs = parse(r["rhs"])
+        assert all(encodable(t) for t in rhs.walk() if t.args and t.op.startswith("arm.")), to_text(rhs)
+
+
+def test_a_chain_of_pairwise_adds_passes_through_the_factor_between() -> None:
+    """vector_reduce_add_x4 is two ARM addp: the inner one has 2 lanes of x per lane, a factor no
+    variable has (the bank builds every power of two up to the largest)."""
+    from synth.bringup import bring_up_hidden
+
+    r = run_task(Task("lower", "arm64", "vector_reduce_add_x4(v0_u32)", 100_000, hide=bring_up_hidden("arm64")))
+    assert r["status"] == "synthesized", r
+    assert r["rhs"] == "arm.addp(arm.addp(v0_u32))"
+    assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"
+
+
+def test_the_instruction_probe_tries_the_constants_at_narrower_types() -> None:
+    """HVX's i16 multiply-add takes i8 taps: the left side has no i8, the probe re-types 5 and 4."""
+    from synth.bringup import bring_up_hidden
+
+    r = run_task(Task("lower", "hvx128", "hvx.vmpy_acc(hvx.vmpy(v0_i16, 5), v1_i16, 4)", 100_000,
+                      hide=bring_up_hidden("hvx128")))
+    assert r["status"] == "synthesized", r
+    assert r["rhs"] in ("hvx.vdmpy(v0_i16, v1_i16, 5, 4)", "hvx.vmpa(v0_i16, v1_i16, 5, 4)")
+    assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"
+
+
+def test_the_last_level_is_searched_for_the_left_sides_type_when_the_whole_level_is_over_budget() -> None:
+    """At 2,000 terms the whole of level 1 (2,047 candidates over four types) is over budget; its
+    candidates of type u8 (and i8 under a free reinterpret: 724) are not, and addhn is among them."""
+    from pitchfork.targets import load_target
+    from synth.cost import lowering_cost
+    from synth.tasks import lowering_grammar
+
+    load_target("arm64")
+    lhs = parse("u8((v0_i16 + v1_i16) >> 8)")
+    g = lowering_grammar(lhs, "arm64")
+    res = synthesize(lhs, g, lowering_cost(lhs), max_terms=2_000)
+    assert res.status == "found" and res.terms <= 2_000, res
+    assert "left side's type alone" in res.detail
+    assert prove_equal(lhs, res.rhs)[0] == "VALID"

@@ -77,40 +77,46 @@ def test_hvx_allocation_larger_than_the_stack() -> None:
 
 # ---- the AOT object: Halide's weak runtime entry points, overridden by the application ----------
 
-_DRIVER = r"""
+def _c_driver(pipeline: str, halo_rows: int, mul: int, div: int) -> str:
+    """A C driver for a u8 -> u8 pipeline `pipeline(in, out)` over a 4608 x 8 output whose input has
+    `halo_rows` more rows and 2 more columns, filled with `i * mul + i / div`. Built with -DOVERRIDE it
+    replaces Halide's weak halide_malloc/halide_free with counting ones (argv[1]: the call that fails,
+    -1 for none) and prints `rc mallocs frees peak-live`; without, it prints `rc`. The output bytes go
+    to stderr."""
+    return r"""
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "HalideRuntime.h"
-#include "boxsum.h"
+#include "PIPE.h"
 #ifdef OVERRIDE
-static int n_malloc, n_free, fail_at = -1;
+static int n_malloc, n_free, live, peak, fail_at = -1;
 void *halide_malloc(void *uc, size_t n) {
   if (n_malloc++ == fail_at) return NULL;
+  if (++live > peak) peak = live;
   return aligned_alloc(128, (n + 127) / 128 * 128);  /* Halide's contract: 128-byte aligned */
 }
-void halide_free(void *uc, void *p) { if (p) { n_free++; free(p); } }
+void halide_free(void *uc, void *p) { if (p) { n_free++; live--; free(p); } }
 #endif
 int main(int argc, char **argv) {
   enum { W = 4608, H = 8 };
-  static unsigned char in[(H + 8) * (W + 2)], out[H * W];
-  for (int i = 0; i < (int)sizeof in; i++) in[i] = (unsigned char)(i * 7 + i / 13);
-  halide_dimension_t di[2] = {{0, W + 2, 1, 0}, {0, H + 8, W + 2, 0}}, dout[2] = {{0, W, 1, 0}, {0, H, W, 0}};
+  static unsigned char in[(H + HALO) * (W + 2)], out[H * W];
+  for (int i = 0; i < (int)sizeof in; i++) in[i] = (unsigned char)(i * MUL + i / DIV);
+  halide_dimension_t di[2] = {{0, W + 2, 1, 0}, {0, H + HALO, W + 2, 0}}, dout[2] = {{0, W, 1, 0}, {0, H, W, 0}};
   halide_buffer_t a = {0}, b = {0};
   a.host = in; a.type.code = halide_type_uint; a.type.bits = 8; a.type.lanes = 1; a.dimensions = 2; a.dim = di;
   b = a; b.host = out; b.dim = dout;
 #ifdef OVERRIDE
   fail_at = atoi(argv[1]);
-  int rc = boxsum(&a, &b);
-  printf("%d %d %d\n", rc, n_malloc, n_free);
+  int rc = PIPE(&a, &b);
+  printf("%d %d %d %d\n", rc, n_malloc, n_free, peak);
 #else
-  int rc = boxsum(&a, &b);
+  int rc = PIPE(&a, &b);
   printf("%d\n", rc);
 #endif
   fwrite(out, 1, sizeof out, stderr);
   return 0;
 }
-"""
+""".replace("PIPE", pipeline).replace("HALO", str(halo_rows)).replace("MUL", str(mul)).replace("DIV", str(div))
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +126,7 @@ def aot(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
     prog = pitchfork.compile(func, args, target="x86-avx2", name="boxsum", fallback=False)
     prog.object_file(d / "boxsum.o")
     (d / "boxsum.h").write_text(prog.header())
-    (d / "main.c").write_text(_DRIVER)
+    (d / "main.c").write_text(_c_driver("boxsum", 8, 7, 13))
     w, h = 4608, 8
     img = (np.arange((h + 8) * (w + 2)) * 7 + np.arange((h + 8) * (w + 2)) // 13).astype(np.uint8).reshape(h + 8, w + 2)
     args[0].set(hl.Buffer(img))
@@ -155,7 +161,7 @@ def test_aot_overridden_heap_freed_on_every_exit(aot: tuple[Path, np.ndarray], f
     if not exe.exists():
         _build(d, True)
     p = subprocess.run([str(exe), str(fail_at)], capture_output=True, cwd=d)
-    rc, n_malloc, n_free = map(int, p.stdout.decode().split()[:3])
+    rc, n_malloc, n_free, _ = map(int, p.stdout.decode().split()[:4])
     if fail_at < 0:
         assert (rc, n_malloc, n_free) == (0, 2, 2)
         out = np.frombuffer(p.stderr[-want.size:], np.uint8).reshape(want.shape)
@@ -166,35 +172,6 @@ def test_aot_overridden_heap_freed_on_every_exit(aot: tuple[Path, np.ndarray], f
 
 
 # ---- heap buffers freed where Halide frees them (early frees) ----------------------------------
-
-_CHAIN_DRIVER = r"""
-#include <stdio.h>
-#include <stdlib.h>
-#include "HalideRuntime.h"
-#include "chain.h"
-static int n_malloc, n_free, live, peak, fail_at = -1;
-void *halide_malloc(void *uc, size_t n) {
-  if (n_malloc++ == fail_at) return NULL;
-  if (++live > peak) peak = live;
-  return aligned_alloc(128, (n + 127) / 128 * 128);
-}
-void halide_free(void *uc, void *p) { if (p) { n_free++; live--; free(p); } }
-int main(int argc, char **argv) {
-  enum { W = 4608, H = 8 };
-  static unsigned char in[(H + 2) * (W + 2)], out[H * W];
-  for (int i = 0; i < (int)sizeof in; i++) in[i] = (unsigned char)(i * 5 + i / 11);
-  halide_dimension_t di[2] = {{0, W + 2, 1, 0}, {0, H + 2, W + 2, 0}}, dout[2] = {{0, W, 1, 0}, {0, H, W, 0}};
-  halide_buffer_t a = {0}, b = {0};
-  a.host = in; a.type.code = halide_type_uint; a.type.bits = 8; a.type.lanes = 1; a.dimensions = 2; a.dim = di;
-  b = a; b.host = out; b.dim = dout;
-  fail_at = atoi(argv[1]);
-  int rc = chain(&a, &b);
-  printf("%d %d %d %d\n", rc, n_malloc, n_free, peak);
-  fwrite(out, 1, sizeof out, stderr);
-  return 0;
-}
-"""
-
 
 def root_chain() -> tuple[hl.Func, list[hl.ImageParam]]:
     """out <- c <- b <- a, each compute_root and each larger than the stack limit (36 KB): Halide
@@ -221,9 +198,9 @@ def test_heap_buffers_freed_at_halides_early_frees(tmp_path: Path, fail_at: int)
     prog = pitchfork.compile(func, args, target="x86-avx2", name="chain", fallback=False)
     prog.object_file(tmp_path / "chain.o")
     (tmp_path / "chain.h").write_text(prog.header())
-    (tmp_path / "main.c").write_text(_CHAIN_DRIVER)
+    (tmp_path / "main.c").write_text(_c_driver("chain", 2, 5, 11))
     exe = tmp_path / "chain"
-    subprocess.run(["gcc", f"-I{HALIDE_INCLUDE}", f"-I{tmp_path}", str(tmp_path / "main.c"), str(tmp_path / "chain.o"),
+    subprocess.run(["gcc", f"-I{HALIDE_INCLUDE}", f"-I{tmp_path}", "-DOVERRIDE", str(tmp_path / "main.c"), str(tmp_path / "chain.o"),
                     "-o", str(exe)], check=True, capture_output=True)
     p = subprocess.run([str(exe), str(fail_at)], capture_output=True, cwd=tmp_path)
     rc, n_malloc, n_free, peak = map(int, p.stdout.decode().split()[:4])

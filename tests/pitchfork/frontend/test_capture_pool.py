@@ -179,7 +179,8 @@ def test_a_waiting_child_reports_its_jobs_exit_code(tmp_path: "os.PathLike[str]"
     job = {"pipeline": str(d / "missing.hlpipe"), "target": "x86-64-linux", "stmt_out": str(d / "s"),
            "result": str(d / "r.json"), "args": [], "constraints": {}, "log": str(d / "log.txt")}
     (d / "job.json").write_text(json.dumps(job))
-    pid, job_w, done_r = ns["_spare_child"]()
+    pid, job_w, done_r, log_r = ns["_spare_child"]()
+    os.close(log_r)
     os.write(job_w, str(d / "job.json").encode() + b"\n")
     os.close(job_w)
     status = ns["_finish"](pid, done_r)
@@ -193,9 +194,32 @@ def test_a_child_killed_before_reporting_gives_its_signal_status() -> None:
     import signal
 
     ns = _worker_namespace()
-    pid, job_w, done_r = ns["_spare_child"]()
+    pid, job_w, done_r, log_r = ns["_spare_child"]()
+    os.close(log_r)
     os.kill(pid, signal.SIGKILL)
     assert ns["_finish"](pid, done_r) is None
     _, status = os.waitpid(pid, 0)
     os.close(job_w)
     assert os.waitstatus_to_exitcode(status) == -signal.SIGKILL
+
+
+def test_a_stop_at_job_ends_at_its_line_and_the_statement_is_the_full_runs() -> None:
+    """capture_stmt(upto_intrinsics=True) through a warm worker (the server watches the child's log and
+    ends the child at "Finding intrinsics..."): the same statement and stage as the full capture, the
+    stages a prefix of the full run's ending at the marker, no lowered statement, no error; a later
+    full capture in the same worker is complete again."""
+    from pitchfork.frontend import capture_pool
+    from pitchfork.frontend.capture import capture_stmt
+
+    if not capture_pool.enabled():
+        pytest.skip("warm capture workers are turned off")
+    func, args = ex.sobel3x3(16)
+    full = capture_stmt(func, args, "arm64", mode="subprocess")
+    part = capture_stmt(func, args, "arm64", mode="subprocess", upto_intrinsics=True)
+    assert part.text == full.text and part.stage == full.stage
+    names = [st.name for st in part.stages]
+    assert names == [st.name for st in full.stages][: len(names)] and len(names) < len(full.stages)
+    assert names[-1] == full.stage
+    assert part.lowered == "" and part.error == ""
+    again = capture_stmt(func, args, "arm64", mode="subprocess")
+    assert again.lowered == full.lowered and [st.text for st in again.stages] == [st.text for st in full.stages]
