@@ -20,7 +20,7 @@ from llvmlite import ir
 from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
-from pitchfork.codegen.ir_constants import mask, splat
+from pitchfork.codegen.ir_constants import mask, splat, undef
 
 
 def int_type(t: ScalarType) -> ir.IntType:
@@ -91,13 +91,13 @@ class ExprEmitter:
             return [p for r in range(0, n, reg) for p in self.split(self._slice(v, r, reg, 2), chunk)]
         if n < chunk:
             idx = [i if i < n else n for i in range(chunk)]  # lane n of the undef operand
-            return [self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(idx))]
+            return [self.b.shuffle_vector(v, undef(v.type), _mask(idx))]
         if n % chunk:
             pad = chunk - n % chunk
-            v = self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(list(range(n + pad))))
+            v = self.b.shuffle_vector(v, undef(v.type), _mask(list(range(n + pad))))
             n += pad
         return [
-            self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(list(range(i, i + chunk))))
+            self.b.shuffle_vector(v, undef(v.type), _mask(list(range(i, i + chunk))))
             for i in range(0, n, chunk)
         ]
 
@@ -119,7 +119,7 @@ class ExprEmitter:
         if depth > 0 and isinstance(v, ir.Instruction) and v.opname in _LANE_WISE and len(v.operands) == 2:
             a, c = (self._slice(o, start, count, depth - 1) for o in v.operands)
             return getattr(self.b, _LANE_WISE[v.opname])(a, c)
-        return self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(list(range(start, start + count))))
+        return self.b.shuffle_vector(v, undef(v.type), _mask(list(range(start, start + count))))
 
     def concat(self, parts: Sequence[ir.Value], lanes: Optional[int] = None) -> ir.Value:
         """Concatenate chunks and keep the first `lanes` lanes."""
@@ -131,7 +131,7 @@ class ExprEmitter:
                 if a.type.count != c.type.count:  # pad the shorter one
                     c = self.b.shuffle_vector(
                         c,
-                        ir.Constant(c.type, ir.Undefined),
+                        undef(c.type),
                         _mask([j if j < c.type.count else c.type.count for j in range(a.type.count)]),
                     )
                 nxt.append(self.b.shuffle_vector(a, c, _mask(list(range(a.type.count * 2)))))
@@ -141,7 +141,7 @@ class ExprEmitter:
         v = parts[0]
         want = lanes or self.lanes
         if v.type.count != want:
-            v = self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(list(range(want))))
+            v = self.b.shuffle_vector(v, undef(v.type), _mask(list(range(want))))
         return v
 
     def map_chunks(
@@ -245,12 +245,12 @@ class ExprEmitter:
         from fpir.term import var
         from pitchfork.selection.lower import expand_fpir
 
-        undef = ir.Constant(v.type, ir.Undefined)
+        und = undef(v.type)
         env: dict[str, ir.Value] = {}
         acc: Optional[Term] = None
         for k in range(f):
             name = f"lane{k}"
-            env[name] = self.b.shuffle_vector(v, undef, _mask([j * f + k for j in range(m)]))
+            env[name] = self.b.shuffle_vector(v, und, _mask([j * f + k for j in range(m)]))
             x = var(name, t)
             acc = x if acc is None else make(combine, acc, x)
         assert acc is not None

@@ -6,7 +6,9 @@ and splats of a few distinct values (sobel3x3 on hvx128: 852 vector constants, 2
 element objects), which made building and printing the module a third of its compile. An
 `ir.Constant` has no parent and llvmlite caches its text, so one object can stand in every function
 and module that uses the value. Invariant: each function returns a constant that prints exactly as
-the `ir.Constant(...)` it replaces (given in its docstring); callers never mutate it.
+the `ir.Constant(...)` it replaces (given in its docstring); callers never mutate it. The same holds
+for `undef(t)`: llvmlite wraps `Undefined` into one undef constant per lane and formats a vector's
+lanes again for every new object (a shuffle's undef operand: sobel3x3 hvx128 formatted 395 of them).
 """
 
 from __future__ import annotations
@@ -36,3 +38,16 @@ def mask(idx: Sequence[int]) -> ir.Constant:
 def splat(bits: int, value: int, lanes: int) -> ir.Constant:
     """`ir.Constant(<lanes x i<bits>>, [ir.Constant(i<bits>, value)] * lanes)`, shared."""
     return ir.Constant(ir.VectorType(ir.IntType(bits), lanes), [ir.Constant(ir.IntType(bits), value)] * lanes)
+
+
+_UNDEF: dict[str, ir.Constant] = {}
+
+
+def undef(t: ir.Type) -> ir.Constant:
+    """`ir.Constant(t, ir.Undefined)`, shared (keyed by the type's text: llvmlite hashes every
+    VectorType alike)."""
+    key = str(t)
+    c = _UNDEF.get(key)
+    if c is None:
+        c = _UNDEF[key] = ir.Constant(t, ir.Undefined)
+    return c

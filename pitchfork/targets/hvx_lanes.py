@@ -30,7 +30,7 @@ from llvmlite import ir
 from fpir.ops import expansion
 from fpir.opspec import spec
 from fpir.term import Term
-from pitchfork.codegen.ir_constants import mask
+from pitchfork.codegen.ir_constants import mask, undef
 
 REG_BITS = 1024
 
@@ -43,7 +43,7 @@ def vec(bits: int, lanes: int) -> ir.VectorType:
 
 
 def shuffle(em: Any, v: ir.Value, idx: Sequence[int]) -> ir.Value:
-    return em.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), mask(idx))
+    return em.b.shuffle_vector(v, undef(v.type), mask(idx))
 
 
 def interleave(em: Any, p: ir.Value) -> ir.Value:

@@ -24,7 +24,7 @@ from typing import Any
 
 from llvmlite import ir
 
-from pitchfork.codegen.ir_constants import mask
+from pitchfork.codegen.ir_constants import mask, undef
 from pitchfork.codegen.lane_order import pack_order_registers
 from pitchfork.targets.base import Inst, declare, register_by_register
 
@@ -84,7 +84,7 @@ def _pack(name: str, src_bits: int) -> Emit:
 
         def pair(lo, hi):  # type: ignore[no-untyped-def]
             packed = em.call(name, out_t, [lo, hi])
-            return em.b.shuffle_vector(packed, ir.Constant(out_t, ir.Undefined), _mask(order))
+            return em.b.shuffle_vector(packed, undef(out_t), _mask(order))
 
         if src_bits == 32 and em.lane_order:
             # the operand computed in the order the in-lane pack consumes: no vpermq (codegen/lane_order.py)
@@ -141,7 +141,7 @@ def _q31_high(rounding: bool) -> Emit:
             return em.b.ashr(em.b.shl(q, c64(32)), c64(32))
 
         def odd_down(v):  # type: ignore[no-untyped-def]
-            return em.b.shuffle_vector(v, ir.Constant(v32, ir.Undefined), _mask([1, 1, 3, 3, 5, 5, 7, 7]))
+            return em.b.shuffle_vector(v, undef(v32), _mask([1, 1, 3, 3, 5, 5, 7, 7]))
 
         def one(x, y):  # type: ignore[no-untyped-def]
             # the sign-extended even lanes of each operand, and of its odd lanes moved down (vpshufd; a
@@ -196,7 +196,7 @@ def _pair_dot(intrinsic: str, bits: int) -> Emit:
 
         def one(x, y, z, w):  # type: ignore[no-untyped-def]
             xz, yw = _interleave(em, x, z), _interleave(em, y, w)
-            halves = [[em.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), _mask(range(h * n, (h + 1) * n)))
+            halves = [[em.b.shuffle_vector(v, undef(v.type), _mask(range(h * n, (h + 1) * n)))
                        for v in (xz, yw)] for h in (0, 1)]
             lo, hi = (em.call(intrinsic, out_t, pair) for pair in halves)
             return em.b.shuffle_vector(lo, hi, _mask(range(n)))
@@ -416,7 +416,7 @@ def _rounding_shr_widened(em, args, t):  # type: ignore[no-untyped-def]
     if len(chunks) % 2:
         chunks.append(chunks[-1])
     return em.concat([em.b.shuffle_vector(em.call(pack, out_t, [chunks[i], chunks[i + 1]]),
-                                          ir.Constant(out_t, ir.Undefined), _mask(order))
+                                          undef(out_t), _mask(order))
                       for i in range(0, len(chunks), 2)])
 
 
