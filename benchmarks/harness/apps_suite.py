@@ -2,7 +2,7 @@
 against Halide 21, same algorithm, same upstream schedule, same thread count.
 
 One run times every app at 1 and at 2 threads. Each (contender, thread count) runs in its own worker
-process (`python -m benchmarks.harness.apps_suite --worker p|h --threads N APP`) with
+process (`python -m benchmarks.harness.apps_suite --worker p|h --out FILE.npy APP`) with
 HL_NUM_THREADS=N: Halide's runtime reads its thread count once per process, and two thread pools in
 one process interfere (the pool that just finished spins and competes with the other's threads;
 benchmarks/parallel_scaling.py measured it). A worker compiles its one contender (PITCHFORK's kernel

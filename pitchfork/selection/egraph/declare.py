@@ -7,7 +7,10 @@ Encoding (egglog program text, for `egglog.bindings`):
   `op_<name>` (egglog's own primitives own `min`, `and`, ...), taking the node's result type first,
   then its arguments: `(op_add "u16" a b)`. An op's flags get their own constructor,
   `op_add__nsw`: a flagged node is unioned with its plain twin (dropping a flag is always sound), so a
-  plain pattern matches both and a flagged pattern only nodes whose producer stated the fact.
+  plain pattern matches both and a flagged pattern only nodes whose producer stated the fact. The
+  encoder is the only producer of flagged nodes (the compiled algebra and fold rules write none), and
+  it adds the twin beside each (`encode`, `bind`); so no rule does (14 such `types` rules cost the
+  prelude, every push/pop and every schedule that runs `types`, for unions already made).
 * leaves: `(Const v "ty")` for constants; `(Leaf n "ty")` for everything else the e-graph does not
   look into (variables, uniform variables, target instructions, constants outside egglog's i64), n
   indexing `Encoding.leaves`.
@@ -98,9 +101,6 @@ def declarations(ops: Optional[list[str]] = None) -> str:
         s = spec(op)
         if s.explicit_type:  # an identity cast is its operand (fpir.ops.make drops it too)
             lines.append(f"(rule ((= e ({ctor(op)} t x)) (= (tyof x) t)) ((union e x)) :ruleset types)")
-        args = " ".join(f"a{i}" for i in range(s.arity))
-        for fl in flag_sets(op)[1:]:  # a flagged node equals its plain twin
-            lines.append(f"(rule ((= e ({ctor(op, fl)} t {args}))) ((union e ({ctor(op)} t {args}))) :ruleset types)")
     return "\n".join(lines) + "\n"
 
 

@@ -47,7 +47,7 @@ Path_ = tuple[int, ...]
 
 #: pseudo-rules (not in a rule file): each names the function that makes the step and is replayed by it
 NORMALIZE = "normalize_shift_constants"  # pitchfork/selection/greedy.py
-DROP_FLAGS = "drop_flags"  # a flagged node equals its plain twin (declare.py, the `types` ruleset)
+DROP_FLAGS = "drop_flags"  # a flagged node equals its plain twin (declare.py: the encoder unions them)
 
 @dataclass(frozen=True)
 class Limits:
