@@ -7,16 +7,28 @@ Encoding (egglog program text, for `egglog.bindings`):
   `op_<name>` (egglog's own primitives own `min`, `and`, ...), taking the node's result type first,
   then its arguments: `(op_add "u16" a b)`. An op's flags get their own constructor,
   `op_add__nsw`: a flagged node is unioned with its plain twin (dropping a flag is always sound), so a
-  plain pattern matches both and a flagged pattern only nodes whose producer stated the fact.
+  plain pattern matches both and a flagged pattern only nodes whose producer stated the fact. The
+  encoder is the only producer of flagged nodes (the compiled algebra and fold rules write none), and
+  it adds the twin beside each (`encode`, `bind`); so no rule does (14 such `types` rules cost the
+  prelude, every push/pop and every schedule that runs `types`, for unions already made).
 * leaves: `(Const v "ty")` for constants; `(Leaf n "ty")` for everything else the e-graph does not
   look into (variables, uniform variables, target instructions, constants outside egglog's i64), n
   indexing `Encoding.leaves`.
+* `(Root e)`: the relation marking the input's e-class (`Encoding.program` adds it), by which the
+  engine finds the root after saturation.
 * `(tyof e)`: the type of an e-class, which typed wildcards (`x_u8`) of rule patterns query. Whoever
   adds an op node sets it from the node's type field: the encoder beside each `let` (`encode`, `bind`),
   a compiled rule beside each node of its right side (rules.py). (A `types` rule per constructor
   did the same for every node, but egglog paid for ~100 such rules in the prelude, in every `(push)`
   / `(pop)` and in every schedule that ran them: a third of each saturation.) Constants and leaves
   keep their two `types` rules.
+
+Terms reach egglog as actions (`let`, `set`, `union`) batched into one rule with an empty query
+(`Encoding.batch`), which egglog runs once: each top-level command costs egglog ~0.05-0.1 ms whatever
+its size, and a shape needs ~150 of them, while one rule of 150 actions costs about what 50 commands
+do. A batch's `let` names are local to its rule, so every batch names the nodes it needs afresh: a
+node already in the e-graph is found again by hash-consing (same constructor over the same
+e-classes), not added twice.
 
 Invariant: `encode` and `Encoding.decode_node` are inverse on every term they accept; a term is
 encoded as one `let` per distinct node (post-order), so deep terms need no recursion here or in
@@ -38,6 +50,8 @@ from fpir.types import ScalarType, parse_type
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 CONST, LEAF = "Const", "Leaf"
+#: the relation marking the input's e-class, and the ruleset of the action batches (Encoding.batch)
+ROOT, BATCH_RULESET = "Root", "batch"
 
 
 def lifting_ops() -> list[str]:
@@ -78,6 +92,8 @@ def declarations(ops: Optional[list[str]] = None) -> str:
             lines.append(f"  ({ctor(op, fl)} String{' E' * ar})")
     lines.append(")")
     lines.append("(function tyof (E) String :merge old)")
+    lines.append(f"(relation {ROOT} (E))")
+    lines.append(f"(ruleset {BATCH_RULESET})")
     lines.append("(ruleset types)")
     lines.append(f"(rule ((= e ({CONST} v t))) ((set (tyof e) t)) :ruleset types)")
     lines.append(f"(rule ((= e ({LEAF} v t))) ((set (tyof e) t)) :ruleset types)")
@@ -85,9 +101,6 @@ def declarations(ops: Optional[list[str]] = None) -> str:
         s = spec(op)
         if s.explicit_type:  # an identity cast is its operand (fpir.ops.make drops it too)
             lines.append(f"(rule ((= e ({ctor(op)} t x)) (= (tyof x) t)) ((union e x)) :ruleset types)")
-        args = " ".join(f"a{i}" for i in range(s.arity))
-        for fl in flag_sets(op)[1:]:  # a flagged node equals its plain twin
-            lines.append(f"(rule ((= e ({ctor(op, fl)} t {args}))) ((union e ({ctor(op)} t {args}))) :ruleset types)")
     return "\n".join(lines) + "\n"
 
 
@@ -97,7 +110,9 @@ def quote(s: str) -> str:
 
 @dataclass
 class Encoding:
-    """A term written as egglog `let`s; `root` is the global naming the whole term."""
+    """A term written as egglog actions: `lets` (one `let` per distinct node, with its `set` of
+    `tyof`), `root` the name of the whole term within the first batch. `names` are the current batch's
+    (Encoding.batch ends them)."""
 
     lets: list[str] = field(default_factory=list)
     leaves: list[Term] = field(default_factory=list)
@@ -106,19 +121,29 @@ class Encoding:
     leaf_index: dict[Term, int] = field(default_factory=dict)
     known: frozenset[str] = frozenset()
 
-    def program(self) -> str:
-        return "\n".join(self.lets) + "\n"
+    def program(self) -> list[str]:
+        """The input's actions, marking its root e-class (`Root`): the start of the first batch."""
+        return self.lets + [f"({ROOT} {self.root})"]
+
+    def batch(self, actions: list[str], index: int) -> str:
+        """`actions` as one egglog rule with an empty query and the run that fires it (once: an
+        empty query matches once, and a later run does not match it again). `index` names the rule
+        (unique within the e-graph). The batch's `let` names end here: later `bind`s name afresh."""
+        self.names = {}
+        return (f"(rule () ({' '.join(actions)}) :ruleset {BATCH_RULESET} :name \"{BATCH_RULESET}{index}\")\n"
+                f"(run {BATCH_RULESET} 1)\n")
 
     def bind(self, term: Term, out: list[str]) -> str:
-        """The global naming `term`'s e-class: the name `encode` or an earlier `bind` gave it, or a new
-        one, appending to `out` a `let` for each of its nodes not named yet (post-order). Union
-        commands built from these names stay linear in the new nodes (`expr` writes the whole tree)."""
+        """The name of `term`'s e-class in the current batch: the name `encode` or an earlier `bind`
+        of this batch gave it, or a new one, appending to `out` a `let` for each of its nodes not named
+        in this batch yet (post-order). Union actions built from these names stay linear in the
+        nodes (a nested expression would write a shared sub-term once per use)."""
         names = self.names
         for t in term.walk():
             if t in names:
                 continue
             ty = quote(t.type.name)
-            name = f"$n{len(names)}"
+            name = f"n_{len(names)}"
             if t.op == "const" and I64_MIN <= t.value <= I64_MAX:
                 out.append(f"(let {name} ({CONST} {t.value} {ty}))")
             elif not t.args or t.op not in self.known:
@@ -152,7 +177,7 @@ def _type(name: str) -> ScalarType:
     return parse_type(name)
 
 
-def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "$n") -> Encoding:
+def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "n_") -> Encoding:
     """`term` as egglog lets (one per distinct node, post-order). A node whose op is outside `known`
     becomes an opaque leaf (its sub-terms are not encoded on its behalf)."""
     known = known if known is not None else frozenset(lifting_ops())

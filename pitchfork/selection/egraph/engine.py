@@ -46,7 +46,7 @@ from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType, parse_type
 from pitchfork.selection.cost import cost
 from pitchfork.selection.egraph.canon import canonical, rename, rename_all
-from pitchfork.selection.egraph.declare import Encoding, _type, declarations, encode, lifting_ops, parse_ctor
+from pitchfork.selection.egraph.declare import ROOT, Encoding, _type, declarations, encode, lifting_ops, parse_ctor
 from pitchfork.selection.egraph.extract import extract, extract_all_with_choices, read_egraph
 from pitchfork.selection.egraph import store
 from pitchfork.selection.egraph.sketch import Guide, sketches
@@ -397,24 +397,31 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     t0 = time.perf_counter()
     rnd, close, size = _parsed(eg, _ROUND), _parsed(eg, _CLOSE), _parsed(eg, "(print-size)")
     program = enc.program()
+    batches = 0
+
+    def batch(actions: list[str]) -> list:
+        """`actions` as one egglog command (declare.py Encoding.batch), parsed."""
+        nonlocal batches
+        batches += 1
+        return eg.parse_program(enc.batch(actions, batches)) if actions else []
+
     if seed is not None:  # greedy's lifting of the input's sub-terms (Budget.seed)
         pending = []
         for t, lifted in seed:
             a = enc.bind(t, pending)
             pending.append(f"(union {a} {enc.bind(lifted, pending)})")
     else:
-        eg.run_program(*eg.parse_program(program), *close)
-        program = ""
+        eg.run_program(*batch(program), *close)
+        program = []
         pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts, budget.guided)
     for r in range(budget.rounds):
         res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
-        # with a seed, nothing is read before the first round: the input's lets join its call (each
-        # run_program call costs egglog its own schedule and rebuild)
-        text = program + "\n".join(pending)
-        program = ""
-        new = eg.parse_program(text) if text.strip() else []
+        # with a seed, nothing is read before the first round: the input's actions join its batch
+        new = batch(program + pending)
+        program = []
         out = eg.run_program(*new, *rnd, *close, *size)
-        report = next(o.report for o in out if hasattr(o, "report"))
+        # the reports of the batch's run (if any), the round and the closing schedule, in order
+        report = [o.report for o in out if hasattr(o, "report")][1 if new else 0]
         res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v and not k.startswith("(")})
         res.rounds = r + 1
         res.nodes = _count(next(o for o in out if hasattr(o, "sizes")))
@@ -433,10 +440,11 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     res.greedy_fired.update(Counter(rw.stats.fired) - fired_before)
     if pending:  # the last pass's lifted terms join the e-graph before extraction
         res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
-        eg.run_program(*eg.parse_program("\n".join(pending)), *close)
+        eg.run_program(*batch(pending))
+        eg.run_program(*close)
     frozen = eg.freeze()
     classes = read_egraph(eg, frozen)
-    root_value = frozen.functions[enc.root].rows[0].output
+    root_value = frozen.functions[ROOT].rows[0].inputs[0]
     if capture is not None:
         capture.append(EGraphView.of(classes, root_value, enc))
     return extract(eg, root_value, enc, classes), res

@@ -47,15 +47,24 @@ Path_ = tuple[int, ...]
 
 #: pseudo-rules (not in a rule file): each names the function that makes the step and is replayed by it
 NORMALIZE = "normalize_shift_constants"  # pitchfork/selection/greedy.py
-DROP_FLAGS = "drop_flags"  # a flagged node equals its plain twin (declare.py, the `types` ruleset)
+DROP_FLAGS = "drop_flags"  # a flagged node equals its plain twin (declare.py: the encoder unions them)
 
-#: limits of one breadth-first search near a root: terms visited, steps deep, and how deep below the
-#: root a move may act (the rule files' left sides look at most three levels down)
-MAX_VISITED = 3000
-MAX_STEPS = 10
-#: terms with the target's root over its child classes tried before a search gives up
-MAX_GOALS = 12
-MOVE_DEPTH = 3
+@dataclass(frozen=True)
+class Limits:
+    """Limits of one best-first search near a root: steps deep, terms visited, terms with the target's
+    root over its child classes tried before giving up, and how deep below the root a move may act."""
+
+    steps: int
+    visited: int
+    goals: int
+    depth: int
+
+
+#: the search's limits, tried in order: the first finds most derivations quickly (the rule files' left
+#: sides look at most three levels down); the wider one those whose algebra acts a level deeper and
+#: takes more steps (the variant suite's bench_keys spellings of add and softmax, a constant factored
+#: out of a product under a rounding shift, need depth 4; mul's two factored zero points 16 steps)
+LIMITS = (Limits(steps=10, visited=3000, goals=12, depth=3), Limits(steps=16, visited=12000, goals=12, depth=4))
 
 
 @dataclass(frozen=True)
@@ -170,8 +179,8 @@ Whole = tuple[str, str, Path_, Term]
 class Explainer:
     """Derivations within one e-graph (`view`) from the algebra rules and the lifting rule sets."""
 
-    def __init__(self, view: EGraphView, algebra: RuleSet, lifting: list[RuleSet]) -> None:
-        self.view, self.algebra, self.lifting = view, algebra, lifting
+    def __init__(self, view: EGraphView, algebra: RuleSet, lifting: list[RuleSet], limits: Limits = LIMITS[0]) -> None:
+        self.view, self.algebra, self.lifting, self.limits = view, algebra, lifting, limits
         self.memo: dict = {}
         self._moves: dict[Term, list[tuple[list[Inner], Term]]] = {}
         self._derived: dict[tuple[Term, Term], Optional[list[Whole]]] = {}
@@ -192,6 +201,13 @@ class Explainer:
             for rule, r in rule_results(rs, sub):  # one lifting step at the root, children as they are
                 if cost(r) < here:
                     out.append(([(rule.name, _loc(rule), (), r)], r))
+                    # ... then the greedy TRS on its result, as the lifting pass does with a term that
+                    # follows a sketch (engine.py `_lift_pass`): only the end of that is unioned into
+                    # the e-graph, so the step at the root alone may leave it
+                    rest = lifting_steps(rs, r)
+                    if rest:
+                        out.append(([(rule.name, _loc(rule), (), r)]
+                                    + [(rule2.name, _loc(rule2), p, after) for rule2, p, after in rest], rest[-1][2]))
             for root_first in (False, True):
                 steps = lifting_steps(rs, sub, root_first)
                 if steps:
@@ -214,7 +230,7 @@ class Explainer:
         """Steps from `src` to `dst` (both of one e-class), or None when none is found within the limits.
         A term the search reaches with `dst`'s root over `dst`'s child classes may still have a child
         that no forward move turns into `dst`'s (a lifted form where `dst` keeps the unlifted one):
-        then the search goes on to its next such term, up to MAX_GOALS of them."""
+        then the search goes on to its next such term, up to `limits.goals` of them."""
         if src is dst:
             return []
         key = (src, dst)
@@ -224,7 +240,7 @@ class Explainer:
         got = self._congruence(src, dst) if self._goal(src, dst) else None
         if got is None:
             for n, (head, mid) in enumerate(self._search(src, dst)):
-                if n >= MAX_GOALS:
+                if n >= self.limits.goals:
                     break
                 rest = self._congruence(mid, dst)
                 if rest is not None:
@@ -263,9 +279,9 @@ class Explainer:
         heap: list[tuple[int, int, int, int, Term]] = [(h(src), h(src), tick, 0, src)]
         while heap:
             _, _, _, d, t = heapq.heappop(heap)
-            if d >= MAX_STEPS:
+            if d >= self.limits.steps:
                 continue
-            for path, sub in positions(t, MOVE_DEPTH):
+            for path, sub in positions(t, self.limits.depth):
                 for inner, new_sub in self.moves_at(sub):
                     try:
                         new = replace_at(t, path, new_sub)
@@ -285,7 +301,7 @@ class Explainer:
                             chain = link[1] + chain
                             x = link[0]
                         yield chain, new
-                    if len(parent) > MAX_VISITED:
+                    if len(parent) > self.limits.visited:
                         return
                     tick += 1
                     hn = h(new)
@@ -367,12 +383,16 @@ def explain_derivation(term: Term, lift_rs: Optional[RuleSet] = None, budget: An
         seed = [(t, lw._memo[t]) for t in canon.walk() if t.args and lw._memo.get(t, t) is not t]
     captured: list = []
     extracted, _ = saturate(canon, rs, budget, seed, captured)
-    ex = Explainer(captured[0], _algebra_rules(), [pass_rules(rs), rs])
-    middle = ex.derive(canon, extracted)
+    middle = None
+    for limits in LIMITS:  # the wider search only when the first finds nothing
+        middle = Explainer(captured[0], _algebra_rules(), [pass_rules(rs), rs], limits).derive(canon, extracted)
+        if middle is not None:
+            break
     if middle is None:
         return res, Derivation(tuple(head), term, norm, False,
                                f"no derivation of the extracted term {rename(extracted, back)} found within the "
-                               f"search limits ({MAX_STEPS} steps near a root, {MAX_VISITED} terms)")
+                               f"search limits ({limits.steps} steps, moves down to depth {limits.depth}, "
+                               f"{limits.visited} terms)")
     tail = greedy_tail(extracted)
     steps = head + _steps(middle + tail, canon, back)
     end = steps[-1].after if steps else norm

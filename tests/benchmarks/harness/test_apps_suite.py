@@ -1,6 +1,8 @@
 """`pitchfork bench --suite apps` (benchmarks/harness/apps_suite.py): one small app through the whole run
 (both thread counts, each contender and thread count in its own worker process, outputs checked against
-Halide 21, figures written to the named folder), and a clear error for an unknown app."""
+Halide 21, figures written to the named folder) in both timing modes (single call, and back-to-back with
+one k for the four workers), the choice of k, and a clear error for an unknown app. No timing is asserted:
+only that the figures exist and are positive."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from benchmarks.harness.apps_suite import B2B_MAX_CALLS, calls_per_sample, report
 
 
 def test_suite_runs_one_app_at_both_thread_counts(tmp_path: Path) -> None:
@@ -21,8 +25,35 @@ def test_suite_runs_one_app_at_both_thread_counts(tmp_path: Path) -> None:
         assert "error" not in r and r["max_abs_diff"] == 0 and r["pitchfork_ms"] > 0 and r["halide21_ms"] > 0
         assert len(r["timings"]["pitchfork"]["samples_ms"]) == len(r["timings"]["halide21"]["samples_ms"]) == 2
     assert rows[1]["pitchfork_scaling"] > 0 and rows[1]["halide21_scaling"] > 0
+    # back-to-back mode beside the single-call one: one k for the app, run by each of the four workers
+    k = rows[0]["b2b_calls"]
+    assert 1 <= k <= B2B_MAX_CALLS and rows[1]["b2b_calls"] == k
+    for r in rows:
+        assert r["b2b_calls_by_worker"] == {"p1": [k], "h1": [k], "p2": [k], "h2": [k]}
+        assert r["pitchfork_b2b_ms"] > 0 and r["halide21_b2b_ms"] > 0 and r["speedup_b2b"] > 0
+        timings = r["timings_b2b"]
+        assert len(timings["pitchfork"]["samples_ms"]) == len(timings["halide21"]["samples_ms"]) == 2
+    assert rows[1]["pitchfork_scaling_b2b"] > 0 and rows[1]["halide21_scaling_b2b"] > 0
     assert "load average" in run["load_before"]
-    assert "| erode |" in (tmp_path / "APPS.md").read_text()
+    md = (tmp_path / "APPS.md").read_text()
+    assert "| erode |" in md and "single: PITCHFORK ms" in md and "b2b: PITCHFORK ms/call" in md
+
+
+def test_calls_per_sample_is_set_by_the_fastest_worker() -> None:
+    # 1 ms, 0.6 ms, 2 ms, 1.1 ms per call: the fastest (0.6 ms) needs 9 calls for 5 ms
+    assert calls_per_sample([1e-3, 6e-4, 2e-3, 1.1e-3], target_s=5e-3) == 9
+    assert calls_per_sample([0.02, 0.03], target_s=5e-3) == 1  # a call already longer than a sample
+    assert calls_per_sample([1e-9], target_s=5e-3, max_calls=50) == 50
+
+
+def test_report_shows_both_modes_side_by_side() -> None:
+    row = {"app": "blur", "size": [8, 4], "threads": 2, "pitchfork_ms": 1.0, "halide21_ms": 2.0,
+           "speedup": 2.0, "pitchfork_scaling": 1.1, "halide21_scaling": 1.3, "b2b_calls": 7,
+           "pitchfork_b2b_ms": 0.5, "halide21_b2b_ms": 1.5, "speedup_b2b": 3.0, "pitchfork_scaling_b2b": 1.9,
+           "halide21_scaling_b2b": 1.8, "max_abs_diff": 0.0, "tolerance": 0.0}
+    line = [ln for ln in report([row]).splitlines() if ln.startswith("| blur |")][0]
+    assert line == ("| blur | 8x4 | 2 | 1.000 | 2.000 | 2.00x | 1.10x / 1.30x | 7 | 0.500 | 1.500 | 3.00x "
+                    "| 1.90x / 1.80x | 0 / 0 |")
 
 
 def test_unknown_app_is_one_line_error(tmp_path: Path) -> None:

@@ -207,7 +207,8 @@ def test_a_stop_at_job_ends_at_its_line_and_the_statement_is_the_full_runs() -> 
     """capture_stmt(upto_intrinsics=True) through a warm worker (the server watches the child's log and
     ends the child at "Finding intrinsics..."): the same statement and stage as the full capture, the
     stages a prefix of the full run's ending at the marker, no lowered statement, no error; a later
-    full capture in the same worker is complete again."""
+    full capture in the same worker is complete again; a lowering that fails before the marker fails
+    as a full capture does."""
     from pitchfork.frontend import capture_pool
     from pitchfork.frontend.capture import capture_stmt
 
@@ -223,3 +224,5 @@ def test_a_stop_at_job_ends_at_its_line_and_the_statement_is_the_full_runs() -> 
     assert part.lowered == "" and part.error == ""
     again = capture_stmt(func, args, "arm64", mode="subprocess")
     assert again.lowered == full.lowered and [st.text for st in again.stages] == [st.text for st in full.stages]
+    with pytest.raises(CaptureError, match="Halide failed to lower.*invalid location"):  # no marker: as before
+        capture_stmt(bad_location_pipeline(), [], "arm64", mode="subprocess", upto_intrinsics=True)

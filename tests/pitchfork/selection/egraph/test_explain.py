@@ -108,3 +108,16 @@ def test_factoring_a_large_constant_is_derived() -> None:
     steps = _check_chain("u16((u32(a_u16) * 43690 + u32(a_u16)) >> 17)", Budget())
     assert steps[0].rule == "mul_add_self_factor"
     assert str(steps[-1].after) == "mul_shr(a_u16, 43691, 17)"
+
+
+def test_deeper_algebra_is_derived_by_the_wider_search() -> None:
+    # softmax's key expression with the shift folded into the constant (bench_keys.txt): the constant
+    # is split (1482880 = 23170 << 6) and re-associated four levels below the root, which only the
+    # second, wider search limits of explain.LIMITS reach
+    from pitchfork.selection.egraph.explain import LIMITS
+
+    assert LIMITS[1].depth > LIMITS[0].depth
+    steps = _check_chain("saturating_cast<i16>(((i32(a_u8) - i32(b_u8)) * 1482880 + 16384) >> 15)", Budget())
+    assert {"mul_split_pow2", "shl_add_const_factor"} <= {s.rule for s in steps}
+    assert any(len(s.path) >= 4 for s in steps)
+    assert str(steps[-1].after) == "rounding_mul_shr(widening_sub(a_u8, b_u8), 11585, 8)"
