@@ -203,3 +203,18 @@ def test_max_lhs_keeps_fixed_point_left_sides_first_at_any_width() -> None:
     tasks = [Task("lower", "arm64", t) for t in ("v0_i32 + v1_i32 * 4", "rounding_mul_shr(v0_i32, v1_i32, 31)")]
     chosen = _limit(tasks, Options(benchmarks=(), max_lhs=1))
     assert [t.lhs for t in chosen] == ["rounding_mul_shr(v0_i32, v1_i32, 31)"]
+
+
+def test_a_time_limit_cuts_the_least_frequent_left_sides_not_the_last_by_signature() -> None:
+    """Tasks run in batches in priority order (each batch in bank signature order): the most frequent
+    left side is handed out in the first batch even when its signature sorts last."""
+    from synth.driver import BANK_BATCH, _bank_signature, _limit
+    from synth.tasks import Task
+
+    frequent = Task("lower", "arm64", "widening_mul(v0_u8, v1_u8)")
+    rest = [Task("lower", "arm64", f"v0_i16 + v1_i16 * {k}") for k in range(3, 3 + 2 * BANK_BATCH)]
+    order = _limit([frequent] + rest, Options(benchmarks=()))
+    assert len(order) == 1 + len(rest)
+    assert frequent in order[:BANK_BATCH]
+    assert order[:BANK_BATCH] == sorted(order[:BANK_BATCH], key=_bank_signature)
+    assert _bank_signature(frequent) > max(_bank_signature(t) for t in rest)  # last by signature alone
