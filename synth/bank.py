@@ -161,6 +161,18 @@ def type_salt(t: ScalarType) -> int:
     return (hash(t.name) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
 
 
+def apply_rows(op: str, argv: list, ts: tuple, rt: Any, gs: tuple, g: int, n: int, m: int) -> Optional[np.ndarray]:
+    """`op` applied to `m` rows of argument values (lane-grouped ops over their lane groups), as an
+    (m, n * g) array of `rt`'s dtype; None when the op is undefined on these arguments (the candidate
+    is skipped, as an evaluation error means it is not a value of this type)."""
+    try:
+        with np.errstate(all="ignore"):
+            vals = lane_apply(op, argv, ts, rt, gs, g, n) if OPS[op].arg_lanes else fast_apply(op, argv, ts, rt)
+    except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return np.broadcast_to(np.asarray(vals), (m, n * g)).astype(rt.np_dtype, copy=False)
+
+
 # ---------------------------------------------------------------------------------------------
 # The bank
 
@@ -444,15 +456,9 @@ class Bank:
         gids = [np.concatenate([p[1][j] for p in batch]) if len(batch) > 1 else batch[0][1][j] for j in range(k)]
         ops = np.concatenate([p[2] for p in batch]) if len(batch) > 1 else batch[0][2]
         m = len(ops)
-        try:
-            with np.errstate(all="ignore"):
-                if OPS[op].arg_lanes:
-                    vals = lane_apply(op, argv, ts, rt, gs, g, self.n)
-                else:
-                    vals = fast_apply(op, argv, ts, rt)
-        except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+        vals = apply_rows(op, argv, ts, rt, gs, g, self.n, m)
+        if vals is None:
             return
-        vals = np.broadcast_to(np.asarray(vals), (m, self.n * g)).astype(rt.np_dtype, copy=False)
         h = row_hashes(vals, self.salt[(rt, g)])
         args = np.full((m, 3), -1, dtype=np.int64)
         for j in range(k):
@@ -559,15 +565,9 @@ class Bank:
                 continue
             step = max(1, CHUNK_ELEMENTS // max(1, self.n * max(gs + (g,))))
             for argv, gids, _ops in self._pieces(op, ts, lv, bs, step):
-                try:
-                    with np.errstate(all="ignore"):
-                        if OPS[op].arg_lanes:
-                            vals = lane_apply(op, argv, ts, r, gs, g, self.n)
-                        else:
-                            vals = fast_apply(op, argv, ts, r)
-                except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+                vals = apply_rows(op, argv, ts, r, gs, g, self.n, len(gids[0]))
+                if vals is None:
                     continue
-                vals = np.broadcast_to(np.asarray(vals), (len(gids[0]), self.n * g)).astype(r.np_dtype, copy=False)
                 if flipped:  # same bits: the reinterpret's values
                     vals = vals.astype(rt.np_dtype)
                 hit = np.nonzero(row_hashes(vals, self.salt[(rt, g)]) == np.uint64(h))[0]
