@@ -252,8 +252,8 @@ def _finish(pid: int, done_r: int) -> int | None:
     return None
 
 
-def _watch(pid: int, log_r: int, job_path: str) -> int | None:
-    """A "stop_at" job: copy the child's log from `log_r` to the job's log file until a line equal to
+def _watch(pid: int, log_r: int, job: dict) -> int | None:
+    """A "stop_at" job (`job`, the job file's contents, read once by `serve`): copy the child's log from `log_r` to the job's log file until a line equal to
     job["stop_at"] (e.g. `Finding intrinsics...`, logged right after the statement the caller reads);
     then the log file ends with that line, the child is killed (what Halide would lower after it is
     not needed), `{"ok": true}` is the job's result, and the status is a clean exit's (0). If the line
@@ -261,8 +261,6 @@ def _watch(pid: int, log_r: int, job_path: str) -> int | None:
     import os
     import signal
 
-    with open(job_path) as f:
-        job = json.load(f)
     line = b"\n" + job["stop_at"].encode() + b"\n"
     log = bytearray(b"\n")  # a newline in front, so that a first line is found too
     found = -1
@@ -308,10 +306,11 @@ def serve() -> int:
         os.close(job_w)
         try:
             with open(job_path) as f:
-                watched = bool(json.load(f).get("stop_at"))
+                job = json.load(f)
         except (OSError, ValueError):
-            watched = False  # the child fails on it the same way and reports that
-        status = _watch(pid, log_r, job_path) if watched else None
+            job = {}  # the child fails on it the same way and reports that
+        watched = isinstance(job, dict) and bool(job.get("stop_at"))
+        status = _watch(pid, log_r, job) if watched else None
         if not watched:
             os.close(log_r)
         if status is None:
