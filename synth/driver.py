@@ -319,7 +319,8 @@ def lower_tasks(
     lowered = lifted_corpus(inputs, opts.max_nodes)
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
-    for e in lowered.entries():
+    share = _root_share(isa, opts.hide)
+    for e in sorted(lowered.entries(), key=lambda e: -e.count * share(e.term)):  # stable: frequency order kept
         if not any(t.args and (spec(t.op).kind == "fpir" or spec(t.op).reduce is not None) for t in e.term.walk()):
             continue
         if len(e.term.variables()) > opts.max_vars:
@@ -337,6 +338,38 @@ def lower_tasks(
     if opts.max_lower_lhs is not None:
         return _limit(tasks, replace(opts, max_lhs=opts.max_lower_lhs)), origin
     return _limit(tasks, opts), origin
+
+
+def _root_share(isa: str, hide: tuple[str, ...]) -> Callable[[Term], int]:
+    """The instructions a left side's root costs now beyond its children (`synth.cost.lowering_cost`
+    of the cut lowered as the compiler lowers it with the rules loaded now, generic expansion after,
+    less that of its operands lowered alone; at least 1): a bound on what one rule rooted there can
+    save per site beyond rules for its children. Left sides are ranked by it times their frequency,
+    so a rare root whose expansion is long (HVX `vector_reduce_add_x4(i32(widening_mul(x_u8,
+    y_i8)))`, 8 sites, 6 instructions of shuffles and adds without vrmpy) is not cut by
+    --max-lower-lhs behind frequent one-instruction sums: ranked by frequency alone it was the
+    122nd left side of 681, outside the 100 run, and conv3x3a32 compiled with the synthesized rules
+    alone fell to 0.150x of hand-written lowering (a generic reduction per output vector)."""
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.targets import load_target
+    from pitchfork.trs.rewriter import Rewriter
+    from synth.cost import lowering_cost
+    from synth.tasks import _without
+
+    info = load_target(isa)
+    rw = Rewriter(_without(info.rules, hide), cost=info.cost)
+    bits = TARGET_MAX_BITS.get(isa, 64)
+
+    def instructions(t: Term) -> int:
+        return lowering_cost(expand_fpir(rw.rewrite(t), bits))[0]
+
+    def share(t: Term) -> int:
+        try:
+            return max(1, instructions(t) - sum(instructions(a) for a in t.args if a.args))
+        except Exception:  # noqa: BLE001 - a left side the rewriter refuses is ranked by frequency; its task reports why
+            return 1
+
+    return share
 
 
 def _fixed_point_first(task: Task) -> int:
