@@ -66,6 +66,8 @@ class Options:
     #: lowering searches over budget search again over the ISA's instructions alone (synth/search.py;
     #: off by default: it multiplies the time of every over-budget left side)
     instructions_pass: bool = False
+    #: lowering searches over budget search again from the root down (synth/topdown.py)
+    topdown: bool = True
     max_terms: int = 200_000
     rlimit: int = 20_000_000
     jobs: int = 1
@@ -332,7 +334,7 @@ def lower_tasks(
         reduces = any(t.args and spec(t.op).reduce is not None for t in e.term.walk())
         task = Task("lower", isa, e.key, opts.max_terms * (REDUCTION_BUDGET if reduces else 1), opts.rlimit,
                     hide=opts.hide, rules=rules, ranges=ranges if narrower else (),
-                    instructions_pass=opts.instructions_pass)
+                    instructions_pass=opts.instructions_pass, topdown=opts.topdown)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     if opts.max_lower_lhs is not None:
