@@ -321,8 +321,7 @@ def lower_tasks(
     lowered = lifted_corpus(inputs, opts.max_nodes)
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
-    share = _root_share(isa, opts.hide)
-    for e in sorted(lowered.entries(), key=lambda e: -e.count * share(e.term)):  # stable: frequency order kept
+    for e in lowered.entries():
         if not any(t.args and (spec(t.op).kind == "fpir" or spec(t.op).reduce is not None) for t in e.term.walk()):
             continue
         if len(e.term.variables()) > opts.max_vars:
@@ -342,50 +341,29 @@ def lower_tasks(
     return _limit(tasks, opts), origin
 
 
-def _root_share(isa: str, hide: tuple[str, ...]) -> Callable[[Term], int]:
-    """The instructions a left side's root costs now beyond its children (`synth.cost.lowering_cost`
-    of the cut lowered as the compiler lowers it with the rules loaded now, generic expansion after,
-    less that of its operands lowered alone; at least 1): a bound on what one rule rooted there can
-    save per site beyond rules for its children. Left sides are ranked by it times their frequency,
-    so a rare root whose expansion is long (HVX `vector_reduce_add_x4(i32(widening_mul(x_u8,
-    y_i8)))`, 8 sites, 6 instructions of shuffles and adds without vrmpy) is not cut by
-    --max-lower-lhs behind frequent one-instruction sums: ranked by frequency alone it was the
-    122nd left side of 681, outside the 100 run, and conv3x3a32 compiled with the synthesized rules
-    alone fell to 0.150x of hand-written lowering (a generic reduction per output vector)."""
-    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
-    from pitchfork.targets import load_target
-    from pitchfork.trs.rewriter import Rewriter
-    from synth.cost import lowering_cost
-    from synth.tasks import _without
-
-    info = load_target(isa)
-    rw = Rewriter(_without(info.rules, hide), cost=info.cost)
-    bits = TARGET_MAX_BITS.get(isa, 64)
-
-    def instructions(t: Term) -> int:
-        return lowering_cost(expand_fpir(rw.rewrite(t), bits))[0]
-
-    def share(t: Term) -> int:
-        try:
-            return max(1, instructions(t) - sum(instructions(a) for a in t.args if a.args))
-        except Exception:  # noqa: BLE001 - a left side the rewriter refuses is ranked by frequency; its task reports why
-            return 1
-
-    return share
-
-
 def _fixed_point_first(task: Task) -> int:
-    """0 for left sides with a cast, an FPIR op or an element narrower than 32 bits (fixed-point
-    code), 1 for the rest (index arithmetic): with a --max-lhs budget the former go first. An FPIR op
-    counts at any width: `rounding_mul_shr(x_i32, y_i32, 31)` (ARM sqrdmulh, ten instructions
+    """0 for left sides rooted at a lane-combining op the search handles (lane factor at most
+    `search.MAX_LANE_FACTOR`), 1 for the rest with a cast, an FPIR op or an element narrower than 32
+    bits (fixed-point code), 2 for the rest (index arithmetic): with a --max-lhs budget they go in that
+    order. A reduction root is the only place a dot-product instruction (vrmpy, udot, pmaddwd) can be
+    found, its generic expansion is three instructions per halving, and there are few (5-8 per ISA on
+    the 16 benchmarks); ranked by frequency alone HVX conv3x3a32's `vector_reduce_add_x4(i32(
+    widening_mul(x_u8, y_i8)))` (8 sites) was the 122nd left side, outside a 100-left-side run, and
+    conv3x3a32 compiled with the synthesized rules alone fell to 0.150x of hand-written lowering. An
+    FPIR op counts at any width: `rounding_mul_shr(x_i32, y_i32, 31)` (ARM sqrdmulh, ten instructions
     generically, in every requantization) was ranked with the index arithmetic and cut by --max-lhs."""
+    from synth.search import MAX_LANE_FACTOR
+
     t = parse(task.lhs)
+    s = spec(t.op) if t.args else None
+    if task.kind == "lower" and s is not None and s.reduce is not None and s.reduce[1] <= MAX_LANE_FACTOR:
+        return 0
     small = any(
         x.type.bits < 32 or x.op in ("cast", "reinterpret", "saturating_cast")
         or (x.args and spec(x.op).kind == "fpir")
         for x in t.walk()
     )
-    return 0 if small else 1
+    return 1 if small else 2
 
 
 def _bank_signature(task: Task) -> tuple:
