@@ -118,6 +118,21 @@ def _load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
+def scheduling() -> str:
+    """How this run's processes were scheduled, for the record: the process's nice value and, on Linux
+    with autogroups (CPU time is split between sessions first, then between the processes of one), its
+    session's autogroup nice. A run started under a negative autogroup nice takes most of the CPU from
+    the machine's other sessions; both contenders' workers inherit it alike."""
+    parts = [f"nice {os.nice(0)}"]
+    try:
+        group = Path("/proc/self/autogroup").read_text().split()
+        if len(group) == 3 and group[1] == "nice":
+            parts.append(f"autogroup nice {group[2]}")
+    except OSError:
+        pass
+    return ", ".join(parts) + f"; {os.cpu_count()} CPUs"
+
+
 def _paired(a: Sequence[float], b: Sequence[float]) -> float:
     """median over repetitions of a[r] / b[r]"""
     return statistics.median(x / y for x, y in zip(a, b))
@@ -249,20 +264,20 @@ def run_apps(args: argparse.Namespace) -> int:
     reps = args.reps or (3 if args.quick else 15)
     md_path, json_path = output_paths(args)
     md_path.parent.mkdir(parents=True, exist_ok=True)
-    load_before = _load()
+    load_before, sched = _load(), scheduling()
     rows: list[dict[str, Any]] = []
     for name in names:
         rows += time_app(name, reps, args.quick, args.timeout)
     load_after = _load()
     json_path.write_text(json.dumps({"load_before": load_before, "load_after": load_after, "reps": reps,
-                                     "rows": rows}, indent=1))
-    text = report(rows, load_before, load_after)
+                                     "scheduling": sched, "rows": rows}, indent=1))
+    text = report(rows, load_before, load_after, sched)
     md_path.write_text(text)
     print(text)
     return 0 if not any("error" in r for r in rows) else 1
 
 
-def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: str = "") -> str:
+def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: str = "", sched: str = "") -> str:
     lines = ["# Apps suite: PITCHFORK vs Halide 21 on x86-avx2 (same schedule, same threads)", "",
              "Each contender and thread count in its own process; samples interleaved across the four.",
              "Two timing modes, same procedure for both contenders (benchmarks/harness/apps_suite.py):",
@@ -271,7 +286,8 @@ def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: st
              "convention (its apps call",
              "tools/halide_benchmark.h's `benchmark(10, 10, op)`, its Python apps `timeit(number=10)`). "
              "Medians; ratios are paired medians.",
-             f"Load before: `{load_before}`; after: `{load_after}`.", "",
+             f"Load before: `{load_before}`; after: `{load_after}`."
+             + (f" Scheduling of this run: {sched}." if sched else ""), "",
              "| app | size | threads | single: PITCHFORK ms | single: Halide 21 ms "
              "| single: Halide / PITCHFORK "
              "| single: 1->2 threads PITCHFORK / Halide | b2b: k calls | b2b: PITCHFORK ms/call "
