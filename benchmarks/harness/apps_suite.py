@@ -249,6 +249,19 @@ def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
     return out_dir / "APPS.md", out_dir / "apps.json"
 
 
+def command_line(args: argparse.Namespace) -> str:
+    """The `pitchfork bench --suite apps ...` command that reproduces `args` (the output folder aside)."""
+    parts = ["pitchfork bench --suite apps"]
+    if args.quick:
+        parts.append("--quick")
+    parts += [f"--bench {b}" for b in (args.bench or [])]
+    if args.reps:
+        parts.append(f"--reps {args.reps}")
+    if getattr(args, "write_results", False):
+        parts.append("--write-results")
+    return " ".join(parts)
+
+
 def run_apps(args: argparse.Namespace) -> int:
     """Run the suite (four worker processes per app), print and write the figures."""
     from benchmarks.apps import APPS
@@ -269,25 +282,31 @@ def run_apps(args: argparse.Namespace) -> int:
     for name in names:
         rows += time_app(name, reps, args.quick, args.timeout)
     load_after = _load()
-    json_path.write_text(json.dumps({"load_before": load_before, "load_after": load_after, "reps": reps,
-                                     "scheduling": sched, "rows": rows}, indent=1))
-    text = report(rows, load_before, load_after, sched)
+    command = command_line(args)
+    json_path.write_text(json.dumps({"command": command, "load_before": load_before, "load_after": load_after,
+                                     "reps": reps, "scheduling": sched, "rows": rows}, indent=1))
+    text = report(rows, load_before, load_after, sched, command)
     md_path.write_text(text)
     print(text)
     return 0 if not any("error" in r for r in rows) else 1
 
 
-def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: str = "", sched: str = "") -> str:
+def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: str = "", sched: str = "",
+           command: str = "") -> str:
     lines = ["# Apps suite: PITCHFORK vs Halide 21 on x86-avx2 (same schedule, same threads)", "",
              "Each contender and thread count in its own process; samples interleaved across the four.",
              "Two timing modes, same procedure for both contenders (benchmarks/harness/apps_suite.py):",
              "*single call*: a sample is one call, the thread pool asleep before it (first call after idle);",
              f"*back-to-back*: a sample is k = {B2B_CALLS} consecutive calls, reported per call: Halide's own "
              "convention (its apps call",
-             "tools/halide_benchmark.h's `benchmark(10, 10, op)`, its Python apps `timeit(number=10)`). "
-             "Medians; ratios are paired medians.",
+             "tools/halide_benchmark.h's `benchmark(10, 10, op)`, its Python apps `timeit(number=10)`), the "
+             "same k for every app;",
+             "it replaced our own earlier choice (k so a sample lasted ~5 ms: k = 3 for blur, 1 for the others), "
+             "too short for a",
+             "2-thread pool to reach its steady state. Medians; ratios are paired medians.",
              f"Load before: `{load_before}`; after: `{load_after}`."
-             + (f" Scheduling of this run: {sched}." if sched else ""), "",
+             + (f" Scheduling of this run: {sched}." if sched else "")
+             + (f" Command: `{command}`." if command else ""), "",
              "| app | size | threads | single: PITCHFORK ms | single: Halide 21 ms "
              "| single: Halide / PITCHFORK "
              "| single: 1->2 threads PITCHFORK / Halide | b2b: k calls | b2b: PITCHFORK ms/call "

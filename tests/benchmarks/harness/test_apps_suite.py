@@ -35,6 +35,7 @@ def test_suite_runs_one_app_at_both_thread_counts(tmp_path: Path) -> None:
         assert len(timings["pitchfork"]["samples_ms"]) == len(timings["halide21"]["samples_ms"]) == 2
     assert rows[1]["pitchfork_scaling_b2b"] > 0 and rows[1]["halide21_scaling_b2b"] > 0
     assert "load average" in run["load_before"] and run["scheduling"].startswith("nice ")
+    assert run["command"] == "pitchfork bench --suite apps --quick --bench erode --reps 2"
     md = (tmp_path / "APPS.md").read_text()
     assert "| erode |" in md and "single: PITCHFORK ms" in md and "b2b: PITCHFORK ms/call" in md
 
