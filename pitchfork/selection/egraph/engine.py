@@ -47,6 +47,7 @@ from fpir.types import FPIRTypeError, ScalarType, parse_type
 from pitchfork.selection.cost import cost
 from pitchfork.selection.egraph.canon import canonical, rename, rename_all
 from pitchfork.selection.egraph.declare import ROOT, Encoding, _type, declarations, encode, lifting_ops, parse_ctor
+from pitchfork.selection.egraph.program import run_text
 from pitchfork.selection.egraph.extract import extract, extract_all_with_choices, read_egraph
 from pitchfork.selection.egraph import store
 from pitchfork.selection.egraph.sketch import Guide, sketches
@@ -265,7 +266,7 @@ def _session() -> tuple[object, list, list]:
     got = getattr(_LOCAL, "session", None)
     if got is None:
         eg = _bindings().EGraph()
-        eg.run_program(*eg.parse_program(_prelude()))
+        run_text(eg, _prelude())
         got = (eg, eg.parse_program("(push)"), eg.parse_program("(pop)"))
         _LOCAL.session = got
     return got
@@ -399,11 +400,11 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     program = enc.program()
     batches = 0
 
-    def batch(actions: list[str]) -> list:
-        """`actions` as one egglog command (declare.py Encoding.batch), parsed."""
+    def batch(actions: list[str]) -> str:
+        """`actions` as one egglog command (declare.py Encoding.batch), as text (program.run_text)."""
         nonlocal batches
         batches += 1
-        return eg.parse_program(enc.batch(actions, batches)) if actions else []
+        return enc.batch(actions, batches) if actions else ""
 
     if seed is not None:  # greedy's lifting of the input's sub-terms (Budget.seed)
         pending = []
@@ -411,7 +412,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
             a = enc.bind(t, pending)
             pending.append(f"(union {a} {enc.bind(lifted, pending)})")
     else:
-        eg.run_program(*batch(program), *close)
+        run_text(eg, batch(program), *close)
         program = []
         pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts, budget.guided)
     for r in range(budget.rounds):
@@ -419,7 +420,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
         # with a seed, nothing is read before the first round: the input's actions join its batch
         new = batch(program + pending)
         program = []
-        out = eg.run_program(*new, *rnd, *close, *size)
+        out = run_text(eg, new, *rnd, *close, *size)
         # the reports of the batch's run (if any), the round and the closing schedule, in order
         report = [o.report for o in out if hasattr(o, "report")][1 if new else 0]
         res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v and not k.startswith("(")})
@@ -440,8 +441,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     res.greedy_fired.update(Counter(rw.stats.fired) - fired_before)
     if pending:  # the last pass's lifted terms join the e-graph before extraction
         res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
-        eg.run_program(*batch(pending))
-        eg.run_program(*close)
+        run_text(eg, batch(pending), *close)
     frozen = eg.freeze()
     classes = read_egraph(eg, frozen)
     root_value = frozen.functions[ROOT].rows[0].inputs[0]
