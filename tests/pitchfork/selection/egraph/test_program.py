@@ -51,3 +51,12 @@ def test_empty_text_runs_only_the_parsed_commands() -> None:
     program.run_text(eg, TEXT)
     assert [type(o).__name__ for o in program.run_text(eg, "", *eg.parse_program("(print-size)"))] == \
         ["PrintAllFunctionsSize"]
+
+
+def test_a_shorter_text_after_a_longer_one_runs_alone() -> None:
+    """The file is rewritten in place: nothing of an earlier, longer text may remain after the new one."""
+    eg = _bindings().EGraph()
+    program.run_text(eg, "(datatype E (Num i64))\n" + "".join(f"(let v{i} (Num {i}))\n" for i in range(50)))
+    got = program.run_text(eg, "(print-size)\n")
+    assert [type(o).__name__ for o in got] == ["PrintAllFunctionsSize"]
+    assert dict(got[0].sizes)["Num"] == 50
