@@ -125,6 +125,8 @@ def _variable_shift(t: Term, a: Val, amount: Val, left: bool) -> Val:
     bits = t.type.bits
     b, blo, bhi = amount
     lo, hi = max(blo, -bits), min(bhi, bits)
+    if lo > hi:  # every amount lies beyond one end: the result is that of the end (an empty If-chain otherwise)
+        lo = hi = bits if blo > bits else -bits
     if hi - lo > 2 * 64 + 1:
         raise Unsupported(f"{t.op} by a variable amount of range {blo}..{bhi}")
     e, alo, ahi = a
