@@ -19,7 +19,7 @@ from fpir.types import ScalarType, i32, u1
 from pitchfork.backend.machine import get_target
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.base import BufferInfo, Leaf, Unsupported, _show, _storage
-from pitchfork.codegen.ir_constants import vector
+from pitchfork.codegen.ir_constants import undef, vector
 
 
 #: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop): the
@@ -322,7 +322,7 @@ class MemoryMixin:
             # x86 camera_pipe's 32-lane tone-curve lookup, which as a lane loop through two stack
             # slots ran at 0.65x of Halide 21's speed, whose code reads the table lane by lane too):
             # straight-line loads, which LLVM schedules and combines, instead of a loop per vector.
-            v: ir.Value = ir.Constant(ir.VectorType(et, lanes), ir.Undefined)
+            v: ir.Value = undef(ir.VectorType(et, lanes))
             idx = self._index32(idx)
             if not border:
                 buf = self._loop_local_gather(buf, idx)
