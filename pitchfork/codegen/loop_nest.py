@@ -124,6 +124,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         #: a strict_float target: no fast-math flags on any float instruction (codegen_float.py); else
         #: only Halide's `strict_*` ops (hl.strict_float(e)) are strict, as in Halide's own module
         self.strict_float = is_strict(captured.target)
+        #: a no_asserts target: the statement's assertions and the heap allocations' NULL checks are not
+        #: compiled, as Halide's code generator leaves both out for that feature (its lowered statement
+        #: keeps the assertions; target_strings.py lists the feature as honoured)
+        self.no_asserts = "no_asserts" in captured.target.split("-")
         #: semaphores (`struct halide_semaphore_t *` lets of async producers) by name, and the task
         #: system's parent argument of the task function being emitted (None outside one): parallel.py
         self.handles: dict[str, ir.Value] = {}
@@ -250,6 +254,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self._scalar_src[name] = value  # a broadcast of it may expose a constant clamp (codegen_expr)
 
     def _s_AssertStmt(self, s: H.AssertStmt) -> None:
+        if self.no_asserts:  # (an assertion's condition has no side effect: nothing else to emit)
+            return
         try:
             cond = self.to_term(s.condition, s)
         except Unsupported:
