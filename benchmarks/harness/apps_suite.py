@@ -118,6 +118,21 @@ def _load() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
 
 
+def scheduling() -> str:
+    """How this run's processes were scheduled, for the record: the process's nice value and, on Linux
+    with autogroups (CPU time is split between sessions first, then between the processes of one), its
+    session's autogroup nice. A run started under a negative autogroup nice takes most of the CPU from
+    the machine's other sessions; both contenders' workers inherit it alike."""
+    parts = [f"nice {os.nice(0)}"]
+    try:
+        group = Path("/proc/self/autogroup").read_text().split()
+        if len(group) == 3 and group[1] == "nice":
+            parts.append(f"autogroup nice {group[2]}")
+    except OSError:
+        pass
+    return ", ".join(parts) + f"; {os.cpu_count()} CPUs"
+
+
 def _paired(a: Sequence[float], b: Sequence[float]) -> float:
     """median over repetitions of a[r] / b[r]"""
     return statistics.median(x / y for x, y in zip(a, b))
@@ -234,6 +249,19 @@ def output_paths(args: argparse.Namespace) -> tuple[Path, Path]:
     return out_dir / "APPS.md", out_dir / "apps.json"
 
 
+def command_line(args: argparse.Namespace) -> str:
+    """The `pitchfork bench --suite apps ...` command that reproduces `args` (the output folder aside)."""
+    parts = ["pitchfork bench --suite apps"]
+    if args.quick:
+        parts.append("--quick")
+    parts += [f"--bench {b}" for b in (args.bench or [])]
+    if args.reps:
+        parts.append(f"--reps {args.reps}")
+    if getattr(args, "write_results", False):
+        parts.append("--write-results")
+    return " ".join(parts)
+
+
 def run_apps(args: argparse.Namespace) -> int:
     """Run the suite (four worker processes per app), print and write the figures."""
     from benchmarks.apps import APPS
@@ -249,29 +277,36 @@ def run_apps(args: argparse.Namespace) -> int:
     reps = args.reps or (3 if args.quick else 15)
     md_path, json_path = output_paths(args)
     md_path.parent.mkdir(parents=True, exist_ok=True)
-    load_before = _load()
+    load_before, sched = _load(), scheduling()
     rows: list[dict[str, Any]] = []
     for name in names:
         rows += time_app(name, reps, args.quick, args.timeout)
     load_after = _load()
-    json_path.write_text(json.dumps({"load_before": load_before, "load_after": load_after, "reps": reps,
-                                     "rows": rows}, indent=1))
-    text = report(rows, load_before, load_after)
+    command = command_line(args)
+    json_path.write_text(json.dumps({"command": command, "load_before": load_before, "load_after": load_after,
+                                     "reps": reps, "scheduling": sched, "rows": rows}, indent=1))
+    text = report(rows, load_before, load_after, sched, command)
     md_path.write_text(text)
     print(text)
     return 0 if not any("error" in r for r in rows) else 1
 
 
-def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: str = "") -> str:
+def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: str = "", sched: str = "",
+           command: str = "") -> str:
     lines = ["# Apps suite: PITCHFORK vs Halide 21 on x86-avx2 (same schedule, same threads)", "",
              "Each contender and thread count in its own process; samples interleaved across the four.",
              "Two timing modes, same procedure for both contenders (benchmarks/harness/apps_suite.py):",
              "*single call*: a sample is one call, the thread pool asleep before it (first call after idle);",
              f"*back-to-back*: a sample is k = {B2B_CALLS} consecutive calls, reported per call: Halide's own "
              "convention (its apps call",
-             "tools/halide_benchmark.h's `benchmark(10, 10, op)`, its Python apps `timeit(number=10)`). "
-             "Medians; ratios are paired medians.",
-             f"Load before: `{load_before}`; after: `{load_after}`.", "",
+             "tools/halide_benchmark.h's `benchmark(10, 10, op)`, its Python apps `timeit(number=10)`), the "
+             "same k for every app;",
+             "it replaced our own earlier choice (k so a sample lasted ~5 ms: k = 3 for blur, 1 for the others), "
+             "too short for a",
+             "2-thread pool to reach its steady state. Medians; ratios are paired medians.",
+             f"Load before: `{load_before}`; after: `{load_after}`."
+             + (f" Scheduling of this run: {sched}." if sched else "")
+             + (f" Command: `{command}`." if command else ""), "",
              "| app | size | threads | single: PITCHFORK ms | single: Halide 21 ms "
              "| single: Halide / PITCHFORK "
              "| single: 1->2 threads PITCHFORK / Halide | b2b: k calls | b2b: PITCHFORK ms/call "

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.harness.apps_suite import B2B_CALLS, output_paths, report
+from benchmarks.harness.apps_suite import B2B_CALLS, output_paths, report, scheduling
 
 
 def test_suite_runs_one_app_at_both_thread_counts(tmp_path: Path) -> None:
@@ -34,7 +34,8 @@ def test_suite_runs_one_app_at_both_thread_counts(tmp_path: Path) -> None:
         timings = r["timings_b2b"]
         assert len(timings["pitchfork"]["samples_ms"]) == len(timings["halide21"]["samples_ms"]) == 2
     assert rows[1]["pitchfork_scaling_b2b"] > 0 and rows[1]["halide21_scaling_b2b"] > 0
-    assert "load average" in run["load_before"]
+    assert "load average" in run["load_before"] and run["scheduling"].startswith("nice ")
+    assert run["command"] == "pitchfork bench --suite apps --quick --bench erode --reps 2"
     md = (tmp_path / "APPS.md").read_text()
     assert "| erode |" in md and "single: PITCHFORK ms" in md and "b2b: PITCHFORK ms/call" in md
 
@@ -73,3 +74,10 @@ def test_unknown_app_is_one_line_error(tmp_path: Path) -> None:
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == ["error: unknown app(s) nope; the apps are blur, erode, local_laplacian, "
                                              "bilateral_grid, interpolate"]
+
+
+def test_scheduling_names_this_process_nice_value() -> None:
+    import os
+
+    got = scheduling()
+    assert got.startswith(f"nice {os.nice(0)}") and got.endswith(f"; {os.cpu_count()} CPUs")
