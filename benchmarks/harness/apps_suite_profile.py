@@ -108,6 +108,7 @@ def build(name: str, out_dir: Path, size: Sequence[int] | None = None) -> dict[s
     from benchmarks.apps import APPS
     from benchmarks.apps.common import HALIDE_TARGETS
     from pitchfork.aot.abi import write_library
+    from benchmarks.harness.apps_suite_parlog import write_source
     from pitchfork.aot.abi_driver import HALIDE_INCLUDE
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -123,13 +124,16 @@ def build(name: str, out_dir: Path, size: Sequence[int] | None = None) -> dict[s
     size = list(size or app.timing_size)
     values = app.make_inputs(np.random.default_rng(1), size)
     out_size = app.output_size(size)
+    parlog = write_source(out_dir)
     exes = {}
     for who in ("pf", "hl"):
         fn = f"{name}_{who}"
         (out_dir / f"{fn}.c").write_text(driver_source(fn, app, values, out_size, out_dir))
         exe = exes[who] = out_dir / fn
-        subprocess.run(["cc", "-O2", f"-I{HALIDE_INCLUDE}", f"-I{out_dir}", str(out_dir / f"{fn}.c"),
-                        str(out_dir / f"{fn}.a"), "-lpthread", "-ldl", "-lm", "-o", str(exe)],
+        # non-PIE: the parallel-loop log's task addresses are then nm's (apps_suite_parlog); the handler
+        # it links is inert unless PITCHFORK_PARLOG is set
+        subprocess.run(["cc", "-O2", "-no-pie", f"-I{HALIDE_INCLUDE}", f"-I{out_dir}", str(out_dir / f"{fn}.c"),
+                        str(parlog), str(out_dir / f"{fn}.a"), "-lpthread", "-ldl", "-lm", "-o", str(exe)],
                        check=True, capture_output=True)
     return exes
 
@@ -199,10 +203,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--top", type=int, default=12, help="functions listed per contender")
+    ap.add_argument("--par-log", action="store_true",
+                    help="instead of perf: each parallel loop's calls, tasks per call, task times and threads, "
+                         "both contenders, and whether their parallel structures match (apps_suite_parlog)")
     a = ap.parse_args(argv)
     size = [int(s) for s in a.size.split("x")] if a.size else None
     out = Path(a.output_dir) / a.app
     exes = build(a.app, out, size)
+    if a.par_log:
+        return _par_log(a.app, out, exes, a.calls, a.threads)
     rows = {who: profile(exe, a.calls, a.threads) for who, exe in exes.items()}
     tol = APPS[a.app].build("x86-avx2").tolerance
     same = outputs_agree(a.app, out)
@@ -214,6 +223,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                       if len(shares) > 1 else ""))
         for n, fn in samples[:a.top]:
             print(f"  {n:7d} {100 * n / total:5.1f}%  {fn}")
+    return 0 if same else 1
+
+
+def _par_log(name: str, out: Path, exes: dict[str, Path], calls: int, threads: int) -> int:
+    from benchmarks.apps import APPS
+    from benchmarks.harness.apps_suite_parlog import compare, run, table
+
+    runs = {who: run(exe, calls, threads) for who, exe in exes.items()}
+    tol = APPS[name].build("x86-avx2").tolerance
+    same = outputs_agree(name, out)
+    print(f"outputs {'match' if same else 'DIFFER'} (tolerance {tol:g}); HL_NUM_THREADS={threads}; "
+          f"load: {os.getloadavg()}")
+    for who, (line, loops) in runs.items():
+        print(line)
+        print("\n".join(table(who, loops)))
+    diffs = compare(runs["pf"][1], runs["hl"][1])
+    print("parallel structure: " + ("the same loops, the same tasks per call" if not diffs else "; ".join(diffs)))
     return 0 if same else 1
 
 

@@ -1,15 +1,19 @@
-"""`python3 -m benchmarks.variants [-o DIR] [--data FILE ...] [--rounds N] [--nodes N]`: lift every
+"""`python3 -m benchmarks.variants [-o DIR] [--data FILE ...] [--rounds N] [--nodes N] [--write-results]`: lift every
 program of the variant suite (variants.txt: each FPIR idiom; bench_keys.txt: each SPEC benchmark's key
 expression) and the Halide-style pairs (halide_pairs.txt) with both engines; per set and engine the hit rate (reached the canonical FPIR ops, benchmarks.variants.hit) and the
 median / p95 lift time per expression, as a rich table, `variants.json` and `variants.png` in DIR
 (default ./variants-out). The e-graph budget is rounds and e-nodes only (no wall-clock limit), so the
-hits do not depend on machine load; the times do."""
+hits do not depend on machine load; the times do (the 1-minute load average at the start and the end
+is recorded). `--write-results` also replaces the generated section of benchmarks/variants/RESULTS.md
+with this run's table (never without the flag)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -33,7 +37,10 @@ def main(argv: list[str] | None = None) -> int:
                          "and halide_pairs.txt)")
     ap.add_argument("--rounds", type=int, default=Budget().rounds)
     ap.add_argument("--nodes", type=int, default=Budget().nodes)
+    ap.add_argument("--write-results", action="store_true",
+                    help="replace the generated section of benchmarks/variants/RESULTS.md with this run's table")
     args = ap.parse_args(argv)
+    load_start = _load()
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     rules = lift_rules()
@@ -62,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             summary[f"{st}/{eng}"] = {"hits": sum(r[f"{eng}_hit"] for r in rs), "n": len(rs),
                                       "strict_hits": sum(r[f"{eng}_strict_hit"] for r in rs),
                                       "median_ms": statistics.median(ts) * 1e3, "p95_ms": _p95(ts) * 1e3}
-    (out / "variants.json").write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
+    loads = {"load_average_1min_at_start": load_start, "load_average_1min_at_end": _load()}
+    (out / "variants.json").write_text(json.dumps({"summary": summary, **loads, "rows": rows}, indent=1))
     from rich.console import Console
     from rich.table import Table
 
@@ -98,7 +106,45 @@ def main(argv: list[str] | None = None) -> int:
     fig.tight_layout()
     fig.savefig(out / "variants.png", dpi=100)
     print(f"wrote {out / 'variants.json'} and {out / 'variants.png'}")
+    if args.write_results:
+        from benchmarks.variants.results import RESULTS, write_section
+
+        write_section(TITLE, _markdown(summary, loads, argv if argv is not None else sys.argv[1:]))
+        print(f"replaced the section '{TITLE}' of {RESULTS}")
     return 0
+
+
+TITLE = "Hit rates and lift time per expression (generated)"
+
+
+def _load() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def _markdown(summary: dict, loads: dict, argv: list[str]) -> str:
+    """This run's table for RESULTS.md (`--write-results`)."""
+    names = {"variants": "variants.txt (each FPIR idiom >= 5 ways)", "bench_keys": "bench_keys.txt (16 key expressions)",
+             "halide_pairs": "halide_pairs.txt (Halide-style pairs)"}
+
+    def fmt(x: float | None) -> str:
+        return "?" if x is None else f"{x:.1f}"
+
+    lines = [f"## {TITLE}", "",
+             f"`python3 -m benchmarks.variants {' '.join(argv)}`; load average (1 min) {fmt(loads['load_average_1min_at_start'])} "
+             f"at the start, {fmt(loads['load_average_1min_at_end'])} at the end. Lift time per expression: each engine's "
+             "`lift` of one program, the e-graph engine's including its greedy run and, for its first program, building "
+             "the egglog prelude.", "",
+             "| set | greedy hits | e-graph hits | e-graph strict hits | greedy median / p95 ms | e-graph median / p95 ms |",
+             "|---|---|---|---|---|---|"]
+    for st in dict.fromkeys(k.split("/")[0] for k in summary):
+        g, e = summary[f"{st}/greedy"], summary[f"{st}/egraph"]
+        lines.append(f"| {names.get(st, st)} | {g['hits']}/{g['n']} (strict {g['strict_hits']}) | {e['hits']}/{e['n']} | "
+                     f"{e['strict_hits']}/{e['n']} | {g['median_ms']:.1f} / {g['p95_ms']:.1f} | "
+                     f"{e['median_ms']:.1f} / {e['p95_ms']:.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

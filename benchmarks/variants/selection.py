@@ -1,4 +1,5 @@
-"""`python3 -m benchmarks.variants.selection [--isa ISA ...] [--bench NAME ...] [--repeat N] [--cache MODE ...] [-o DIR]`:
+"""`python3 -m benchmarks.variants.selection [--isa ISA ...] [--bench NAME ...] [--repeat N] [--cache MODE ...] [-o DIR]
+[--write-results]`:
 each SPEC benchmark (first parameter set) compiled with both lifting engines; per benchmark the
 selection time (CompileStats.selection_seconds: lifting + lowering of every vector expression, and
 for the e-graph engine building its egglog program on first use), what the e-graph engine did
@@ -25,7 +26,9 @@ every child the same kind of directory, for both engines alike:
 * `warm`: every cache warm, the shape store included (one unmeasured compile per engine fills them):
   a pipeline compiled again.
 
-Writes selection.json in DIR (default ./variants-out); the cache directories live in DIR/cache."""
+Writes selection.json in DIR (default ./variants-out); the cache directories live in DIR/cache.
+`--write-results` also replaces the generated section of benchmarks/variants/RESULTS.md with this run's
+totals (never without the flag)."""
 
 from __future__ import annotations
 
@@ -148,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", action="append", choices=CACHE_MODES, default=[],
                     help="on-disk cache state of every process, repeatable (default: all)")
     ap.add_argument("-o", "--output", default="variants-out")
+    ap.add_argument("--write-results", action="store_true",
+                    help="replace the generated section of benchmarks/variants/RESULTS.md with this run's totals")
     ap.add_argument("--engine-only", choices=ENGINES, help=argparse.SUPPRESS)  # the child process
     args = ap.parse_args(argv)
     names = args.bench or list(registry.NAMES)
@@ -204,7 +209,42 @@ def main(argv: list[str] | None = None) -> int:
                     f"{s['ratio']:.2f}x" if s["ratio"] else "", "", f"{s['same_code']}/{s['benchmarks']}")
         con.print(tab)
     print(f"wrote {out / 'selection.json'}")
+    if args.write_results:
+        from benchmarks.variants.results import RESULTS, write_section
+
+        write_section(TITLE, _markdown(summary, rows, argv if argv is not None else sys.argv[1:]))
+        print(f"replaced the section '{TITLE}' of {RESULTS}")
     return 0
+
+
+TITLE = "Selection time on the 16 benchmarks (generated)"
+
+
+def _markdown(summary: dict, rows: list[dict], argv: list[str]) -> str:
+    """This run's totals for RESULTS.md (`--write-results`)."""
+
+    def fmt(x: float | None) -> str:
+        return "?" if x is None else f"{x:.1f}"
+
+    lines = [f"## {TITLE}", "",
+             f"`python3 -m benchmarks.variants.selection {' '.join(argv)}`; load average (1 min) "
+             f"{fmt(summary.get('load_average_1min_at_start'))} at the start, {fmt(summary.get('load_average_1min_at_end'))} "
+             f"at the end; each engine in its own process, the two alternating, median of {summary['repeat']} per "
+             "benchmark. Selection time: `CompileStats.selection_seconds` (lifting and lowering of every vector "
+             "expression; for the e-graph engine also building its egglog program) summed over the benchmarks.", "",
+             "| ISA | caches | greedy s | e-graph s | e-graph / greedy | shapes saturated / from the store | same assembly |",
+             "|---|---|---|---|---|---|---|"]
+    for key, s in summary.items():
+        if "/" not in key:
+            continue
+        isa, mode = key.split("/")
+        rs = [r for r in rows if r["isa"] == isa and r["cache"] == mode]
+        sat = sum(r.get("egraph", {}).get("saturated", 0) for r in rs)
+        stored = sum(r.get("egraph", {}).get("stored", 0) for r in rs)
+        ratio = f"{s['ratio']:.2f}x" if s["ratio"] else "?"
+        lines.append(f"| {isa} | {mode} | {s['greedy_selection_s']:.2f} | {s['egraph_selection_s']:.2f} | {ratio} | "
+                     f"{sat} / {stored} | {s['same_code']}/{s['benchmarks']} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.pitchfork.difftest import (Result, finding, random_family_terms, random_overflow_terms,  # noqa: E402
-                                      random_reductions, random_terms, replay, run_batch, save_findings,
-                                      summary)
+from tests.pitchfork.difftest import Result, finding, replay, run_batch, save_findings, summary  # noqa: E402
+from tests.pitchfork.difftest_terms import (random_family_terms, random_overflow_terms,  # noqa: E402
+                                            random_reductions, random_terms)
 
 from fpir.text import parse  # noqa: E402
 
@@ -128,7 +128,7 @@ def test_family_generator_reaches_hvx_instructions() -> None:
     """The family templates select the instructions issue 11 added (high multiplies, even/odd narrowing, the
     saturating pair sum, vmpa / vmpyi), and the family generator's random terms reach most of them (how
     many depends on the draws, so on the template list, which test_lift_families extends)."""
-    from tests.pitchfork.difftest import family_templates
+    from tests.pitchfork.difftest_terms import family_templates
 
     from pitchfork.selection.lower import select_instructions
 
@@ -144,7 +144,8 @@ def test_family_generator_reaches_hvx_instructions() -> None:
 def test_saved_findings_replay(tmp_path: Path) -> None:
     """--save writes a reproducer per finding; --replay reruns each alone at its lane count (uniform
     leaves kept, though FPIR text has no spelling for them)."""
-    from tests.pitchfork.difftest import Case, with_uniform_leaves
+    from tests.pitchfork.difftest import Case
+    from tests.pitchfork.difftest_terms import with_uniform_leaves
 
     terms = with_uniform_leaves([parse("rounding_shr(a_u8, b_u8)"), parse("mul_shr(a_i16, b_i16, 15) + c_i16")], 3)
     r = Result("x86-avx2", "pitchfork")

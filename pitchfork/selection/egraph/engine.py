@@ -40,13 +40,14 @@ from functools import lru_cache
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from fpir.term import Term
 from fpir.types import FPIRTypeError, ScalarType, parse_type
 from pitchfork.selection.cost import cost
 from pitchfork.selection.egraph.canon import canonical, rename, rename_all
 from pitchfork.selection.egraph.declare import ROOT, Encoding, _type, declarations, encode, lifting_ops, parse_ctor
+from pitchfork.selection.egraph.program import run_text
 from pitchfork.selection.egraph.extract import extract, extract_all_with_choices, read_egraph
 from pitchfork.selection.egraph import store
 from pitchfork.selection.egraph.sketch import Guide, sketches
@@ -265,7 +266,7 @@ def _session() -> tuple[object, list, list]:
     got = getattr(_LOCAL, "session", None)
     if got is None:
         eg = _bindings().EGraph()
-        eg.run_program(*eg.parse_program(_prelude()))
+        run_text(eg, _prelude())
         got = (eg, eg.parse_program("(push)"), eg.parse_program("(pop)"))
         _LOCAL.session = got
     return got
@@ -273,6 +274,40 @@ def _session() -> tuple[object, list, list]:
 
 #: memo entries a pass rewriter keeps before it starts afresh
 _MEMO_LIMIT = 200_000
+
+
+@lru_cache(maxsize=1)
+def _bounded_roots() -> Optional[frozenset[str]]:
+    """The root ops of rules/egraph/bounded.rules' left sides (None if one has no op at its root)."""
+    from pitchfork.trs.pattern import PApp
+
+    rules = load_rule_file(BOUNDED_FILE)
+    if any(not isinstance(p, PApp) for r in rules for p in r.patterns):
+        return None
+    return frozenset(op for r in rules for op in r.root_ops)
+
+
+def _mark_fixed(rw: Rewriter, fixed: Sequence[Term]) -> None:
+    """Record in the pass rewriter's memo, as their own liftings, the terms of `fixed` (and their
+    sub-terms) that no rule of bounded.rules can match at any node: exactly what rewriting them would
+    give. Each term of `fixed` is a fixed point of the greedy TRS (every node of it was tried against
+    every lifting rule and none lowered the cost; variable names, which canon.py renames, decide no
+    match, predicate or cost), and the pass rewriter's rules are the lifting rules plus bounded.rules;
+    so where no bounded rule can match, the pass would try the same rules on the same nodes and find
+    nothing either. The lifting pass then lifts an e-node over the input's own lifted children without
+    lifting those children again (with a seed, most of the pass's rewriting was that)."""
+    roots = _bounded_roots()
+    if roots is None or not fixed:
+        return
+    memo = rw._memo
+    free: dict[Term, bool] = {}
+    for top in fixed:
+        for x in top.walk():  # post-order: children first
+            if x in free:
+                continue
+            ok = free[x] = x.op not in roots and all(free[a] for a in x.args)
+            if ok and x.args:
+                memo.setdefault(x, x)
 
 
 def _pass_rewriter(lift_rs: RuleSet) -> Rewriter:
@@ -360,10 +395,12 @@ def _stop_worker() -> None:
 
 
 def saturate(term: Term, lift_rs: RuleSet, budget: Budget,
-             seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None) -> tuple[Term, EgraphResult]:
+             seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None,
+             fixed: Sequence[Term] = ()) -> tuple[Term, EgraphResult]:
     """Steps 1-3 (on the egglog thread): the extracted term and the run's statistics (raises on any
     egglog error; the e-graph is then dropped and rebuilt on the next call). With `capture` (a list),
-    the final e-graph is appended to it as an explain.EGraphView (for `--explain`)."""
+    the final e-graph is appended to it as an explain.EGraphView (for `--explain`). `fixed`: terms the
+    greedy TRS left as they are (`known_fixed`), which the lifting pass need not lift again."""
     global _WORKER
     with _WORKER_LOCK:
         if _WORKER is None:
@@ -371,15 +408,16 @@ def saturate(term: Term, lift_rs: RuleSet, budget: Budget,
 
             _WORKER = _EgglogThread()
             atexit.register(_stop_worker)
-    return _WORKER.call(_saturate_here, term, lift_rs, budget, seed, capture)
+    return _WORKER.call(_saturate_here, term, lift_rs, budget, seed, capture, fixed)
 
 
 def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget,
-                   seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None) -> tuple[Term, EgraphResult]:
+                   seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None,
+                   fixed: Sequence[Term] = ()) -> tuple[Term, EgraphResult]:
     eg, push, pop = _session()
     eg.run_program(*push)  # type: ignore[attr-defined]
     try:
-        out = _saturate(eg, term, lift_rs, budget, seed, capture)
+        out = _saturate(eg, term, lift_rs, budget, seed, capture, fixed)
     except BaseException:
         _LOCAL.session = None
         raise
@@ -388,10 +426,12 @@ def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget,
 
 
 def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
-              seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None) -> tuple[Term, EgraphResult]:
+              seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None,
+              fixed: Sequence[Term] = ()) -> tuple[Term, EgraphResult]:
     enc = encode(term, _declared())
     res = EgraphResult(term, "egraph")
     rw = _pass_rewriter(lift_rs)
+    _mark_fixed(rw, fixed)
     fired_before = Counter(rw.stats.fired)
     seen: set = set()
     t0 = time.perf_counter()
@@ -399,11 +439,11 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     program = enc.program()
     batches = 0
 
-    def batch(actions: list[str]) -> list:
-        """`actions` as one egglog command (declare.py Encoding.batch), parsed."""
+    def batch(actions: list[str]) -> str:
+        """`actions` as one egglog command (declare.py Encoding.batch), as text (program.run_text)."""
         nonlocal batches
         batches += 1
-        return eg.parse_program(enc.batch(actions, batches)) if actions else []
+        return enc.batch(actions, batches) if actions else ""
 
     if seed is not None:  # greedy's lifting of the input's sub-terms (Budget.seed)
         pending = []
@@ -411,7 +451,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
             a = enc.bind(t, pending)
             pending.append(f"(union {a} {enc.bind(lifted, pending)})")
     else:
-        eg.run_program(*batch(program), *close)
+        run_text(eg, batch(program), *close)
         program = []
         pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts, budget.guided)
     for r in range(budget.rounds):
@@ -419,7 +459,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
         # with a seed, nothing is read before the first round: the input's actions join its batch
         new = batch(program + pending)
         program = []
-        out = eg.run_program(*new, *rnd, *close, *size)
+        out = run_text(eg, new, *rnd, *close, *size)
         # the reports of the batch's run (if any), the round and the closing schedule, in order
         report = [o.report for o in out if hasattr(o, "report")][1 if new else 0]
         res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v and not k.startswith("(")})
@@ -440,8 +480,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     res.greedy_fired.update(Counter(rw.stats.fired) - fired_before)
     if pending:  # the last pass's lifted terms join the e-graph before extraction
         res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
-        eg.run_program(*batch(pending))
-        eg.run_program(*close)
+        run_text(eg, batch(pending), *close)
     frozen = eg.freeze()
     classes = read_egraph(eg, frozen)
     root_value = frozen.functions[ROOT].rows[0].inputs[0]
@@ -542,13 +581,15 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
         path = store.entry_path(canon, rs, budget, check, _declared()) if budget.persist else None
         shape = _stored_shape(path, canon, greedy_canon, budget, check)
         if shape is None:
-            seed = None
+            seed, fixed = None, []
             if budget.seed:  # greedy's lifting of every sub-term of the input, from its memo, renamed
                 memo = lw._memo
                 pairs = [(t, memo[t]) for t in norm.walk() if t.args and memo.get(t, t) is not t]
-                renamed = rename_all([x for p in pairs for x in p], forward)
-                seed = list(zip(renamed[0::2], renamed[1::2]))
-            shape = _saturate_shape(canon, greedy_canon, rs, budget, check, seed)
+                kept = [t for t, r in memo.items() if r is t and t.args]
+                renamed = rename_all([x for p in pairs for x in p] + kept, forward)
+                seed = list(zip(renamed[0:2 * len(pairs):2], renamed[1:2 * len(pairs):2]))
+                fixed = renamed[2 * len(pairs):]
+            shape = _saturate_shape(canon, greedy_canon, rs, budget, check, seed, fixed)
             if budget.seconds is None and not shape.note.startswith("egraph engine failed"):
                 store.save(path, shape)
         _SHAPES[key] = hit = (rs, shape)
@@ -585,22 +626,28 @@ def _stored_shape(path: Optional[Path], canon: Term, greedy_canon: Term, budget:
 
 
 def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, check: bool,
-                    seed: Optional[list[tuple[Term, Term]]] = None) -> EgraphResult:
+                    seed: Optional[list[tuple[Term, Term]]] = None, fixed: Sequence[Term] = ()) -> EgraphResult:
     """Steps 1-5 of the module docstring on one (canonical) input, whose greedy lifting is `greedy_in`:
     the e-graph's result when it is cheaper than greedy's and proved equal (validate.py), else
     greedy's with the reason in `note`. `seed` (Budget.seed): greedy's lifting of the input's
-    sub-terms, (sub-term, lifted) pairs, which the caller's greedy run already computed."""
-    from pitchfork.selection.greedy import lift_with_stats
+    sub-terms, (sub-term, lifted) pairs, which the caller's greedy run already computed. `greedy_in`
+    is the greedy TRS's result (so a fixed point of it)."""
+    from pitchfork.selection.greedy import lift_with_stats, normalize_shift_constants
 
     try:
-        extracted, res = saturate(term, rs, budget, seed)
+        extracted, res = saturate(term, rs, budget, seed, fixed=fixed)
     except Exception as e:  # egglog errors, unsupported input: greedy's answer, said in one line
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return EgraphResult(greedy_in, "greedy", note=f"egraph engine failed ({msg[:160]}); greedy result",
                             greedy_term=greedy_in)
-    greedy_e, stats = lift_with_stats(extracted, rs)
+    if extracted is greedy_in and normalize_shift_constants(extracted) is extracted:
+        # the extraction is greedy's own result (25 of hvx128's 27 shapes): a fixed point of the
+        # greedy TRS, which would leave it as it is and fire nothing
+        greedy_e = extracted
+    else:
+        greedy_e, stats = lift_with_stats(extracted, rs)
+        res.greedy_fired.update(stats.fired)
     res.extracted, res.greedy_term = extracted, greedy_in
-    res.greedy_fired.update(stats.fired)
     res.term, res.source = greedy_in, "greedy"
     if cost(greedy_e) < cost(greedy_in):
         why, res.proof = validate_result(term, greedy_e, greedy_in, budget.rlimit) if check else ("", "unchecked")

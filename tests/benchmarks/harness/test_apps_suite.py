@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.harness.apps_suite import B2B_MAX_CALLS, calls_per_sample, report
+from benchmarks.harness.apps_suite import B2B_CALLS, output_paths, report, scheduling
 
 
 def test_suite_runs_one_app_at_both_thread_counts(tmp_path: Path) -> None:
@@ -27,23 +27,35 @@ def test_suite_runs_one_app_at_both_thread_counts(tmp_path: Path) -> None:
     assert rows[1]["pitchfork_scaling"] > 0 and rows[1]["halide21_scaling"] > 0
     # back-to-back mode beside the single-call one: one k for the app, run by each of the four workers
     k = rows[0]["b2b_calls"]
-    assert 1 <= k <= B2B_MAX_CALLS and rows[1]["b2b_calls"] == k
+    assert k == B2B_CALLS == 10 and rows[1]["b2b_calls"] == k
     for r in rows:
         assert r["b2b_calls_by_worker"] == {"p1": [k], "h1": [k], "p2": [k], "h2": [k]}
         assert r["pitchfork_b2b_ms"] > 0 and r["halide21_b2b_ms"] > 0 and r["speedup_b2b"] > 0
         timings = r["timings_b2b"]
         assert len(timings["pitchfork"]["samples_ms"]) == len(timings["halide21"]["samples_ms"]) == 2
     assert rows[1]["pitchfork_scaling_b2b"] > 0 and rows[1]["halide21_scaling_b2b"] > 0
-    assert "load average" in run["load_before"]
+    assert "load average" in run["load_before"] and run["scheduling"].startswith("nice ")
+    assert run["command"] == "pitchfork bench --suite apps --quick --bench erode --reps 2"
     md = (tmp_path / "APPS.md").read_text()
     assert "| erode |" in md and "single: PITCHFORK ms" in md and "b2b: PITCHFORK ms/call" in md
 
 
-def test_calls_per_sample_is_set_by_the_fastest_worker() -> None:
-    # 1 ms, 0.6 ms, 2 ms, 1.1 ms per call: the fastest (0.6 ms) needs 9 calls for 5 ms
-    assert calls_per_sample([1e-3, 6e-4, 2e-3, 1.1e-3], target_s=5e-3) == 9
-    assert calls_per_sample([0.02, 0.03], target_s=5e-3) == 1  # a call already longer than a sample
-    assert calls_per_sample([1e-9], target_s=5e-3, max_calls=50) == 50
+def test_results_are_written_in_benchmarks_only_with_write_results(tmp_path: Path) -> None:
+    import argparse
+
+    md, js = output_paths(argparse.Namespace(output_dir=str(tmp_path), write_results=False))
+    assert (md, js) == (tmp_path / "APPS.md", tmp_path / "apps.json")
+    md, js = output_paths(argparse.Namespace(output_dir=None, write_results=False))
+    assert md.parent == Path.cwd() / "pitchfork-apps-out"
+    md, js = output_paths(argparse.Namespace(output_dir=None, write_results=True))
+    assert (md.name, js.name, md.parent.name) == ("RESULTS_APPS.md", "apps_results.json", "benchmarks")
+
+
+def test_write_results_refuses_an_output_folder(tmp_path: Path) -> None:
+    p = subprocess.run([sys.executable, "-m", "pitchfork", "bench", "--suite", "apps", "--write-results",
+                        "--bench", "erode", "-o", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == ["error: --write-results writes into benchmarks/; it does not take -o"]
 
 
 def test_report_shows_both_modes_side_by_side() -> None:
@@ -62,3 +74,10 @@ def test_unknown_app_is_one_line_error(tmp_path: Path) -> None:
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == ["error: unknown app(s) nope; the apps are blur, erode, local_laplacian, "
                                              "bilateral_grid, interpolate"]
+
+
+def test_scheduling_names_this_process_nice_value() -> None:
+    import os
+
+    got = scheduling()
+    assert got.startswith(f"nice {os.nice(0)}") and got.endswith(f"; {os.cpu_count()} CPUs")

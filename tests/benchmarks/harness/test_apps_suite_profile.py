@@ -34,3 +34,39 @@ def test_outputs_are_compared_as_their_own_element_type(tmp_path: Path) -> None:
     assert outputs_agree("local_laplacian", tmp_path)
     (ours + np.uint16(3)).tofile(tmp_path / "local_laplacian_hl.out")
     assert not outputs_agree("local_laplacian", tmp_path)
+
+
+def test_parallel_loop_log_gives_both_contenders_structure(tmp_path: Path) -> None:
+    """erode's two stages are each a parallel loop over 8-row strips inside a loop over the 3 channels:
+    with the handler on, both drivers report the same two loops, 3 calls per pipeline call each, and
+    the same tasks per call; without it the drivers print no log."""
+    from benchmarks.harness.apps_suite_parlog import compare, run
+
+    exes = build("erode", tmp_path, size=[64, 40, 3])
+    runs = {who: run(exe, 2, 2)[1] for who, exe in exes.items()}
+    for loops in runs.values():
+        assert len(loops) == 2
+        for p in loops:
+            # the driver's first call and its 2 timed calls, one loop per channel each
+            assert p.calls == 3 * 3 and p.min_size == p.max_size > 0 and p.tasks == p.calls * p.min_size
+            assert 0.0 <= p.caller_share <= 1.0
+    assert [p.name.split("par_for")[1][1:8] for p in runs["pf"]] == ["erode_x", "erode_y"]
+    assert compare(runs["pf"], runs["hl"]) == []
+    import subprocess
+
+    quiet = subprocess.run([str(exes["pf"]), "1"], capture_output=True, text=True, check=True).stdout
+    assert "PARLOG" not in quiet and quiet.startswith("erode_pf: best ")
+
+
+def test_parallel_loop_log_parse_and_compare() -> None:
+    from benchmarks.harness.apps_suite_parlog import ParLoop, compare, parse
+
+    out = "x: best 1 ms\nPARLOG 0x401000 4 32 8 8 10.5 20.0 50.0 0.5\nPARLOG 0x402000 2 4 2 2 1.0 1.0 3.0 1.0\n"
+    loops = parse(out, {0x401000: "app_pf.par_for.f.s0.y.y"})
+    assert loops == [ParLoop("app_pf.par_for.f.s0.y.y", 4, 32, 8, 8, 10.5, 20.0, 50.0, 0.5),
+                     ParLoop("0x402000", 2, 4, 2, 2, 1.0, 1.0, 3.0, 1.0)]
+    assert loops[0].tasks_per_call == 8
+    assert compare(loops, loops) == []
+    other = [loops[0], ParLoop("g", 2, 8, 4, 4, 1.0, 1.0, 3.0, 1.0)]
+    assert compare(loops, other) == ["0x402000: 2 tasks per call (2..2) against g: 4 (4..4)"]
+    assert compare(loops, loops[:1]) == ["2 parallel loops against 1"]

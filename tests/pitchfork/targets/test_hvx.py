@@ -470,7 +470,7 @@ def test_runtime_scalars_use_the_by_scalar_forms() -> None:
     range the instruction reads (a clamp by a constant). The zero-point form (widen(x) - z) << c is one
     vmpy.acc. Several scalar values (edge values included), bit-exact. The scalars are uniform leaves
     of the selected term, as the Halide frontend makes a splat: rules may read it (`is_uniform`)."""
-    from tests.pitchfork.difftest import _with_uniform
+    from tests.pitchfork.difftest_terms import _with_uniform
 
     def case(expr: str, types: dict[str, str], lanes: int, uniform: str) -> Case:
         t = _with_uniform(parse(expr, env={k: parse_type(v) for k, v in types.items()}), set(uniform))
