@@ -201,10 +201,19 @@ class MemoryMixin:
         return v
 
     def _entry_alloca(self, t: ir.Type, align: int = 128) -> ir.Value:
-        b = ir.IRBuilder(self.fn.entry_basic_block)
-        b.position_at_start(self.fn.entry_basic_block)
+        entry = self.fn.entry_basic_block
+        # llvmlite's builder keeps its insertion point as an index into the block's list: while the
+        # kernel's builder is still in the entry block (a kernel with no argument checks before its
+        # first allocation, e.g. a no_asserts target), an instruction inserted at the block's start
+        # must move that index on, or later instructions land one place too early and the block's
+        # last instruction ends up after its terminator
+        here = self.b.block is entry and self.b._anchor  # type: ignore[attr-defined]
+        b = ir.IRBuilder(entry)
+        b.position_at_start(entry)
         a = b.alloca(t)
         a.align = align
+        if here is not False:
+            self.b._anchor = here + 1  # type: ignore[attr-defined]
         return a
 
     def _scratch_alloca(self, t: ir.Type) -> ir.Value:

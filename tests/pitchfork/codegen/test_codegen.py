@@ -396,6 +396,27 @@ def test_no_asserts_target_compiles_no_assertions() -> None:
     assert np.array_equal(stripped(image), want) and np.array_equal(checked(image), want)
 
 
+def test_entry_alloca_keeps_the_builders_place_in_the_entry_block() -> None:
+    """A stack slot made at the entry block's start while the kernel's builder still appends to that block
+    (no argument check moved it on: camera_pipe on a no_asserts hvx128 target) does not shift the builder
+    back one place, which had put the block's last instruction after its terminator (IR that does not parse)."""
+    from llvmlite import ir
+
+    from pitchfork.codegen.memory import MemoryMixin
+
+    i32 = ir.IntType(32)
+    module = ir.Module("m")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i32]), "f")
+    entry = fn.append_basic_block("entry")
+    host = type("Host", (), {})()
+    host.fn, host.b = fn, ir.IRBuilder(entry)
+    x = host.b.add(fn.args[0], fn.args[0])
+    MemoryMixin._entry_alloca(host, ir.ArrayType(ir.IntType(8), 16))
+    host.b.mul(x, x)
+    host.b.ret_void()
+    assert [i.opname.split()[0] for i in entry.instructions] == ["alloca", "add", "mul", "ret"]
+
+
 def test_unsupported_names_construct_briefly() -> None:
     """Fallback reasons quote the construct in Halide syntax, shortened, with its statement line."""
     inp = hl.ImageParam(hl.UInt(16), 2, "a")
