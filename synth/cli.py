@@ -81,6 +81,11 @@ def parser() -> argparse.ArgumentParser:
              "(two-instruction right sides; slower per left side)",
     )
     p.add_argument(
+        "--no-topdown", action="store_true",
+        help="lowering: no goal-directed search from the root down after the levels run over budget "
+        "(synth/topdown.py; on by default)",
+    )
+    p.add_argument(
         "--max-terms", type=int, default=200_000, help="candidate terms (argument combinations) per left side and CEGIS round (default 200000)"
     )
     p.add_argument("--rlimit", type=int, default=20_000_000, help="Z3 resource limit per query")
@@ -178,6 +183,7 @@ def options(args: argparse.Namespace) -> Options:
         max_nodes=args.max_nodes,
         max_vars=args.max_vars,
         instructions_pass=args.instructions_pass,
+        topdown=not args.no_topdown,
         max_lhs=args.max_lhs or (6 if args.quick else 0),
         max_lower_lhs=args.max_lower_lhs if args.max_lower_lhs is not None else (args.max_lhs or (6 if args.quick else 0)),
         max_terms=args.max_terms,

@@ -66,6 +66,8 @@ class Options:
     #: lowering searches over budget search again over the ISA's instructions alone (synth/search.py;
     #: off by default: it multiplies the time of every over-budget left side)
     instructions_pass: bool = False
+    #: lowering searches over budget search again from the root down (synth/topdown.py)
+    topdown: bool = True
     max_terms: int = 200_000
     rlimit: int = 20_000_000
     jobs: int = 1
@@ -331,7 +333,7 @@ def lower_tasks(
         reduces = any(t.args and spec(t.op).reduce is not None for t in e.term.walk())
         task = Task("lower", isa, e.key, opts.max_terms * (REDUCTION_BUDGET if reduces else 1), opts.rlimit,
                     hide=opts.hide, rules=rules, ranges=ranges if narrower else (),
-                    instructions_pass=opts.instructions_pass)
+                    instructions_pass=opts.instructions_pass, topdown=opts.topdown)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     if opts.max_lower_lhs is not None:
@@ -340,17 +342,28 @@ def lower_tasks(
 
 
 def _fixed_point_first(task: Task) -> int:
-    """0 for left sides with a cast, an FPIR op or an element narrower than 32 bits (fixed-point
-    code), 1 for the rest (index arithmetic): with a --max-lhs budget the former go first. An FPIR op
-    counts at any width: `rounding_mul_shr(x_i32, y_i32, 31)` (ARM sqrdmulh, ten instructions
+    """0 for left sides rooted at a lane-combining op the search handles (lane factor at most
+    `search.MAX_LANE_FACTOR`), 1 for the rest with a cast, an FPIR op or an element narrower than 32
+    bits (fixed-point code), 2 for the rest (index arithmetic): with a --max-lhs budget they go in that
+    order. A reduction root is the only place a dot-product instruction (vrmpy, udot, pmaddwd) can be
+    found, its generic expansion is three instructions per halving, and there are few (5-8 per ISA on
+    the 16 benchmarks); ranked by frequency alone HVX conv3x3a32's `vector_reduce_add_x4(i32(
+    widening_mul(x_u8, y_i8)))` (8 sites) was the 122nd left side, outside a 100-left-side run, and
+    conv3x3a32 compiled with the synthesized rules alone fell to 0.150x of hand-written lowering. An
+    FPIR op counts at any width: `rounding_mul_shr(x_i32, y_i32, 31)` (ARM sqrdmulh, ten instructions
     generically, in every requantization) was ranked with the index arithmetic and cut by --max-lhs."""
+    from synth.search import MAX_LANE_FACTOR
+
     t = parse(task.lhs)
+    s = spec(t.op) if t.args else None
+    if task.kind == "lower" and s is not None and s.reduce is not None and s.reduce[1] <= MAX_LANE_FACTOR:
+        return 0
     small = any(
         x.type.bits < 32 or x.op in ("cast", "reinterpret", "saturating_cast")
         or (x.args and spec(x.op).kind == "fpir")
         for x in t.walk()
     )
-    return 0 if small else 1
+    return 1 if small else 2
 
 
 def _bank_signature(task: Task) -> tuple:

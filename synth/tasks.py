@@ -24,9 +24,9 @@ from fpir.opspec import OPS
 from fpir.term import Term
 from fpir.printer import to_text
 from fpir.text import parse
-from fpir.types import ScalarType, u1
+from fpir.types import FPIRTypeError, ScalarType, u1
 from synth.corpus import canonical, rebuild
-from synth.search import Grammar, constant_leaves, lhs_types, synthesize
+from synth.search import Grammar, SearchResult, constant_leaves, lhs_types, synthesize
 
 if TYPE_CHECKING:
     from synth.rulesnap import RuleSnapshot
@@ -73,6 +73,8 @@ class Task:
     #: lowering: search again over the ISA's instructions alone when the levels run over budget
     #: (`instructions_grammar`)
     instructions_pass: bool = False
+    #: lowering: when the levels run over budget, search from the root down (synth/topdown.py)
+    topdown: bool = True
 
     @property
     def key(self) -> str:
@@ -86,6 +88,7 @@ class Task:
             f"{int(self.generalize)}|{hide}|{self.rules}"
             + (f"|r:{';'.join(f'{lo},{hi}' for lo, hi in self.ranges)}" if self.ranges else "")
             + ("|insts" if self.instructions_pass else "")
+            + ("|td" if self.topdown and self.kind == "lower" else "")
         )
 
 
@@ -314,13 +317,16 @@ def _run(task: Task) -> dict[str, Any]:
         return {**info, "status": "trivial"}
     t1 = time.perf_counter()
     insts = instructions_grammar(seen, task.isa, grammar) if task.kind == "lower" and task.instructions_pass else None
-    res = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit, instructions_only=insts)
+    res: SearchResult = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit, instructions_only=insts)
+    if res.status == "budget" and task.kind == "lower" and task.topdown:
+        res = _topdown(seen, grammar, bound, task, res)
     info.update(
         search_seconds=round(time.perf_counter() - t1, 3),
         terms=res.terms,
         solver_calls=res.solver_calls,
         rounds=res.rounds,
         pruned=res.pruned,
+        search_detail=res.detail,
     )
     if res.status != "found":
         status = {"exhausted": "optimal", "budget": "budget", "solver": "solver"}[res.status]
@@ -348,6 +354,33 @@ def _run(task: Task) -> dict[str, Any]:
         "instances": g.instances,
         "verdict": g.verdict,
     }
+
+
+def _topdown(seen: Term, grammar: Grammar, bound: tuple, task: Task, res: "SearchResult") -> "SearchResult":
+    """The goal-directed search (synth/topdown.py) after the enumerator ran over budget; its counts
+    are added to the enumerator's."""
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.targets import load_target
+    from pitchfork.trs.rewriter import Rewriter
+    from synth.topdown import Context, topdown
+
+    info = load_target(task.isa)
+    rw = Rewriter(_without(info.rules, task.hide), cost=info.cost)
+    bits = TARGET_MAX_BITS.get(task.isa, 64)
+    ctx = Context(
+        grammar_for=lambda g: replace(lowering_grammar(g, task.isa), normal=grammar.normal),
+        lower_now=lambda g: expand_fpir(rw.rewrite(g), bits),
+        expand=lambda g: expand_fpir(g, bits),
+        max_terms=task.max_terms,
+        rlimit=task.rlimit,
+    )
+    try:
+        td = topdown(seen, grammar, bound, ctx)
+    except (FPIRTypeError, ValueError) as e:  # a left side outside what it handles: the enumerator's verdict stands
+        return replace(res, detail=f"{res.detail}; top-down: {type(e).__name__}: {e}")
+    detail = td.detail if td.status == "found" else f"{res.detail}; {td.detail}"
+    return replace(td, status=td.status, terms=res.terms + td.terms, solver_calls=res.solver_calls + td.solver_calls,
+                   rounds=res.rounds + td.rounds, detail=detail, pruned=res.pruned)
 
 
 def narrowings(t: Term) -> list[tuple[Term, Term]]:

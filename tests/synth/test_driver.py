@@ -15,6 +15,7 @@ from pitchfork.trs.rules import load_rule_file
 from synth.cli import main as synth_main
 from synth.driver import Cache, Options, run
 from synth.verify import verify_rule
+from fpir.text import parse
 
 EXPRS = """# a user pipeline
 i16(a_u8) << 6
@@ -218,3 +219,23 @@ def test_a_time_limit_cuts_the_least_frequent_left_sides_not_the_last_by_signatu
     assert frequent in order[:BANK_BATCH]
     assert order[:BANK_BATCH] == sorted(order[:BANK_BATCH], key=_bank_signature)
     assert _bank_signature(frequent) > max(_bank_signature(t) for t in rest)  # last by signature alone
+
+
+def test_a_rare_reduction_root_is_not_cut_behind_frequent_left_sides() -> None:
+    """--max-lower-lhs puts left sides rooted at a reduction first: HVX conv3x3a32's
+    `vector_reduce_add_x4(i32(widening_mul(x_u8, y_i8)))` (vrmpy) outranks a left side that occurs twice
+    as often (by frequency alone it was cut, and conv3x3a32 fell to 0.150x synthesized-only)."""
+    from synth.bringup import bring_up_hidden
+    from synth.driver import lower_tasks
+
+    inputs = {
+        "conv": [parse("vector_reduce_add_x4(i32(widening_mul(x_u8, y_i8)))")],
+        "sum": [parse("extending_add(a_i32, b_i16)"), parse("extending_add(c_i32, d_i16)")],
+    }
+    opts = Options(benchmarks=(), max_lower_lhs=3, hide=bring_up_hidden("hvx128"))
+    tasks, origin = lower_tasks(inputs, "hvx128", opts)
+    assert sorted(t.lhs for t in tasks) == [  # the reduction's three cuts rooted at the reduction
+        "vector_reduce_add_x4(i32(v0_i16))", "vector_reduce_add_x4(i32(widening_mul(v0_u8, v1_i8)))",
+        "vector_reduce_add_x4(v0_i32)"]
+    everything, origin = lower_tasks(inputs, "hvx128", Options(benchmarks=(), max_lower_lhs=0, hide=opts.hide))
+    assert origin[next(t.key for t in everything if t.lhs == "extending_add(v0_i32, v1_i16)")][1] == 2

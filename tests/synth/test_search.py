@@ -138,8 +138,10 @@ def test_two_instructions_beyond_the_full_grammar_are_found_by_the_instructions_
     from synth.bringup import bring_up_hidden
 
     lhs = "rounding_mul_shr(v0_u16, v1_u16, 16)"
-    assert run_task(Task("lower", "arm64", lhs, 100_000, hide=bring_up_hidden("arm64")))["status"] == "budget"
-    r = run_task(Task("lower", "arm64", lhs, 100_000, hide=bring_up_hidden("arm64"), instructions_pass=True))
+    # (the top-down search, synth/topdown.py, finds a two-instruction form too: off here)
+    assert run_task(Task("lower", "arm64", lhs, 100_000, hide=bring_up_hidden("arm64"), topdown=False))["status"] == "budget"
+    r = run_task(Task("lower", "arm64", lhs, 100_000, hide=bring_up_hidden("arm64"), instructions_pass=True,
+                      topdown=False))
     assert r["status"] == "synthesized", r
     assert r["rhs"] == "arm.rshrn(arm.umull(v0_u16, v1_u16), 16)"
     assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"

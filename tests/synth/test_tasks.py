@@ -48,10 +48,11 @@ def test_lowering_search_states_a_range_where_no_rule_holds_for_every_input() ->
     every input, one under the range interval analysis gave the operand (the hand rule needs
     lower_bounded(x, -32767)). Every rule verified by Z3 at its type instances."""
     lhs = "rounding_mul_shr(v0_i16, v1_i16, 15)"
-    plain = run_task(Task("lower", "x86-avx2", lhs, 20_000, hide=bring_up_hidden("x86-avx2")))
+    # (the top-down search, synth/topdown.py, finds a longer form for every input: off here)
+    plain = run_task(Task("lower", "x86-avx2", lhs, 20_000, hide=bring_up_hidden("x86-avx2"), topdown=False))
     assert plain["status"] != "synthesized", plain
     task = Task("lower", "x86-avx2", lhs, 20_000, hide=bring_up_hidden("x86-avx2"),
-                ranges=((-16320, 16320), (-32768, 32767)))
+                ranges=((-16320, 16320), (-32768, 32767)), topdown=False)
     assert task.key != plain["key"]
     res = run_task(task)
     assert res["status"] == "synthesized", res

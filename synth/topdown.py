@@ -1,0 +1,270 @@
+"""Goal-directed (top-down) search for lowering right sides of 2-5 instructions.
+
+The enumerator (synth/search.py) builds every term of a cost level before the next, so a right side
+of two instructions with a constant operand sits at a level of millions of candidates (ARM
+`rounding_shr(x_i32, y_u32)`: 8.9M at level 3, beyond any budget run). This search starts from the
+root instead:
+
+1. **Sub-goals.** The pool is the left side's sub-terms and those of its generic expansion
+   (`expand_fpir`: `rounding_mul_shr(x_u16, y_u16, 16)` holds `u32(x) * u32(y)`), the grammar's
+   leaves, and each pool term moved to another type of the search (`cast`, `saturating_cast` to a
+   narrower one, `reinterpret` at the same width) or negated (`0 - y`: ARM shifts right by shifting
+   left by a negative amount). A sub-goal is a specification: a term whose values the operand must
+   have. One per fingerprint of values per type, smallest first.
+2. **Root.** Every target instruction of the grammar whose result type is the left side's, applied
+   to sub-goals of its operand types (at least one not a leaf); a combination whose values equal the
+   left side's on every example is a decomposition (`sat<u8>(x_i32 >> 8)` = `sqxtun(sat<i16>(x >>
+   8))`).
+3. **Operands.** Each sub-goal is implemented by the enumerator (`synthesize` on the sub-goal, its
+   own lowering grammar, bound by what the current rules make of it), else by this search one level
+   deeper, else by the current rules' lowering of it; the candidate is the root over the
+   implementations.
+4. **Proof.** Candidates cheaper than the bound, encodable and in normal form (as the enumerator's),
+   go to Z3 cheapest first (`prove_equal`, rlimit only); the first VALID one is the right side. The
+   generalization that follows (synth/generalize.py) verifies the rule at every type instance.
+
+Every limit is a count (combinations evaluated, sub-goals implemented), never a clock, so the answer
+does not depend on the machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import product
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from fpir.interp import evaluate
+from fpir.ops import make
+from fpir.opspec import OPS
+from fpir.printer import to_text
+from fpir.term import Term, const
+from fpir.types import FPIRTypeError, ScalarType
+from synth.search import Grammar, SearchResult, base_examples, lane_factors, lane_names, polish, prove_equal, synthesize
+
+#: combinations of a root instruction over sub-goals evaluated per search (a count, not a clock)
+MAX_COMBINATIONS = 2_000_000
+#: values evaluated per numpy call (combinations x examples)
+CHUNK = 2_000_000
+#: decompositions whose operands are implemented per search (each may run the enumerator)
+MAX_DECOMPOSITIONS = 12
+#: sub-goals kept per type (smallest first)
+MAX_PER_TYPE = 24
+#: the enumerator's budget for a sub-goal, as a fraction of the task's
+SUB_BUDGET_DIVISOR = 4
+#: sub-goals are searched top-down again this many levels deep (a root over two levels of operands:
+#: right sides of up to about five instructions)
+MAX_DEPTH = 2
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a top-down search needs besides the left side: the ISA's grammar for any term, what the
+    current rules make of a term (lowered, generic expansion after), the enumerator's budget."""
+
+    grammar_for: Callable[[Term], Grammar]
+    lower_now: Callable[[Term], Term]
+    expand: Callable[[Term], Term]
+    max_terms: int
+    rlimit: int
+
+
+def _types(types: frozenset[ScalarType]) -> set[ScalarType]:
+    """The grammar's types and their wide and narrow neighbours, both signs (an operand of the root
+    instruction often has a type the left side lacks: sqxtun's i16 under `sat<u8>(x_i32 >> 8)`)."""
+    out = set(types)
+    for t in types:
+        if t.bits > 1:
+            for n in (t.widen() if t.bits < 64 else None, t.narrow() if t.bits > 8 else None):
+                if n is not None:
+                    out |= {n, n.with_sign(not n.signed)}
+    return {t for t in out if t.bits > 1}
+
+
+def _moved(s: Term, types: set[ScalarType]) -> list[Term]:
+    """`s` as an operand of another type (see module doc, 1.)."""
+    out: list[Term] = []
+    if s.type.bits <= 1:
+        return out
+    for a in sorted(types, key=lambda x: (x.bits, x.signed, x.name)):
+        if a == s.type:
+            continue
+        try:
+            if a.bits == s.type.bits:
+                out.append(make("reinterpret", s, type=a))
+            else:
+                out.append(make("cast", s, type=a))
+                if a.bits < s.type.bits:
+                    out.append(make("saturating_cast", s, type=a))
+        except (FPIRTypeError, ValueError):
+            continue
+    return out
+
+
+def _negated(s: Term) -> list[Term]:
+    """`0 - s` at s's type and, for an unsigned s, at its signed flip: a shift amount the other way."""
+    out: list[Term] = []
+    if s.type.bits <= 1:
+        return out
+    bases = [s] if s.type.signed else [s, make("reinterpret", s, type=s.type.with_sign(True))]
+    for b in bases:
+        try:
+            out.append(make("sub", const(0, b.type), b))
+        except (FPIRTypeError, ValueError):
+            continue
+    return out
+
+
+def _size(t: Term) -> int:
+    return sum(1 for _ in t.walk())
+
+
+def sub_goals(lhs: Term, grammar: Grammar, expanded: Term, env: dict[str, np.ndarray], n: int
+              ) -> dict[ScalarType, list[tuple[Term, np.ndarray]]]:
+    """Type -> (specification, its values on the examples), one per fingerprint, smallest first."""
+    types = _types(grammar.types)
+    pool: list[Term] = []
+    for root in (lhs, expanded):
+        for t in root.walk():
+            if t is not lhs and t.args and _size(t) <= 12:
+                pool.append(t)
+    pool = sorted(set(pool), key=lambda t: (_size(t), to_text(t)))
+    specs: list[Term] = list(grammar.leaves)
+    values = sorted({x.value for x in grammar.leaves if x.is_const})
+    specs += [const(v, t) for t in types for v in values if t.contains(v)]  # an immediate of another type
+    for s in pool:
+        specs.append(s)
+        specs += _moved(s, types)
+        if _size(s) <= 4:
+            specs += _negated(s)
+    for v in lhs.variables():
+        specs += _moved(v, types)
+        specs += _negated(v)
+    out: dict[ScalarType, list[tuple[Term, np.ndarray]]] = {}
+    seen: set[tuple[str, bytes]] = set()
+    for s in sorted(set(specs), key=lambda t: (0 if not t.args else 1, _size(t), to_text(t))):
+        try:
+            with np.errstate(all="ignore"):
+                v = np.broadcast_to(np.asarray(evaluate(s, env)).astype(s.type.np_dtype), (n,))
+        except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+            continue
+        key = (s.type.name, v.tobytes())
+        if key in seen:
+            continue
+        seen.add(key)
+        row = out.setdefault(s.type, [])
+        if len(row) < MAX_PER_TYPE or not s.args:
+            row.append((s, v))
+    return out
+
+
+def decompositions(lhs: Term, grammar: Grammar, goals: dict[ScalarType, list[tuple[Term, np.ndarray]]],
+                   target: np.ndarray) -> tuple[list[tuple[str, tuple[Term, ...]]], int]:
+    """(root instruction, sub-goal per operand) whose values equal the left side's on the examples;
+    and the number of combinations evaluated. Each root and operand types are evaluated at once over
+    every combination of sub-goals (numpy broadcasting: one axis per operand), in chunks."""
+    from synth.bank import fast_apply
+
+    found: list[tuple[str, tuple[Term, ...]]] = []
+    tried = 0
+    types = sorted(goals, key=lambda t: (t.bits, t.signed, t.name))
+    n = target.shape[0]
+    for op, rtype in grammar.forms:
+        s = OPS[op]
+        if s.kind != "target" or not 1 <= s.arity <= 4 or s.arg_lanes:
+            continue
+        for ts in product(types, repeat=s.arity):
+            try:
+                if s.type_rule(list(ts), rtype) != lhs.type:
+                    continue
+            except (FPIRTypeError, ValueError, KeyError):
+                continue
+            cols = [goals[t] for t in ts]
+            vals = [np.stack([v for _, v in c]) for c in cols]
+            rest = int(np.prod([len(c) for c in cols[1:]], dtype=np.int64))
+            step = max(1, CHUNK // max(1, rest * n))
+            for lo in range(0, len(cols[0]), step):
+                if tried >= MAX_COMBINATIONS:
+                    return found, tried
+                parts = [vals[0][lo : lo + step]] + vals[1:]
+                k = len(parts)
+                shaped = [p.reshape((1,) * i + (p.shape[0],) + (1,) * (k - 1 - i) + (n,)) for i, p in enumerate(parts)]
+                tried += int(np.prod([p.shape[0] for p in parts], dtype=np.int64))
+                try:
+                    with np.errstate(all="ignore"):
+                        out = np.asarray(fast_apply(op, shaped, ts, lhs.type))
+                except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+                    break
+                if out.ndim != k + 1:
+                    out = np.broadcast_to(out, tuple(p.shape[0] for p in parts) + (n,))
+                hit = np.all(out.astype(lhs.type.np_dtype, copy=False) == target, axis=-1)
+                for idx in np.argwhere(hit):
+                    choice = (cols[0][lo + int(idx[0])][0],) + tuple(cols[i][int(idx[i])][0] for i in range(1, k))
+                    if any(g.args for g in choice):  # leaves alone: the enumerator's first levels had them
+                        found.append((op, choice))
+    return found, tried
+
+
+def topdown(lhs: Term, grammar: Grammar, bound: tuple, ctx: Context, depth: int = 1,
+            memo: Optional[dict[Term, Term]] = None) -> SearchResult:
+    """A right side for `lhs` cheaper than `bound` built from the root down (module doc)."""
+    try:
+        if lane_factors(lhs):
+            return SearchResult("budget", None, 0, 0, 0, "top-down: lane-combining left side not searched")
+    except ValueError as e:
+        return SearchResult("budget", None, 0, 0, 0, f"top-down: {e}")
+    memo = {} if memo is None else memo
+    vars_ = sorted(set(lhs.variables()), key=lambda v: v.name)
+    rows = base_examples(lane_names(vars_, {}))
+    env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
+    with np.errstate(all="ignore"):
+        target = np.broadcast_to(np.asarray(evaluate(lhs, env)).astype(lhs.type.np_dtype), (len(rows),))
+    goals = sub_goals(lhs, grammar, ctx.expand(lhs), env, len(rows))
+    found, tried = decompositions(lhs, grammar, goals, target)
+    found.sort(key=lambda d: (sum(1 for g in d[1] if g.args), sum(_size(g) for g in d[1]), d[0], [to_text(g) for g in d[1]]))
+    calls = 0
+    cands: dict[Term, None] = {}
+    for op, specs in found[:MAX_DECOMPOSITIONS]:
+        impls = []
+        for g in specs:
+            impl = _implement(g, ctx, depth, memo)
+            impls.append(impl)
+        try:
+            t = polish(make(op, *impls, fold=False))
+        except (FPIRTypeError, ValueError):
+            continue
+        if t.type == lhs.type and grammar.better(t, bound) and (grammar.normal is None or grammar.normal(t)):
+            cands[t] = None
+    for t in sorted(cands, key=lambda t: (grammar.cost(t), to_text(t))):
+        calls += 1
+        if prove_equal(lhs, t, ctx.rlimit)[0] == "VALID":
+            return SearchResult("found", t, tried, calls, 1, f"top-down: {t.op} over {len(t.args)} sub-goals")
+    return SearchResult("budget", None, tried, calls, 1,
+                        f"top-down: {len(found)} decomposition(s) on the examples, none cheaper and proven")
+
+
+def _implement(g: Term, ctx: Context, depth: int, memo: dict[Term, Term]) -> Term:
+    """The cheapest implementation of a sub-goal this search finds: the enumerator's, else a
+    top-down one a level deeper, else the current rules' lowering (always a correct one)."""
+    if not g.args:
+        return g
+    if g in memo:
+        return memo[g]
+    cur = ctx.lower_now(g)
+    best = cur
+    try:
+        gram = ctx.grammar_for(g)
+        c = gram.cost(cur)
+        bound = (c[0], 0, 0)
+        res = synthesize(g, gram, bound, max_terms=max(1, ctx.max_terms // SUB_BUDGET_DIVISOR), rlimit=ctx.rlimit)
+        if res.status == "found" and res.rhs is not None:
+            best = res.rhs
+        elif res.status == "budget" and depth < MAX_DEPTH:
+            sub = topdown(g, gram, bound, replace(ctx), depth + 1, memo)
+            if sub.status == "found" and sub.rhs is not None:
+                best = sub.rhs
+    except (FPIRTypeError, ValueError):
+        best = cur
+    memo[g] = best
+    return best
