@@ -284,7 +284,8 @@ def run_apps(args: argparse.Namespace) -> int:
     if getattr(args, "write_results", False) and args.output_dir is not None:
         print("error: --write-results writes into benchmarks/; it does not take -o", file=sys.stderr)
         return 2
-    reps = args.reps or (3 if args.quick else 15)
+    # a multiple of 4, so that each worker follows each other equally often (WILLIAMS_ORDERS)
+    reps = args.reps or (4 if args.quick else 16)
     md_path, json_path = output_paths(args)
     md_path.parent.mkdir(parents=True, exist_ok=True)
     load_before, sched = _load(), scheduling()
