@@ -2,7 +2,8 @@
 [--write-results]`:
 each SPEC benchmark (first parameter set) compiled with both lifting engines; per benchmark the
 selection time (CompileStats.selection_seconds: lifting + lowering of every vector expression, and
-for the e-graph engine building its egglog program on first use), what the e-graph engine did
+for the e-graph engine building its egglog program on first use) and its CPU time (`_CpuClock`: what
+the wall time is without waiting for a core, which on a shared machine is most of it), what the e-graph engine did
 (expressions gated, same shape as an earlier one, shape outcome found in the on-disk store, shapes
 saturated, results cheaper than greedy's by the target-agnostic cost and proved; selection then keeps
 such a result only if it also lowers cheaper by the target's cost, pitchfork/selection/lower.py) and
