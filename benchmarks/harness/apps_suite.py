@@ -12,7 +12,8 @@ against Halide's at each thread count within the app's tolerance. Both contender
 identical procedure, in two timing modes, both reported side by side:
 
 * single call ("first call after idle"; the suite's original figures, kept unchanged): a sample is
-  one call. In every repetition each worker times one call, in a rotated order, so load from other
+  one call. In every repetition each worker times one call, in a rotated order (`WILLIAMS_ORDERS`:
+  every worker follows every other equally often), so load from other
   processes hits all four alike. Between two calls of one worker the three others run, so every timed
   call finds Halide's runtime thread pool asleep: a parallel call pays the wake-up of the pool's
   worker, which weighs much more on short tasks (our blur's 80 tasks of ~12 us) than on long ones
@@ -30,7 +31,7 @@ identical procedure, in two timing modes, both reported side by side:
   k from the warm-up so a sample lasted ~5 ms (k = 3 for blur, 1 for the rest); that was our own number,
   too short for a 2-thread pool to reach its steady state (the blur probe at 400 calls reached 1.76-1.80x
   where k = 3 gave 0.99x), and it is replaced by Halide's 10. The samples are interleaved like the single
-  calls: each repetition is one rotated pass of single calls, then one rotated pass of back-to-back
+  calls: each repetition is one pass of single calls, then one pass of back-to-back
   samples, so each sample starts after the three other workers ran (Halide's own samples follow one
   another; ours cannot, to keep the contenders side by side). We report the median sample / k (not
   Halide's best sample), like the single-call mode; each row keeps k and every sample.
@@ -112,6 +113,15 @@ def worker(name: str, contender: str, quick: bool, out_path: str) -> None:
         for _ in range(k):
             run()
         print(json.dumps({"s": (time.perf_counter() - t0) / k, "calls": k}), flush=True)
+
+
+#: the order of the four workers (slots (1, p), (1, h), (2, p), (2, h)) in each repetition: a balanced
+#: Latin square (Williams design), in which every worker comes right after every other worker exactly once
+#: per four repetitions. Session 14's cyclic rotation (slots[r:] + slots[:r]) kept each worker's
+#: predecessor fixed (2-thread Halide always ran right after 2-thread PITCHFORK, which always ran after
+#: 1-thread Halide), so whatever a sample leaves behind (a thread pool still spinning, caches, the
+#: scheduler's state) always fell on the same successor; this design spreads it over all four alike.
+WILLIAMS_ORDERS: tuple[tuple[int, ...], ...] = ((0, 1, 3, 2), (1, 2, 0, 3), (2, 3, 1, 0), (3, 0, 2, 1))
 
 
 def _load() -> str:
@@ -197,7 +207,7 @@ def time_app(name: str, reps: int, quick: bool, timeout: float | None = None) ->
             samples: dict[tuple[int, str], list[float]] = {s: [] for s in slots}
             b2b: dict[tuple[int, str], list[float]] = {s: [] for s in slots}
             for r in range(reps):
-                order = slots[r % len(slots):] + slots[:r % len(slots)]
+                order = [slots[i] for i in WILLIAMS_ORDERS[r % len(WILLIAMS_ORDERS)]]
                 for slot in order:
                     samples[slot].append(ask(slot))
                 for slot in order:
@@ -274,7 +284,8 @@ def run_apps(args: argparse.Namespace) -> int:
     if getattr(args, "write_results", False) and args.output_dir is not None:
         print("error: --write-results writes into benchmarks/; it does not take -o", file=sys.stderr)
         return 2
-    reps = args.reps or (3 if args.quick else 15)
+    # a multiple of 4, so that each worker follows each other equally often (WILLIAMS_ORDERS)
+    reps = args.reps or (4 if args.quick else 16)
     md_path, json_path = output_paths(args)
     md_path.parent.mkdir(parents=True, exist_ok=True)
     load_before, sched = _load(), scheduling()

@@ -131,25 +131,11 @@ def _init_llvm() -> None:
     llvm.initialize_all_asmprinters()
     llvm.initialize_native_target()  # MCJIT (run.py) needs the host target registered
     llvm.initialize_native_asmprinter()
-    # Hexagon: no GP-relative small data. Otherwise 64-bit constants (CONST64, e.g. a vshuff control)
-    # go to .sdata and are read with R_HEX_GPREL16_* relocations, which Debian's ld.lld 14 rejects
-    # ("unknown relocation (12)"). Only the Hexagon backend reads this option.
-    llvm.set_option("pitchfork", "-hexagon-small-data-threshold=0")
-    # Hexagon: LLVM 22's HVX idiom recognition (HexagonVectorCombine, fixed-point multiplies)
-    # miscompiles saturating/rounding multiply-shift patterns, e.g. u16(min(u32(a) * u32(b) >> 1,
-    # 65535)) loses its clamp and (i32(a) * i32(b) >> 15) clamped to i16 is wrong at a = b = -32768
-    # (tests/pitchfork/targets/test_hvx.py runs them). Only this pass is turned off.
-    llvm.set_option("pitchfork", "-hvc-vi=false")
-    # Hexagon: no store and load of possibly the same address in one `:mem_noshuf` packet (LLVM's
-    # HexagonPacketizer pairs a slot-1 store with a slot-0 load that may alias it on v65+). Such a
-    # packet ran wrong under qemu-hexagon 7.2: `{ r15 = convert_uw2sf(r4); memw(r29+#1152) = r15;
-    # r12 = memw(r29+#1152) } :mem_noshuf` (a spill and its reload) in local_laplacian's scalar
-    # float code, found with -dfa-instr-limit (the 10036th packetised instruction turned the output
-    # wrong, off by up to 49278), and the seed-12 i64 packet of test_hvx_i64_packets.py has the same
-    # form. Whether qemu or LLVM is at fault is undecided; either way the pair is split into two
-    # packets (local_laplacian: 6075 -> 6077 packets; the 16 benchmarks: packets in loops the same
-    # but matmul's 6468 -> 6467, whole kernels +0..3). tests/pitchfork/backend/test_hvx_mem_noshuf.py.
-    llvm.set_option("pitchfork", "-slot1-store-slot0-load=false")
+    # Process-wide options only the Hexagon backend reads: set once, from the one list every contender
+    # is compiled with (`backend_options`, where each is explained), so the two cannot drift apart.
+    # (`-hvc-va` is set again per emission: `_set_align_vectors`.)
+    for option in backend_options(HVX128):
+        llvm.set_option("pitchfork", option)
 
 
 #: HVX: LLVM's HexagonVectorCombine AlignVectors (`-hvc-va`: groups of unaligned vector loads rewritten
@@ -172,11 +158,25 @@ def backend_options(target: Target | str) -> tuple[str, ...]:
     t = get_target(target)
     if t.name != "hvx128":
         return ()
-    # -hexagon-small-data-threshold=0: no GP-relative small data (Debian's ld.lld 14 rejects
-    # R_HEX_GPREL16_*); -hvc-vi=false: LLVM 22's HVX idiom recognition miscompiles saturating
-    # multiply-shifts; -slot1-store-slot0-load=false: no store and load of one address in a
-    # `:mem_noshuf` packet, which ran wrong under qemu-hexagon 7.2 (both in _init_llvm);
+    # -hexagon-small-data-threshold=0: no GP-relative small data. Otherwise 64-bit constants (CONST64,
+    # e.g. a vshuff control) go to .sdata and are read with R_HEX_GPREL16_* relocations, which Debian's
+    # ld.lld 14 rejects ("unknown relocation (12)").
+    # -hvc-vi=false: LLVM 22's HVX idiom recognition (HexagonVectorCombine, fixed-point multiplies)
+    # miscompiles saturating/rounding multiply-shift patterns, e.g. u16(min(u32(a) * u32(b) >> 1,
+    # 65535)) loses its clamp and (i32(a) * i32(b) >> 15) clamped to i16 is wrong at a = b = -32768
+    # (tests/pitchfork/targets/test_hvx.py runs them). Only this pass is turned off.
+    # -slot1-store-slot0-load=false: no store and load of possibly the same address in one
+    # `:mem_noshuf` packet (LLVM's HexagonPacketizer pairs a slot-1 store with a slot-0 load that may
+    # alias it on v65+). Such a packet ran wrong under qemu-hexagon 7.2: `{ r15 = convert_uw2sf(r4);
+    # memw(r29+#1152) = r15; r12 = memw(r29+#1152) } :mem_noshuf` (a spill and its reload) in
+    # local_laplacian's scalar float code, found with -dfa-instr-limit (the 10036th packetised
+    # instruction turned the output wrong, off by up to 49278), and the seed-12 i64 packet of
+    # test_hvx_i64_packets.py has the same form. Whether qemu or LLVM is at fault is undecided; either
+    # way the pair is split into two packets (local_laplacian: 6075 -> 6077 packets; the 16 benchmarks:
+    # packets in loops the same but matmul's 6468 -> 6467, whole kernels +0..3).
+    # tests/pitchfork/backend/test_hvx_mem_noshuf.py.
     # -hvc-va: HVX_ALIGN_VECTORS.
+    # All are set process-wide by _init_llvm (-hvc-va also per emission).
     return ("-hexagon-small-data-threshold=0", "-hvc-vi=false", "-slot1-store-slot0-load=false",
             f"-hvc-va={'true' if HVX_ALIGN_VECTORS else 'false'}")
 

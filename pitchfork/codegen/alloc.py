@@ -193,11 +193,12 @@ class AllocMixin:
         hmalloc, hfree = heap_functions(self.module, word)
         null = ir.Constant(PTR, None)  # user_context: none (the kernel has no user context argument)
         mem = self.b.call(hmalloc, [null, size])
-        code = next(self._assert_ids)  # type: ignore[attr-defined]
-        self.stats.asserts_checked += 1  # a check we add (Halide's halide_malloc result check)
-        # The text names Halide's runtime call, so the AOT entry returns its code (out_of_memory, -11).
-        self.assert_messages[code] = f"halide_malloc returned NULL for {s.name}: halide_error_out_of_memory"
-        self._check(self.b.icmp_unsigned("!=", mem, null), code, f"alloc_{code}")
+        if not self.no_asserts:  # type: ignore[attr-defined]  # (Halide's no_asserts leaves this check out too)
+            code = next(self._assert_ids)  # type: ignore[attr-defined]
+            self.stats.asserts_checked += 1  # a check we add (Halide's halide_malloc result check)
+            # The text names Halide's runtime call, so the AOT entry returns its code (out_of_memory, -11).
+            self.assert_messages[code] = f"halide_malloc returned NULL for {s.name}: halide_error_out_of_memory"
+            self._check(self.b.icmp_unsigned("!=", mem, null), code, f"alloc_{code}")
         self._heap_live.append(mem)
         if not self._scope(s, mem, early=s.name in unconditional_frees(s.body, s.name)):
             self._forget_heap(mem)

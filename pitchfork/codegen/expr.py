@@ -229,7 +229,7 @@ class ExprEmitter:
                 ("s" if t.signed else "u") + _VECTOR_REDUCE[combine]
             n = v.type.count
             r = self.call(f"llvm.vector.reduce.{name}.v{n}i{t.bits}", int_type(t), [v])
-            one = self.b.insert_element(ir.Constant(ir.VectorType(int_type(t), 1), ir.Undefined), r,
+            one = self.b.insert_element(undef(ir.VectorType(int_type(t), 1)), r,
                                         ir.Constant(ir.IntType(32), 0))
             return one
         # Regrouping is exact for associative ops; a signed saturating add is folded in lane order

@@ -32,6 +32,7 @@ from llvmlite import ir
 from pitchfork.codegen.base import Unsupported, _show
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.float_math import FloatOps, declare
+from pitchfork.codegen.ir_constants import undef
 from pitchfork.frontend.htypes import HType
 
 if TYPE_CHECKING:
@@ -127,9 +128,9 @@ class FloatEmitter:
     def _splat(self, v: ir.Value, lanes: int) -> ir.Value:
         if lanes == 1:
             return v
-        one = self.b.insert_element(ir.Constant(ir.VectorType(v.type, 1), ir.Undefined), v,
+        one = self.b.insert_element(undef(ir.VectorType(v.type, 1)), v,
                                     ir.Constant(ir.IntType(32), 0))
-        return self.b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
+        return self.b.shuffle_vector(one, undef(one.type),
                                      ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes))
 
     def _e_FloatImm(self, e: H.FloatImm) -> ir.Value:
@@ -216,14 +217,14 @@ class FloatEmitter:
         parts = [p if isinstance(p.type, ir.VectorType) else self._vec1(p) for p in parts]
         at = sum(p.type.count for p in parts)
         whole = ExprEmitter(self.b, at, {}, self.cg.target).concat(parts, at) if len(parts) > 1 else parts[0]
-        out = self.b.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined),
+        out = self.b.shuffle_vector(whole, undef(whole.type),
                                     ir.Constant(ir.VectorType(ir.IntType(32), len(e.indices)), list(e.indices)))
         if e.type.is_scalar:
             return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
         return out
 
     def _vec1(self, v: ir.Value) -> ir.Value:
-        return self.b.insert_element(ir.Constant(ir.VectorType(v.type, 1), ir.Undefined), v,
+        return self.b.insert_element(undef(ir.VectorType(v.type, 1)), v,
                                      ir.Constant(ir.IntType(32), 0))
 
     def _lanewise(self, e: H.Expr, f: Callable[[list[ir.Value]], ir.Value], args: list[ir.Value]) -> ir.Value:
@@ -231,7 +232,7 @@ class FloatEmitter:
         if e.type.is_scalar:
             return f(args)
         t = float_ir_type(e.type)
-        out: ir.Value = ir.Constant(t, ir.Undefined)
+        out: ir.Value = undef(t)
         for i in range(e.type.lanes):
             k = ir.Constant(ir.IntType(32), i)
             out = self.b.insert_element(out, f([self.b.extract_element(a, k) for a in args]), k)

@@ -34,6 +34,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from llvmlite import ir
 
+from pitchfork.codegen.ir_constants import undef
+
 _I32 = ir.IntType(32)
 #: an overloaded intrinsic's vector type suffix (`.v8f32`, `.v8i32`): the scalar form drops `vN`
 _VEC_SUFFIX = re.compile(r"\.v\d+((?:f|i)\d+)")
@@ -68,13 +70,13 @@ class ScalarFloatBuilder(ir.IRBuilder):
             if isinstance(c, (list, tuple)):
                 return [x if isinstance(x, ir.Constant) else ir.Constant(t.element, x) for x in c]
             if c is ir.Undefined:
-                return [ir.Constant(t.element, ir.Undefined)] * n
+                return [undef(t.element)] * n
             if c is None:  # zeroinitializer
                 return [ir.Constant(t.element, None)] * n
         return [super(ScalarFloatBuilder, self).extract_element(v, ir.Constant(_I32, k)) for k in range(n)]
 
     def _join(self, lanes: Sequence[ir.Value], t: ir.VectorType) -> ir.Value:
-        out: ir.Value = ir.Constant(t, ir.Undefined)
+        out: ir.Value = undef(t)
         for k, x in enumerate(lanes):
             out = super().insert_element(out, x, ir.Constant(_I32, k))
         self._made[id(out)] = (out, list(lanes))

@@ -29,6 +29,7 @@ from fpir.ops import make
 from fpir.term import var
 from fpir.types import ScalarType
 from pitchfork.codegen.expr import shuffle_mask
+from pitchfork.codegen.ir_constants import undef
 
 REG_BYTES = 128  # one HVX register (128-byte mode)
 #: the combines whose value does not depend on the lane order (associative and commutative)
@@ -56,7 +57,7 @@ def reduce_to_lane(em: Any, combine: str, v: ir.Value, t: ScalarType) -> Optiona
         regs = [both(regs[i], regs[i + 1]) if i + 1 < len(regs) else regs[i] for i in range(0, len(regs), 2)]
     name = {"add": "add", "min": "smin" if t.signed else "umin", "max": "smax" if t.signed else "umax"}[combine]
     r = em.call(f"llvm.vector.reduce.{name}.v{per_reg}i{t.bits}", regs[0].type.element, [regs[0]])
-    return em.b.insert_element(ir.Constant(ir.VectorType(r.type, 1), ir.Undefined), r,
+    return em.b.insert_element(undef(ir.VectorType(r.type, 1)), r,
                                ir.Constant(ir.IntType(32), 0))
 
 

@@ -7,8 +7,14 @@ element objects), which made building and printing the module a third of its com
 `ir.Constant` has no parent and llvmlite caches its text, so one object can stand in every function
 and module that uses the value. Invariant: each function returns a constant that prints exactly as
 the `ir.Constant(...)` it replaces (given in its docstring); callers never mutate it. The same holds
-for `undef(t)`: llvmlite wraps `Undefined` into one undef constant per lane and formats a vector's
-lanes again for every new object (a shuffle's undef operand: sobel3x3 hvx128 formatted 395 of them).
+for `undef(t)`, except its text: llvmlite wraps `Undefined` into one undef constant per lane, so
+`ir.Constant(<256 x i8>, ir.Undefined)` prints `<256 x i8> <i8 undef, i8 undef, ...>` (half of sobel3x3
+hvx128's codegen IR text, and formatted again for every new object); `undef(t)` of a vector type prints
+`<256 x i8> undef`. LLVM folds a vector constant whose every lane is undef to that `undef` when it parses
+it (ConstantVector::get), so the parsed module, and everything compiled from it, is the same; only the
+codegen text (`CompiledModule.source_ir`) is shorter. Code that inspects constants sees an undef vector's
+`.constant` as `ir.Undefined` (not llvmlite's tuple of undef lanes): hvx_floats and hvx_reduce read both
+forms alike, and lane_order and hvx_emit, which look for a *list* of lanes, see neither as one.
 """
 
 from __future__ import annotations
@@ -45,9 +51,12 @@ _UNDEF: dict[str, ir.Constant] = {}
 
 def undef(t: ir.Type) -> ir.Constant:
     """`ir.Constant(t, ir.Undefined)`, shared (keyed by the type's text: llvmlite hashes every
-    VectorType alike)."""
+    VectorType alike); a vector is written `<n x T> undef`, not lane by lane (the same LLVM constant)."""
     key = str(t)
     c = _UNDEF.get(key)
     if c is None:
         c = _UNDEF[key] = ir.Constant(t, ir.Undefined)
+        # llvmlite's VectorType.wrap_constant_value made a list of undef lanes; the whole-value
+        # `Undefined` is what Constant prints as `undef` (set before anything formats it)
+        c.constant = ir.Undefined
     return c

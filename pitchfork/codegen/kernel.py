@@ -32,6 +32,7 @@ from fpir.opspec import OPS
 from fpir.term import Term, var
 from fpir.types import ScalarType
 from pitchfork.codegen.expr import ExprEmitter, vec_type
+from pitchfork.codegen.ir_constants import undef
 
 
 def storage_type(t: ScalarType) -> ScalarType:
@@ -149,9 +150,9 @@ def _compute(b: ir.IRBuilder, term: Term, width: int, reads: Sequence[_Read], un
     for r in reads:
         st, f = storage_type(r.var.type), r.factor
         if r.var.name in uniform and r.var.type.bits > 1:
-            one = b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined),
+            one = b.insert_element(undef(vec_type(st, 1)),
                                    b.load(_elem_ptr(b, r.param, r.var.type), align=1), ir.Constant(ir.IntType(32), 0))
-            env[r.var.name] = b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
+            env[r.var.name] = b.shuffle_vector(one, undef(one.type),
                                                ir.Constant(ir.VectorType(ir.IntType(32), width * f), [0] * (width * f)))
             continue
         src = sources[r.param.name]
@@ -182,7 +183,7 @@ def _pad(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
 def _unpad(b: ir.IRBuilder, v: ir.Value, lanes: int) -> ir.Value:
     if v.type.count == lanes:
         return v
-    return b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+    return b.shuffle_vector(v, undef(v.type), ir.Constant(ir.VectorType(ir.IntType(32), lanes),
                                                                               list(range(lanes))))
 
 

@@ -36,7 +36,7 @@ from llvmlite import ir
 
 from fpir.opspec import spec
 from fpir.term import Term
-from pitchfork.codegen.ir_constants import mask
+from pitchfork.codegen.ir_constants import mask, undef
 
 #: lanes of one 16-lane group of the pack operand, in the order its two registers hold them
 PACK_ORDER = (0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15)
@@ -229,7 +229,7 @@ class _Order:
         for g in range(lanes // 32):  # lanes = 2 x pixels; 16 pixels a group
             wide = []
             for src, off in ((a, oa), (b, ob)):
-                piece = em.b.shuffle_vector(src, ir.Constant(src.type, ir.Undefined),
+                piece = em.b.shuffle_vector(src, undef(src.type),
                                             _mask(list(range(off + 16 * g, off + 16 * g + 16))))
                 wide.append(em.b.sext(piece, i16x16) if signed else em.b.zext(piece, i16x16))
             for half in (_LO, _HI):

@@ -51,7 +51,7 @@ from fpir.opspec import REDUCE_COMBINE, reduce_op
 from fpir.term import Term, var
 from fpir.types import ScalarType, i32
 from pitchfork.codegen.expr import ExprEmitter, vec_type
-from pitchfork.codegen.ir_constants import mask
+from pitchfork.codegen.ir_constants import mask, undef
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
 from pitchfork.codegen.alloc import AllocMixin, hoist_allocations
@@ -124,6 +124,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         #: a strict_float target: no fast-math flags on any float instruction (codegen_float.py); else
         #: only Halide's `strict_*` ops (hl.strict_float(e)) are strict, as in Halide's own module
         self.strict_float = is_strict(captured.target)
+        #: a no_asserts target: the statement's assertions and the heap allocations' NULL checks are not
+        #: compiled, as Halide's code generator leaves both out for that feature (its lowered statement
+        #: keeps the assertions; target_strings.py lists the feature as honoured)
+        self.no_asserts = "no_asserts" in captured.target.split("-")
         #: semaphores (`struct halide_semaphore_t *` lets of async producers) by name, and the task
         #: system's parent argument of the task function being emitted (None outside one): parallel.py
         self.handles: dict[str, ir.Value] = {}
@@ -250,6 +254,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self._scalar_src[name] = value  # a broadcast of it may expose a constant clamp (codegen_expr)
 
     def _s_AssertStmt(self, s: H.AssertStmt) -> None:
+        if self.no_asserts:  # (an assertion's condition has no side effect: nothing else to emit)
+            return
         try:
             cond = self.to_term(s.condition, s)
         except Unsupported:
@@ -416,7 +422,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         env = {}
         for v in final.variables():
             val, st = self.scalars[v.name]
-            env[v.name] = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val,
+            env[v.name] = self.b.insert_element(undef(vec_type(st, 1)), val,
                                                 ir.Constant(ir.IntType(32), 0))
         out = self.term_emitter(1, env).emit(final)
         return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
@@ -522,8 +528,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
 
     def _splat(self, val: ir.Value, st: ScalarType, lanes: int) -> ir.Value:
         vt = vec_type(st, lanes)
-        one = self.b.insert_element(ir.Constant(vec_type(st, 1), ir.Undefined), val, ir.Constant(ir.IntType(32), 0))
-        return self.b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
+        one = self.b.insert_element(undef(vec_type(st, 1)), val, ir.Constant(ir.IntType(32), 0))
+        return self.b.shuffle_vector(one, undef(one.type),
                                      mask([0] * lanes)) \
             if lanes > 1 else one
 
@@ -615,7 +621,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             indices = [starts[where[j][0]] + where[j][1] for j in e.indices]
             em = ExprEmitter(self.b, leaf.lanes, {}, self.target)
             whole = em.concat(parts, at) if len(parts) > 1 else parts[0]
-            return self.b.shuffle_vector(whole, ir.Constant(whole.type, ir.Undefined),
+            return self.b.shuffle_vector(whole, undef(whole.type),
                                          ir.Constant(ir.VectorType(ir.IntType(32), len(indices)), indices))
         if leaf.kind == "bitcount":
             assert isinstance(e, H.Call)
@@ -646,7 +652,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
 
         def two(a: ir.Value, b: ir.Value, size: int) -> list[ir.Value]:
             w = self.b.call(fn, [self.b.bitcast(b, reg), self.b.bitcast(a, reg), ir.Constant(i32t, -size)])
-            return [self.b.shuffle_vector(w, ir.Constant(pair, ir.Undefined),
+            return [self.b.shuffle_vector(w, undef(pair),
                                           ir.Constant(ir.VectorType(i32t, 32), list(range(h * 32, h * 32 + 32))))
                     for h in (0, 1)]
 
@@ -675,9 +681,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             return None
         word = self.b.bitcast(v, ir.IntType(bits))
         reps = len(e.indices) // w
-        one = self.b.insert_element(ir.Constant(ir.VectorType(ir.IntType(bits), 1), ir.Undefined), word,
+        one = self.b.insert_element(undef(ir.VectorType(ir.IntType(bits), 1)), word,
                                     ir.Constant(ir.IntType(32), 0))
-        spl = self.b.shuffle_vector(one, ir.Constant(one.type, ir.Undefined),
+        spl = self.b.shuffle_vector(one, undef(one.type),
                                     ir.Constant(ir.VectorType(ir.IntType(32), reps), [0] * reps))
         return self.b.bitcast(spl, ir.VectorType(v.type.element, len(e.indices)))
 
@@ -702,13 +708,13 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             # Halve while the width is even; an odd width combines all its lanes in one step.
             parts = 2 if lanes % 2 == 0 else lanes
             m = lanes // parts
-            undef = ir.Constant(v.type, ir.Undefined)
+            undef_v = undef(v.type)
             env: dict[str, ir.Value] = {}
             acc: Optional[Term] = None
             for j in range(parts):
                 name = f"r{j}"
                 idx = ir.Constant(ir.VectorType(ir.IntType(32), m), [j * m + i for i in range(m)])
-                env[name] = self.b.shuffle_vector(v, undef, idx)
+                env[name] = self.b.shuffle_vector(v, undef_v, idx)
                 t = var(name, leaf.type)
                 acc = t if acc is None else make(REDUCE_OPS[e.op], acc, t)
             assert acc is not None

@@ -19,7 +19,7 @@ from fpir.types import ScalarType, i32, u1
 from pitchfork.backend.machine import get_target
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.base import BufferInfo, Leaf, Unsupported, _show, _storage
-from pitchfork.codegen.ir_constants import vector
+from pitchfork.codegen.ir_constants import undef, vector
 
 
 #: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop): the
@@ -201,10 +201,19 @@ class MemoryMixin:
         return v
 
     def _entry_alloca(self, t: ir.Type, align: int = 128) -> ir.Value:
-        b = ir.IRBuilder(self.fn.entry_basic_block)
-        b.position_at_start(self.fn.entry_basic_block)
+        entry = self.fn.entry_basic_block
+        # llvmlite's builder keeps its insertion point as an index into the block's list: while the
+        # kernel's builder is still in the entry block (a kernel with no argument checks before its
+        # first allocation, e.g. a no_asserts target), an instruction inserted at the block's start
+        # must move that index on, or later instructions land one place too early and the block's
+        # last instruction ends up after its terminator
+        here = self.b.block is entry and self.b._anchor  # type: ignore[attr-defined]
+        b = ir.IRBuilder(entry)
+        b.position_at_start(entry)
         a = b.alloca(t)
         a.align = align
+        if here is not False:
+            self.b._anchor = here + 1  # type: ignore[attr-defined]
         return a
 
     def _scratch_alloca(self, t: ir.Type) -> ir.Value:
@@ -322,7 +331,7 @@ class MemoryMixin:
             # x86 camera_pipe's 32-lane tone-curve lookup, which as a lane loop through two stack
             # slots ran at 0.65x of Halide 21's speed, whose code reads the table lane by lane too):
             # straight-line loads, which LLVM schedules and combines, instead of a loop per vector.
-            v: ir.Value = ir.Constant(ir.VectorType(et, lanes), ir.Undefined)
+            v: ir.Value = undef(ir.VectorType(et, lanes))
             idx = self._index32(idx)
             if not border:
                 buf = self._loop_local_gather(buf, idx)

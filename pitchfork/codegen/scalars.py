@@ -22,6 +22,7 @@ from llvmlite import ir
 
 from fpir.term import Term, intern, var
 from pitchfork.codegen.expr import ExprEmitter, vec_type
+from pitchfork.codegen.ir_constants import undef
 
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -130,7 +131,7 @@ class ScalarEmitter:
                 args.append(x)
                 continue
             name = f"_s{k}"
-            env[name] = self.b.insert_element(ir.Constant(vec_type(x.type, 1), ir.Undefined), v,
+            env[name] = self.b.insert_element(undef(vec_type(x.type, 1)), v,
                                               ir.Constant(ir.IntType(32), 0))
             args.append(var(name, x.type))
         node = intern(t.op, t.type, tuple(args), t.attrs)

@@ -32,6 +32,7 @@ from llvmlite import ir
 from fpir.types import ScalarType
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.base import BufferInfo
+from pitchfork.codegen.ir_constants import undef
 from pitchfork.frontend.htypes import Int
 
 #: bytes of one Neon register: the lanes one `tbl` produces
@@ -124,7 +125,7 @@ class SpanMixin:
                     blk = b.bitcast(b.gep(p, [b.sub(zero64, s)]), ir.PointerType(reg))  # not inbounds
                     blocks.append(self._mem_access(buf, b.load(blk, align=NEON_BYTES)))  # type: ignore[attr-defined]
                 mc = m if chunks == 1 else b.shuffle_vector(
-                    m, ir.Constant(m.type, ir.Undefined),
+                    m, undef(m.type),
                     ir.Constant(ir.VectorType(i32t, NEON_BYTES), list(range(NEON_BYTES * c, NEON_BYTES * (c + 1)))))
                 rel = b.trunc(b.sub(mc, self._splat(lo, Int(32).to_fpir(), NEON_BYTES)), reg)  # type: ignore[attr-defined]
                 k = b.add(rel, self._splat(b.trunc(shift, i8t), Int(8).to_fpir(), NEON_BYTES))  # type: ignore[attr-defined]

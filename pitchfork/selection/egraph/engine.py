@@ -630,8 +630,9 @@ def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, ch
     """Steps 1-5 of the module docstring on one (canonical) input, whose greedy lifting is `greedy_in`:
     the e-graph's result when it is cheaper than greedy's and proved equal (validate.py), else
     greedy's with the reason in `note`. `seed` (Budget.seed): greedy's lifting of the input's
-    sub-terms, (sub-term, lifted) pairs, which the caller's greedy run already computed."""
-    from pitchfork.selection.greedy import lift_with_stats
+    sub-terms, (sub-term, lifted) pairs, which the caller's greedy run already computed. `greedy_in`
+    is the greedy TRS's result (so a fixed point of it)."""
+    from pitchfork.selection.greedy import lift_with_stats, normalize_shift_constants
 
     try:
         extracted, res = saturate(term, rs, budget, seed, fixed=fixed)
@@ -639,9 +640,14 @@ def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, ch
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         return EgraphResult(greedy_in, "greedy", note=f"egraph engine failed ({msg[:160]}); greedy result",
                             greedy_term=greedy_in)
-    greedy_e, stats = lift_with_stats(extracted, rs)
+    if extracted is greedy_in and normalize_shift_constants(extracted) is extracted:
+        # the extraction is greedy's own result (25 of hvx128's 27 shapes): a fixed point of the
+        # greedy TRS, which would leave it as it is and fire nothing
+        greedy_e = extracted
+    else:
+        greedy_e, stats = lift_with_stats(extracted, rs)
+        res.greedy_fired.update(stats.fired)
     res.extracted, res.greedy_term = extracted, greedy_in
-    res.greedy_fired.update(stats.fired)
     res.term, res.source = greedy_in, "greedy"
     if cost(greedy_e) < cost(greedy_in):
         why, res.proof = validate_result(term, greedy_e, greedy_in, budget.rlimit) if check else ("", "unchecked")

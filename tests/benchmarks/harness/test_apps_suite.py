@@ -81,3 +81,14 @@ def test_scheduling_names_this_process_nice_value() -> None:
 
     got = scheduling()
     assert got.startswith(f"nice {os.nice(0)}") and got.endswith(f"; {os.cpu_count()} CPUs")
+
+
+def test_worker_orders_are_a_balanced_latin_square() -> None:
+    """Each of the four workers comes first, second, third and last once, and right after each other
+    worker exactly once, over the four orders (no worker always inherits the same predecessor)."""
+    from benchmarks.harness.apps_suite import WILLIAMS_ORDERS
+
+    assert all(sorted(o) == [0, 1, 2, 3] for o in WILLIAMS_ORDERS)
+    assert all(sorted(o[i] for o in WILLIAMS_ORDERS) == [0, 1, 2, 3] for i in range(4))
+    pairs = [(o[i], o[i + 1]) for o in WILLIAMS_ORDERS for i in range(3)]
+    assert sorted(pairs) == sorted((a, b) for a in range(4) for b in range(4) if a != b)

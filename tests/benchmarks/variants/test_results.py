@@ -40,9 +40,10 @@ def test_variant_table() -> None:
 def test_selection_table() -> None:
     summary = {"load_average_1min_at_start": 7.0, "repeat": 3, "load_average_1min_at_end": 8.0,
                "hvx128/rules": {"greedy_selection_s": 2.0, "egraph_selection_s": 3.0, "ratio": 1.5, "same_code": 16,
-                                "benchmarks": 16}}
+                                "benchmarks": 16, "greedy_selection_cpu_s": 1.0, "egraph_selection_cpu_s": 1.75,
+                                "cpu_ratio": 1.75}}
     rows = [{"isa": "hvx128", "cache": "rules", "egraph": {"saturated": 20, "gated": 3}},
             {"isa": "hvx128", "cache": "rules", "egraph": {"saturated": 7, "stored": 1}}]
     md = selection._markdown(summary, rows, ["--isa", "hvx128"])
     assert md.startswith(f"## {selection.TITLE}\n") and "median of 3" in md and "7.0 at the start" in md
-    assert "| hvx128 | rules | 2.00 | 3.00 | 1.50x | 27 / 1 | 16/16 |" in md
+    assert "| hvx128 | rules | 2.00 | 3.00 | 1.50x | 1.00 | 1.75 | 1.75x | 27 / 1 | 16/16 |" in md

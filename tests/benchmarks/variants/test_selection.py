@@ -22,6 +22,11 @@ def test_cache_modes_warm_and_cold(tmp_path: Path) -> None:
     assert warm.get("stored", 0) == cold["saturated"] and warm.get("saturated", 0) == 0
     assert rows["warm"]["same_code"] and rows["cold"]["same_code"]
     assert data["summary"]["x86-avx2/warm"]["benchmarks"] == 1
+    # CPU time beside wall time, per engine
+    for r in rows.values():
+        for e in ("greedy", "egraph"):
+            assert 0 < r[f"{e}_selection_cpu_s"]
+    assert data["summary"]["x86-avx2/cold"]["cpu_ratio"] > 0
     # the warm directory holds the store's entries; cold directories are removed after use
     assert any((tmp_path / "cache" / "x86-avx2-warm" / "egraph").glob("*.pickle"))
     assert not list((tmp_path / "cache").glob("cold-*"))

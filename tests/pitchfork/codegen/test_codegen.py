@@ -376,6 +376,47 @@ def test_assertion_messages_recorded() -> None:
     assert any("halide_error_bad_type" in m for m in msgs)
 
 
+def test_no_asserts_target_compiles_no_assertions() -> None:
+    """A `no_asserts` target string: the statement's assertions are left out (Halide's code generator does
+    the same), the kernel is otherwise the same code and gives the same output; without it they are checked."""
+    image = RNG.integers(0, 256, (24, 64), dtype=np.uint8)
+    progs = {}
+    for target in ("x86-64-linux-avx-avx2-fma-sse41", "x86-64-linux-avx-avx2-fma-sse41-no_asserts"):
+        out, args = ex.sobel3x3(16)
+        progs[target] = pitchfork.compile(out, args, target=target, name="sobel", fallback=False)
+    checked, stripped = progs.values()
+    assert checked.stats.asserts_checked > 0 and "assert_" in checked.module.source_ir
+    assert stripped.stats.asserts_checked == 0 and stripped.assertions == {}
+    assert "assert_" not in stripped.module.source_ir
+    loops = [main_vector_loop(prog.assembly(), "sobel", target="x86-avx2") for prog in (checked, stripped)]
+    assert [i.split()[0] for i in loops[0].instructions] == [i.split()[0] for i in loops[1].instructions]
+    out, (inp,) = ex.sobel3x3(16)
+    inp.set(hl.Buffer(image))
+    want = np.asarray(out.realize([64, 24], X86))
+    assert np.array_equal(stripped(image), want) and np.array_equal(checked(image), want)
+
+
+def test_entry_alloca_keeps_the_builders_place_in_the_entry_block() -> None:
+    """A stack slot made at the entry block's start while the kernel's builder still appends to that block
+    (no argument check moved it on: camera_pipe on a no_asserts hvx128 target) does not shift the builder
+    back one place, which had put the block's last instruction after its terminator (IR that does not parse)."""
+    from llvmlite import ir
+
+    from pitchfork.codegen.memory import MemoryMixin
+
+    i32 = ir.IntType(32)
+    module = ir.Module("m")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [i32]), "f")
+    entry = fn.append_basic_block("entry")
+    host = type("Host", (), {})()
+    host.fn, host.b = fn, ir.IRBuilder(entry)
+    x = host.b.add(fn.args[0], fn.args[0])
+    MemoryMixin._entry_alloca(host, ir.ArrayType(ir.IntType(8), 16))
+    host.b.mul(x, x)
+    host.b.ret_void()
+    assert [i.opname.split()[0] for i in entry.instructions] == ["alloca", "add", "mul", "ret"]
+
+
 def test_unsupported_names_construct_briefly() -> None:
     """Fallback reasons quote the construct in Halide syntax, shortened, with its statement line."""
     inp = hl.ImageParam(hl.UInt(16), 2, "a")

@@ -76,3 +76,22 @@ def test_selection_results_are_the_same_without_it(text: str, monkeypatch: pytes
     with_marks = eng.lift_egraph(t, lift_rules(), eng.SELECTION_BUDGET)
     assert (with_marks.term, with_marks.extracted, with_marks.source) == \
         (without.term, without.extracted, without.source)
+
+
+def test_greedy_is_not_rerun_on_its_own_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the extraction is greedy's own result, the greedy TRS is not run on it again: it is a fixed
+    point of the TRS (rewriting it leaves it as it is and fires nothing), which is what the shortcut
+    assumes."""
+    from pitchfork.selection import greedy
+
+    t = parse("saturating_cast<u8>((i32(a_u8) * 3 + i32(b_u8) * 5 + 8) >> 4)")
+    calls: list = []
+    real = greedy.lift_with_stats
+    monkeypatch.setattr(greedy, "lift_with_stats", lambda term, rules=None, trace=False: calls.append(term) or real(term, rules, trace))
+    monkeypatch.setattr(eng, "_RESULTS", {})
+    monkeypatch.setattr(eng, "_SHAPES", {})
+    res = eng.lift_egraph(t, lift_rules(), eng.SELECTION_BUDGET)
+    assert res.extracted is res.greedy_term, (str(res.extracted), str(res.greedy_term))
+    assert not calls
+    lifted, stats = real(res.greedy_term)
+    assert lifted is res.greedy_term and not stats.fired
