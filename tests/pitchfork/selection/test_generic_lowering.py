@@ -229,6 +229,28 @@ def test_integer_encoding_of_variable_shifts_matches_interpreter() -> None:
             assert s.model().eval(r).as_long() == want, (text, x, k)
 
 
+def test_integer_encoding_of_a_shift_whose_amounts_all_lie_beyond_the_width() -> None:
+    """An amount whose whole interval lies beyond +-bits (a rule constant bounded to, say, 11..18 on
+    an 8-bit shift) gives the result of the nearest end: the case split must not come out empty
+    (it did, and the x86 synthesis tasks with such a constant ended in an AssertionError)."""
+    cases = [("x_u8 >> y_u8", (11, 18), 13), ("x_u8 << y_u8", (9, 200), 9), ("x_i8 >> y_i8", (10, 100), 77),
+             ("x_i8 >> y_i8", (-100, -10), -12), ("x_i16 << y_i16", (-40, -17), -30)]
+    rng = np.random.default_rng(6)
+    for text, (lo, hi), k in cases:
+        t = parse(text)
+        for x in [int(v) for v in _values(rng, t.args[0].type, 4)]:
+            F._SIDE.clear()
+            F._DIVMOD.clear()
+            y = z3.Int("y")
+            enc = to_int(t, {"x": (z3.IntVal(x), x, x), "y": (y, lo, hi)})[0]
+            s = z3.Solver()
+            r = z3.Int("result")
+            s.add(*F._SIDE, y == k, r == enc)
+            assert s.check() == z3.sat
+            want = int(np.asarray(evaluate(t, {"x": x, "y": k})).item())
+            assert s.model().eval(r).as_long() == want, (text, x, k)
+
+
 def test_saturating_cast_of_an_in_range_value_is_a_plain_cast() -> None:
     # mul's i32 rounding_mul_shr of a pmaddwd-sized product: the i64 rounded product cannot leave
     # i32, so no clamp (a compare and a blend per vector on x86) is emitted
