@@ -47,6 +47,7 @@ from pitchfork.aot.abi_runtime import MSG_BYTES, Formatter, error_code, fit_int,
 from pitchfork.frontend.capture import CapturedStmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.frontend.htypes import HType
+from pitchfork.targets.target_strings import has_feature
 
 if TYPE_CHECKING:
     from pitchfork.api import CompiledPipeline
@@ -669,7 +670,7 @@ def write_library(prog: CompiledPipeline, out_dir: str | Path) -> dict[str, Path
     members = [(f"{prog.name}.o", obj)]
     symbols = dict.fromkeys(library_symbols(prog.name), 0)
     assert prog.module is not None
-    if uses_runtime(prog.module.optimized_ir) and "no_runtime" not in prog.halide_target.split("-"):
+    if uses_runtime(prog.module.optimized_ir) and not has_feature(prog.halide_target, "no_runtime"):
         # Parallel loops call Halide's thread pool: the library carries Halide's runtime for the
         # target, as Halide's own static libraries do (unless the target has no_runtime). Every
         # runtime symbol is WEAK, so it links beside Halide's own libraries and their runtime.

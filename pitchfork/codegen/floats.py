@@ -74,11 +74,6 @@ def involves_float(e: H.Expr) -> bool:
     return False
 
 
-def is_strict(target: str) -> bool:
-    """Whether a Halide target string has the strict_float feature (no fast-math anywhere)."""
-    return "strict_float" in target.split("-")
-
-
 def _operands(e: H.Expr) -> tuple[H.Expr, ...]:
     """The direct operands of a node whose type may differ from its own (casts, comparisons, calls)."""
     if isinstance(e, (H.Cast, H.Reinterpret)):

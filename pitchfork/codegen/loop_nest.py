@@ -60,7 +60,7 @@ from pitchfork.codegen.base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CA
                                            Unsupported, _assert_text, _ident, _show, _storage, fpir_type,
                                            type_code)
 from pitchfork.codegen.to_fpir import ExprConverter
-from pitchfork.codegen.floats import FloatEmitter, is_strict
+from pitchfork.codegen.floats import FloatEmitter
 from pitchfork.codegen.hvx_floats import ScalarFloatBuilder
 from pitchfork.codegen.lut import LutMixin
 from pitchfork.codegen.span import SpanMixin
@@ -71,6 +71,7 @@ from pitchfork.codegen.reduce import REDUCE_OPS, split_reduce
 from pitchfork.frontend.htypes import HType
 from pitchfork.codegen.scalars import ScalarEmitter
 from pitchfork.passes.pipeline import PassList, default_passes
+from pitchfork.targets.target_strings import has_feature
 
 if TYPE_CHECKING:
     from pitchfork.selection.lower import Selection
@@ -123,11 +124,11 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self.values: dict[int, tuple[ir.Function, ir.Value, Callable[[], ir.Value]]] = {}
         #: a strict_float target: no fast-math flags on any float instruction (codegen_float.py); else
         #: only Halide's `strict_*` ops (hl.strict_float(e)) are strict, as in Halide's own module
-        self.strict_float = is_strict(captured.target)
+        self.strict_float = has_feature(captured.target, "strict_float")
         #: a no_asserts target: the statement's assertions and the heap allocations' NULL checks are not
         #: compiled, as Halide's code generator leaves both out for that feature (its lowered statement
         #: keeps the assertions; target_strings.py lists the feature as honoured)
-        self.no_asserts = "no_asserts" in captured.target.split("-")
+        self.no_asserts = has_feature(captured.target, "no_asserts")
         #: semaphores (`struct halide_semaphore_t *` lets of async producers) by name, and the task
         #: system's parent argument of the task function being emitted (None outside one): parallel.py
         self.handles: dict[str, ir.Value] = {}

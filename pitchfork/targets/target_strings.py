@@ -133,6 +133,13 @@ class TargetSpec:
 _OP_PREFIX = {"x86-avx2": "x86", "arm64": "arm", "hvx128": "hvx"}
 
 
+def has_feature(halide_target: str, feature: str) -> bool:
+    """Whether a canonical Halide target string (`TargetSpec.halide`, `CapturedStmt.target`) names a plain
+    feature such as strict_float, no_asserts or no_runtime (an HVX version implies the lower ones:
+    `TargetSpec.has`)."""
+    return feature in halide_target.split("-")
+
+
 def parse_target(target: Any) -> TargetSpec:
     """A short name, a Halide target string (or `host`), an `hl.Target` or a TargetSpec, as a
     TargetSpec; raises UsageError (one line) for a string Halide does not understand or a feature
