@@ -327,8 +327,10 @@ def lower_tasks(
     lowered = lifted_corpus(inputs, opts.max_nodes)
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
+    lane0 = lane0_isa(isa)
     for e in lowered.entries():
-        if not any(t.args and (spec(t.op).kind == "fpir" or spec(t.op).reduce is not None) for t in e.term.walk()):
+        if not any(t.args and (spec(t.op).kind == "fpir" or spec(t.op).reduce is not None) for t in e.term.walk()) \
+                and not (lane0 and _broadcast_shift(e.term, lowered.uniform.get(e.key, []))):
             continue
         if len(e.term.variables()) > opts.max_vars:
             continue
@@ -343,7 +345,7 @@ def lower_tasks(
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     chosen = _limit(tasks, replace(opts, max_lhs=opts.max_lower_lhs) if opts.max_lower_lhs is not None else opts)
-    if not lane0_isa(isa):
+    if not lane0:
         return chosen, origin
     # each left side with a variable the corpus saw as a broadcast also searched with it uniform
     # (synth/tasks.py `_run_uniform`), right after its plain task
@@ -356,6 +358,16 @@ def lower_tasks(
             out.append(u)
             origin[u.key] = origin[t.key]
     return out, origin
+
+
+def _broadcast_shift(t: Term, uniform: Sequence[bool]) -> bool:
+    """A shift by a variable the corpus saw as a broadcast (`uniform`: per variable v0, v1, ...): no
+    FPIR op, but one instruction on an ISA that shifts every lane by a count in a register (x86
+    vpsraw) where the generic code shifts lane by lane."""
+    if t.op not in ("shl", "shr") or not t.args[1].is_var:
+        return False
+    i = int(t.args[1].name[1:])
+    return i < len(uniform) and uniform[i]
 
 
 def _fixed_point_first(task: Task) -> int:
@@ -653,9 +665,10 @@ def _run_stage(
     cands = []
     for r in results:
         src, count = origin.get(r["key"], (set(), 0))
-        c = candidate_from(r, sorted(src), count)
-        if c is not None:
-            cands.append(c)
+        for alt in [r] + list(r.get("also", [])):  # `also`: a bounded rule beside the general one
+            c = candidate_from(alt, sorted(src), count)
+            if c is not None:
+                cands.append(c)
     path, header = stage_path(stage, opts.out_dir)
     base = _base_rules(stage, opts.hide)
     names = {r.name for r in base}
