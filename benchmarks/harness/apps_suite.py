@@ -88,7 +88,10 @@ def worker(name: str, contender: str, quick: bool, out_path: str) -> None:
         if prog.fallback_reason:
             print(json.dumps({"error": f"fell back to Halide: {prog.fallback_reason}"}), flush=True)
             return
-        call = prog.prepare(*values, size=out_size)
+        # The output is allocated by Halide's own allocator, as `pipe.realize(sizes)` allocates
+        # Halide's (see OUTPUT_PLACEMENT): both contenders write into the same kind of buffer.
+        out = hl.Buffer(app.output.type(), list(out_size))
+        call = prog.prepare(*values, size=out_size, out=out)
         compile_s = time.perf_counter() - t0
         run = call
         result = lambda: call.outputs[0]  # noqa: E731
@@ -103,7 +106,10 @@ def worker(name: str, contender: str, quick: bool, out_path: str) -> None:
         result = lambda: hbuf  # noqa: E731
     run()
     np.save(out_path, np.ascontiguousarray(np.asarray(result())))
-    print(json.dumps({"ready": True, "compile_s": compile_s, "size": list(out_size)}), flush=True)
+    page_offsets = {"inputs": [int(v.ctypes.data) % 4096 for v in values if isinstance(v, np.ndarray)],
+                    "output": int(np.asarray(result()).ctypes.data) % 4096}
+    print(json.dumps({"ready": True, "compile_s": compile_s, "size": list(out_size), "page_offsets": page_offsets}),
+          flush=True)
     for line in sys.stdin:
         cmd = line.split()
         if not cmd or cmd[0] == "q":
@@ -179,6 +185,8 @@ def time_app(name: str, reps: int, quick: bool, timeout: float | None = None) ->
                 else:
                     row["pitchfork_compile_s"] = ready[(n, "p")]["compile_s"]
                     row["halide_compile_s"] = ready[(n, "h")]["compile_s"]
+                    row["page_offsets"] = {"pitchfork": ready[(n, "p")].get("page_offsets"),
+                                           "halide21": ready[(n, "h")].get("page_offsets")}
                     ours = np.load(Path(tmp) / f"p{n}.npy").astype(np.float64)
                     theirs = np.load(Path(tmp) / f"h{n}.npy").astype(np.float64)
                     diff = float(np.abs(ours - theirs).max()) if ours.shape == theirs.shape else float("inf")
