@@ -164,9 +164,15 @@ def _load() -> str:
 def scheduling() -> str:
     """How this run's processes were scheduled, for the record: the process's nice value and, on Linux
     with autogroups (CPU time is split between sessions first, then between the processes of one), its
-    session's autogroup nice. A run started under a negative autogroup nice takes most of the CPU from
-    the machine's other sessions; both contenders' workers inherit it alike."""
+    session's autogroup nice, and a real-time policy if it has one (`chrt -f 10 pitchfork bench ...`:
+    SCHED_FIFO threads run before every normal one, so other jobs on a shared machine wait while a
+    worker runs). A run started under a negative autogroup nice takes most of the CPU from the machine's
+    other sessions; both contenders' workers (and Halide's pool threads) inherit either alike."""
     parts = [f"nice {os.nice(0)}"]
+    policy = os.sched_getscheduler(0) if hasattr(os, "sched_getscheduler") else None
+    realtime = {getattr(os, "SCHED_FIFO", None): "SCHED_FIFO", getattr(os, "SCHED_RR", None): "SCHED_RR"}
+    if policy is not None and policy in realtime:
+        parts.append(f"{realtime[policy]} priority {os.sched_getparam(0).sched_priority}")
     try:
         group = Path("/proc/self/autogroup").read_text().split()
         if len(group) == 3 and group[1] == "nice":
@@ -350,6 +356,10 @@ def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: st
              "it replaced our own earlier choice (k so a sample lasted ~5 ms: k = 3 for blur, 1 for the others), "
              "too short for a",
              "2-thread pool to reach its steady state. Medians; ratios are paired medians.",
+             f"Both contenders write into an output placed alike ({OUTPUT_PAGE_OFFSET} bytes into a 4 KiB page; "
+             "since session 16: before, ours was",
+             "`np.empty`'s, at the numpy input's page offset, and Halide's its own allocation's; see "
+             "OUTPUT_PLACEMENT in apps_suite.py).",
              f"Load before: `{load_before}`; after: `{load_after}`."
              + (f" Scheduling of this run: {sched}." if sched else "")
              + (f" Command: `{command}`." if command else ""), "",
