@@ -303,7 +303,7 @@ def crash_line(returncode: int, stderr: str) -> str:
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith(CONTENDER_MARK)]
     why = next((ln for ln in reversed(lines) if "Assertion" in ln or "LLVM ERROR" in ln),
                lines[-1] if lines else "")
-    why = re.sub(r"^\S*?/(llvm/(?:lib|include)/)", r"\1", why)
+    why = re.sub(r"\S*/(llvm/(?:lib|include)/)", r"\1", why, count=1)
     return f"{how}: {why}"[:400]
 
 

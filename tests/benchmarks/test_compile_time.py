@@ -111,3 +111,15 @@ def test_the_child_skips_contenders_and_names_each_before_it_runs(capsys) -> Non
     row = ct.child("add", "x86-avx2", 1, skip=("llvm", "halide21"))
     assert list(row["median"]) == ["pitchfork"] and row["errors"] == {}
     assert capsys.readouterr().err.splitlines() == [f"{ct.CONTENDER_MARK} pitchfork"] * 2  # warm-up + 1 round
+
+
+def test_crash_line_is_the_assertion_with_a_short_path() -> None:
+    # the stderr of the depthwise_conv hvx128 isel=llvm child that llvmlite's LLVM aborted (session 15)
+    err = (f"{ct.CONTENDER_MARK} llvm\npython3: /root/miniconda3/envs/buildenv/conda-bld/llvmdev_1779838404695/work/"
+           "llvm/lib/CodeGen/TargetRegisterInfo.cpp:226: const llvm::TargetRegisterClass* getMinimalPhysRegClass("
+           "const llvm::TargetRegisterInfo*, llvm::MCRegister, TypeT) [with TypeT = llvm::MVT]: Assertion `BestRC && "
+           "\"Couldn't find the register class\"' failed.\n")
+    line = ct.crash_line(-6, err)
+    assert line.startswith("killed by SIGABRT: python3: llvm/lib/CodeGen/TargetRegisterInfo.cpp:226: ")
+    assert line.endswith("Assertion `BestRC && \"Couldn't find the register class\"' failed.")
+    assert ct.crash_line(3, "") == "exit status 3: "
