@@ -201,19 +201,20 @@ class MemoryMixin:
         return v
 
     def _entry_alloca(self, t: ir.Type, align: int = 128) -> ir.Value:
+        """A stack slot in the function's entry block, where LLVM folds it into the frame (a static
+        alloca) wherever the block places it."""
         entry = self.fn.entry_basic_block
-        # llvmlite's builder keeps its insertion point as an index into the block's list: while the
-        # kernel's builder is still in the entry block (a kernel with no argument checks before its
-        # first allocation, e.g. a no_asserts target), an instruction inserted at the block's start
-        # must move that index on, or later instructions land one place too early and the block's
-        # last instruction ends up after its terminator
-        here = self.b.block is entry and self.b._anchor  # type: ignore[attr-defined]
-        b = ir.IRBuilder(entry)
-        b.position_at_start(entry)
-        a = b.alloca(t)
+        if self.b.block is entry:
+            # Still emitting the entry block (a kernel with no argument checks before its first
+            # allocation, e.g. a no_asserts target): insert at the builder's own position. Inserting
+            # at the block's start through a second builder would leave this builder's insertion
+            # index one place short, and the block's last instruction would land after its terminator.
+            a = self.b.alloca(t)
+        else:
+            b = ir.IRBuilder(entry)
+            b.position_at_start(entry)
+            a = b.alloca(t)
         a.align = align
-        if here is not False:
-            self.b._anchor = here + 1  # type: ignore[attr-defined]
         return a
 
     def _scratch_alloca(self, t: ir.Type) -> ir.Value:
