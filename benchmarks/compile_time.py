@@ -27,9 +27,9 @@ llvmlite's assertion-enabled LLVM aborts the process) is a one-line failure of t
 child is run again without it, so the benchmark's other contenders are still measured (`run_child`).
 
 Outputs go to the folder given with -o (default ./compile-time-out): results.json, compile_time.md,
-compile_time.png. `--write-results` also replaces the compile-time section of
-benchmarks/RESULTS_COMPILE_TIME.md with compile_time.md (never without the flag; RESULTS.md is the
-harness's, generated whole). Works on older checkouts too (module paths before and after the issue 23
+compile_time.png. `--write-results` also puts compile_time.md into
+benchmarks/RESULTS_COMPILE_TIME.md, between the marks `write_results` owns (the previous generated run
+is replaced; the sessions' hand-written sections are left alone; never without the flag). Works on older checkouts too (module paths before and after the issue 23
 restructure), so one command measures before and after.
 """
 
@@ -524,18 +524,31 @@ def plot(data: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+#: the lines around the section `--write-results` owns in the results file: it replaces what is between
+#: them and nothing else (the file's hand-written history of earlier sessions stays as it is)
+BEGIN_MARK = "<!-- benchmarks.compile_time --write-results: generated, replaced by the next run -->"
+END_MARK = "<!-- end of benchmarks.compile_time --write-results -->"
+
+
 def write_results(md: str, results: Path) -> None:
-    """Replace the "## Compile time" section of `results` with `md` (the file is made if missing)."""
+    """Put `md` (this run's report) in `results` between BEGIN_MARK and END_MARK, replacing the run
+    written there before. A file without the marks gets them right after its title (its first line,
+    when that is a "# " heading), above the sessions' sections; a missing file is made."""
+    block = f"{BEGIN_MARK}\n{md.rstrip()}\n{END_MARK}\n"
     if not results.exists():
-        results.write_text(md)
+        results.write_text(block)
         return
     text = results.read_text()
-    start = text.find("## Compile time")
-    if start < 0:
-        results.write_text(text.rstrip() + "\n\n" + md)
+    start, end = text.find(BEGIN_MARK), text.find(END_MARK)
+    if 0 <= start < end:
+        after = text[end + len(END_MARK):].lstrip("\n")
+        results.write_text(text[:start] + block + ("\n" + after if after else ""))
         return
-    end = text.find("\n## ", start + 3)
-    results.write_text(text[:start] + md + (text[end + 1:] if end >= 0 else ""))
+    if text.startswith("# "):
+        title, _, rest = text.partition("\n")
+        results.write_text(f"{title}\n\n{block}\n" + rest.lstrip("\n"))
+    else:
+        results.write_text(f"{block}\n{text}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -549,8 +562,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="checkouts to measure side by side (default: this one), e.g. an old commit's and this")
     p.add_argument("--skip-compile", action="store_true")
     p.add_argument("--skip-selection", action="store_true")
-    p.add_argument("--write-results", action="store_true", help="replace the compile-time section of "
-                   "benchmarks/RESULTS_COMPILE_TIME.md with this run's table")
+    p.add_argument("--write-results", action="store_true", help="put this run's report into "
+                   "benchmarks/RESULTS_COMPILE_TIME.md (replacing the run written there before)")
     p.add_argument("--child", nargs=2, metavar=("BENCH", "ISA"), help=argparse.SUPPRESS)
     p.add_argument("--skip", action="append", default=[], choices=KINDS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)

@@ -47,10 +47,16 @@ def test_report_and_results_section(tmp_path: Path) -> None:
     ct.plot(data, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000
     results = tmp_path / "RESULTS.md"
-    results.write_text("# R\n\n## Speed\nkeep\n\n## Compile time (old)\nold rows\n\n## Later\nkept too\n")
-    ct.write_results(md, results)
-    text = results.read_text()
-    assert "old rows" not in text and "keep" in text and "## Later\nkept too" in text and md in text
+    history = "## Session 15\nkept\n\n## Compile time, session 12 run\nold rows, kept too\n"
+    results.write_text("# R\n\n" + history)
+    ct.write_results(md, results)  # the first generated run: right under the title, above the history
+    assert results.read_text() == f"# R\n\n{ct.BEGIN_MARK}\n{md.rstrip()}\n{ct.END_MARK}\n\n{history}"
+    newer = md.replace("today", "tomorrow")
+    ct.write_results(newer, results)  # the next run replaces it, and only it
+    assert results.read_text() == f"# R\n\n{ct.BEGIN_MARK}\n{newer.rstrip()}\n{ct.END_MARK}\n\n{history}"
+    fresh = tmp_path / "new.md"
+    ct.write_results(md, fresh)
+    assert fresh.read_text() == f"{ct.BEGIN_MARK}\n{md.rstrip()}\n{ct.END_MARK}\n"
 
 
 # A stand-in for the harness's child (`compile_time --child`), run as a real subprocess: it announces each
