@@ -21,9 +21,11 @@ every child the same kind of directory, for both engines alike:
 
 * `cold`: an empty directory per process (a first-ever compile: both engines parse their rules, the
   e-graph saturates every shape);
-* `rules`: the rule caches warm (one unmeasured greedy compile of the list fills them), the e-graph's
-  shape store emptied before every process (each egraph process saturates every shape: the strictest
-  state for the e-graph, and the one earlier sessions measured);
+* `rules`: the rule caches warm (one unmeasured compile of the list per engine fills them: greedy's
+  parsed rule files, and the e-graph's compiled egglog prelude, engine._prelude, which is the rule
+  files of rules/egraph/ compiled to egglog text), the e-graph's shape store emptied before every
+  process (each egraph process saturates every shape: the strictest state for the e-graph, and the one
+  earlier sessions measured);
 * `warm`: every cache warm, the shape store included (one unmeasured compile per engine fills them):
   a pipeline compiled again.
 
@@ -141,8 +143,7 @@ def _measure(isa: str, mode: str, names: list[str], repeat: int, base: Path) -> 
     shutil.rmtree(warm, ignore_errors=True)
     if mode != "cold":  # unmeasured compiles that fill the caches
         _child("greedy", isa, names, warm)
-        if mode == "warm":
-            _child("egraph", isa, names, warm)
+        _child("egraph", isa, names, warm)  # `rules`: for its compiled prelude (the shape store is emptied)
     runs: dict[str, list[list[dict]]] = {e: [] for e in ENGINES}
     for i in range(repeat):
         for engine in ENGINES if i % 2 == 0 else ENGINES[::-1]:
