@@ -39,6 +39,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -188,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", default="variants-out")
     ap.add_argument("--write-results", action="store_true",
                     help="replace the generated section of benchmarks/variants/RESULTS.md with this run's totals")
+    ap.add_argument("--label", default="", help="a line saying what this run measured (which code, which "
+                    "session), written with the totals by --write-results and into selection.json")
     ap.add_argument("--engine-only", choices=ENGINES, help=argparse.SUPPRESS)  # the child process
     args = ap.parse_args(argv)
     names = args.bench or list(registry.NAMES)
@@ -206,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     for isa in isas:
         for mode in modes:
             rows += _measure(isa, mode, names, args.repeat, out / "cache")
-    summary: dict = {"load_average_1min_at_start": load, "repeat": args.repeat}
+    summary: dict = {"load_average_1min_at_start": load, "repeat": args.repeat, "label": args.label}
     for isa in isas:
         for mode in modes:
             rs = [r for r in rows if r["isa"] == isa and r["cache"] == mode]
@@ -267,8 +270,8 @@ def _markdown(summary: dict, rows: list[dict], argv: list[str]) -> str:
     def fmt(x: float | None) -> str:
         return "?" if x is None else f"{x:.1f}"
 
-    lines = [f"## {TITLE}", "",
-             f"`python3 -m benchmarks.variants.selection {' '.join(argv)}`; load average (1 min) "
+    lines = [f"## {TITLE}", ""] + ([f"Run: {summary['label']}", ""] if summary.get("label") else []) + [
+             f"`python3 -m benchmarks.variants.selection {shlex.join(argv)}`; load average (1 min) "
              f"{fmt(summary.get('load_average_1min_at_start'))} at the start, {fmt(summary.get('load_average_1min_at_end'))} "
              f"at the end; each engine in its own process, the two alternating, median of {summary['repeat']} per "
              "benchmark. Selection time: `CompileStats.selection_seconds` (lifting and lowering of every vector "
