@@ -601,15 +601,7 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
             if budget.seed:  # greedy's lifting of every sub-term of the input, from its memo, renamed
                 memo = lw._memo
                 pairs = [(t, memo[t]) for t in norm.walk() if t.args and memo.get(t, t) is not t]
-                # the greedy fixed points among the input's sub-terms and their liftings' (the whole
-                # memo holds every expression lifted so far; a fixed point of another expression
-                # cannot be in this shape's e-graph, and marking fewer only leaves the pass to find
-                # the same lifting itself, engine._mark_fixed)
-                near: dict[Term, None] = {}
-                for top in [norm] + [r for _, r in pairs]:
-                    for t in top.walk():
-                        near[t] = None
-                kept = [t for t in near if t.args and memo.get(t) is t]
+                kept = [t for t, r in memo.items() if r is t and t.args]
                 renamed = rename_all([x for p in pairs for x in p] + kept, forward)
                 seed = list(zip(renamed[0:2 * len(pairs):2], renamed[1:2 * len(pairs):2]))
                 fixed = renamed[2 * len(pairs):]

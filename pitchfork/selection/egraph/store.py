@@ -20,6 +20,9 @@ Invariants:
   found nothing cheaper": greedy's own result, computed in this process, is what is used.
 * Only outcomes that do not depend on the machine are stored: not an egglog failure (it may be
   transient), not a run under a wall-clock budget (`Budget.seconds`).
+* The egglog prelude (engine._prelude: the declarations and rules/egraph/ compiled to egglog text) is a
+  rule cache kept here too, under `egraph-prelude/` (PRELUDE_KIND), keyed by `engine_version` and the
+  declared ops: a text that is a pure function of those, so the shape store can be emptied without it.
 * Location, format and robustness are pitchfork/trs/cache.py's: `$PITCHFORK_CACHE_DIR` (off turns it
   off), else `$XDG_CACHE_HOME/pitchfork`, else `~/.cache/pitchfork`, subdirectory `egraph/`; written
   atomically; an unreadable or corrupt entry is a miss. `ENABLED = False` turns the store off in this
