@@ -22,12 +22,14 @@ compile of the same pipeline, all three with one Halide target string per ISA (`
 + llc -O3 to an object with the harness's command, `halide21.llc_command`: our target machine and every backend
 option ours gets, `machine.backend_options`; Halide's bundled LLVM aborts on sobel3x3's HVX code). The first compile of each kind in the child is a
 warm-up and not counted: figures are a long-running process's compile time, as in a build compiling many
-generators. Medians over the benchmarks per ISA.
+generators. Medians over the benchmarks per ISA. A contender that kills the child (an assertion of
+llvmlite's assertion-enabled LLVM aborts the process) is a one-line failure of that contender, and the
+child is run again without it, so the benchmark's other contenders are still measured (`run_child`).
 
 Outputs go to the folder given with -o (default ./compile-time-out): results.json, compile_time.md,
-compile_time.png. `--write-results` also replaces the compile-time section of
-benchmarks/RESULTS_COMPILE_TIME.md with compile_time.md (never without the flag; RESULTS.md is the
-harness's, generated whole). Works on older checkouts too (module paths before and after the issue 23
+compile_time.png. `--write-results` also puts compile_time.md into
+benchmarks/RESULTS_COMPILE_TIME.md, between the marks `write_results` owns (the previous generated run
+is replaced; the sessions' hand-written sections are left alone; never without the flag). Works on older checkouts too (module paths before and after the issue 23
 restructure), so one command measures before and after.
 """
 
@@ -37,6 +39,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -252,20 +255,29 @@ def _halide(bench: Any, isa: str) -> dict[str, float]:
         return {"total": total, "cpu": cpu, "how": how}  # type: ignore[dict-item]
 
 
-def child(name: str, isa: str, repeat: int) -> dict[str, Any]:
+#: what the child writes to stderr before each contender's compile: a contender that kills the child
+#: (an assertion in llvmlite's assertion-enabled LLVM aborts the process) is named by the last one
+CONTENDER_MARK = "compile_time: contender"
+KINDS = ("pitchfork", "llvm", "halide21")
+
+
+def child(name: str, isa: str, repeat: int, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One benchmark x ISA: every contender but those in `skip`, warmed up, then `repeat` timed rounds."""
     from benchmarks.registry import get
 
     bench = get(name)
-    kinds = [("pitchfork", lambda: _ours(bench, isa, "pitchfork")), ("llvm", lambda: _ours(bench, isa, "llvm")),
+    every = [("pitchfork", lambda: _ours(bench, isa, "pitchfork")), ("llvm", lambda: _ours(bench, isa, "llvm")),
              ("halide21", lambda: _halide(bench, isa))]
+    kinds = [(k, f) for k, f in every if k not in skip]
     runs: dict[str, list] = {k: [] for k, _ in kinds}
     errors: dict[str, str] = {}
     load0 = os.getloadavg()[0]
     for r in range(repeat + 1):  # round 0 is the warm-up
-        order = kinds[r % 3:] + kinds[:r % 3]  # rotate who goes first: load drifts hit all alike
+        order = kinds[r % len(kinds):] + kinds[:r % len(kinds)]  # rotate who goes first: load drifts hit all alike
         for k, f in order:
             if k in errors:
                 continue
+            print(f"{CONTENDER_MARK} {k}", file=sys.stderr, flush=True)
             try:
                 res = f()
             except Exception as e:  # noqa: BLE001 - a failed contender is a row, not a crash
@@ -283,6 +295,49 @@ def child(name: str, isa: str, repeat: int) -> dict[str, Any]:
             "load": [round(load0, 1), round(os.getloadavg()[0], 1)]}  # 1-minute load at start and end
 
 
+def crash_line(returncode: int, stderr: str) -> str:
+    """One line for a child that died: how (signal or exit status) and the last message that says why
+    (LLVM's assertion or fatal error where there is one; the source path shortened to llvm/...)."""
+    how = (f"killed by {signal.Signals(-returncode).name}" if returncode < 0 and -returncode in signal.valid_signals()
+           else f"exit status {returncode}")
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith(CONTENDER_MARK)]
+    why = next((ln for ln in reversed(lines) if "Assertion" in ln or "LLVM ERROR" in ln),
+               lines[-1] if lines else "")
+    why = re.sub(r"\S*/(llvm/(?:lib|include)/)", r"\1", why, count=1)
+    return f"{how}: {why}"[:400]
+
+
+def run_child(cmd: list[str], cwd: Path, env: dict[str, str], attempts: int = len(KINDS)) -> dict[str, Any]:
+    """The JSON row a child command (`child`'s, or one printing a row of that shape last) prints.
+
+    A contender that kills the child -- llvmlite's LLVM is built with assertions on, and an assertion
+    aborts the process (isel=llvm on depthwise_conv hvx128: LLVM's Hexagon IfConverter asks for the
+    register class of a reversed vector pair, which has none on v66; Debian's release llc-22 compiles
+    the same IR) -- becomes a one-line error of that contender, and the child is run again without it
+    (`--skip KIND`), so the other contenders of the benchmark are measured as in any other child: no
+    contender's compile is moved into a process of its own. Which contender died is the last
+    `CONTENDER_MARK` line on the child's stderr; a death no contender can be blamed for is the row's
+    "child" error, as before."""
+    skip: list[str] = []
+    errors: dict[str, str] = {}
+    for _ in range(attempts):
+        p = subprocess.run(cmd + [a for k in skip for a in ("--skip", k)], capture_output=True, text=True,
+                           cwd=cwd, env=env)
+        if p.returncode == 0:
+            row = json.loads(p.stdout.strip().splitlines()[-1])
+            row["errors"] = {**row.get("errors", {}), **errors}
+            return row
+        marks = [ln.split()[-1] for ln in p.stderr.splitlines() if ln.startswith(CONTENDER_MARK)]
+        kind = marks[-1] if marks else None
+        line = crash_line(p.returncode, p.stderr)
+        if kind is None or kind in skip:
+            errors["child"] = line
+            break
+        errors[kind] = line
+        skip.append(kind)
+    return {"median": {}, "errors": errors}
+
+
 def compile_rows(benches: list[str], isas: list[str], repeat: int, roots: list[Path],
                  progress: Any = None) -> list[dict[str, Any]]:
     """One child per benchmark x ISA x checkout; `progress(rows)` is called after each (partial reports)."""
@@ -291,13 +346,8 @@ def compile_rows(benches: list[str], isas: list[str], repeat: int, roots: list[P
         for isa in isas:
             for root in roots:  # before/after side by side: same benchmark, one after the other
                 cmd = [sys.executable, "-m", "benchmarks.compile_time", "--child", name, isa, "--repeat", str(repeat)]
-                p = subprocess.run(cmd, capture_output=True, text=True, cwd=root,
-                                   env={**os.environ, "PYTHONPATH": str(root), "HL_NUM_THREADS": "1"})
-                if p.returncode:
-                    row = {"bench": name, "isa": isa, "median": {}, "errors": {"child": p.stderr[-300:]}}
-                else:
-                    row = json.loads(p.stdout.strip().splitlines()[-1])
-                row["root"] = str(root)
+                row = run_child(cmd, root, {**os.environ, "PYTHONPATH": str(root), "HL_NUM_THREADS": "1"})
+                row.update(bench=name, isa=isa, root=str(root))
                 rows.append(row)
                 print(f"{name:16s} {isa:9s} {root.name:14s} " + "  ".join(
                     f"{k} {v['total']:.2f}s" for k, v in row["median"].items()), flush=True)
@@ -474,18 +524,31 @@ def plot(data: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+#: the lines around the section `--write-results` owns in the results file: it replaces what is between
+#: them and nothing else (the file's hand-written history of earlier sessions stays as it is)
+BEGIN_MARK = "<!-- benchmarks.compile_time --write-results: generated, replaced by the next run -->"
+END_MARK = "<!-- end of benchmarks.compile_time --write-results -->"
+
+
 def write_results(md: str, results: Path) -> None:
-    """Replace the "## Compile time" section of `results` with `md` (the file is made if missing)."""
+    """Put `md` (this run's report) in `results` between BEGIN_MARK and END_MARK, replacing the run
+    written there before. A file without the marks gets them right after its title (its first line,
+    when that is a "# " heading), above the sessions' sections; a missing file is made."""
+    block = f"{BEGIN_MARK}\n{md.rstrip()}\n{END_MARK}\n"
     if not results.exists():
-        results.write_text(md)
+        results.write_text(block)
         return
     text = results.read_text()
-    start = text.find("## Compile time")
-    if start < 0:
-        results.write_text(text.rstrip() + "\n\n" + md)
+    start, end = text.find(BEGIN_MARK), text.find(END_MARK)
+    if 0 <= start < end:
+        after = text[end + len(END_MARK):].lstrip("\n")
+        results.write_text(text[:start] + block + ("\n" + after if after else ""))
         return
-    end = text.find("\n## ", start + 3)
-    results.write_text(text[:start] + md + (text[end + 1:] if end >= 0 else ""))
+    if text.startswith("# "):
+        title, _, rest = text.partition("\n")
+        results.write_text(f"{title}\n\n{block}\n" + rest.lstrip("\n"))
+    else:
+        results.write_text(f"{block}\n{text}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -499,12 +562,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="checkouts to measure side by side (default: this one), e.g. an old commit's and this")
     p.add_argument("--skip-compile", action="store_true")
     p.add_argument("--skip-selection", action="store_true")
-    p.add_argument("--write-results", action="store_true", help="replace the compile-time section of "
-                   "benchmarks/RESULTS_COMPILE_TIME.md with this run's table")
+    p.add_argument("--write-results", action="store_true", help="put this run's report into "
+                   "benchmarks/RESULTS_COMPILE_TIME.md (replacing the run written there before)")
     p.add_argument("--child", nargs=2, metavar=("BENCH", "ISA"), help=argparse.SUPPRESS)
+    p.add_argument("--skip", action="append", default=[], choices=KINDS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child[0], args.child[1], args.repeat or 1)))
+        print(json.dumps(child(args.child[0], args.child[1], args.repeat or 1, tuple(args.skip))))
         return 0
     from benchmarks.registry import NAMES
 

@@ -81,6 +81,12 @@ def parser() -> argparse.ArgumentParser:
              "(two-instruction right sides; slower per left side)",
     )
     p.add_argument(
+        "--first-pass", type=int, default=None, metavar="TERMS",
+        help="lowering: search every left side with at most TERMS terms first, then those over budget "
+        "with --max-terms (default 10000 with --bring-up, else 0: one pass); a --time-limit then cuts "
+        "only the deep searches",
+    )
+    p.add_argument(
         "--no-topdown", action="store_true",
         help="lowering: no goal-directed search from the root down after the levels run over budget "
         "(synth/topdown.py; on by default)",
@@ -195,6 +201,7 @@ def options(args: argparse.Namespace) -> Options:
         progress=not args.no_progress,
         hide=tuple(args.hide_rule) + bring_up,
         rounds=args.rounds if args.rounds is not None else (5 if bring_up else 1),
+        first_pass_terms=args.first_pass if args.first_pass is not None else (10_000 if bring_up else 0),
     )
     if o.rounds < 1:
         raise SystemExit(f"pitchfork-synth: --rounds must be at least 1 (got {o.rounds})")

@@ -53,9 +53,14 @@ class Corpus:
     #: v0, v1, ... stood for at every place the cut was found: the sub-term a cut variable replaced, or
     #: the leaf. A bounds predicate the lowering search may state (synth/tasks.py `_bounded_ranges`)
     ranges: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    #: per entry, whether each variable v0, v1, ... stood for a uniform value (a broadcast scalar:
+    #: pitchfork.trs.predicate.is_uniform_term) at one place the cut was found at least: an
+    #: `is_uniform` predicate the lowering search may state (x86's shifts by a count in a register)
+    uniform: dict[str, list[bool]] = field(default_factory=dict)
 
     def add_expression(self, term: Term, source: str, max_nodes: int = MAX_NODES) -> None:
         from pitchfork.selection.bounds import bounds
+        from pitchfork.trs.predicate import is_uniform_term
 
         exprs = self.expressions.setdefault(source, [])
         if term in exprs:
@@ -72,6 +77,9 @@ class Corpus:
             have = self.ranges.get(key)
             self.ranges[key] = here if have is None else [
                 (min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(have, here)]
+            flat = [is_uniform_term(origin.get(v.name, v)) for v in variable_order(cut)]
+            was = self.uniform.get(key)
+            self.uniform[key] = flat if was is None else [a or b for a, b in zip(was, flat)]
 
     def entries(self) -> list[CorpusEntry]:
         """Most frequent first, then by text (deterministic)."""

@@ -142,6 +142,15 @@ def _forbidden(t: Term) -> bool:
     return False
 
 
+def _uniform_last(text: str) -> int:
+    """0 for a rule guarded by `is_uniform` (a broadcast-count form, x86 vpsraw), else 1: such rules
+    are decided and written first. The rewriter takes the first of equally cheap right sides, and the
+    cost model charges a per-lane shift through wider lanes (`psrav_widened`) one instruction like
+    the broadcast-count one, so only order makes the rule for the uniform case win there (as
+    rules/lower/x86_avx2.rules orders its psra_uniform before psrav_widened)."""
+    return 0 if "is_uniform(" in text.split("#", 1)[0] else 1
+
+
 def select(
     candidates: Sequence[Candidate],
     stage: str,
@@ -153,6 +162,7 @@ def select(
     order = sorted(
         candidates,
         key=lambda c: (
+            _uniform_last(c.text),
             LEVEL_ORDER.get(c.level, 3),
             CONST_ORDER.get(c.constants, 3),
             -c.count,
@@ -211,7 +221,9 @@ def select(
 def bounded_example(c: Candidate) -> Optional[Term]:
     """The candidate's example with its bounded variables clamped (min/max) into the ranges its
     predicates state, so the rewriter's bounds prove them: `fits(x_T, N)` (x in N's range),
-    `lower_bounded(x_T, lo)`, `upper_bounded(x_T, hi)`, joined by `&&`; None if one is not understood."""
+    `lower_bounded(x_T, lo)`, `upper_bounded(x_T, hi)`, and with the variables `is_uniform(x_T)`
+    states as uniform leaves (`is_variable` holds for any variable), joined by `&&`; None if one is not
+    understood."""
     import re
 
     from fpir.ops import make
@@ -219,10 +231,15 @@ def bounded_example(c: Candidate) -> Optional[Term]:
     from fpir.types import parse_type
 
     limits: dict[tuple[str, str], list[int]] = {}
+    uniform: set[tuple[str, str]] = set()
     for clause in c.bounded.split(" && "):
         m = re.fullmatch(r"fits\((\w+)_([ui]\d+), ([ui]\d+)\)", clause.strip())
         b = re.fullmatch(r"(lower|upper)_bounded\((\w+)_([ui]\d+), (-?\d+)\)", clause.strip())
-        if m is not None:
+        u = re.fullmatch(r"is_(variable|uniform)\((\w+)_([ui]\d+)\)", clause.strip())
+        if u is not None:  # a variable the rule requires uniform: a uniform leaf in the example
+            if u.group(1) == "uniform":
+                uniform.add((u.group(2), u.group(3)))
+        elif m is not None:
             t, n = parse_type(m.group(2)), parse_type(m.group(3))
             lim = limits.setdefault((m.group(1), m.group(2)), [t.min, t.max])
             lim[0], lim[1] = max(lim[0], n.min), min(lim[1], n.max)
@@ -236,9 +253,11 @@ def bounded_example(c: Candidate) -> Optional[Term]:
         else:
             return None
     clamped_of: dict[tuple[str, str], Term] = {}
+    for name, tname in uniform - set(limits):
+        clamped_of[(name, tname)] = var(name, parse_type(tname), uniform=True)
     for (name, tname), (lo, hi) in limits.items():
         t = parse_type(tname)
-        x: Term = var(name, t)
+        x: Term = var(name, t, uniform=(name, tname) in uniform)
         if hi < t.max:
             x = make("min", x, const(hi, t), fold=False)
         if lo > t.min:
@@ -295,9 +314,9 @@ def write_rules(path: Path, decisions: Iterable[Decision], header: str, drop: It
         (d for d in decisions if d.outcome == "written" and d.name not in gone),
         key=lambda d: (d.candidate.rhs_cost, d.name)
     )
-    lines = old_lines + [
+    lines = sorted(old_lines + [
         f"{d.name}: {d.candidate.text}  {provenance_comment(d.candidate, d.detail)}" for d in new
-    ]
+    ], key=_uniform_last)  # stable: the file's order otherwise
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(header.rstrip() + "\n\n" + "\n".join(lines) + ("\n" if lines else ""))
     parse_rules(path.read_text(), str(path))  # the file stays loadable

@@ -232,6 +232,10 @@ def _lhs_hash(
 
 
 def _same_values(t: Term, target: np.ndarray, env: dict[str, np.ndarray]) -> bool:
+    if any(x.args and spec(x.op).reads_lane0 for x in t.walk()) and all(np.ndim(a) == 1 for a in env.values()):
+        # lane-wise examples are independent rows, not the lanes of one vector: one lane per row, so
+        # an operand read at lane 0 (x86 vpsraw's count) is that row's own value (as the bank computes it)
+        env = {k: np.asarray(a).reshape(-1, 1) for k, a in env.items()}
     try:
         with np.errstate(all="ignore"):
             v = np.asarray(evaluate(t, env))

@@ -51,7 +51,7 @@ LOWER_PRIMS = (
 )
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
 #: are not reused
-SEARCH_VERSION = {"lift": 7, "lower": 10}
+SEARCH_VERSION = {"lift": 7, "lower": 11}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -75,6 +75,10 @@ class Task:
     instructions_pass: bool = False
     #: lowering: when the levels run over budget, search from the root down (synth/topdown.py)
     topdown: bool = True
+    #: lowering: indices i of the variables v<i> searched as uniform (the same value in every lane; the
+    #: corpus saw a broadcast there, synth/corpus.py `Corpus.uniform`): the rule found states
+    #: `is_variable(v<i>) && is_uniform(v<i>)` (x86 vpsraw / vpsllw read their count at lane 0)
+    uniform: tuple[int, ...] = ()
 
     @property
     def key(self) -> str:
@@ -89,6 +93,7 @@ class Task:
             + (f"|r:{';'.join(f'{lo},{hi}' for lo, hi in self.ranges)}" if self.ranges else "")
             + ("|insts" if self.instructions_pass else "")
             + ("|td" if self.topdown and self.kind == "lower" else "")
+            + (f"|u:{','.join(map(str, self.uniform))}" if self.uniform else "")
         )
 
 
@@ -197,9 +202,15 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
         return 0 if op == "reinterpret" else 1
 
     leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types, negated=True))
-    key = f"lower:{isa}:{';'.join(to_text(x) + ':' + x.type.name for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
+    key = f"lower:{isa}:{';'.join(_leaf_key(x) for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
     return Grammar(leaves, tuple(forms), frozenset(types), lowering_cost, level, lambda c: c[0] - 1,
                    also=encodable_everywhere, key=key)
+
+
+def _leaf_key(x: Term) -> str:
+    """A grammar leaf in a bank key: a uniform variable prints as a plain one, but its banks must
+    not be shared with the plain variable's (their terms hold the leaf)."""
+    return to_text(x) + ":" + x.type.name + (":uniform" if x.is_uniform_leaf else "")
 
 
 def encodable_everywhere(t: Term) -> bool:
@@ -208,7 +219,17 @@ def encodable_everywhere(t: Term) -> bool:
     nothing, whatever the cost model charges for it)."""
     from pitchfork.targets.base import encodable
 
-    return all(encodable(x) for x in t.walk() if x.args and OPS[x.op].kind == "target")
+    return all(encodable(x) for x in t.walk() if x.args and OPS[x.op].kind == "target") and lane0_uniform(t)
+
+
+def lane0_uniform(t: Term) -> bool:
+    """Every operand an instruction of t reads at lane 0 only is uniform (constants and uniform
+    leaves): the search's examples are independent rows, not the lanes of one vector, so only there
+    can such an instruction equal a lane-wise left side (x86 `psra_uniform(x, y)` is `x >> y` only
+    for a broadcast y; synth/search.py `_same_values`)."""
+    from pitchfork.trs.predicate import is_uniform_term
+
+    return all(is_uniform_term(x.args[i]) for x in t.walk() if x.args for i in OPS[x.op].lane0_args)
 
 
 def instructions_grammar(lhs: Term, isa: str, full: Grammar) -> Grammar:
@@ -298,6 +319,8 @@ def _run(task: Task) -> dict[str, Any]:
     from synth.generalize import generalize
 
     term = parse(task.lhs)
+    if task.kind == "lower" and task.uniform:
+        return _run_uniform(task, term)
     if task.kind == "lift":
         from pitchfork.selection.cost import cost
 
@@ -345,7 +368,7 @@ def _run(task: Task) -> dict[str, Any]:
     info["generalize_seconds"] = round(time.perf_counter() - t2, 3)
     if g is None:
         return {**info, "status": "rejected", "reason": "no generalization attempt verified"}
-    return {
+    out = {
         **info,
         "status": "synthesized",
         "rule": g.text,
@@ -354,6 +377,91 @@ def _run(task: Task) -> dict[str, Any]:
         "instances": g.instances,
         "verdict": g.verdict,
     }
+    if task.kind == "lower" and task.ranges:
+        # where the corpus bounds the variables a still cheaper right side may hold: x86
+        # `rounding_mul_shr(x_i16, y_i16, 15)` is pmulhrsw plus a fix-up for -32768 * -32768 in
+        # general, pmulhrsw alone when y >= -32767 (the driver keeps both: the bounded rule only where
+        # it gains, synth/output.py)
+        cheaper = _bounded_ranges(seen, grammar, grammar.cost(res.rhs), task)
+        if cheaper is not None:
+            out["also"] = [{**info, **cheaper}]
+    return out
+
+
+def reads_lane0(t: Term) -> bool:
+    """Some instruction of t reads an operand that holds a uniform variable at lane 0 only
+    (`OpSpec.lane0_args`; a constant count there is no use of the variable being uniform)."""
+    return any(
+        any(u.is_var and u.is_uniform_leaf for u in x.args[i].walk())
+        for x in t.walk() if x.args for i in OPS[x.op].lane0_args
+    )
+
+
+def lane0_isa(isa: str) -> bool:
+    """The ISA has an instruction that reads an operand at lane 0 only (x86's shifts by a count in a
+    register): only there do left sides get a uniform task (`Task.uniform`)."""
+    from pitchfork.targets import load_target
+
+    load_target(isa)
+    prefix = ISA_PREFIX[isa]
+    return any(s.kind == "target" and n.startswith(prefix) and s.reads_lane0 for n, s in OPS.items())
+
+
+def uniform_predicates(vs: "list[Term]") -> tuple[str, ...]:
+    """`is_variable(v) && is_uniform(v)` for each variable: a broadcast that is not a constant (a
+    constant amount has its immediate forms; the rule is for a count only known at run time)."""
+    return tuple(p for v in vs for p in (f"is_variable({v.name}_{v.type.name})", f"is_uniform({v.name}_{v.type.name})"))
+
+
+def _run_uniform(task: Task, term: Term) -> dict[str, Any]:
+    """A lowering left side searched with some variables uniform (`Task.uniform`): the same search
+    (enumerator, then the one-instruction probe) with those variables as uniform leaves, so an
+    instruction that reads an operand at lane 0 only (x86 `psra_uniform(x, y)`: vpsraw's count in
+    an xmm register) is proven equal where that operand is a broadcast (fpir/z3enc.py: a uniform
+    leaf is one symbol for every lane). The rule found states `is_variable(v) && is_uniform(v)` for
+    those variables (`bounded`: synth/output.py checks its gain on an example with them uniform) and
+    is generalized and verified at every type instance under it, as the rewriter checks it."""
+    from fpir.term import var
+    from synth.corpus import substitute, variable_order
+    from synth.cost import lowering_cost
+    from synth.generalize import generalize
+
+    seen, cur = _lower_side(term, task.isa, task.hide)
+    names = {f"v{i}" for i in task.uniform}
+    order = variable_order(seen)
+    seen = canonical(seen)
+    plain = [var(f"v{j}", v.type) for j, v in enumerate(order) if v.name in names]
+    info: dict[str, Any] = {"seen": to_text(seen), "current": to_text(cur)}
+    if not plain or not seen.args or not cur.args:
+        return {**info, "status": "trivial"}
+    to_uniform = {v: var(v.name, v.type, uniform=True) for v in plain}
+    back = {u: v for v, u in to_uniform.items()}
+    searched = substitute(seen, to_uniform)
+    # only right sides that read an operand at lane 0: any other one holds for every operand and is
+    # the plain task's to find (and at equal cost the rewriter could not tell the two apart)
+    # (checked on the polished candidate too: `v1 - v1` read at lane 0 is the constant 0)
+    normal = _normal_form(task.isa, task.hide)
+    grammar = replace(lowering_grammar(searched, task.isa), normal=lambda t: reads_lane0(t) and normal(t),
+                      also=lambda t: encodable_everywhere(t) and reads_lane0(t))
+    bound = (lowering_cost(cur)[0], 0, 0)
+    info["bound"] = list(bound)
+    t1 = time.perf_counter()
+    res = synthesize(searched, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit)
+    info.update(search_seconds=round(time.perf_counter() - t1, 3), terms=res.terms, solver_calls=res.solver_calls,
+                rounds=res.rounds, pruned=res.pruned, search_detail=res.detail)
+    if res.status != "found" or res.rhs is None:
+        status = {"exhausted": "optimal", "budget": "budget", "solver": "solver"}[res.status]
+        return {**info, "status": status, "reason": res.detail}
+    rhs = substitute(res.rhs, back)
+    assume = uniform_predicates(plain)
+    info.update(rhs=to_text(rhs), rhs_cost=list(grammar.cost(res.rhs)))
+    if not task.generalize:
+        return {**info, "status": "synthesized", "bounded": " && ".join(assume)}
+    g = generalize(seen, rhs, assume=assume)
+    if g is None:
+        return {**info, "status": "rejected", "reason": "no generalization attempt verified"}
+    return {**info, "status": "synthesized", "bounded": " && ".join(assume), "rule": g.text, "level": g.level,
+            "constants": g.constants, "instances": g.instances, "verdict": g.verdict}
 
 
 def _topdown(seen: Term, grammar: Grammar, bound: tuple, task: Task, res: "SearchResult") -> "SearchResult":

@@ -1,8 +1,10 @@
 """The parallel structure of an app as it runs, PITCHFORK's beside Halide 21's: every call of
 `halide_do_par_for`, per parallel loop (its task function): calls, tasks per call, task count per call
 (min..max), mean and longest task, wall time per call of the loop, which thread ran the tasks (the
-caller or the runtime's worker), and in how many calls a worker joined and after how long (its first
-task's start after the loop's start: the pool's wake-up, which short tasks feel most).
+caller or the runtime's worker), in how many calls a worker joined and after how long (its first
+task's start after the loop's start: the pool's wake-up, which short tasks feel most), and the tail:
+from the end of the loop's last task to `halide_do_par_for`'s return (the caller, asleep when a
+worker ran the last task, being woken).
 
 How: a small C file (`PARLOG_C`) linked into apps_suite_profile's C drivers installs, when the
 environment has `PITCHFORK_PARLOG=1`, a `halide_set_custom_do_par_for` handler. Both contenders' code
@@ -18,6 +20,12 @@ same order with the same task counts per call (32, 64, 16, 32, 8, 16, 4, 8, 2, 8
 per-loop wall times within the run-to-run spread, and the same caller / worker split (gPyramid_1, 69%
 of the time: 51% / 49% for both; the output loop, 8 tasks of ~650 us: 57-60% / 40-43% for both).
 Timings are wall clock and move with the machine's load; the structure does not.
+
+Session 16, blur 1536x2560, 2 threads, under `chrt -f 10` (so the shared machine's other jobs did not
+run on our CPUs): the same 80 tasks per call for both, 50% / 50% split for both, the worker joining
+39 us (ours) and 32 us (Halide) into the loop and the caller back 45 / 29 us after the last task.
+That is ~80 us of thread-pool wake-ups per call for both: ~13% of our 0.6 ms loop and ~2% of
+Halide's 2.9 ms one, which is why the same schedule scales less for us (benchmarks/RESULTS_APPS.md).
 """
 
 from __future__ import annotations
@@ -39,11 +47,11 @@ PARLOG_C = r"""
 #include <time.h>
 #include "HalideRuntime.h"
 #define MAXL 256
-typedef struct { halide_task_t f; uint8_t *closure; int loop; double start; int worker_seen; } pl_wrap_t;
+typedef struct { halide_task_t f; uint8_t *closure; int loop; double start; int worker_seen; double last_end; } pl_wrap_t;
 static halide_task_t pl_fns[MAXL];
 static int pl_n;
 static long long pl_calls[MAXL], pl_tasks[MAXL], pl_min[MAXL], pl_max[MAXL];
-static double pl_task_ns[MAXL], pl_wall_ns[MAXL], pl_long_ns[MAXL], pl_main_ns[MAXL], pl_join_ns[MAXL];
+static double pl_task_ns[MAXL], pl_wall_ns[MAXL], pl_long_ns[MAXL], pl_main_ns[MAXL], pl_join_ns[MAXL], pl_tail_ns[MAXL];
 static long long pl_joined[MAXL];
 static pthread_t pl_main;
 static pthread_mutex_t pl_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -52,8 +60,9 @@ static int pl_task(void *uc, int idx, uint8_t *cl) {
   pl_wrap_t *w = (pl_wrap_t *)cl;
   double t0 = pl_now();
   int r = w->f(uc, idx, w->closure);
-  double dt = pl_now() - t0;
+  double t1 = pl_now(), dt = t1 - t0;
   pthread_mutex_lock(&pl_mu);
+  if (t1 > w->last_end) w->last_end = t1;
   if (!pthread_equal(pthread_self(), pl_main) && !w->worker_seen) {
     w->worker_seen = 1; pl_joined[w->loop]++; pl_join_ns[w->loop] += t0 - w->start;
   }
@@ -77,21 +86,23 @@ static int pl_par_for(void *uc, halide_task_t f, int min, int size, uint8_t *clo
   if (size > pl_max[l]) pl_max[l] = size;
   pthread_mutex_unlock(&pl_mu);
   double t0 = pl_now();
-  pl_wrap_t w = {f, closure, l, t0, 0};
+  pl_wrap_t w = {f, closure, l, t0, 0, t0};
   int r = halide_default_do_par_for(uc, pl_task, min, size, (uint8_t *)&w);
-  double dt = pl_now() - t0;
+  double t1 = pl_now(), dt = t1 - t0;
   pthread_mutex_lock(&pl_mu);
   pl_wall_ns[l] += dt;
+  pl_tail_ns[l] += t1 - w.last_end;
   pthread_mutex_unlock(&pl_mu);
   return r;
 }
 static void pl_report(void) {
   for (int l = 0; l < pl_n; l++) {
     double tasks = pl_tasks[l] ? (double)pl_tasks[l] : 1.0;
-    printf("PARLOG %p %lld %lld %lld %lld %.3f %.3f %.3f %.4f %lld %.3f\n", (void *)pl_fns[l], pl_calls[l], pl_tasks[l],
+    printf("PARLOG %p %lld %lld %lld %lld %.3f %.3f %.3f %.4f %lld %.3f %.3f\n", (void *)pl_fns[l], pl_calls[l], pl_tasks[l],
            pl_min[l], pl_max[l], pl_task_ns[l] / tasks / 1e3, pl_long_ns[l] / 1e3,
            pl_wall_ns[l] / (pl_calls[l] ? pl_calls[l] : 1) / 1e3, pl_task_ns[l] > 0 ? pl_main_ns[l] / pl_task_ns[l] : 0.0,
-           pl_joined[l], pl_joined[l] ? pl_join_ns[l] / pl_joined[l] / 1e3 : 0.0);
+           pl_joined[l], pl_joined[l] ? pl_join_ns[l] / pl_joined[l] / 1e3 : 0.0,
+           pl_tail_ns[l] / (pl_calls[l] ? pl_calls[l] : 1) / 1e3);
   }
   fflush(stdout);
 }
@@ -119,6 +130,7 @@ class ParLoop:
     caller_share: float  # share of the task time run by the calling thread (the rest: the pool's workers)
     worker_joined: int  # calls of the loop in which a worker thread ran at least one task
     join_us: float  # mean delay from the loop's start to a worker's first task, over those calls
+    tail_us: float  # mean delay from the loop's last task's end to halide_do_par_for's return (the caller's wake-up)
 
     @property
     def tasks_per_call(self) -> float:
@@ -148,11 +160,11 @@ def parse(stdout: str, symbols: dict[int, str]) -> list[ParLoop]:
     loops = []
     for line in stdout.splitlines():
         f = line.split()
-        if len(f) != 12 or f[0] != "PARLOG":
+        if len(f) != 13 or f[0] != "PARLOG":
             continue
         addr = int(f[1], 16)
         loops.append(ParLoop(symbols.get(addr, f[1]), int(f[2]), int(f[3]), int(f[4]), int(f[5]), float(f[6]),
-                             float(f[7]), float(f[8]), float(f[9]), int(f[10]), float(f[11])))
+                             float(f[7]), float(f[8]), float(f[9]), int(f[10]), float(f[11]), float(f[12])))
     return loops
 
 
@@ -187,10 +199,10 @@ def compare(ours: Sequence[ParLoop], theirs: Sequence[ParLoop]) -> list[str]:
 
 def table(who: str, loops: Sequence[ParLoop]) -> list[str]:
     lines = [f"  {who}: loop | calls | tasks/call | tasks per call min..max | mean task us | longest us | "
-             "wall us/call | caller / worker | worker joined (calls) after us"]
+             "wall us/call | caller / worker | worker joined (calls) after us | tail us"]
     for p in loops:
         lines.append(f"    {short_name(p.name)} | {p.calls} | {p.tasks_per_call:g} | {p.min_size}..{p.max_size} | "
                      f"{p.mean_task_us:.1f} | {p.longest_task_us:.1f} | {p.wall_us_per_call:.1f} | "
                      f"{100 * p.caller_share:.0f}% / {100 * (1 - p.caller_share):.0f}% | {p.worker_joined} after "
-                     f"{p.join_us:.1f}")
+                     f"{p.join_us:.1f} | {p.tail_us:.1f}")
     return lines

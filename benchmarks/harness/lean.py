@@ -106,12 +106,12 @@ def time_public_call(progs: Mapping[str, Any], kernels: Mapping[str, Any], value
             rows[isel]["prog_error"] = "prog(...) output differs from the kernel's"
             continue
         call = prog.prepare(*values, size=list(out_size), out=got)
-        fn, args = call._direct
+        fn, args, _ = call._direct
         err = call._err
         address = got.ctypes.data
         del call, got  # the pool's reference is the only one left: the next prog(...) reuses the array
 
-        def kernel(fn: Any = fn, args: tuple[int, ...] = args, err: np.ndarray = err) -> None:
+        def kernel(fn: Any = fn, args: tuple[Any, ...] = args, err: np.ndarray = err) -> None:
             fn(*args)
             if err[0]:
                 raise RuntimeError(f"Halide assertion #{int(err[0])} failed in the bare kernel")

@@ -22,6 +22,7 @@ taken out of the pool while a call writes it, so concurrent calls never share on
 
 from __future__ import annotations
 
+import ctypes
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Sequence
@@ -96,16 +97,28 @@ class PreparedCall:
     outputs: list[np.ndarray]
     check: bool = False
     _err: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int32))
-    _direct: Optional[tuple[Any, tuple[int, ...]]] = None
+    #: x86 without checks: (the kernel through a prototype without parameter types, its C arguments,
+    #: the error slot as a ctypes int)
+    _direct: Optional[tuple[Any, tuple[Any, ...], Any]] = None
 
     def __post_init__(self) -> None:
         if self.empty:
             return
         if self.prog.target == "x86-avx2" and not self.check:
-            # Plain ints: ctypes converts them by the function's declared parameter types.
-            values = [self._err.ctypes.data]
-            values += [v.ctypes.data if k == "p" else v for k, v in self.args]
-            self._direct = (_kernel(self.prog), tuple(values))
+            # The arguments are converted to C values once, here, and the kernel is called through a
+            # prototype without parameter types, so a call only copies them (each by its own ctypes
+            # type: the same C types the declared prototype has). Why: a call's Python part runs with
+            # cold caches after a kernel that streamed megabytes through them; between two calls of
+            # blur's kernel (1536x2560, 2 threads) 27-28 us passed with the declared prototype
+            # converting all 15 arguments each time and the error slot read through numpy, 19 us this
+            # way (session 16, SCHED_FIFO), and Halide's pool worker goes to sleep in that gap.
+            fn = _kernel(self.prog)
+            ctype = {"p": ctypes.c_void_p, "i32": ctypes.c_int32, "i64": ctypes.c_int64}
+            values: list[Any] = [ctypes.c_void_p(self._err.ctypes.data)]
+            values += [ctypes.c_void_p(v.ctypes.data) if k == "p" else ctype[k](v) for k, v in self.args]
+            raw = ctypes.CFUNCTYPE(None)(ctypes.cast(fn, ctypes.c_void_p).value)
+            # the error slot read back through ctypes (a numpy element read costs more per call)
+            self._direct = (raw, tuple(values), ctypes.c_int32.from_buffer(self._err))
 
     @property
     def empty(self) -> bool:
@@ -113,10 +126,10 @@ class PreparedCall:
         return any(o.size == 0 for o in self.outputs)
 
     def __call__(self) -> list[np.ndarray]:
-        if self._direct is not None:
-            fn, values = self._direct
-            fn(*values)
-            code = int(self._err[0])
+        direct = self._direct
+        if direct is not None:
+            direct[0](*direct[1])
+            code = direct[2].value
         elif self.empty:
             return self.outputs
         else:

@@ -118,6 +118,14 @@ def _load_file(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location(mod_name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    # Run the bytes just hashed, not spec.loader.exec_module: the loader trusts a __pycache__ entry whose
+    # recorded mtime (whole seconds) and size match, so an edit of the same length within the same second
+    # (a generator edited and rebuilt by a script) would run the old code. This also writes no .pyc into
+    # the user's folder.
+    try:
+        code = compile(source, str(path), "exec")
+    except SyntaxError as e:
+        raise GeneratorError(f"loading {path}:{e.lineno}:{e.offset or 0}: SyntaxError: {e.msg}") from None
     # Halide refuses to register a generator name twice (outside interactive mode). A file loaded
     # again after an edit, or two files defining the same name, must still load: the file registers
     # into a fresh registry, whose entries then replace the global ones (the last file loaded wins).
@@ -128,7 +136,7 @@ def _load_file(path: Path) -> ModuleType:
     helpers._python_generators = fresh
     sys.modules[mod_name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(code, module.__dict__)
     except Exception as e:
         sys.modules.pop(mod_name, None)
         raise GeneratorError(f"loading {path}{_user_frame(e)}: {type(e).__name__}: {str(e).strip()}") from e

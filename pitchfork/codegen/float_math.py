@@ -16,7 +16,7 @@ module has no fast-math flags at all).
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from llvmlite import ir
@@ -215,7 +215,12 @@ class FloatOps:
         special = self.b.select(use_nan, self.const(t, float("nan")), self.const(t, float("-inf")))
         return self.b.select(exceptional, special, result)
 
-    def lerp(self, zero: ir.Value, one: ir.Value, w: ir.Value) -> ir.Value:
-        """Lerp.cpp for float values and a float weight: zero * (1 - w) + one * w."""
+    def lerp(self, zero: ir.Value, one: Callable[[], ir.Value], w: ir.Value) -> ir.Value:
+        """Lerp.cpp for float values and a float weight: zero * (1 - w) + one * w, in the order
+        Halide's code generator emits that sum: the left product before `one` is computed (`one()`
+        emits it). The order is the register allocator's: a lerp of two gathered lerps
+        (bilateral_grid's slicing, `lerp(lerp(..), lerp(..), zf)`) keeps zero * (1 - zf) live
+        through the second half instead of zero and 1 - zf, one ymm register fewer, as Halide's."""
         inv = self.sub(self.const(w.type, 1.0), w)
-        return self.add(self.mul(zero, inv), self.mul(one, w))
+        left = self.mul(zero, inv)
+        return self.add(left, self.mul(one(), w))

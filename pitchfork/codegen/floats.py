@@ -248,7 +248,8 @@ class FloatEmitter:
         if e.name == "strict_fma":
             return FloatOps(self.b, self.cg.module, True).intrinsic("fma", [self.emit(a) for a in e.args])
         if e.name == "lerp" and all(a.type.is_float for a in e.args):
-            return o.lerp(*(self.emit(a) for a in e.args))
+            zero, w = self.emit(e.args[0]), self.emit(e.args[2])
+            return o.lerp(zero, lambda: self.emit(e.args[1]), w)
         if e.name in ("abs", "round") and e.args[0].type.is_float:
             return o.intrinsic(_UNARY[e.name], [self.emit(e.args[0])])
         base, bits = _math_name(e.name)

@@ -194,8 +194,8 @@ class ParallelMixin:
             loaded = [b.load(b.gep(env, [I32(0), I32(k)], inbounds=True), name=f"c{k}") for k in range(len(cl.values))]
             local_err = b.alloca(I32, name="task_err")
             b.store(I32(0), local_err)
-            # The body starts in a block of its own: `_entry_alloca` inserts at the start of the entry
-            # block, which would shift an IRBuilder positioned at that block's end.
+            # The body starts in a block of its own, so the entry block holds only the closure loads and
+            # the stack slots `_entry_alloca` adds for the body.
             first = task.append_basic_block("body")
             b.branch(first)
             b.position_at_end(first)

@@ -14,7 +14,9 @@ module compiles each rule once, in the spirit of Halide's IRMatch and tinygrad's
   evaluated, as the interpreter does). A form it does not know is left to the interpreter.
 * `CompiledRules(ruleset).candidates(op, type)` is the rules' (rule, pattern, matcher, predicate) rows
   for a node of that op and type, in index order: a pattern with a concrete result type (a cast to u8)
-  is listed only under that type. Built once per (op, type).
+  is listed only under that type. Built once per (op, type). `candidates_for(term)` leaves out the rows
+  whose operand patterns name ops the term's operands do not have (the matchers' first rejection),
+  built once per (op, type, operand ops): what the rewriter tries at a node.
 
 Invariant: compiled and interpreted forms agree on every term (tests/pitchfork/trs/test_compiled.py
 checks it on random terms against every rule file), so the rewriter's results do not depend on which
@@ -348,6 +350,7 @@ class CompiledRules:
         self.index = index
         self._by_op: dict[str, list] = {}
         self._by_op_type: dict[tuple[str, ScalarType], list] = {}
+        self._by_shape: dict[tuple[str, ScalarType, tuple[str, ...]], list] = {}
 
     def _op_rows(self, op: str) -> list:
         rows = self._by_op.get(op)
@@ -367,3 +370,25 @@ class CompiledRules:
             rows = [(r, p, m, f) for r, p, m, f, rt in self._op_rows(op) if rt is None or rt == t]
             self._by_op_type[key] = rows
         return rows
+
+    def candidates_for(self, t: Term) -> list:
+        """`candidates(t.op, t.type)` without the rows that cannot match `t` because, in each of the
+        pattern's operand orders, an operand pattern that is an operation names another op than t's
+        operand there: the rule's matcher rejects exactly those before binding anything (`_app`), so
+        the rows left give the same matches in the same order. Kept per (op, type, the operands' ops)."""
+        key = (t.op, t.type, tuple(a.op for a in t.args))
+        rows = self._by_shape.get(key)
+        if rows is None:
+            rows = [row for row in self.candidates(t.op, t.type) if _operand_ops_fit(row[1], key[2])]
+            self._by_shape[key] = rows
+        return rows
+
+
+def _operand_ops_fit(p: PApp, arg_ops: tuple[str, ...]) -> bool:
+    """Whether some operand order of `p` (as `_app` tries them) has every operation operand's op equal
+    to the term operand's op at its position."""
+    orders = [p.args]
+    if p.op in COMMUTATIVE and len(p.args) == 2 and p.args[0] != p.args[1]:
+        orders.append((p.args[1], p.args[0]))
+    return any(all(type(a) is not PApp or (i < len(arg_ops) and arg_ops[i] == a.op) for i, a in enumerate(args))
+               for args in orders)

@@ -86,7 +86,7 @@ class Rewriter:
         return result
 
     def _best(self, t: Term) -> Optional[Term]:
-        candidates = self._compiled.candidates(t.op, t.type)
+        candidates = self._compiled.candidates_for(t)  # rows whose operand ops fit t's (same matches)
         if not candidates:
             return None
         here = self.cost(t)

@@ -47,7 +47,85 @@ def test_report_and_results_section(tmp_path: Path) -> None:
     ct.plot(data, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000
     results = tmp_path / "RESULTS.md"
-    results.write_text("# R\n\n## Speed\nkeep\n\n## Compile time (old)\nold rows\n\n## Later\nkept too\n")
-    ct.write_results(md, results)
-    text = results.read_text()
-    assert "old rows" not in text and "keep" in text and "## Later\nkept too" in text and md in text
+    history = "## Session 15\nkept\n\n## Compile time, session 12 run\nold rows, kept too\n"
+    results.write_text("# R\n\n" + history)
+    ct.write_results(md, results)  # the first generated run: right under the title, above the history
+    assert results.read_text() == f"# R\n\n{ct.BEGIN_MARK}\n{md.rstrip()}\n{ct.END_MARK}\n\n{history}"
+    newer = md.replace("today", "tomorrow")
+    ct.write_results(newer, results)  # the next run replaces it, and only it
+    assert results.read_text() == f"# R\n\n{ct.BEGIN_MARK}\n{newer.rstrip()}\n{ct.END_MARK}\n\n{history}"
+    fresh = tmp_path / "new.md"
+    ct.write_results(md, fresh)
+    assert fresh.read_text() == f"{ct.BEGIN_MARK}\n{md.rstrip()}\n{ct.END_MARK}\n"
+
+
+# A stand-in for the harness's child (`compile_time --child`), run as a real subprocess: it announces each
+# contender as the child does, and its "llvm" contender hits a real LLVM abort (usdot needs +i8mm, which the
+# arm64 target lacks: LLVM aborts in instruction selection, as llvmlite's assertion-enabled LLVM did on
+# depthwise_conv hvx128 with isel=llvm), unless it is skipped.
+_CHILD = """
+import json, sys
+from benchmarks.compile_time import CONTENDER_MARK
+USDOT_IR = '''
+declare <4 x i32> @llvm.aarch64.neon.usdot.v4i32.v16i8(<4 x i32>, <16 x i8>, <16 x i8>)
+define <4 x i32> @f(<4 x i32> %a, <16 x i8> %b, <16 x i8> %c) {
+  %r = call <4 x i32> @llvm.aarch64.neon.usdot.v4i32.v16i8(<4 x i32> %a, <16 x i8> %b, <16 x i8> %c)
+  ret <4 x i32> %r
+}
+'''
+skip = sys.argv[2::2]
+ran = []
+for k in ("pitchfork", "llvm", "halide21"):
+    if k in skip:
+        continue
+    print(CONTENDER_MARK, k, file=sys.stderr, flush=True)
+    if k == "llvm":
+        from pitchfork.backend.machine import compile_module
+        compile_module(USDOT_IR, "arm64")
+    ran.append(k)
+print(json.dumps({"bench": "add", "isa": "arm64", "median": {k: {"total": 1.0} for k in ran}, "errors": {}}))
+"""
+
+
+def test_a_contender_that_aborts_the_child_is_one_error_line() -> None:
+    import os
+    import sys
+
+    root = Path(ct.__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    row = ct.run_child([sys.executable, "-c", _CHILD], root, env)
+    # Before: the child's death lost the whole benchmark ({"child": <stderr tail>}, no contender measured).
+    assert sorted(row["median"]) == ["halide21", "pitchfork"]
+    assert list(row["errors"]) == ["llvm"]
+    assert row["errors"]["llvm"].startswith("killed by SIGABRT: LLVM ERROR: Cannot select")
+    assert "\n" not in row["errors"]["llvm"]
+    md = ct.markdown({"host": {"date": "today", "cpus": 2, "load": 1.0},
+                      "compile": {"rows": [{**row, "root": "/x/after"}], "summary": {}}})
+    assert "* add / arm64 / after / llvm: killed by SIGABRT: LLVM ERROR: Cannot select" in md
+
+
+def test_a_death_no_contender_is_named_for_stays_the_child_error() -> None:
+    import os
+    import sys
+
+    root = Path(ct.__file__).resolve().parent.parent
+    row = ct.run_child([sys.executable, "-c", "import os; os.abort()"], root, dict(os.environ))
+    assert row == {"median": {}, "errors": {"child": "killed by SIGABRT: "}}
+
+
+def test_the_child_skips_contenders_and_names_each_before_it_runs(capsys) -> None:  # type: ignore[no-untyped-def]
+    row = ct.child("add", "x86-avx2", 1, skip=("llvm", "halide21"))
+    assert list(row["median"]) == ["pitchfork"] and row["errors"] == {}
+    assert capsys.readouterr().err.splitlines() == [f"{ct.CONTENDER_MARK} pitchfork"] * 2  # warm-up + 1 round
+
+
+def test_crash_line_is_the_assertion_with_a_short_path() -> None:
+    # the stderr of the depthwise_conv hvx128 isel=llvm child that llvmlite's LLVM aborted (session 15)
+    err = (f"{ct.CONTENDER_MARK} llvm\npython3: /root/miniconda3/envs/buildenv/conda-bld/llvmdev_1779838404695/work/"
+           "llvm/lib/CodeGen/TargetRegisterInfo.cpp:226: const llvm::TargetRegisterClass* getMinimalPhysRegClass("
+           "const llvm::TargetRegisterInfo*, llvm::MCRegister, TypeT) [with TypeT = llvm::MVT]: Assertion `BestRC && "
+           "\"Couldn't find the register class\"' failed.\n")
+    line = ct.crash_line(-6, err)
+    assert line.startswith("killed by SIGABRT: python3: llvm/lib/CodeGen/TargetRegisterInfo.cpp:226: ")
+    assert line.endswith("Assertion `BestRC && \"Couldn't find the register class\"' failed.")
+    assert ct.crash_line(3, "") == "exit status 3: "

@@ -92,3 +92,22 @@ def test_worker_orders_are_a_balanced_latin_square() -> None:
     assert all(sorted(o[i] for o in WILLIAMS_ORDERS) == [0, 1, 2, 3] for i in range(4))
     pairs = [(o[i], o[i + 1]) for o in WILLIAMS_ORDERS for i in range(3)]
     assert sorted(pairs) == sorted((a, b) for a in range(4) for b in range(4) if a != b)
+
+
+def test_placed_output_is_the_same_placement_for_both_contenders() -> None:
+    """Both workers write into `placed_output`'s array (ours directly, Halide through `hl.Buffer`): it
+    starts OUTPUT_PAGE_OFFSET bytes into a page whatever the type, in numpy axis order, and Halide's
+    buffer over it is the same memory with the Halide extents."""
+    import halide as hl
+    import numpy as np
+
+    from benchmarks.harness.apps_suite import OUTPUT_PAGE_OFFSET, placed_output
+
+    for t, size, dtype in ((hl.UInt(16), [37, 5], np.uint16), (hl.Float(32), [64, 48, 3], np.float32),
+                           (hl.UInt(8), [1, 1, 1], np.uint8)):
+        a = placed_output(t, size)
+        assert a.dtype == dtype and a.shape == tuple(reversed(size)) and a.flags.c_contiguous
+        assert a.ctypes.data % 4096 == OUTPUT_PAGE_OFFSET
+        b = hl.Buffer(a)
+        assert [b.dim(d).extent() for d in range(b.dimensions())] == size
+        assert np.asarray(b).ctypes.data == a.ctypes.data

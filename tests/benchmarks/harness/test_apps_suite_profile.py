@@ -50,6 +50,7 @@ def test_parallel_loop_log_gives_both_contenders_structure(tmp_path: Path) -> No
             # the driver's first call and its 2 timed calls, one loop per channel each
             assert p.calls == 3 * 3 and p.min_size == p.max_size > 0 and p.tasks == p.calls * p.min_size
             assert 0.0 <= p.caller_share <= 1.0 and 0 <= p.worker_joined <= p.calls and p.join_us >= 0.0
+            assert p.tail_us >= 0.0
     assert [p.name.split("par_for")[1][1:8] for p in runs["pf"]] == ["erode_x", "erode_y"]
     assert compare(runs["pf"], runs["hl"]) == []
     import subprocess
@@ -61,13 +62,13 @@ def test_parallel_loop_log_gives_both_contenders_structure(tmp_path: Path) -> No
 def test_parallel_loop_log_parse_and_compare() -> None:
     from benchmarks.harness.apps_suite_parlog import ParLoop, compare, parse
 
-    out = ("x: best 1 ms\nPARLOG 0x401000 4 32 8 8 10.5 20.0 50.0 0.5 3 12.5\n"
-           "PARLOG 0x402000 2 4 2 2 1.0 1.0 3.0 1.0 0 0.000\n")
+    out = ("x: best 1 ms\nPARLOG 0x401000 4 32 8 8 10.5 20.0 50.0 0.5 3 12.5 4.25\n"
+           "PARLOG 0x402000 2 4 2 2 1.0 1.0 3.0 1.0 0 0.000 0.5\n")
     loops = parse(out, {0x401000: "app_pf.par_for.f.s0.y.y"})
-    assert loops == [ParLoop("app_pf.par_for.f.s0.y.y", 4, 32, 8, 8, 10.5, 20.0, 50.0, 0.5, 3, 12.5),
-                     ParLoop("0x402000", 2, 4, 2, 2, 1.0, 1.0, 3.0, 1.0, 0, 0.0)]
+    assert loops == [ParLoop("app_pf.par_for.f.s0.y.y", 4, 32, 8, 8, 10.5, 20.0, 50.0, 0.5, 3, 12.5, 4.25),
+                     ParLoop("0x402000", 2, 4, 2, 2, 1.0, 1.0, 3.0, 1.0, 0, 0.0, 0.5)]
     assert loops[0].tasks_per_call == 8
     assert compare(loops, loops) == []
-    other = [loops[0], ParLoop("g", 2, 8, 4, 4, 1.0, 1.0, 3.0, 1.0, 0, 0.0)]
+    other = [loops[0], ParLoop("g", 2, 8, 4, 4, 1.0, 1.0, 3.0, 1.0, 0, 0.0, 0.0)]
     assert compare(loops, other) == ["0x402000: 2 tasks per call (2..2) against g: 4 (4..4)"]
     assert compare(loops, loops[:1]) == ["2 parallel loops against 1"]

@@ -7,8 +7,10 @@ GeneratorParams, an InputScalar, and an input whose type is a GeneratorParam).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sys
 import warnings
 from pathlib import Path
 
@@ -211,6 +213,28 @@ def test_two_generators_need_a_name_and_reload_after_edit(tmp_path: Path) -> Non
     prog = compile_generator(path, "First", "x86-avx2")
     out = prog(np.arange(16, dtype=np.uint8))
     assert np.array_equal(out, np.arange(16, dtype=np.uint8) + 5)
+
+
+def test_same_size_edit_within_one_second_reloads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Python's source loader trusts a cached .pyc whose recorded mtime (whole seconds) and size match the
+    # file; an edit of the same length in the same second must still run the new code (CI writes .pyc files).
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = tmp_path / "gen_pyc.py"
+    path.write_text(TWO_GENS.format(a="pf_first_c", b="pf_second_c", k=1))
+    find_generator(path, "First")
+    before = path.stat()
+    path.write_text(TWO_GENS.format(a="pf_first_c", b="pf_second_c", k=7))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    prog = compile_generator(path, "First", "x86-avx2")
+    assert np.array_equal(prog(np.arange(16, dtype=np.uint8)), np.arange(16, dtype=np.uint8) + 7)
+    assert not (tmp_path / "__pycache__").exists()  # nothing written beside the user's file
+
+
+def test_syntax_error_names_file_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "gen_bad.py"
+    path.write_text("import halide as hl\n\nx = (1 +\n")
+    with pytest.raises(GeneratorError, match=r"gen_bad\.py:3:\d+: SyntaxError"):
+        find_generator(path)
 
 
 def test_float32_generator_compiles(tmp_path: Path) -> None:

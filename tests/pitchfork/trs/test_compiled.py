@@ -2,7 +2,8 @@
 rewriter: on random terms (termgen) and every sub-term of them, for every rule set the compiler uses
 (lifting, each ISA's lowering, the generic expansions), the compiled pattern yields exactly the bindings
 `pattern.match` yields, in the same order; the compiled predicate agrees with `check_predicate`; the
-(op, type) index leaves out only patterns that cannot match; and a whole rewrite gives the same term as
+(op, type) index and the rewriter's (op, type, operand ops) rows leave out only patterns that cannot
+match; and a whole rewrite gives the same term as
 the unindexed, interpreted rewriter (the one before compilation, kept here as the reference)."""
 
 from __future__ import annotations
@@ -67,12 +68,19 @@ class InterpretedRewriter(Rewriter):
 def check_node(rs: RuleSet, t: Term) -> int:
     """Compiled == interpreted at node t for every rule of rs indexed under t's op; returns matches seen."""
     seen = 0
-    listed = {(r.name, p) for r, p, _m, _f in rs.compiled().candidates(t.op, t.type)}
+    rows = rs.compiled().candidates(t.op, t.type)
+    listed = {(r.name, p) for r, p, _m, _f in rows}
+    # what the rewriter tries at t: the (op, type) rows whose operand ops fit t's, in the same order
+    tried = rs.compiled().candidates_for(t)
+    kept = {(r.name, p) for r, p, _m, _f in tried}
+    assert tried == [row for row in rows if (row[0].name, row[1]) in kept]
     for rule, pattern in rs.index.get(t.op, []):
         want = [(b.terms, b.types) for b in match(pattern, t, Bindings())]
         if (rule.name, pattern) not in listed:
             assert want == [], f"{rule.name} left out of the index for {t.op}:{t.type} but matches {t}"
             continue
+        if (rule.name, pattern) not in kept:
+            assert want == [], f"{rule.name} left out for the operand ops of {t} but matches it"
         got = compile_pattern(pattern)(t, {}, {})
         assert got == want, f"{rule.name} on {t}"
         pred = compile_predicate(rule.pred_raw)

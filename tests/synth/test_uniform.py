@@ -1,0 +1,108 @@
+"""Lowering left sides with a broadcast operand (x86 shifts by a count in a register) and the driver's
+first pass with a small budget: the corpus records which variables stood for a uniform value, such a
+left side is also searched with them uniform, and the rule found states `is_variable && is_uniform`
+(Z3-verified with one symbol for every lane of the operand)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fpir.ops import make
+from fpir.term import var
+from fpir.text import parse
+from fpir.types import parse_type
+from synth.bringup import bring_up_hidden
+from synth.corpus import Corpus
+from synth.driver import Cache, Options, _two_passes, lower_tasks
+from synth.output import Candidate, bounded_example, select, write_rules
+from synth.rulesnap import take
+from synth.tasks import Task, lane0_uniform, reads_lane0, run_task
+from synth.verify import verify_rule
+from pitchfork.trs.rules import parse_rule
+
+U16, I16 = parse_type("u16"), parse_type("i16")
+
+
+def _shift_by_broadcast() -> object:
+    """`x_i16 >> s_u16` with s a broadcast scalar (as the Halide frontend states a splat)."""
+    return make("shr", var("x", I16), var("s", U16, uniform=True))
+
+
+def test_corpus_records_which_variables_were_uniform() -> None:
+    c = Corpus()
+    c.add_expression(_shift_by_broadcast(), "a")  # type: ignore[arg-type]
+    assert c.uniform["v0_i16 >> v1_u16"] == [False, True]
+    c.add_expression(parse("y_i16 >> t_u16"), "b")  # a per-lane amount elsewhere: still searched uniform
+    assert c.uniform["v0_i16 >> v1_u16"] == [False, True]
+
+
+def test_x86_lowering_gets_a_uniform_task_and_arm_does_not() -> None:
+    inputs = {"a": [_shift_by_broadcast()]}
+    x86, _ = lower_tasks(inputs, "x86-avx2", Options(benchmarks=(), max_lower_lhs=0, hide=bring_up_hidden("x86-avx2")))  # type: ignore[dict-item]
+    assert [(t.lhs, t.uniform) for t in x86] == [("v0_i16 >> v1_u16", ()), ("v0_i16 >> v1_u16", (1,))]
+    arm, _ = lower_tasks(inputs, "arm64", Options(benchmarks=(), max_lower_lhs=0, hide=bring_up_hidden("arm64")))  # type: ignore[dict-item]
+    assert all(not t.uniform for t in arm)
+
+
+def test_uniform_task_finds_the_broadcast_count_shift_and_the_rule_verifies() -> None:
+    hide = bring_up_hidden("x86-avx2")
+    res = run_task(Task("lower", "x86-avx2", "v0_i16 >> v1_u16", 20_000, hide=hide, uniform=(1,)))
+    assert res["status"] == "synthesized", res
+    assert res["rhs"] == "x86.psra_uniform(v0_i16, v1_u16)"
+    assert "is_variable(v1_u16) && is_uniform(v1_u16)" in res["rule"]
+    assert verify_rule(parse_rule(f"r: {res['rule']}", "<test>", 1)).status == "VALID"
+    # the plain task never names an instruction reading a per-lane variable at lane 0
+    plain = run_task(Task("lower", "x86-avx2", "v0_i16 >> v1_u16", 20_000, hide=hide))
+    assert plain["status"] == "synthesized" and "uniform" not in plain["rhs"], plain
+
+
+def test_lane0_checks() -> None:
+    s = var("s", U16, uniform=True)
+    assert reads_lane0(make("x86.psra_uniform", var("x", I16), s))
+    assert not reads_lane0(parse("x86.psra_uniform(x_i16, 3)"))  # a constant count: no use of uniformity
+    assert lane0_uniform(parse("x86.psra_uniform(x_i16, 3)"))
+    assert not lane0_uniform(parse("x86.psra_uniform(x_i16, y_u16)"))
+
+
+def test_a_uniform_rule_is_kept_beside_an_equally_cheap_per_lane_one_and_written_first(tmp_path: Path) -> None:
+    """The cost model charges vpsrav through wider lanes (psrav_widened) one instruction like vpsraw:
+    the uniform rule is decided first and written first, so the rewriter (first of equal costs)
+    takes it where the count is a broadcast."""
+    from synth.driver import _stage_cost
+
+    per_lane = Candidate("v0_i16 >> v1_u16 -> x86.psrav_widened(v0_i16, v1_u16)", "v0_i16 >> v1_u16", (1, 32, 0),
+                         ("a",), 5, "monomorphic", "none", "")
+    uniform = Candidate("v0_i16 >> v1_u16 -> x86.psra_uniform(v0_i16, v1_u16) if is_variable(v1_u16) && is_uniform(v1_u16)",
+                        "v0_i16 >> v1_u16", (1, 32, 0), ("a",), 1, "monomorphic", "none", "",
+                        "is_variable(v1_u16) && is_uniform(v1_u16)")
+    ex = bounded_example(uniform)
+    assert ex is not None and ex.args[1].is_uniform_leaf and ex.args[1].is_var
+    from pitchfork.targets import load_target
+    from synth.tasks import _without
+
+    base = list(_without(load_target("x86-avx2").rules, bring_up_hidden("x86-avx2")).rules)
+    decisions = select([per_lane, uniform], "lower_x86_avx2", base, _stage_cost("lower:x86-avx2"))
+    assert [d.outcome for d in decisions] == ["written", "written"], decisions
+    path = tmp_path / "lower_x86_avx2.rules"
+    write_rules(path, decisions, "# test")
+    rules = [ln for ln in path.read_text().splitlines() if ln and not ln.startswith("#")]
+    assert "psra_uniform" in rules[0] and "psrav_widened" in rules[1]
+
+
+def test_first_pass_results_stand_and_over_budget_left_sides_run_again(tmp_path: Path) -> None:
+    hide = bring_up_hidden("arm64")
+    cheap = Task("lower", "arm64", "saturating_cast<u8>(v0_u16)", 50_000, hide=hide, topdown=False)
+    deep = Task("lower", "arm64", "saturating_cast<u8>(v0_i32 >> 8)", 50_000, hide=hide, topdown=False)
+    opts = Options(benchmarks=(), first_pass_terms=300, progress=False)
+    origin = {cheap.key: ({"a"}, 1), deep.key: ({"a"}, 1)}
+    got: list[dict] = []
+    snap = take(tmp_path / "out")
+    cached, run, not_run = _two_passes([cheap, deep], origin, Cache(tmp_path / "cache"), opts, "lower:arm64",
+                                       got.append, None, snap)
+    assert not_run == 0 and len(got) == 2
+    by_lhs = {r["task"]["lhs"]: r for r in got}
+    first = by_lhs[cheap.lhs]
+    assert first["status"] == "synthesized" and first["task"]["max_terms"] == 300  # found in the first pass
+    assert origin[first["key"]] == ({"a"}, 1)
+    again = by_lhs[deep.lhs]  # over budget at 300 terms: its own budget decided it
+    assert again["task"]["max_terms"] == 50_000 and again["key"] == deep.key
