@@ -156,13 +156,31 @@ class Cache:
             f.flush()
 
     def corpus(self, bench: str, isa: str) -> list[Term]:
-        """The benchmark's selection inputs on `isa` (isel=pitchfork, loop passes applied)."""
-        p = self.dir / f"corpus-{bench}-{isa}-pitchfork.txt"
+        """The benchmark's selection inputs on `isa` (isel=pitchfork, loop passes applied). The file
+        holds one expression a line, then a tab and the names of its uniform leaves (FPIR text cannot
+        state them; a resumed run must see the broadcasts a fresh one sees, synth/corpus.py
+        `Corpus.uniform`)."""
+        p = self.dir / f"corpus-{bench}-{isa}-pitchfork-u.txt"
         if p.exists():
-            return [parse(ln) for ln in p.read_text().splitlines() if ln.strip()]
+            return [_corpus_line(ln) for ln in p.read_text().splitlines() if ln.strip()]
         terms = benchmark_expressions(bench, (isa,), "pitchfork")
-        p.write_text("".join(to_text(t) + "\n" for t in terms))
+        p.write_text("".join(_corpus_text(t) + "\n" for t in terms))
         return terms
+
+
+def _corpus_text(t: Term) -> str:
+    names = sorted({v.name for v in t.variables() if v.is_uniform_leaf})
+    return to_text(t) + ("\tuniform=" + ",".join(names) if names else "")
+
+
+def _corpus_line(line: str) -> Term:
+    from fpir.term import var
+    from synth.corpus import substitute
+
+    text, _, marks = line.partition("\tuniform=")
+    t = parse(text)
+    names = set(marks.split(",")) if marks else set()
+    return substitute(t, {v: var(v.name, v.type, uniform=True) for v in t.variables() if v.name in names}) if names else t
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,14 @@ samples (how much of a call the runtime's worker thread took). The samples count
 on the machine do not add to; same number of calls for both. Everything is written to DIR (never to the
 source tree). The outputs of the two drivers are compared within the app's tolerance.
 
+With `--heap-offset N`, both drivers link the same `halide_malloc`/`halide_free` (SAME_HEAP_C), which
+puts every heap block N bytes past a 4 KiB boundary: the stages then compare code alone, not where each
+contender's allocator happened to put its blocks (ours: 128-byte aligned, 512 bytes of padding;
+Halide 21's x86 runtime: 64-byte aligned). Session 16 found that placement moves a stage by up to ~10%:
+bilateral_grid's histogram loop, the same 19 instructions in both, took 8-16% more CPU in our driver
+than in Halide's with each allocator's own placement, and the same CPU (528 / 527 samples, mean of
+N = 0, 1024, 2048, 3072) with SAME_HEAP_C; the slicing stage there: ours 2084, Halide's 2180.
+
 What it found (session 13, load 7-15 on 2 cores): bilateral_grid's kernel share 21% against Halide's
 15% (our compute_root grids were all freed at the end; codegen/alloc.py now frees where Halide does),
 blur's border windows (codegen/memory.py), and parity in CPU time per stage for interpolate and
@@ -99,8 +107,26 @@ def driver_source(fn: str, app: Any, values: Sequence[Any], out_size: Sequence[i
         "  return 0;", "}", ""])
 
 
-def build(name: str, out_dir: Path, size: Sequence[int] | None = None) -> dict[str, Path]:
-    """Compile `name` with both contenders and link their drivers; {'pf': exe, 'hl': exe}."""
+#: the heap of both drivers with --heap-offset: every block HEAP_OFFSET bytes past a 4 KiB boundary
+#: (the malloc pointer in the word below it, as both runtimes' own allocators keep it)
+SAME_HEAP_C = r"""
+#include <stdint.h>
+#include <stdlib.h>
+void *halide_malloc(void *user_context, size_t n) {
+  void *orig = malloc(n + 2 * 4096 + 16);
+  if (!orig) return 0;
+  uintptr_t p = (((uintptr_t)orig + 16 + 4095) & ~(uintptr_t)4095) + HEAP_OFFSET;
+  ((void **)p)[-1] = orig;
+  return (void *)p;
+}
+void halide_free(void *user_context, void *p) { if (p) free(((void **)p)[-1]); }
+"""
+
+
+def build(name: str, out_dir: Path, size: Sequence[int] | None = None,
+          heap_offset: int | None = None) -> dict[str, Path]:
+    """Compile `name` with both contenders and link their drivers; {'pf': exe, 'hl': exe}. With
+    `heap_offset` (a multiple of 128 below 4096), both drivers get SAME_HEAP_C's allocator."""
     import halide as hl
     import numpy as np
 
@@ -111,6 +137,8 @@ def build(name: str, out_dir: Path, size: Sequence[int] | None = None) -> dict[s
     from benchmarks.harness.apps_suite_parlog import write_source
     from pitchfork.aot.abi_driver import HALIDE_INCLUDE
 
+    if heap_offset is not None and not (0 <= heap_offset < 4096 and heap_offset % 128 == 0):
+        raise ValueError(f"--heap-offset {heap_offset}: a multiple of 128 in [0, 4096) is needed")
     out_dir.mkdir(parents=True, exist_ok=True)
     target = HALIDE_TARGETS["x86-avx2"]
     app = APPS[name].build("x86-avx2")
@@ -125,6 +153,11 @@ def build(name: str, out_dir: Path, size: Sequence[int] | None = None) -> dict[s
     values = app.make_inputs(np.random.default_rng(1), size)
     out_size = app.output_size(size)
     parlog = write_source(out_dir)
+    extra: list[str] = []
+    if heap_offset is not None:
+        heap = out_dir / "same_heap.c"
+        heap.write_text(SAME_HEAP_C)
+        extra = [f"-DHEAP_OFFSET={heap_offset}", str(heap)]
     exes = {}
     for who in ("pf", "hl"):
         fn = f"{name}_{who}"
@@ -133,7 +166,7 @@ def build(name: str, out_dir: Path, size: Sequence[int] | None = None) -> dict[s
         # non-PIE: the parallel-loop log's task addresses are then nm's (apps_suite_parlog); the handler
         # it links is inert unless PITCHFORK_PARLOG is set
         subprocess.run(["cc", "-O2", "-no-pie", f"-I{HALIDE_INCLUDE}", f"-I{out_dir}", str(out_dir / f"{fn}.c"),
-                        str(parlog), str(out_dir / f"{fn}.a"), "-lpthread", "-ldl", "-lm", "-o", str(exe)],
+                        str(parlog), *extra, str(out_dir / f"{fn}.a"), "-lpthread", "-ldl", "-lm", "-o", str(exe)],
                        check=True, capture_output=True)
     return exes
 
@@ -203,13 +236,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--top", type=int, default=12, help="functions listed per contender")
+    ap.add_argument("--heap-offset", type=int, default=None, metavar="N",
+                    help="both drivers place every heap block N bytes past a 4 KiB boundary (the same "
+                         "allocator for both: compares code, not the allocators' placement)")
     ap.add_argument("--par-log", action="store_true",
                     help="instead of perf: each parallel loop's calls, tasks per call, task times and threads, "
                          "both contenders, and whether their parallel structures match (apps_suite_parlog)")
     a = ap.parse_args(argv)
     size = [int(s) for s in a.size.split("x")] if a.size else None
     out = Path(a.output_dir) / a.app
-    exes = build(a.app, out, size)
+    try:
+        exes = build(a.app, out, size, a.heap_offset)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if a.par_log:
         return _par_log(a.app, out, exes, a.calls, a.threads)
     rows = {who: profile(exe, a.calls, a.threads) for who, exe in exes.items()}

@@ -19,14 +19,11 @@ The heap entry points are Halide's runtime's: `heap_functions` defines them in t
 with WEAK default bodies (an application that defines its own wins, as with Halide's runtime):
 `halide_malloc` takes `bytes + ALLOC_ALIGN + sizeof(void *)` from libc `malloc`, rounds up to an
 ALLOC_ALIGN boundary and keeps the `malloc` pointer in the word below the block; `halide_free` reads
-it back and calls `free`. On x86 it is Halide 21's own default instead (`base.heap_align`: 64-byte
-blocks, align_up(bytes, 64) + 64 from `malloc`), so heap buffers sit where Halide's code puts them.
-The same pair serves every place a kernel runs: the x86 JIT (the process's libc), qemu-aarch64
-(glibc), the AOT object (the user's libc or own `halide_malloc`), and the bare-metal Hexagon harness,
-which has no libc and defines `malloc`/`free` itself with anonymous mmaps
-(pitchfork/backend/harness.py). Contract, as Halide's: `halide_malloc` returns NULL or memory
-aligned to `heap_align(target)` bytes; the kernel's loads and stores of the buffer rely on that
-alignment.
+it back and calls `free`. The same pair serves every place a kernel runs: the x86 JIT (the
+process's libc), qemu-aarch64 (glibc), the AOT object (the user's libc or own `halide_malloc`), and
+the bare-metal Hexagon harness, which has no libc and defines `malloc`/`free` itself with anonymous
+mmaps (pitchfork/backend/harness.py). Contract, as Halide's: `halide_malloc` returns NULL or memory
+aligned to ALLOC_ALIGN bytes; the kernel's loads and stores of the buffer rely on that alignment.
 
 Invariant: every pointer a kernel obtains from `halide_malloc` goes to `halide_free` exactly once on
 every path out of its scope: the normal end of the scope, and every failed assertion or failed
@@ -43,7 +40,7 @@ from llvmlite import ir
 
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.base import (ALLOC_ALIGN, STACK_LIMIT, VERY_LIKELY, BufferInfo,
-                                           Stats, heap_align)
+                                           Stats)
 from pitchfork.frontend.htypes import BOOL
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
@@ -193,7 +190,7 @@ class AllocMixin:
             if not self.b.block.is_terminated:
                 self.b.call(self._intrinsic("llvm.stackrestore.p0", ir.VoidType(), [PTR]), [save])  # type: ignore[attr-defined]
             return
-        hmalloc, hfree = heap_functions(self.module, self.target)
+        hmalloc, hfree = heap_functions(self.module, word)
         null = ir.Constant(PTR, None)  # user_context: none (the kernel has no user context argument)
         mem = self.b.call(hmalloc, [null, size])
         if not self.no_asserts:  # type: ignore[attr-defined]  # (Halide's no_asserts leaves this check out too)
@@ -203,18 +200,16 @@ class AllocMixin:
             self.assert_messages[code] = f"halide_malloc returned NULL for {s.name}: halide_error_out_of_memory"
             self._check(self.b.icmp_unsigned("!=", mem, null), code, f"alloc_{code}")
         self._heap_live.append(mem)
-        if not self._scope(s, mem, early=s.name in unconditional_frees(s.body, s.name),
-                           align=heap_align(self.target)):
+        if not self._scope(s, mem, early=s.name in unconditional_frees(s.body, s.name)):
             self._forget_heap(mem)
             if not self.b.block.is_terminated:
                 self.b.call(hfree, [null, mem])
 
-    def _scope(self, s: H.Allocate, mem: ir.Value, early: bool = False, align: int = ALLOC_ALIGN) -> bool:
-        """Emit `s`'s body with its buffer bound to `mem` (aligned to `align` bytes); with `early` (a
-        heap buffer whose `free` runs on every path through the body), the `free` frees it. Whether
-        it did."""
+    def _scope(self, s: H.Allocate, mem: ir.Value, early: bool = False) -> bool:
+        """Emit `s`'s body with its buffer bound to `mem`; with `early` (a heap buffer whose `free`
+        runs on every path through the body), the `free` frees it. Whether it did."""
         saved = dict(self.buffers)
-        self.buffers[s.name] = BufferInfo(s.name, mem, s.type.elem, align=align, scope="allocations")
+        self.buffers[s.name] = BufferInfo(s.name, mem, s.type.elem, align=ALLOC_ALIGN, scope="allocations")
         had, prev = s.name in self._early_free, self._early_free.get(s.name)
         self._early_free[s.name] = mem if early else None  # shadows an enclosing buffer of the name
         self.stmt_(s.body)  # type: ignore[attr-defined]
@@ -275,17 +270,14 @@ class AllocMixin:
     def _leave_freeing_heap(self) -> None:
         """Free the live heap buffers (innermost first) and branch to the exit."""
         if self._heap_live:
-            _, hfree = heap_functions(self.module, self.target)
+            _, hfree = heap_functions(self.module, word_type(self.target))
             for mem in reversed(self._heap_live):
                 self.b.call(hfree, [ir.Constant(PTR, None), mem])
         self.b.branch(self.exit)
 
 
-def heap_functions(module: ir.Module, target: str) -> tuple[ir.Function, ir.Function]:
-    """(`halide_malloc`, `halide_free`) of `module` for `target`, with weak default bodies, created
-    once."""
-    word = word_type(target)
-    align = heap_align(target)
+def heap_functions(module: ir.Module, word: ir.IntType) -> tuple[ir.Function, ir.Function]:
+    """(`halide_malloc`, `halide_free`) of `module`, with weak default bodies, created once."""
     got = module.globals.get("halide_malloc")
     if isinstance(got, ir.Function):
         free_fn = module.globals["halide_free"]
@@ -303,22 +295,13 @@ def heap_functions(module: ir.Module, target: str) -> tuple[ir.Function, ir.Func
 
     b = ir.IRBuilder(hmalloc.append_basic_block("entry"))
     n = hmalloc.args[1]
-    if align != ALLOC_ALIGN:
-        # x86: Halide 21's own halide_default_malloc, so heap blocks are placed as Halide's code
-        # places them (a comparison of the two then compares code, not where libc put the blocks):
-        # align_up(n, align) + align bytes from malloc, the block at align_up(raw + 8, align), inside
-        # the allocation because libc's malloc returns 16-byte-aligned memory.
-        size = b.add(b.and_(b.add(n, ir.Constant(word, align - 1)), ir.Constant(word, -align)),
-                     ir.Constant(word, align))
-    else:
-        size = b.add(n, ir.Constant(word, ALLOC_ALIGN + word.width // 8))
-    raw = b.call(malloc, [size])
+    raw = b.call(malloc, [b.add(n, ir.Constant(word, ALLOC_ALIGN + word.width // 8))])
     with b.if_then(b.icmp_unsigned("==", raw, ir.Constant(PTR, None)), likely=False):
         b.ret(ir.Constant(PTR, None))
     # The first ALLOC_ALIGN boundary at least a word past `raw`, reached by a GEP from `raw` (not
     # inttoptr) so the result is still `raw`'s object for LLVM.
     past = b.add(b.ptrtoint(raw, word), slot)
-    pad = b.add(slot, b.and_(b.sub(zero, past), ir.Constant(word, align - 1)))
+    pad = b.add(slot, b.and_(b.sub(zero, past), ir.Constant(word, ALLOC_ALIGN - 1)))
     mem = b.gep(raw, [pad], inbounds=True)
     b.store(raw, b.bitcast(b.gep(mem, [b.sub(zero, slot)], inbounds=True), ir.PointerType(PTR)))
     b.ret(mem)

@@ -44,15 +44,6 @@ STACK_LIMIT = 16 * 1024
 #: Every allocation's base is aligned to this many bytes (Halide's alignment for HVX; the `aligned`
 #: facts of Halide's statement assume at least a native vector).
 ALLOC_ALIGN = 128
-#: ... except heap blocks on x86: Halide 21's x86 runtime aligns `halide_malloc` to 64 bytes
-#: (runtime/alignment_64.cpp; its halide_default_malloc takes align_up(n, 64) + 64 bytes from `malloc`
-#: and returns align_up(malloc + 8, 64)), and the kernel may run on that runtime's `halide_malloc`.
-X86_HEAP_ALIGN = 64
-
-
-def heap_align(target: str) -> int:
-    """Bytes a `halide_malloc` block of `target` is aligned to (what the kernel may assume of it)."""
-    return X86_HEAP_ALIGN if target == "x86-avx2" else ALLOC_ALIGN
 # Bit counts (no FPIR op): emitted with LLVM's intrinsics, the argument selected on its own. Halide's
 # count_leading_zeros(0) is the bit width, which is llvm.ctlz with is_zero_poison = false.
 BIT_COUNTS = {"count_leading_zeros": "ctlz", "count_trailing_zeros": "cttz", "popcount": "ctpop"}

@@ -106,3 +106,15 @@ def test_first_pass_results_stand_and_over_budget_left_sides_run_again(tmp_path:
     assert origin[first["key"]] == ({"a"}, 1)
     again = by_lhs[deep.lhs]  # over budget at 300 terms: its own budget decided it
     assert again["task"]["max_terms"] == 50_000 and again["key"] == deep.key
+
+
+def test_the_corpus_cache_keeps_uniform_leaves(tmp_path: Path) -> None:
+    """A resumed run reads the corpus from its cache file: the broadcasts must survive the text."""
+    from synth.driver import _corpus_line, _corpus_text
+
+    t = make("add", _shift_by_broadcast(), var("y", I16))  # type: ignore[arg-type]
+    line = _corpus_text(t)
+    assert line.endswith("\tuniform=s")
+    back = _corpus_line(line)
+    assert back == t and any(v.is_uniform_leaf for v in back.variables())
+    assert _corpus_line("x_i16 + y_i16") == parse("x_i16 + y_i16")

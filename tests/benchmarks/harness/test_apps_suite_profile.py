@@ -72,3 +72,21 @@ def test_parallel_loop_log_parse_and_compare() -> None:
     other = [loops[0], ParLoop("g", 2, 8, 4, 4, 1.0, 1.0, 3.0, 1.0, 0, 0.0, 0.0)]
     assert compare(loops, other) == ["0x402000: 2 tasks per call (2..2) against g: 4 (4..4)"]
     assert compare(loops, loops[:1]) == ["2 parallel loops against 1"]
+
+
+def test_same_heap_links_one_allocator_into_both_drivers(tmp_path: Path) -> None:
+    """--heap-offset: both drivers define the same strong halide_malloc/halide_free (the driver's, not
+    a runtime's weak one), and their outputs still agree."""
+    import subprocess
+
+    import pytest
+
+    with pytest.raises(ValueError, match="multiple of 128"):
+        build("blur", tmp_path / "bad", size=[64, 32], heap_offset=100)
+    exes = build("blur", tmp_path, size=[200, 96], heap_offset=1024)
+    for exe in exes.values():
+        syms = subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout
+        kinds = {f[2]: f[1] for f in (line.split() for line in syms.splitlines()) if len(f) == 3}
+        assert kinds.get("halide_malloc") == "T" and kinds.get("halide_free") == "T"
+        subprocess.run([str(exe), "2"], capture_output=True, text=True, check=True)
+    assert outputs_agree("blur", tmp_path)
