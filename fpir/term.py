@@ -12,6 +12,8 @@ in vector context a constant is a broadcast). Type checking is not done here: bu
 
 from __future__ import annotations
 
+import re
+
 import threading
 from typing import Any, Iterator
 
@@ -126,6 +128,11 @@ def intern(op: str, type: ScalarType, args: tuple[Term, ...] = (), attrs: tuple[
 
 #: the attribute of a `var` leaf whose value is the same in every lane
 UNIFORM = "uniform"
+
+#: names of variables the Z3 encoding (fpir/z3enc.py) reads as broadcasts, one symbol for every lane:
+#: the verifier's constant wildcards (c0, c1, ...) and computed constants (k1, ...). Here, not in
+#: z3enc, so that code which only needs the names (alpha-renaming) does not import z3
+BROADCAST_NAME = re.compile(r"^[ck][0-9]+$")
 
 
 def var(name: str, type: ScalarType, uniform: bool = False) -> Term:

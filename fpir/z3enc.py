@@ -33,7 +33,6 @@ instead of a timeout. The same query therefore gets the same answer on an idle o
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Sequence
 
@@ -41,7 +40,7 @@ import z3
 
 from fpir.ops import template
 from fpir.opspec import spec
-from fpir.term import Term
+from fpir.term import BROADCAST_NAME as _BROADCAST_NAME, Term
 from fpir.types import ScalarType
 
 
@@ -115,8 +114,8 @@ def has_flags(term: Term) -> bool:
 
 
 #: Variables named like the verifier's constant wildcards (c0, c1, ...) and computed constants (k1, ...)
-#: are broadcasts: one symbol for every lane.
-BROADCAST_NAME = re.compile(r"^[ck][0-9]+$")
+#: are broadcasts: one symbol for every lane (defined in fpir/term.py, which does not import z3).
+BROADCAST_NAME = _BROADCAST_NAME
 
 
 def _with_broadcasts(term: Term, env: Optional[Mapping[str, z3.BitVecRef]]) -> dict[str, z3.BitVecRef]:

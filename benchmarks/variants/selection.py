@@ -21,9 +21,11 @@ every child the same kind of directory, for both engines alike:
 
 * `cold`: an empty directory per process (a first-ever compile: both engines parse their rules, the
   e-graph saturates every shape);
-* `rules`: the rule caches warm (one unmeasured greedy compile of the list fills them), the e-graph's
-  shape store emptied before every process (each egraph process saturates every shape: the strictest
-  state for the e-graph, and the one earlier sessions measured);
+* `rules`: the rule caches warm (one unmeasured compile of the list per engine fills them: greedy's
+  parsed rule files, and the e-graph's compiled egglog prelude, engine._prelude, which is the rule
+  files of rules/egraph/ compiled to egglog text), the e-graph's shape store emptied before every
+  process (each egraph process saturates every shape: the strictest state for the e-graph, and the one
+  earlier sessions measured);
 * `warm`: every cache warm, the shape store included (one unmeasured compile per engine fills them):
   a pipeline compiled again.
 
@@ -37,6 +39,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -141,8 +144,7 @@ def _measure(isa: str, mode: str, names: list[str], repeat: int, base: Path) -> 
     shutil.rmtree(warm, ignore_errors=True)
     if mode != "cold":  # unmeasured compiles that fill the caches
         _child("greedy", isa, names, warm)
-        if mode == "warm":
-            _child("egraph", isa, names, warm)
+        _child("egraph", isa, names, warm)  # `rules`: for its compiled prelude (the shape store is emptied)
     runs: dict[str, list[list[dict]]] = {e: [] for e in ENGINES}
     for i in range(repeat):
         for engine in ENGINES if i % 2 == 0 else ENGINES[::-1]:
@@ -187,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", default="variants-out")
     ap.add_argument("--write-results", action="store_true",
                     help="replace the generated section of benchmarks/variants/RESULTS.md with this run's totals")
+    ap.add_argument("--label", default="", help="a line saying what this run measured (which code, which "
+                    "session), written with the totals by --write-results and into selection.json")
     ap.add_argument("--engine-only", choices=ENGINES, help=argparse.SUPPRESS)  # the child process
     args = ap.parse_args(argv)
     names = args.bench or list(registry.NAMES)
@@ -205,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     for isa in isas:
         for mode in modes:
             rows += _measure(isa, mode, names, args.repeat, out / "cache")
-    summary: dict = {"load_average_1min_at_start": load, "repeat": args.repeat}
+    summary: dict = {"load_average_1min_at_start": load, "repeat": args.repeat, "label": args.label}
     for isa in isas:
         for mode in modes:
             rs = [r for r in rows if r["isa"] == isa and r["cache"] == mode]
@@ -266,8 +270,8 @@ def _markdown(summary: dict, rows: list[dict], argv: list[str]) -> str:
     def fmt(x: float | None) -> str:
         return "?" if x is None else f"{x:.1f}"
 
-    lines = [f"## {TITLE}", "",
-             f"`python3 -m benchmarks.variants.selection {' '.join(argv)}`; load average (1 min) "
+    lines = [f"## {TITLE}", ""] + ([f"Run: {summary['label']}", ""] if summary.get("label") else []) + [
+             f"`python3 -m benchmarks.variants.selection {shlex.join(argv)}`; load average (1 min) "
              f"{fmt(summary.get('load_average_1min_at_start'))} at the start, {fmt(summary.get('load_average_1min_at_end'))} "
              f"at the end; each engine in its own process, the two alternating, median of {summary['repeat']} per "
              "benchmark. Selection time: `CompileStats.selection_seconds` (lifting and lowering of every vector "

@@ -4,7 +4,7 @@ their loads (gaussian3x3's four row expressions are one shape over load0..load35
 
 `canonical(t)` renames the variables of `t` in first-visit order (post-order walk) to `_v0, _v1, ...`
 keeping each one's type and uniform attribute, and returns the renamed term with the map back.
-Variables named like the Z3 encoding's broadcast constants (fpir.z3enc.BROADCAST_NAME: c0, k1, ...)
+Variables named like the Z3 encoding's broadcast constants (fpir.term.BROADCAST_NAME: c0, k1, ...)
 keep their names, since the encoding reads a meaning into them.
 
 Invariant: `rename(canonical(t)[0], back) is t`; renaming is a bijection on variables of equal type
@@ -13,12 +13,10 @@ and attributes, so lifting, costs and Z3 verdicts carry over between a term and 
 
 from __future__ import annotations
 
-from fpir.term import Term, intern
+from fpir.term import BROADCAST_NAME, Term, intern
 
 
 def _is_fixed(name: str) -> bool:
-    from fpir.z3enc import BROADCAST_NAME
-
     return bool(BROADCAST_NAME.match(name))
 
 

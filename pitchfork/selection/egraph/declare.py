@@ -66,6 +66,7 @@ def ctor(op: str, flags: Iterable[str] = ()) -> str:
     return "op_" + op + "".join("__" + f for f in fl)
 
 
+@lru_cache(maxsize=None)
 def parse_ctor(name: str) -> tuple[str, tuple[str, ...]]:
     """(op, flags) of a constructor made by `ctor`."""
     assert name.startswith("op_")
@@ -120,6 +121,9 @@ class Encoding:
     root: str = ""
     leaf_index: dict[Term, int] = field(default_factory=dict)
     known: frozenset[str] = frozenset()
+    # ids of the terms of the current batch whose every node is named (by an earlier `bind`, which
+    # keeps them alive in `names`): `bind` does not walk into them again
+    closed: set[int] = field(default_factory=set)
 
     def program(self) -> list[str]:
         """The input's actions, marking its root e-class (`Root`): the start of the first batch."""
@@ -130,6 +134,7 @@ class Encoding:
         empty query matches once, and a later run does not match it again). `index` names the rule
         (unique within the e-graph). The batch's `let` names end here: later `bind`s name afresh."""
         self.names = {}
+        self.closed = set()
         return (f"(rule () ({' '.join(actions)}) :ruleset {BATCH_RULESET} :name \"{BATCH_RULESET}{index}\")\n"
                 f"(run {BATCH_RULESET} 1)\n")
 
@@ -138,8 +143,10 @@ class Encoding:
         of this batch gave it, or a new one, appending to `out` a `let` for each of its nodes not named
         in this batch yet (post-order). Union actions built from these names stay linear in the
         nodes (a nested expression would write a shared sub-term once per use)."""
-        names = self.names
-        for t in term.walk():
+        names, closed = self.names, self.closed
+        if id(term) in closed:
+            return names[term]
+        for t in _walk_open(term, closed):
             if t in names:
                 continue
             ty = quote(t.type.name)
@@ -175,6 +182,28 @@ class Encoding:
 @lru_cache(maxsize=None)
 def _type(name: str) -> ScalarType:
     return parse_type(name)
+
+
+def _walk_open(term: Term, closed: set[int]) -> list[Term]:
+    """`term.walk()` (post-order over distinct nodes) without the sub-terms of nodes whose id is in
+    `closed`; the ids of the nodes it returns are added to `closed`. Every node below a closed node is
+    named, so the nodes this leaves out are exactly ones `bind` would skip, and the others come in
+    `walk`'s order (pruning a depth-first traversal does not reorder what it still visits)."""
+    out: list[Term] = []
+    stack: list[tuple[Term, bool]] = [(term, False)]
+    while stack:
+        t, expanded = stack.pop()
+        if expanded:
+            out.append(t)
+            continue
+        if id(t) in closed:
+            continue
+        closed.add(id(t))
+        stack.append((t, True))
+        for a in reversed(t.args):
+            if id(a) not in closed:
+                stack.append((a, False))
+    return out
 
 
 def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "n_") -> Encoding:

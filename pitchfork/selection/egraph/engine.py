@@ -138,7 +138,18 @@ def _declared() -> frozenset[str]:
 
 @lru_cache(maxsize=1)
 def _prelude() -> str:
-    """Declarations, type tables and the algebra rules: the program every e-graph starts from."""
+    """Declarations, type tables and the algebra rules: the program every e-graph starts from. Kept on
+    disk beside the other rule caches (store.prelude_path: compiling the rule files to egglog text is
+    most of building it, ~20 ms a process); a stored text is exactly what `_build_prelude` returns."""
+    path = store.prelude_path(_declared())
+    text = store.load_text(path)
+    if text is None:
+        text = _build_prelude()
+        store.save_text(path, text)
+    return text
+
+
+def _build_prelude() -> str:
     alg = _algebra()
     if alg.unsupported:
         raise ValueError(f"{ALGEBRA_FILE}: rules outside the compiled subset: {alg.unsupported}")
@@ -184,6 +195,7 @@ def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: Egrap
     compiled = rw.rules.compiled()
     unions: list[str] = []
     cap = None if limit is None else limit * (res.rounds + 1)  # `limit` new e-nodes per round
+    rooted: dict[tuple[str, str], tuple[str, bool]] = {}  # (ctor, type) -> (op, a rule has it at its root)
     for n in (n for nodes in classes.values() for n in nodes):
         if cap is not None and len(seen) >= cap:
             res.note = res.note or f"lifting pass limited to {limit} e-nodes per round"
@@ -191,7 +203,12 @@ def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: Egrap
         if not n.children or any(ch not in best for ch in n.children):
             continue
         default = tuple(best[ch] for ch in n.children)
-        if not compiled.candidates(parse_ctor(n.ctor)[0], _type(n.tname)) and not all(a.is_const for a in default):
+        got = rooted.get((n.ctor, n.tname))
+        if got is None:
+            op = parse_ctor(n.ctor)[0]
+            got = rooted[(n.ctor, n.tname)] = (op, bool(compiled.candidates(op, _type(n.tname))))
+        op = got[0]
+        if not got[1] and not all(a.is_const for a in default):
             # no lifting rule has this op and type at its root: lifting the node only lifts its
             # children, whose cheapest terms' liftings this pass unions into their own classes, so
             # the node over them is in this class already (congruence). (Over constants alone the
@@ -199,7 +216,6 @@ def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: Egrap
             continue
         choices = [default]
         if guide is not None:
-            op = parse_ctor(n.ctor)[0]
             for s in sk.get(op, ()):
                 alt = guide.children_for(n, s)
                 if alt is not None and alt not in choices:

@@ -80,21 +80,30 @@ def _node_cost(n: ENode, types: dict[Any, int]) -> Cost3:
 
 def _best(classes: dict[Any, list[ENode]]) -> dict[Any, tuple[Cost3, ENode]]:
     types = {c: _bits(ns[0].tname) for c, ns in classes.items()}
+    # each node's own cost once (it does not change between sweeps); the sweeps are the plain
+    # fixed-point iteration, in the same order with the same strict comparison (ties keep the node
+    # found first), so the choice is what it always was
+    rows = [(c, [(n, n.children, _node_cost(n, types)) for n in nodes]) for c, nodes in classes.items()]
     best: dict[Any, tuple[Cost3, ENode]] = {}
+    get = best.get
     changed = True
     while changed:
         changed = False
-        for c, nodes in classes.items():
-            for n in nodes:
-                if any(ch not in best for ch in n.children):
-                    continue
-                total = _node_cost(n, types)
-                for ch in n.children:
-                    cc = best[ch][0]
-                    total = (total[0] + cc[0], total[1] + cc[1], total[2] + cc[2])
-                if c not in best or total < best[c][0]:
-                    best[c] = (total, n)
-                    changed = True
+        for c, nodes in rows:
+            for n, children, own in nodes:
+                a, b, d = own
+                for ch in children:
+                    got = get(ch)
+                    if got is None:
+                        break
+                    cc = got[0]
+                    a, b, d = a + cc[0], b + cc[1], d + cc[2]
+                else:
+                    total = (a, b, d)
+                    cur = get(c)
+                    if cur is None or total < cur[0]:
+                        best[c] = (total, n)
+                        changed = True
     return best
 
 

@@ -54,11 +54,21 @@ def _informative(s: SubSketch) -> bool:
 _CACHE: dict[int, tuple[RuleSet, dict[str, tuple[Sketch, ...]]]] = {}
 
 
+def _interned(s: SubSketch, table: dict[tuple, tuple]) -> SubSketch:
+    """`s` with every equal sub-sketch one object (Guide keys its memos by a sketch's id, which is
+    then as good as its value, and cheaper than hashing a nested tuple at every lookup)."""
+    if not isinstance(s, tuple):
+        return s
+    t = (s[0],) + tuple(_interned(a, table) for a in s[1:])
+    return table.setdefault(t, t)
+
+
 def _sketches_of(rs: RuleSet) -> dict[str, tuple[Sketch, ...]]:
     out: dict[str, dict[Sketch, None]] = {}
+    table: dict[tuple, tuple] = {}
     for op, entries in rs.index.items():
         for _rule, p in entries:
-            s = _sketch(p, 0)
+            s = _interned(_sketch(p, 0), table)
             assert isinstance(s, tuple)
             if any(_informative(a) for a in s[1:]):  # a root-only sketch is what the plain pass shows
                 out.setdefault(op, {})[s] = None
@@ -80,8 +90,11 @@ class Guide:
     def __init__(self, classes: dict[Any, list], best: dict[Any, tuple], terms: dict[Any, Term],
                  enc: Encoding) -> None:
         self.classes, self.best, self.terms, self.enc = classes, best, terms, enc
-        self._fit: dict[tuple[Any, SubSketch], Optional[Any]] = {}
-        self._term: dict[tuple[Any, SubSketch], Optional[Term]] = {}
+        # memos keyed by (class, id(sub-sketch)): sketches() interns its sub-sketches and keeps them
+        # alive, so an id stands for one value (a fit's recursion only goes to strictly smaller
+        # sub-sketches, so no two live keys can mean one value either way)
+        self._fit: dict[tuple[Any, int], Optional[Any]] = {}
+        self._term: dict[tuple[Any, int], Optional[Term]] = {}
 
     def _node_cost(self, n: Any) -> tuple:
         from pitchfork.selection.egraph.extract import _node_cost
@@ -95,7 +108,7 @@ class Guide:
 
     def fit(self, cls: Any, s: SubSketch) -> Optional[Any]:
         """The e-node of `cls` that follows sketch `s` (None: no node does)."""
-        key = (cls, s)
+        key = (cls, id(s))
         if key in self._fit:
             return self._fit[key]
         self._fit[key] = None  # cycles through this class do not fit
@@ -105,9 +118,10 @@ class Guide:
         elif s is not None:
             op, subs = s[0], s[1:]
             chosen = self.best.get(cls, (None, None))[1]
+            best = self.best
             cands = [n for n in self.classes.get(cls, ()) if n.ctor not in (CONST, LEAF)
                      and parse_ctor(n.ctor)[0] == op and len(n.children) == len(subs)
-                     and all(ch in self.best for ch in n.children)]
+                     and all(ch in best for ch in n.children)]
             ok = [n for n in cands if all(sub is None or self.fit(ch, sub) is not None
                                           for ch, sub in zip(n.children, subs))]
             if ok:
@@ -119,9 +133,10 @@ class Guide:
         """The cheapest term of `cls` that follows `s` (its cheapest term for a wildcard)."""
         if s is None:
             return self.terms.get(cls)
-        key = (cls, s)
-        if key in self._term:
-            return self._term[key]
+        key = (cls, id(s))
+        got = self._term.get(key, self)  # `self`: not computed yet (None is a computed "no term")
+        if got is not self:
+            return got  # type: ignore[return-value]
         n = self.fit(cls, s)
         t = None
         if n is not None:
@@ -143,12 +158,19 @@ class Guide:
     def children_for(self, n: Any, s: Sketch) -> Optional[tuple[Term, ...]]:
         """The children's terms of e-node `n` following sketch `s` (rooted at n's op); None when a
         child cannot follow its sub-sketch."""
-        subs = s[1:]
-        if len(subs) != len(n.children):
+        children = n.children
+        if len(s) != len(children) + 1:
             return None
         out = []
-        for ch, sub in zip(n.children, subs):
-            t = self.term(ch, sub)
+        terms, memo = self.terms, self._term
+        for i, ch in enumerate(children):
+            sub = s[i + 1]
+            if sub is None:
+                t = terms.get(ch)
+            else:
+                t = memo.get((ch, id(sub)), self)
+                if t is self:
+                    t = self.term(ch, sub)
             if t is None:
                 return None
             out.append(t)

@@ -20,6 +20,9 @@ Invariants:
   found nothing cheaper": greedy's own result, computed in this process, is what is used.
 * Only outcomes that do not depend on the machine are stored: not an egglog failure (it may be
   transient), not a run under a wall-clock budget (`Budget.seconds`).
+* The egglog prelude (engine._prelude: the declarations and rules/egraph/ compiled to egglog text) is a
+  rule cache kept here too, under `egraph-prelude/` (PRELUDE_KIND), keyed by `engine_version` and the
+  declared ops: a text that is a pure function of those, so the shape store can be emptied without it.
 * Location, format and robustness are pitchfork/trs/cache.py's: `$PITCHFORK_CACHE_DIR` (off turns it
   off), else `$XDG_CACHE_HOME/pitchfork`, else `~/.cache/pitchfork`, subdirectory `egraph/`; written
   atomically; an unreadable or corrupt entry is a miss. `ENABLED = False` turns the store off in this
@@ -35,7 +38,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from fpir.term import Term
-from pitchfork.trs.cache import load_entry, sources_digest, store_entry
+from pitchfork.trs.cache import load_entry, parser_version, sources_digest, store_entry
 from pitchfork.trs.rules import RuleSet
 
 #: this process uses the store (tests that monkeypatch the engine turn it off)
@@ -49,14 +52,36 @@ FIELDS = ("term", "source", "note", "rounds", "nodes", "saturated", "fired", "gr
 @lru_cache(maxsize=1)
 def engine_version() -> str:
     """A hash of the sources and rule files the outcome of a saturation depends on (module docstring)."""
+    egglog = _egglog_version()
+    # pitchfork/trs and fpir through the rule cache's own digest of them (parser_version), which a
+    # compile has computed already to load its rule files: those sources are read once per process
+    return sources_digest((("pitchfork/selection", "*.py"), ("pitchfork/selection/egraph", "*.py"),
+                           ("rules/egraph", "*.rules")), (egglog, parser_version()))
+
+
+def _egglog_version() -> str:
+    """The installed egglog's version: the name of its dist-info folder beside the package
+    (`egglog-13.2.0.dist-info`), else importlib.metadata's answer (which scans every installed
+    distribution: ~13 ms, a fifth of the e-graph engine's start-up)."""
+    import importlib.util
+    import os
+
+    try:
+        spec = importlib.util.find_spec("egglog")
+        for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+            parent = os.path.dirname(os.path.abspath(folder))
+            names = sorted(e.name for e in os.scandir(parent)
+                           if e.name.startswith("egglog-") and e.name.endswith(".dist-info"))
+            if len(names) == 1:
+                return names[0][len("egglog-"):-len(".dist-info")]
+    except (OSError, ImportError, ValueError):
+        pass
     try:
         from importlib.metadata import version
 
-        egglog = version("egglog")
+        return version("egglog")
     except Exception:  # noqa: BLE001 - no metadata: the sources still key the entry
-        egglog = "egglog-unknown"
-    return sources_digest((("pitchfork/selection", "*.py"), ("pitchfork/selection/egraph", "*.py"),
-                           ("pitchfork/trs", "*.py"), ("fpir", "*.py"), ("rules/egraph", "*.rules")), (egglog,))
+        return "egglog-unknown"
 
 
 #: rule-set digests, per rule set object (kept alive beside its digest, so an id is never reused)
@@ -85,6 +110,37 @@ def entry_path(canon: Term, rs: RuleSet, budget: Any, check: bool, declared: fro
         h.update(part.encode() + b"\0")
     h.update(shape_text(canon).encode("utf-8", "surrogatepass"))
     return d / _KIND / f"{h.hexdigest()}.pickle"
+
+
+#: the kind (subdirectory) of the compiled prelude: a rule cache (the rule files of rules/egraph/ compiled
+#: to egglog text), not a shape outcome, so it is kept apart from the shape store
+PRELUDE_KIND = "egraph-prelude"
+
+
+def prelude_path(declared: frozenset[str]) -> Optional[Path]:
+    """Where the egglog prelude text (engine._prelude) for these declared ops is stored (None: off).
+    Keyed like a shape entry by `engine_version` (the sources that compile it and rules/egraph/) and the
+    declared ops; the text is a pure function of those."""
+    from fpir.diskcache import cache_dir
+
+    d = cache_dir()
+    if not ENABLED or d is None:
+        return None
+    h = hashlib.sha256(b"pitchfork-egraph-prelude-1\0")
+    for part in (engine_version(), ",".join(sorted(declared))):
+        h.update(part.encode() + b"\0")
+    return d / PRELUDE_KIND / f"{h.hexdigest()}.pickle"
+
+
+def load_text(path: Optional[Path]) -> Optional[str]:
+    """The text stored at `path`, or None."""
+    got = load_entry(path) if path is not None else None
+    return got if isinstance(got, str) else None
+
+
+def save_text(path: Optional[Path], text: str) -> None:
+    if path is not None:
+        store_entry(path, text)
 
 
 def shape_text(term: Term) -> str:

@@ -30,3 +30,13 @@ def test_cache_modes_warm_and_cold(tmp_path: Path) -> None:
     # the warm directory holds the store's entries; cold directories are removed after use
     assert any((tmp_path / "cache" / "x86-avx2-warm" / "egraph").glob("*.pickle"))
     assert not list((tmp_path / "cache").glob("cold-*"))
+
+
+def test_results_section_carries_the_label() -> None:
+    summary = {"load_average_1min_at_start": 0.5, "load_average_1min_at_end": 0.7, "repeat": 2, "label": "session 16, after",
+               "hvx128/rules": {"greedy_selection_s": 1.0, "egraph_selection_s": 1.5, "ratio": 1.5,
+                                "greedy_selection_cpu_s": 1.0, "egraph_selection_cpu_s": 1.4, "cpu_ratio": 1.4,
+                                "same_code": 16, "benchmarks": 16}}
+    md = selection._markdown(summary, [], ["--isa", "hvx128", "--label", "session 16, after"])
+    assert md.startswith(f"## {selection.TITLE}\n\nRun: session 16, after\n")
+    assert "--label 'session 16, after'" in md and "| hvx128 | rules | 1.00 | 1.50 | 1.50x |" in md

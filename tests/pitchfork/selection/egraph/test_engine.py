@@ -57,6 +57,27 @@ def test_encoding_shares_nodes() -> None:
     assert len(enc.leaves) == 1
 
 
+def test_bind_names_each_node_once_in_walk_order() -> None:
+    """Encoding.bind skips the sub-terms of terms it bound earlier in the batch (declare._walk_open);
+    the lets it writes are those of a full walk over every node not named yet, in walk order."""
+    enc = encode(parse("u16(a_u8) + u16(b_u8)"))
+    enc.batch([], 1)  # a new batch: nothing named
+    inner = parse("widening_add(a_u8, b_u8)")
+    outer = parse("widening_add(a_u8, b_u8) * 3 + u16(c_u8) * widening_add(a_u8, b_u8)")
+    out: list[str] = []
+    named: dict = {}
+    expected: list = []
+    for t in (inner, outer, inner):
+        name = enc.bind(t, out)
+        for x in t.walk():
+            if x not in named:
+                named[x] = True
+                expected.append(x)
+        assert name == enc.names[t]
+    lets = [x.split()[1] for x in out if x.startswith("(let ")]
+    assert lets == [enc.names[x] for x in expected] == [f"n_{i}" for i in range(len(expected))]
+
+
 @pytest.mark.parametrize("text", [
     "i16(a_u8) + (0 - i16(b_u8))",            # greedy: extending_add(widening_sub(0, b), a)
     "u8((u16(a_u8) + 1 + u16(b_u8) - 1) >> 1)",  # the rounding constants cancel: halving_add

@@ -27,3 +27,16 @@ def test_sketches_of_the_lifting_rules() -> None:
 def test_sketch_of_a_rule() -> None:
     rs = RuleSet(parse_rules("r: (x_T + c0) >> c1 -> rounding_shr(x_T, c1) if c0 == 1 << (c1 - 1)\n"))
     assert sketches(rs) == {"shr": (("shr", ("add", None, CONST), CONST),)}
+
+
+def test_equal_sub_sketches_are_one_object() -> None:
+    """sketch.Guide keys its memos by a sub-sketch's id: sketches() makes equal ones one object."""
+    subs: dict = {}
+    for ss in sketches(lift_rules()).values():
+        for s in ss:
+            stack = [s]
+            while stack:
+                x = stack.pop()
+                if isinstance(x, tuple):
+                    assert subs.setdefault(x, x) is x
+                    stack.extend(x[1:])

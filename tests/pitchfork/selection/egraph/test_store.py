@@ -113,3 +113,19 @@ def test_lift_budget_and_failures_are_not_stored(fresh: Path, monkeypatch: pytes
     res = eng.lift_egraph(t, budget=eng.SELECTION_BUDGET)
     assert "egraph engine failed" in res.note
     assert not (fresh / "egraph").exists() or not any((fresh / "egraph").iterdir())
+
+
+def test_prelude_is_kept_with_the_rule_caches(fresh: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled egglog prelude is stored apart from the shape store (which the selection harness's
+    `rules` state empties) and read back as the very text it compiles to."""
+    eng._prelude.cache_clear()
+    try:
+        text = eng._prelude()
+        path = store.prelude_path(eng._declared())
+        assert path is not None and path.parent == fresh / store.PRELUDE_KIND and path.exists()
+        assert text == eng._build_prelude() == store.load_text(path)
+        eng._prelude.cache_clear()
+        path.write_bytes((_FORMAT + pickle.dumps("(not a prelude"))[:-3])  # corrupt: rebuilt, not used
+        assert eng._prelude() == text
+    finally:
+        eng._prelude.cache_clear()
