@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 import threading
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from fpir.printer import to_text
 from fpir.types import ScalarType
@@ -73,9 +73,12 @@ class Term:
         assert self.op == "const"
         return self.attrs[0]
 
-    def walk(self) -> Iterator[Term]:
-        """Post-order traversal over distinct sub-terms (each shared node once)."""
-        seen: set[int] = set()
+    def walk(self, seen: Optional[set[int]] = None) -> Iterator[Term]:
+        """Post-order traversal over distinct sub-terms (each shared node once). With `seen`, nodes
+        whose id is in it are skipped with their sub-terms, and the ids of the nodes visited are added
+        to it (pruning a depth-first traversal does not reorder what it still visits)."""
+        if seen is None:
+            seen = set()
         stack: list[tuple[Term, bool]] = [(self, False)]
         while stack:
             t, expanded = stack.pop()

@@ -189,21 +189,7 @@ def _walk_open(term: Term, closed: set[int]) -> list[Term]:
     `closed`; the ids of the nodes it returns are added to `closed`. Every node below a closed node is
     named, so the nodes this leaves out are exactly ones `bind` would skip, and the others come in
     `walk`'s order (pruning a depth-first traversal does not reorder what it still visits)."""
-    out: list[Term] = []
-    stack: list[tuple[Term, bool]] = [(term, False)]
-    while stack:
-        t, expanded = stack.pop()
-        if expanded:
-            out.append(t)
-            continue
-        if id(t) in closed:
-            continue
-        closed.add(id(t))
-        stack.append((t, True))
-        for a in reversed(t.args):
-            if id(a) not in closed:
-                stack.append((a, False))
-    return out
+    return list(term.walk(closed))
 
 
 def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "n_") -> Encoding:
