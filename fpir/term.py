@@ -13,7 +13,6 @@ in vector context a constant is a broadcast). Type checking is not done here: bu
 from __future__ import annotations
 
 import re
-
 import threading
 from typing import Any, Iterator, Optional
 

@@ -40,7 +40,7 @@ import z3
 
 from fpir.ops import template
 from fpir.opspec import spec
-from fpir.term import BROADCAST_NAME as _BROADCAST_NAME, Term
+from fpir.term import BROADCAST_NAME, Term
 from fpir.types import ScalarType
 
 
@@ -111,11 +111,6 @@ def flag_facts(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None) -> 
 
 def has_flags(term: Term) -> bool:
     return any(t.args and t.attrs for t in term.walk())
-
-
-#: Variables named like the verifier's constant wildcards (c0, c1, ...) and computed constants (k1, ...)
-#: are broadcasts: one symbol for every lane (defined in fpir/term.py, which does not import z3).
-BROADCAST_NAME = _BROADCAST_NAME
 
 
 def _with_broadcasts(term: Term, env: Optional[Mapping[str, z3.BitVecRef]]) -> dict[str, z3.BitVecRef]:

@@ -44,6 +44,7 @@ from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.frontend.printer import to_text
 from pitchfork.passes.pipeline import PassList, resolve
 from pitchfork.frontend.deep import run_deep
+from pitchfork.frontend.htypes import HType
 from pitchfork.backend.link_check import undefined_calls, undefined_symbols
 from pitchfork.errors import UsageError
 from pitchfork.frontend.checks import (check_arguments, refuse_deep_statement, refuse_extern_stages,
@@ -261,7 +262,7 @@ class CompiledPipeline:
         for a, value in zip(args, inputs):
             if isinstance(a, hl.ImageParam):
                 arr, _ = _as_array(value)
-                want = np.dtype(_np_dtype(a.type()))
+                want = HType.from_halide(a.type()).np_dtype
                 if arr.dtype != want:
                     raise TypeError(f"input {a.name()} must be {want}, got {arr.dtype}")
                 if arr.ndim != a.dimensions():
@@ -366,13 +367,6 @@ def _scalar_arg(a: Any, value: Any) -> Any:
     # refuse what Halide's Param.set refuses (pitchfork/frontend/params.py)
     v = scalar_value(a.name, a.type.code, a.type.bits, value)
     return Scalar(v, 64 if a.type.bits == 64 else 32)
-
-
-def _np_dtype(t: Any) -> str:
-    if t.is_bool():
-        return "bool"
-    kind = "int" if t.is_int() else "uint" if t.is_uint() else "float"
-    return f"{kind}{t.bits()}"
 
 
 def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:

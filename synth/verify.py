@@ -31,10 +31,10 @@ from typing import Iterable, Optional, Sequence
 
 import z3
 
-from fpir.term import Term, const, var
+from fpir.term import BROADCAST_NAME, Term, const, var
 from fpir.text import FPIRSyntaxError, Raw, _Elaborator
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
-from fpir.z3enc import BROADCAST_NAME, DEFAULT_RLIMIT, Verdict, equivalent, flag_facts, has_flags, isolated_solver, unknown_reason
+from fpir.z3enc import DEFAULT_RLIMIT, Verdict, equivalent, flag_facts, has_flags, isolated_solver, unknown_reason
 from pitchfork.trs.pattern import _CWILD_RE, parse_type_expr, split_wildcard
 from pitchfork.trs.predicate import (VALUE_BOUNDS, IntDomain, PredicateError, PyDomain, Z3Domain, evaluate, is_const_expr,
                                      uses_bounds)

@@ -88,7 +88,9 @@ def placed_output(t: Any, size: Sequence[int]) -> Any:
     `size`, starting OUTPUT_PAGE_OFFSET bytes into a page: the output buffer of either contender."""
     import numpy as np
 
-    dtype = np.dtype(f"{'f' if t.is_float() else 'u' if t.is_uint() else 'i'}{t.bits() // 8}")
+    from pitchfork.frontend.htypes import HType
+
+    dtype = HType.from_halide(t).np_dtype
     shape = tuple(reversed([int(e) for e in size]))
     n = int(np.prod(shape)) * dtype.itemsize
     raw = np.empty(n + 2 * 4096, np.uint8)

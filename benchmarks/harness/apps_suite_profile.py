@@ -39,6 +39,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
+from pitchfork.frontend.htypes import HType
+
 #: halide_type_t code and C element type per (numpy kind, bits)
 _C_TYPES = {("f", 32): ("halide_type_float", "float"), ("u", 8): ("halide_type_uint", "uint8_t"),
             ("u", 16): ("halide_type_uint", "uint16_t"), ("i", 16): ("halide_type_int", "int16_t"),
@@ -220,7 +222,7 @@ def outputs_agree(name: str, out_dir: Path) -> bool:
 
     app = APPS[name].build("x86-avx2")
     t = app.output.type()
-    dtype = np.dtype(f"{'f' if t.is_float() else 'u' if t.is_uint() else 'i'}{t.bits() // 8}")
+    dtype = HType.from_halide(t).np_dtype
     ours, theirs = (np.fromfile(out_dir / f"{name}_{w}.out", dtype).astype(np.float64) for w in ("pf", "hl"))
     return ours.shape == theirs.shape and bool(np.abs(ours - theirs).max() <= app.tolerance)
 

@@ -28,16 +28,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from benchmarks.common import HALIDE_TARGETS, Benchmark, ParamSet
+from pitchfork.frontend.htypes import HType
 
 os.environ.setdefault("HL_NUM_THREADS", "1")
-
-
-def _np_dtype(t: Any) -> np.dtype:
-    if t.is_float():
-        return np.dtype(f"float{t.bits()}")
-    if t.is_bool():
-        return np.dtype("bool")
-    return np.dtype(f"{'int' if t.is_int() else 'uint'}{t.bits()}")
 
 
 def _pipeline(out: Any) -> Any:
@@ -50,7 +43,7 @@ def output_dtype(out: Any) -> np.dtype:
     import halide as hl
 
     f = out if isinstance(out, hl.Func) else out.outputs()[0]
-    return _np_dtype(f.type())
+    return HType.from_halide(f.type()).np_dtype
 
 
 def bind(args: Sequence[Any], values: Sequence[Any]) -> list[Any]:

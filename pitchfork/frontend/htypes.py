@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     import halide as hl
+    import numpy as np
 
     from fpir.types import ScalarType
 
@@ -157,6 +158,17 @@ class HType:
         if codes[code_num] == "handle":
             return HType("handle", bits, lanes, "void *")
         return HType(codes[code_num], bits, lanes)
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        """The numpy dtype of one lane (`bool` for uint1); lanes are dropped."""
+        import numpy as np
+
+        if self.is_bool:
+            return np.dtype("bool")
+        if self.code not in ("int", "uint", "float"):
+            raise TypeError(f"{self} has no numpy dtype")
+        return np.dtype(f"{self.code}{self.bits}")
 
     def to_fpir(self) -> ScalarType:
         """The FPIR element type (`fpir.types.ScalarType`) of an integer type; lanes are dropped."""

@@ -146,7 +146,10 @@ class Encoding:
         names, closed = self.names, self.closed
         if id(term) in closed:
             return names[term]
-        for t in _walk_open(term, closed):
+        # Nodes whose id is closed are skipped with their sub-terms: every node below a closed node is
+        # named, so the nodes left out are exactly ones the loop would skip, and the others come in
+        # `walk`'s order (pruning a depth-first traversal does not reorder what it still visits).
+        for t in term.walk(closed):
             if t in names:
                 continue
             ty = quote(t.type.name)
@@ -182,14 +185,6 @@ class Encoding:
 @lru_cache(maxsize=None)
 def _type(name: str) -> ScalarType:
     return parse_type(name)
-
-
-def _walk_open(term: Term, closed: set[int]) -> list[Term]:
-    """`term.walk()` (post-order over distinct nodes) without the sub-terms of nodes whose id is in
-    `closed`; the ids of the nodes it returns are added to `closed`. Every node below a closed node is
-    named, so the nodes this leaves out are exactly ones `bind` would skip, and the others come in
-    `walk`'s order (pruning a depth-first traversal does not reorder what it still visits)."""
-    return list(term.walk(closed))
 
 
 def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "n_") -> Encoding:
