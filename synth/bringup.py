@@ -105,10 +105,17 @@ def _sites(isa: str, exprs: list[Term], hand_rules: object, cost: object) -> lis
     from pitchfork.selection.lift import lifter, normalize_shift_constants
     from pitchfork.trs.rewriter import Rewriter
 
+    from fpir.term import var
+    from synth.corpus import substitute
+
     lw = lifter()
     rw = Rewriter(hand_rules, cost=cost, trace=True)  # type: ignore[arg-type]
     for t in exprs:
         rw.rewrite(lw.rewrite(normalize_shift_constants(t)))
+    # the trace holds text, which cannot state that a leaf is a broadcast: the expressions' uniform
+    # leaves are marked again after parsing (else x86 `psra_uniform` sites are judged without their
+    # broadcast count, where neither rule set may use vpsraw, and the site is not the one that fired)
+    uniform = {(v.name, v.type) for t in exprs for v in t.variables() if v.is_uniform_leaf}
     out: list[tuple[str, Term]] = []
     seen: set[tuple[str, str]] = set()
     for name, before, _after in rw.stats.trace:
@@ -116,9 +123,11 @@ def _sites(isa: str, exprs: list[Term], hand_rules: object, cost: object) -> lis
             continue
         seen.add((name, before))
         try:
-            out.append((name, parse(before)))
+            site = parse(before)
         except Exception:  # noqa: BLE001 - a form the printer writes but the parser does not take: skipped
             continue
+        marks = {v: var(v.name, v.type, uniform=True) for v in site.variables() if (v.name, v.type) in uniform}
+        out.append((name, substitute(site, marks) if marks else site))
     return out
 
 
@@ -231,7 +240,7 @@ def selection_costs(
 def judge_folder(out_dir: "str | Path", isa: str, judges: Sequence[str] = JUDGES,
                  max_sites: int = 12) -> dict[str, Rediscovery]:
     """Rediscovery of a finished bring-up's output folder (its lower_<isa>.rules and the corpus its
-    cache holds, .synth-cache/corpus-<bench>-<isa>-pitchfork.txt) by each judge, without searching."""
+    cache holds, .synth-cache/corpus-<bench>-<isa>-pitchfork-u.txt) by each judge, without searching."""
     from pathlib import Path
 
     from synth.output import existing_rules
@@ -242,10 +251,15 @@ def judge_folder(out_dir: "str | Path", isa: str, judges: Sequence[str] = JUDGES
     d = Path(out_dir)
     load_target(isa)  # the instruction table the rules name
     rules = existing_rules(d / f"lower_{ISA_STEMS[isa]}.rules")
-    files = sorted((d / ".synth-cache").glob(f"corpus-*-{isa}-pitchfork.txt"))
+    # the corpus files as the driver writes them (`-u`: each line's uniform leaves after a tab; synth/driver.py
+    # Cache.corpus), or as older runs wrote them (no uniform leaves)
+    files = sorted((d / ".synth-cache").glob(f"corpus-*-{isa}-pitchfork-u.txt")) or \
+        sorted((d / ".synth-cache").glob(f"corpus-*-{isa}-pitchfork.txt"))
     if not files:
         raise ValueError(f"{d}: no corpus of {isa} in .synth-cache/ (run `pitchfork-synth --bring-up {isa} -o {d}`)")
-    exprs = [parse(ln) for f in files for ln in f.read_text().splitlines() if ln.strip()]
+    from synth.driver import _corpus_line
+
+    exprs = [_corpus_line(ln) for f in files for ln in f.read_text().splitlines() if ln.strip()]
     return {j: rediscovery(isa, exprs, rules, max_sites=max_sites, judge=j) for j in judges}
 
 

@@ -125,3 +125,43 @@ def test_judge_folder_rejudges_a_finished_bring_up(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "j.json").read_text())["compiler"]["share"] == 1.0
     with pytest.raises(SystemExit):
         bringup_main([str(tmp_path), "arm64"])  # no arm64 corpus there: a one-line error
+
+
+def test_strict_judge_keeps_the_broadcast_of_a_site() -> None:
+    """The strict judge reads its sites back from the rewriter's text trace, which cannot state that a
+    leaf is a broadcast: the expressions' uniform leaves are marked again, so an x86 shift by a count
+    in a register is judged as it fired (the synthesized uniform rule matches it; without the marks
+    the site was a per-lane shift that no uniform rule may take)."""
+    from fpir.ops import make
+    from fpir.term import var
+    from fpir.types import parse_type
+    from synth.driver import _corpus_text
+
+    load_target("x86-avx2")
+    expr = make("shr", var("x", parse_type("i16")), var("s", parse_type("u16"), uniform=True))
+    rule = parse_rule("s1: v0_i16 >> v1_u16 -> x86.psra_uniform(v0_i16, v1_u16) "
+                      "if is_variable(v1_u16) && is_uniform(v1_u16)", "<test>", 1)
+    assert verify_rule(rule).status == "VALID"
+    rep = rediscovery("x86-avx2", [expr], [rule], judge="strict")  # type: ignore[list-item]
+    assert "psra_uniform" in rep.exercised
+    assert rep.rediscovered.get("psra_uniform") == rep.exercised["psra_uniform"], rep.examples
+    # a folder's corpus file keeps the marks (`-u` files), so judging the folder again agrees
+    assert "\tuniform=s" in _corpus_text(expr)  # type: ignore[arg-type]
+
+
+def test_judge_folder_reads_the_corpus_with_its_uniform_leaves(tmp_path: Path) -> None:
+    from fpir.ops import make
+    from fpir.term import var
+    from fpir.types import parse_type
+    from synth.bringup import judge_folder
+    from synth.driver import _corpus_text
+
+    load_target("x86-avx2")
+    expr = make("shr", var("x", parse_type("i16")), var("s", parse_type("u16"), uniform=True))
+    (tmp_path / ".synth-cache").mkdir()
+    (tmp_path / ".synth-cache" / "corpus-softmax-x86-avx2-pitchfork-u.txt").write_text(_corpus_text(expr) + "\n")  # type: ignore[arg-type]
+    (tmp_path / "lower_x86_avx2.rules").write_text(
+        "s1: v0_i16 >> v1_u16 -> x86.psra_uniform(v0_i16, v1_u16) if is_variable(v1_u16) && is_uniform(v1_u16)\n")
+    reps = judge_folder(tmp_path, "x86-avx2", judges=("strict", "compiler"))
+    for rep in reps.values():
+        assert rep.exercised.get("psra_uniform") and rep.rediscovered.get("psra_uniform") == rep.exercised["psra_uniform"]
