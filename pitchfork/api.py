@@ -40,7 +40,8 @@ import numpy as np
 
 from pitchfork.backend.machine import CompiledModule, CompileError, compile_module
 from pitchfork.frontend.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt, halide_target
-from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.codegen.base import buffer_dtype
+from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported
 from pitchfork.frontend.printer import to_text
 from pitchfork.passes.pipeline import PassList, resolve
 from pitchfork.frontend.deep import run_deep
@@ -192,7 +193,7 @@ class CompiledPipeline:
                 args.append(_scalar_arg(a, value))
                 continue
             arr, mins = _as_array(value)
-            want = _elem_dtype(a.type.elem)
+            want = buffer_dtype(a.type.elem)
             if arr.dtype != want:
                 raise TypeError(f"input {a.name} must be {want}, got {arr.dtype}")
             if arr.ndim != a.dimensions:
@@ -208,7 +209,7 @@ class CompiledPipeline:
         size = self._output_size(size, first_extents)
         shape = tuple(reversed(size))
         for out in outs:
-            args.append(Buffer(np.zeros(shape, dtype=_elem_dtype(out.types[0].elem)), is_output=True))
+            args.append(Buffer(np.zeros(shape, dtype=buffer_dtype(out.types[0].elem)), is_output=True))
             stride = 1
             for d in range(out.dimensions):
                 args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
@@ -344,13 +345,6 @@ def run_many(runs: Sequence[tuple[CompiledPipeline, Sequence[Any], Optional[Sequ
         for k, outs in zip(calls, run_calls(mods, target, list(calls.values()))):
             results[k] = runs[k][0].unpack(outs)
     return results
-
-
-def _elem_dtype(t: Any) -> Any:
-    """The numpy dtype of a buffer element type (integers through FPIR's types, plus float32/64)."""
-    if t.code == "float" and t.bits in (32, 64):
-        return np.dtype(f"float{t.bits}")
-    return fpir_type(t).np_dtype
 
 
 def _scalar_arg(a: Any, value: Any) -> Any:

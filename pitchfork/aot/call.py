@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
-from pitchfork.codegen.loop_nest import fpir_type
+from pitchfork.codegen.base import buffer_dtype
 from pitchfork.frontend.params import scalar_value
 
 if TYPE_CHECKING:
@@ -47,13 +47,6 @@ class CallPlan:
     kinds: tuple[str, ...]  # the kernel's parameter kinds ("p", "i32", "i64"), error slot first
 
 
-def _elem_dtype(t: Any) -> np.dtype:
-    """A buffer element's numpy dtype: float32/float64, or the integer type's (as FPIR types it)."""
-    if t.code == "float" and t.bits in (32, 64):
-        return np.dtype(f"float{t.bits}")
-    return np.dtype(fpir_type(t).np_dtype)
-
-
 def plan_of(prog: CompiledPipeline) -> CallPlan:
     plan = prog._call_plan
     if plan is None:
@@ -66,9 +59,9 @@ def plan_of(prog: CompiledPipeline) -> CallPlan:
                 args.append(("scalar", a.name, a.type.code, a.type.bits))
                 kinds.append("i64" if a.type.bits == 64 else "i32")
             else:
-                args.append(("buffer", a.name, _elem_dtype(a.type.elem), a.dimensions))
+                args.append(("buffer", a.name, buffer_dtype(a.type.elem), a.dimensions))
                 kinds += ["p"] + ["i32"] * (3 * a.dimensions)
-        outs = tuple((o.name, _elem_dtype(o.types[0].elem), o.dimensions) for o in cap.outputs)
+        outs = tuple((o.name, buffer_dtype(o.types[0].elem), o.dimensions) for o in cap.outputs)
         for _, _, dims in outs:
             kinds += ["p"] + ["i32"] * (3 * dims)
         plan = prog._call_plan = CallPlan(tuple(args), outs, tuple(kinds))

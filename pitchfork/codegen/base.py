@@ -5,13 +5,16 @@ run, and small text helpers. Data and pure functions only; nothing here emits IR
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable, Optional
+from typing import TYPE_CHECKING, Hashable, Optional
 
 from llvmlite import ir
 
 from fpir.types import ScalarType
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
+
+if TYPE_CHECKING:
+    import numpy as np
 
 class Unsupported(Exception):
     def __init__(self, what: str, node: Optional[H.Node] = None) -> None:
@@ -64,6 +67,16 @@ def fpir_type(t: HType, node: Optional[H.Node] = None) -> ScalarType:
     if t.bits not in (1, 8, 16, 32, 64):
         raise Unsupported(f"{t} values", node)
     return ScalarType(t.code == "int", t.bits)
+
+
+def buffer_dtype(t: HType) -> "np.dtype":
+    """A buffer element's numpy dtype: float32/float64, or the integer type's as FPIR types it (uint1 is
+    bool); any other element type is `Unsupported`. The API's and the AOT caller's argument checks share it."""
+    import numpy as np
+
+    if t.code == "float" and t.bits in (32, 64):
+        return np.dtype(f"float{t.bits}")
+    return np.dtype(fpir_type(t).np_dtype)
 
 
 def type_code(t: HType) -> int:
