@@ -232,6 +232,23 @@ def _pow2(v: int) -> bool:
     return v > 0 and v & (v - 1) == 0
 
 
+#: (op, its type rule, form type, argument types) -> the result type, None where the rule refuses:
+#: every bank asks every type tuple of every form, most of them refused (the same in every bank)
+_TYPE_RULES: dict[tuple, Optional[ScalarType]] = {}
+
+
+def _type_rule(op: str, rtype: Optional[ScalarType], ts: tuple[ScalarType, ...]) -> Optional[ScalarType]:
+    s = spec(op)
+    key = (op, s.type_rule, rtype, ts)  # the rule itself too: an op declared again is asked again
+    if key not in _TYPE_RULES:
+        try:
+            r = s.type_rule(list(ts), rtype)
+            _TYPE_RULES[key] = rtype if rtype is not None and s.explicit_type else r
+        except (FPIRTypeError, ValueError, KeyError):
+            _TYPE_RULES[key] = None
+    return _TYPE_RULES[key]
+
+
 class Bank:
     def __init__(
         self, grammar: "Grammar", vars_: Sequence[Term], rows: Sequence[tuple[int, ...]],
@@ -282,13 +299,8 @@ class Bank:
     def _result_type(self, op: str, rtype: Optional[ScalarType], ts: tuple[ScalarType, ...]) -> Optional[ScalarType]:
         key = (op, rtype, ts)
         if key not in self._rules:
-            try:
-                r = spec(op).type_rule(list(ts), rtype)
-                if rtype is not None and spec(op).explicit_type:
-                    r = rtype
-                self._rules[key] = r if r in self.g.types else None
-            except (FPIRTypeError, ValueError, KeyError):
-                self._rules[key] = None
+            r = _type_rule(op, rtype, ts)
+            self._rules[key] = r if r in self.g.types else None
         return self._rules[key]
 
     def _signatures(self) -> list[list[tuple[tuple[ScalarType, ...], ScalarType, int, tuple[int, ...], int]]]:

@@ -554,17 +554,24 @@ def run(opts: Options) -> RunReport:
                 continue
             isa = stage.split(":", 1)[1]
             searched: set[str] = set()  # left sides (as searched) of the earlier rounds
+            cut: set[str] = set()  # of those, the ones whose deep search the time limit cut
             for k in range(1, max(1, opts.rounds) + 1):
+                deep_only: set[str] = set()
                 if k > 1:
                     snap = take(opts.out_dir)  # with the rules the earlier rounds wrote
                     activate(snap)
                     digest = snap.stage_digest(stage)
-                    searched |= {r["seen"] for r in report.results.get(_round_label(stage, k - 1), []) if "seen" in r}
+                    prev = report.results.get(_round_label(stage, k - 1), [])
+                    searched |= {r["seen"] for r in prev if "seen" in r}
+                    cut = (cut | {r["seen"] for r in prev if _deep_cut(r, opts)}) - {
+                        r["seen"] for r in prev if "seen" in r and not _deep_cut(r, opts)}
                 tasks, origin = lower_tasks(inputs[isa], isa, opts, digest)
                 if k > 1:
-                    tasks = _new_left_sides(tasks, searched)
+                    # a left side whose deep search was cut is searched again, deep at once
+                    tasks = _new_left_sides(tasks, searched - cut)
+                    deep_only = {t.key for t in tasks if _seen_or_none(t) in cut}
                 label = _round_label(stage, k)
-                _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs, label)
+                _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs, label, deep_only)
                 if not report.stages[label].written:
                     break
         if opts.census and opts.write and stages:
@@ -574,6 +581,23 @@ def run(opts: Options) -> RunReport:
             census_and_drop(stages, inputs, opts, report)
     report.seconds = time.perf_counter() - t_start
     return report
+
+
+def _deep_cut(r: dict[str, Any], opts: Options) -> bool:
+    """A first-pass result that stood for its task because the deadline came before its deep search
+    (`_two_passes`): over the first pass's budget, with a smaller budget than the task's own."""
+    t = r.get("task", {})
+    return (r.get("status") == "budget" and "seen" in r and opts.first_pass_terms > 0
+            and t.get("max_terms", 0) <= opts.first_pass_terms < opts.max_terms and not t.get("topdown", True))
+
+
+def _seen_or_none(t: Task) -> Optional[str]:
+    from synth.tasks import lower_seen
+
+    try:
+        return lower_seen(t)
+    except Exception:  # noqa: BLE001 - the task itself reports the error when it runs
+        return None
 
 
 def _round_label(stage: str, k: int) -> str:
@@ -609,16 +633,21 @@ def _two_passes(
     on_result: Callable[[dict[str, Any]], None],
     deadline: Optional[float],
     snap: RuleSnapshot,
+    deep_only: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[int, int, int]:
     """`Options.first_pass_terms`: every task with the small budget first (no top-down search), then
-    the ones over budget with their own, both in the tasks' order and under the stage's deadline. A
+    the ones over budget with their own (in `deep_order`), both under the stage's deadline; the
+    tasks keyed in `deep_only` (an earlier round's first pass had them over budget, and the time limit
+    cut their deep search) skip the first pass. A
     first-pass result stands for its task unless the task ran again (its result then replaces it);
     `origin` learns the first-pass keys. Returns (cached, run: both passes summed, not run: tasks with
     no result at all)."""
+    carried = [t for t in tasks if t.key in deep_only]
+    tasks = [t for t in tasks if t.key not in deep_only]
     first = [replace(t, max_terms=min(t.max_terms, opts.first_pass_terms), topdown=False) for t in tasks]
     got: dict[str, dict[str, Any]] = {}
     c1, r1, n1 = execute(first, cache, opts, f"{stage} (first pass)", lambda r: got.__setitem__(r["key"], r), deadline, snap)
-    again: list[Task] = []
+    again: list[Task] = list(carried)
     for t, f in zip(tasks, first):
         r = got.get(f.key)
         if r is None:
@@ -634,13 +663,67 @@ def _two_passes(
         ran.add(r["key"])
         on_result(r)
 
+    again = deep_order(again, first_pass_rules(list(got.values())))
     c2, r2, n2 = execute(again, cache, opts, stage, second, deadline, snap)
+    unrun = 0
     for t in again:
         if t.key not in ran:  # not run again (the deadline): the first pass's verdict stands
             f = replace(t, max_terms=min(t.max_terms, opts.first_pass_terms), topdown=False)
+            if f.key not in got:  # carried from an earlier round: no result this round
+                unrun += 1
+                continue
             origin.setdefault(f.key, origin.get(t.key, (set(), 0)))
             on_result(got[f.key])
-    return c1 + c2, r1 + r2, n1
+    return c1 + c2, r1 + r2, n1 + unrun
+
+
+def root_share(task: Task, rules: Sequence[Any] = ()) -> int:
+    """The instructions of a lowering left side's current lowering that its root accounts for: the
+    whole less each child lowered alone, by the ISA's rules as loaded now plus `rules` (those the
+    first pass just found: a cut around a node they lower cheaply has little left to gain at its root).
+    rounding_shr(x_i32, min(y_u32, 15)): the generic variable rounding shift's ~9, not the min's 1;
+    `rounding_mul_shr(x_i16, y_i16 + z_i16, 15)` once the first pass found sqrdmulh: 1. What a deep
+    search can save at that root."""
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.targets import load_target
+    from pitchfork.trs.rewriter import Rewriter
+    from pitchfork.trs.rules import RuleSet
+    from synth.cost import lowering_cost
+    from synth.tasks import _without
+
+    info = load_target(task.isa)
+    rw = Rewriter(RuleSet(list(_without(info.rules, task.hide).rules) + list(rules)), cost=info.cost)
+    bits = TARGET_MAX_BITS.get(task.isa, 64)
+    t = parse(task.lhs)
+    whole = lowering_cost(expand_fpir(rw.rewrite(t), bits))[0]
+    return whole - sum(lowering_cost(expand_fpir(rw.rewrite(a), bits))[0] for a in t.args if a.args)
+
+
+def first_pass_rules(results: Sequence[dict[str, Any]]) -> list[Any]:
+    """The rules a first pass found (verified, as written: `rule`), parsed; for ordering only."""
+    out = []
+    for i, r in enumerate(results):
+        for alt in [r] + list(r.get("also", [])):
+            if alt.get("status") == "synthesized" and alt.get("rule"):
+                try:
+                    out.append(parse_rule(f"first_pass_{i}: {alt['rule']}", "<first pass>", 1))
+                except Exception:  # noqa: BLE001 - a rule the parser does not take only orders nothing
+                    continue
+    return out
+
+
+def deep_order(again: list[Task], rules: Sequence[Any] = ()) -> list[Task]:
+    """The over-budget left sides of a first pass in the order their deep searches are handed out:
+    reductions first (`_fixed_point_first`), then by the instructions at the root (`root_share`, with
+    the first pass's `rules`; most first), then fewer operations first, then the first pass's order.
+    A time limit then cuts the searches with least to gain: by frequency alone, arm64
+    `rounding_shr(x_i32, min(y_u32, 15))` (the srshl by the negated clamped amount that mul and
+    softmax need, 19.5 s alone) was the 229th of 623 left sides and no deep search reached it, while
+    deep searches ran on 5-node cuts around nodes their own smaller left sides cover."""
+    shares = {t.key: root_share(t, rules) for t in again}
+    pos = {t.key: i for i, t in enumerate(again)}
+    return sorted(again, key=lambda t: (_fixed_point_first(t), -shares[t.key],
+                                        sum(1 for x in parse(t.lhs).walk() if x.args), pos[t.key]))
 
 
 def _run_stage(
@@ -653,6 +736,7 @@ def _run_stage(
     report: RunReport,
     inputs: dict[str, dict[str, list[Term]]],
     label: Optional[str] = None,
+    deep_only: frozenset[str] | set[str] = frozenset(),
 ) -> None:
     """One stage (or one round of a lowering stage: `label` names it in the report, the rules go to
     the stage's file)."""
@@ -672,7 +756,8 @@ def _run_stage(
             st.generalized += 1
 
     if opts.first_pass_terms > 0 and stage.startswith("lower:"):
-        st.cached, st.run, st.not_run = _two_passes(tasks, origin, cache, opts, stage, on_result, deadline, snap)
+        st.cached, st.run, st.not_run = _two_passes(tasks, origin, cache, opts, stage, on_result, deadline, snap,
+                                                    deep_only)
     else:
         st.cached, st.run, st.not_run = execute(tasks, cache, opts, stage, on_result, deadline, snap)
     report.results[label] = results

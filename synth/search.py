@@ -22,6 +22,7 @@ import random
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice, product
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -34,7 +35,7 @@ from fpir.term import Term, const
 from fpir.printer import to_text
 from fpir.types import FPIRTypeError, ScalarType
 from fpir.z3enc import to_z3
-from synth.bank import BudgetExceeded, row_hashes, shared_bank, type_salt
+from synth.bank import BudgetExceeded, fast_apply, row_hashes, shared_bank, type_salt
 
 N_RANDOM = 40
 DEFAULT_RLIMIT = 20_000_000
@@ -408,8 +409,6 @@ def _single_instructions(
     may be exactly it. Candidates beating the bound with the left side's values go to Z3 cheapest
     first; the first VALID one is returned with the number of solver calls. It is a cheaper form,
     not necessarily the cheapest (the levels between were not all enumerated)."""
-    from itertools import product
-
     from fpir.opspec import OPS
 
     by_type: dict[ScalarType, list[Term]] = {}
@@ -425,37 +424,100 @@ def _single_instructions(
                 extra = [const(v, n) for v in values if n.contains(v)]
                 if n not in by_type and extra:
                     by_type[n] = extra
-    types = sorted(by_type, key=lambda t: (t.bits, t.signed, t.name))
+    types = tuple(sorted(by_type, key=lambda t: (t.bits, t.signed, t.name)))
     found: list[Term] = []
+
+    def consider(op: str, rtype: Optional[ScalarType], args: Sequence[Term]) -> None:
+        try:
+            t = make(op, *args, type=rtype, fold=False)
+        except (FPIRTypeError, ValueError):
+            return
+        if t.type == lhs.type and grammar.better(t, bound) and _same_values(t, target, env):
+            if grammar.normal is None or grammar.normal(polish(t)):
+                found.append(t)
+
     for op, rtype in grammar.forms:
         s = OPS[op]
         if s.kind != "target" or not min_arity <= s.arity <= 4 or s.arg_lanes:
             continue
         tried = 0
-        for ts in product(types, repeat=s.arity):
-            try:
-                s.type_rule(list(ts), rtype)
-            except (FPIRTypeError, ValueError, KeyError):
+        for ts, result in _probe_signatures(op, types, rtype):
+            if tried >= max_tuples:
+                break
+            pools = [by_type[t] for t in ts]
+            # the argument tuples in the order (and up to the count) the probe has always tried them
+            idx = list(islice(product(*(range(len(p)) for p in pools)), max_tuples - tried))
+            tried += len(idx)
+            idx = [ix for ix in idx if any(pools[i][j].is_var for i, j in enumerate(ix))]
+            if not idx:
                 continue
-            for args in product(*(by_type[t] for t in ts)):
-                if tried >= max_tuples:
-                    break
-                tried += 1
-                if not any(a.is_var for a in args):
-                    continue
-                try:
-                    t = make(op, *args, type=rtype, fold=False)
-                except (FPIRTypeError, ValueError):
-                    continue
-                if t.type == lhs.type and grammar.better(t, bound) and _same_values(t, target, env):
-                    if grammar.normal is None or grammar.normal(polish(t)):
-                        found.append(t)
+            if result != lhs.type:
+                continue  # make gives the signature's result type: never the left side's type
+            match = None if s.reads_lane0 else _batch_matches(op, ts, result, pools, idx, target, env)
+            for k, ix in enumerate(idx):
+                if match is None or match[k]:  # every value match (or all, unbatched) checked as before
+                    consider(op, rtype, [pools[i][j] for i, j in enumerate(ix)])
     calls = 0
     for t in sorted(set(found), key=lambda t: (grammar.cost(t), _const_inversions(t), to_text(t))):
         calls += 1
         if prove_equal(lhs, t, rlimit, bounds)[0] == "VALID":
             return polish(t), calls
     return None, calls
+
+
+#: (op, candidate types, form type) -> the argument type tuples the op takes, with their result
+#: types, in `product` order: the probe asked the op's type rule for every tuple of every call, and a
+#: target op's refusal formats its whole signature list (a third of a first-pass search's time)
+_SIGNATURES: dict[tuple, list] = {}
+
+
+def _probe_signatures(
+    op: str, types: tuple[ScalarType, ...], rtype: Optional[ScalarType]
+) -> list[tuple[tuple[ScalarType, ...], ScalarType]]:
+    from fpir.opspec import OPS
+
+    s = OPS[op]
+    key = (op, s.type_rule, types, rtype)  # the rule itself too: an op declared again is asked again
+    got = _SIGNATURES.get(key)
+    if got is None:
+        got = []
+        for ts in product(types, repeat=s.arity):
+            try:
+                got.append((ts, s.type_rule(list(ts), rtype)))
+            except (FPIRTypeError, ValueError, KeyError):
+                continue
+        _SIGNATURES[key] = got
+    return got
+
+
+def _batch_matches(
+    op: str, ts: tuple[ScalarType, ...], rt: ScalarType, pools: Sequence[Sequence[Term]],
+    idx: Sequence[tuple[int, ...]], target: np.ndarray, env: Mapping[str, np.ndarray],
+) -> Optional[np.ndarray]:
+    """Which argument tuples (indices into `pools`, leaves of types `ts`) give the left side's values
+    (`target`) under `op`, all at once (synth/bank.py `fast_apply`, which agrees with the interpreter:
+    tests/synth/test_bank.py); None when that cannot say (a leaf not in `env`, an error on some tuple),
+    and then every tuple is checked alone. Only a filter: each match is still checked term by term."""
+    n = len(target)
+    cols = []
+    try:
+        for i, pool in enumerate(pools):
+            vals = []
+            for leaf in pool:
+                if leaf.is_const:
+                    vals.append(np.full(n, leaf.value, dtype=leaf.type.np_dtype))
+                else:
+                    v = env.get(leaf.name)
+                    if v is None or np.ndim(v) != 1 or len(v) != n:
+                        return None
+                    vals.append(np.asarray(v, dtype=leaf.type.np_dtype))
+            cols.append(np.stack(vals)[np.array([ix[i] for ix in idx])])
+        with np.errstate(all="ignore"):
+            out = np.asarray(fast_apply(op, cols, ts, rt))
+        out = np.broadcast_to(out, (len(idx), n))
+        return (out.astype(target.dtype) == target[None, :]).all(axis=1)
+    except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError, TypeError, KeyError):
+        return None
 
 
 def polish(t: Term) -> Term:

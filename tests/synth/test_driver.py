@@ -239,3 +239,53 @@ def test_a_rare_reduction_root_is_not_cut_behind_frequent_left_sides() -> None:
         "vector_reduce_add_x4(v0_i32)"]
     everything, origin = lower_tasks(inputs, "hvx128", Options(benchmarks=(), max_lower_lhs=0, hide=opts.hide))
     assert origin[next(t.key for t in everything if t.lhs == "extending_add(v0_i32, v1_i16)")][1] == 2
+
+
+def test_deep_searches_go_first_to_the_roots_with_most_to_gain() -> None:
+    """`deep_order`: the over-budget left sides by the instructions their root accounts for. The
+    variable rounding shift under its clamp (mul/softmax's srshl, ~9 generic instructions at the root)
+    goes before a saturating narrow of a sum (one instruction at the root), and a cut whose
+    expensive root the first pass already lowered (sqrdmulh) falls behind both."""
+    from synth.bringup import bring_up_hidden
+    from synth.driver import deep_order, first_pass_rules, root_share
+    from synth.tasks import Task
+    from synth.verify import verify_rule
+
+    hide = bring_up_hidden("arm64")
+    narrow = Task("lower", "arm64", "saturating_cast<u8>(saturating_add(v0_i16, v1_i16))", 100_000, hide=hide)
+    shift = Task("lower", "arm64", "rounding_shr(v0_i32, min(v1_u32, 15))", 100_000, hide=hide)
+    mulsum = Task("lower", "arm64", "rounding_mul_shr(v0_i16, v1_i16 + v2_i16, 15)", 100_000, hide=hide)
+    found = {"status": "synthesized",
+             "rule": "rounding_mul_shr(v0_i16, v1_i16, c0_u16) -> arm.sqrdmulh(v0_i16, v1_i16) if c0 == 15"}
+    rules = first_pass_rules([found, {"status": "budget"}])
+    assert len(rules) == 1 and verify_rule(rules[0]).status == "VALID"
+    assert root_share(shift) > root_share(narrow)
+    assert root_share(mulsum) > root_share(mulsum, rules) == 1  # sqrdmulh of the sum: one at the root
+    assert [t.lhs for t in deep_order([mulsum, narrow, shift], rules)] == [shift.lhs, narrow.lhs, mulsum.lhs]
+    assert [t.lhs for t in deep_order([mulsum, narrow, shift])][0] in (shift.lhs, mulsum.lhs)
+
+
+def test_a_deep_search_the_deadline_cut_is_searched_deep_in_the_next_round(tmp_path: Path) -> None:
+    """A first-pass result standing for its task (the time limit came before its deep search) is
+    recognised (`_deep_cut`), and in the next round such a task skips the first pass (`deep_only`):
+    before, a later round counted it searched and no round ever ran its deep search."""
+    from synth.bringup import bring_up_hidden
+    from synth.driver import _deep_cut, _two_passes
+    from synth.rulesnap import take
+    from synth.tasks import Task
+
+    opts = Options(benchmarks=(), first_pass_terms=300, max_terms=50_000, progress=False)
+    hide = bring_up_hidden("arm64")
+    deep = Task("lower", "arm64", "saturating_cast<u8>(v0_i32 >> 8)", 50_000, hide=hide, topdown=False)
+    first = replace(deep, max_terms=300)
+    assert _deep_cut({"status": "budget", "seen": "x", "task": {"max_terms": 300, "topdown": False}}, opts)
+    assert not _deep_cut({"status": "budget", "seen": "x", "task": {"max_terms": 50_000, "topdown": True}}, opts)
+    assert not _deep_cut({"status": "synthesized", "seen": "x", "task": {"max_terms": 300, "topdown": False}}, opts)
+    got: list[dict] = []
+    cache = Cache(tmp_path / "cache")
+    origin = {deep.key: ({"a"}, 1)}
+    _cached, run_, not_run = _two_passes([deep], origin, cache, opts, "lower:arm64", got.append, None,
+                                         take(tmp_path / "out"), {deep.key})
+    assert not_run == 0 and run_ == 1 and len(got) == 1
+    assert got[0]["key"] == deep.key and got[0]["task"]["max_terms"] == 50_000
+    assert cache.get(first.key) is None  # no first pass for it

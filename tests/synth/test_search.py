@@ -220,3 +220,53 @@ def test_the_last_level_is_searched_for_the_left_sides_type_when_the_whole_level
     assert res.status == "found" and res.terms <= 2_000, res
     assert "left side's type alone" in res.detail
     assert prove_equal(lhs, res.rhs)[0] == "VALID"
+
+
+def test_the_batched_probe_filter_agrees_with_the_term_by_term_check() -> None:
+    """The instruction probe filters argument tuples by their values all at once (`_batch_matches`,
+    synth/bank.py fast_apply); it may only drop tuples the term-by-term check (`_same_values`, the
+    interpreter) drops: on every target form of these left sides' grammars both say the same."""
+    from itertools import product
+
+    from fpir.ops import make
+    from fpir.opspec import OPS
+    from fpir.types import FPIRTypeError
+    from synth.bringup import bring_up_hidden
+    from synth.search import _batch_matches, _env, _lhs_hash, _probe_signatures, _same_values, lane_names
+    from synth.tasks import lowering_grammar
+
+    checked = matched = 0
+    for isa, text in (("arm64", "rounding_shr(v0_i32, min(v1_u32, 15))"), ("hvx128", "v0_i16 + widening_mul(v1_u8, i8(3))"),
+                      ("x86-avx2", "saturating_add(v0_i16, i16(v1_u8))")):
+        bring_up_hidden(isa)  # loads the ISA's instruction table
+        lhs = parse(text)
+        grammar = lowering_grammar(lhs, isa)
+        vars_ = sorted(set(lhs.variables()), key=lambda v: v.name)
+        rows = list(base_examples(lane_names(vars_, {})))
+        target, _ = _lhs_hash(lhs, vars_, rows)
+        env = _env(vars_, rows)
+        by_type: dict = {}
+        for leaf in grammar.leaves:
+            by_type.setdefault(leaf.type, []).append(leaf)
+        types = tuple(sorted(by_type, key=lambda t: (t.bits, t.signed, t.name)))
+        for op, rtype in grammar.forms:
+            s = OPS[op]
+            if s.kind != "target" or s.arg_lanes or s.reads_lane0 or s.arity > 3:
+                continue
+            for ts, result in _probe_signatures(op, types, rtype)[:6]:
+                if result != lhs.type:
+                    continue  # the probe never evaluates these (make gives the signature's result type)
+                pools = [by_type[t] for t in ts]
+                idx = list(product(*(range(len(p)) for p in pools)))[:64]
+                got = _batch_matches(op, ts, result, pools, idx, target, env)
+                assert got is not None, (op, ts)
+                for k, ix in enumerate(idx):
+                    try:
+                        t = make(op, *[pools[i][j] for i, j in enumerate(ix)], type=rtype, fold=False)
+                    except (FPIRTypeError, ValueError):
+                        continue
+                    assert t.type == result
+                    assert bool(got[k]) == _same_values(t, target, env), t
+                    checked += 1
+                    matched += bool(got[k])
+    assert checked > 500 and matched > 0
