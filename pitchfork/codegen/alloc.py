@@ -23,7 +23,11 @@ it back and calls `free`. The same pair serves every place a kernel runs: the x8
 process's libc), qemu-aarch64 (glibc), the AOT object (the user's libc or own `halide_malloc`), and
 the bare-metal Hexagon harness, which has no libc and defines `malloc`/`free` itself with anonymous
 mmaps (pitchfork/backend/harness.py). Contract, as Halide's: `halide_malloc` returns NULL or memory
-aligned to ALLOC_ALIGN bytes; the kernel's loads and stores of the buffer rely on that alignment.
+aligned to the target's HEAP_ALIGN bytes (Halide 21 runtime's `halide_malloc_alignment()`: 64 on x86,
+32 on arm64, 128 on Hexagon), and that is all the kernel's loads and stores of a heap buffer assume:
+where a program links Halide's runtime beside our object, the linker may keep Halide's definition of
+the WEAK symbol, not ours. Our default gives ALLOC_ALIGN (128) on every target, more than is claimed.
+Stack slots are ours alone and keep ALLOC_ALIGN.
 
 Invariant: every pointer a kernel obtains from `halide_malloc` goes to `halide_free` exactly once on
 every path out of its scope: the normal end of the scope, and every failed assertion or failed
@@ -39,7 +43,7 @@ from typing import Optional
 from llvmlite import ir
 
 from pitchfork.frontend import ir as H
-from pitchfork.codegen.base import (ALLOC_ALIGN, STACK_LIMIT, VERY_LIKELY, BufferInfo,
+from pitchfork.codegen.base import (ALLOC_ALIGN, HEAP_ALIGN, STACK_LIMIT, VERY_LIKELY, BufferInfo,
                                            Stats)
 from pitchfork.frontend.htypes import BOOL
 
@@ -152,8 +156,9 @@ class AllocMixin:
     _early_free: dict[str, Optional[ir.Value]]
 
     def _s_Allocate(self, s: H.Allocate) -> None:
-        """An intermediate buffer (compute_root/compute_at): a stack slot or a heap block (see the
-        module docstring), aligned to ALLOC_ALIGN bytes, PADDING bytes longer than Halide asks."""
+        """An intermediate buffer (compute_root/compute_at): a stack slot aligned to ALLOC_ALIGN bytes or
+        a heap block known to be aligned to HEAP_ALIGN[target] (see the module docstring), PADDING
+        bytes longer than Halide asks."""
         elem_bytes = max(1, s.type.bits // 8)
         terms = [self.to_term(e, s) for e in s.extents]  # type: ignore[attr-defined]
         const_elems: Optional[int] = 1
@@ -200,16 +205,18 @@ class AllocMixin:
             self.assert_messages[code] = f"halide_malloc returned NULL for {s.name}: halide_error_out_of_memory"
             self._check(self.b.icmp_unsigned("!=", mem, null), code, f"alloc_{code}")
         self._heap_live.append(mem)
-        if not self._scope(s, mem, early=s.name in unconditional_frees(s.body, s.name)):
+        early = s.name in unconditional_frees(s.body, s.name)
+        if not self._scope(s, mem, early=early, align=HEAP_ALIGN[self.target]):
             self._forget_heap(mem)
             if not self.b.block.is_terminated:
                 self.b.call(hfree, [null, mem])
 
-    def _scope(self, s: H.Allocate, mem: ir.Value, early: bool = False) -> bool:
-        """Emit `s`'s body with its buffer bound to `mem`; with `early` (a heap buffer whose `free`
+    def _scope(self, s: H.Allocate, mem: ir.Value, early: bool = False, align: int = ALLOC_ALIGN) -> bool:
+        """Emit `s`'s body with its buffer bound to `mem`, known to be aligned to `align` bytes (a stack
+        slot's ALLOC_ALIGN, a heap block's HEAP_ALIGN); with `early` (a heap buffer whose `free`
         runs on every path through the body), the `free` frees it. Whether it did."""
         saved = dict(self.buffers)
-        self.buffers[s.name] = BufferInfo(s.name, mem, s.type.elem, align=ALLOC_ALIGN, scope="allocations")
+        self.buffers[s.name] = BufferInfo(s.name, mem, s.type.elem, align=align, scope="allocations")
         had, prev = s.name in self._early_free, self._early_free.get(s.name)
         self._early_free[s.name] = mem if early else None  # shadows an enclosing buffer of the name
         self.stmt_(s.body)  # type: ignore[attr-defined]

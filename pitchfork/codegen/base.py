@@ -44,9 +44,19 @@ INTRINSICS = {
 #: Constant-size allocations up to this many bytes go on the stack, larger and dynamic ones to
 #: halide_malloc (Halide 21's threshold, on every target; codegen_alloc.py).
 STACK_LIMIT = 16 * 1024
-#: Every allocation's base is aligned to this many bytes (Halide's alignment for HVX; the `aligned`
-#: facts of Halide's statement assume at least a native vector).
+#: Our own blocks are aligned to this many bytes: every stack slot, and every block of the WEAK default
+#: `halide_malloc` a kernel's module defines (pitchfork/codegen/alloc.py). Halide's alignment for HVX;
+#: the `aligned` facts of Halide's statement assume at least a native vector.
 ALLOC_ALIGN = 128
+#: What a kernel may assume of a heap block, per ISA: the alignment of Halide 21's runtime
+#: `halide_malloc` for the target (its `halide_malloc_alignment()`: LLVM_Runtime_Linker links
+#: alignment_128 for Hexagon/HVX, alignment_64 for x86, alignment_32 elsewhere; in the installed
+#: runtime's halide_default_malloc: x86 `and $-0x40`, arm64 `and #-0x20`, Hexagon `and #-0x80`).
+#: Not ALLOC_ALIGN: a program linking Halide's runtime beside our object (the AOT library, as
+#: Halide's own objects link) may get Halide's definition of the WEAK `halide_malloc`, not ours, so
+#: only the smaller guarantee holds (tests/pitchfork/codegen/test_codegen_alloc.py runs Halide's
+#: `halide_malloc` on x86 and arm64 against this table).
+HEAP_ALIGN: dict[str, int] = {"x86-avx2": 64, "arm64": 32, "hvx128": 128}
 # Bit counts (no FPIR op): emitted with LLVM's intrinsics, the argument selected on its own. Halide's
 # count_leading_zeros(0) is the bit width, which is llvm.ctlz with is_zero_poison = false.
 BIT_COUNTS = {"count_leading_zeros": "ctlz", "count_trailing_zeros": "cttz", "popcount": "ctpop"}
