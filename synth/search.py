@@ -22,7 +22,7 @@ import random
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import islice, product
+from itertools import product
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -446,17 +446,22 @@ def _single_instructions(
                 break
             pools = [by_type[t] for t in ts]
             # the argument tuples in the order (and up to the count) the probe has always tried them
-            idx = list(islice(product(*(range(len(p)) for p in pools)), max_tuples - tried))
-            tried += len(idx)
-            idx = [ix for ix in idx if any(pools[i][j].is_var for i, j in enumerate(ix))]
-            if not idx:
-                continue
+            # (itertools.product order is C order), those with a variable
+            shape = tuple(len(p) for p in pools)
+            n = min(int(np.prod(shape)), max_tuples - tried)
+            tried += n
             if result != lhs.type:
                 continue  # make gives the signature's result type: never the left side's type
+            idx = np.stack(np.unravel_index(np.arange(n), shape), axis=1)
+            has_var = np.zeros(n, dtype=bool)
+            for i, pool in enumerate(pools):
+                has_var |= np.array([leaf.is_var for leaf in pool])[idx[:, i]]
+            idx = idx[has_var]
+            if not len(idx):
+                continue
             match = None if s.reads_lane0 else _batch_matches(op, ts, result, pools, idx, target, env)
-            for k, ix in enumerate(idx):
-                if match is None or match[k]:  # every value match (or all, unbatched) checked as before
-                    consider(op, rtype, [pools[i][j] for i, j in enumerate(ix)])
+            for ix in (idx if match is None else idx[match]).tolist():  # every value match checked as before
+                consider(op, rtype, [pools[i][j] for i, j in enumerate(ix)])
     calls = 0
     for t in sorted(set(found), key=lambda t: (grammar.cost(t), _const_inversions(t), to_text(t))):
         calls += 1
@@ -492,7 +497,7 @@ def _probe_signatures(
 
 def _batch_matches(
     op: str, ts: tuple[ScalarType, ...], rt: ScalarType, pools: Sequence[Sequence[Term]],
-    idx: Sequence[tuple[int, ...]], target: np.ndarray, env: Mapping[str, np.ndarray],
+    idx: np.ndarray, target: np.ndarray, env: Mapping[str, np.ndarray],
 ) -> Optional[np.ndarray]:
     """Which argument tuples (indices into `pools`, leaves of types `ts`) give the left side's values
     (`target`) under `op`, all at once (synth/bank.py `fast_apply`, which agrees with the interpreter:
@@ -511,7 +516,7 @@ def _batch_matches(
                     if v is None or np.ndim(v) != 1 or len(v) != n:
                         return None
                     vals.append(np.asarray(v, dtype=leaf.type.np_dtype))
-            cols.append(np.stack(vals)[np.array([ix[i] for ix in idx])])
+            cols.append(np.stack(vals)[idx[:, i]])
         with np.errstate(all="ignore"):
             out = np.asarray(fast_apply(op, cols, ts, rt))
         out = np.broadcast_to(out, (len(idx), n))

@@ -257,7 +257,7 @@ def test_the_batched_probe_filter_agrees_with_the_term_by_term_check() -> None:
                 if result != lhs.type:
                     continue  # the probe never evaluates these (make gives the signature's result type)
                 pools = [by_type[t] for t in ts]
-                idx = list(product(*(range(len(p)) for p in pools)))[:64]
+                idx = np.array(list(product(*(range(len(p)) for p in pools)))[:64])
                 got = _batch_matches(op, ts, result, pools, idx, target, env)
                 assert got is not None, (op, ts)
                 for k, ix in enumerate(idx):
