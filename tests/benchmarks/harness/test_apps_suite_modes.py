@@ -5,13 +5,15 @@ counters read. No timing is asserted."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from benchmarks.apps import APPS
 from benchmarks.apps.common import halide_realize
-from benchmarks.harness.apps_suite_modes import _pool_counters, c_loop, subject
+from benchmarks.harness.apps_suite_modes import _pool_counters, c_loop, cache_probe, subject
 from pitchfork.api import compile as pf_compile
 from pitchfork.backend.halide_runtime import set_num_threads
 
@@ -39,3 +41,12 @@ def test_copy_control_is_a_copy_with_blurs_schedule() -> None:
     assert not prog.fallback_reason
     assert np.array_equal(prog(*values, size=size), values[0])
     assert len(_pool_counters()) == 3 and min(_pool_counters()) >= 0
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the probe pins a thread to each of two CPUs")
+def test_cache_probe_reports_three_read_times(tmp_path: Path) -> None:
+    """The probe builds, runs its two pinned threads to the end and reports three read times (their
+    values depend on the machine and its load, and are not asserted)."""
+    got = cache_probe(tmp_path)
+    assert set(got) == {"warm_same_cpu_us", "written_on_other_cpu_us", "cold_us"}
+    assert all(v > 0 for v in got.values())
