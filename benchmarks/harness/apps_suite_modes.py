@@ -30,8 +30,8 @@ CPU just wrote warm for the other CPU?
 
 What it found (session 17; the machine shared, load 13-19, so under `chrt -f 10`, which keeps other
 jobs off both CPUs while ours run, a diagnostic and not the suite's figure): the cache probe read 12 MB
-in 757 / 960 us just written on the same CPU, 1737 / 1845 us when written on the other CPU, 1509 /
-1594 us cold (two runs): the two vCPUs share no cache that holds such a working set, and data the other
+in 747 / 803 us just written on the same CPU, 1749 / 1596 us when written on the other CPU, 1403 /
+1357 us cold (two runs; each the first read after the write): the two vCPUs share no cache that holds such a working set, and data the other
 vCPU wrote last reads as slowly as cold data. So back-to-back calls are warm at 1 thread (all strips
 touched by the one thread) and not at 2, where Halide's pool gives each strip to whichever thread asks
 first. Our blur is fast enough to feel it: the suite's quiet run (session 16) read it at 1 thread 1.275
@@ -85,8 +85,8 @@ void pitchfork_cloop(void *fn, const long *a, int k) {
 """
 CLOOP_ARGS = 24
 #: the cache probe (`cache_probe`): is a working set one CPU just wrote warm for the other CPU? Thread A
-#: (pinned to CPU 0) writes 12 MB (blur's input and output are 7.9 MB each) and reads it back (warm on
-#: the same CPU); writes it again and has thread B (pinned to CPU 1) read it (what a pool task finds
+#: (pinned to CPU 0) writes 12 MB (blur's input and output are 7.9 MB each) and reads it (warm on the
+#: same CPU); writes it again and has thread B (pinned to CPU 1) read it (what a pool task finds
 #: when the other thread touched its strip last); writes it, sweeps 128 MB and reads it (cold). The idle
 #: thread spins, so nothing else runs on either CPU during a read on a quiet machine; the main thread
 #: only waits; alarm(10) ends a hang. Prints the three median read times in microseconds.
@@ -120,7 +120,7 @@ static void *a_main(void *arg) {
   double same[R], other[R], cold[R];
   pin(0);
   for (int r = 0; r < R; r++) {
-    touch(buf, N); readall(); same[r] = readall();
+    touch(buf, N); same[r] = readall();
     touch(buf, N); atomic_store(&req, 1); while (atomic_load(&req)) ; other[r] = result_b;
     touch(buf, N); touch(big, BIG); cold[r] = readall();
   }
