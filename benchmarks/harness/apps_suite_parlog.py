@@ -25,7 +25,11 @@ Session 16, blur 1536x2560, 2 threads, under `chrt -f 10` (so the shared machine
 run on our CPUs): the same 80 tasks per call for both, 50% / 50% split for both, the worker joining
 39 us (ours) and 32 us (Halide) into the loop and the caller back 45 / 29 us after the last task.
 That is ~80 us of thread-pool wake-ups per call for both: ~13% of our 0.6 ms loop and ~2% of
-Halide's 2.9 ms one, which is why the same schedule scales less for us (benchmarks/RESULTS_APPS.md).
+Halide's 2.9 ms one. Session 17 found the larger part of blur's low back-to-back scaling elsewhere
+(benchmarks/harness/apps_suite_modes.py): this machine's two vCPUs share no cache that holds blur's
+working set, so back-to-back calls are warm at 1 thread only (quiet suite run: 1.275 ms against 1.971 ms
+cold), while at 2 threads each strip goes to whichever thread asks and the call costs about half the cold
+1-thread time plus these wake-ups (1.110 ms).
 """
 
 from __future__ import annotations
