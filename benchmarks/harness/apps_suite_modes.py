@@ -28,22 +28,27 @@ the limit in that mode is the pool/OS and the call's length, not our code.
 First it runs a cache probe that involves no pipeline (`cache_probe`): is a 12 MB working set one
 CPU just wrote warm for the other CPU?
 
-What it found (session 17; the machine shared, load 13-19, so under `chrt -f 10`, which keeps other
-jobs off both CPUs while ours run, a diagnostic and not the suite's figure): the cache probe read 12 MB
-in 747 / 803 us just written on the same CPU, 1749 / 1596 us when written on the other CPU, 1403 /
-1357 us cold (two runs; each the first read after the write): the two vCPUs share no cache that holds such a working set, and data the other
-vCPU wrote last reads as slowly as cold data. So back-to-back calls are warm at 1 thread (all strips
-touched by the one thread) and not at 2, where Halide's pool gives each strip to whichever thread asks
-first. Our blur is fast enough to feel it: the suite's quiet run (session 16) read it at 1 thread 1.275
-ms back-to-back against 1.971 ms single-call (cold), and at 2 threads 1.110 / 1.153 ms, i.e. the
-2-thread time is about half the cold 1-thread time plus the pool's wake-ups, whatever the mode, while
-the 1-thread baseline gains 35% from warm caches in back-to-back mode only. Halide's blur (5 ms a call,
-compute-bound) gains 3% from warm caches, so its scaling hardly depends on the mode. Under `chrt -f 10`
-(load ~14, the other jobs' memory traffic keeping our 1-thread calls cold) every mode scaled: ours
-2.06x back-to-back, 1.80x after a sleep, 1.68x cold, 1.95x from the C loop; Halide 1.94-2.01x; the
-copy control 2.24x / 2.12x back-to-back. Both contenders' Python-side call cost the same (a 16x8
-pipeline: 1.38 us CPU per call ours, 1.28 us Halide's realize), both call the same runtime code (a
-copy of Halide 21's runtime, and Halide's JIT's own), each worker process runs one pool.
+What it found (session 17; the machine shared, load 13-19, so only under `chrt -f 10`, which keeps
+other jobs off both CPUs while ours run: a diagnostic, not the suite's figure):
+* The cache probe read 12 MB in 747 / 803 us just written on the same CPU, 1749 / 1596 us written on the
+  other CPU, 1403 / 1357 us cold (two runs, each the first read after the write): data the other vCPU
+  wrote last reads as slowly as cold data, or slower. Halide's pool gives each strip to whichever
+  thread asks first, so at 2 threads about half of a call's strips were touched last by the other vCPU.
+* That fits the suite's quiet run at normal priority (session 16): our blur at 1 thread took 1.275 ms
+  back-to-back against 1.971 ms single-call (cold), a 35% gain from warm caches, and at 2 threads
+  1.110 / 1.153 ms, a 4% gain: about half the cold 1-thread time plus the pool's ~80 us of wake-ups.
+  Halide's blur (5 ms a call, compute-bound) gains 3% from warm caches at 1 thread, so its scaling
+  hardly depends on the mode. Not yet measured on a quiet machine: whether our 2-thread calls from the
+  C loop (no gap, the worker never sleeps) stay at ~1.1 ms (the caches) or drop towards 0.7 ms (then
+  the worker's wake-ups and placement would be the larger part); this tool's `c` and `f` rows say which.
+* Under `chrt -f 10` every mode scaled: ours 2.06x back-to-back, 1.80x after a sleep, 1.68x cold,
+  1.95x from the C loop; Halide 1.94-2.01x; the copy control 2.24x / 2.12x back-to-back. Those ratios
+  are inflated: with one thread of ours, the other vCPU ran the other jobs, whose memory traffic slowed
+  our 1-thread calls to 2.34 ms (1.275 ms quiet); with two, both vCPUs were ours during a call.
+* Both contenders' Python-side call costs the same (a 16x8 pipeline: 1.38 us CPU per call ours through
+  ctypes, 1.28 us Halide's realize); both run the same pool code (our JIT loads a copy of Halide 21's
+  runtime, `halide.compile_standalone_runtime`; Halide's JIT its own), one pool per worker process; no
+  other Python thread exists in a worker, so the GIL our ctypes call releases is wanted by nobody.
 
 Samples are interleaved (rotating worker order, each sample one mode of k calls); outputs are not
 checked here (the suite does that). Results go to DIR/modes.json and DIR/MODES.md (never the source
