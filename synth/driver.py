@@ -714,16 +714,24 @@ def first_pass_rules(results: Sequence[dict[str, Any]]) -> list[Any]:
 
 def deep_order(again: list[Task], rules: Sequence[Any] = ()) -> list[Task]:
     """The over-budget left sides of a first pass in the order their deep searches are handed out:
-    reductions first (`_fixed_point_first`), then by the instructions at the root (`root_share`, with
-    the first pass's `rules`; most first), then fewer operations first, then the first pass's order.
-    A time limit then cuts the searches with least to gain: by frequency alone, arm64
-    `rounding_shr(x_i32, min(y_u32, 15))` (the srshl by the negated clamped amount that mul and
-    softmax need, 19.5 s alone) was the 229th of 623 left sides and no deep search reached it, while
-    deep searches ran on 5-node cuts around nodes their own smaller left sides cover."""
+    reductions first (`_fixed_point_first`), then fewer variables first, then by the instructions at
+    the root (`root_share`, with the first pass's `rules`; most first), then fewer operations, then
+    the first pass's order. A time limit then cuts the searches with least to gain: by frequency
+    alone, arm64 `rounding_shr(x_i32, min(y_u32, 15))` (the srshl by the negated clamped amount that
+    mul and softmax need, 19.5 s alone) was the 229th of 623 left sides and no deep search reached it,
+    while deep searches ran on 5-node cuts around nodes their own smaller left sides cover. Variables
+    first: a deep search's top-down decompositions and CEGIS rounds grow with them (arm64 at load ~20:
+    `rounding_shr(x_i32, y_i32)` 31 s, `rounding_shr(rounding_mul_shr(a + b, c, 31), d)` 644 s, the
+    same root share, and the whole round's deep time)."""
     shares = {t.key: root_share(t, rules) for t in again}
     pos = {t.key: i for i, t in enumerate(again)}
-    return sorted(again, key=lambda t: (_fixed_point_first(t), -shares[t.key],
-                                        sum(1 for x in parse(t.lhs).walk() if x.args), pos[t.key]))
+
+    def key(t: Task) -> tuple:
+        lhs = parse(t.lhs)
+        return (_fixed_point_first(t), len(set(lhs.variables())), -shares[t.key],
+                sum(1 for x in lhs.walk() if x.args), pos[t.key])
+
+    return sorted(again, key=key)
 
 
 def _run_stage(
