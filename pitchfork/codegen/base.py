@@ -55,7 +55,7 @@ ALLOC_ALIGN = 128
 #: Not ALLOC_ALIGN: a program linking Halide's runtime beside our object (the AOT library, as
 #: Halide's own objects link) may get Halide's definition of the WEAK `halide_malloc`, not ours, so
 #: only the smaller guarantee holds (tests/pitchfork/codegen/test_codegen_alloc.py runs Halide's
-#: `halide_malloc` on x86 and arm64 against this table).
+#: `halide_malloc` on x86, arm64 and Hexagon against this table).
 HEAP_ALIGN: dict[str, int] = {"x86-avx2": 64, "arm64": 32, "hvx128": 128}
 # Bit counts (no FPIR op): emitted with LLVM's intrinsics, the argument selected on its own. Halide's
 # count_leading_zeros(0) is the bit width, which is llvm.ctlz with is_zero_poison = false.

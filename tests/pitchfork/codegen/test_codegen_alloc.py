@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from pitchfork.backend.run import check_tools, tools_available
 from pitchfork.frontend import examples as ex
 from pitchfork.aot.abi_driver import HALIDE_INCLUDE
 from pitchfork.codegen.base import ALLOC_ALIGN, HEAP_ALIGN, STACK_LIMIT
+from pitchfork.frontend.capture import TARGET_ALIASES
 
 X86 = hl.Target("x86-64-linux-avx-avx2-fma-sse41")
 _CALLS_MALLOC = re.compile(r"call [^\n]*@halide_malloc\(")
@@ -281,33 +283,77 @@ int main(void) {
 """
 
 
+#: the same probe on bare-metal Hexagon: the qemu harness's freestanding prelude (_start, syscalls,
+#: malloc/free over mmap) and a hand-written decimal print
+_MALLOC_PROBE_HVX = r"""
+void *halide_malloc(void *user_context, pf_size n);
+void halide_free(void *user_context, void *p);
+static int pf_main(void) {
+  enum { N = 64 };
+  void *block[N];
+  unsigned long bits = 0;
+  for (int i = 0; i < N; i++) { block[i] = halide_malloc(0, 1 + 37 * i); bits |= (unsigned long)block[i]; }
+  for (int i = 0; i < N; i++) halide_free(0, block[i]);
+  unsigned long a = bits & -bits;
+  char digits[24], out[24];
+  int n = 0, k = 0;
+  do { digits[n++] = (char)('0' + a % 10); a /= 10; } while (a);
+  while (n) out[k++] = digits[--n];
+  out[k++] = '\n';
+  pf_sys_write(out, k);
+  return 0;
+}
+"""
+
+
 def _shared_alignment(isa: str, tmp_path: Path, objects: list[str], libs: list[str]) -> int:
     """The alignment every block of the probe's 64 `halide_malloc` calls had, with `objects` linked."""
+    from pitchfork.backend.harness import _FREESTANDING
+
     tools = check_tools(isa)
     cc, run = (["gcc"], []) if tools is None else (tools.cc, tools.run)
-    (tmp_path / "probe.c").write_text(_MALLOC_PROBE)
+    source = (f"typedef __SIZE_TYPE__ pf_size;\n{_FREESTANDING}{_MALLOC_PROBE_HVX}" if isa == "hvx128"
+              else _MALLOC_PROBE)
+    (tmp_path / "probe.c").write_text(source)
     exe = tmp_path / "probe"
-    subprocess.run([*cc, str(tmp_path / "probe.c"), *objects, *libs, "-o", str(exe)], check=True, capture_output=True)
+    gc = ["-Wl,--gc-sections"] if isa == "hvx128" else []  # only what halide_malloc/free need of the runtime
+    subprocess.run([*cc, *gc, str(tmp_path / "probe.c"), *objects, *libs, "-o", str(exe)], check=True,
+                   capture_output=True)
     return int(subprocess.run([*run, str(exe)], check=True, capture_output=True).stdout)
 
 
-_THREADED = [pytest.param("x86-avx2"),
-             pytest.param("arm64", marks=[pytest.mark.qemu, pytest.mark.skipif(not tools_available("arm64"),
-                                                                             reason="no qemu toolchain for arm64")])]
+def _halide_runtime(isa: str, tmp_path: Path) -> Path:
+    """Halide 21's runtime object for `isa` (hvx128: `hexagon-32-noos-hvx-hvx_128-...`, which
+    pitchfork/backend/halide_runtime.py does not build: no threads run there)."""
+    if isa != "hvx128":
+        return runtime_object(isa)
+    path = tmp_path / "halide_runtime_hvx128.o"
+    code = "import sys, halide as hl; hl.compile_standalone_runtime(sys.argv[1], hl.Target(sys.argv[2]))"
+    subprocess.run([sys.executable, "-c", code, str(path), TARGET_ALIASES["hvx128"]], check=True, capture_output=True)
+    return path
 
 
-@pytest.mark.parametrize("isa", _THREADED)
+def _qemu(isa: str) -> pytest.MarkDecorator:
+    return pytest.mark.skipif(not tools_available(isa), reason=f"no qemu toolchain for {isa}")
+
+
+_HEAP_ISAS = [pytest.param("x86-avx2"), pytest.param("arm64", marks=[pytest.mark.qemu, _qemu("arm64")]),
+              pytest.param("hvx128", marks=[pytest.mark.qemu, _qemu("hvx128")])]
+
+
+@pytest.mark.parametrize("isa", _HEAP_ISAS)
 def test_heap_alignment_is_halide_runtimes(isa: str, tmp_path: Path) -> None:
     """HEAP_ALIGN[isa] is exactly the alignment of Halide 21's own runtime `halide_malloc` for the
-    target (64 on x86, 32 on arm64), which a program linking Halide's runtime beside our object may
-    get instead of our WEAK default: run, on Halide's runtime object alone. A claim of 128 (ALLOC_ALIGN,
-    the claim before session 17) fails here on both."""
-    got = _shared_alignment(isa, tmp_path, [str(runtime_object(isa))], ["-lpthread", "-ldl"] if isa == "x86-avx2"
-                            else ["-lpthread"])
+    target (64 on x86, 32 on arm64, 128 on Hexagon), which a program linking Halide's runtime beside
+    our object may get instead of our WEAK default: run on Halide's runtime object alone (x86 natively,
+    arm64 under qemu-aarch64, Hexagon bare-metal under qemu-hexagon). A claim of 128 (ALLOC_ALIGN, the
+    claim before session 17) fails here on x86 and arm64."""
+    libs = {"x86-avx2": ["-lpthread", "-ldl"], "arm64": ["-lpthread"], "hvx128": []}[isa]
+    got = _shared_alignment(isa, tmp_path, [str(_halide_runtime(isa, tmp_path))], libs)
     assert got == HEAP_ALIGN[isa]
 
 
-@pytest.mark.parametrize("isa", _THREADED)
+@pytest.mark.parametrize("isa", _HEAP_ISAS)
 def test_our_default_heap_gives_at_least_the_claim(isa: str, tmp_path: Path) -> None:
     """Our object's WEAK default `halide_malloc` (the only definition when no runtime is linked)
     aligns every block to ALLOC_ALIGN, a multiple of the claim."""
