@@ -43,8 +43,12 @@ other jobs off both CPUs while ours run: a diagnostic, not the suite's figure):
   the worker's wake-ups and placement would be the larger part); this tool's `c` and `f` rows say which.
 * Under `chrt -f 10` every mode scaled: ours 2.06x back-to-back, 1.80x after a sleep, 1.68x cold,
   1.95x from the C loop; Halide 1.94-2.01x; the copy control 2.24x / 2.12x back-to-back. Those ratios
-  are inflated: with one thread of ours, the other vCPU ran the other jobs, whose memory traffic slowed
-  our 1-thread calls to 2.34 ms (1.275 ms quiet); with two, both vCPUs were ours during a call.
+  say little about a quiet machine: that day everything ran ~1.9x slower than in session 16's quiet
+  run (our blur at 1 thread 2.34 ms against 1.275 ms, Halide's 9.6 ms against 5.0 ms), and still did
+  with a memory-free FIFO spinner of ours holding the other vCPU (ours 2.36-2.38 ms, Halide's 7.2-9.8
+  ms), so the slowdown came from outside the VM (steal time ~0; the vCPUs are not SMT siblings: an ALU
+  loop took 32.1-32.5 ms with or without a spinner on the other vCPU). With 1-thread calls that slow,
+  the warm-cache advantage of the 1-thread baseline was gone, and with it the low ratio.
 * Both contenders' Python-side call costs the same (a 16x8 pipeline: 1.38 us CPU per call ours through
   ctypes, 1.28 us Halide's realize); both run the same pool code (our JIT loads a copy of Halide 21's
   runtime, `halide.compile_standalone_runtime`; Halide's JIT its own), one pool per worker process; no
