@@ -22,17 +22,26 @@ def _is_fixed(name: str) -> bool:
 
 def canonical(term: Term) -> tuple[Term, dict[Term, Term]]:
     """(renamed term, map from canonical variables back to the originals)."""
+    # one post-order walk names the variables and rebuilds the term (what `rename(term, forward)`
+    # after a naming walk gives: each node's arguments come before it, variables in first-visit order)
     forward: dict[Term, Term] = {}
+    memo: dict[Term, Term] = {}
     n = 0
-    for t in term.walk():
-        if t.op == "var" and t not in forward:
+    for t in term.walk():  # distinct nodes
+        if t.op == "var":
             if _is_fixed(t.name):
                 forward[t] = t
             else:
                 forward[t] = intern("var", t.type, (), (f"_v{n}",) + tuple(t.attrs[1:]))
                 n += 1
+            memo[t] = forward[t]
+        elif not t.args:
+            memo[t] = t
+        else:
+            args = tuple(memo[a] for a in t.args)
+            memo[t] = t if all(x is y for x, y in zip(args, t.args)) else intern(t.op, t.type, args, t.attrs)
     back = {v: k for k, v in forward.items()}
-    return rename(term, forward), back
+    return memo[term], back
 
 
 def rename(term: Term, mapping: dict[Term, Term]) -> Term:

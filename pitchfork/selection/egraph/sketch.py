@@ -95,6 +95,9 @@ class Guide:
         # sub-sketches, so no two live keys can mean one value either way)
         self._fit: dict[tuple[Any, int], Optional[Any]] = {}
         self._term: dict[tuple[Any, int], Optional[Term]] = {}
+        # class -> the heads of its e-nodes (their ops, CONST for a constant): a necessary condition
+        # for a class to follow a sub-sketch is that one of its nodes has the sub-sketch's head
+        self._heads: dict[Any, frozenset[str]] = {}
 
     def _node_cost(self, n: Any) -> tuple:
         from pitchfork.selection.egraph.extract import _node_cost
@@ -161,6 +164,17 @@ class Guide:
         children = n.children
         if len(s) != len(children) + 1:
             return None
+        # the cheap necessary test first (most sketches of an op do not fit a given e-node): every
+        # constrained operand's class must hold a node with the sub-sketch's head, exactly what
+        # `fit` looks for first; failing it, `fit` would answer None too, so the answer is the same
+        heads = self._heads
+        for ch, need in zip(children, _needs(s)):
+            if need is not None:
+                h = heads.get(ch)
+                if h is None:
+                    h = heads[ch] = _heads_of(self.classes.get(ch, ()))
+                if need not in h:
+                    return None
         out = []
         terms, memo = self.terms, self._term
         for i, ch in enumerate(children):
@@ -175,6 +189,29 @@ class Guide:
                 return None
             out.append(t)
         return tuple(out)
+
+
+def _heads_of(nodes: Any) -> frozenset[str]:
+    """The heads of a class's e-nodes: CONST for a constant, an op node's op (a leaf heads nothing)."""
+    out = set()
+    for n in nodes:
+        if n.ctor == CONST:
+            out.add(CONST)
+        elif n.ctor != LEAF:
+            out.add(parse_ctor(n.ctor)[0])
+    return frozenset(out)
+
+
+#: sketch id -> (the sketch, the head each operand's class must hold, None where unconstrained); the
+#: sketch is kept beside its entry, so a reused id of a dead sketch is recognised
+_NEEDS: dict[int, tuple[Sketch, tuple[Optional[str], ...]]] = {}
+
+
+def _needs(s: Sketch) -> tuple[Optional[str], ...]:
+    got = _NEEDS.get(id(s))
+    if got is None or got[0] is not s:
+        got = _NEEDS[id(s)] = (s, tuple(None if sub is None else CONST if sub == CONST else sub[0] for sub in s[1:]))
+    return got[1]
 
 
 class _BitsView:
