@@ -40,3 +40,59 @@ def test_equal_sub_sketches_are_one_object() -> None:
                 if isinstance(x, tuple):
                     assert subs.setdefault(x, x) is x
                     stack.extend(x[1:])
+
+
+def _children_unfiltered(guide, n, s):  # type: ignore[no-untyped-def]
+    """Guide.children_for without its head test: each operand followed through `Guide.term`."""
+    if len(s) != len(n.children) + 1:
+        return None
+    out = []
+    for ch, sub in zip(n.children, s[1:]):
+        t = guide.terms.get(ch) if sub is None else guide.term(ch, sub)
+        if t is None:
+            return None
+        out.append(t)
+    return tuple(out)
+
+
+def test_head_test_keeps_children_for_answers(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """children_for's head test (an operand's class must hold a node with the sub-sketch's head) only
+    skips pairs `Guide.fit` would reject: on the e-graphs of saturating bench_keys expressions every
+    (e-node, sketch) pair gets the same answer with and without it, and some pairs are rejected by it."""
+    from benchmarks.variants import DATA, load
+    from fpir.text import parse
+    from pitchfork.selection.egraph import engine as eng
+    from pitchfork.selection.egraph.canon import canonical
+    from pitchfork.selection.egraph.extract import extract_all_with_choices
+    from pitchfork.selection.egraph.sketch import Guide, _heads_of, _needs
+
+    seen: list = []
+    real = eng._lift_pass
+
+    def spy(classes, enc, *a, **k):  # type: ignore[no-untyped-def]
+        seen.append((classes, enc))
+        return real(classes, enc, *a, **k)
+
+    monkeypatch.setattr(eng, "_lift_pass", spy)
+    rs = lift_rules()
+    for g in load(DATA.with_name("bench_keys.txt"))[:6]:
+        canon, _ = canonical(parse(g.variants[1]))
+        eng._saturate_here(canon, rs, eng.Budget(rounds=1, nodes=1_500))
+    assert seen
+    sk = sketches(eng.pass_rules(rs))
+    pairs = rejected = 0
+    for classes, enc in seen:
+        best, terms = extract_all_with_choices(classes, enc, fold=False)
+        fast, slow = Guide(classes, best, terms, enc), Guide(classes, best, terms, enc)
+        for n in (n for ns in classes.values() for n in ns if n.children):
+            from pitchfork.selection.egraph.declare import parse_ctor
+
+            for s in sk.get(parse_ctor(n.ctor)[0], ()):
+                pairs += 1
+                want = _children_unfiltered(slow, n, s)
+                assert fast.children_for(n, s) == want
+                if any(need is not None and need not in _heads_of(classes.get(ch, ()))
+                       for ch, need in zip(n.children, _needs(s))):
+                    rejected += 1
+                    assert want is None
+    assert pairs and rejected
