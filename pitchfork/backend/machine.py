@@ -338,6 +338,10 @@ def _emission_options(target: Target, optimized_ir: str) -> Iterator[None]:
     a packet is the same program under both readings. New-value compare-jumps (`if (cmp.gt(r16.new,
     #-1)) jump`) need their producer in the same packet, so they are turned off too: otherwise the
     unpacketised assembly does not reassemble (benchmarks/harness instruments and reassembles it).
+    Such modules are also emitted with `-rdf-opt=false` (Hexagon's post-RA RDF copy propagation):
+    in difftest seed 1703 it made `rounding_shr(d_u64, 40)` at 48 lanes read, for lane 2, a register
+    pair holding lane 47's value in one half and nothing written in the other; wrong in the assembly
+    itself, with and without packets, on LLVM 22.1.0 and 22.1.8 (tests/pitchfork/backend/test_hvx_i64_packets.py).
     Only modules on 64-bit-lane vectors pay (HVX has no such lanes: that code is scalar already);
     every other module's code is unchanged. The options are process-wide, so they are set before
     every emission of a module (assembly and object) and put back to LLVM's defaults after it, so an
@@ -345,7 +349,7 @@ def _emission_options(target: Target, optimized_ir: str) -> Iterator[None]:
     """
     flags = emission_flags(target, optimized_ir)
     for flag in flags:
-        llvm.set_option("pitchfork", f"{flag}=true")
+        llvm.set_option("pitchfork", flag if "=" in flag else f"{flag}=true")
     # Float code on hvx128 is scalar (pitchfork/codegen/hvx_floats.py), with long loop bodies (a
     # 32-lane float loop is 32 scalar copies): the MachinePipeliner's window scheduler, which runs on
     # every loop the swing scheduler did not pipeline, took most of the backend's time on them
@@ -358,7 +362,8 @@ def _emission_options(target: Target, optimized_ir: str) -> Iterator[None]:
         yield
     finally:
         for flag in flags:
-            llvm.set_option("pitchfork", f"{flag}=false")
+            name = flag.split("=", 1)[0]
+            llvm.set_option("pitchfork", f"{name}={_FLAG_DEFAULTS[name]}" if "=" in flag else f"{flag}=false")
         if window_off:
             llvm.set_option("pitchfork", "-window-sched=on")
 
@@ -419,8 +424,13 @@ def emission_flags(target: Target | str, ir_text: str) -> tuple[str, ...]:
     each is a boolean option that `_emission_options` turns on for the emission and off after it."""
     t = get_target(target)
     if t.name == "hvx128" and has_i64_vectors(ir_text):
-        return ("-disable-packetizer", "-disable-nvjump")
+        return ("-disable-packetizer", "-disable-nvjump", "-rdf-opt=false")
     return ()
+
+
+#: LLVM's default of each non-boolean-flag option `emission_flags` may set (`-name=value`), restored
+#: after the emission. `-rdf-opt` is Hexagon's post-RA RDF copy propagation and dead-code elimination.
+_FLAG_DEFAULTS: dict[str, str] = {"-rdf-opt": "true"}
 
 
 def emission_options(target: Target | str, ir_text: str) -> contextlib.AbstractContextManager[None]:
