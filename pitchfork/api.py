@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
-from pitchfork.backend.machine import CompiledModule, CompileError, compile_module
+from pitchfork.backend.machine import CompiledModule, CompileError, compile_module, llvm_assertions_enabled
 from pitchfork.frontend.capture import TARGET_ALIASES, CaptureError, CapturedStmt, capture_stmt, halide_target
 from pitchfork.codegen.base import buffer_dtype
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported
@@ -491,8 +491,14 @@ def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str,
         # Below HVX v66, what the instruction tables do not mark may still be an intrinsic LLVM cannot
         # select for that version, and LLVM aborts the process then: compiled in a forked child, so
         # it becomes a CompileError and a fallback naming the intrinsic.
+        # isel=llvm on hvx128 under an LLVM built with assertions (llvmlite's PyPI wheel; scripts/install.sh
+        # builds it against a release LLVM instead) likewise: LLVM's own Hexagon selection trips an assertion
+        # a release LLVM does not check (depthwise_conv with no_asserts, docs/LLVMLITE.md), so a user's
+        # process gets a CompileError, never an abort.
+        isolate = spec.isa == "hvx128" and (spec.hvx_version < 66
+                                            or (isel == "llvm" and llvm_assertions_enabled()))
         module = compile_module(ir_text, machine_target(spec), i64_halves=plist.on("hvx_i64_halves"),
-                                pairs=plist.on("hvx_pairs"), isolate=spec.isa == "hvx128" and spec.hvx_version < 66,
+                                pairs=plist.on("hvx_pairs"), isolate=isolate,
                                 trace=(lambda stage, text: _log(f"{name}: LLVM IR after {stage}", text))
                                 if debug >= 2 else None, timings=stats.llvm_phases)
         stats.llvm_seconds = time.perf_counter() - t0

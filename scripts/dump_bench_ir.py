@@ -1,6 +1,7 @@
 """Write the LLVM IR `pitchfork.compile` produces for every SPEC benchmark x ISA x isel x parameter set.
 
     python scripts/dump_bench_ir.py OUT_DIR [--bench NAME ...] [--isa ISA ...] [--isel pitchfork|llvm ...]
+                                    [--pset N ...]
 
 Per compile `OUT_DIR/<bench>.<isa>.<isel>.p<pset>`: `.ll` (the optimised IR), `.src.ll` (codegen's IR, before
 O3), `.s` (the assembly), `.o.sha1` (the object file's hash), or `.err` holding the one-line error.
@@ -27,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bench", action="append", choices=NAMES)
     p.add_argument("--isa", action="append", choices=ISAS)
     p.add_argument("--isel", action="append", choices=("pitchfork", "llvm"))
+    p.add_argument("--pset", action="append", type=int, help="only these parameter sets (index; default all)")
     args = p.parse_args(argv)
     import pitchfork
 
@@ -36,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         for isa in args.isa or ISAS:
             for isel in args.isel or ("pitchfork", "llvm"):
                 for pi, pset in enumerate(bench.param_sets):
+                    if args.pset is not None and pi not in args.pset:
+                        continue
                     stem = args.out / f"{name}.{isa}.{isel}.p{pi}"
                     t0 = time.perf_counter()
                     try:

@@ -138,6 +138,23 @@ def _init_llvm() -> None:
         llvm.set_option("pitchfork", option)
 
 
+@functools.cache
+def llvm_assertions_enabled() -> bool:
+    """Whether the LLVM llvmlite runs on was built with assertions, which abort the whole process where a
+    release LLVM carries on (e.g. isel=llvm on depthwise_conv hvx128 with `no_asserts`: the Hexagon
+    IfConverter asks for the register class of a reversed vector pair). A static llvmlite (the PyPI
+    wheel: assertions on) records it at build time. A build linked to a shared libLLVM (scripts/install.sh's,
+    against Debian's release libLLVM-22) says "unknown"; that library exports
+    `llvm::DisableABIBreakingChecks` or `llvm::EnableABIBreakingChecks`, which LLVM's build ties to
+    assertions by default (LLVM_ABI_BREAKING_CHECKS=WITH_ASSERTS): the latter, or neither, counts as
+    assertions on."""
+    state = llvm.config.llvm_assertions_state
+    if state != "unknown":
+        return state == "on"
+    lib = llvm.ffi.lib._lib  # dlsym on llvmlite's handle also searches the libLLVM it links
+    return not hasattr(lib, "_ZN4llvm24DisableABIBreakingChecksE")
+
+
 #: HVX: LLVM's HexagonVectorCombine AlignVectors (`-hvc-va`: groups of unaligned vector loads rewritten
 #: as aligned loads + byte shuffles). A compiler option, not instruction selection, so it is the same
 #: for every contender: both isels and Halide 21's IR through llc (benchmarks/harness/halide21.py). The
@@ -631,23 +648,28 @@ def compile_module(
     `pairs=False` (hvx128) keeps register-pair forms without trying the split alternative
     (`pitchfork.backend.hvx_pairs`). These three are the optional backend passes of
     pitchfork.passes.pipeline; `trace(stage, ir_text)`, if given (not with `isolate`), sees the IR
-    after O3 and after each backend pass that rewrote it. `timings`, if given (not with `isolate`),
-    gets the seconds of each LLVM phase added under its name (llvm_parse, llvm_verify, llvm_O3,
-    llvm_print, llvm_fixups, llvm_parse_optimized, llvm_emit_object or llvm_emit_assembly).
+    after O3 and after each backend pass that rewrote it. `timings`, if given (with `isolate`, as the
+    child measured them), gets the seconds of each LLVM phase added under its name (llvm_parse,
+    llvm_verify, llvm_O3, llvm_print, llvm_fixups, llvm_parse_optimized, llvm_emit_object or
+    llvm_emit_assembly).
     """
     t = get_target(target)
     if not 0 <= opt <= 3:
         raise ValueError(f"opt level must be 0..3, got {opt}")
     if align_vectors is None:
         align_vectors = HVX_ALIGN_VECTORS
-    opt_ir, emitted, sigs = (_compile_isolated(ir_text, t, opt, align_vectors, i64_halves, pairs) if isolate
-                             else _compile(ir_text, t, opt, align_vectors, i64_halves, pairs, trace, timings))
+    if isolate:
+        opt_ir, emitted, sigs = _compile_isolated(ir_text, t, opt, align_vectors, i64_halves, pairs, timings)
+    else:
+        opt_ir, emitted, sigs = _compile(ir_text, t, opt, align_vectors, i64_halves, pairs, trace, timings)
     return CompiledModule(t, opt, ir_text, opt_ir, sigs, align_vectors, dict(emitted))
 
 
 def _compile_isolated(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
-                      i64_halves: bool = True, pairs: bool = True,
+                      i64_halves: bool = True, pairs: bool = True, timings: Optional[dict[str, float]] = None,
                       ) -> tuple[str, dict[str, bytes | str], dict[str, FunctionSig]]:
+    """`_compile` in a forked child: its result, or its CompileError, comes back pickled (with the
+    child's phase timings, added to `timings`); an abort becomes a CompileError with LLVM's message."""
     _init_llvm()
     rfd, wfd = os.pipe()
     with tempfile.TemporaryFile() as err:
@@ -658,8 +680,10 @@ def _compile_isolated(ir_text: str, target: Target, opt: int, align_vectors: boo
                 os.close(rfd)
                 os.dup2(err.fileno(), 2)
                 faulthandler.disable()  # an expected abort must not dump tracebacks to the terminal
+                spent: dict[str, float] = {}
                 try:
-                    payload: object = ("ok", _compile(ir_text, target, opt, align_vectors, i64_halves, pairs))
+                    payload: object = ("ok", (_compile(ir_text, target, opt, align_vectors, i64_halves, pairs,
+                                                       None, spent), spent))
                 except CompileError as e:
                     payload = ("err", e)
                 with os.fdopen(wfd, "wb") as w:
@@ -678,7 +702,11 @@ def _compile_isolated(ir_text: str, target: Target, opt: int, align_vectors: boo
         kind, value = pickle.loads(data)
         if kind == "err":
             raise value
-        return value
+        result, spent = value
+        if timings is not None:
+            for phase, secs in spent.items():
+                timings[phase] = timings.get(phase, 0.0) + secs
+        return result
     if os.WIFSIGNALED(status):
         how = f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
     else:

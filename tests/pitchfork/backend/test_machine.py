@@ -13,6 +13,7 @@ from pitchfork.backend.machine import (
     IntrinsicError,
     compile_module,
     get_target,
+    llvm_assertions_enabled,
 )
 
 from .kernels import AVG_INTRINSIC, AVG_MNEMONIC, VEC_BYTES, avg2d_ir, avg_add_ir
@@ -125,6 +126,32 @@ def test_isolated_compile_survives_llvm_abort() -> None:
         compile_module(
             avg_add_ir("arm64", intrinsic="llvm.aarch64.neon.urhaddd.v16i8"), "arm64", isolate=True
         )
+
+
+def test_isolated_compile_reports_the_childs_llvm_phases() -> None:
+    """`timings` with `isolate=True` gets the phases the child measured (pitchfork.compile isolates isel=llvm
+    on hvx128 under an assertion-enabled LLVM, and the harness still reads its LLVM split)."""
+    timings: dict[str, float] = {}
+    compile_module(USDOT_IR.replace("usdot", "udot"), "arm64", isolate=True, timings=timings)
+    assert {"llvm_parse", "llvm_verify", "llvm_O3", "llvm_emit_object"} <= set(timings)
+    assert all(secs >= 0 for secs in timings.values()) and timings["llvm_O3"] > 0
+
+
+def test_llvm_assertions_enabled_reads_the_loaded_llvm() -> None:
+    """A static llvmlite (the PyPI wheel) records its LLVM's assertion state at build time; one linked to a
+    shared libLLVM (scripts/install.sh's) says "unknown", and that libLLVM exports exactly one of LLVM's
+    two ABI-breaking-checks markers, which says it."""
+    import llvmlite.binding as llvm
+
+    state = llvm.config.llvm_assertions_state
+    if state in ("on", "off"):
+        assert llvm_assertions_enabled() == (state == "on")
+        return
+    assert state == "unknown"
+    lib = llvm.ffi.lib._lib
+    off, on = (hasattr(lib, f"_ZN4llvm{n}ABIBreakingChecksE") for n in ("24Disable", "23Enable"))
+    assert off != on
+    assert llvm_assertions_enabled() == on
 
 
 def test_vector_bytes_match_targets() -> None:
