@@ -205,13 +205,17 @@ def _ours(bench: Any, isa: str, isel: str) -> dict[str, float]:
     from benchmarks.common import HALIDE_TARGETS
 
     out, args = bench.build(isa, bench.param_sets[0])
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0, ch0 = time.perf_counter(), time.process_time(), os.times()
     # The Halide target string Halide 21's compile gets (`_halide`), so every contender compiles the same
     # features: on hvx128 `no_asserts-no_bounds_query` (argument checks left out), elsewhere the ISA's
     # own string, which is what the short name means.
     prog = pitchfork.compile(out, args, target=HALIDE_TARGETS[isa], isel=isel, name=f"{bench.name}_{isel}",
                              fallback=False)
-    total, cpu = time.perf_counter() - t0, time.process_time() - c0
+    total, ch1 = time.perf_counter() - t0, os.times()
+    # with the CPU of a child the compile forked and reaped (isel=llvm on hvx128 under an assertion-enabled
+    # LLVM compiles there: pitchfork.compile's isolate); the capture worker is not reaped, so not counted
+    cpu = (time.process_time() - c0 + (ch1.children_user - ch0.children_user)
+           + (ch1.children_system - ch0.children_system))
     s = prog.stats
     row = {"total": total, "capture": s.capture_seconds, "selection": s.selection_seconds,
            "codegen": s.codegen_seconds, "llvm": s.llvm_seconds, "cpu": cpu}
@@ -310,10 +314,12 @@ def crash_line(returncode: int, stderr: str) -> str:
 def run_child(cmd: list[str], cwd: Path, env: dict[str, str], attempts: int = len(KINDS)) -> dict[str, Any]:
     """The JSON row a child command (`child`'s, or one printing a row of that shape last) prints.
 
-    A contender that kills the child -- llvmlite's LLVM is built with assertions on, and an assertion
-    aborts the process (isel=llvm on depthwise_conv hvx128: LLVM's Hexagon IfConverter asks for the
-    register class of a reversed vector pair, which has none on v66; Debian's release llc-22 compiles
-    the same IR) -- becomes a one-line error of that contender, and the child is run again without it
+    A contender that kills the child -- e.g. an LLVM assertion under llvmlite's PyPI wheel, whose LLVM
+    has them on (isel=llvm on depthwise_conv hvx128: LLVM's Hexagon IfConverter asks for the register
+    class of a reversed vector pair, which has none on v66; the release LLVM scripts/install.sh builds
+    llvmlite against compiles it, and pitchfork.compile itself now runs that case in a forked child under
+    an assertion-enabled LLVM, so it is a CompileError) -- becomes a one-line error of that contender,
+    and the child is run again without it
     (`--skip KIND`), so the other contenders of the benchmark are measured as in any other child: no
     contender's compile is moved into a process of its own. Which contender died is the last
     `CONTENDER_MARK` line on the child's stderr; a death no contender can be blamed for is the row's
