@@ -437,8 +437,9 @@ def scheduler_options(target: Target | str, ir_text: str) -> tuple[str, ...]:
 
 
 def emission_flags(target: Target | str, ir_text: str) -> tuple[str, ...]:
-    """The llc flags beyond the defaults that `compile_module` emits `ir_text` with (for reproducing);
-    each is a boolean option that `_emission_options` turns on for the emission and off after it."""
+    """The llc flags beyond the defaults that `compile_module` emits `ir_text` with (for reproducing):
+    boolean options that `_emission_options` turns on for the emission and off after it, and
+    `-name=value` settings it puts back to `_FLAG_DEFAULTS[name]` after it."""
     t = get_target(target)
     if t.name == "hvx128" and has_i64_vectors(ir_text):
         return ("-disable-packetizer", "-disable-nvjump", "-rdf-opt=false")
