@@ -23,10 +23,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any, Generator, Optional, Sequence, Union
-
-from lark import Token, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from typing import TYPE_CHECKING, Any, Generator, Optional, Sequence, Union
 
 from fpir.diskcache import lark_parser
 from fpir.ops import make
@@ -34,6 +31,9 @@ from fpir.opspec import OPS, known_op, spec, split_flags
 from fpir.term import Term, const, var
 from fpir.trampoline import trampoline
 from fpir.types import FPIRTypeError, ScalarType, i32, is_type_name, parse_type, u1
+
+if TYPE_CHECKING:  # lark is imported where a parse needs it (`_parser`): `_fast_raw` parses most text without it
+    from lark import Token, Tree
 
 
 class FPIRSyntaxError(ValueError):
@@ -178,6 +178,7 @@ _TO_RAW = _ToRaw()
 def _transform(tree: Tree) -> Raw:
     """The parse tree as Raw, post-order on an explicit stack (lark's recursive Transformer would hit
     Python's recursion limit on a 10,000-deep expression; the LALR parser itself does not recurse)."""
+    from lark import Tree
     done: list[Any] = []  # transformed children, in order
     stack: list[tuple[Any, bool]] = [(tree, False)]
     while stack:
@@ -196,8 +197,157 @@ def _transform(tree: Tree) -> Raw:
     return done[0]
 
 
+#: binary operators after an operand, longest first within each group of lark's lexer order (`_fast_raw`)
+_FAST_BINOPS = ("<<", ">>", "==", "!=", "<=", ">=", "||", "&&", "<", ">", "+", "-", "*", "/", "%", "|", "^", "&")
+#: binding strength of each binary operator (the grammar's levels, `lor` lowest; all left-associative);
+#: a prefix operator binds tighter than all of them
+_FAST_PREC = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<=": 7, ">=": 7, "<": 7, ">": 7,
+              "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10}
+#: the call name of the operators that are not `binop`s in the grammar (`_ToRaw.bor` ...)
+_FAST_NAMED = {"||": "lor", "&&": "land", "|": "or", "^": "xor", "&": "and"}
+_FAST_UNARY = {"-": ("neg", "-"), "~": ("call", "not"), "!": ("lnot", "!")}
+#: the grammar's terminals (GRAMMAR: TEMPLATE, NAME, INT), matched where an operand starts
+_FAST_TEMPLATE = re.compile(r"(saturating_cast|reinterpret|cast)\s*<[A-Za-z0-9_(), ]+>")
+_FAST_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_.$]*")
+_FAST_INT = re.compile(r"0x[0-9a-fA-F]+|[0-9]+")
+_FAST_WS = " \t\f\r\n"  # the grammar's %ignore WS (and nothing else is skipped; a comment declines)
+
+
+def _fast_raw(text: str) -> Optional[Raw]:
+    """The Raw tree lark's LALR parser gives for `text` without positions (every line and column 0), from
+    an operator-precedence parse on explicit stacks (no recursion: 10,000-deep text is fine), or None
+    wherever that is not certain: any syntax error, a comment, a character outside the grammar. Then
+    `parse_raw` asks lark, whose answer (tree or located error) is the reference; so lark is imported
+    only for text this parser declines (a cold `pitchfork lift` of a valid expression never imports it).
+
+    Same tree as lark's, by construction from the grammar: the lexer tries the terminals in lark's order
+    (TEMPLATE before NAME where an operand starts; after an operand the longest operator first, as
+    lark's lexer orders SHIFTOP, then two-character operators, then one-character ones), so tokens
+    split as lark's contextual lexer splits them; every binary level is left-associative and the
+    prefix operators bind tightest; parentheses leave no node; a call's arguments are the operands
+    pushed since its `(`. tests/fpir/test_fpir_text.py checks it against lark on random text."""
+    n = len(text)
+    i = 0
+    operands: list[Raw] = []
+    # ("bin", op) | ("un", op) | ("paren",) | ("call", name, template parameter text or None, operand mark)
+    ops: list[tuple[Any, ...]] = []
+
+    def reduce_top() -> None:
+        top = ops.pop()
+        if top[0] == "un":
+            kind, name = _FAST_UNARY[top[1]]
+            operands.append(Raw(kind, name, (operands.pop(),), 0, 0))
+            return
+        b = operands.pop()
+        a = operands.pop()
+        op = top[1]
+        operands.append(Raw("call", _FAST_NAMED[op] if op in _FAST_NAMED else BINOPS[op], (a, b), 0, 0))
+
+    expect_operand = True
+    while True:
+        while i < n and text[i] in _FAST_WS:
+            i += 1
+        if expect_operand:
+            if i >= n:
+                return None
+            c = text[i]
+            if c in _FAST_UNARY:
+                ops.append(("un", c))
+                i += 1
+                continue
+            if c == "(":
+                ops.append(("paren",))
+                i += 1
+                continue
+            m = _FAST_TEMPLATE.match(text, i)
+            if m is not None:  # must be a call with arguments: TEMPLATE "(" args ")"
+                tm = re.match(r"(\w+)\s*<(.*)>$", m.group(), re.S)
+                assert tm
+                i = m.end()
+                while i < n and text[i] in _FAST_WS:
+                    i += 1
+                if i >= n or text[i] != "(":
+                    return None
+                ops.append(("call", tm.group(1), tm.group(2).strip(), len(operands)))
+                i += 1
+                continue
+            m = _FAST_NAME.match(text, i)
+            if m is not None:
+                i = m.end()
+                j = i
+                while j < n and text[j] in _FAST_WS:
+                    j += 1
+                if j < n and text[j] == "(":  # NAME "(" [args] ")"
+                    k = j + 1
+                    while k < n and text[k] in _FAST_WS:
+                        k += 1
+                    if k < n and text[k] == ")":
+                        operands.append(Raw("call", m.group(), (), 0, 0))
+                        i = k + 1
+                        expect_operand = False
+                        continue
+                    ops.append(("call", m.group(), None, len(operands)))
+                    i = j + 1
+                    continue
+                operands.append(Raw("name", m.group(), (), 0, 0))
+                expect_operand = False
+                continue
+            m = _FAST_INT.match(text, i)
+            if m is not None:
+                operands.append(Raw("int", m.group(), (), 0, 0))
+                i = m.end()
+                expect_operand = False
+                continue
+            return None
+        if i >= n:
+            break
+        c = text[i]
+        if c == ")" or c == ",":
+            while ops and ops[-1][0] in ("bin", "un"):
+                reduce_top()
+            if not ops:
+                return None
+            top = ops[-1]
+            if c == ",":
+                if top[0] != "call":
+                    return None
+                i += 1
+                expect_operand = True
+                continue
+            ops.pop()
+            if top[0] == "call":
+                args = tuple(operands[top[3]:])
+                del operands[top[3]:]
+                operands.append(Raw("call", top[1], args, 0, 0, tparam_text=top[2]))
+            i += 1
+            continue
+        for op in _FAST_BINOPS:
+            if text.startswith(op, i):
+                break
+        else:
+            return None
+        prec = _FAST_PREC[op]
+        while ops and (ops[-1][0] == "un" or (ops[-1][0] == "bin" and _FAST_PREC[ops[-1][1]] >= prec)):
+            reduce_top()
+        ops.append(("bin", op))
+        i += len(op)
+        expect_operand = True
+    while ops and ops[-1][0] in ("bin", "un"):
+        reduce_top()
+    if ops or len(operands) != 1:
+        return None
+    return operands[0]
+
+
 def parse_raw(text: str, source: str = "<expr>", *, positions: bool = True) -> Raw:
-    """The Raw tree of `text`; `positions=False` leaves every node's line and column 0 (see `_parser`)."""
+    """The Raw tree of `text`; `positions=False` leaves every node's line and column 0 (see `_parser`),
+    and then tries `_fast_raw` (the same tree, without lark) first."""
+    if not positions:
+        fast = _fast_raw(text)
+        if fast is not None:
+            return fast
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
     try:
         return _transform(_parser(positions).parse(text))
     except FPIRSyntaxError as e:

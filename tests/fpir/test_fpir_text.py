@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import random
 from collections import defaultdict
 
 import numpy as np
@@ -226,3 +227,91 @@ def test_lifting_retypes_shift_constants_of_the_other_signedness() -> None:
 
     assert normalize_shift_constants(parse("(x_i32 >> u32(15)) + i32(y_u16 << i16(2))")) == parse("(x_i32 >> 15) + i32(y_u16 << 2)")
     assert str(lift(parse("i16(max(min((i32(a_i16) * i32(b_i16)) >> u32(15), 32767), -32768))"))) == "mul_shr(a_i16, b_i16, 15)"
+
+
+# ---------------------------------------------------------------------------------------------
+# fpir.text._fast_raw: lark's tree without lark, or a decline
+
+
+def _raw_key(r: object) -> list[tuple[object, ...]]:
+    """A Raw tree as the list of its nodes in pre-order (each with its arity), built and compared
+    without recursion (Raw's own == recurses per level)."""
+    out: list[tuple[object, ...]] = []
+    stack = [r]
+    while stack:
+        node = stack.pop()
+        out.append((node.kind, node.text, node.line, node.column, node.tparam_text, node.has_names,  # type: ignore[attr-defined]
+                    len(node.args)))  # type: ignore[attr-defined]
+        stack.extend(reversed(node.args))  # type: ignore[attr-defined]
+    return out
+
+
+_ATOMS = ["a_u8", "b_i16", "x", "k.1", "$0", "5", "0x1F", "12", "u16", "min", "castle", "cast", "f", "add.nsw"]
+_CALLEES = ["min", "u8", "widening_add", "add.nsw", "cast<u8>", "saturating_cast<i16>", "reinterpret < u16 >", "f",
+            "cast (u8)"]
+_OPS = ["+", "-", "*", "/", "%", "<<", ">>", "==", "!=", "<", "<=", ">", ">=", "&", "|", "^", "&&", "||"]
+_PUNCT = ["(", ")", ",", "-", "~", "!", " ", "\t", "\n", "#c\n", "=", "<", ">", "()", "<<=", "\v", "é"]
+
+
+def _random_text(rng: random.Random) -> str:
+    """An expression of the grammar, token soup, or an expression with one token replaced."""
+    def expr(d: int) -> str:
+        r = rng.random()
+        if d > 5 or r < 0.3:
+            return rng.choice(_ATOMS[:8])
+        if r < 0.5:
+            return expr(d + 1) + rng.choice([" ", ""]) + rng.choice(_OPS) + rng.choice([" ", ""]) + expr(d + 1)
+        if r < 0.6:
+            return rng.choice(["-", "~", "!", "- ", "--"]) + expr(d + 1)
+        if r < 0.7:
+            return "(" + expr(d + 1) + ")"
+        f = rng.choice(_CALLEES)
+        return f + rng.choice(["", " "]) + "(" + ", ".join(expr(d + 1) for _ in range(rng.randint(0, 3))) + ")"
+
+    kind = rng.randrange(3)
+    if kind == 0:
+        return expr(0)
+    if kind == 1:
+        return "".join(rng.choice(rng.choice([_ATOMS, _OPS, _PUNCT])) for _ in range(rng.randint(1, 8)))
+    t = expr(0)
+    k = rng.randrange(len(t))
+    return t[:k] + rng.choice(_OPS + _PUNCT + _ATOMS) + t[k + 1:]
+
+
+def test_fast_parser_gives_larks_tree_or_declines() -> None:
+    """On random text (valid expressions, token soup, one-token mutations), `_fast_raw` returns exactly
+    the tree lark's unpositioned parser gives, or None; it returns None wherever lark refuses, and
+    declines a valid expression only when it holds a comment."""
+    from lark.exceptions import LarkError
+
+    from fpir.text import _fast_raw, _parser, _transform
+
+    rng = random.Random(2026)
+    agreed = 0
+    for _ in range(4000):
+        text = _random_text(rng)
+        try:
+            ref = _raw_key(_transform(_parser(False).parse(text)))
+        except (LarkError, FPIRSyntaxError):
+            ref = None
+        fast = _fast_raw(text)
+        if fast is None:
+            assert ref is None or "#" in text, text
+        else:
+            assert _raw_key(fast) == ref, text
+            agreed += 1
+    assert agreed > 1000  # the random text is valid often enough for the comparison to mean something
+
+
+def test_fast_parser_deep_text_and_errors() -> None:
+    """Deep text parses without recursion (the same tree as lark's); a syntax error still reports
+    lark's located message (parse falls back to lark, with positions)."""
+    from fpir.text import _fast_raw, _parser, _transform
+
+    deep = "(" * 5000 + "a_u8" + ")" * 5000 + " + " + "-" * 5000 + "b_u8" + " * " + "u8(" * 3000 + "c_u16" + ")" * 3000
+    fast = _fast_raw(deep)
+    assert fast is not None and _raw_key(fast) == _raw_key(_transform(_parser(False).parse(deep)))
+    with pytest.raises(FPIRSyntaxError, match=r"<expr>:1:14: unexpected '\)'"):
+        parse("a_u8 + (b_u8))")
+    with pytest.raises(FPIRSyntaxError, match="unexpected end of input"):
+        parse("min(a_u8, ")
