@@ -64,6 +64,15 @@ def isolated_solver(assertions: Sequence[z3.BoolRef], rlimit: int,
     return solver, ctx
 
 
+def resource_count(solver: z3.Solver) -> int:
+    """The Z3 resource units the solver's context has consumed (its `rlimit count` statistic; for a
+    solver of `isolated_solver`, what its queries cost)."""
+    for k, v in solver.statistics():
+        if k == "rlimit count":
+            return int(v)
+    return 0
+
+
 def unknown_reason(solver: z3.Solver) -> str:
     reason = solver.reason_unknown() or "unknown"
     return "resource limit reached" if reason in ("max. resource limit exceeded", "canceled") else reason
@@ -201,6 +210,9 @@ class Verdict:
     reason: str = ""
     lhs_value: Optional[int] = None
     rhs_value: Optional[int] = None
+    #: Z3 resource units the query consumed (its fresh context's `rlimit count`; 0 when no solver ran):
+    #: deterministic, so a caller can charge it against a budget (synth/meter.py)
+    resource: int = 0
 
     @property
     def valid(self) -> bool:
@@ -239,10 +251,11 @@ def equivalent(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), rlimit: int 
         za, zb = to_z3(a, env), to_z3(b, env)
     solver, ctx = isolated_solver([*assume, za != zb], rlimit)
     r = solver.check()
+    spent = resource_count(solver)
     if r == z3.unsat:
-        return Verdict("VALID")
+        return Verdict("VALID", resource=spent)
     if r == z3.unknown:
-        return Verdict("UNKNOWN", reason=unknown_reason(solver))
+        return Verdict("UNKNOWN", reason=unknown_reason(solver), resource=spent)
     m = solver.model()
     cex: dict[str, int] = {}
     for name, (v, _lane) in used.items():
@@ -254,4 +267,5 @@ def equivalent(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), rlimit: int 
         cex[v.name] = signed_value(val, v.type)
     va = m.eval(za.translate(ctx), model_completion=True).as_long()
     vb = m.eval(zb.translate(ctx), model_completion=True).as_long()
-    return Verdict("INVALID", cex, lhs_value=signed_value(va, a.type), rhs_value=signed_value(vb, b.type))
+    return Verdict("INVALID", cex, lhs_value=signed_value(va, a.type), rhs_value=signed_value(vb, b.type),
+                   resource=spent)

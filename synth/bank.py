@@ -385,6 +385,10 @@ class Bank:
             self.level_count.append(count)
             self._build(nxt)
             self.seconds += time.perf_counter() - t0
+        if sum(self.level_count[: level + 1]) > budget:
+            # built already by a search with a larger budget (banks are shared): the same verdict as
+            # a fresh bank, which would not have built this level under `budget`
+            raise BudgetExceeded()
 
     def _build(self, level: int) -> None:
         chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []

@@ -23,6 +23,9 @@ from typing import Optional, Sequence
 
 from synth.driver import QUICK_BENCHMARKS, Options, RunReport, run
 
+#: `--deep-share` with a time limit: one left side's search may spend a tenth of a stage's time
+#: limit (in counted work, synth/meter.py), so at least ten deep searches fit in a round
+DEFAULT_DEEP_SHARE = 0.1
 #: The default output directory, relative to the current directory (never the source tree).
 DEFAULT_OUT_NAME = "pitchfork-synth-out"
 
@@ -85,6 +88,12 @@ def parser() -> argparse.ArgumentParser:
         help="lowering: search every left side with at most TERMS terms first, then those over budget "
         "with --max-terms (default 10000 with --bring-up, else 0: one pass); a --time-limit then cuts "
         "only the deep searches",
+    )
+    p.add_argument(
+        "--deep-share", type=float, default=None, metavar="F",
+        help="lowering: one left side's search may spend at most this share of --time-limit, counted in "
+        "Z3 resource units and enumeration steps at a fixed rate, not seconds, so the verdict does not "
+        "depend on load (synth/meter.py; default 0.1 with --time-limit, else no cap; 0: no cap)",
     )
     p.add_argument(
         "--no-topdown", action="store_true",
@@ -202,7 +211,10 @@ def options(args: argparse.Namespace) -> Options:
         hide=tuple(args.hide_rule) + bring_up,
         rounds=args.rounds if args.rounds is not None else (5 if bring_up else 1),
         first_pass_terms=args.first_pass if args.first_pass is not None else (10_000 if bring_up else 0),
+        deep_share=args.deep_share if args.deep_share is not None else (DEFAULT_DEEP_SHARE if args.time_limit > 0 else 0.0),
     )
+    if o.deep_share < 0:
+        raise SystemExit(f"pitchfork-synth: --deep-share must not be negative (got {o.deep_share})")
     if o.rounds < 1:
         raise SystemExit(f"pitchfork-synth: --rounds must be at least 1 (got {o.rounds})")
     if args.write_rules and args.out is not None:

@@ -13,7 +13,10 @@ Every task carries the digest of the rules it is planned against (synth/rulesnap
 key, and the rules themselves travel with it to whichever process runs it; every finished task is
 appended to the cache (`<cache>/tasks.jsonl`) before the next one is awaited, so an interrupted run
 resumes where it stopped, and a result is reused only for the same rules. `time_limit` stops handing
-out tasks (those not run stay uncached); verdicts never depend on it.
+out tasks (those not run stay uncached); verdicts never depend on the clock. With `deep_share`, each
+lowering task's search is capped at that share of `time_limit` converted to a count of Z3 units and
+enumeration steps at a fixed rate (synth/meter.py): the cap is part of the task (and its cache key),
+so a verdict depends on the options only, never on load.
 
 Execution backends run the same `synth.tasks.run_task`: `jobs == 1` in this process, `jobs > 1` a
 local process pool, `cluster` an existing Dask distributed scheduler (`distributed.Client`); a
@@ -92,6 +95,11 @@ class Options:
     #: 150 left sides lost uqxtn, uaba and umlal (one instruction each, found in under a second), and
     #: synthesized-only sobel3x3 fell from 1.000x to 0.851x of hand-written lowering
     first_pass_terms: int = 0
+    #: lowering: the share of the stage's `time_limit` one task's search may spend, as a count of Z3
+    #: resource units and enumeration steps converted at a fixed rate (synth/meter.py `units_for`;
+    #: 0, or no time limit: no cap). Without it one deep search could take a whole round: arm64
+    #: `rounding_shr(rounding_mul_shr(a + b, c, 31), d)` took 644 s of a 600 s round at load ~20
+    deep_share: float = 0.0
 
 
 @dataclass
@@ -342,7 +350,10 @@ def lower_tasks(
 ) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
     """Cuts of the ISA's lifted whole expressions (`lifted_corpus`) that contain an FPIR op or a
     reduction (`vector_reduce_add_x4(u32(x_u8))` has no FPIR op, and is one udot / vrmpy by 1)."""
+    from synth.meter import units_for
+
     lowered = lifted_corpus(inputs, opts.max_nodes)
+    cap = units_for(opts.deep_share, opts.time_limit)
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
     lane0 = lane0_isa(isa)
@@ -359,7 +370,7 @@ def lower_tasks(
         reduces = any(t.args and spec(t.op).reduce is not None for t in e.term.walk())
         task = Task("lower", isa, e.key, opts.max_terms * (REDUCTION_BUDGET if reduces else 1), opts.rlimit,
                     hide=opts.hide, rules=rules, ranges=ranges if narrower else (),
-                    instructions_pass=opts.instructions_pass, topdown=opts.topdown)
+                    instructions_pass=opts.instructions_pass, topdown=opts.topdown, work_cap=cap)
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     chosen = _limit(tasks, replace(opts, max_lhs=opts.max_lower_lhs) if opts.max_lower_lhs is not None else opts)
@@ -757,7 +768,8 @@ def _run_stage(
 
     def on_result(r: dict[str, Any]) -> None:
         results.append(r)
-        st.outcomes[r.get("status", "error")] += 1
+        capped = r.get("status") == "budget" and str(r.get("reason", "")).startswith("work cap")
+        st.outcomes["work-cap" if capped else r.get("status", "error")] += 1
         if r.get("status") == "synthesized" and (
             r.get("level") != "monomorphic" or r.get("constants") not in ("pinned", "none")
         ):

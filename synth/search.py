@@ -12,8 +12,9 @@ from Z3 becomes a new example and the search restarts (counterexample-guided ind
 Banks are shared by left sides with the same grammar and examples.
 
 Every limit is a count, never a clock: `max_terms` argument combinations over the levels searched,
-`max_rounds` CEGIS rounds, `rlimit` Z3 resource units per query. The same inputs give the same answer
-on any machine.
+`max_rounds` CEGIS rounds, `rlimit` Z3 resource units per query, and, for a task with a work cap,
+the task's total of Z3 units and candidates evaluated (synth/meter.py). The same inputs give the same
+answer on any machine.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from fpir.term import Term, const
 from fpir.printer import to_text
 from fpir.types import FPIRTypeError, ScalarType
 from fpir.z3enc import to_z3
+from synth import meter
 from synth.bank import BudgetExceeded, fast_apply, row_hashes, shared_bank, type_salt
 
 N_RANDOM = 40
@@ -181,31 +183,37 @@ def prove_equal(
     """("VALID", {}), ("INVALID", counterexample) or ("UNKNOWN", {}) when the rlimit runs out.
     `bounds`: variable name -> (lo, hi), assumed (equality is proven only where they hold).
     Lane-combining terms are proven lane by lane (fpir.z3enc.equivalent; the counterexample names
-    lane k of x `x@k`); bounds are not supported there."""
-    from fpir.z3enc import equivalent, has_lane_ops
+    lane k of x `x@k`); bounds are not supported there.
 
+    Every query runs in a fresh Z3 context (`fpir.z3enc.isolated_solver`), so its verdict and the
+    resource units it consumes do not depend on the queries this process ran before; the units are
+    charged to the task's meter (synth/meter.py), whose remaining cap also lowers the rlimit."""
+    from fpir.z3enc import equivalent, has_lane_ops, isolated_solver, resource_count
+
+    rlimit = meter.solver_limit(rlimit)
     if has_lane_ops(lhs) or has_lane_ops(rhs):
         if bounds:
             return "UNKNOWN", {}
         v = equivalent(lhs, rhs, rlimit=rlimit)
+        meter.charge_solver(v.resource)
         if v.status == "VALID":
             return "VALID", {}
         if v.status == "INVALID" and v.counterexample:
             return "INVALID", dict(v.counterexample)
         return "UNKNOWN", {}
-    s = z3.Solver()
-    s.set("rlimit", rlimit)
+    facts = []
     for v in lhs.variables():
         if v.name in bounds:
             lo, hi = bounds[v.name]
             x = z3.BitVec(v.name, v.type.bits)
             bits = v.type.bits
             if v.type.signed:
-                s.add(x >= z3.BitVecVal(lo, bits), x <= z3.BitVecVal(hi, bits))
+                facts += [x >= z3.BitVecVal(lo, bits), x <= z3.BitVecVal(hi, bits)]
             else:
-                s.add(z3.UGE(x, z3.BitVecVal(lo, bits)), z3.ULE(x, z3.BitVecVal(hi, bits)))
-    s.add(to_z3(lhs) != to_z3(rhs))
+                facts += [z3.UGE(x, z3.BitVecVal(lo, bits)), z3.ULE(x, z3.BitVecVal(hi, bits))]
+    s, ctx = isolated_solver([*facts, to_z3(lhs) != to_z3(rhs)], rlimit)
     r = s.check()
+    meter.charge_solver(resource_count(s))
     if r == z3.unsat:
         return "VALID", {}
     if r != z3.sat:
@@ -213,7 +221,7 @@ def prove_equal(
     m = s.model()
     cex = {}
     for v in lhs.variables():
-        val = m.eval(z3.BitVec(v.name, v.type.bits), model_completion=True).as_long()
+        val = m.eval(z3.BitVec(v.name, v.type.bits, ctx), model_completion=True).as_long()
         cex[v.name] = v.type.wrap(val)
     return "INVALID", cex
 
@@ -305,6 +313,7 @@ def synthesize(
         cexs: list[tuple[int, ...]] = []
         unknown = 0
         over = False
+        charged = 0  # this round's candidates charged to the task's meter (synth/meter.py) so far
         for level in range(max_level + 1):
             top = False
             try:
@@ -321,6 +330,9 @@ def synthesize(
                 top = True
                 terms = done + bank.top_count(level, lhs.type)
                 hits = [(lambda _l, t: t, t) for t in bank.top_matches(level, lhs.type, th)]
+            # the logical count (the same whether the bank was shared or built here): deterministic
+            meter.charge_steps(terms - charged)
+            charged = terms
             found: list[Term] = []
             for get, i in hits:
                 try:
@@ -452,6 +464,7 @@ def _single_instructions(
             tried += n
             if result != lhs.type:
                 continue  # make gives the signature's result type: never the left side's type
+            meter.charge_steps(n)
             idx = np.stack(np.unravel_index(np.arange(n), shape), axis=1)
             has_var = np.zeros(n, dtype=bool)
             for i, pool in enumerate(pools):

@@ -26,6 +26,7 @@ from fpir.printer import to_text
 from fpir.text import parse
 from fpir.types import FPIRTypeError, ScalarType, u1
 from synth.corpus import canonical, rebuild
+from synth.meter import WorkCapExceeded
 from synth.search import Grammar, SearchResult, constant_leaves, lhs_types, synthesize
 
 if TYPE_CHECKING:
@@ -50,8 +51,9 @@ LOWER_PRIMS = (
     "reinterpret",
 )
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
-#: are not reused
-SEARCH_VERSION = {"lift": 7, "lower": 11}
+#: are not reused (lift 8 / lower 12: every search query in a fresh Z3 context, synth/search.py
+#: `prove_equal`; a shared bank built past a budget no longer lets a smaller budget through)
+SEARCH_VERSION = {"lift": 8, "lower": 12}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -79,6 +81,9 @@ class Task:
     #: corpus saw a broadcast there, synth/corpus.py `Corpus.uniform`): the rule found states
     #: `is_variable(v<i>) && is_uniform(v<i>)` (x86 vpsraw / vpsllw read their count at lane 0)
     uniform: tuple[int, ...] = ()
+    #: the most work (Z3 resource units plus enumeration steps, synth/meter.py) the task's search may
+    #: spend before it ends over budget (0: no cap): a count, so the verdict does not depend on load
+    work_cap: int = 0
 
     @property
     def key(self) -> str:
@@ -94,6 +99,7 @@ class Task:
             + ("|insts" if self.instructions_pass else "")
             + ("|td" if self.topdown and self.kind == "lower" else "")
             + (f"|u:{','.join(map(str, self.uniform))}" if self.uniform else "")
+            + (f"|w:{self.work_cap}" if self.work_cap else "")
         )
 
 
@@ -308,7 +314,11 @@ def run_task(task: Task, snap: Optional["RuleSnapshot"] = None) -> dict[str, Any
             if task.rules and snap.stage_digest(stage) != task.rules:
                 raise ValueError(f"task planned against rules {task.rules}, shipped {snap.stage_digest(stage)}")
             activate(snap)
-        out.update(_run(task))
+        from synth.meter import metered
+
+        with metered(task.work_cap) as m:
+            out.update(_run(task))
+        out["work"] = {"solver": m.solver, "steps": m.steps, "used": m.used}
     except Exception as e:  # noqa: BLE001 - a task's failure is data for the summary, not a crash
         out.update(status="error", reason=f"{type(e).__name__}: {e}")
     out["seconds"] = round(time.perf_counter() - t0, 3)
@@ -340,9 +350,13 @@ def _run(task: Task) -> dict[str, Any]:
         return {**info, "status": "trivial"}
     t1 = time.perf_counter()
     insts = instructions_grammar(seen, task.isa, grammar) if task.kind == "lower" and task.instructions_pass else None
-    res: SearchResult = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit, instructions_only=insts)
-    if res.status == "budget" and task.kind == "lower" and task.topdown:
-        res = _topdown(seen, grammar, bound, task, res)
+    try:
+        res: SearchResult = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit,
+                                       instructions_only=insts)
+        if res.status == "budget" and task.kind == "lower" and task.topdown:
+            res = _topdown(seen, grammar, bound, task, res)
+    except WorkCapExceeded as e:  # the task's work cap (synth/meter.py): over budget, with the reason
+        res = SearchResult("budget", None, 0, 0, 0, str(e))
     info.update(
         search_seconds=round(time.perf_counter() - t1, 3),
         terms=res.terms,
@@ -353,9 +367,9 @@ def _run(task: Task) -> dict[str, Any]:
     )
     if res.status != "found":
         status = {"exhausted": "optimal", "budget": "budget", "solver": "solver"}[res.status]
-        bounded = _bounded_narrowing(seen, grammar, bound, task) if task.generalize else None
+        bounded = _capped(_bounded_narrowing, seen, grammar, bound, task) if task.generalize else None
         if bounded is None and task.generalize and task.ranges:
-            bounded = _bounded_ranges(seen, grammar, bound, task)
+            bounded = _capped(_bounded_ranges, seen, grammar, bound, task)
         if bounded is not None:
             return {**info, **bounded}
         return {**info, "status": status, "reason": res.detail}
@@ -382,10 +396,19 @@ def _run(task: Task) -> dict[str, Any]:
         # `rounding_mul_shr(x_i16, y_i16, 15)` is pmulhrsw plus a fix-up for -32768 * -32768 in
         # general, pmulhrsw alone when y >= -32767 (the driver keeps both: the bounded rule only where
         # it gains, synth/output.py)
-        cheaper = _bounded_ranges(seen, grammar, grammar.cost(res.rhs), task)
+        cheaper = _capped(_bounded_ranges, seen, grammar, grammar.cost(res.rhs), task)
         if cheaper is not None:
             out["also"] = [{**info, **cheaper}]
     return out
+
+
+def _capped(search: Callable[..., Optional[dict[str, Any]]], *args: Any) -> Optional[dict[str, Any]]:
+    """A further search of the task (a bounded one) that finds nothing once the task's work cap is
+    spent (synth/meter.py), instead of ending the task: a rule already found stays."""
+    try:
+        return search(*args)
+    except WorkCapExceeded:
+        return None
 
 
 def reads_lane0(t: Term) -> bool:
@@ -446,7 +469,10 @@ def _run_uniform(task: Task, term: Term) -> dict[str, Any]:
     bound = (lowering_cost(cur)[0], 0, 0)
     info["bound"] = list(bound)
     t1 = time.perf_counter()
-    res = synthesize(searched, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit)
+    try:
+        res = synthesize(searched, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit)
+    except WorkCapExceeded as e:
+        res = SearchResult("budget", None, 0, 0, 0, str(e))
     info.update(search_seconds=round(time.perf_counter() - t1, 3), terms=res.terms, solver_calls=res.solver_calls,
                 rounds=res.rounds, pruned=res.pruned, search_detail=res.detail)
     if res.status != "found" or res.rhs is None:

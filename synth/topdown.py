@@ -23,8 +23,9 @@ root instead:
    go to Z3 cheapest first (`prove_equal`, rlimit only); the first VALID one is the right side. The
    generalization that follows (synth/generalize.py) verifies the rule at every type instance.
 
-Every limit is a count (combinations evaluated, sub-goals implemented), never a clock, so the answer
-does not depend on the machine.
+Every limit is a count (combinations evaluated, sub-goals implemented; with a task's work cap also
+its Z3 units and combinations in total, synth/meter.py), never a clock, so the answer does not depend
+on the machine.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from fpir.opspec import OPS
 from fpir.printer import to_text
 from fpir.term import Term, const
 from fpir.types import FPIRTypeError, ScalarType
+from synth import meter
 from synth.search import Grammar, SearchResult, base_examples, lane_factors, lane_names, polish, prove_equal, synthesize
 
 #: combinations of a root instruction over sub-goals evaluated per search (a count, not a clock)
@@ -190,7 +192,9 @@ def decompositions(lhs: Term, grammar: Grammar, goals: dict[ScalarType, list[tup
                 parts = [vals[0][lo : lo + step]] + vals[1:]
                 k = len(parts)
                 shaped = [p.reshape((1,) * i + (p.shape[0],) + (1,) * (k - 1 - i) + (n,)) for i, p in enumerate(parts)]
-                tried += int(np.prod([p.shape[0] for p in parts], dtype=np.int64))
+                n_here = int(np.prod([p.shape[0] for p in parts], dtype=np.int64))
+                tried += n_here
+                meter.charge_steps(n_here)
                 try:
                     with np.errstate(all="ignore"):
                         out = np.asarray(fast_apply(op, shaped, ts, lhs.type))
