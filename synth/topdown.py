@@ -10,7 +10,9 @@ root instead:
    leaves, and each pool term moved to another type of the search (`cast`, `saturating_cast` to a
    narrower one, `reinterpret` at the same width) or negated (`0 - y`: ARM shifts right by shifting
    left by a negative amount). A sub-goal is a specification: a term whose values the operand must
-   have. One per fingerprint of values per type, smallest first.
+   have. One per fingerprint of values per type, smallest first. At the root also one target
+   instruction over the variables alone (`instruction_goals`: HVX `vmpyo_rnd_sacc(vmpye(x, y), x,
+   y)`, whose first operand no sub-term states), with a quota of their own.
 2. **Root.** Every target instruction of the grammar whose result type is the left side's, applied
    to sub-goals of its operand types (at least one not a leaf); a combination whose values equal the
    left side's on every example is a decomposition (`sat<u8>(x_i32 >> 8)` = `sqxtun(sat<i16>(x >>
@@ -55,6 +57,10 @@ MAX_DECOMPOSITIONS = 12
 MAX_PER_TYPE = 24
 #: the enumerator's budget for a sub-goal, as a fraction of the task's
 SUB_BUDGET_DIVISOR = 4
+#: instruction sub-goals (`instruction_goals`) kept per type at the root, cheapest first, and their
+#: most operands
+MAX_INSTRUCTION_GOALS = 8
+MAX_INSTRUCTION_ARITY = 2
 #: sub-goals are searched top-down again this many levels deep (a root over two levels of operands:
 #: right sides of up to about five instructions)
 MAX_DEPTH = 2
@@ -122,9 +128,33 @@ def _size(t: Term) -> int:
     return sum(1 for _ in t.walk())
 
 
-def sub_goals(lhs: Term, grammar: Grammar, expanded: Term, env: dict[str, np.ndarray], n: int
-              ) -> dict[ScalarType, list[tuple[Term, np.ndarray]]]:
-    """Type -> (specification, its values on the examples), one per fingerprint, smallest first."""
+def instruction_goals(lhs: Term, grammar: Grammar, types: set[ScalarType]) -> list[Term]:
+    """One target instruction of the grammar over the left side's variables alone (no constant, at
+    most `MAX_INSTRUCTION_ARITY` operands), of a type the search uses: operands that are no sub-term
+    of the left side or of its generic expansion. HVX `rounding_mul_shr(x_i32, y_i32, 31)` is
+    `vmpyo_rnd_sacc(vmpye(x, y), x, y)`: its first operand is an instruction of its own, which no
+    sub-term states (the generic expansion multiplies in 64 bits)."""
+    vs = sorted(set(lhs.variables()), key=lambda v: v.name)
+    out: list[Term] = []
+    for op, rtype in grammar.forms:
+        s = OPS[op]
+        if s.kind != "target" or not 1 <= s.arity <= MAX_INSTRUCTION_ARITY or s.arg_lanes or s.lane0_args:
+            continue
+        for args in product(vs, repeat=s.arity):
+            try:
+                t = make(op, *args, type=rtype, fold=False)
+            except (FPIRTypeError, ValueError):
+                continue
+            if t.type in types:
+                out.append(t)
+    return out
+
+
+def sub_goals(lhs: Term, grammar: Grammar, expanded: Term, env: dict[str, np.ndarray], n: int,
+              instructions: bool = False) -> dict[ScalarType, list[tuple[Term, np.ndarray]]]:
+    """Type -> (specification, its values on the examples), one per fingerprint, smallest first;
+    with `instructions` (the root's search) also up to `MAX_INSTRUCTION_GOALS` per type of
+    `instruction_goals`, after the others (their own quota: they never displace a sub-term)."""
     types = _types(grammar.types)
     pool: list[Term] = []
     for root in (lhs, expanded):
@@ -158,6 +188,22 @@ def sub_goals(lhs: Term, grammar: Grammar, expanded: Term, env: dict[str, np.nda
         row = out.setdefault(s.type, [])
         if len(row) < MAX_PER_TYPE or not s.args:
             row.append((s, v))
+    if instructions:
+        extra: dict[ScalarType, int] = {}
+        for s in sorted(instruction_goals(lhs, grammar, types), key=lambda t: (int(OPS[t.op].meta.get("cost", 1)), to_text(t))):
+            if extra.get(s.type, 0) >= MAX_INSTRUCTION_GOALS:
+                continue
+            try:
+                with np.errstate(all="ignore"):
+                    v = np.broadcast_to(np.asarray(evaluate(s, env)).astype(s.type.np_dtype), (n,))
+            except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+                continue
+            key = (s.type.name, v.tobytes())
+            if key in seen:
+                continue
+            seen.add(key)
+            out.setdefault(s.type, []).append((s, v))
+            extra[s.type] = extra.get(s.type, 0) + 1
     return out
 
 
@@ -224,7 +270,7 @@ def topdown(lhs: Term, grammar: Grammar, bound: tuple, ctx: Context, depth: int 
     env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
     with np.errstate(all="ignore"):
         target = np.broadcast_to(np.asarray(evaluate(lhs, env)).astype(lhs.type.np_dtype), (len(rows),))
-    goals = sub_goals(lhs, grammar, ctx.expand(lhs), env, len(rows))
+    goals = sub_goals(lhs, grammar, ctx.expand(lhs), env, len(rows), instructions=depth == 1)
     found, tried = decompositions(lhs, grammar, goals, target)
     found.sort(key=lambda d: (sum(1 for g in d[1] if g.args), sum(_size(g) for g in d[1]), d[0], [to_text(g) for g in d[1]]))
     calls = 0

@@ -241,6 +241,19 @@ def test_a_rare_reduction_root_is_not_cut_behind_frequent_left_sides() -> None:
     assert origin[next(t.key for t in everything if t.lhs == "extending_add(v0_i32, v1_i16)")][1] == 2
 
 
+def test_primitive_fixed_point_cuts_are_lowering_left_sides_index_arithmetic_is_not() -> None:
+    """A narrowing cast over primitive ops (ARM shrn: `i16(x_i32 >> 8)`, addhn) or primitive code on
+    elements narrower than 32 bits is a lowering left side although it has no FPIR op; before, the
+    strict judge found shrn and addhn never rediscovered for want of one. 32-bit index arithmetic
+    stays out."""
+    from synth.driver import lower_tasks
+
+    inputs = {"b": [parse("i16(x_i32 >> 8)"), parse("x_i32 + y_i32 * 4"), parse("(z_i16 + (x_i16 << 2)) + (y_i16 << 2)")]}
+    lhs = {t.lhs for t in lower_tasks(inputs, "arm64", Options(benchmarks=()))[0]}
+    assert {"i16(v0_i32 >> 8)", "v0_i16 + (v1_i16 << 2) + (v2_i16 << 2)"} <= lhs
+    assert not any("v1_i32 * 4" in t or t == "v0_i32 >> 8" for t in lhs), lhs
+
+
 def test_deep_searches_go_first_to_the_roots_with_most_to_gain() -> None:
     """`deep_order`: the over-budget left sides by the instructions their root accounts for. The
     variable rounding shift under its clamp (mul/softmax's srshl, ~9 generic instructions at the root)

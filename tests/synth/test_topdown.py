@@ -13,20 +13,20 @@ from fpir.text import parse
 from pitchfork.selection.lower import expand_fpir
 from pitchfork.trs.rules import parse_rule
 from synth.bringup import bring_up_hidden
-from synth.search import base_examples, lane_names
+from synth.search import base_examples, lane_names, prove_equal
 from synth.tasks import Task, lowering_grammar, run_task
-from synth.topdown import decompositions, sub_goals
+from synth.topdown import decompositions, instruction_goals, sub_goals
 from synth.verify import verify_rule
 
 
-def _decompose(isa: str, text: str) -> list[tuple[str, list[str]]]:
+def _decompose(isa: str, text: str, instructions: bool = False) -> list[tuple[str, list[str]]]:
     lhs = parse(text)
     g = lowering_grammar(lhs, isa)
     vars_ = sorted(set(lhs.variables()), key=lambda v: v.name)
     rows = base_examples(lane_names(vars_, {}))
     env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
     target = np.broadcast_to(np.asarray(evaluate(lhs, env)).astype(lhs.type.np_dtype), (len(rows),))
-    goals = sub_goals(lhs, g, expand_fpir(lhs, 64), env, len(rows))
+    goals = sub_goals(lhs, g, expand_fpir(lhs, 64), env, len(rows), instructions=instructions)
     found, tried = decompositions(lhs, g, goals, target)
     assert tried > 0
     return [(op, [to_text(x) for x in specs]) for op, specs in found]
@@ -42,6 +42,30 @@ def test_a_sub_goal_comes_from_the_generic_expansion() -> None:
     rounding narrowing shift by an immediate of a type the left side lacks (u32)."""
     assert ("arm.uqrshrn", ["u32(v0_u16) * u32(v1_u16)", "u32(16)"]) in _decompose(
         "arm64", "rounding_mul_shr(v0_u16, v1_u16, 16)")
+
+
+def test_an_instruction_over_the_variables_is_a_sub_goal_at_the_root() -> None:
+    """HVX Q31 `rounding_mul_shr(x_i32, y_i32, 31)` is `vmpyo_rnd_sacc(vmpye(x, y), x, y)` (hand rule
+    vmpyo_rnd_sacc): vmpye(x, y) is no sub-term of the left side or of its expansion, so only the
+    root's instruction sub-goals give the decomposition (before: none on the examples)."""
+    lhs = parse("rounding_mul_shr(v0_i32, v1_i32, 31)")
+    assert "hvx.vmpye(v0_i32, v1_i32)" in {to_text(t) for t in instruction_goals(lhs, lowering_grammar(lhs, "hvx128"), {lhs.type})}
+    want = ("hvx.vmpyo_rnd_sacc", ["hvx.vmpye(v0_i32, v1_i32)", "v0_i32", "v1_i32"])
+    assert want in _decompose("hvx128", to_text(lhs), instructions=True)
+    assert want not in _decompose("hvx128", to_text(lhs))
+
+
+def test_two_multipliers_are_proven_equal_by_the_verifiers_fallback_not_left_unknown() -> None:
+    """Bit-blasting the Q31 product against vmpye/vmpyo runs out of any search rlimit; the search's
+    proof then asks the rule verifier's multiplier fallbacks (uninterpreted products, then integer
+    arithmetic): VALID for the right operand order, a real counterexample for a wrong one."""
+    lhs = parse("rounding_mul_shr(v0_i32, v1_i32, 31)")
+    assert prove_equal(lhs, parse("hvx.vmpyo_rnd_sacc(hvx.vmpye(v0_i32, v1_i32), v0_i32, v1_i32)"), 1_000_000)[0] == "VALID"
+    wrong = parse("hvx.vmpyo_sacc(hvx.vmpye(v0_i32, v1_i32), v0_i32, v1_i32)")  # no rounding
+    verdict, cex = prove_equal(lhs, wrong, 1_000_000)
+    assert verdict == "INVALID"
+    env = {k: np.array([v], dtype=np.int32) for k, v in cex.items()}
+    assert evaluate(lhs, env)[0] != evaluate(wrong, env)[0]
 
 
 @pytest.mark.parametrize("isa,lhs,ops,cost", [
