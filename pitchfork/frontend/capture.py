@@ -230,17 +230,20 @@ def split_lowering_log(log: str) -> list[Lowering]:
 
     Line by line, a line is a start marker, the intrinsics marker, a stage header, or other text; a
     changed stage's text is the lines after its header up to the first empty line (lines inside it
-    are not read as markers or headers). The lines that matter are found with one regex search over
-    the log, not a Python loop over its lines (a big pipeline's log has ~10^5 lines)."""
+    are not read as markers or headers). The lines that matter are found by regex searches, not a
+    Python loop over its lines (a big pipeline's log has ~10^5 lines), and a stage's text is skipped
+    with one `find` of its end: the regex never scans inside a statement (most of the log)."""
     lowerings: list[Lowering] = []
     stages: list[Stage] = []
     intrinsics_at: int | None = None
     last_text = ""
-    consumed = 0  # offset just past the last stage text taken: matches before it are inside a text
     log = "\n" + log  # offsets below are in this text
-    for m in _LOG_LINE_RE.finditer(log):
-        if m.start() + 1 < consumed:  # the line starts after the newline the match begins with
-            continue
+    pos = 0  # where the next search starts: a newline, or the end of the last match
+    while True:
+        m = _LOG_LINE_RE.search(log, pos)
+        if m is None:
+            break
+        pos = m.end()
         if m.group("start") is not None:
             if stages or intrinsics_at is not None:
                 lowerings.append(Lowering(tuple(stages), intrinsics_at))
@@ -259,10 +262,10 @@ def split_lowering_log(log: str) -> list[Lowering]:
         if k < 0:  # the text runs to the end of the log
             rest = log[end + 1:]
             last_text = rest if rest.endswith("\n") else rest + "\n"
-            consumed = len(log) + 1
+            pos = len(log)
         else:
             last_text = log[end + 1:k] + "\n"
-            consumed = k + 1
+            pos = k  # the next line read is the blank one after the text (a match needs its newline)
         stages.append(Stage(name, last_text, changed=True))
     if stages or intrinsics_at is not None:
         lowerings.append(Lowering(tuple(stages), intrinsics_at))
@@ -516,10 +519,12 @@ def _capture_subprocess(
         }
         if upto_intrinsics:  # the warm worker stops the child at this log line (_capture_worker._watch)
             job["stop_at"] = INTRINSICS_MARKER
-        (dp / "job.json").write_text(json.dumps(job))
         env = dict(os.environ, HL_DEBUG_CODEGEN=DEBUG_CODEGEN)
         returncode = None
-        if capture_pool.enabled():
+        pooled = capture_pool.enabled()
+        if not pooled:
+            (dp / "job.json").write_text(json.dumps(job))
+        else:
             try:
                 # The log buffered (_capture_worker._buffer_halide_log) unless the job did not exit
                 # cleanly: then again unbuffered, so the log holds what Halide wrote before it died.
@@ -631,10 +636,13 @@ def capture_stmts(
     else:
         data = hl.serialize_pipeline(pipeline)
         assert isinstance(data, bytes)
-        with ThreadPoolExecutor(max_workers=max(1, min(len(resolved), os.cpu_count() or 1))) as ex:
-            constraints = argument_constraints(args)
-            pairs = list(ex.map(lambda r: _capture_subprocess(data, arguments, r, timeout, constraints,
-                                                              upto_intrinsics), resolved))
+        constraints = argument_constraints(args)
+        if len(resolved) == 1:  # what pitchfork.compile asks for: no thread to start and join
+            pairs = [_capture_subprocess(data, arguments, resolved[0], timeout, constraints, upto_intrinsics)]
+        else:
+            with ThreadPoolExecutor(max_workers=max(1, min(len(resolved), os.cpu_count() or 1))) as ex:
+                pairs = list(ex.map(lambda r: _capture_subprocess(data, arguments, r, timeout, constraints,
+                                                                  upto_intrinsics), resolved))
     caps = {
         k: _build(log, lowered, error, r, arguments, outputs, how)
         for k, r, (log, lowered, error) in zip(keys, resolved, pairs, strict=True)
