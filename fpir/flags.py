@@ -16,12 +16,15 @@ and with `shifts=True` `inrange` on every shl/shr (--assume-shifts-in-range).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from fpir.lazy import numpy as np
 from fpir.lazy import z3
 
 from fpir.types import ScalarType, work_arrays as _work
+
+if TYPE_CHECKING:
+    from fpir.term import Term
 
 Interval = tuple[int, int]
 
@@ -182,6 +185,12 @@ NSW_SHL = FlagSpec("nsw", "no signed wrap: for y >= 0 the exact x * 2^y fits the
 HALIDE_NSW_OPS = frozenset({"add", "sub", "mul", "shl"})
 #: shifts whose amount Halide requires in range
 HALIDE_SHIFT_OPS = frozenset({"shl", "shr"})
+
+
+def has_flags(term: "Term") -> bool:
+    """True if a node of the term carries a flag. Here, not in fpir/z3enc.py, so
+    that callers deciding whether Z3 is needed do not import it."""
+    return any(t.args and t.attrs for t in term.walk())
 
 
 def halide_overflow_flags(op: str, t: ScalarType, shifts: bool = False, overflow: bool = True) -> tuple[str, ...]:

@@ -103,6 +103,13 @@ def known_op(name: str) -> bool:
         return False
 
 
+def has_lane_ops(term: "Term") -> bool:
+    """True if some op of the term combines lanes (its result lane count differs
+    from an operand's) or reads an operand at lane 0 only: the lane-by-lane encoding of fpir/z3enc.py.
+    Here, beside the op table, so that callers deciding whether Z3 is needed do not import it."""
+    return any(t.args and (spec(t.op).combines_lanes or spec(t.op).reads_lane0) for t in term.walk())
+
+
 def split_flags(name: str) -> tuple[str, list[str]]:
     """`add.nsw` -> ('add', ['nsw']). Target ops have dots in their names (`arm.umlal`), so the op is
     the longest dotted prefix that names an op; an unknown name is returned whole, without flags."""

@@ -38,8 +38,9 @@ from typing import Mapping, Optional, Sequence
 
 import z3
 
+from fpir.flags import has_flags  # noqa: F401 - defined without Z3 (validate.py asks before it needs Z3); kept here for callers
 from fpir.ops import template
-from fpir.opspec import spec
+from fpir.opspec import has_lane_ops, spec
 from fpir.term import BROADCAST_NAME, Term
 from fpir.types import ScalarType
 
@@ -118,22 +119,12 @@ def flag_facts(term: Term, env: Optional[Mapping[str, z3.BitVecRef]] = None) -> 
     return facts
 
 
-def has_flags(term: Term) -> bool:
-    return any(t.args and t.attrs for t in term.walk())
-
-
 def _with_broadcasts(term: Term, env: Optional[Mapping[str, z3.BitVecRef]]) -> dict[str, z3.BitVecRef]:
     out = dict(env or {})
     for v in term.variables():
         if v.name not in out and BROADCAST_NAME.match(v.name):
             out[v.name] = symbol(v)
     return out
-
-
-def has_lane_ops(term: Term) -> bool:
-    """True if some op of the term combines lanes (its result lane count differs from an operand's)
-    or reads an operand at lane 0 only: the lane-by-lane encoding."""
-    return any(t.args and (spec(t.op).combines_lanes or spec(t.op).reads_lane0) for t in term.walk())
 
 
 def proof_lane(*terms: Term) -> int:

@@ -5,8 +5,9 @@ selection time (CompileStats.selection_seconds: lifting + lowering of every vect
 for the e-graph engine building its egglog program on first use) and its CPU time (`_CpuClock`: what
 the wall time is without waiting for a core, which on a shared machine is most of it), what the e-graph engine did
 (expressions gated, same shape as an earlier one, shape outcome found in the on-disk store, shapes
-saturated, results cheaper than greedy's by the target-agnostic cost and proved; selection then keeps
-such a result only if it also lowers cheaper by the target's cost, pitchfork/selection/lower.py) and
+saturated, results cheaper than greedy's by the target-agnostic cost, and of those the ones selection
+keeps because they also lower cheaper by the target's cost, pitchfork/selection/lower.py, which alone
+are proved equal to the input before use: engine.prove) and
 whether the two engines produced the same assembly (then every static estimate is equal too; where it
 differs, compare with the harness: `python3 -m benchmarks --quick --bench NAME --isa ISA --engine egraph
 -o DIR`).
@@ -118,6 +119,8 @@ def run_engine(engine: str, isa: str, names: list[str]) -> list[dict]:
                 if r.source == "egraph":
                     kinds[f"egraph_{r.proof or 'unproved'}"] += 1
             row["egraph"] = dict(kinds)
+            # Z3 is imported only to prove a result selection keeps (engine.prove): so far in this process
+            row["z3_imported"] = "z3" in sys.modules
         rows.append(row)
     return rows
 
@@ -233,18 +236,20 @@ def main(argv: list[str] | None = None) -> int:
     con = Console(width=160)
     for key in (k for k in summary if "/" in k):
         isa, mode = key.split("/")
-        tab = Table("benchmark", "exprs", "greedy s", "egraph s", "ratio", "e-graph: gated/same shape/stored/saturated/cheaper",
+        tab = Table("benchmark", "exprs", "greedy s", "egraph s", "ratio",
+                    "e-graph: gated/same shape/stored/saturated/cheaper/kept and proved",
                     "same code", title=f"selection time per engine ({isa}, caches {mode}; each engine in its own "
                     f"process, median of {args.repeat}; load {load:.1f} at start)" if load is not None else key)
         for r in (r for r in rows if r["isa"] == isa and r["cache"] == mode):
             g, e = r.get("greedy_selection_s"), r.get("egraph_selection_s")
             k = r.get("egraph", {})
             won = sum(v for kk, v in k.items() if kk.startswith("egraph_"))
+            kept = won - k.get("egraph_pending", 0)  # proved only when selection keeps it (engine.prove)
             tab.add_row(r["bench"], str(r.get("vector_expressions", "")),
                         f"{g:.2f}" if g is not None else r.get("greedy_error", ""),
                         f"{e:.2f}" if e is not None else r.get("egraph_error", ""),
                         f"{e / g:.1f}x" if g and e is not None else "",
-                        f"{k.get('gated', 0)}/{k.get('same_shape', 0)}/{k.get('stored', 0)}/{k.get('saturated', 0)}/{won}",
+                        f"{k.get('gated', 0)}/{k.get('same_shape', 0)}/{k.get('stored', 0)}/{k.get('saturated', 0)}/{won}/{kept}",
                         "yes" if r["same_code"] else "NO")
         s = summary[key]
         tab.add_row("total", "", f"{s['greedy_selection_s']:.2f}", f"{s['egraph_selection_s']:.2f}",

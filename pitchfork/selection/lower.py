@@ -221,27 +221,36 @@ def select_instructions(term: Term, target: str, isel: str = "pitchfork", stream
     from pitchfork.selection.lift import current_engine, lifter, normalize_shift_constants
 
     lw = lifter()
-    if current_engine() == "egraph":  # equality saturation (pitchfork/selection/egraph), never worse than greedy
-        from pitchfork.selection.egraph.engine import SELECTION_BUDGET, lift_egraph
+    egraph = current_engine() == "egraph"
+    if egraph:  # equality saturation (pitchfork/selection/egraph), never worse than greedy
+        from pitchfork.selection.egraph.engine import SELECTION_BUDGET, lift_egraph, prove
 
-        res = lift_egraph(term, lw.rules, SELECTION_BUDGET)
+        # an e-graph result comes back unproved (defer): it is proved below only if it is kept
+        res = lift_egraph(term, lw.rules, SELECTION_BUDGET, defer=True)
         lifted = res.term
-        lw.stats.fired.update(res.greedy_fired)
         lw.stats.seconds = res.seconds
     else:
         lifted = lw.rewrite(normalize_shift_constants(term))
     info = load_target(target, unavailable=unavailable)
     rw = Rewriter(info.rules, cost=info.cost, streams=streams)
     lowered = rw.rewrite(lifted)
-    if current_engine() == "egraph" and res.source == "egraph" and res.greedy_term is not None:
+    if egraph and res.source == "egraph" and res.greedy_term is not None:
         # The e-graph's result is cheaper by the target-agnostic cost; it is kept only if it also
         # lowers to something cheaper by the target's cost (gaussian5x5's rows lift cheaper but lower
         # dearer on arm64 and hvx128), by at least E_GRAPH_MARGIN instructions: never worse than
-        # greedy where the code is chosen.
+        # greedy where the code is chosen. Only a kept result is proved equal to the input (engine.prove;
+        # a discarded one cannot reach the output): if no proof holds, greedy's lifting is used and
+        # res.note says why.
         rg = Rewriter(info.rules, cost=info.cost, streams=streams)
         lowered_greedy = rg.rewrite(res.greedy_term)
         ce, cg = info.cost(lowered), info.cost(lowered_greedy)
         if not (ce < cg and ce[0] <= cg[0] - E_GRAPH_MARGIN):
             lifted, lowered, rw = res.greedy_term, lowered_greedy, rg
+        else:
+            res = prove(res)
+            if res.source != "egraph" or res.term is not lifted:  # (a stored result saturated afresh: not lowered)
+                lifted, lowered, rw = res.greedy_term, lowered_greedy, rg
+    if egraph:
+        lw.stats.fired.update(res.greedy_fired)
     final = expand_fpir(lowered, max_bits)
     return Selection(term, lifted, lowered, final, lw.stats, rw.stats, time.perf_counter() - t0)

@@ -26,8 +26,19 @@
 Steps 1-5 run once per shape: on the input alpha-renamed (canon.py), cached, so expressions that differ
 only in variable names (a pipeline's rows, tails, unrolled copies) share one saturation and one proof.
 
-Invariant: the returned term is greedy's result or a term Z3 proved equal to the input, and its cost
-is never above greedy's.
+Proof on use: `lift_egraph(..., defer=True)` (selection, pitchfork/selection/lower.py) returns an e-graph
+result unproved (`proof == PENDING`), and `prove(res)` proves it, once per shape, or turns it into
+greedy's result with the one-line note. Selection keeps an e-graph result only if it also lowers
+cheaper by the target's cost (lower.E_GRAPH_MARGIN) and calls `prove` only then: a discarded result
+cannot reach the output, so it is not proved, and a process that keeps none never imports Z3 (on the
+16 benchmarks most processes). Every other caller (`lift`, `pitchfork lift`, `--explain`, the variant
+harness) gets a proved result from `lift_egraph`. That every extracted term equals its input, kept or
+not, is what the tests check (tests/pitchfork/selection/egraph/test_extracted.py: every extracted term
+of the 16 benchmarks' selection on hvx128 and of the variant suite).
+
+Invariant: the term `lift_egraph` returns (`prove` for a deferred one) is greedy's result or a term
+proved equal to the input, and its cost is never above greedy's; a deferred result is PENDING until
+`prove` says which.
 """
 
 from __future__ import annotations
@@ -120,8 +131,33 @@ class EgraphResult:
     extracted: Optional[Term] = None
     greedy_term: Optional[Term] = None
     seconds: float = 0.0
-    proof: str = ""  # how the result was proved (validate.py): "shared", "full"; "" when greedy's
+    # how the result was proved (validate.py): "exhaustive", "shared", "full"; PENDING until `prove`
+    # (defer=True); "unchecked" with check=False; "" when greedy's
+    proof: str = ""
     stored: bool = False  # the shape's outcome came from the on-disk store (store.py), not a saturation
+    claim: Optional["_Claim"] = field(default=None, repr=False, compare=False)  # what `prove` needs (PENDING only)
+
+
+#: EgraphResult.proof of an e-graph result not proved yet (lift_egraph(defer=True); `prove` proves it)
+PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """What proving a PENDING result needs: the caches' keys, the call's arguments (to saturate afresh
+    when a stored result fails), and the shape's canonical input, result and greedy result (the proof
+    is made on these, once per shape), and greedy's fired rules (the result's if the proof fails)."""
+
+    result_key: tuple
+    shape_key: tuple
+    term: Term
+    rule_set: RuleSet
+    budget: "Budget"
+    check: bool
+    canon: Term
+    result: Term
+    greedy: Term
+    greedy_fired: Counter
 
 
 @lru_cache(maxsize=1)
@@ -512,15 +548,17 @@ _RESULTS_MAX = 4096
 
 
 def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = Budget(),
-                check: bool = True) -> EgraphResult:
-    """Lift `term` with the e-graph engine (see the module docstring); never worse than greedy."""
+                check: bool = True, defer: bool = False) -> EgraphResult:
+    """Lift `term` with the e-graph engine (see the module docstring); never worse than greedy. With
+    `defer`, an e-graph result comes back unproved (`proof == PENDING`): the caller must pass it through
+    `prove` before using its term (selection does, for the results it keeps)."""
     from pitchfork.selection.greedy import lift_rules
 
     rs = lift_rs if lift_rs is not None else lift_rules()
     key = (term, id(rs), budget, check)
     hit = _RESULTS.get(key)
     if hit is not None and hit.rule_set is rs:
-        return hit
+        return hit if defer else prove(hit)
     # Python's cyclic collector is paused while lifting, as pitchfork/trs/rewriter.py pauses it while
     # rewriting: reading e-graphs out and extracting allocate many short-lived acyclic objects, and each
     # full collection they trigger rescans every interned term made so far (on hvx128, single
@@ -537,7 +575,56 @@ def lift_egraph(term: Term, lift_rs: Optional[RuleSet] = None, budget: Budget = 
     if len(_RESULTS) >= _RESULTS_MAX:
         del _RESULTS[next(iter(_RESULTS))]
     _RESULTS[key] = res
-    return res
+    return res if defer else prove(res)
+
+
+#: proofs of shapes' results: (canonical input, result, greedy result, rlimit) -> validate_result's
+#: (reason, how); bounded like the other caches
+_PROOFS: dict[tuple, tuple[str, str]] = {}
+
+
+def prove(res: EgraphResult) -> EgraphResult:
+    """`res` with its e-graph result proved (validate.py, once per shape), or, when no proof holds,
+    greedy's result with the reason in a one-line note; a result that is not PENDING as it is. A stored
+    result (store.py) whose proof fails is dropped from the store and the shape saturated afresh, as
+    `_stored_shape` did when it proved on load. The answer replaces `res` in the results cache."""
+    c = res.claim
+    if c is None or res.proof != PENDING:
+        return res
+    pkey = (c.canon, c.result, c.greedy, c.budget.rlimit)
+    got = _PROOFS.get(pkey)
+    if got is None:
+        if len(_PROOFS) >= _RESULTS_MAX:
+            del _PROOFS[next(iter(_PROOFS))]
+        got = _PROOFS[pkey] = validate_result(c.canon, c.result, c.greedy, c.budget.rlimit)
+    why, how = got
+    hit = _SHAPES.get(c.shape_key)
+    shape = hit[1] if hit is not None and hit[0] is c.rule_set else None
+    path = store.entry_path(c.canon, c.rule_set, c.budget, c.check, _declared()) if c.budget.persist else None
+    if not why:
+        out = replace(res, proof=how, claim=None)
+        if shape is not None and shape.proof == PENDING:  # later expressions of the shape: proved already
+            _SHAPES[c.shape_key] = (c.rule_set, replace(shape, proof=how))
+    elif res.stored:
+        # a disk is not trusted with a proof: the entry is dropped and the shape saturated afresh
+        _SHAPES.pop(c.shape_key, None)
+        _PROOFS.pop(pkey, None)
+        store.drop(path)
+        _RESULTS.pop(c.result_key, None)
+        return lift_egraph(c.term, c.rule_set, c.budget, c.check)
+    else:
+        note = "; ".join(x for x in (res.note, why + "; greedy result") if x)
+        out = replace(res, term=res.greedy_term, source="greedy", greedy_fired=c.greedy_fired, note=note,
+                      proof="", claim=None)
+        if shape is not None:  # the shape's outcome is greedy's from now on, in this process and the store
+            failed = replace(shape, term=shape.greedy_term, source="greedy", proof="",
+                             note="; ".join(x for x in (shape.note, why + "; greedy result") if x))
+            _SHAPES[c.shape_key] = (c.rule_set, failed)
+            if c.budget.seconds is None:
+                store.save(path, failed)
+    if _RESULTS.get(c.result_key) is res:
+        _RESULTS[c.result_key] = out
+    return out
 
 
 #: primitive arithmetic: a node of one of these over a computed operand is not fully lifted
@@ -595,7 +682,7 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
         forward = {v: k for k, v in back.items()}
         greedy_canon = rename(greedy_in, forward)
         path = store.entry_path(canon, rs, budget, check, _declared()) if budget.persist else None
-        shape = _stored_shape(path, canon, greedy_canon, budget, check)
+        shape = _stored_shape(path, greedy_canon, check)
         if shape is None:
             seed, fixed = None, []
             if budget.seed:  # greedy's lifting of every sub-term of the input, from its memo, renamed
@@ -614,19 +701,26 @@ def _lift_egraph(term: Term, rs: RuleSet, budget: Budget, check: bool) -> Egraph
     res = replace(shape, extracted=None if shape.extracted is None else rename(shape.extracted, back),
                   greedy_term=greedy_in, term=greedy_in, source="greedy", greedy_fired=lw.stats.fired)
     if shape.source == "egraph":
-        # proved equal to the canonical input, so its renaming equals `norm`; never worse than greedy
+        # equal to the canonical input once proved (`prove`), so its renaming equals `norm`; never
+        # worse than greedy
         cand = rename(shape.term, back)
         if cost(cand) < cost(greedy_in):
             res.term, res.source, res.greedy_fired = cand, "egraph", shape.greedy_fired
+            if shape.proof == PENDING:
+                assert shape.greedy_term is not None
+                res.claim = _Claim((term, id(rs), budget, check), key, term, rs, budget, check, canon, shape.term,
+                                   shape.greedy_term, lw.stats.fired)
+        else:
+            res.proof = ""
     res.seconds = time.perf_counter() - t0
     return res
 
 
-def _stored_shape(path: Optional[Path], canon: Term, greedy_canon: Term, budget: Budget,
-                  check: bool) -> Optional[EgraphResult]:
+def _stored_shape(path: Optional[Path], greedy_canon: Term, check: bool) -> Optional[EgraphResult]:
     """The shape's outcome from the on-disk store (store.py), or None. A stored e-graph result is used
-    only if it is still cheaper than greedy's and proved equal to the input again (a disk is not
-    trusted with a proof); otherwise the shape is saturated afresh."""
+    only if it is still cheaper than greedy's, and it is PENDING whatever the entry says (a disk is not
+    trusted with a proof): `prove` proves it again, and if that fails the entry is dropped and the
+    shape saturated afresh."""
     fields = store.load(path)
     if fields is None or fields["greedy_term"] is not greedy_canon:
         return None
@@ -634,18 +728,15 @@ def _stored_shape(path: Optional[Path], canon: Term, greedy_canon: Term, budget:
     if res.source == "egraph":
         if not cost(res.term) < cost(greedy_canon):
             return None
-        if check:
-            why, res.proof = validate_result(canon, res.term, greedy_canon, budget.rlimit)
-            if why:
-                return None
+        res.proof = PENDING if check else "unchecked"
     return res
 
 
 def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, check: bool,
                     seed: Optional[list[tuple[Term, Term]]] = None, fixed: Sequence[Term] = ()) -> EgraphResult:
-    """Steps 1-5 of the module docstring on one (canonical) input, whose greedy lifting is `greedy_in`:
-    the e-graph's result when it is cheaper than greedy's and proved equal (validate.py), else
-    greedy's with the reason in `note`. `seed` (Budget.seed): greedy's lifting of the input's
+    """Steps 1-4 of the module docstring on one (canonical) input, whose greedy lifting is `greedy_in`:
+    the e-graph's result when it is cheaper than greedy's, PENDING its proof (step 5, `prove`; with
+    `check` False "unchecked"), else greedy's with the reason in `note`. `seed` (Budget.seed): greedy's lifting of the input's
     sub-terms, (sub-term, lifted) pairs, which the caller's greedy run already computed. `greedy_in`
     is the greedy TRS's result (so a fixed point of it)."""
     from pitchfork.selection.greedy import lift_with_stats, normalize_shift_constants
@@ -666,11 +757,7 @@ def _saturate_shape(term: Term, greedy_in: Term, rs: RuleSet, budget: Budget, ch
     res.extracted, res.greedy_term = extracted, greedy_in
     res.term, res.source = greedy_in, "greedy"
     if cost(greedy_e) < cost(greedy_in):
-        why, res.proof = validate_result(term, greedy_e, greedy_in, budget.rlimit) if check else ("", "unchecked")
-        if why:
-            res.note = "; ".join(x for x in (res.note, why + "; greedy result") if x)
-        else:
-            res.term, res.source = greedy_e, "egraph"
+        res.term, res.source, res.proof = greedy_e, "egraph", PENDING if check else "unchecked"
     return res
 
 

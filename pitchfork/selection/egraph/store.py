@@ -14,10 +14,11 @@ Invariants:
   module that decides the outcome (pitchfork/selection/*.py, pitchfork/selection/egraph/*.py,
   pitchfork/trs/*.py, fpir/*.py), the rule files of rules/egraph/, the egglog version and the Python
   version. A change to any of them gives a new key; a stale entry is never read.
-* An entry is trusted only as far as a disk can be: a stored e-graph result is proved equal to the
-  input again (validate.py) and must still be cheaper than greedy's before it is used; a failed check
-  drops the entry and the shape is saturated afresh. A stored "greedy" outcome only says "the e-graph
-  found nothing cheaper": greedy's own result, computed in this process, is what is used.
+* An entry is trusted only as far as a disk can be: a stored e-graph result must still be cheaper than
+  greedy's, and it is proved equal to the input again (validate.py) before it is used (engine.prove:
+  in selection only if selection keeps it); a failed proof drops the entry (`drop`) and the shape is
+  saturated afresh. A stored "greedy" outcome only says "the e-graph found nothing cheaper": greedy's
+  own result, computed in this process, is what is used.
 * Only outcomes that do not depend on the machine are stored: not an egglog failure (it may be
   transient), not a run under a wall-clock budget (`Budget.seconds`).
 * The egglog prelude (engine._prelude: the declarations and rules/egraph/ compiled to egglog text) is a
@@ -172,6 +173,16 @@ def save(path: Optional[Path], res: Any) -> None:
     fields = {f: getattr(res, f) for f in FIELDS}
     fields["fired"], fields["greedy_fired"] = dict(res.fired), dict(res.greedy_fired)
     store_entry(path, fields)
+
+
+def drop(path: Optional[Path]) -> None:
+    """Remove the entry at `path` (one that failed its proof), if there is one."""
+    if path is None:
+        return
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:  # the store only changes speed
+        pass
 
 
 def counters(fields: dict) -> dict:

@@ -97,7 +97,7 @@ SAMPLE = 4096
 
 
 def _evaluable(*terms: Term) -> bool:
-    from fpir.z3enc import has_lane_ops
+    from fpir.opspec import has_lane_ops  # not fpir.z3enc's: asking must not import Z3
 
     return not any(has_lane_ops(t) for t in terms)
 
@@ -152,7 +152,7 @@ def sampled_difference(original: Term, result: Term, seed: int = 28) -> Optional
 def validate_result(original: Term, result: Term, greedy: Optional[Term], rlimit: int) -> tuple[str, str]:
     """(reason, how): reason '' when one of the module docstring's proofs holds (`how` says which:
     "exhaustive", "shared" or "full"), else why not."""
-    from fpir.z3enc import has_flags
+    from fpir.flags import has_flags  # not fpir.z3enc's: an exhaustive proof needs no Z3
 
     flagged = has_flags(original)
     try:

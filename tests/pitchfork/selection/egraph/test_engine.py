@@ -218,3 +218,33 @@ def test_selection_keeps_the_egraph_result_only_if_it_lowers_cheaper(target: str
     assert (sel.fpir is res.term) == (ce < cg and ce[0] <= cg[0] - E_GRAPH_MARGIN)
     assert sel.fpir is res.term or sel.fpir is res.greedy_term
     assert info.cost(sel.lowered) <= info.cost(lowered_greedy)
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
+def test_selection_proves_only_the_result_it_keeps(target: str) -> None:
+    """Selection lifts with defer=True and proves (engine.prove) only an e-graph result it keeps: a
+    discarded one stays PENDING and, in a process that keeps none, Z3 is never imported. A fresh
+    process, since other tests import Z3. (Which targets keep gaussian5x5's row depends on their
+    lowering rules: the test checks the rule, whichever way it goes.)"""
+    import os
+
+    code = (
+        "import sys\n"
+        "from fpir.text import parse\n"
+        "from pitchfork.selection.egraph import engine as eng\n"
+        "from pitchfork.selection.lift import lift_engine\n"
+        "from pitchfork.selection.lower import select_instructions\n"
+        "row = parse('i16(p0_u8) * 4 + i16(p1_u8) * 4 + i16(p2_u8) * 6 + i16(p3_u8) + i16(p4_u8)')\n"
+        "with lift_engine('egraph'):\n"
+        f"    sel = select_instructions(row, {target!r})\n"
+        "(res,) = eng._RESULTS.values()\n"
+        "print(res.source, res.proof, sel.fpir is res.term, 'z3' in sys.modules)\n")
+    env = {**os.environ, "PITCHFORK_CACHE_DIR": "off"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr
+    source, proof, kept, z3_loaded = out.stdout.split()
+    assert source == "egraph"
+    if kept == "True":
+        assert proof in ("exhaustive", "shared", "full")
+    else:
+        assert proof == "pending" and z3_loaded == "False"

@@ -101,6 +101,48 @@ def test_same_shape_saturated_once_and_exact_for_each(monkeypatch: pytest.Monkey
     assert _random_equal(second, r2.term)
 
 
+def test_deferred_result_is_proved_once_per_shape_by_prove(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lift_egraph(defer=True) (selection) leaves an e-graph result PENDING; `prove` proves it, and a
+    later expression of the shape comes back proved without a second proof."""
+    monkeypatch.setattr(eng, "_RESULTS", {})
+    monkeypatch.setattr(eng, "_SHAPES", {})
+    monkeypatch.setattr(eng, "_PROOFS", {})
+    first = parse(GAUSS.format(*_names("load", 0)))
+    res = eng.lift_egraph(first, budget=eng.SELECTION_BUDGET, defer=True)
+    assert res.source == "egraph" and res.proof == eng.PENDING and not eng._PROOFS
+    proved = eng.prove(res)
+    assert proved.source == "egraph" and proved.term is res.term and proved.proof in ("exhaustive", "shared", "full")
+    assert len(eng._PROOFS) == 1 and eng.prove(proved) is proved
+    second = eng.lift_egraph(parse(GAUSS.format(*_names("load", 9))), budget=eng.SELECTION_BUDGET, defer=True)
+    assert second.proof == proved.proof and len(eng._PROOFS) == 1
+    # without defer, lift_egraph proves before it returns (lift, pitchfork lift, --explain)
+    assert eng.lift_egraph(first, budget=eng.SELECTION_BUDGET).proof == proved.proof
+
+
+def test_prove_refuses_a_wrong_result_with_a_one_line_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrong e-graph result (here planted in the shape cache, as a broken rule would make it) is
+    refused by `prove`: greedy's result with a one-line note, and the shape's outcome is greedy's from
+    then on."""
+    from dataclasses import replace
+
+    monkeypatch.setattr(eng, "_RESULTS", {})
+    monkeypatch.setattr(eng, "_SHAPES", {})
+    monkeypatch.setattr(eng, "_PROOFS", {})
+    t = parse(GAUSS.format(*_names("load", 0)))
+    assert eng.lift_egraph(t, budget=eng.SELECTION_BUDGET, defer=True).source == "egraph"
+    (key, (rs, shape)), = eng._SHAPES.items()
+    wrong = parse("u8(widening_add(_v0_u8, _v1_u8) >> 4)")  # cheaper than greedy's, and not equal
+    eng._SHAPES[key] = (rs, replace(shape, term=wrong))
+    eng._RESULTS.clear()
+    res = eng.lift_egraph(t, budget=eng.SELECTION_BUDGET, defer=True)
+    assert res.source == "egraph" and res.proof == eng.PENDING
+    out = eng.prove(res)
+    assert out.source == "greedy" and out.term is res.greedy_term is lift(t)
+    assert "translation validation" in out.note and "\n" not in out.note
+    again = eng.lift_egraph(parse(GAUSS.format(*_names("load", 9))), budget=eng.SELECTION_BUDGET, defer=True)
+    assert again.source == "greedy" and again.proof == ""
+
+
 def test_multi_flag_nodes_are_encoded() -> None:
     t = parse("saturating_cast<i16>(shl.inrange.nsw(1, i32(x_u8 >> 5)) + i32(y_i16) * 2)")
     res = eng.lift_egraph(t, budget=eng.SELECTION_BUDGET)
