@@ -40,9 +40,12 @@ and a `.hexagon()` schedule wraps the loop nest in `for<Hexagon> (f.s0.__outermo
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -489,6 +492,37 @@ def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str) 
 # --------------------------------------------------------------------------------------------------
 
 
+#: this process's directory for subprocess capture jobs: (the pid that created it, its path)
+_job_dir: tuple[int, Path] | None = None
+_job_dir_lock = threading.Lock()
+_job_ids = itertools.count()
+_JOB_FILES = (("pipeline", "pipeline.hlpipe"), ("job", "job.json"), ("log", "log.txt"), ("result", "result.json"),
+              ("stmt", "lowered.stmt"))
+
+
+def _job_files() -> dict[str, Path]:
+    """Fresh paths for one subprocess capture job's files, in one directory per process (created at the
+    first capture, removed at exit), named after this process and a job counter so that concurrent
+    captures (threads, or a forked copy of this process, which makes its own directory) never share one.
+
+    Why not a temporary directory per job: removing a directory (rmdir) took ~3 ms here (ext4, load 6),
+    on every capture's path; the job's files are unlinked instead (`_capture_subprocess`), which is
+    cheap, and nothing in the directory outlives its job."""
+    global _job_dir
+    with _job_dir_lock:
+        if _job_dir is None or _job_dir[0] != os.getpid() or not _job_dir[1].is_dir():
+            _job_dir = (os.getpid(), Path(tempfile.mkdtemp(prefix="pitchfork-capture-")))
+        d = _job_dir[1]
+        stem = f"{os.getpid()}-{next(_job_ids)}"
+    return {key: d / f"{stem}-{name}" for key, name in _JOB_FILES}
+
+
+@atexit.register
+def _remove_job_dir() -> None:
+    if _job_dir is not None and _job_dir[0] == os.getpid():  # a forked copy leaves its parent's alone
+        shutil.rmtree(_job_dir[1], ignore_errors=True)
+
+
 def _capture_subprocess(
     data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
     constraints: dict[str, dict[str, Any]] | None = None, upto_intrinsics: bool = False,
@@ -496,78 +530,93 @@ def _capture_subprocess(
     """Lower in a fresh interpreter; returns (log, lowered statement, error description or "").
     `upto_intrinsics`: a warm worker ends the lowering at the intrinsics marker (the log then ends
     there, and the lowered statement is "")."""
-    with tempfile.TemporaryDirectory(prefix="pitchfork-capture-") as d:
-        dp = Path(d)
-        (dp / "pipeline.hlpipe").write_bytes(data)
-        job = {
-            "pipeline": str(dp / "pipeline.hlpipe"),
-            "target": target,
-            "stmt_out": str(dp / "lowered.stmt"),
-            "result": str(dp / "result.json"),
-            "args": [
-                {
-                    "name": a.name,
-                    "kind": "scalar" if a.kind == "scalar" else "buffer",
-                    "code": a.type.code,
-                    "bits": a.type.bits,
-                    "dimensions": a.dimensions,
-                }
-                for a in arguments
-            ],
-            "constraints": constraints or {},
-            "log": str(dp / "log.txt"),  # the warm worker's child sends its stderr there
-        }
-        if upto_intrinsics:  # the warm worker stops the child at this log line (_capture_worker._watch)
-            job["stop_at"] = INTRINSICS_MARKER
-        env = dict(os.environ, HL_DEBUG_CODEGEN=DEBUG_CODEGEN)
-        returncode = None
-        pooled = capture_pool.enabled()
-        if not pooled:
-            (dp / "job.json").write_text(json.dumps(job))
-        else:
+    files = _job_files()
+    try:
+        return _run_job(files, data, arguments, target, timeout, constraints, upto_intrinsics)
+    finally:
+        for path in files.values():  # whatever the job wrote, read or not
             try:
-                # The log buffered (_capture_worker._buffer_halide_log) unless the job did not exit
-                # cleanly: then again unbuffered, so the log holds what Halide wrote before it died.
-                for buffered in (True, False):
-                    (dp / "job.json").write_text(json.dumps(dict(job, buffered_log=buffered)))
-                    returncode = capture_pool.run_job(str(dp / "job.json"), env, timeout)
-                    if returncode == 0:
-                        break
-            except capture_pool.WorkerTimeout:
-                raise CaptureError(f"lowering for {target} timed out after {timeout} s") from None
-            except capture_pool.WorkerUnavailable:
-                returncode = None  # the one-shot way below
-                (dp / "job.json").write_text(json.dumps(job))
-        if returncode is None:
-            returncode = _run_one_shot(dp, env, target, timeout)
-        log = (dp / "log.txt").read_text(errors="replace")
-        # not read when the lowering may have been stopped: whether it got that far is a race
-        stmt_file = dp / "lowered.stmt"
-        lowered = stmt_file.read_text() if stmt_file.exists() and not upto_intrinsics else ""
-        result_path = dp / "result.json"
-        result = json.loads(result_path.read_text()) if result_path.exists() else None
-        why = ""
-        if result is not None and not result["ok"]:
-            why = result["error"]
-        elif result is None or returncode != 0:
-            tail = "\n".join(log.strip().splitlines()[-3:])
-            why = f"lowering process exited with status {returncode}: {tail}"
-        if INTRINSICS_MARKER not in log:
-            raise CaptureError(f"Halide failed to lower for {target}: {why}")
-        return log, lowered, why
+                path.unlink()
+            except FileNotFoundError:
+                pass
 
 
-def _run_one_shot(dp: Path, env: dict[str, str], target: str, timeout: float) -> int:
-    """The job in `dp` in a fresh interpreter (no warm worker); returns its exit status."""
-    with open(dp / "log.txt", "wb") as log_file:
+def _run_job(
+    files: dict[str, Path], data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
+    constraints: dict[str, dict[str, Any]] | None, upto_intrinsics: bool,
+) -> tuple[str, str, str]:
+    """`_capture_subprocess` with the job's file paths `files` (`_job_files`)."""
+    files["pipeline"].write_bytes(data)
+    job = {
+        "pipeline": str(files["pipeline"]),
+        "target": target,
+        "stmt_out": str(files["stmt"]),
+        "result": str(files["result"]),
+        "args": [
+            {
+                "name": a.name,
+                "kind": "scalar" if a.kind == "scalar" else "buffer",
+                "code": a.type.code,
+                "bits": a.type.bits,
+                "dimensions": a.dimensions,
+            }
+            for a in arguments
+        ],
+        "constraints": constraints or {},
+        "log": str(files["log"]),  # the warm worker's child sends its stderr there
+    }
+    if upto_intrinsics:  # the warm worker stops the child at this log line (_capture_worker._watch)
+        job["stop_at"] = INTRINSICS_MARKER
+    env = dict(os.environ, HL_DEBUG_CODEGEN=DEBUG_CODEGEN)
+    returncode = None
+    job_file = files["job"]
+    if not capture_pool.enabled():
+        job_file.write_text(json.dumps(job))
+    else:
+        try:
+            # The log buffered (_capture_worker._buffer_halide_log) unless the job did not exit
+            # cleanly: then again unbuffered, so the log holds what Halide wrote before it died.
+            for buffered in (True, False):
+                job_file.write_text(json.dumps(dict(job, buffered_log=buffered)))
+                returncode = capture_pool.run_job(str(job_file), env, timeout)
+                if returncode == 0:
+                    break
+        except capture_pool.WorkerTimeout:
+            raise CaptureError(f"lowering for {target} timed out after {timeout} s") from None
+        except capture_pool.WorkerUnavailable:
+            returncode = None  # the one-shot way below
+            job_file.write_text(json.dumps(job))
+    if returncode is None:
+        returncode = _run_one_shot(job_file, files["log"], env, target, timeout)
+    log = files["log"].read_text(errors="replace")
+    # not read when the lowering may have been stopped: whether it got that far is a race
+    stmt_file = files["stmt"]
+    lowered = stmt_file.read_text() if stmt_file.exists() and not upto_intrinsics else ""
+    result_path = files["result"]
+    result = json.loads(result_path.read_text()) if result_path.exists() else None
+    why = ""
+    if result is not None and not result["ok"]:
+        why = result["error"]
+    elif result is None or returncode != 0:
+        tail = "\n".join(log.strip().splitlines()[-3:])
+        why = f"lowering process exited with status {returncode}: {tail}"
+    if INTRINSICS_MARKER not in log:
+        raise CaptureError(f"Halide failed to lower for {target}: {why}")
+    return log, lowered, why
+
+
+def _run_one_shot(job_file: Path, log_file: Path, env: dict[str, str], target: str, timeout: float) -> int:
+    """The job `job_file` in a fresh interpreter (no warm worker), its stderr to `log_file`; returns its
+    exit status."""
+    with open(log_file, "wb") as log:
         try:
             proc = subprocess.run(
-                [sys.executable, "-c", _WORKER_SOURCE, str(dp / "job.json")],
-                cwd=dp,  # so nothing in the caller's directory can shadow a module
+                [sys.executable, "-c", _WORKER_SOURCE, str(job_file)],
+                cwd=job_file.parent,  # so nothing in the caller's directory can shadow a module
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=log_file,
+                stderr=log,
                 timeout=timeout,
                 check=False,
             )

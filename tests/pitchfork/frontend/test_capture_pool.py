@@ -226,3 +226,31 @@ def test_a_stop_at_job_ends_at_its_line_and_the_statement_is_the_full_runs() -> 
     assert again.lowered == full.lowered and [st.text for st in again.stages] == [st.text for st in full.stages]
     with pytest.raises(CaptureError, match="Halide failed to lower.*invalid location"):  # no marker: as before
         capture_stmt(bad_location_pipeline(), [], "arm64", mode="subprocess", upto_intrinsics=True)
+
+
+def test_capture_jobs_leave_no_files_and_the_directory_goes_at_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each subprocess capture's files (pipeline, job, log, result, statement) are removed when it is
+    done, through the worker, the one-shot way and a failed job alike; the per-process job directory
+    (capture._job_files) is removed when the process exits."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pitchfork.frontend import capture
+
+    func, args = ex.sobel3x3(32)
+    capture_stmt(func, args, "arm64", mode="subprocess", upto_intrinsics=True)
+    capture_stmt(func, args, "arm64", mode="subprocess")
+    with pytest.raises(CaptureError):
+        capture_stmt(bad_location_pipeline(), [], "arm64", mode="subprocess")
+    monkeypatch.setenv("PITCHFORK_CAPTURE_WORKER", "off")
+    capture_stmt(func, args, "x86-avx2", mode="subprocess")
+    assert capture._job_dir is not None and capture._job_dir[0] == os.getpid()
+    assert list(capture._job_dir[1].iterdir()) == []
+    probe = ("from pitchfork.frontend import capture, examples as ex; f, a = ex.sobel3x3(32); "
+             "capture.capture_stmt(f, a, 'arm64', mode='subprocess'); print(capture._job_dir[1])")
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    job_dir = Path(out.stdout.strip().splitlines()[-1])
+    assert job_dir.name.startswith("pitchfork-capture-") and not job_dir.exists()
