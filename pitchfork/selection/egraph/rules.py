@@ -9,6 +9,11 @@ tables declared once from fpir.types (`type_tables`); constant arithmetic become
 expressions; a computed constant of the right side must fit its type (as pitchfork.trs.rules.build_rhs
 refuses one that does not).
 
+A wildcard whose type the op's type rule makes its parent node's (`x` in `(op_add ty_T x y)`, the
+shifted value of a shift: `operands_of_result_type`) gets no `tyof` fact: every node of the e-graph is
+well typed, so the fact would always hold, and each query atom costs egglog in every `(push)` /
+`(pop)` (which clones the rules) and in every run.
+
 The subset compiled here: ops whose result has their operands' type (+ - * / min max & | ^ << >>),
 cast/reinterpret, constant wildcards and literals. Anything else raises Unsupported naming the rule.
 (The lifting rules of rules/lift/ are applied by the greedy TRS on e-class representatives instead:
@@ -123,6 +128,23 @@ def result_type_table(op: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+@lru_cache(maxsize=None)
+def operands_of_result_type(op: str) -> frozenset[int]:
+    """The operand positions of `op` whose type its type rule (fpir/ops.py) makes the result's at every
+    user type: all of add's, only the shifted value of shl/shr (the amount may differ in sign)."""
+    s = spec(op)
+    if s.explicit_type:  # a cast's result type is its parameter, not its operand's
+        return frozenset()
+    forced = set(range(s.arity))
+    for combo in itertools.product(USER_TYPES, repeat=s.arity):
+        try:
+            rt = s.type_rule(list(combo), None)
+        except FPIRTypeError:
+            continue
+        forced -= {i for i, t in enumerate(combo) if t != rt}
+    return frozenset(forced)
+
+
 class _Compiler:
     def __init__(self, rule: Rule) -> None:
         self.rule = rule
@@ -217,6 +239,16 @@ class _Compiler:
         t = next((x for x in map(self.natural_type, node.args) if x is not None), None) or expected
         if t is None:
             raise Unsupported("an operation on constants only")
+        if sub == self.pattern:
+            forced = operands_of_result_type(node.text)
+            for i, a in enumerate(node.args):
+                if i in forced and a.kind == "name" and not self.is_const(a):
+                    base, texpr = split_wildcard(a.text)
+                    if texpr is not None and base not in self.bound and _ty(str(texpr)) == t:
+                        # the op's type rule gives this operand the node's type, which the node's type
+                        # field states: `(= (tyof x) t)` would hold in every well-typed e-graph, and each
+                        # query atom costs egglog in every (push) and every run (see the module docstring)
+                        self.bound.add(base)
         return f"({ctor(node.text)} {t} {' '.join(sub(a, t) for a in node.args)})"
 
     # ---- right side ----
@@ -302,16 +334,40 @@ def compile_rule(rule: Rule, ruleset: str, tables: Optional[set[str]] = None) ->
     pred = []
     if rule.pred_raw is not None:
         try:
-            v = c.value(rule.pred_raw)
+            pred = [_fact(c.value(x)) for x in _conjuncts(rule.pred_raw)]
         except PredicateError as e:
             raise Unsupported(str(e)) from None
-        pred = [f"(= {_txt(v)} true)"]
     if tables is not None:
         tables |= c.tables
     rhs, lookups = _hoist_lookups(rhs)
     made, rhs = _typed_action(rhs)
-    query = " ".join([f"(= root {pat})", *c.facts, *dict.fromkeys(c.guards), *pred, *lookups])
+    # a conjunct that repeats a guard (a folded constant's range check) is written once
+    query = " ".join(dict.fromkeys([f"(= root {pat})", *c.facts, *c.guards, *pred, *lookups]))
     return f"(rule ({query}) ({' '.join(made)} (union root {rhs})) :ruleset {ruleset} :name {quote(rule.name)})"
+
+
+def _conjuncts(node: Raw) -> list[Raw]:
+    """The operands of a predicate's top-level `&&`s, in order (the predicate is their conjunction)."""
+    if node.kind == "call" and node.text == "land" and len(node.args) == 2:
+        return _conjuncts(node.args[0]) + _conjuncts(node.args[1])
+    return [node]
+
+
+#: egglog's i64 comparisons as query facts (a fact holds or the match fails), by their Bool-valued names
+_CHECK = {"bool-<": "<", "bool-<=": "<=", "bool->": ">", "bool->=": ">=", "bool-=": "="}
+
+
+def _fact(v: Any) -> str:
+    """A predicate conjunct as a query fact: a comparison as egglog's own check `(>= a b)`, anything
+    else as `(= v true)`. Each conjunct is a fact of its own rather than one `(= (and ...) true)`: the
+    same matches (egglog evaluates every operand of `and`, so a conjunct that cannot be evaluated fails
+    the match either way), fewer query atoms (each costs egglog in every `(push)` and every run), and a
+    conjunct equal to a guard is written once."""
+    text = _txt(v)
+    x = _sexpr(text) if text.startswith("(") else text
+    if isinstance(x, list) and len(x) == 3 and isinstance(x[0], str) and x[0] in _CHECK:
+        return f"({_CHECK[x[0]]} {_unparse(x[1])} {_unparse(x[2])})"
+    return f"(= {text} true)"
 
 
 def _typed_action(action: str) -> tuple[list[str], str]:

@@ -47,6 +47,23 @@ def test_algebra_file_compiles_and_greedy_never_loads_it() -> None:
     assert ALGEBRA_FILE not in [p.resolve() for p in lift_rule_files()]
 
 
+def test_compiled_queries_leave_out_facts_every_well_typed_egraph_holds() -> None:
+    """rules.py writes no `tyof` fact for a wildcard its parent's type rule types (an add's operands, a
+    shift's value but not its amount) and splits a predicate's `&&` into facts, each written once."""
+    from pitchfork.selection.egraph.rules import operands_of_result_type
+
+    assert operands_of_result_type("add") == {0, 1} and operands_of_result_type("min") == {0, 1}
+    assert operands_of_result_type("shl") == {0} and operands_of_result_type("shr") == {0}
+    assert operands_of_result_type("cast") == frozenset()
+    rules = dict(_algebra().commands)
+    comm = rules["add_comm"]
+    assert "(tyof x)" not in comm.split(") ((")[0] and "(= root (op_add ty_T x y))" in comm
+    assert "(= (tyof x) ty_T)" in rules["cast_of_cast_widen"]  # x under a cast: its type is bound by the fact
+    fold = rules["fold_add"]  # the predicate repeats the folded constant's range guard: written once
+    query = fold.split(") ( ")[0]
+    assert query.count("(>= (+ c0 c1) (tt_tmin ty_T))") == 1 and "(= (and" not in query
+
+
 def test_encoding_shares_nodes() -> None:
     t = parse("u16(a_u8) * u16(a_u8) + u16(a_u8)")
     enc = encode(t)
