@@ -205,7 +205,7 @@ class CompiledPipeline:
                 args += [Scalar(mins[d]), Scalar(extents[d]), Scalar(strides[d])]
             if first_extents is None:
                 first_extents = extents
-        outs = self.captured.outputs
+        outs = self.captured.output_buffers
         size = self._output_size(size, first_extents)
         shape = tuple(reversed(size))
         for out in outs:
@@ -219,7 +219,7 @@ class CompiledPipeline:
     def _output_size(self, size: Optional[Sequence[int]], first_extents: Optional[list[int]]) -> list[int]:
         assert self.captured is not None
         size = list(size) if size is not None else first_extents
-        for out in self.captured.outputs:
+        for out in self.captured.output_buffers:
             if size is None or len(size) != out.dimensions:
                 raise TypeError(f"size must give {out.dimensions} extents for output {out.name}")
         assert size is not None

@@ -90,7 +90,7 @@ class AbiArg:
     def c_name(self) -> str:
         # A Func named again in one process is `output$1`; the generator's (and Halide's header's)
         # name is `output`.
-        base = re.sub(r"[^A-Za-z0-9_]", "_", re.sub(r"\$\d+$", "", self.name))
+        base = re.sub(r"[^A-Za-z0-9_]", "_", re.sub(r"\$\d+(?=(\.\d+)?$)", "", self.name))
         return f"_{base}_buffer" if self.kind != "scalar" else f"_{base}"
 
     @property
@@ -110,9 +110,7 @@ def abi_arguments(captured: CapturedStmt) -> list[AbiArg]:
     """The entry point's arguments in Halide's order: the pipeline arguments, then the outputs."""
     args = [AbiArg(a.name, "scalar" if a.kind == "scalar" else "input_buffer", a.type, a.dimensions)
             for a in captured.arguments]
-    for o in captured.outputs:
-        if len(o.types) != 1:
-            raise AbiError(f"output {o.name} is a Tuple")
+    for o in captured.output_buffers:  # a Tuple output `f`: buffers f.0, f.1, ... (Halide's order)
         args.append(AbiArg(o.name, "output_buffer", o.types[0], o.dimensions))
     return args
 

@@ -61,7 +61,7 @@ def plan_of(prog: CompiledPipeline) -> CallPlan:
             else:
                 args.append(("buffer", a.name, buffer_dtype(a.type.elem), a.dimensions))
                 kinds += ["p"] + ["i32"] * (3 * a.dimensions)
-        outs = tuple((o.name, buffer_dtype(o.types[0].elem), o.dimensions) for o in cap.outputs)
+        outs = tuple((o.name, buffer_dtype(o.types[0].elem), o.dimensions) for o in cap.output_buffers)
         for _, _, dims in outs:
             kinds += ["p"] + ["i32"] * (3 * dims)
         plan = prog._call_plan = CallPlan(tuple(args), outs, tuple(kinds))

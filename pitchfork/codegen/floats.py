@@ -32,6 +32,7 @@ from llvmlite import ir
 from pitchfork.codegen.base import Unsupported, _show
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.float_math import FloatOps, declare
+from pitchfork.codegen.halide_calls import lower_call
 from pitchfork.codegen.ir_constants import undef
 from pitchfork.frontend.htypes import HType
 
@@ -247,6 +248,9 @@ class FloatEmitter:
                 self.ops = saved
         if e.name == "strict_fma":
             return FloatOps(self.b, self.cg.module, True).intrinsic("fma", [self.emit(a) for a in e.args])
+        expanded = lower_call(e, self.cg.target, self.node)  # mux; lerp with an integer weight
+        if expanded is not None:
+            return self.emit(expanded)
         if e.name == "lerp" and all(a.type.is_float for a in e.args):
             zero, w = self.emit(e.args[0]), self.emit(e.args[2])
             return o.lerp(zero, lambda: self.emit(e.args[1]), w)

@@ -151,9 +151,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                 arg_types.append(ptr)
                 arg_types.extend([ir.IntType(32)] * (3 * a.dimensions))
                 layout.append(("buffer", a.name, a.dimensions, a.type))
-        for o in self.captured.outputs:
-            if len(o.types) != 1:
-                raise Unsupported(f"output {o.name} is a Tuple")
+        for o in self.captured.output_buffers:  # a Tuple output: one buffer per element
             arg_types.append(ptr)
             arg_types.extend([ir.IntType(32)] * (3 * o.dimensions))
             layout.append(("buffer", o.name, o.dimensions, o.types[0]))

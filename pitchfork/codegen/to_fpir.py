@@ -25,6 +25,7 @@ from fpir.types import ScalarType, i32, u1
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.base import (BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS, Leaf, Unsupported,
                                            _show, _storage, fpir_type)
+from pitchfork.codegen.halide_calls import lower_call
 from pitchfork.codegen.floats import FloatEmitter, float_to_int, involves_float, saturating_float_to_int
 from pitchfork.codegen.reduce import check_reduce, split_reduce
 from pitchfork.passes.stream_taps import stream_fact
@@ -243,6 +244,9 @@ class ExprConverter:
         n = e.name
         if n in IDENTITY_CALLS:
             return self.go(e.args[0])
+        expanded = lower_call(e, self.cg.target, self.node)  # lerp, mux: as Halide's codegen expands them
+        if expanded is not None:
+            return self.go(expanded)
         if n == "_halide_buffer_is_bounds_query":
             return const(0, u1)
         if n in ("_halide_buffer_get_min", "_halide_buffer_get_extent", "_halide_buffer_get_stride"):

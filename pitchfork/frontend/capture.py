@@ -134,6 +134,14 @@ class OutputInfo:
             return (self.name,)
         return tuple(f"{self.name}.{i}" for i in range(len(self.types)))
 
+    def buffers(self) -> tuple[OutputInfo, ...]:
+        """One single-valued output per buffer: itself, or for a Tuple `f.0`, `f.1`, ... (Halide gives
+        each Tuple element its own output buffer: its AOT signature takes them in this order, and
+        `realize` returns them as one Realization)."""
+        if len(self.types) == 1:
+            return (self,)
+        return tuple(OutputInfo(n, (t,), self.dimensions) for n, t in zip(self.buffer_names, self.types))
+
 
 @dataclass(frozen=True, slots=True)
 class Stage:
@@ -187,6 +195,12 @@ class CapturedStmt:
         for o in self.outputs:
             out.update(zip(o.buffer_names, o.types, strict=True))
         return out
+
+    @property
+    def output_buffers(self) -> tuple[OutputInfo, ...]:
+        """The output buffers in argument order, one single-valued OutputInfo each (a Tuple output
+        is several: `OutputInfo.buffers`)."""
+        return tuple(b for o in self.outputs for b in o.buffers())
 
     @property
     def scalar_types(self) -> dict[str, HType]:
