@@ -132,6 +132,7 @@ def main(job_path: str) -> int:
 def _buffer_halide_log():
     """Make Halide's log (`std::cerr`) buffered; returns a function that flushes it, or None if this
     C++ library is not the one understood here (the log then stays unbuffered, as in the one-shot run).
+    (`_prepare_buffering()` then calling what it returns.)
 
     Why: `std::cerr` is unit-buffered and synchronised with C stdio, so Halide's printer makes one
     write(2) per token: ~140,000 system calls for one small pipeline's log, most of its lowering
@@ -141,6 +142,15 @@ def _buffer_halide_log():
     precision, width, then the flags), and only if the flags read exactly cerr's initial
     `skipws | dec | unitbuf`. The text is the same; what an abort leaves unflushed is lost, so the
     parent runs a job that did not exit cleanly again unbuffered (capture.py)."""
+    apply = _prepare_buffering()
+    return None if apply is None else apply()
+
+
+def _prepare_buffering():
+    """The lookups `_buffer_halide_log` needs (libstdc++'s symbols, cerr's flags word), done without
+    changing anything: returns a function that makes the log buffered and returns its flush, or None.
+    A spare child (`_spare_child`) prepares while it waits for its job, so the lookups (~0.8 ms in a
+    freshly forked child) are not on a capture's path; nothing Halide-visible changes until applied."""
     import ctypes
 
     try:
@@ -162,15 +172,20 @@ def _buffer_halide_log():
         flush.argtypes, flush.restype = [ctypes.c_void_p], ctypes.c_void_p
     except (OSError, AttributeError, ValueError):
         return None
-    sync(False)
-    flags.value = skipws | dec
-    return lambda: flush(cerr)
+
+    def apply():
+        sync(False)
+        flags.value = skipws | dec
+        return lambda: flush(cerr)
+
+    return apply
 
 
-def _run_child(job_path: str, done_fd: int, log_fd: int) -> None:
+def _run_child(job_path: str, done_fd: int, log_fd: int, buffering=None) -> None:
     """In the forked child: stdin/stdout away from the server's pipes, stderr to the job's log (or, for a
     job with "stop_at", to the server's log pipe `log_fd`); when the job is over (log flushed, files
-    closed), its exit code on `done_fd`, then exit."""
+    closed), its exit code on `done_fd`, then exit. `buffering`: what `_prepare_buffering` returned
+    before the job came (None: prepared here, if the job asks for a buffered log)."""
     import os
 
     code = 1
@@ -188,7 +203,8 @@ def _run_child(job_path: str, done_fd: int, log_fd: int) -> None:
             os.dup2(fd, 2)
         os.close(log_fd)
         if job.get("buffered_log"):
-            flush = _buffer_halide_log()
+            apply = buffering if buffering is not None else _prepare_buffering()
+            flush = None if apply is None else apply()
         code = main(job_path)
     except BaseException:  # noqa: BLE001 - reported through the log and the exit status
         import traceback
@@ -220,6 +236,7 @@ def _spare_child() -> tuple[int, int, int, int]:
         os.close(job_w)
         os.close(done_r)
         os.close(log_r)
+        buffering = _prepare_buffering()  # while no job waits (applied only if the job asks for it)
         data = b""
         while not data.endswith(b"\n"):
             chunk = os.read(job_r, 4096)
@@ -227,7 +244,7 @@ def _spare_child() -> tuple[int, int, int, int]:
                 os._exit(0)
             data += chunk
         os.close(job_r)
-        _run_child(data.decode().strip(), done_w, log_w)  # never returns
+        _run_child(data.decode().strip(), done_w, log_w, buffering)  # never returns
     os.close(job_r)
     os.close(done_w)
     os.close(log_w)
