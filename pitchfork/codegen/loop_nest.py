@@ -68,6 +68,7 @@ from pitchfork.codegen.hvx_accumulate import start_from_fresh
 from pitchfork.codegen.memory import LoopFrame, MemoryMixin, clamped_ramp
 from pitchfork.codegen.parallel import THREADED_TARGETS, ParallelMixin, refuse_async
 from pitchfork.codegen.reduce import REDUCE_OPS, split_reduce
+from pitchfork.frontend.embedded import EmbeddedBuffer
 from pitchfork.frontend.htypes import HType
 from pitchfork.codegen.scalars import ScalarEmitter
 from pitchfork.passes.pipeline import PassList, default_passes
@@ -133,6 +134,11 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         #: system's parent argument of the task function being emitted (None outside one): parallel.py
         self.handles: dict[str, ir.Value] = {}
         self.task_parent: Optional[ir.Value] = None
+        #: task functions being emitted around the current statement (their bodies may run
+        #: concurrently: an `atomic` update inside one is emitted as an atomic read-modify-write)
+        self.threaded_depth = 0
+        #: `atomic` blocks around the current statement that need atomic stores
+        self.atomic_depth = 0
 
     # ---- function and arguments ------------------------------------------------------------
     def build(self) -> ir.Function:
@@ -203,6 +209,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                     k += 3
                 self.buffers[nm + ".buffer"] = info
                 self.buffers[nm] = info
+        for eb in self.captured.embedded:
+            self._embed(eb)
         self.b.store(ir.Constant(ir.IntType(32), 0), self.b.bitcast(self.err, ir.PointerType(ir.IntType(32))))
         self.exit = fn.append_basic_block("exit")
         self.stmt_(self.stmt)
@@ -211,6 +219,23 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         ir.IRBuilder(self.exit).ret_void()
         self._alias_metadata()
         return fn
+
+    def _embed(self, eb: EmbeddedBuffer) -> None:
+        """An embedded buffer (a lookup table, weights): its bytes as a private constant global,
+        aligned like our allocations, its shape as constants; read like an argument buffer."""
+        data = ir.Constant(ir.ArrayType(ir.IntType(8), len(eb.data)), bytearray(eb.data))
+        g = ir.GlobalVariable(self.module, data.type, name=f"{self.name}.embedded.{_ident(eb.name)}")
+        g.global_constant = True
+        g.linkage = "private"
+        g.initializer = data
+        g.align = ALLOC_ALIGN
+        ptr = self.b.bitcast(g, ir.PointerType(ir.IntType(8)))
+        info = BufferInfo(eb.name, ptr, eb.type, code=type_code(eb.type), dimensions=len(eb.dims),
+                          align=ALLOC_ALIGN, scope=f"embedded.{eb.name}")
+        i32 = ir.IntType(32)
+        info.dims.extend((ir.Constant(i32, m), ir.Constant(i32, e), ir.Constant(i32, s)) for m, e, s in eb.dims)
+        self.buffers[eb.name + ".buffer"] = info
+        self.buffers[eb.name] = info
 
     # ---- statements ------------------------------------------------------------------------
     def stmt_(self, s: H.Stmt) -> None:
@@ -348,8 +373,50 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             return
         raise Unsupported(f"evaluated call {_show(v)}", s)
 
+    def _s_Atomic(self, s: H.Atomic) -> None:
+        """Halide's `atomic (producer)` (an `.atomic()` update). Run by one thread (no task around it,
+        or hvx128, where parallel loops are serial) it guards nothing and is its body. Inside a task,
+        each store of the body must be an integer read-modify-write of the stored element and becomes
+        one atomic RMW instruction, as Halide emits it; anything else is refused."""
+        if self.threaded_depth == 0:
+            self.stmt_(s.body)
+            return
+        self.atomic_depth += 1
+        try:
+            self.stmt_(s.body)
+        finally:
+            self.atomic_depth -= 1
+
+    _ATOMIC_OPS = {"+": "add", "-": "sub", "&": "and", "|": "or", "^": "xor", "min": "min", "max": "max"}
+
+    def _atomic_store(self, s: H.Store, buf: BufferInfo) -> None:
+        """`buf[i] = buf[i] op x` -> `atomicrmw op` (monotonic: the par_for's join orders it)."""
+        v, t = s.value, s.value.type
+        why = f"atomic update of {s.buffer} that is not an integer read-modify-write of the stored element"
+        if not (t.is_scalar and t.is_integer and not t.is_bool and s.predicate is None
+                and isinstance(v, H.BinOp) and v.op in self._ATOMIC_OPS):
+            raise Unsupported(why, s)
+        same = lambda e: isinstance(e, H.Load) and e.buffer == s.buffer and e.index == s.index  # noqa: E731
+        if same(v.a):
+            other = v.b
+        elif same(v.b) and v.op != "-":
+            other = v.a
+        else:
+            raise Unsupported(why, s)
+        op = self._ATOMIC_OPS[v.op]
+        if op in ("min", "max") and not t.is_int:
+            op = "u" + op
+        et = fpir_type(t.elem, s)
+        val = self._data_scalar(other, s)
+        idx = self.address_index(s.index, s)
+        p = self._elem_ptr(buf, et, idx, ir.IntType(_storage(et).bits))
+        self._mem_access(buf, self.b.atomic_rmw(op, p, val, "monotonic"))
+
     def _s_Store(self, s: H.Store) -> None:
         buf = self._buffer(s.buffer, s)
+        if self.atomic_depth:
+            self._atomic_store(s, buf)
+            return
         t = s.value.type
         if t.is_float and t.is_scalar and s.predicate is None:
             val = FloatEmitter(self, s).emit(s.value)

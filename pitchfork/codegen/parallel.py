@@ -216,7 +216,11 @@ class ParallelMixin:
             cg.fn, cg.b, cg.err, cg.exit = task, b, local_err, exit_block
             cg.task_parent = task.args[4] if ftype is LOOP_TASK_TYPE else None
             cg._heap_live, cg._loops = [], []
-            body(task)
+            cg.threaded_depth += 1  # what the body emits may run beside other tasks (atomic updates)
+            try:
+                body(task)
+            finally:
+                cg.threaded_depth -= 1
             if not cg.b.block.is_terminated:
                 cg.b.branch(exit_block)
             eb = ir.IRBuilder(exit_block)

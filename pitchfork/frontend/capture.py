@@ -65,6 +65,7 @@ from pitchfork.targets.target_strings import ALIAS_TARGETS
 if TYPE_CHECKING:
     import halide as hl
 
+    from pitchfork.frontend.embedded import EmbeddedBuffer
     from pitchfork.frontend.ir import Stmt
 
 #: The value of HL_DEBUG_CODEGEN used for capture: pass logs of Lower.cpp only.
@@ -187,6 +188,8 @@ class CapturedStmt:
     lowered: str
     mechanism: Literal["subprocess", "inprocess"]
     error: str = ""
+    #: buffers embedded in the pipeline that the statement reads (their contents: frontend/embedded.py)
+    embedded: tuple[EmbeddedBuffer, ...] = ()
 
     @property
     def buffer_types(self) -> dict[str, HType]:
@@ -710,21 +713,32 @@ def capture_stmts(
         k: _build(log, lowered, error, r, arguments, outputs, how)
         for k, r, (log, lowered, error) in zip(keys, resolved, pairs, strict=True)
     }
-    return {k: _exact_floats(cap, pipeline, args) for k, cap in caps.items()}
+    return {k: _from_c_output(cap, pipeline, args) for k, cap in caps.items()}
 
 
-def _exact_floats(cap: CapturedStmt, pipeline: hl.Pipeline, args: Sequence[Any]) -> CapturedStmt:
-    """The statement with exact float32 constants (Halide prints them with 6 decimals; see
-    pitchfork/frontend/float_literals.py)."""
+def _from_c_output(cap: CapturedStmt, pipeline: hl.Pipeline, args: Sequence[Any]) -> CapturedStmt:
+    """What the statement text lacks, read from Halide's C output of the pipeline (compiled once,
+    only when needed): exact float32 constants (Halide prints them with 6 decimals;
+    pitchfork/frontend/float_literals.py) and the contents of embedded buffers
+    (pitchfork/frontend/embedded.py)."""
     import dataclasses
 
-    from pitchfork.frontend.float_literals import InexactFloatLiteral, exact_statement
+    from pitchfork.frontend.embedded import EmbeddedBufferError, from_c_source, referenced_buffers
+    from pitchfork.frontend.float_literals import (InexactFloatLiteral, c_constants, halide_c_source,
+                                                   has_float_literals, rewrite)
 
+    known = [a.name for a in cap.arguments] + [b.name for b in cap.output_buffers]
+    names = referenced_buffers(cap.text, known)
+    floats = has_float_literals(cap.text)
+    if not names and not floats:
+        return cap
+    c_source = halide_c_source(pipeline, args, cap.target)
     try:
-        text = exact_statement(cap.text, pipeline, args, cap.target)
-    except InexactFloatLiteral as e:
+        text = rewrite(cap.text, c_constants(c_source)) if floats else cap.text
+        embedded = from_c_source(c_source, names)
+    except (InexactFloatLiteral, EmbeddedBufferError) as e:
         raise CaptureError(str(e)) from None
-    return cap if text == cap.text else dataclasses.replace(cap, text=text)
+    return dataclasses.replace(cap, text=text, embedded=embedded)
 
 
 def capture_stmt(

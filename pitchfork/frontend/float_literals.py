@@ -68,13 +68,19 @@ def rewrite(text: str, exact: set[float]) -> str:
     return FLOAT_LITERAL.sub(one, text)
 
 
+def halide_c_source(pipeline: Any, args: Sequence[Any], target: str) -> str:
+    """Halide's C output of the pipeline for `target` (where exact constants and embedded buffers'
+    contents are written out)."""
+    import halide as hl
+
+    with tempfile.TemporaryDirectory(prefix="pitchfork-c-") as d:
+        path = Path(d) / "pipeline.c"
+        pipeline.compile_to_c(str(path), [as_argument(a) for a in args], "pipeline", hl.Target(target))
+        return path.read_text()
+
+
 def exact_statement(text: str, pipeline: Any, args: Sequence[Any], target: str) -> str:
     """`text` with exact float32 literals (unchanged if it has none)."""
     if not has_float_literals(text):
         return text
-    import halide as hl
-
-    with tempfile.TemporaryDirectory(prefix="pitchfork-floats-") as d:
-        path = Path(d) / "pipeline.c"
-        pipeline.compile_to_c(str(path), [as_argument(a) for a in args], "pipeline", hl.Target(target))
-        return rewrite(text, c_constants(path.read_text()))
+    return rewrite(text, c_constants(halide_c_source(pipeline, args, target)))

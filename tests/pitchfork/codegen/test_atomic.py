@@ -1,0 +1,102 @@
+"""`.atomic()` updates (LoopNestCodegen._s_Atomic): inside a parallel loop each read-modify-write of
+the stored element is one atomic RMW instruction (a histogram over many rows on 2 threads loses no
+count), outside one the block is its body, and an atomic update that is not such a read-modify-write
+(yet: Halide's own codegen would emit a compare-and-swap loop) is a one-line fallback reason at
+compile time, never a race."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import halide as hl
+import numpy as np
+import pytest
+
+import pitchfork
+from pitchfork.api import PitchforkFallbackWarning
+from pitchfork.backend.run import tools_available
+from pitchfork.codegen.base import Unsupported
+
+x = hl.Var("x")
+ROWS, COLS = 64, 512
+
+
+def _histogram(parallel: bool, op: str = "add") -> tuple[hl.Func, list]:
+    a = hl.ImageParam(hl.UInt(8), 2, "a")
+    r = hl.RDom([(0, COLS), (0, ROWS)])
+    h = hl.Func(f"hist_{op}_{int(parallel)}")
+    h[x] = hl.u32(0) if op != "max" else hl.u32(0)
+    key = hl.i32(a[r.x, r.y]) % 16
+    if op == "add":
+        h[key] += hl.u32(1)
+    elif op == "max":
+        h[key] = hl.max(h[key], hl.u32(r.y * 7 + r.x % 5))
+    else:  # Halide loads a[] twice (index and value): the stored and the read element are not
+        # provably the same, so no single RMW instruction does it
+        h[key] = hl.max(h[key], hl.u32(a[r.x, r.y]) * hl.u32(r.y + 1))
+    u = h.update().atomic()
+    if parallel:
+        u.parallel(r.y)
+    return h, [a]
+
+
+def _check(h: hl.Func, args: list, target: str):  # type: ignore[no-untyped-def]
+    v = np.random.default_rng(8).integers(0, 256, (ROWS, COLS), dtype=np.uint8)
+    args[0].set(hl.Buffer(v))
+    want = np.asarray(h.realize([16]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = pitchfork.compile(h, args, target=target, fallback=False)
+    for _ in range(3):  # a race would lose counts in some runs
+        assert np.array_equal(prog(v, size=[16], check=True), want)
+    return prog
+
+
+@pytest.mark.parametrize("op", ["add", "max"])
+def test_parallel_atomic_update_is_an_atomic_rmw(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HL_NUM_THREADS", "2")
+    prog = _check(*_histogram(True, op), "x86-avx2")
+    assert f"atomicrmw {'add' if op == 'add' else 'umax'}" in prog.module.source_ir
+
+
+def test_serial_atomic_update_is_its_body() -> None:
+    prog = _check(*_histogram(False), "x86-avx2")
+    assert "atomicrmw" not in prog.module.source_ir
+
+
+def test_atomic_update_that_is_not_a_rmw_falls_back_with_its_reason() -> None:
+    h, args = _histogram(True, "other")
+    with pytest.raises(Unsupported, match="atomic update of .* not an integer read-modify-write"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pitchfork.compile(h, args, target="x86-avx2", fallback=False)
+    with pytest.warns(PitchforkFallbackWarning, match="atomic update of"):
+        prog = pitchfork.compile(h, args, target="x86-avx2")
+    assert prog.is_fallback
+
+
+def test_parallel_atomic_update_under_qemu_arm64() -> None:
+    if not tools_available("arm64"):
+        pytest.skip("no qemu-aarch64")
+    prog = _check(*_histogram(True), "arm64")
+    assert "atomicrmw add" in prog.module.source_ir
+
+
+def test_embedded_buffer_read_in_a_parallel_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An embedded table's pointer and shape reach a parallel loop's task through its closure."""
+    monkeypatch.setenv("HL_NUM_THREADS", "2")
+    y = hl.Var("y")
+    a = hl.ImageParam(hl.UInt(8), 2, "a")
+    lut = hl.Buffer((np.arange(256) * 13 % 256).astype(np.uint8), "lut_par")
+    f = hl.Func("lut_parallel")
+    f[x, y] = lut[hl.i32(a[x, y])] + a[x, y]
+    f.vectorize(x, 32).parallel(y)
+    v = np.random.default_rng(9).integers(0, 256, (8, 64), dtype=np.uint8)
+    a.set(hl.Buffer(v))
+    want = np.asarray(f.realize([64, 8]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = pitchfork.compile(f, [a], target="x86-avx2", fallback=False)
+    assert np.array_equal(prog(v, check=True), want)
+    assert os.environ["HL_NUM_THREADS"] == "2"
