@@ -279,24 +279,26 @@ def _watch(pid: int, log_r: int, job: dict) -> int | None:
     import signal
 
     line = b"\n" + job["stop_at"].encode() + b"\n"
-    log = bytearray(b"\n")  # a newline in front, so that a first line is found too
-    found = -1
-    while True:
-        chunk = os.read(log_r, 1 << 16)
-        if not chunk:
-            break
-        start = max(0, len(log) - len(line))
-        log += chunk
-        found = log.find(line, start)
-        if found >= 0:
-            break
-    if found >= 0:
-        os.kill(pid, signal.SIGKILL)
-        del log[found + len(line):]
-    os.close(log_r)
+    # The log goes to the file as it comes (while Halide lowers: off the capture's path); `tail` keeps
+    # the last bytes read, so a line split across two reads is found too.
+    tail = b"\n"  # a newline in front, so that a first line is found too
+    found = False
     with open(job["log"], "wb") as f:
-        f.write(log[1:])
-    if found < 0:
+        while True:
+            chunk = os.read(log_r, 1 << 16)
+            if not chunk:
+                break
+            seen = tail + chunk
+            k = seen.find(line)
+            if k >= 0:  # the line ends in this chunk (it is longer than `tail`)
+                os.kill(pid, signal.SIGKILL)
+                f.write(seen[len(tail):k + len(line)])
+                found = True
+                break
+            f.write(chunk)
+            tail = seen[-(len(line) - 1):]
+    os.close(log_r)
+    if not found:
         return None
     with open(job["result"], "w") as f:
         json.dump({"ok": True, "stopped_at": job["stop_at"]}, f)

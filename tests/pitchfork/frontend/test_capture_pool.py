@@ -254,3 +254,38 @@ def test_capture_jobs_leave_no_files_and_the_directory_goes_at_exit(monkeypatch:
                          env={**os.environ, "PYTHONPATH": str(root)})
     job_dir = Path(out.stdout.strip().splitlines()[-1])
     assert job_dir.name.startswith("pitchfork-capture-") and not job_dir.exists()
+
+
+@pytest.mark.parametrize("most", [1, 7, 1 << 16])
+def test_watch_finds_the_stop_line_across_reads(tmp_path: "os.PathLike[str]", monkeypatch: pytest.MonkeyPatch,
+                                                most: int) -> None:
+    """The server's `_watch` copies the log as it comes and ends it at the stop line, also when reads
+    split the line (os.read giving at most `most` bytes); the child is killed, the result is ok. Without
+    the line the whole log is copied and the child's own status is left to count (None)."""
+    import subprocess
+    from pathlib import Path
+
+    worker = Path(capture_pool.__file__).with_name("_capture_worker.py")
+    ns: dict = {}
+    exec(worker.read_text().split("if __name__")[0], ns)
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: real_read(fd, min(n, most)))
+    head = "Lowering after x:\nlet a = 1\n\nFinding intrinsics...\n"
+    for text, stops in ((head + "Lowering after finding intrinsics:\nlet b = 2\n", True), ("no marker here\n", False)):
+        r, w = os.pipe()
+        os.write(w, text.encode())
+        os.close(w)
+        child = subprocess.Popen(["sleep", "60"])
+        job = {"stop_at": "Finding intrinsics...", "log": str(Path(tmp_path) / "log.txt"),
+               "result": str(Path(tmp_path) / "result.json")}
+        status = ns["_watch"](child.pid, r, job)
+        if stops:
+            assert status == 0 and child.wait(timeout=30) == -9
+            assert Path(job["log"]).read_text() == head
+            assert '"ok": true' in Path(job["result"]).read_text()
+        else:
+            assert status is None and child.poll() is None
+            assert Path(job["log"]).read_text() == text
+            child.kill()
+            child.wait()
+        Path(job["result"]).unlink(missing_ok=True)
