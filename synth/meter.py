@@ -33,9 +33,11 @@ from contextlib import contextmanager
 from typing import Iterator, Optional
 
 #: Z3 resource units charged per enumeration step (one candidate evaluated on every example row).
-#: Measured on this project's 2-core machine: a bank level evaluates ~1.5e5 candidates per CPU second
-#: and Z3 spends ~2e6 units per CPU second on the search's bit-vector queries, so a step costs about
-#: as much as 13 units; rounded to 16.
+#: Measured on this project's 2-core machine: a bank level evaluates ~1.1e5 candidates per CPU second
+#: and Z3 spends ~1.4-2e6 units per CPU second on the search's bit-vector queries, so a step costs
+#: about as much as 13-18 units; 16. Over 13 deep arm64 searches (session 18) the total ran at 0.4-3.0
+#: million units per CPU second: the Python work per top-down decomposition (sub-goal rewrites) is
+#: not counted, so a cap of N units meant N / 3e6 to N / 4e5 CPU seconds in those searches.
 STEP_UNITS = 16
 #: the fixed rate that turns a share of a stage's time limit into a cap (`units_for`): Z3 units per
 #: CPU second on the development machine (fpir/z3enc.py: 2-3 million), never measured at run time
