@@ -9,7 +9,8 @@ each embedded buffer as `static const ... uint8_t _<name>_data[] = {bytes}`, its
 (pitchfork/frontend/float_literals.py reads exact float constants from the same output).
 
 Invariant: an `EmbeddedBuffer` holds exactly the bytes, type and shape Halide compiles into its own
-code; a buffer the C output does not describe in that form is refused by name, never guessed.
+code; a buffer the C output describes only in part is refused by name, never guessed, and one it does
+not describe at all is not embedded (codegen then names the construct it cannot compile).
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ def c_name(name: str) -> str:
 
 
 def from_c_source(c_source: str, names: Iterable[str]) -> tuple[EmbeddedBuffer, ...]:
-    """The embedded buffers `names` as Halide's C output defines them."""
+    """The embedded buffers among `names` as Halide's C output defines them (a name it defines no
+    constant buffer for is left out)."""
     out = []
     for name in names:
         cn = re.escape(c_name(name))
@@ -66,6 +68,8 @@ def from_c_source(c_source: str, names: Iterable[str]) -> tuple[EmbeddedBuffer, 
         shape = re.search(rf"\b{cn}_buffer_shape\[\] = \{{(.*?)\}};", c_source)
         buf = re.search(rf"\b{cn}_buffer_ = \{{.*?halide_type_t\(\(halide_type_code_t\)\((\d+)\), (\d+), (\d+)\), "
                         rf"(\d+),", c_source)
+        if data is None and buf is None:
+            continue  # not an embedded buffer (a buffer the pipeline makes itself): codegen says what it is
         if data is None or buf is None:
             raise EmbeddedBufferError(f"embedded buffer {name}: Halide's C output has no constant data for it")
         code, bits, lanes, dimensions = (int(g) for g in buf.groups())

@@ -47,8 +47,10 @@ def test_contents_are_the_arrays_the_pipeline_was_built_with() -> None:
     assert got["weights_c"].data[:24] == WEIGHTS.tobytes() and got["weights_c"].dims == ((0, 4, 1), (0, 3, 4))
     assert str(got["weights_c"].type) == "int16"
     assert got["ftable_c"].data[:64] == FTABLE.tobytes() and str(got["ftable_c"].type) == "float32"
-    with pytest.raises(EmbeddedBufferError, match="no_such"):
-        from_c_source(src, ["no_such"])
+    assert from_c_source(src, ["no_such"]) == ()  # not embedded: left to codegen to name
+    half = src.replace("_lut_c_buffer_ = {", "_lut_c_buffer_unused = {")
+    with pytest.raises(EmbeddedBufferError, match="lut_c"):  # data without its buffer: refused
+        from_c_source(half, ["lut_c"])
 
 
 def test_the_statement_names_them_and_capture_reads_them() -> None:
