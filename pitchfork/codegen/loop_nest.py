@@ -42,7 +42,7 @@ its line, and the caller falls back to Halide's own compiler.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Callable, Hashable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Optional
 
 from llvmlite import ir
 
@@ -53,6 +53,7 @@ from fpir.types import ScalarType, i32
 from pitchfork.codegen.expr import ExprEmitter, vec_type
 from pitchfork.codegen.ir_constants import mask, undef
 from pitchfork.frontend import ir as H
+from pitchfork.frontend.ir_walk import map_children
 from pitchfork.frontend.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
 from pitchfork.codegen.alloc import AllocMixin, hoist_allocations
 from pitchfork.codegen.base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS,  # noqa: F401
@@ -396,7 +397,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         if not (t.is_scalar and t.is_integer and not t.is_bool and s.predicate is None
                 and isinstance(v, H.BinOp) and v.op in self._ATOMIC_OPS):
             raise Unsupported(why, s)
-        same = lambda e: isinstance(e, H.Load) and e.buffer == s.buffer and e.index == s.index  # noqa: E731
+        index = self._input_loads_inlined(s.index)
+        same = lambda e: (isinstance(e, H.Load) and e.buffer == s.buffer  # noqa: E731
+                          and self._input_loads_inlined(e.index) == index)
         if same(v.a):
             other = v.b
         elif same(v.b) and v.op != "-":
@@ -411,6 +414,22 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         idx = self.address_index(s.index, s)
         p = self._elem_ptr(buf, et, idx, ir.IntType(_storage(et).bits))
         self._mem_access(buf, self.b.atomic_rmw(op, p, val, "monotonic"))
+
+    def _input_loads_inlined(self, e: H.Expr) -> H.Expr:
+        """`e` with each let-bound scalar load of an input buffer replaced by the load itself: Halide
+        loads an input twice for an atomic update's index and its read (`let t11 = a[i]`, `let t10.s =
+        a[i]`), and inputs are never written by the pipeline, so equal loads give equal values."""
+        inputs = {a.name for a in self.captured.arguments if a.is_buffer}
+
+        def go(x: Any) -> Any:
+            if isinstance(x, H.Variable):
+                v = self._scalar_src.get(x.name)
+                if isinstance(v, H.Load) and v.buffer in inputs and v.type.is_scalar:
+                    return go(v)
+                return x
+            return map_children(x, H.Expr, go)
+
+        return go(e)
 
     def _s_Store(self, s: H.Store) -> None:
         buf = self._buffer(s.buffer, s)

@@ -32,9 +32,10 @@ def _histogram(parallel: bool, op: str = "add") -> tuple[hl.Func, list]:
         h[key] += hl.u32(1)
     elif op == "max":
         h[key] = hl.max(h[key], hl.u32(r.y * 7 + r.x % 5))
-    else:  # Halide loads a[] twice (index and value): the stored and the read element are not
-        # provably the same, so no single RMW instruction does it
+    elif op == "max_reload":  # Halide loads a[] twice (for the index and for the value)
         h[key] = hl.max(h[key], hl.u32(a[r.x, r.y]) * hl.u32(r.y + 1))
+    else:  # a product: no RMW instruction (Halide's codegen would loop on compare-and-swap)
+        h[key] = h[key] * hl.u32(3)
     u = h.update().atomic()
     if parallel:
         u.parallel(r.y)
@@ -53,11 +54,34 @@ def _check(h: hl.Func, args: list, target: str):  # type: ignore[no-untyped-def]
     return prog
 
 
-@pytest.mark.parametrize("op", ["add", "max"])
+@pytest.mark.parametrize("op", ["add", "max", "max_reload"])
 def test_parallel_atomic_update_is_an_atomic_rmw(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HL_NUM_THREADS", "2")
     prog = _check(*_histogram(True, op), "x86-avx2")
     assert f"atomicrmw {'add' if op == 'add' else 'umax'}" in prog.module.source_ir
+
+
+def test_parallel_atomic_tuple_update(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Tuple update (count and sum per bin): one RMW per element, each Halide writes in its own
+    atomic block, reading the key from the input twice."""
+    monkeypatch.setenv("HL_NUM_THREADS", "2")
+    a = hl.ImageParam(hl.UInt(8), 2, "a")
+    r = hl.RDom([(0, COLS), (0, ROWS)])
+    h = hl.Func("hist_tuple")
+    h[x] = (hl.u32(0), hl.u32(0))
+    k = hl.i32(a[r.x, r.y]) % 8
+    h[k] = (h[k][0] + 1, h[k][1] + hl.u32(a[r.x, r.y]))
+    h.update().atomic().parallel(r.y)
+    v = np.random.default_rng(10).integers(0, 256, (ROWS, COLS), dtype=np.uint8)
+    a.set(hl.Buffer(v))
+    want = [np.asarray(b) for b in h.realize([8])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = pitchfork.compile(h, [a], target="x86-avx2", fallback=False)
+    for _ in range(3):
+        got = prog(v, size=[8], check=True)
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    assert prog.module.source_ir.count("atomicrmw add") >= 2
 
 
 def test_serial_atomic_update_is_its_body() -> None:
