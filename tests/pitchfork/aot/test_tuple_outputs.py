@@ -7,7 +7,6 @@ the same values."""
 from __future__ import annotations
 
 import re
-import subprocess
 import warnings
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 import pitchfork
+from pitchfork.aot.abi_driver import build_and_run
 from pitchfork.backend.run import tools_available
 
 x, y = hl.Var("x"), hl.Var("y")
@@ -57,8 +57,6 @@ def test_tuple_output_matches_realize(target: str) -> None:
 
 
 def test_tuple_output_aot_prototype_and_values(tmp_path: Path) -> None:
-    from pitchfork.aot.abi_driver import HALIDE_INCLUDE
-
     f, params = _minmax_diff(16, "tuple_aot")  # named once in the process: Halide's header keeps the name
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -79,7 +77,7 @@ def test_tuple_output_aot_prototype_and_values(tmp_path: Path) -> None:
     (tmp_path / "tuple_pf.h").write_text(ours)
     vals = _inputs()
     (tmp_path / "in.bin").write_bytes(vals[0].tobytes() + vals[1].tobytes())
-    (tmp_path / "main.c").write_text(rf"""
+    out = build_and_run("x86-avx2", rf"""
 #include <stdio.h>
 #include <stdint.h>
 #include "HalideRuntime.h"
@@ -98,16 +96,11 @@ int main(void) {{
   fwrite(o0, 1, sizeof o0, stdout); fwrite(o1, 1, sizeof o1, stdout); fwrite(o2, 1, sizeof o2, stdout);
   return rc;
 }}
-""")
-    exe = tmp_path / "main"
-    subprocess.run(["gcc", f"-I{HALIDE_INCLUDE}", f"-I{tmp_path}", str(tmp_path / "main.c"),
-                    str(tmp_path / "tuple_pf.o"), "-o", str(exe)], check=True)
-    p = subprocess.run([str(exe)], capture_output=True, cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
+""", [tmp_path / "tuple_pf.o"], tmp_path)
     n = W * H
-    got0 = np.frombuffer(p.stdout[:2 * n], dtype=np.int16).reshape(H, W)
-    got1 = np.frombuffer(p.stdout[2 * n:4 * n], dtype=np.int16).reshape(H, W)
-    got2 = np.frombuffer(p.stdout[4 * n:], dtype=np.uint32).reshape(H, W)
+    got0 = np.frombuffer(out[:2 * n], dtype=np.int16).reshape(H, W)
+    got1 = np.frombuffer(out[2 * n:4 * n], dtype=np.int16).reshape(H, W)
+    got2 = np.frombuffer(out[4 * n:], dtype=np.uint32).reshape(H, W)
     a, b = (v.astype(np.int64) for v in vals)
     assert np.array_equal(got0, np.minimum(a, b))
     assert np.array_equal(got1, np.clip(a - b, -32768, 32767))
