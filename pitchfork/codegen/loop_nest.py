@@ -377,8 +377,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
     def _s_Atomic(self, s: H.Atomic) -> None:
         """Halide's `atomic (producer)` (an `.atomic()` update). Run by one thread (no task around it,
         or hvx128, where parallel loops are serial) it guards nothing and is its body. Inside a task,
-        each store of the body must be an integer read-modify-write of the stored element and becomes
-        one atomic RMW instruction, as Halide emits it; anything else is refused."""
+        each store of the body that is an integer read-modify-write of the stored element becomes
+        one atomic RMW instruction, any other integer store a compare-and-swap loop, as Halide emits
+        them; a float or vector store there is refused."""
         if self.threaded_depth == 0:
             self.stmt_(s.body)
             return
@@ -391,29 +392,52 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
     _ATOMIC_OPS = {"+": "add", "-": "sub", "&": "and", "|": "or", "^": "xor", "min": "min", "max": "max"}
 
     def _atomic_store(self, s: H.Store, buf: BufferInfo) -> None:
-        """`buf[i] = buf[i] op x` -> `atomicrmw op` (monotonic: the par_for's join orders it)."""
+        """A store inside an atomic block run by a task, as Halide's codegen emits it: `buf[i] = buf[i]
+        op x` -> one `atomicrmw op`; any other integer update -> a compare-and-swap loop that computes
+        the new value from the element it read (monotonic: the par_for's join orders the results)."""
         v, t = s.value, s.value.type
-        why = f"atomic update of {s.buffer} that is not an integer read-modify-write of the stored element"
-        if not (t.is_scalar and t.is_integer and not t.is_bool and s.predicate is None
-                and isinstance(v, H.BinOp) and v.op in self._ATOMIC_OPS):
-            raise Unsupported(why, s)
+        if not (t.is_scalar and t.is_integer and not t.is_bool and s.predicate is None):
+            raise Unsupported(f"atomic update of {s.buffer} that is not a scalar integer store", s)
         index = self._input_loads_inlined(s.index)
         same = lambda e: (isinstance(e, H.Load) and e.buffer == s.buffer  # noqa: E731
                           and self._input_loads_inlined(e.index) == index)
-        if same(v.a):
-            other = v.b
-        elif same(v.b) and v.op != "-":
-            other = v.a
-        else:
-            raise Unsupported(why, s)
-        op = self._ATOMIC_OPS[v.op]
-        if op in ("min", "max") and not t.is_int:
-            op = "u" + op
         et = fpir_type(t.elem, s)
-        val = self._data_scalar(other, s)
-        idx = self.address_index(s.index, s)
-        p = self._elem_ptr(buf, et, idx, ir.IntType(_storage(et).bits))
-        self._mem_access(buf, self.b.atomic_rmw(op, p, val, "monotonic"))
+        ity = ir.IntType(_storage(et).bits)
+        other = None
+        if isinstance(v, H.BinOp) and v.op in self._ATOMIC_OPS:
+            if same(v.a):
+                other = v.b
+            elif same(v.b) and v.op != "-":
+                other = v.a
+        if other is not None:
+            op = self._ATOMIC_OPS[v.op]
+            if op in ("min", "max") and not t.is_int:
+                op = "u" + op
+            val = self._data_scalar(other, s)
+            p = self._elem_ptr(buf, et, self.address_index(s.index, s), ity)
+            self._mem_access(buf, self.b.atomic_rmw(op, p, val, "monotonic"))
+            return
+        p = self._elem_ptr(buf, et, self.address_index(s.index, s), ity)
+        first = self._mem_access(buf, self.b.load(p, align=self._align(buf, et, s.alignment)))
+        pre = self.b.block
+        loop = self.fn.append_basic_block(f"atomic_cas_{s.buffer}")
+        done = self.fn.append_basic_block(f"atomic_done_{s.buffer}")
+        self.b.branch(loop)
+        self.b.position_at_end(loop)
+        old = self.b.phi(ity, "old")
+        old.add_incoming(first, pre)
+        name = f"atomic.old{next(self._leaf_ids)}"
+        self.scalars[name] = (old, et)
+        var = H.Variable(name, t)
+
+        def swap(x: Any) -> Any:  # every read of the stored element is the value the CAS compares
+            return var if same(x) else map_children(x, H.Expr, swap)
+
+        new = self._data_scalar(swap(v), s)
+        pair = self._mem_access(buf, self.b.cmpxchg(p, old, new, "monotonic", "monotonic"))
+        old.add_incoming(self.b.extract_value(pair, 0), self.b.block)
+        self.b.cbranch(self.b.extract_value(pair, 1), done, loop)
+        self.b.position_at_end(done)
 
     def _input_loads_inlined(self, e: H.Expr) -> H.Expr:
         """`e` with each let-bound scalar load of an input buffer replaced by the load itself: Halide

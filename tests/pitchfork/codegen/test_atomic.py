@@ -1,8 +1,8 @@
 """`.atomic()` updates (LoopNestCodegen._s_Atomic): inside a parallel loop each read-modify-write of
 the stored element is one atomic RMW instruction (a histogram over many rows on 2 threads loses no
-count), outside one the block is its body, and an atomic update that is not such a read-modify-write
-(yet: Halide's own codegen would emit a compare-and-swap loop) is a one-line fallback reason at
-compile time, never a race."""
+count), any other integer update is a compare-and-swap loop, outside a task the block is its body,
+and what is not compiled (float atomic updates) is a one-line fallback reason at compile time,
+never a race."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _histogram(parallel: bool, op: str = "add") -> tuple[hl.Func, list]:
         h[key] = hl.max(h[key], hl.u32(r.y * 7 + r.x % 5))
     elif op == "max_reload":  # Halide loads a[] twice (for the index and for the value)
         h[key] = hl.max(h[key], hl.u32(a[r.x, r.y]) * hl.u32(r.y + 1))
-    else:  # a product: no RMW instruction (Halide's codegen would loop on compare-and-swap)
+    else:  # a product: no RMW instruction, a compare-and-swap loop
         h[key] = h[key] * hl.u32(3)
     u = h.update().atomic()
     if parallel:
@@ -89,14 +89,26 @@ def test_serial_atomic_update_is_its_body() -> None:
     assert "atomicrmw" not in prog.module.source_ir
 
 
-def test_atomic_update_that_is_not_a_rmw_falls_back_with_its_reason() -> None:
-    h, args = _histogram(True, "other")
-    with pytest.raises(Unsupported, match="atomic update of .* not an integer read-modify-write"):
+def test_atomic_update_with_no_rmw_instruction_is_a_compare_and_swap_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HL_NUM_THREADS", "2")
+    prog = _check(*_histogram(True, "other"), "x86-avx2")
+    ir_text = prog.module.source_ir
+    assert "cmpxchg" in ir_text and "atomicrmw" not in ir_text
+
+
+def test_float_atomic_update_falls_back_with_its_reason() -> None:
+    a = hl.ImageParam(hl.Float(32), 1, "a")
+    r = hl.RDom([(0, 256)])
+    h = hl.Func("hist_float")
+    h[x] = hl.f32(0)
+    h[hl.i32(a[r] * 8.0) % 8] += a[r]
+    h.update().atomic().parallel(r)
+    with pytest.raises(Unsupported, match="atomic update of .* not a scalar integer store"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pitchfork.compile(h, args, target="x86-avx2", fallback=False)
+            pitchfork.compile(h, [a], target="x86-avx2", fallback=False)
     with pytest.warns(PitchforkFallbackWarning, match="atomic update of"):
-        prog = pitchfork.compile(h, args, target="x86-avx2")
+        prog = pitchfork.compile(h, [a], target="x86-avx2")
     assert prog.is_fallback
 
 
