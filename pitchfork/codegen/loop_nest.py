@@ -113,6 +113,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self._vector_src: dict[str, H.Expr] = {}
         #: scalar let name -> its Halide expression
         self._scalar_src: dict[str, H.Expr] = {}
+        #: every scalar let's value by name (Halide's lowered names are unique)
+        self._let_src: dict[str, H.Expr] = {}
         self._assert_ids = itertools.count(1)
         self.leaves: dict[str, Leaf] = {}
         self._scoped: list[tuple[str, ir.Instruction]] = []
@@ -268,6 +270,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             if self._bind_semaphore(name, value):  # (struct halide_semaphore_t *)alloca(16): parallel.py
                 return
             raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
+        if t.is_scalar:  # for matching an atomic update's elements (_lets_inlined)
+            self._let_src[name] = value
         if t.is_float:  # scalar or vector: emitted here, where Halide's let is
             self.fscalars[name] = FloatEmitter(self, node).emit(value)
             return
@@ -396,11 +400,18 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         op x` -> one `atomicrmw op`; any other integer update -> a compare-and-swap loop that computes
         the new value from the element it read (monotonic: the par_for's join orders the results)."""
         v, t = s.value, s.value.type
-        if not (t.is_scalar and t.is_integer and not t.is_bool and s.predicate is None):
-            raise Unsupported(f"atomic update of {s.buffer} that is not a scalar integer store", s)
-        index = self._input_loads_inlined(s.index)
+        index = self._lets_inlined(s.index)
         same = lambda e: (isinstance(e, H.Load) and e.buffer == s.buffer  # noqa: E731
-                          and self._input_loads_inlined(e.index) == index)
+                          and self._lets_inlined(e.index) == index)
+        if t.is_float and t.is_scalar and s.predicate is None and isinstance(v, H.BinOp) and v.op == "+" \
+                and (same(v.a) or same(v.b)):  # a float sum: atomicrmw fadd, as Halide emits it
+            val = FloatEmitter(self, s).emit(v.b if same(v.a) else v.a)
+            p = self.b.gep(self.b.bitcast(buf.ptr, ir.PointerType(val.type)),
+                           [self._address_width(self.scalar(s.index, s))])
+            self._mem_access(buf, self.b.atomic_rmw("fadd", p, val, "monotonic"))
+            return
+        if not (t.is_scalar and t.is_integer and not t.is_bool and s.predicate is None):
+            raise Unsupported(f"atomic update of {s.buffer} that is not a scalar integer store or float sum", s)
         et = fpir_type(t.elem, s)
         ity = ir.IntType(_storage(et).bits)
         other = None
@@ -439,18 +450,21 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self.b.cbranch(self.b.extract_value(pair, 1), done, loop)
         self.b.position_at_end(done)
 
-    def _input_loads_inlined(self, e: H.Expr) -> H.Expr:
-        """`e` with each let-bound scalar load of an input buffer replaced by the load itself: Halide
-        loads an input twice for an atomic update's index and its read (`let t11 = a[i]`, `let t10.s =
-        a[i]`), and inputs are never written by the pipeline, so equal loads give equal values."""
+    def _lets_inlined(self, e: H.Expr) -> H.Expr:
+        """`e` with each scalar let that reads only input buffers replaced by its value: Halide computes
+        an atomic update's key twice, for the index it stores to and the one it reads (`let t4.s =
+        int32(t0*8)`, `let t5.s = int32(a[i]*8)`), and inputs are never written by the pipeline, so
+        equal expressions of them are equal values (a let reading any other buffer stays a name)."""
         inputs = {a.name for a in self.captured.arguments if a.is_buffer}
+        memo: dict[str, H.Expr] = {}  # each let inlined once (lets may chain)
 
         def go(x: Any) -> Any:
             if isinstance(x, H.Variable):
-                v = self._scalar_src.get(x.name)
-                if isinstance(v, H.Load) and v.buffer in inputs and v.type.is_scalar:
-                    return go(v)
-                return x
+                if x.name not in memo:
+                    v = self._let_src.get(x.name)
+                    v = go(v) if v is not None else x
+                    memo[x.name] = v if v is not x and all(ld.buffer in inputs for ld in H.loads(v)) else x
+                return memo[x.name]
             return map_children(x, H.Expr, go)
 
         return go(e)
