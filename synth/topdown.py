@@ -176,15 +176,9 @@ def sub_goals(lhs: Term, grammar: Grammar, expanded: Term, env: dict[str, np.nda
     out: dict[ScalarType, list[tuple[Term, np.ndarray]]] = {}
     seen: set[tuple[str, bytes]] = set()
     for s in sorted(set(specs), key=lambda t: (0 if not t.args else 1, _size(t), to_text(t))):
-        try:
-            with np.errstate(all="ignore"):
-                v = np.broadcast_to(np.asarray(evaluate(s, env)).astype(s.type.np_dtype), (n,))
-        except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+        v = _new_value(s, env, n, seen)
+        if v is None:
             continue
-        key = (s.type.name, v.tobytes())
-        if key in seen:
-            continue
-        seen.add(key)
         row = out.setdefault(s.type, [])
         if len(row) < MAX_PER_TYPE or not s.args:
             row.append((s, v))
@@ -193,18 +187,27 @@ def sub_goals(lhs: Term, grammar: Grammar, expanded: Term, env: dict[str, np.nda
         for s in sorted(instruction_goals(lhs, grammar, types), key=lambda t: (int(OPS[t.op].meta.get("cost", 1)), to_text(t))):
             if extra.get(s.type, 0) >= MAX_INSTRUCTION_GOALS:
                 continue
-            try:
-                with np.errstate(all="ignore"):
-                    v = np.broadcast_to(np.asarray(evaluate(s, env)).astype(s.type.np_dtype), (n,))
-            except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+            v = _new_value(s, env, n, seen)
+            if v is None:
                 continue
-            key = (s.type.name, v.tobytes())
-            if key in seen:
-                continue
-            seen.add(key)
             out.setdefault(s.type, []).append((s, v))
             extra[s.type] = extra.get(s.type, 0) + 1
     return out
+
+
+def _new_value(s: Term, env: dict[str, np.ndarray], n: int, seen: set[tuple[str, bytes]]) -> Optional[np.ndarray]:
+    """`s`'s values on the sample (`n` lanes), or None if it cannot be evaluated or a goal of its
+    type already has exactly these values (`seen` records each one kept)."""
+    try:
+        with np.errstate(all="ignore"):
+            v = np.broadcast_to(np.asarray(evaluate(s, env)).astype(s.type.np_dtype), (n,))
+    except (FPIRTypeError, ValueError, ZeroDivisionError, OverflowError):
+        return None
+    key = (s.type.name, v.tobytes())
+    if key in seen:
+        return None
+    seen.add(key)
+    return v
 
 
 def decompositions(lhs: Term, grammar: Grammar, goals: dict[ScalarType, list[tuple[Term, np.ndarray]]],
