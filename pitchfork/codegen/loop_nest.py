@@ -112,9 +112,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         #: vector let name -> its Halide expression (names are unique in Halide's statement)
         self._vector_src: dict[str, H.Expr] = {}
         #: scalar let name -> its Halide expression
+        #: every scalar let's value by name (Halide's lowered names are unique): a broadcast of an
+        #: integer one may expose a constant clamp (to_fpir); atomic updates match elements (_lets_inlined)
         self._scalar_src: dict[str, H.Expr] = {}
-        #: every scalar let's value by name (Halide's lowered names are unique)
-        self._let_src: dict[str, H.Expr] = {}
         self._assert_ids = itertools.count(1)
         self.leaves: dict[str, Leaf] = {}
         self._scoped: list[tuple[str, ir.Instruction]] = []
@@ -270,8 +270,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             if self._bind_semaphore(name, value):  # (struct halide_semaphore_t *)alloca(16): parallel.py
                 return
             raise Unsupported(f"handle-valued let {name} = {_show(value)}", node)
-        if t.is_scalar:  # for matching an atomic update's elements (_lets_inlined)
-            self._let_src[name] = value
+        if t.is_scalar:
+            self._scalar_src[name] = value
         if t.is_float:  # scalar or vector: emitted here, where Halide's let is
             self.fscalars[name] = FloatEmitter(self, node).emit(value)
             return
@@ -280,7 +280,6 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             self._vector_src[name] = value  # for patterns over the Halide expression (clamped_ramp)
             return
         self.scalars[name] = (self.scalar(value, node), fpir_type(t, node))
-        self._scalar_src[name] = value  # a broadcast of it may expose a constant clamp (codegen_expr)
 
     def _s_AssertStmt(self, s: H.AssertStmt) -> None:
         if self.no_asserts:  # (an assertion's condition has no side effect: nothing else to emit)
@@ -420,15 +419,13 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
                 other = v.b
             elif same(v.b) and v.op != "-":
                 other = v.a
+        p = self._elem_ptr(buf, et, self.address_index(s.index, s), ity)
         if other is not None:
             op = self._ATOMIC_OPS[v.op]
             if op in ("min", "max") and not t.is_int:
                 op = "u" + op
-            val = self._data_scalar(other, s)
-            p = self._elem_ptr(buf, et, self.address_index(s.index, s), ity)
-            self._mem_access(buf, self.b.atomic_rmw(op, p, val, "monotonic"))
+            self._mem_access(buf, self.b.atomic_rmw(op, p, self._data_scalar(other, s), "monotonic"))
             return
-        p = self._elem_ptr(buf, et, self.address_index(s.index, s), ity)
         first = self._mem_access(buf, self.b.load(p, align=self._align(buf, et, s.alignment)))
         pre = self.b.block
         loop = self.fn.append_basic_block(f"atomic_cas_{s.buffer}")
@@ -461,7 +458,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         def go(x: Any) -> Any:
             if isinstance(x, H.Variable):
                 if x.name not in memo:
-                    v = self._let_src.get(x.name)
+                    v = self._scalar_src.get(x.name)
                     v = go(v) if v is not None else x
                     memo[x.name] = v if v is not x and all(ld.buffer in inputs for ld in H.loads(v)) else x
                 return memo[x.name]

@@ -78,9 +78,3 @@ def halide_c_source(pipeline: Any, args: Sequence[Any], target: str) -> str:
         pipeline.compile_to_c(str(path), [as_argument(a) for a in args], "pipeline", hl.Target(target))
         return path.read_text()
 
-
-def exact_statement(text: str, pipeline: Any, args: Sequence[Any], target: str) -> str:
-    """`text` with exact float32 literals (unchanged if it has none)."""
-    if not has_float_literals(text):
-        return text
-    return rewrite(text, c_constants(halide_c_source(pipeline, args, target)))
