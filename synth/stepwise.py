@@ -12,7 +12,16 @@ it is incomplete where the root's equality needs a fact about a child (a range t
 keeps), and then the whole query is tried as before. Every query is bounded by the rlimit (a count),
 never by a clock, so a verdict does not depend on machine load.
 
-Invariant: VALID only when every query of the decomposition (or the whole query) is unsat.
+When the whole query runs out between two terms that both multiply, the proof goes to the rule
+verifier's multiplier fallbacks (`synth/verify_fallback.py`: products as uninterpreted functions, then
+exact integer arithmetic), as the search's own proof does (`synth.search.prove_equal`): bit-blasting
+two differently built 32-bit multipliers does not finish (HVX `rounding_mul_shr(x_i32, y_i32, 31)`
+against `vmpyo_rnd_sacc(vmpye(x, y), x, y)`: UNKNOWN at 20M units), so without it a judge could not
+prove a rule the search had found and verified. Both fallbacks are sound (an over-approximation and an
+exact encoding), so they add proofs, never a wrong one.
+
+Invariant: VALID only when every query of the decomposition (or the whole query, or one of its
+multiplier fallbacks) is unsat.
 """
 
 from __future__ import annotations
@@ -37,7 +46,8 @@ def prove_lowered(
     t: Term, s: Term, lower: Callable[[Term], Term], rlimit: int, memo: dict[tuple[Term, Term], bool] | None = None
 ) -> bool:
     """Whether Z3 proves `t == s`, where `s` is `lower(t)` (see module doc): directly at a tenth of
-    the rlimit, else step-wise, else directly at the full rlimit. `memo` keeps verdicts of pairs."""
+    the rlimit, else step-wise, else directly at the full rlimit, else (when that runs out between two
+    products) by the multiplier fallbacks. `memo` keeps verdicts of pairs."""
     from fpir.z3enc import equivalent
 
     memo = {} if memo is None else memo
@@ -74,6 +84,21 @@ def prove_lowered(
             root = False
         ok = root and all(prove_lowered(u, low, lower, rlimit, memo) for u, low in parts)
     if not ok:
-        ok = equivalent(t, s, rlimit=rlimit).status == "VALID"
+        whole = equivalent(t, s, rlimit=rlimit).status
+        # an INVALID verdict is a real counterexample: only a query that ran out goes to the fallbacks
+        ok = whole == "VALID" or (whole == "UNKNOWN" and _by_products(t, s, rlimit))
     memo[key] = ok
     return ok
+
+
+def _by_products(t: Term, s: Term, rlimit: int) -> bool:
+    """Whether the multiplier fallbacks (module doc) prove `t == s`; tried only when both multiply and
+    neither combines lanes (the fallbacks encode one lane; `fpir.z3enc.equivalent` proves lane-combining
+    terms lane by lane), with the same rlimit as the whole query."""
+    from fpir.z3enc import has_lane_ops
+    from synth.verify_fallback import fallback, multiplies
+
+    if has_lane_ops(t) or has_lane_ops(s) or not (multiplies(t) and multiplies(s)):
+        return False
+    v = fallback(t, s, (), rlimit)
+    return v is not None and v.status == "VALID"

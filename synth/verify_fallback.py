@@ -404,6 +404,14 @@ def equivalent_uf(a: Term, b: Term, assume: Sequence[z3.BoolRef] = (), rlimit: i
         "not provable this way" if r == z3.sat else unknown_reason(s)))
 
 
+def multiplies(t: Term) -> bool:
+    """Some node of t multiplies two operands (a primitive or FPIR product, or a target instruction
+    whose meaning does: its declared cost alone cannot say, so its name is asked). The search and the
+    rediscovery judges try the fallbacks only between two such terms (bit-blasting two differently
+    built multipliers is what runs out; anything else is left to the bit-vector verdict)."""
+    return any(x.args and ("mul" in x.op or "mpy" in x.op or "dot" in x.op or "madd" in x.op) for x in t.walk())
+
+
 def fallback(a: Term, b: Term, assume: Sequence[z3.BoolRef], rlimit: int,
              int_assume: Optional[Sequence[z3.BoolRef]] = None) -> Optional[Verdict]:
     """A decisive verdict from the fallbacks, or None. `int_assume` is `assume` over integers (the

@@ -95,6 +95,18 @@ def test_prove_equal_under_bounds_only_assumes_them() -> None:
     assert verdict == "INVALID" and cex == {"v0": 256}
 
 
+def test_prove_equal_between_two_multipliers_goes_to_the_fallbacks() -> None:
+    # HVX Q31: bit-blasting the two 32-bit multipliers runs out; the multiplier fallbacks
+    # (synth.verify_fallback.multiplies decides that both sides multiply) prove it, and a wrong
+    # rounding position is not proven
+    from pitchfork.targets import load_target
+
+    load_target("hvx128", include_synthesized=False)
+    rhs = parse("hvx.vmpyo_rnd_sacc(hvx.vmpye(v0_i32, v1_i32), v0_i32, v1_i32)")
+    assert prove_equal(parse("rounding_mul_shr(v0_i32, v1_i32, 31)"), rhs, rlimit=2_000_000)[0] == "VALID"
+    assert prove_equal(parse("rounding_mul_shr(v0_i32, v1_i32, 30)"), rhs, rlimit=2_000_000)[0] != "VALID"
+
+
 def test_candidates_the_rules_rewrite_are_pruned_during_the_search() -> None:
     from dataclasses import replace as _replace
 
