@@ -1,5 +1,5 @@
 """Halide's own runtime, for kernels that call into it (parallel loops and async producers: `halide_do_par_for`,
-`halide_do_parallel_tasks`, semaphores).
+`halide_do_parallel_tasks`, semaphores, the mutex arrays of atomic() updates).
 
 The runtime is Halide's: `halide.compile_standalone_runtime(path, target)` writes the runtime object
 for a target (thread pool, `halide_error`, `halide_malloc`, ... all WEAK symbols, as in every runtime
@@ -35,7 +35,9 @@ from pathlib import Path
 
 #: the runtime entry points generated code calls (declared by pitchfork/codegen/parallel.py)
 RUNTIME_SYMBOLS: tuple[str, ...] = ("halide_do_par_for", "halide_do_parallel_tasks", "halide_semaphore_init",
-                                    "halide_semaphore_release")
+                                    "halide_semaphore_release", "halide_mutex_array_create",
+                                    "halide_mutex_array_destroy", "halide_mutex_array_lock",
+                                    "halide_mutex_array_unlock")
 #: the Halide target each ISA's runtime is compiled for (the runtime depends on arch and OS only)
 RUNTIME_TARGETS: dict[str, str] = {"x86-avx2": "x86-64-linux", "arm64": "arm-64-linux"}
 

@@ -158,7 +158,11 @@ class AllocMixin:
     def _s_Allocate(self, s: H.Allocate) -> None:
         """An intermediate buffer (compute_root/compute_at): a stack slot aligned to ALLOC_ALIGN bytes or
         a heap block known to be aligned to HEAP_ALIGN[target] (see the module docstring), PADDING
-        bytes longer than Halide asks."""
+        bytes longer than Halide asks. A custom allocation (an atomic() update's mutex array) is
+        ParallelMixin._s_mutex_array's."""
+        if s.new_expr is not None or s.free_function:
+            self._s_mutex_array(s)  # type: ignore[attr-defined]
+            return
         elem_bytes = max(1, s.type.bits // 8)
         terms = [self.to_term(e, s) for e in s.extents]  # type: ignore[attr-defined]
         const_elems: Optional[int] = 1

@@ -375,15 +375,19 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             return
         if self._semaphore_call(v, s):  # halide_semaphore_init / _release (parallel.py)
             return
+        if self._mutex_call(v, s):  # halide_mutex_array_lock / _unlock (parallel.py)
+            return
         raise Unsupported(f"evaluated call {_show(v)}", s)
 
     def _s_Atomic(self, s: H.Atomic) -> None:
         """Halide's `atomic (producer)` (an `.atomic()` update). Run by one thread (no task around it,
         or hvx128, where parallel loops are serial) it guards nothing and is its body. Inside a task,
         each store of the body that is an integer read-modify-write of the stored element becomes
-        one atomic RMW instruction, any other integer store a compare-and-swap loop, as Halide emits
-        them; a float or vector store there is refused."""
-        if self.threaded_depth == 0:
+        one atomic RMW instruction, a float sum `atomicrmw fadd`, any other scalar store a
+        compare-and-swap loop, as Halide emits them; a vector or predicated store there is refused.
+        With a mutex (`atomic (f, f.mutex)`: Halide could not make the update one atomic operation)
+        the body's own lock calls guard its plain stores (ParallelMixin._mutex_call)."""
+        if self.threaded_depth == 0 or s.mutex_name:
             self.stmt_(s.body)
             return
         self.atomic_depth += 1
@@ -396,37 +400,48 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
 
     def _atomic_store(self, s: H.Store, buf: BufferInfo) -> None:
         """A store inside an atomic block run by a task, as Halide's codegen emits it: `buf[i] = buf[i]
-        op x` -> one `atomicrmw op`; any other integer update -> a compare-and-swap loop that computes
-        the new value from the element it read (monotonic: the par_for's join orders the results)."""
+        op x` -> one `atomicrmw op` (integers) or `atomicrmw fadd` (a float sum); any other scalar
+        update -> a compare-and-swap loop that computes the new value from the element it read, on
+        the element's bits for a float (monotonic: the par_for's join orders the results)."""
         v, t = s.value, s.value.type
+        if not (t.is_scalar and not t.is_bool and s.predicate is None):
+            raise Unsupported(f"atomic update of {s.buffer} that is not a scalar store", s)
         index = self._lets_inlined(s.index)
         same = lambda e: (isinstance(e, H.Load) and e.buffer == s.buffer  # noqa: E731
                           and self._lets_inlined(e.index) == index)
-        if t.is_float and t.is_scalar and s.predicate is None and isinstance(v, H.BinOp) and v.op == "+" \
-                and (same(v.a) or same(v.b)):  # a float sum: atomicrmw fadd, as Halide emits it
-            val = FloatEmitter(self, s).emit(v.b if same(v.a) else v.a)
-            p = self.b.gep(self.b.bitcast(buf.ptr, ir.PointerType(val.type)),
-                           [self._address_width(self.scalar(s.index, s))])
-            self._mem_access(buf, self.b.atomic_rmw("fadd", p, val, "monotonic"))
-            return
-        if not (t.is_scalar and t.is_integer and not t.is_bool and s.predicate is None):
-            raise Unsupported(f"atomic update of {s.buffer} that is not a scalar integer store or float sum", s)
-        et = fpir_type(t.elem, s)
-        ity = ir.IntType(_storage(et).bits)
         other = None
-        if isinstance(v, H.BinOp) and v.op in self._ATOMIC_OPS:
+        if isinstance(v, H.BinOp) and v.op in self._ATOMIC_OPS and (not t.is_float or v.op == "+"):
             if same(v.a):
                 other = v.b
             elif same(v.b) and v.op != "-":
                 other = v.a
-        p = self._elem_ptr(buf, et, self.address_index(s.index, s), ity)
-        if other is not None:
-            op = self._ATOMIC_OPS[v.op]
-            if op in ("min", "max") and not t.is_int:
-                op = "u" + op
-            self._mem_access(buf, self.b.atomic_rmw(op, p, self._data_scalar(other, s), "monotonic"))
-            return
-        first = self._mem_access(buf, self.b.load(p, align=self._align(buf, et, s.alignment)))
+        if t.is_float:
+            fty = ir.FloatType() if t.bits == 32 else ir.DoubleType()
+            p = self._float_elem_ptr(buf, s, fty)
+            if other is not None:  # a float sum: atomicrmw fadd, as Halide emits it
+                self._mem_access(buf, self.b.atomic_rmw("fadd", p, FloatEmitter(self, s).emit(other), "monotonic"))
+                return
+            et = ScalarType(False, t.bits)
+            p = self.b.bitcast(p, ir.PointerType(ir.IntType(t.bits)))
+        else:
+            et = fpir_type(t.elem, s)
+            p = self._elem_ptr(buf, et, self.address_index(s.index, s), ir.IntType(_storage(et).bits))
+            if other is not None:
+                op = self._ATOMIC_OPS[v.op]
+                if op in ("min", "max") and not t.is_int:
+                    op = "u" + op
+                self._mem_access(buf, self.b.atomic_rmw(op, p, self._data_scalar(other, s), "monotonic"))
+                return
+        self._atomic_cas(s, buf, p, et, same)
+
+    def _atomic_cas(self, s: H.Store, buf: BufferInfo, p: ir.Value, et: ScalarType,
+                    same: Callable[[H.Expr], bool]) -> None:
+        """`buf[i] = f(buf[i], ...)` as a compare-and-swap loop on the element at `p` (its bits, of
+        storage type `et`): every read of the stored element in `f` is the value the CAS compares,
+        and the loop repeats until no other thread wrote the element in between."""
+        t = s.value.type
+        ity = ir.IntType(_storage(et).bits)
+        first = self._mem_access(buf, self.b.load(p, align=1 if t.is_float else self._align(buf, et, s.alignment)))
         pre = self.b.block
         loop = self.fn.append_basic_block(f"atomic_cas_{s.buffer}")
         done = self.fn.append_basic_block(f"atomic_done_{s.buffer}")
@@ -435,17 +450,27 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         old = self.b.phi(ity, "old")
         old.add_incoming(first, pre)
         name = f"atomic.old{next(self._leaf_ids)}"
-        self.scalars[name] = (old, et)
         var = H.Variable(name, t)
 
-        def swap(x: Any) -> Any:  # every read of the stored element is the value the CAS compares
+        def swap(x: Any) -> Any:
             return var if same(x) else map_children(x, H.Expr, swap)
 
-        new = self._data_scalar(swap(v), s)
+        if t.is_float:
+            self.fscalars[name] = self.b.bitcast(old, ir.FloatType() if t.bits == 32 else ir.DoubleType())
+            new = self.b.bitcast(FloatEmitter(self, s).emit(swap(s.value)), ity)
+        else:
+            self.scalars[name] = (old, et)
+            new = self._data_scalar(swap(s.value), s)
         pair = self._mem_access(buf, self.b.cmpxchg(p, old, new, "monotonic", "monotonic"))
         old.add_incoming(self.b.extract_value(pair, 0), self.b.block)
         self.b.cbranch(self.b.extract_value(pair, 1), done, loop)
         self.b.position_at_end(done)
+
+    def _float_elem_ptr(self, buf: BufferInfo, s: H.Store, fty: ir.Type) -> ir.Value:
+        """The address of a scalar float store's element, as the float type's pointer."""
+        idx = self.scalar(s.index, s)
+        base = self.b.bitcast(buf.ptr, ir.PointerType(fty))
+        return self.b.gep(base, [self._address_width(idx)])
 
     def _lets_inlined(self, e: H.Expr) -> H.Expr:
         """`e` with each scalar let that reads only input buffers replaced by its value: Halide computes
@@ -474,9 +499,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         t = s.value.type
         if t.is_float and t.is_scalar and s.predicate is None:
             val = FloatEmitter(self, s).emit(s.value)
-            idx = self.scalar(s.index, s)
-            base = self.b.bitcast(buf.ptr, ir.PointerType(val.type))
-            self.b.store(val, self.b.gep(base, [self._address_width(idx)]), align=1)
+            self.b.store(val, self._float_elem_ptr(buf, s, val.type), align=1)
             return
         if t.is_float:  # a float vector: stored as the integer path stores the same bits
             fval = FloatEmitter(self, s).emit(s.value)

@@ -252,6 +252,10 @@ class Allocate(Stmt):
     body: Stmt
     memory_type: str = ""
     condition: Expr | None = None
+    #: a custom allocator (Halide's `custom_new { new_expr }`, `custom_delete { free_function(name); }`):
+    #: the handle `new_expr` returns is the allocation, `free_function` releases it
+    new_expr: Expr | None = None
+    free_function: str = ""
     line: int = field(default=0, compare=False, repr=False)
 
 
@@ -323,10 +327,12 @@ class Acquire(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Atomic(Stmt):
-    """`atomic (mutex) {body}` or `atomic {body}` (mutex_name "")."""
+    """`atomic (producer) {body}`, `atomic (producer, mutex) {body}` (the body holds the stores under
+    `halide_mutex_array_lock/unlock` calls on the mutex array `mutex`) or `atomic {body}`."""
 
-    mutex_name: str
+    producer_name: str
     body: Stmt
+    mutex_name: str = ""
     line: int = field(default=0, compare=False, repr=False)
 
 

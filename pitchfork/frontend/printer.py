@@ -137,11 +137,16 @@ class _Printer:
                     self.line(ind, f"predicate ({self.expr(p, True)})")
                     ind += 1
                 self.line(ind, f"{b}[{self.expr(i, True)}{_aligned(al)}] = {self.expr(v, True)}")
-            case ir.Allocate(name=n, type=t, extents=es, body=b, memory_type=m, condition=c):
+            case ir.Allocate(name=n, type=t, extents=es, body=b, memory_type=m, condition=c, new_expr=ne,
+                             free_function=ff):
                 sizes = "".join(f" * {self.expr(x)}" for x in es)
                 mem = f" in {m}" if m else ""
                 cond = f" if {self.expr(c)}" if c is not None else ""
                 self.line(ind, f"allocate {n}[{t}{sizes}]{mem}{cond}")
+                if ne is not None:
+                    self.line(ind, f" custom_new {{ {self.expr(ne)} }}")
+                if ff:
+                    self.line(ind, f" custom_delete {{ {ff}({n}); }}")
                 self.body(n, b, ind)
             case ir.Free(name=n):
                 self.line(ind, f"free {n}")
@@ -169,8 +174,9 @@ class _Printer:
                 self.line(ind, f"acquire ({self.expr(sem, True)}, {self.expr(c, True)}) {{")
                 self.stmt(b, ind + 1)
                 self.line(ind, "}")
-            case ir.Atomic(mutex_name=m, body=b):
-                self.line(ind, f"atomic ({m}) {{" if m else "atomic {")
+            case ir.Atomic(producer_name=pn, body=b, mutex_name=m):
+                names = f"{pn}, {m}" if m else pn
+                self.line(ind, f"atomic ({names}) {{" if names else "atomic {")
                 self.stmt(b, ind + 1)
                 self.line(ind, "}")
             case ir.HoistedStorage(name=n, body=b):

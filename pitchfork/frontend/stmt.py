@@ -231,17 +231,18 @@ class _Builder:
                 name, value = payload  # type: ignore[misc]
                 tail = [ir.LetStmt(name, value, body, line=line)]
             else:
-                name, t_, extents, memory, cond = payload  # type: ignore[misc]
-                tail = [ir.Allocate(name, t_, extents, body, memory, cond, line=line)]
+                name, t_, extents, memory, cond, new_expr, free_fn = payload  # type: ignore[misc]
+                tail = [ir.Allocate(name, t_, extents, body, memory, cond, new_expr, free_fn, line=line)]
         return _block(tail[::-1])
 
     def block(self, t: Tree) -> ir.Stmt:
         return self.stmts(t.children)
 
-    def _allocate_head(self, t: Tree) -> tuple[str, HType, tuple[ir.Expr, ...], str, ir.Expr | None]:
+    def _allocate_head(self, t: Tree) -> tuple[str, HType, tuple[ir.Expr, ...], str, ir.Expr | None,
+                                               ir.Expr | None, str]:
         name, type_tok, *rest = t.children
         extents: list[ir.Expr] = []
-        memory, cond = "", None
+        memory, cond, new_expr, free_fn = "", None, None, ""
         for c in rest:
             if isinstance(c, Token) and c.type == "STAR":
                 continue
@@ -249,9 +250,15 @@ class _Builder:
                 memory = str(c.children[0])
             elif isinstance(c, Tree) and c.data == "alloc_cond":
                 cond = self.expr(c.children[0])
+            elif isinstance(c, Tree) and c.data == "alloc_new":
+                new_expr = self.expr(c.children[0])
+            elif isinstance(c, Tree) and c.data == "alloc_delete":
+                free_fn, freed = str(c.children[0]), str(c.children[1])
+                if freed != str(name):
+                    raise self.error(c, f"custom_delete of {name} frees {freed}")
             else:
                 extents.append(self.expr(c))
-        return str(name), HType.parse(str(type_tok)), tuple(extents), memory, cond
+        return str(name), HType.parse(str(type_tok)), tuple(extents), memory, cond, new_expr, free_fn
 
     def stmt(self, t: Tree) -> ir.Stmt:
         line = self._pos(t)[0]
@@ -302,8 +309,9 @@ class _Builder:
             case "acquire_stmt":
                 return ir.Acquire(self.expr(c[0]), self.expr(c[1]), self.block(c[2]), line=line)
             case "atomic_stmt":
-                mutex = str(c[0]) if len(c) == 2 else ""
-                return ir.Atomic(mutex, self.block(c[-1]), line=line)
+                names = [str(x) for x in c[:-1]]  # (producer[, mutex]) or none
+                return ir.Atomic(names[0] if names else "", self.block(c[-1]),
+                                 names[1] if len(names) > 1 else "", line=line)
             case "hoisted_stmt":
                 return ir.HoistedStorage(str(c[0]), self.block(c[1]), line=line)
             case "let_stmt" | "allocate_stmt":  # only reached through stmts()

@@ -346,6 +346,8 @@ class _Parser:
             self.i += 1
             children.append(Tree("alloc_cond", [self.expr()]))
         self.nl()
+        if self.is_word("custom_new") or self.is_word("custom_delete"):
+            raise _Decline  # a custom allocator (an atomic() update's mutex array): rare, left to lark
         return Tree("allocate_stmt", children)
 
     # ---- expressions ----------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """`.atomic()` updates (LoopNestCodegen._s_Atomic): inside a parallel loop each read-modify-write of
 the stored element is one atomic RMW instruction (a histogram over many rows on 2 threads loses no
-count), any other integer update is a compare-and-swap loop, outside a task the block is its body,
-a float sum is atomicrmw fadd, and what is not compiled (other float atomic updates) is a one-line fallback reason at compile time,
-never a race."""
+count), any other integer update is a compare-and-swap loop, a float sum is atomicrmw fadd and any other float update a compare-and-swap loop on its bits, an
+update Halide guards with a mutex array takes Halide's runtime locks where threads run it; outside a
+task the block is its body. Never a race."""
 
 from __future__ import annotations
 
@@ -14,9 +14,7 @@ import numpy as np
 import pytest
 
 import pitchfork
-from pitchfork.api import PitchforkFallbackWarning
 from pitchfork.backend.run import tools_available
-from pitchfork.codegen.base import Unsupported
 
 x = hl.Var("x")
 ROWS, COLS = 64, 512
@@ -96,34 +94,108 @@ def test_atomic_update_with_no_rmw_instruction_is_a_compare_and_swap_loop(monkey
     assert "cmpxchg" in ir_text and "atomicrmw" not in ir_text
 
 
-def test_float_atomic_sum_and_float_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+def _float_bins(name: str) -> tuple[hl.ImageParam, hl.RDom, np.ndarray]:
+    a = hl.ImageParam(hl.Float(32), 1, f"{name}_in")
+    v = np.random.default_rng(12).random(4096, dtype=np.float32)
+    a.set(hl.Buffer(v))
+    return a, hl.RDom([(0, 4096)]), v
+
+
+def _compile_quietly(f: hl.Func, args: list, target: str):  # type: ignore[no-untyped-def]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pitchfork.compile(f, args, target=target, fallback=False)
+
+
+def test_float_atomic_sum_is_atomicrmw_fadd(monkeypatch: pytest.MonkeyPatch) -> None:
     """A float sum per bin is `atomicrmw fadd` (compared within float tolerance: the order of the
-    additions differs between runs, as in Halide's own parallel code); a float product falls back."""
+    additions differs between runs, as in Halide's own parallel code)."""
     monkeypatch.setenv("HL_NUM_THREADS", "2")
-    a = hl.ImageParam(hl.Float(32), 1, "a")
-    r = hl.RDom([(0, 4096)])
+    a, r, v = _float_bins("fsum")
     h = hl.Func("hist_fsum")
     h[x] = hl.f32(0)
     h[hl.i32(a[r] * 8.0) % 8] += a[r]
     h.update().atomic().parallel(r)
-    v = np.random.default_rng(12).random(4096, dtype=np.float32)
-    a.set(hl.Buffer(v))
     want = np.asarray(h.realize([8]))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        prog = pitchfork.compile(h, [a], target="x86-avx2", fallback=False)
+    prog = _compile_quietly(h, [a], "x86-avx2")
     assert "atomicrmw fadd" in prog.module.source_ir
     np.testing.assert_allclose(prog(v, size=[8], check=True), want, rtol=1e-4)
-    g = hl.Func("hist_fprod")
-    g[x] = hl.f32(1)
-    g[hl.i32(a[r] * 8.0) % 8] *= a[r]
-    g.update().atomic().parallel(r)
-    with pytest.raises(Unsupported, match="atomic update of .* not a scalar integer store or float sum"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pitchfork.compile(g, [a], target="x86-avx2", fallback=False)
-    with pytest.warns(PitchforkFallbackWarning, match="atomic update of"):
-        assert pitchfork.compile(g, [a], target="x86-avx2").is_fallback
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "arm64"])
+def test_other_float_atomic_updates_are_compare_and_swap_loops(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A float max and a float product per bin have no RMW instruction: a compare-and-swap loop on
+    the element's bits, as Halide emits it (the max is exact whatever the order; the product within
+    float tolerance)."""
+    if not tools_available(target):
+        pytest.skip(f"no runner for {target}")
+    monkeypatch.setenv("HL_NUM_THREADS", "2")
+    a, r, v = _float_bins("fcas")
+    for kind in ("max", "prod"):
+        g = hl.Func(f"hist_f{kind}")
+        g[x] = hl.f32(1)
+        k = hl.i32(a[r] * 8.0) % 8
+        if kind == "max":
+            g[k] = hl.max(g[k], a[r] * 3.0)
+        else:
+            g[k] = g[k] * a[r]
+        g.update().atomic().parallel(r)
+        want = np.asarray(g.realize([8]))
+        prog = _compile_quietly(g, [a], target)
+        assert "cmpxchg" in prog.module.source_ir and "atomicrmw" not in prog.module.source_ir
+        for _ in range(3):
+            got = prog(v, size=[8], check=True)
+            if kind == "max":
+                assert np.array_equal(got, want)
+            else:
+                np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+def _locked_max(parallel: bool) -> tuple[hl.Func, hl.ImageParam, np.ndarray]:
+    """`g[k] = select(g[k] > a[r], g[k], a[r])`: Halide reads g[k] through a let, so the update is
+    no single atomic operation: it locks the element in a mutex array (`atomic (g, g.mutex)`)."""
+    a = hl.ImageParam(hl.UInt(32), 1, f"locked_in_{int(parallel)}")
+    v = np.random.default_rng(3).integers(0, 1 << 30, 1 << 14, dtype=np.uint32)
+    a.set(hl.Buffer(v))
+    r = hl.RDom([(0, 1 << 14)])
+    g = hl.Func(f"locked_max_{int(parallel)}")
+    g[x] = hl.u32(0)
+    k = hl.i32(a[r] % 8)
+    g[k] = hl.select(g[k] > a[r], g[k], a[r])
+    u = g.update().atomic()
+    if parallel:
+        u.parallel(r)
+    return g, a, v
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "arm64", "hvx128"])
+def test_atomic_update_under_a_mutex(target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where threads run the update (x86 JIT, arm64 under qemu) the mutex array is Halide's runtime's
+    (created, each update between lock and unlock, destroyed); on hvx128, where the parallel loop is
+    serial, no lock is taken. The result is exact on every ISA."""
+    if not tools_available(target):
+        pytest.skip(f"no runner for {target}")
+    monkeypatch.setenv("HL_NUM_THREADS", "2")
+    g, a, v = _locked_max(True)
+    want = np.asarray(g.realize([8]))
+    prog = _compile_quietly(g, [a], target)
+    src = prog.module.source_ir
+    calls = ("halide_mutex_array_create", "halide_mutex_array_lock", "halide_mutex_array_unlock",
+             "halide_mutex_array_destroy")
+    if target == "hvx128":
+        assert not any(c in src for c in calls)
+    else:
+        assert all(f'@"{c}"(' in src for c in calls)
+    for _ in range(3):
+        assert np.array_equal(prog(v, size=[8], check=True), want)
+
+
+def test_serial_atomic_update_under_a_mutex_takes_no_lock() -> None:
+    g, a, v = _locked_max(False)
+    want = np.asarray(g.realize([8]))
+    prog = _compile_quietly(g, [a], "x86-avx2")
+    assert "halide_mutex_array" not in prog.module.source_ir
+    assert np.array_equal(prog(v, size=[8], check=True), want)
 
 
 def test_parallel_atomic_update_under_qemu_arm64() -> None:

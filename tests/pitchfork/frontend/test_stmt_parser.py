@@ -348,6 +348,28 @@ free buf
     assert to_text(stmt) == text
 
 
+def test_mutex_array_allocation_and_atomic_with_mutex() -> None:
+    """An atomic() update Halide guards with a lock: the mutex array is a custom allocation
+    (`custom_new` / `custom_delete`) and the atomic block names producer and mutex."""
+    text = """\
+allocate h.mutex[(void *) * 1] in Stack
+ custom_new { (void *)halide_mutex_array_create(uint64(h.extent.0)) }
+ custom_delete { halide_mutex_array_destroy(h.mutex); }
+atomic (h, h.mutex) {
+ halide_mutex_array_lock(h.mutex, k)
+ h[k] = max(h[k], 3)
+ halide_mutex_array_unlock(h.mutex, k)
+}
+free h.mutex
+"""
+    stmt = parse_stmt(text, buffers={"h": INT32})
+    assert isinstance(stmt, ir.Allocate) and stmt.free_function == "halide_mutex_array_destroy"
+    assert isinstance(stmt.new_expr, ir.Call) and stmt.new_expr.name == "halide_mutex_array_create"
+    atomic = stmt.body.stmts[0]  # type: ignore[attr-defined]
+    assert isinstance(atomic, ir.Atomic) and (atomic.producer_name, atomic.mutex_name) == ("h", "h.mutex")
+    assert to_text(stmt) == text
+
+
 def test_else_if_chain_and_evaluate() -> None:
     text = """\
 if (a < 1) {
@@ -387,9 +409,9 @@ def test_unknown_character_construct() -> None:
     assert "'@'" in str(e) and "f[a] = a @ 2" in str(e) and "^" in str(e)
 
 
-def test_allocation_custom_new_is_not_supported() -> None:
-    e = _error("allocate f[uint8 * 16]\n custom_new { g() }\nfree f\n")
-    assert e.line == 2 and "'{'" in str(e)
+def test_custom_delete_of_another_allocation_is_an_error() -> None:
+    e = _error("allocate f[uint8 * 16]\n custom_new { g() }\n custom_delete { h(k); }\nfree f\n")
+    assert e.line == 3 and "custom_delete of f frees k" in str(e)
 
 
 @pytest.mark.parametrize(
