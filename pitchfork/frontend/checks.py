@@ -8,6 +8,9 @@ nor Halide's fallback could give the caller a right answer from them.
 * extern stages (`define_extern`): the function they call is not ours to link or run.
 
 Each raises pitchfork.errors.UsageError / PipelineError naming the construct (never a fallback).
+Two more checks raise codegen.Unsupported, a fallback to Halide's compiler with the reason: a statement
+nested deeper than MAX_NESTING (`refuse_deep_statement`) and one that calls a Halide runtime service we
+do not compile (`refuse_runtime_services`: memoize, print, tracing, the profiler).
 """
 
 from __future__ import annotations
@@ -115,3 +118,26 @@ def refuse_deep_statement(text: str) -> None:
     n = statement_nesting(text)
     if n > MAX_NESTING:
         raise Unsupported(f"expression nested {n} deep (PITCHFORK's Halide frontend takes at most {MAX_NESTING})")
+
+
+#: Halide runtime services a statement calls that our code generation does not provide (the runtime
+#: call that marks each -> the schedule directive or target feature a user wrote)
+RUNTIME_SERVICES: tuple[tuple[str, str], ...] = (
+    ("halide_memoization_cache_", "memoize() (Halide's memoization cache)"),
+    ("halide_print(", "print() / print_when() (Halide's runtime printing)"),
+    ("halide_trace_helper(", "trace_stores() / trace_loads() / trace_realizations() (Halide's tracing)"),
+    ("halide_profiler_", "the profile target feature (Halide's profiler)"),
+)
+
+
+def refuse_runtime_services(text: str) -> None:
+    """Raise codegen.Unsupported (a fallback to Halide, naming the directive) for a statement that
+    calls a Halide runtime service PITCHFORK does not compile, before the parser meets its parts
+    (a memoized Func's cache key is a string stored into a uint8 buffer, which would otherwise be
+    reported as a type error of that line)."""
+    from pitchfork.codegen.loop_nest import Unsupported
+
+    for marker, what in RUNTIME_SERVICES:
+        if marker in text:
+            raise Unsupported(f"{what} is not compiled by PITCHFORK")
+
