@@ -159,7 +159,7 @@ class AllocMixin:
         """An intermediate buffer (compute_root/compute_at): a stack slot aligned to ALLOC_ALIGN bytes or
         a heap block known to be aligned to HEAP_ALIGN[target] (see the module docstring), PADDING
         bytes longer than Halide asks. A custom allocation (an atomic() update's mutex array) is
-        ParallelMixin._s_mutex_array's."""
+        AtomicMixin._s_mutex_array's."""
         if s.new_expr is not None or s.free_function:
             self._s_mutex_array(s)  # type: ignore[attr-defined]
             return

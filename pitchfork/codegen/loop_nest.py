@@ -42,7 +42,7 @@ its line, and the caller falls back to Halide's own compiler.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Optional
+from typing import TYPE_CHECKING, Callable, Hashable, Mapping, Optional
 
 from llvmlite import ir
 
@@ -53,9 +53,9 @@ from fpir.types import ScalarType, i32
 from pitchfork.codegen.expr import ExprEmitter, vec_type
 from pitchfork.codegen.ir_constants import mask, undef
 from pitchfork.frontend import ir as H
-from pitchfork.frontend.ir_walk import map_children
 from pitchfork.frontend.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
 from pitchfork.codegen.alloc import AllocMixin, hoist_allocations
+from pitchfork.codegen.atomic import AtomicMixin
 from pitchfork.codegen.base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CALLS, INTRINSICS,  # noqa: F401
                                            STACK_LIMIT, VERY_LIKELY, BufferInfo, Leaf, Stats,
                                            Unsupported, _assert_text, _ident, _show, _storage, fpir_type,
@@ -92,7 +92,7 @@ if TYPE_CHECKING:
 NO_BUILTINS: tuple[str, ...] = ("memcpy",)  # every target
 
 
-class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixin):
+class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixin, AtomicMixin):
     def __init__(self, captured: CapturedStmt, stmt: H.Stmt, target: str, isel: str, name: str = "pipeline",
                  unavailable: frozenset[str] = frozenset(), passes: Optional[PassList] = None) -> None:
         self.captured, self.stmt, self.target, self.isel, self.name = captured, stmt, target, isel, name
@@ -375,121 +375,15 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             return
         if self._semaphore_call(v, s):  # halide_semaphore_init / _release (parallel.py)
             return
-        if self._mutex_call(v, s):  # halide_mutex_array_lock / _unlock (parallel.py)
+        if self._mutex_call(v, s):  # halide_mutex_array_lock / _unlock (atomic.py)
             return
         raise Unsupported(f"evaluated call {_show(v)}", s)
-
-    def _s_Atomic(self, s: H.Atomic) -> None:
-        """Halide's `atomic (producer)` (an `.atomic()` update). Run by one thread (no task around it,
-        or hvx128, where parallel loops are serial) it guards nothing and is its body. Inside a task,
-        each store of the body that is an integer read-modify-write of the stored element becomes
-        one atomic RMW instruction, a float sum `atomicrmw fadd`, any other scalar store a
-        compare-and-swap loop, as Halide emits them; a vector or predicated store there is refused.
-        With a mutex (`atomic (f, f.mutex)`: Halide could not make the update one atomic operation)
-        the body's own lock calls guard its plain stores (ParallelMixin._mutex_call)."""
-        if self.threaded_depth == 0 or s.mutex_name:
-            self.stmt_(s.body)
-            return
-        self.atomic_depth += 1
-        try:
-            self.stmt_(s.body)
-        finally:
-            self.atomic_depth -= 1
-
-    _ATOMIC_OPS = {"+": "add", "-": "sub", "&": "and", "|": "or", "^": "xor", "min": "min", "max": "max"}
-
-    def _atomic_store(self, s: H.Store, buf: BufferInfo) -> None:
-        """A store inside an atomic block run by a task, as Halide's codegen emits it: `buf[i] = buf[i]
-        op x` -> one `atomicrmw op` (integers) or `atomicrmw fadd` (a float sum); any other scalar
-        update -> a compare-and-swap loop that computes the new value from the element it read, on
-        the element's bits for a float (monotonic: the par_for's join orders the results)."""
-        v, t = s.value, s.value.type
-        if not (t.is_scalar and not t.is_bool and s.predicate is None):
-            raise Unsupported(f"atomic update of {s.buffer} that is not a scalar store", s)
-        index = self._lets_inlined(s.index)
-        same = lambda e: (isinstance(e, H.Load) and e.buffer == s.buffer  # noqa: E731
-                          and self._lets_inlined(e.index) == index)
-        other = None
-        if isinstance(v, H.BinOp) and v.op in self._ATOMIC_OPS and (not t.is_float or v.op == "+"):
-            if same(v.a):
-                other = v.b
-            elif same(v.b) and v.op != "-":
-                other = v.a
-        if t.is_float:
-            fty = ir.FloatType() if t.bits == 32 else ir.DoubleType()
-            p = self._float_elem_ptr(buf, s, fty)
-            if other is not None:  # a float sum: atomicrmw fadd, as Halide emits it
-                self._mem_access(buf, self.b.atomic_rmw("fadd", p, FloatEmitter(self, s).emit(other), "monotonic"))
-                return
-            et = ScalarType(False, t.bits)
-            p = self.b.bitcast(p, ir.PointerType(ir.IntType(t.bits)))
-        else:
-            et = fpir_type(t.elem, s)
-            p = self._elem_ptr(buf, et, self.address_index(s.index, s), ir.IntType(_storage(et).bits))
-            if other is not None:
-                op = self._ATOMIC_OPS[v.op]
-                if op in ("min", "max") and not t.is_int:
-                    op = "u" + op
-                self._mem_access(buf, self.b.atomic_rmw(op, p, self._data_scalar(other, s), "monotonic"))
-                return
-        self._atomic_cas(s, buf, p, et, same)
-
-    def _atomic_cas(self, s: H.Store, buf: BufferInfo, p: ir.Value, et: ScalarType,
-                    same: Callable[[H.Expr], bool]) -> None:
-        """`buf[i] = f(buf[i], ...)` as a compare-and-swap loop on the element at `p` (its bits, of
-        storage type `et`): every read of the stored element in `f` is the value the CAS compares,
-        and the loop repeats until no other thread wrote the element in between."""
-        t = s.value.type
-        ity = ir.IntType(_storage(et).bits)
-        first = self._mem_access(buf, self.b.load(p, align=1 if t.is_float else self._align(buf, et, s.alignment)))
-        pre = self.b.block
-        loop = self.fn.append_basic_block(f"atomic_cas_{s.buffer}")
-        done = self.fn.append_basic_block(f"atomic_done_{s.buffer}")
-        self.b.branch(loop)
-        self.b.position_at_end(loop)
-        old = self.b.phi(ity, "old")
-        old.add_incoming(first, pre)
-        name = f"atomic.old{next(self._leaf_ids)}"
-        var = H.Variable(name, t)
-
-        def swap(x: Any) -> Any:
-            return var if same(x) else map_children(x, H.Expr, swap)
-
-        if t.is_float:
-            self.fscalars[name] = self.b.bitcast(old, ir.FloatType() if t.bits == 32 else ir.DoubleType())
-            new = self.b.bitcast(FloatEmitter(self, s).emit(swap(s.value)), ity)
-        else:
-            self.scalars[name] = (old, et)
-            new = self._data_scalar(swap(s.value), s)
-        pair = self._mem_access(buf, self.b.cmpxchg(p, old, new, "monotonic", "monotonic"))
-        old.add_incoming(self.b.extract_value(pair, 0), self.b.block)
-        self.b.cbranch(self.b.extract_value(pair, 1), done, loop)
-        self.b.position_at_end(done)
 
     def _float_elem_ptr(self, buf: BufferInfo, s: H.Store, fty: ir.Type) -> ir.Value:
         """The address of a scalar float store's element, as the float type's pointer."""
         idx = self.scalar(s.index, s)
         base = self.b.bitcast(buf.ptr, ir.PointerType(fty))
         return self.b.gep(base, [self._address_width(idx)])
-
-    def _lets_inlined(self, e: H.Expr) -> H.Expr:
-        """`e` with each scalar let that reads only input buffers replaced by its value: Halide computes
-        an atomic update's key twice, for the index it stores to and the one it reads (`let t4.s =
-        int32(t0*8)`, `let t5.s = int32(a[i]*8)`), and inputs are never written by the pipeline, so
-        equal expressions of them are equal values (a let reading any other buffer stays a name)."""
-        inputs = {a.name for a in self.captured.arguments if a.is_buffer}
-        memo: dict[str, H.Expr] = {}  # each let inlined once (lets may chain)
-
-        def go(x: Any) -> Any:
-            if isinstance(x, H.Variable):
-                if x.name not in memo:
-                    v = self._scalar_src.get(x.name)
-                    v = go(v) if v is not None else x
-                    memo[x.name] = v if v is not x and all(ld.buffer in inputs for ld in H.loads(v)) else x
-                return memo[x.name]
-            return map_children(x, H.Expr, go)
-
-        return go(e)
 
     def _s_Store(self, s: H.Store) -> None:
         buf = self._buffer(s.buffer, s)

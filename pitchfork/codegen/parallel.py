@@ -74,12 +74,6 @@ PARALLEL_TASK = ir.LiteralStructType([LOOP_TASK_TYPE.as_pointer(), PTR, PTR, SEM
 THREADED_TARGETS = frozenset({"x86-avx2", "arm64"})
 #: the semaphore calls of Halide's statement, compiled as calls into its runtime
 SEMAPHORE_CALLS = ("halide_semaphore_init", "halide_semaphore_release")
-#: an atomic() update Halide cannot make one atomic instruction locks its element in a mutex array:
-#: `allocate m[(void *) * 1] custom_new {halide_mutex_array_create(n)} custom_delete
-#: {halide_mutex_array_destroy(m);}` around the loops, `halide_mutex_array_lock/unlock(m, i)` around
-#: the update (runtime/synchronization_common.h)
-MUTEX_CREATE, MUTEX_DESTROY = "halide_mutex_array_create", "halide_mutex_array_destroy"
-MUTEX_CALLS = ("halide_mutex_array_lock", "halide_mutex_array_unlock")
 
 
 def refuse_async(stmt: H.Stmt) -> None:
@@ -378,56 +372,6 @@ class ParallelMixin:
             return False
         fn = self._runtime_function(v.name, ir.FunctionType(I32, [PTR, I32]))
         cg.b.call(fn, [self._semaphore(v.args[0], node), cg.scalar(v.args[1], node)])
-        return True
-
-    # ---- mutex arrays (atomic() updates under a lock) -----------------------------------------
-    def _s_mutex_array(self, s: H.Allocate) -> None:
-        """A custom allocation: only Halide's mutex array is one. On a target with threads, where
-        the scope runs a parallel loop or task, it is created by Halide's runtime, bound as a handle
-        (tasks take it in their closure) and destroyed at the end of the scope (on a failure path
-        out of the scope it is not destroyed: a leak of the array, never a wrong result). Elsewhere
-        every update under it runs on one thread, so no lock is taken and nothing is created."""
-        cg = self  # type: ignore[assignment]
-        call = s.new_expr
-        while isinstance(call, (H.Cast, H.Reinterpret)):
-            call = call.value
-        if not (isinstance(call, H.Call) and call.name == MUTEX_CREATE and len(call.args) == 1
-                and s.free_function in ("", MUTEX_DESTROY)):
-            raise Unsupported(f"allocation {s.name} with a custom allocator ({s.new_expr}, {s.free_function})", s)
-        threaded = cg.target in THREADED_TARGETS and any(
-            isinstance(n, (H.Fork, H.Acquire)) or (isinstance(n, H.For) and n.kind == "parallel")
-            for n in H.walk(s.body))
-        if not threaded:
-            cg.stmt_(s.body)
-            return
-        size = cg.scalar(call.args[0], s)
-        create = self._runtime_function(MUTEX_CREATE, ir.FunctionType(PTR, [ir.IntType(64)]))
-        arr = cg.b.call(create, [cg.b.sext(size, ir.IntType(64)) if size.type.width < 64 else size])
-        self._check_runtime_result(cg.b.zext(cg.b.icmp_unsigned("==", arr, ir.Constant(PTR, None)), I32),
-                                   f"{MUTEX_CREATE} for {s.name}", f"mutex_{_ident(s.name)}")
-        saved = dict(cg.handles)
-        cg.handles[s.name] = arr
-        cg.stmt_(s.body)
-        cg.handles = saved
-        if not cg.b.block.is_terminated:
-            destroy = self._runtime_function(MUTEX_DESTROY, ir.FunctionType(ir.VoidType(), [PTR, PTR]))
-            cg.b.call(destroy, [ir.Constant(PTR, None), arr])
-
-    def _mutex_call(self, v: H.Expr, node: H.Stmt) -> bool:
-        """`halide_mutex_array_lock(m, i)` / `_unlock(m, i)`: a runtime call where the array exists,
-        nothing where `_s_mutex_array` left it out (one thread runs every update)."""
-        cg = self  # type: ignore[assignment]
-        if not (isinstance(v, H.Call) and v.name in MUTEX_CALLS and len(v.args) == 2):
-            return False
-        m = v.args[0]
-        while isinstance(m, (H.Cast, H.Reinterpret)):
-            m = m.value
-        if not isinstance(m, H.Variable):
-            raise Unsupported(f"mutex array {v.args[0]}", node)
-        arr = cg.handles.get(m.name)
-        if arr is not None:
-            fn = self._runtime_function(v.name, ir.FunctionType(I32, [PTR, I32]))
-            cg.b.call(fn, [arr, cg.scalar(v.args[1], node)])
         return True
 
     def _serial_note(self, s: H.For) -> None:
