@@ -194,6 +194,8 @@ def has_i128_mulh(ir_text: str) -> bool:
     """Whether some function has a high multiply `rewrite_i128_mulhs` takes back. Judged one function
     at a time (as the rewrite is): over a module of kernels that reuse value names, the lookups read
     another function's definitions, missed every shape, and the rewrite never ran (difftest batches)."""
+    if " x i128> " not in ir_text:  # what every match of _TRUNC_I128 contains: no need to split the text
+        return False
     found: list[bool] = []
 
     def check(text: str) -> str:
@@ -313,6 +315,8 @@ def optimizer_i128_line(ir_text: str, optimized: str) -> str | None:
     every-op test). Judged function by function: in a module of several kernels (a difftest batch), one
     kernel's own i128 vectors must not wave through the optimiser's in another. Text without function
     definitions is judged as one piece."""
+    if " x i128>" not in optimized:  # what every match of _I128_VECTOR contains: no line of it computes on i128
+        return None
     before, after = _function_texts(ir_text), _function_texts(optimized)
     if not after:
         return None if i128_vector_line(ir_text) is not None else i128_vector_line(optimized)

@@ -1,0 +1,98 @@
+"""pitchfork.codegen.ir_text: `module_text(m)` is `str(m)` character for character (what LLVM parses,
+so every compile's IR is the same as with llvmlite's own printing), on a module of every kind it
+formats and on the modules `pitchfork.compile` builds for benchmarks on each ISA; a formatter that
+disagrees with llvmlite turns the fast lines off, and a class with its own `descr` is printed by
+llvmlite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from llvmlite import ir
+
+import pitchfork
+import pitchfork.api as api
+from pitchfork.codegen import ir_text
+
+
+def _clear(module: ir.Module) -> None:
+    """Forget every instruction's printed line, so the next print formats it again."""
+    for fn in module.functions:
+        for block in fn.blocks:
+            for i in block.instructions:
+                i.__dict__.pop(ir_text._CACHE, None)
+
+
+def _instructions(module: ir.Module) -> list[ir.Instruction]:
+    return [i for fn in module.functions for block in fn.blocks for i in block.instructions]
+
+
+def test_sample_module_same_text() -> None:
+    assert ir_text._self_check()
+    m = ir_text._sample()
+    expected = str(m)
+    _clear(m)
+    assert ir_text.module_text(m) == expected
+    # every instruction but `ret void` (Ret has its own descr) got its line from a formatter here
+    kinds = {type(i).__name__ for i in _instructions(ir_text._sample()) if ir_text._formatter(type(i)) is not None}
+    assert kinds >= {"Instruction", "CastInstr", "ShuffleVector", "GEPInstr", "LoadInstr", "StoreInstr", "ICMPInstr",
+                     "InsertElement", "ExtractElement", "SelectInstr", "ConditionalBranch", "Branch", "PhiInstr"}
+
+
+def test_a_differing_formatter_turns_the_fast_lines_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    cast = ir_text._FORMATTERS[ir.CastInstr.descr]
+    monkeypatch.setitem(ir_text._FORMATTERS, ir.CastInstr.descr, lambda i: cast(i).replace(" to ", " to  "))  # a blank more
+    monkeypatch.setattr(ir_text, "_by_class", {})
+    monkeypatch.setattr(ir_text, "_checked", [])
+    assert not ir_text._self_check()
+    m = ir_text._sample()
+    assert ir_text.module_text(m) == str(m)
+    assert ir_text._checked == [False]
+    # no line is formatted here any more: every line is llvmlite's
+    def no_fill(module: ir.Module) -> None:
+        raise AssertionError("formatted by ir_text after a failed self-check")
+
+    monkeypatch.setattr(ir_text, "_fill", no_fill)
+    _clear(m)
+    assert ir_text.module_text(m) == str(m)
+
+
+def test_a_class_with_its_own_descr_is_printed_by_llvmlite() -> None:
+    class Marked(ir.CastInstr):
+        def descr(self, buf: list[str]) -> None:
+            buf.append("freeze i32 0\n")
+
+    class Plain(ir.CastInstr):
+        pass
+
+    assert ir_text._formatter(Marked) is None
+    assert ir_text._formatter(Plain) is ir_text._cast
+
+
+BENCHES = [("add", "x86-avx2"), ("gaussian3x3", "arm64"), ("softmax", "arm64"), ("sobel3x3", "hvx128"),
+           ("average_pool", "hvx128"), ("camera_pipe", "x86-avx2")]
+
+
+@pytest.mark.parametrize("bench,isa", BENCHES)
+def test_benchmark_modules_same_text(bench: str, isa: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.common import HALIDE_TARGETS
+    from benchmarks.registry import get
+
+    seen: list[tuple[str, str]] = []
+
+    def checked(module: ir.Module) -> str:
+        fast = ir_text.module_text(module)
+        _clear(module)
+        seen.append((fast, str(module)))  # llvmlite's own printing of every line
+        return fast
+
+    monkeypatch.setattr(api, "module_text", checked)
+    b = get(bench)
+    out, args = b.build(isa, b.param_sets[0])
+    prog: Any = pitchfork.compile(out, args, target=HALIDE_TARGETS[isa], name=bench, fallback=False)
+    assert prog.module is not None
+    assert len(seen) == 1
+    fast, slow = seen[0]
+    assert fast == slow
+    assert prog.module.source_ir == fast
