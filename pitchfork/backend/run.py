@@ -301,6 +301,8 @@ def _run_qemu(
         build = [*tools.cc, c_path, s_path, *objs, "-o", exe]
         if any(uses_runtime(m.optimized_ir) for m in mods):  # parallel loops: Halide's runtime, threads
             build[-2:-2] = [str(runtime_object(target.name)), "-lpthread"]
+        if target.name != "hvx128":  # float math Halide leaves to libm (tanf, atan2f, ...), as a Halide
+            build.append("-lm")      # AOT object is linked; the freestanding Hexagon harness has none
         p = subprocess.run(build, check=False, capture_output=True, text=True, cwd=d)
         if p.returncode != 0:
             raise RunError(f"building the {target.name} harness failed:\n$ {' '.join(build)}\n{p.stderr}")

@@ -49,9 +49,15 @@ STRICT = {"strict_add": "+", "strict_sub": "-", "strict_mul": "*", "strict_div":
 #: one-argument math calls -> LLVM intrinsic (Halide's CodeGen_LLVM emits these intrinsics)
 _UNARY = {"floor": "floor", "ceil": "ceil", "trunc": "trunc", "sqrt": "sqrt", "round": "roundeven",
           "abs": "fabs"}
-#: math calls Halide leaves to the C library (libm), lane by lane; not on the Hexagon harness
-_LIBM = {"sin": "llvm.sin", "cos": "llvm.cos", "atan2": "atan2f", "tan": "tanf", "atan": "atanf",
-         "asin": "asinf", "acos": "acosf", "sinh": "sinhf", "cosh": "coshf", "tanh": "tanhf"}
+#: math calls Halide's runtime (posix_math.ll) leaves to LLVM's libm intrinsics or to the C library,
+#: lane by lane, by (name, bits); not on the Hexagon harness (no C math library there). float32 exp,
+#: log and pow have their own lowering (FloatOps.exp/log, powf.py).
+_LIBC_NAMES = ("tan", "atan", "atan2", "asin", "acos", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh")
+_LIBM: dict[tuple[str, int], str] = {
+    **{(n, 32): f"{n}f" for n in _LIBC_NAMES}, **{(n, 64): n for n in _LIBC_NAMES},
+    ("sin", 32): "llvm.sin", ("cos", 32): "llvm.cos",
+    **{(n, 64): f"llvm.{n}" for n in ("sin", "cos", "exp", "log", "pow")},
+}
 
 
 def float_ir_type(t: HType) -> ir.Type:
@@ -267,6 +273,9 @@ class FloatEmitter:
             mag = FloatOps(self.b, self.cg.module, True).intrinsic("fabs", [v])
             inf = FloatOps.const(v.type, float("inf"))
             return self.b.fcmp_ordered("==" if base == "is_inf" else "<", mag, inf)
+        if base == "sqrt":  # Halide's runtime sqrt_f32/f64 inlined: llvm.sqrt without fast-math
+            # flags, so correctly rounded (with afn, x86 would use vrsqrtps and a Newton step)
+            return FloatOps(self.b, self.cg.module, True, self.cg.target).intrinsic("sqrt", [self.emit(e.args[0])])
         if base in _UNARY:
             return o.intrinsic(_UNARY[base], [self.emit(e.args[0])])
         if base == "fma":
@@ -280,20 +289,21 @@ class FloatEmitter:
 
             fn = powf_function(self.cg.module)
             return self._lanewise(e, lambda xs: self.b.call(fn, xs), [self.emit(a) for a in e.args])
-        if base in _LIBM and bits == 32:
+        if (base, bits) in _LIBM:
             if self.cg.target == "hvx128":
                 raise self._unsupported(f"floating-point call {e.name} (the Hexagon harness has no C math "
                                         "library)")
-            name = _LIBM[base]
+            name = _LIBM[base, bits]
             args = [self.emit(a) for a in e.args]
-            f = ir.FloatType()
+            f = ir.FloatType() if bits == 32 else ir.DoubleType()
             if name.startswith("llvm."):
-                fn = declare(self.cg.module, name, f, [f])
+                fn = declare(self.cg.module, name, f, [f] * len(args))
             else:
                 fn = self.cg.module.globals.get(name) or ir.Function(
                     self.cg.module, ir.FunctionType(f, [f] * len(args)), name=name)
-            return self._lanewise(e, lambda xs: self.b.call(fn, xs, fastmath=o.flags if name.startswith("llvm.")
-                                                            else ()), args)
+            # (float64: Halide's runtime function inlined, its intrinsic call carrying no fast-math flags)
+            flags = o.flags if name.startswith("llvm.") and bits == 32 else ()
+            return self._lanewise(e, lambda xs: self.b.call(fn, xs, fastmath=flags), args)
         raise self._unsupported(f"floating-point call {e.name}")
 
 
