@@ -31,6 +31,7 @@ from llvmlite import ir
 
 from pitchfork.codegen.base import Unsupported, _show
 from pitchfork.frontend import ir as H
+from pitchfork.codegen.float_estimates import fast_inverse, supports_estimates
 from pitchfork.codegen.float_math import FloatOps, declare
 from pitchfork.codegen.halide_calls import lower_call
 from pitchfork.codegen.ir_constants import undef
@@ -273,6 +274,12 @@ class FloatEmitter:
             mag = FloatOps(self.b, self.cg.module, True).intrinsic("fabs", [v])
             inf = FloatOps.const(v.type, float("inf"))
             return self.b.fcmp_ordered("==" if base == "is_inf" else "<", mag, inf)
+        if base in ("fast_inverse", "fast_inverse_sqrt") and bits == 32:
+            if not supports_estimates(self.cg.target):
+                raise self._unsupported(f"floating-point call {e.name} (Halide's runtime for {self.cg.target} "
+                                        "does not define it)")
+            return fast_inverse(self.b, self.cg.module, self.cg.target, self.emit(e.args[0]),
+                                base == "fast_inverse_sqrt")
         if base == "sqrt":  # Halide's runtime sqrt_f32/f64 inlined: llvm.sqrt without fast-math
             # flags, so correctly rounded (with afn, x86 would use vrsqrtps and a Newton step)
             return FloatOps(self.b, self.cg.module, True, self.cg.target).intrinsic("sqrt", [self.emit(e.args[0])])

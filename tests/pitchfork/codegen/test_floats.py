@@ -148,6 +148,66 @@ def test_sqrt_is_correctly_rounded_as_halides() -> None:
     assert np.array_equal(prog(v), _halide(out, [inp], [v], [64]))
 
 
+def _estimate_pipeline(lanes: int, sqrt: bool) -> tuple[hl.Func, hl.ImageParam, np.ndarray]:
+    x = hl.Var("x")
+    inp = hl.ImageParam(hl.Float(32), 1, "input")
+    out = hl.Func(f"fast_inverse{'_sqrt' if sqrt else ''}_{lanes}")
+    out[x] = (hl.fast_inverse_sqrt if sqrt else hl.fast_inverse)(inp[x])
+    if lanes > 1:
+        out.vectorize(x, lanes)
+    return out, inp, (np.random.default_rng(lanes).random(40, dtype=np.float32) * 10 + 0.1)
+
+
+@pytest.mark.parametrize("lanes", [1, 5, 8, 16])
+def test_fast_inverse_x86_is_halides_estimate(lanes: int) -> None:
+    """x86: the rcpps / rsqrtps estimate alone, as Halide's runtime (x86.ll): bit-exact with Halide's
+    realize on this machine (the estimate tables are the CPU's), for scalars and any lane count."""
+    for sqrt in (False, True):
+        out, inp, v = _estimate_pipeline(lanes, sqrt)
+        prog = _compile(out, [inp], "x86-avx2")
+        assert ("rsqrt" if sqrt else "rcp") in prog.assembly()
+        assert np.array_equal(prog(v), _halide(out, [inp], [v], [40]))
+
+
+_NEON_ESTIMATES = r"""
+#include <arm_neon.h>
+#include <stdio.h>
+int main(void) {  /* Halide's aarch64.ll fast_inverse_f32x4 / fast_inverse_sqrt_f32x4, on stdin's floats */
+    float in[4], out[8];
+    while (fread(in, sizeof in, 1, stdin) == 1) {
+        float32x4_t x = vld1q_f32(in), a = vrecpeq_f32(x), r = vrsqrteq_f32(x);
+        vst1q_f32(out, vmulq_f32(a, vrecpsq_f32(a, x)));
+        vst1q_f32(out + 4, vmulq_f32(r, vrsqrtsq_f32(vmulq_f32(r, r), x)));
+        fwrite(out, sizeof out, 1, stdout);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+@pytest.mark.parametrize("lanes", [1, 5, 8])
+def test_fast_inverse_arm64_is_the_neon_estimate_and_one_step(lanes: int, tmp_path) -> None:  # noqa: ANN001
+    """arm64: frecpe + frecps + fmul and frsqrte + frsqrts as Halide's runtime (aarch64.ll), checked
+    bit for bit against the same formula written with Neon intrinsics in C and run under qemu."""
+    import subprocess
+
+    from pitchfork.backend.run import check_tools
+
+    tools = check_tools("arm64")
+    assert tools is not None
+    src, exe = tmp_path / "estimates.c", tmp_path / "estimates"
+    src.write_text(_NEON_ESTIMATES)
+    subprocess.run([*tools.cc, str(src), "-o", str(exe)], check=True)
+    for sqrt in (False, True):
+        out, inp, v = _estimate_pipeline(lanes, sqrt)
+        ref = np.frombuffer(subprocess.run([*tools.run, str(exe)], input=v.tobytes(), capture_output=True,
+                                           check=True).stdout, np.float32).reshape(-1, 2, 4)[:, int(sqrt)].ravel()
+        prog = _compile(out, [inp], "arm64")
+        assert ("frsqrts" if sqrt else "frecps") in prog.assembly()
+        assert np.array_equal(prog(v), ref)
+
+
 def test_mixed_int_float_keeps_integer_selection() -> None:
     """A float weight applied to u8 pixels, then quantised: the integer parts around it (absd of
     u8, the saturating add of the quantised values) are still lifted and lowered."""
@@ -165,7 +225,8 @@ def test_mixed_int_float_keeps_integer_selection() -> None:
     assert np.array_equal(prog(va, vb, 0.7), _halide(out, [a, b, w], [va, vb, 0.7], [96]))
 
 
-@pytest.mark.parametrize("call,name", [(hl.sin, "sin_f32"), (hl.sqrt, "__hexagon_sqrtf")])
+@pytest.mark.parametrize("call,name", [(hl.sin, "sin_f32"), (hl.sqrt, "__hexagon_sqrtf"),
+                                       (hl.fast_inverse, "fast_inverse_f32")])
 def test_hvx_missing_functions_refused(call, name: str) -> None:  # noqa: ANN001
     """What the bare-metal Hexagon harness cannot call falls back at compile time, named."""
     x = hl.Var("x")
