@@ -95,3 +95,23 @@ def test_greedy_is_not_rerun_on_its_own_result(monkeypatch: pytest.MonkeyPatch) 
     assert not calls
     lifted, stats = real(res.greedy_term)
     assert lifted is res.greedy_term and not stats.fired
+
+
+def test_pass_rules_share_the_lifting_rules_compiled_rows() -> None:
+    """engine._SharedRows: per op, the pass rule set's rows are the lifting rule set's own row objects
+    followed by bounded.rules' rows, and match what compiling the pass rule set afresh gives (same rule,
+    pattern and root type in the same order, a predicate where the rule has one)."""
+    from pitchfork.trs.compiled import CompiledRules
+
+    rs = lift_rules()
+    pr = eng.pass_rules(rs)
+    shared, fresh = pr.compiled(), CompiledRules(pr.index)
+    assert isinstance(shared, eng._SharedRows)
+    bounded = {r.name for r in eng.load_rule_file(eng.BOUNDED_FILE)}
+    for op in pr.index:
+        got, want = shared._op_rows(op), fresh._op_rows(op)
+        assert [(r[0], r[1], r[4]) for r in got] == [(r[0], r[1], r[4]) for r in want], op
+        assert [r[3] is None for r in got] == [r[3] is None for r in want], op
+        lifting = rs.compiled()._op_rows(op) if op in rs.index else []
+        assert all(a is b for a, b in zip(got, lifting)) and len(got) == len(lifting) + sum(
+            r[0].name in bounded for r in got), op
