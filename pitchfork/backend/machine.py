@@ -525,6 +525,15 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
         pto.loop_unrolling = False
         pto.loop_vectorization = False
         pto.loop_interleaving = False
+        # SLP: Halide 21's CodeGen_LLVM::optimize_module turns it on for every target (its loop
+        # vectorizer, interleaver and unroller only with the enable_llvm_loop_opt feature), and runs
+        # the same O3 pipeline on a CodeGenOptLevel::Aggressive TargetMachine (as opt=3 here). Ours is
+        # on for arm64 only (6195a7c: fully_connected's stride-4 accumulators; without SLP its
+        # innermost loops are 322 instructions instead of 203, the other 15 benchmarks' assembly is
+        # the same, and O3 took ~15% less, session 19 at load 4), so on x86 and hvx128 LLVM
+        # does less than in Halide's compile. Halide also registers the TargetMachine's own pass
+        # callbacks (registerPassBuilderCallbacks) and sets ForgetAllSCEVInLoopUnroll; llvmlite's
+        # pass builder exposes neither.
         pto.slp_vectorization = target.name == "arm64"
         pb = llvm.create_pass_builder(tm, pto)
         with _optimizer_options(target, ir_text):
