@@ -206,15 +206,18 @@ class CompiledPipeline:
                 args += [Scalar(mins[d]), Scalar(extents[d]), Scalar(strides[d])]
             if first_extents is None:
                 first_extents = extents
+        from pitchfork.aot.call import new_output, output_layout, stride_constraints
+
         outs = self.captured.output_buffers
         size = self._output_size(size, first_extents)
-        shape = tuple(reversed(size))
         for out in outs:
-            args.append(Buffer(np.zeros(shape, dtype=buffer_dtype(out.types[0].elem)), is_output=True))
-            stride = 1
+            order = output_layout(stride_constraints(self.captured.text, out.name), size)
+            arr = new_output(size, buffer_dtype(out.types[0].elem), order)
+            arr[...] = 0
+            args.append(Buffer(arr, is_output=True))
+            strides = list(reversed([s // arr.itemsize for s in arr.strides]))
             for d in range(out.dimensions):
-                args += [Scalar(0), Scalar(size[d]), Scalar(stride)]
-                stride *= size[d]
+                args += [Scalar(0), Scalar(size[d]), Scalar(strides[d])]
         return Call(self.name, args)
 
     def _output_size(self, size: Optional[Sequence[int]], first_extents: Optional[list[int]]) -> list[int]:
@@ -367,10 +370,12 @@ def _scalar_arg(a: Any, value: Any) -> Any:
 def _as_array(value: Any) -> tuple[np.ndarray, list[int]]:
     import halide as hl
 
-    if isinstance(value, hl.Buffer):
-        arr = np.ascontiguousarray(np.asarray(value))
+    from pitchfork.backend.harness import dense
+
+    if isinstance(value, hl.Buffer):  # (a dense array keeps its layout: the kernel is given its strides)
+        arr = dense(np.asarray(value))
         return arr, [value.dim(d).min() for d in range(value.dimensions())]
-    arr = np.ascontiguousarray(value)
+    arr = dense(np.asarray(value))
     return arr, [0] * arr.ndim
 
 

@@ -7,10 +7,15 @@ the output arrays. On x86 the kernel is called in process through ctypes with th
 bytes around outputs, inputs verified unchanged; under qemu for arm64/hvx128).
 
 Invariants that make the kernel's `noalias` promise true for every call made here:
-* an input array is copied (once, here) when it is not C-contiguous or not aligned to its element
-  size, or when it may share memory with an output;
+* an input array is copied (once, here) when it is not dense (one block of memory in some axis order:
+  C-contiguous, or a transposed view such as an interleaved image's) or not aligned to its element
+  size, or when it may share memory with an output; a dense one is passed with its own strides;
 * outputs that may share memory with each other are refused (`ValueError`);
 * arrays stay referenced by the `PreparedCall` while the kernel can run.
+
+Output arrays are laid out as the statement's stride constraints ask (`output_layout`: an interleaved
+output, `f.output_buffer().dim(0).set_stride(3)` and `dim(2).set_stride(1)`, is allocated interleaved,
+as Halide's realize allocates it after its bounds query), planar otherwise.
 
 Output arrays of `prog(...)` (no `out=`) are recycled: a fresh multi-megabyte array costs the kernel
 a page fault and a zero-fill per page on first touch (blur3x3 at 8192x8192: 2x the kernel's own
@@ -23,12 +28,14 @@ taken out of the pool while a call writes it, so concurrent calls never share on
 from __future__ import annotations
 
 import ctypes
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
+from pitchfork.backend.harness import dense
 from pitchfork.codegen.base import buffer_dtype
 from pitchfork.frontend.params import scalar_value
 
@@ -45,6 +52,8 @@ class CallPlan:
     arguments: tuple[tuple[str, str, Any, int], ...]
     outputs: tuple[tuple[str, np.dtype, int], ...]
     kinds: tuple[str, ...]  # the kernel's parameter kinds ("p", "i32", "i64"), error slot first
+    #: per output, its stride constraints (see `output_layout`)
+    strides: tuple[dict[int, int | tuple[str, int]], ...] = ()
 
 
 def plan_of(prog: CompiledPipeline) -> CallPlan:
@@ -64,8 +73,60 @@ def plan_of(prog: CompiledPipeline) -> CallPlan:
         outs = tuple((o.name, buffer_dtype(o.types[0].elem), o.dimensions) for o in cap.output_buffers)
         for _, _, dims in outs:
             kinds += ["p"] + ["i32"] * (3 * dims)
-        plan = prog._call_plan = CallPlan(tuple(args), outs, tuple(kinds))
+        strides = tuple(stride_constraints(cap.text, o.name) for o in cap.output_buffers)
+        plan = prog._call_plan = CallPlan(tuple(args), outs, tuple(kinds), strides)
     return plan
+
+
+#: Halide's check of a constant stride constraint: `halide_error_constraint_violated("f.stride.0",
+#: f.stride.0, "3", 3)` (the required value printed as text: an integer or another field's name)
+_STRIDE_CHECK = re.compile(r'halide_error_constraint_violated\("([^"]+)\.stride\.(\d+)", [^,]+, "([^"]+)"')
+
+
+def stride_constraints(statement: str, buffer: str) -> dict[int, int | tuple[str, int]]:
+    """The stride constraints Halide checks on `buffer` in a captured statement: dimension -> an
+    integer, or ("extent", d) for a stride equal to the buffer's extent in dimension d."""
+    out: dict[int, int | tuple[str, int]] = {}
+    for m in _STRIDE_CHECK.finditer(statement):
+        if m.group(1) != buffer:
+            continue
+        text = m.group(3)
+        ext = re.fullmatch(re.escape(buffer) + r"\.extent\.(\d+)", text)
+        if re.fullmatch(r"\d+", text):
+            out[int(m.group(2))] = int(text)
+        elif ext is not None:
+            out[int(m.group(2))] = ("extent", int(ext.group(1)))
+    return out
+
+
+def output_layout(constraints: dict[int, int | tuple[str, int]], size: Sequence[int]) -> Optional[list[int]]:
+    """The Halide dimensions of an output from innermost to outermost in memory, so that a dense
+    array laid out so meets every stride constraint: the dimensions constrained to stride 1 first,
+    then the rest in order; None when the planar layout (dimension 0 innermost) does, or when no
+    order tried does (the kernel's own check then reports the constraint)."""
+    def meets(order: list[int]) -> bool:
+        stride, strides = 1, {}
+        for d in order:
+            strides[d] = stride
+            stride *= size[d]
+        return all(strides[d] == (size[c[1]] if isinstance(c, tuple) else c) for d, c in constraints.items())
+
+    planar = list(range(len(size)))
+    if not constraints or meets(planar):
+        return None
+    order = [d for d in planar if constraints.get(d) == 1] + [d for d in planar if constraints.get(d) != 1]
+    return order if meets(order) else None
+
+
+def new_output(size: Sequence[int], dtype: Any, order: Optional[list[int]]) -> np.ndarray:
+    """A new output array of Halide extents `size` (numpy shape reversed), laid out with the Halide
+    dimensions `order` from innermost to outermost (None: planar, C-contiguous)."""
+    n = len(size)
+    if order is None:
+        return np.empty(tuple(reversed(size)), dtype=dtype)
+    outer_first = list(reversed(order))
+    block = np.empty([size[d] for d in outer_first], dtype=dtype)
+    return np.transpose(block, [outer_first.index(n - 1 - i) for i in range(n)])
 
 
 def _kernel(prog: CompiledPipeline) -> Any:
@@ -160,14 +221,13 @@ def _as_input(value: Any, name: str, want: np.dtype, dims: int) -> tuple[np.ndar
         raise TypeError(f"input {name} must be {want}, got {arr.dtype}")
     if arr.ndim != dims:
         raise TypeError(f"input {name} must have {dims} dimensions, got {arr.ndim}")
-    flags = arr.flags
-    if not (flags.c_contiguous and flags.aligned):
-        arr = np.ascontiguousarray(arr)  # the one copy a layout needs
-    return arr, mins
+    if not arr.flags.aligned:
+        arr = np.array(arr, order="K", copy=True)  # the one copy a layout needs
+    return dense(arr), mins
 
 
 def _dims(arr: np.ndarray, mins: Sequence[int]) -> list[int]:
-    """(min, extent, stride) per Halide dimension (innermost first) of a C-contiguous array."""
+    """(min, extent, stride) per Halide dimension (innermost first) of a dense array."""
     out: list[int] = []
     for d, (ext, st) in enumerate(zip(reversed(arr.shape), reversed(arr.strides))):
         out += [int(mins[d]), int(ext), int(st // arr.itemsize)]
@@ -203,8 +263,9 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
         arr = np.asarray(g)
         if arr.dtype != want or arr.ndim != odims:
             raise TypeError(f"out for {oname} must be a {odims}-d {want} array, got {arr.ndim}-d {arr.dtype}")
-        if not (arr.flags.c_contiguous and arr.flags.aligned and arr.flags.writeable):
-            raise ValueError(f"out for {oname} must be a writeable, C-contiguous, aligned array")
+        if not (arr.flags.aligned and arr.flags.writeable) or dense(arr) is not arr:
+            raise ValueError(f"out for {oname} must be a writeable, aligned array filling one block of memory "
+                             "(C-contiguous or a transposed view of one)")
         out_arrays.append(arr)
         out_mins.append([g.dim(d).min() for d in range(g.dimensions())] if isinstance(g, hl.Buffer) else [])
     for i, a in enumerate(out_arrays):
@@ -244,15 +305,16 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
     if min is not None and len(min) != len(size):
         raise TypeError(f"min must give {len(size)} values, got {len(min)}")
     for k, (oname, want, _) in enumerate(outs):
+        order = output_layout(plan.strides[k], size) if plan.strides else None
         if k < len(out_arrays):
             arr = out_arrays[k]
             if list(reversed(arr.shape)) != size:
                 raise TypeError(f"out for {oname} has extents {list(reversed(arr.shape))}, expected {size}")
-        elif recycle:
+        elif recycle and order is None:
             arr = _spare_output(prog, k, tuple(reversed(size)), want)
             out_arrays.append(arr)
         else:
-            arr = np.empty(tuple(reversed(size)), dtype=want)
+            arr = new_output(size, want, order)
             out_arrays.append(arr)
         mins = list(min) if min is not None else (out_mins[k] if k < len(out_mins) and out_mins[k] else [0] * len(size))
         args.append(("p", arr))

@@ -56,7 +56,9 @@ class Buffer:
             raise TypeError(f"buffer dtype {a.dtype} has no fixed byte layout")
         if not 0 <= self.misalign < ALIGN:
             raise ValueError(f"misalign must be in [0, {ALIGN}), got {self.misalign}")
-        object.__setattr__(self, "array", a if a.flags.c_contiguous else a.copy(order="C"))  # keeps 0-d shape
+        # A dense array keeps its layout (an interleaved image's strides are what the kernel is given);
+        # any other is copied, densely in its own axis order.
+        object.__setattr__(self, "array", dense(a))  # keeps 0-d shape
 
     @classmethod
     def input(cls, array: np.ndarray, misalign: int = 0) -> Buffer:
@@ -177,9 +179,33 @@ class Plan:
         out_file.write(out)
 
 
+def memory_order(a: np.ndarray) -> tuple[int, ...]:
+    """The axes of `a` from the largest stride to the smallest (ties in axis order): the permutation
+    that makes a dense array C-contiguous (the identity for a C-contiguous one)."""
+    return tuple(sorted(range(a.ndim), key=lambda d: (-abs(a.strides[d]), d)))
+
+
+def dense(a: np.ndarray) -> np.ndarray:
+    """`a` itself if its elements fill one block of memory with positive strides in some axis order
+    (C-contiguous, or a transposed view such as an interleaved image's (c, y, x) view), else a copy
+    that does, in `a`'s own axis order."""
+    if a.flags.c_contiguous or (min(a.strides, default=0) > 0 and np.transpose(a, memory_order(a)).flags.c_contiguous):
+        return a
+    return np.array(a, order="K", copy=True)
+
+
 def raw_bytes(array: np.ndarray) -> np.ndarray:
-    """The bytes of a C-contiguous array as a flat uint8 view (works for 0-d and empty arrays too)."""
-    return array.reshape(-1).view(np.uint8)
+    """The bytes of a dense array (see `dense`), in memory order, as a flat uint8 view (works for 0-d
+    and empty arrays too)."""
+    return np.transpose(array, memory_order(array)).reshape(-1).view(np.uint8)
+
+
+def from_raw_bytes(raw: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """A new array shaped and laid out like the dense array `like`, holding `raw` (its bytes in memory
+    order, as `raw_bytes` gives them)."""
+    perm = memory_order(like)
+    block = raw.view(like.dtype).reshape([like.shape[d] for d in perm])
+    return np.transpose(block, np.argsort(perm))
 
 
 def _round_up(x: int, a: int) -> int:

@@ -270,7 +270,7 @@ def _take_output(i: int, fn: str, region: np.ndarray | bytes, data: int, b: Buff
     r = np.frombuffer(region, dtype=np.uint8) if isinstance(region, bytes) else region
     if np.any(r[:data] != GUARD_BYTE) or np.any(r[data + b.nbytes :] != GUARD_BYTE):
         raise RunError(f"call {i} ({fn}) wrote outside an output buffer of {b.nbytes} bytes")
-    return r[data : data + b.nbytes].copy().view(b.array.dtype).reshape(b.array.shape)
+    return harness.from_raw_bytes(r[data : data + b.nbytes].copy(), b.array)
 
 
 # --------------------------------------------------------------------------------------------------
