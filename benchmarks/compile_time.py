@@ -196,7 +196,8 @@ PHASES = ("capture", "selection", "codegen", "llvm")
 LLVM_PHASES = ("llvm_parse", "llvm_verify", "llvm_O3", "llvm_print", "llvm_fixups", "llvm_parse_optimized",
                "llvm_emit_object", "llvm_emit_assembly")
 #: the codegen split (CompileStats.codegen_phases)
-CODEGEN_PHASES = ("codegen_parse", "codegen_loop_passes", "codegen_ir_build", "codegen_ir_print")
+CODEGEN_PHASES = ("codegen_parse", "codegen_loop_passes", "codegen_ir_build", "codegen_ir_print",
+                  "codegen_ir_free")
 
 
 def _ours(bench: Any, isa: str, isel: str) -> dict[str, float]:
@@ -432,7 +433,8 @@ def markdown(data: dict[str, Any]) -> str:
                       "them; Halide 21's include its lowering and, on hvx128, llc) and PITCHFORK's LLVM phases "
                       "(wall seconds: parse / verify / O3 / printing the optimised IR / HVX fixups / parsing it back / "
                       "emitting the object / emitting assembly where the HVX pair choice needs it) and codegen phases "
-                      "(wall seconds: statement parse / loop passes / IR building without selection / llvmlite's printing).", "",
+                      "(wall seconds: statement parse / loop passes / IR building without selection / llvmlite's printing / "
+                      "freeing the llvmlite module, 0 before session 19's free_module).", "",
                       "| checkout | ISA | PITCHFORK CPU (+ capture wall) | LLVM alone CPU (+ capture wall) "
                       "| Halide 21 CPU | PITCHFORK codegen phases | PITCHFORK LLVM phases |",
                       "|---|---|---|---|---|---|---|"]

@@ -101,7 +101,7 @@ def test_sobel_compiles_for_every_isa(sobel, target: str, isel: str) -> None:
     st = prog.stats
     assert st.vector_expressions > 0 and st.llvm_seconds > 0 and st.capture_seconds > 0
     # the phase splits (benchmarks/compile_time.py): every phase ran, and they add up to no more than the whole
-    assert set(st.codegen_phases) == {"parse", "loop_passes", "ir_build", "ir_print"}
+    assert set(st.codegen_phases) == {"parse", "loop_passes", "ir_build", "ir_print", "ir_free"}
     assert 0 <= sum(st.codegen_phases.values()) <= st.codegen_seconds
     assert {"llvm_parse", "llvm_O3"} <= set(st.llvm_phases) and 0 < sum(st.llvm_phases.values()) <= st.llvm_seconds
     if isel == "pitchfork":

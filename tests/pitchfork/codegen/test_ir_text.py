@@ -96,3 +96,32 @@ def test_benchmark_modules_same_text(bench: str, isa: str, monkeypatch: pytest.M
     fast, slow = seen[0]
     assert fast == slow
     assert prog.module.source_ir == fast
+
+
+def test_free_module_leaves_no_cycles() -> None:
+    """After free_module, reference counting alone frees the whole module (the cyclic collector off):
+    every instruction, block, argument, function, the return value, metadata and the module."""
+    import gc
+    import weakref
+
+    m = ir_text._sample()
+    fn = m.get_global("f")
+    objs: list[Any] = [m, fn, fn.return_value, *fn.args, *fn.blocks, *m.metadata]
+    objs += [i for block in fn.blocks for i in block.instructions]
+    refs = [weakref.ref(o) for o in objs]
+    ir_text.module_text(m)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        # without free_module the module is a cycle: dropping it frees nothing
+        m2 = ir_text._sample()
+        r2 = weakref.ref(m2)
+        del m2
+        assert r2() is not None
+        ir_text.free_module(m)
+        del m, fn, objs
+        assert [r for r in refs if r() is not None] == []
+    finally:
+        if was:
+            gc.enable()
+        gc.collect()
