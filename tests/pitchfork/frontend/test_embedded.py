@@ -89,4 +89,8 @@ def test_float_table_and_aot_prototype(tmp_path: Path) -> None:
     assert np.array_equal(prog(v, check=True), want)
     hl.Pipeline(f).compile_to_header(str(tmp_path / "emb_hl.h"), [a], "emb_hl", hl.Target("x86-64-linux-avx2"))
     proto = lambda text, n: re.search(rf"int {n}\(([^)]*)\)", text).group(1)  # noqa: E731
-    assert proto(prog.header(), "emb_pf") == proto((tmp_path / "emb_hl.h").read_text(), "emb_hl")
+    # (the output's parameter is named after the Func: `embedded_aot`, or `embedded_aot__1` in a process
+    # where Halide had already handed out that name; the suite once ran it so in one worker)
+    same_names = lambda p: re.sub(r"embedded_aot(__\d+)?_buffer", "out_buffer", p)  # noqa: E731
+    ours, halides = proto(prog.header(), "emb_pf"), proto((tmp_path / "emb_hl.h").read_text(), "emb_hl")
+    assert same_names(ours) == same_names(halides) and "ftable" not in ours
