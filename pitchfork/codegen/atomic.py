@@ -27,7 +27,7 @@ from llvmlite import ir
 from fpir.types import ScalarType
 from pitchfork.codegen.base import BufferInfo, Unsupported, _ident, _storage, fpir_type
 from pitchfork.codegen.floats import FloatEmitter
-from pitchfork.codegen.parallel import I32, PTR, THREADED_TARGETS
+from pitchfork.codegen.parallel import I32, PTR, THREADED_TARGETS, uncast
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.ir_walk import map_children
 
@@ -158,9 +158,7 @@ class AtomicMixin:
         out of the scope it is not destroyed: a leak of the array, never a wrong result). Elsewhere
         every update under it runs on one thread, so no lock is taken and nothing is created."""
         cg = self  # type: ignore[assignment]
-        call = s.new_expr
-        while isinstance(call, (H.Cast, H.Reinterpret)):
-            call = call.value
+        call = uncast(s.new_expr) if s.new_expr is not None else None
         if not (isinstance(call, H.Call) and call.name == MUTEX_CREATE and len(call.args) == 1
                 and s.free_function in ("", MUTEX_DESTROY)):
             raise Unsupported(f"allocation {s.name} with a custom allocator ({s.new_expr}, {s.free_function})", s)
@@ -189,9 +187,7 @@ class AtomicMixin:
         cg = self  # type: ignore[assignment]
         if not (isinstance(v, H.Call) and v.name in MUTEX_CALLS and len(v.args) == 2):
             return False
-        m = v.args[0]
-        while isinstance(m, (H.Cast, H.Reinterpret)):
-            m = m.value
+        m = uncast(v.args[0])
         if not isinstance(m, H.Variable):
             raise Unsupported(f"mutex array {v.args[0]}", node)
         arr = cg.handles.get(m.name)

@@ -86,6 +86,14 @@ def refuse_async(stmt: H.Stmt) -> None:
                               "which this target does not have here", n)
 
 
+def uncast(e: H.Expr) -> H.Expr:
+    """`e` under its casts and reinterprets (a runtime handle is printed as `(void *)m`, `(struct
+    halide_semaphore_t *)s`, ...)."""
+    while isinstance(e, (H.Cast, H.Reinterpret)):
+        e = e.value
+    return e
+
+
 def _peel_acquires(s: H.Stmt) -> tuple[H.Stmt, list[H.Acquire]]:
     got = []
     while isinstance(s, H.Acquire):
@@ -345,8 +353,7 @@ class ParallelMixin:
 
     def _semaphore(self, e: H.Expr, node: H.Node) -> ir.Value:
         cg = self  # type: ignore[assignment]
-        while isinstance(e, (H.Cast, H.Reinterpret)):
-            e = e.value
+        e = uncast(e)
         if isinstance(e, H.Variable) and e.name in cg.handles:
             return cg.handles[e.name]
         raise Unsupported(f"semaphore {e}", node)
@@ -355,9 +362,7 @@ class ParallelMixin:
         """`let s = (struct halide_semaphore_t *)alloca(16)`: a stack slot (in the entry block, as
         Halide's own allocas), bound in `handles`."""
         cg = self  # type: ignore[assignment]
-        v = value
-        while isinstance(v, (H.Cast, H.Reinterpret)):
-            v = v.value
+        v = uncast(value)
         if not (isinstance(v, H.Call) and v.name == "alloca" and len(v.args) == 1
                 and isinstance(v.args[0], H.IntImm) and "halide_semaphore_t" in value.type.handle):
             return False
