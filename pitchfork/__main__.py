@@ -1,5 +1,5 @@
 import sys
 
-from pitchfork.cli import main
+from pitchfork.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

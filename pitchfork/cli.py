@@ -12,6 +12,7 @@ when PITCHFORK_TRACEBACK=1 is set.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import pkgutil
@@ -102,5 +103,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return code
 
 
+def entry() -> int:
+    """The `pitchfork` program (the console script and `python -m pitchfork`): `main()` for a process
+    that ends when it returns.
+
+    Before returning, every object left is moved to the cyclic collector's permanent generation
+    (`gc.freeze`): the interpreter's shutdown collections would otherwise walk all of them (the loaded
+    rules, the interned terms, a batch's memo tables) only to find garbage the process's exit frees
+    anyway -- measured, ~70 ms of a cold `pitchfork lift`'s ~0.25 s CPU and ~0.25 s of a 1,000-line
+    `lift --batch`. Shutdown is otherwise unchanged: modules are torn down, atexit handlers run, the
+    standard streams are flushed; only reference cycles still alive at exit are left to the OS, whose
+    finalizers Python does not promise to run at exit in any case (every file a command writes is closed
+    by the command). Not for in-process callers (tests call `main(argv)`): frozen objects are never
+    collected."""
+    code = main()
+    gc.freeze()
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())
