@@ -243,7 +243,7 @@ class CompiledPipeline:
         """Bind arguments once for repeated kernel-only calls (benchmarks): `call = prog.prepare(img)`,
         then `call()` runs just the compiled function on the bound arrays (on x86 one ctypes call of
         the JIT'd code with the buffer pointers and dims, no allocation, no copies) and returns
-        `call.outputs`, overwritten each time. Same arguments and aliasing rules as `__call__`."""
+        its outputs (`call.results()`), overwritten each time. Same arguments and aliasing rules as `__call__`."""
         if self.module is None:
             raise RuntimeError(f"{self.name} fell back to Halide ({self.fallback_reason}); no kernel to prepare")
         from pitchfork.aot.call import bind

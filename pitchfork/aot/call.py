@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
+from pitchfork.aot import output_bounds
 from pitchfork.backend.harness import dense
 from pitchfork.codegen.base import buffer_dtype
 from pitchfork.frontend.params import scalar_value
@@ -54,6 +55,8 @@ class CallPlan:
     kinds: tuple[str, ...]  # the kernel's parameter kinds ("p", "i32", "i64"), error slot first
     #: per output, its stride constraints (see `output_layout`)
     strides: tuple[dict[int, int | tuple[str, int]], ...] = ()
+    #: per output, how to answer Halide's bounds query for it (`_grown`), None where it never grows it
+    growth: tuple[Optional[tuple[Any, Any, tuple[tuple[str, int], ...], dict[Any, Any]]], ...] = ()
 
 
 def plan_of(prog: CompiledPipeline) -> CallPlan:
@@ -74,8 +77,39 @@ def plan_of(prog: CompiledPipeline) -> CallPlan:
         for _, _, dims in outs:
             kinds += ["p"] + ["i32"] * (3 * dims)
         strides = tuple(stride_constraints(cap.text, o.name) for o in cap.output_buffers)
-        plan = prog._call_plan = CallPlan(tuple(args), outs, tuple(kinds), strides)
+        plan = prog._call_plan = CallPlan(tuple(args), outs, tuple(kinds), strides, _growth(cap.text, args, outs))
     return plan
+
+
+def _growth(statement: str, args: Sequence[tuple[str, str, Any, int]], outs: Sequence[tuple[str, np.dtype, int]]
+            ) -> tuple[Optional[tuple[Any, Any, tuple[tuple[str, int], ...], dict[Any, Any]]], ...]:
+    """Per output: (its bounds query, where each value the query needs comes from in a bound call:
+    ("a", i) the kernel argument i after the error slot, ("min"/"extent"/"stride", d) the output's
+    requested region), or None when the query never grows it or needs a value a call does not give
+    (a float parameter, say): then the output is allocated as requested, as before."""
+    q = output_bounds.queries(statement, tuple((o[0], o[2]) for o in outs))
+    where: dict[str, tuple[str, int]] = {}
+    at = 0
+    for kind, name, t, n in args:
+        if kind == "scalar":
+            if t != "float":
+                where[name] = ("a", at)
+            at += 1
+            continue
+        for d in range(n):
+            for j, f in enumerate(("min", "extent", "stride")):
+                where[f"{name}.{f}.{d}"] = ("a", at + 1 + 3 * d + j)
+        at += 1 + 3 * n
+    for oname, _, odims in outs:
+        for d in range(odims):
+            for f in ("min", "extent", "stride"):
+                where[f"{oname}.{f}.{d}"] = (f, d)
+    growth: list[Optional[tuple[Any, Any, tuple[tuple[str, int], ...], dict[Any, Any]]]] = []
+    for oname, _, _ in outs:
+        oq = next((o for o in q.outputs if o.output == oname), None)
+        ok = oq is not None and all(n in where for n in oq.needs)
+        growth.append((q, oq, tuple(where[n] for n in oq.needs), {}) if ok and oq is not None else None)
+    return tuple(growth)
 
 
 #: Halide's check of a constant stride constraint: `halide_error_constraint_violated("f.stride.0",
@@ -150,6 +184,9 @@ class PreparedCall:
     args: list[tuple[str, Any]]
     outputs: list[np.ndarray]
     check: bool = False
+    #: per output, the window of `outputs[i]` the caller asked for (numpy slices), or None for all of
+    #: it: an output grown to the region Halide's bounds query asks for (aot/output_bounds.py)
+    crops: Optional[list[Optional[tuple[slice, ...]]]] = None
     _err: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int32))
     #: x86 without checks: (the kernel through a prototype without parameter types, its C arguments,
     #: the error slot as a ctypes int)
@@ -177,7 +214,13 @@ class PreparedCall:
     @property
     def empty(self) -> bool:
         """An output with no elements: nothing to compute (and no assertion on sizes), as realize()."""
-        return any(o.size == 0 for o in self.outputs)
+        return any(o.size == 0 for o in self.results())
+
+    def results(self) -> list[np.ndarray]:
+        """The outputs as the caller asked for them (the requested window of a grown output)."""
+        if self.crops is None:
+            return self.outputs
+        return [o if c is None else o[c] for o, c in zip(self.outputs, self.crops)]
 
     def __call__(self) -> list[np.ndarray]:
         direct = self._direct
@@ -185,12 +228,12 @@ class PreparedCall:
             direct[0](*direct[1])
             code = direct[2].value
         elif self.empty:
-            return self.outputs
+            return self.results()
         else:
             code = self._run_checked()
         if code != 0:
             self.prog._raise_assertion(code)
-        return self.outputs
+        return self.results()
 
     def _run_checked(self) -> int:
         from pitchfork.backend.run import Buffer, Call, Scalar, run_calls
@@ -304,22 +347,60 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
     assert size is not None
     if min is not None and len(min) != len(size):
         raise TypeError(f"min must give {len(size)} values, got {len(min)}")
+    n_given = len(out_arrays)
+    crops: list[Optional[tuple[slice, ...]]] = []
     for k, (oname, want, _) in enumerate(outs):
-        order = output_layout(plan.strides[k], size) if plan.strides else None
-        if k < len(out_arrays):
+        mins = list(min) if min is not None else (out_mins[k] if k < len(out_mins) and out_mins[k] else [0] * len(size))
+        grown = None if k < n_given else _grown(plan, args, k, size, mins)
+        alloc_size, crop = size, None
+        if grown is not None:
+            mins, alloc_size, crop = grown
+        order = output_layout(plan.strides[k], alloc_size) if plan.strides else None
+        if k < n_given:
             arr = out_arrays[k]
             if list(reversed(arr.shape)) != size:
                 raise TypeError(f"out for {oname} has extents {list(reversed(arr.shape))}, expected {size}")
-        elif recycle and order is None:
+        elif recycle and order is None and crop is None:
             arr = _spare_output(prog, k, tuple(reversed(size)), want)
             out_arrays.append(arr)
         else:
-            arr = new_output(size, want, order)
+            arr = new_output(alloc_size, want, order)
             out_arrays.append(arr)
-        mins = list(min) if min is not None else (out_mins[k] if k < len(out_mins) and out_mins[k] else [0] * len(size))
+        crops.append(crop)
         args.append(("p", arr))
         args += [("i32", v) for v in _dims(arr, mins)]
-    return PreparedCall(prog, args, out_arrays, check)
+    return PreparedCall(prog, args, out_arrays, check, crops if any(c is not None for c in crops) else None)
+
+
+def _grown(plan: CallPlan, args: list[tuple[str, Any]], k: int,
+           size: list[int], mins: list[int]) -> Optional[tuple[list[int], list[int], tuple[slice, ...]]]:
+    """Output k grown as Halide's realize grows it after its bounds query (aot/output_bounds.py):
+    (the grown mins, the grown extents, the numpy window of the requested region), or None when the
+    query asks for no more than requested."""
+    growth = plan.growth[k] if plan.growth else None
+    if growth is None:
+        return None
+    q, oq, sources, memo = growth
+    stride_of = [1]
+    for e in size[:-1]:
+        stride_of.append(stride_of[-1] * e)  # realize's buffers are dense
+    region_of = {"min": mins, "extent": size, "stride": stride_of}
+    values = tuple(int(args[i][1]) if kind == "a" else int(region_of[kind][i]) for kind, i in sources)
+    key = (values, tuple(mins), tuple(size))
+    if key in memo:
+        return memo[key]
+    region = output_bounds.answer(q, oq, values)
+    out: Optional[tuple[list[int], list[int], tuple[slice, ...]]] = None
+    if region is not None and len(region) == len(size):
+        starts = [m - qm for m, (qm, _) in zip(mins, region)]
+        inside = all(s >= 0 and s + e <= qe for s, e, (_, qe) in zip(starts, size, region))
+        same = all(s == 0 and e == qe for s, e, (_, qe) in zip(starts, size, region))
+        if inside and not same:
+            crop = tuple(slice(starts[d], starts[d] + size[d]) for d in reversed(range(len(size))))
+            out = [qm for qm, _ in region], [qe for _, qe in region], crop
+    if len(memo) < 256:
+        memo[key] = out
+    return out
 
 
 def _signed(v: int, w: int) -> int:

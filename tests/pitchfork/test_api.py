@@ -312,19 +312,30 @@ def test_wrong_size_rank_raises_type_error(sobel, image: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("target", ("x86-avx2", pytest.param("arm64", marks=needs_qemu["arm64"])))
+def test_roundup_output_grown_as_realize(sobel, target: str) -> None:
+    """RoundUp tiles need the output extent to be a multiple of the tile: an output the call allocates
+    is grown to what Halide's bounds query asks for and the requested window returned, as
+    `Func.realize` does (aot/output_bounds.py); the edge-clamped input makes any width computable."""
+    img = np.random.default_rng(3).integers(0, 256, (H, 100), dtype=np.uint8)
+    got = sobel(target, "pitchfork")(img)
+    assert got.shape == (H, 100)
+    assert np.array_equal(got, sobel3x3_reference(img))
+
+
+@pytest.mark.parametrize("target", ("x86-avx2", pytest.param("arm64", marks=needs_qemu["arm64"])))
 def test_roundup_assertion_raises_runtime_error(sobel, target: str) -> None:
-    """RoundUp tiles need the output extent to be a multiple of the tile: Halide's assertion fails and
-    is reported with its text, no crash and no partial result."""
+    """A caller's own output array is not grown: Halide's assertion fails and is reported with its
+    text, no crash and no partial result."""
     img = np.zeros((H, 100), np.uint8)
     v = LANES[target]
     with pytest.raises(RuntimeError, match=rf"Halide assertion #\d+ failed: \(\(sobel(\$\d+)?\.extent\.0 \+ {v - 1}\) % {v}\)"):
-        sobel(target, "pitchfork")(img)
+        sobel(target, "pitchfork")(img, out=np.zeros((H, 100), np.uint8))
 
 
 def test_roundup_assertion_text_names_the_output(sobel) -> None:
     img = np.zeros((H, 100), np.uint8)
     with pytest.raises(RuntimeError) as e:
-        sobel("x86-avx2", "pitchfork")(img)
+        sobel("x86-avx2", "pitchfork")(img, out=np.zeros((H, 100), np.uint8))
     assert "Output buffer sobel" in str(e.value)
 
 
