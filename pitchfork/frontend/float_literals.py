@@ -1,8 +1,9 @@
 """Exact float32 constants for a captured statement.
 
 Halide prints a float32 constant in its statement text with six decimals (`0.000312f` for 1/3200,
-`1.842105f` for a folded constant): the printed value is not the constant the pipeline computes
-with. Halide's C backend prints the same constants exactly (`float_from_bits(967038730 /* ... */)`),
+`1.842105f` for a folded constant), or, for a nonzero magnitude below 1e-6, with six decimals of
+mantissa (`-2.596302e-07f`, a coefficient of fast_sin's polynomial; `halide_print`): the printed value
+is not the constant the pipeline computes with. Halide's C backend prints the same constants exactly (`float_from_bits(967038730 /* ... */)`),
 so for a statement that contains float literals we compile the pipeline to C once, collect those
 exact values, and replace each printed literal by the unique exact value that prints as it. A literal
 with no such value, or with two different ones, is refused (`InexactFloatLiteral`, which codegen
@@ -24,7 +25,7 @@ import numpy as np
 from pitchfork.frontend.arguments import as_argument
 
 #: A float32 literal as Halide prints it (the sign, if any, is a separate token).
-FLOAT_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+)f(?![\w.$])")
+FLOAT_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)f(?![\w.$])")
 _FROM_BITS = re.compile(r"float_from_bits\((\d+)\b")
 
 
@@ -46,11 +47,18 @@ def c_constants(c_source: str) -> set[float]:
     return out
 
 
+def halide_print(v: float) -> str:
+    """A float32 magnitude as Halide 21's statement printer writes it (without the `f`): fixed with
+    six decimals, scientific with six mantissa decimals below 1e-6 (zero stays `0.000000`). Checked
+    against Halide's own output at the threshold in tests/pitchfork/frontend/test_float_literals.py."""
+    return f"{v:.6e}" if v != 0 and abs(v) < 1e-6 else f"{v:.6f}"
+
+
 def rewrite(text: str, exact: set[float]) -> str:
     """Replace each printed float32 literal by the exact value among `exact` that prints as it."""
     by_print: dict[str, set[float]] = {}
     for v in exact:
-        by_print.setdefault(f"{v:.6f}", set()).add(v)
+        by_print.setdefault(halide_print(v), set()).add(v)
 
     def one(m: re.Match[str]) -> str:
         printed = m.group(1)

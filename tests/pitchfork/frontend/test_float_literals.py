@@ -3,12 +3,14 @@ them with six decimals; the exact values come from its C output."""
 
 from __future__ import annotations
 
+import re
+
 import halide as hl
 import numpy as np
 import pytest
 
 from pitchfork.frontend.capture import capture_stmt
-from pitchfork.frontend.float_literals import InexactFloatLiteral, rewrite
+from pitchfork.frontend.float_literals import InexactFloatLiteral, halide_print, rewrite
 from pitchfork.frontend.stmt import parse_stmt
 
 
@@ -55,3 +57,47 @@ def test_captured_statement_has_the_exact_constants() -> None:
 
     walk(parse_stmt(cap.text, buffers=cap.buffer_types))
     assert f32(1 / 3200) in consts and f32(1.842105123) in consts
+
+
+def test_halide_print_matches_halide_at_the_scientific_threshold(tmp_path) -> None:
+    """Below 1e-6 Halide 21 prints a float32 constant in scientific notation; `halide_print` must
+    write every constant exactly as Halide does for the candidates to be found."""
+    one = np.float32(1e-6)
+    vals = [float(np.nextafter(one, np.float32(1))), float(one), float(np.nextafter(one, np.float32(0))),
+            1.2e-6, f32(2.5963018e-07), f32(1e-44), f32(0.000312), f32(123456.7)]  # (a 0.0 is simplified away)
+    x = hl.Var("x")
+    a = hl.ImageParam(hl.Float(32), 1, "a")
+    f = hl.Func("printed")
+    f[x] = a[x]
+    for i, v in enumerate(vals):  # one multiply per constant, each kept by the data dependence
+        f[x] = f[x] * hl.f32(v) + a[x + i + 1]
+    path = tmp_path / "f.stmt"
+    f.compile_to_lowered_stmt(str(path), [a], hl.StmtOutputFormat.Text, hl.Target("x86-64-linux-avx2-fma-sse41"))
+    printed = re.findall(r"\*([\d.e+-]+)f\)", path.read_text())
+    assert printed == [halide_print(f32(v)) for v in vals]
+
+
+def test_tiny_constants_no_longer_collide_with_zero() -> None:
+    """fast_sin's polynomial has coefficients below 1e-6 and a 0.0: printed as `-2.596302e-07f` and
+    `0.000000f`, each has one candidate (before the scientific form was read, three magnitudes printed
+    as 0.000000 and the pipeline fell back)."""
+    tiny, tinier = f32(2.5963018e-07), f32(2.5029328e-08)
+    out = rewrite("y = (x*-2.596302e-07f) + (x*2.502933e-08f) + 0.000000f", {tiny, tinier, 0.0})
+    assert out == f"y = (x*-{tiny!r}f) + (x*{tinier!r}f) + 0.000000f"
+
+
+@pytest.mark.parametrize("fn", ["fast_sin", "fast_cos"])
+def test_fast_sin_cos_compile_bit_exact(fn: str) -> None:
+    import pitchfork
+
+    x = hl.Var("x")
+    a = hl.ImageParam(hl.Float(32), 1, "a")
+    f = hl.Func(f"{fn}_pf")
+    f[x] = getattr(hl, fn)(a[x]) * 3.0
+    f.vectorize(x, 8)
+    prog = pitchfork.compile(f, [a], target="x86-avx2", name=f"{fn}_pf")
+    assert not prog.is_fallback, prog.fallback_reason
+    vals = np.linspace(-7, 7, 256, dtype=np.float32)
+    a.set(hl.Buffer(vals))
+    want = np.asarray(f.realize([256], hl.Target("x86-64-linux-avx2-fma-sse41")))
+    assert np.array_equal(prog(vals).view(np.uint32), want.view(np.uint32))
