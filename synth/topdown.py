@@ -16,7 +16,11 @@ root instead:
 2. **Root.** Every target instruction of the grammar whose result type is the left side's, applied
    to sub-goals of its operand types (at least one not a leaf); a combination whose values equal the
    left side's on every example is a decomposition (`sat<u8>(x_i32 >> 8)` = `sqxtun(sat<i16>(x >>
-   8))`).
+   8))`). At the root also a primitive `add` / `sub` over one sub-goal `a` of the left side's type and
+   the *residual* `lhs - a` (`a - lhs`), a specification no sub-term states (`residuals`): x86
+   `rounding_mul_shr(x_u16, y_u16, 16)` is `pmulhuw(x, y) + r` with r = `(x * y) >> 15`, the rounding
+   bit. Only the `MAX_RESIDUALS` sub-goals per root whose residual takes the fewest distinct values on
+   the examples are tried (pmulhuw's residual is 0 or 1), so this adds at most two decompositions.
 3. **Operands.** Each sub-goal is implemented by the enumerator (`synthesize` on the sub-goal, its
    own lowering grammar, bound by what the current rules make of it), else by this search one level
    deeper, else by the current rules' lowering of it; the candidate is the root over the
@@ -61,6 +65,9 @@ SUB_BUDGET_DIVISOR = 4
 #: most operands
 MAX_INSTRUCTION_GOALS = 8
 MAX_INSTRUCTION_ARITY = 2
+#: residual decompositions at the root (`residuals`): the primitive roots, and the sub-goals tried per root
+RESIDUAL_ROOTS = ("add", "sub")
+MAX_RESIDUALS = 1
 #: sub-goals are searched top-down again this many levels deep (a root over two levels of operands:
 #: right sides of up to about five instructions)
 MAX_DEPTH = 2
@@ -259,6 +266,34 @@ def decompositions(lhs: Term, grammar: Grammar, goals: dict[ScalarType, list[tup
     return found, tried
 
 
+def residuals(lhs: Term, expanded: Term, goals: dict[ScalarType, list[tuple[Term, np.ndarray]]],
+              target: np.ndarray) -> list[tuple[str, tuple[Term, ...]]]:
+    """Decompositions of the left side at a primitive root (`RESIDUAL_ROOTS`): `add(a, lhs - a)` and
+    `sub(a, a - lhs)` for a sub-goal `a` of the left side's type that is no leaf. Both hold for every
+    input (wrapping arithmetic), so what decides is whether the residual has a cheap implementation;
+    the `MAX_RESIDUALS` sub-goals per root whose residual takes the fewest distinct values on the
+    examples are kept, ties to the smaller sub-goal. The residual is stated over the generic expansion
+    (`expanded`): its grammar (`Context.grammar_for`) then has the primitive ops the expansion uses
+    (the `mul` of `(x * y) >> 15`), which the left side's fixed-point op does not name."""
+    dt = lhs.type.np_dtype
+    cands = [(a, v) for a, v in goals.get(lhs.type, []) if a.args]
+    out: list[tuple[str, tuple[Term, ...]]] = []
+    for op in RESIDUAL_ROOTS:
+        ranked = []
+        for a, v in cands:
+            with np.errstate(all="ignore"):
+                r = target.astype(dt) - v.astype(dt) if op == "add" else v.astype(dt) - target.astype(dt)
+            ranked.append((len(np.unique(r)), _size(a), to_text(a), a))
+        ranked.sort(key=lambda x: x[:3])
+        for _, _, _, a in ranked[:MAX_RESIDUALS]:
+            try:
+                rest = make("sub", expanded, a, fold=False) if op == "add" else make("sub", a, expanded, fold=False)
+            except (FPIRTypeError, ValueError):
+                continue
+            out.append((op, (a, rest)))
+    return out
+
+
 def topdown(lhs: Term, grammar: Grammar, bound: tuple, ctx: Context, depth: int = 1,
             memo: Optional[dict[Term, Term]] = None) -> SearchResult:
     """A right side for `lhs` cheaper than `bound` built from the root down (module doc)."""
@@ -273,12 +308,15 @@ def topdown(lhs: Term, grammar: Grammar, bound: tuple, ctx: Context, depth: int 
     env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
     with np.errstate(all="ignore"):
         target = np.broadcast_to(np.asarray(evaluate(lhs, env)).astype(lhs.type.np_dtype), (len(rows),))
-    goals = sub_goals(lhs, grammar, ctx.expand(lhs), env, len(rows), instructions=depth == 1)
+    expanded = ctx.expand(lhs)
+    goals = sub_goals(lhs, grammar, expanded, env, len(rows), instructions=depth == 1)
     found, tried = decompositions(lhs, grammar, goals, target)
     found.sort(key=lambda d: (sum(1 for g in d[1] if g.args), sum(_size(g) for g in d[1]), d[0], [to_text(g) for g in d[1]]))
+    # the residual decompositions at the root have a quota of their own (they never displace one above)
+    rest = residuals(lhs, expanded, goals, target) if depth == 1 else []
     calls = 0
     cands: dict[Term, None] = {}
-    for op, specs in found[:MAX_DECOMPOSITIONS]:
+    for op, specs in found[:MAX_DECOMPOSITIONS] + rest:
         impls = []
         for g in specs:
             impl = _implement(g, ctx, depth, memo)
@@ -294,7 +332,8 @@ def topdown(lhs: Term, grammar: Grammar, bound: tuple, ctx: Context, depth: int 
         if prove_equal(lhs, t, ctx.rlimit)[0] == "VALID":
             return SearchResult("found", t, tried, calls, 1, f"top-down: {t.op} over {len(t.args)} sub-goals")
     return SearchResult("budget", None, tried, calls, 1,
-                        f"top-down: {len(found)} decomposition(s) on the examples, none cheaper and proven")
+                        f"top-down: {len(found)} decomposition(s) on the examples and {len(rest)} residual one(s), "
+                        "none cheaper and proven")
 
 
 def _implement(g: Term, ctx: Context, depth: int, memo: dict[Term, Term]) -> Term:

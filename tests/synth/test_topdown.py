@@ -15,7 +15,7 @@ from pitchfork.trs.rules import parse_rule
 from synth.bringup import bring_up_hidden
 from synth.search import base_examples, lane_names, prove_equal
 from synth.tasks import Task, lowering_grammar, run_task
-from synth.topdown import decompositions, instruction_goals, sub_goals
+from synth.topdown import decompositions, instruction_goals, residuals, sub_goals
 from synth.verify import verify_rule
 
 
@@ -66,6 +66,39 @@ def test_two_multipliers_are_proven_equal_by_the_verifiers_fallback_not_left_unk
     assert verdict == "INVALID"
     env = {k: np.array([v], dtype=np.int32) for k, v in cex.items()}
     assert evaluate(lhs, env)[0] != evaluate(wrong, env)[0]
+
+
+def test_a_primitive_root_over_an_instruction_and_its_residual() -> None:
+    """x86 `rounding_mul_shr(x_u16, y_u16, 16)` (hand rule pmulhuw_round16: `pmulhuw(x, y) + ((x * y) >>
+    15)`): no instruction at the root decomposes it on the examples (the rounding bit is no sub-goal),
+    but `add(pmulhuw(x, y), lhs - pmulhuw(x, y))` does, and its residual (0 or 1) is the one with the
+    fewest values; the search then implements the residual and finds a right side as cheap as the hand
+    rule's (four instructions), which verifies at every type instance. Before the residual roots the
+    deep search ended over budget with no decomposition (session 19)."""
+    isa, text = "x86-avx2", "rounding_mul_shr(v0_u16, v1_u16, 16)"
+    assert _decompose(isa, text, instructions=True) == []
+    lhs = parse(text)
+    g = lowering_grammar(lhs, isa)
+    vars_ = sorted(set(lhs.variables()), key=lambda v: v.name)
+    rows = base_examples(lane_names(vars_, {}))
+    env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
+    target = np.broadcast_to(np.asarray(evaluate(lhs, env)).astype(lhs.type.np_dtype), (len(rows),))
+    expanded = expand_fpir(lhs, 64)
+    rest = residuals(lhs, expanded, sub_goals(lhs, g, expanded, env, len(rows), instructions=True), target)
+    assert [op for op, _ in rest] == ["add", "sub"]
+    op, (a, r) = rest[0]
+    assert to_text(a) == "x86.pmulhuw(v0_u16, v1_u16)"
+    with np.errstate(all="ignore"):
+        rv = np.asarray(evaluate(r, env)).astype(lhs.type.np_dtype)
+        assert set(np.unique(rv).tolist()) == {0, 1}  # the rounding bit
+        assert np.array_equal((np.asarray(evaluate(a, env)) + rv).astype(lhs.type.np_dtype), target)
+    res = run_task(Task("lower", isa, text, 100_000, hide=bring_up_hidden(isa)))
+    assert res["status"] == "synthesized", res.get("reason")
+    assert res["search_detail"] == "top-down: add over 2 sub-goals"
+    assert res["rhs_cost"][0] == 4
+    rhs = parse(res["rhs"])
+    assert rhs.op == "add" and "x86.pmulhuw(v0_u16, v1_u16)" in {to_text(x) for x in rhs.args}
+    assert verify_rule(parse_rule(f"t: {res['rule']}", "<test>", 1)).status == "VALID"
 
 
 @pytest.mark.parametrize("isa,lhs,ops,cost", [
