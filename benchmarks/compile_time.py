@@ -6,7 +6,9 @@
 Selection (in this process unless said otherwise; CPU seconds from `time.process_time`, wall from
 `time.perf_counter`; the machine may be shared, so both are reported):
 
-* cold `pitchfork lift EXPR`: N fresh interpreters (after one warm-up run, so the rule cache on disk is warm);
+* cold `pitchfork lift EXPR`: N fresh interpreters (after one warm-up run, so the rule cache on disk and the
+  bytecode cache are warm: the children write bytecode to OUT/pycache whatever PYTHONDONTWRITEBYTECODE says,
+  `_timed_run`);
 * `pitchfork lift --batch FILE` over 1,000 idiom expressions (the micro_lift corpus, variables renamed per
   line so no two lines are the same term), in a fresh interpreter: expressions per second;
 * lift + lower per expression (each ISA), per rule count (the corpus lifted with the first 25/50/100% of the
@@ -86,10 +88,17 @@ def sum_expr(n: int, shape: str) -> str:
 
 
 def _timed_run(cmd: list[str], cwd: Path) -> tuple[float, float, str]:
-    """(wall, CPU of the child, stdout) of one command."""
+    """(wall, CPU of the child, stdout) of one command. The child reads compiled bytecode, as an installed
+    package's process does: it writes it under `cwd`/pycache (PYTHONPYCACHEPREFIX, never the source tree)
+    in the caller's warm-up run, whatever PYTHONDONTWRITEBYTECODE says in the calling shell. Otherwise a
+    module whose __pycache__ entry is missing or older than its source is compiled again in every timed
+    run, which makes the figure depend on when the checkout's __pycache__ was last written (session 20:
+    /work/main's stale fpir/text.py, flags.py and opspec.py alone cost ~35-50 ms of each cold lift)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=str(cwd / "pycache"))
     r0 = os.times()
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
     wall = time.perf_counter() - t0
     r1 = os.times()
     if p.returncode:

@@ -129,3 +129,15 @@ def test_crash_line_is_the_assertion_with_a_short_path() -> None:
     assert line.startswith("killed by SIGABRT: python3: llvm/lib/CodeGen/TargetRegisterInfo.cpp:226: ")
     assert line.endswith("Assertion `BestRC && \"Couldn't find the register class\"' failed.")
     assert ct.crash_line(3, "") == "exit status 3: "
+
+
+def test_timed_children_keep_their_bytecode_outside_the_tree(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The cold-lift children compile a module once (the warm-up) into OUT/pycache, even when the calling
+    shell says PYTHONDONTWRITEBYTECODE, so later runs read bytecode instead of compiling source again."""
+    import sys
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    _, _, out = ct._timed_run([sys.executable, "-c", "import sys, benchmarks.micro_lift; "
+                               "print(sys.dont_write_bytecode, sys.pycache_prefix)"], tmp_path)
+    assert out.split() == ["False", str(tmp_path / "pycache")]
+    assert list((tmp_path / "pycache").rglob("micro_lift.*.pyc"))
