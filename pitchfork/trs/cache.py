@@ -24,6 +24,7 @@ its user only (it is created 0700).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import pickle
@@ -81,10 +82,19 @@ def load_entry(path: Path) -> Optional[object]:
         return None
     if not data.startswith(_FORMAT):
         return None
+    # The cyclic collector is paused while unpickling: every object `loads` makes is reachable from
+    # its result when it returns, so the collections its thousands of allocations would trigger (a cold
+    # `pitchfork lift` unpickles ~6,000 rule objects) cannot free any of them; they would only re-walk
+    # what exists already. Re-enabled on the way out only if it was on.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return pickle.loads(data[len(_FORMAT):])
     except Exception:  # noqa: BLE001 - any corrupt entry is just a miss
         return None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def store_entry(path: Path, value: object) -> None:

@@ -21,7 +21,7 @@ import itertools
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
-from typing import Iterator, Optional, Union
+from typing import Any, Iterator, Optional, Union
 
 from fpir.opspec import OPS, known_op, spec, split_flags
 from fpir.term import Term
@@ -46,6 +46,15 @@ class RuleSyntaxError(ValueError):
 # Type expressions
 
 
+def _reduce_to_constructor(self: Any) -> tuple[type, tuple[Any, ...]]:
+    """`__reduce__` of the frozen slots dataclasses below: pickled as a call of the constructor on the
+    fields (a slots class's `__slots__` are its fields, in order). The dataclass default restores the
+    fields through `_dataclass_setstate`, which looks the fields up again for every object; the rule
+    cache (pitchfork/trs/cache.py) unpickles ~1,400 patterns in a cold `pitchfork lift`. Same objects
+    either way: the constructors only store their arguments."""
+    return type(self), tuple(getattr(self, name) for name in self.__slots__)
+
+
 @dataclass(frozen=True, slots=True)
 class TypeExpr:
     """A concrete type, a type variable, or wide/narrow/signed/unsigned of a type expression."""
@@ -54,6 +63,7 @@ class TypeExpr:
     concrete: Optional[ScalarType] = None
     name: str = ""
     inner: Optional["TypeExpr"] = None
+    __reduce__ = _reduce_to_constructor
 
     def __str__(self) -> str:
         if self.kind == "concrete":
@@ -131,17 +141,20 @@ def type_expr_of_raw(node: Raw) -> TypeExpr:
 class PWild:
     name: str
     type: Optional[TypeExpr]
+    __reduce__ = _reduce_to_constructor
 
 
 @dataclass(frozen=True, slots=True)
 class PConst:
     name: str
     type: Optional[TypeExpr]
+    __reduce__ = _reduce_to_constructor
 
 
 @dataclass(frozen=True, slots=True)
 class PLit:
     value: int
+    __reduce__ = _reduce_to_constructor
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +163,7 @@ class PApp:
     args: tuple["Pattern", ...]
     type: Optional[TypeExpr] = None  # explicit result type (casts)
     flags: tuple[str, ...] = ()  # flags the matched node must carry
+    __reduce__ = _reduce_to_constructor
 
 
 Pattern = Union[PWild, PConst, PLit, PApp]

@@ -54,3 +54,17 @@ def test_entry_freezes_after_writing_every_output(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["lifted"] for r in rows] == ["saturating_add(a_u8, b_u8)", "rounding_halving_add(a_u8, b_u8)", None]
     assert rows[2]["error"]
+
+
+def test_a_batch_gives_the_collector_back(tmp_path: Path) -> None:
+    """`lift --batch` pauses the cyclic collector over its lines (greedy engine) and turns it back on."""
+    import gc
+
+    from pitchfork.cli import main
+
+    src = tmp_path / "in.txt"
+    src.write_text("u8(min(u16(a_u8) + u16(b_u8), 255))\n")
+    assert gc.isenabled()
+    assert main(["lift", "--batch", str(src), "-o", str(tmp_path / "out.jsonl")]) == EXIT_OK
+    assert gc.isenabled()
+    assert json.loads((tmp_path / "out.jsonl").read_text())["lifted"] == "saturating_add(a_u8, b_u8)"

@@ -142,3 +142,47 @@ def test_cli_lift_uses_and_fills_the_cache(tmp_path: Path) -> None:
     assert outs[1].stdout == "saturating_add(a_u8, b_u8)\n[]\n"
     assert list((tmp_path / "c" / "rules").glob("*.pickle"))
     assert (tmp_path / "c" / "lark" / "fpir-text.pickle").exists()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_loading_an_entry_leaves_the_collector_as_it_was(cache_dir: Path, enabled: bool) -> None:
+    """load_entry pauses the cyclic collector while unpickling and gives it back in the state it found."""
+    import gc
+
+    cache.parse_rules_cached(RULES, "a.rules", parse_rules)  # stores the entry
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        assert [r.name for r in cache.load_entry(cache.entry_path(RULES, "a.rules"))] == ["r1", "r2"]  # type: ignore[union-attr]
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
+def test_patterns_pickle_as_constructor_calls_into_equal_objects() -> None:
+    """The patterns of the lifting rules (hand-written and synthesized: every pattern class occurs) come
+    back from a pickle round trip equal, field by field, and of the same classes (pitchfork/trs/pattern.py
+    pickles them as constructor calls)."""
+    import pickle
+
+    from pitchfork.selection.lift import lift_rules
+    from pitchfork.trs import pattern as P
+
+    rules = lift_rules().rules
+    back = pickle.loads(pickle.dumps(rules, protocol=pickle.HIGHEST_PROTOCOL))
+    assert back == rules
+    kinds: set[type] = set()
+
+    def same(a: object, b: object) -> None:
+        assert type(a) is type(b) and a == b
+        if isinstance(a, (P.PApp, P.PWild, P.PConst, P.PLit, P.TypeExpr)):
+            kinds.add(type(a))
+            for name in a.__slots__:
+                same(getattr(a, name), getattr(b, name))
+        elif isinstance(a, tuple):
+            for x, y in zip(a, b):  # type: ignore[call-overload]
+                same(x, y)
+
+    for r, s in zip(rules, back):
+        same(r.patterns, s.patterns)
+    assert kinds == {P.PApp, P.PWild, P.PConst, P.PLit, P.TypeExpr}
