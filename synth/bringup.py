@@ -239,18 +239,21 @@ def selection_costs(
 
 def judge_folder(out_dir: "str | Path", isa: str, judges: Sequence[str] = JUDGES,
                  max_sites: int = 12) -> dict[str, Rediscovery]:
-    """Rediscovery of a finished bring-up's output folder (its lower_<isa>.rules and the corpus its
-    cache holds, .synth-cache/corpus-<bench>-<isa>-pitchfork-u.txt) by each judge, without searching."""
+    """Rediscovery of a finished bring-up's output folder (its lower_<isa>.rules less the rules its
+    withdrawn.txt names, and the corpus its cache holds, .synth-cache/corpus-<bench>-<isa>-pitchfork-u.txt)
+    by each judge, without searching. The rules are loaded as the compiler loads the folder
+    (PITCHFORK_LOWERING_ONLY, `pitchfork.selection.synthesized.load_rules`), so a folder after the
+    regression check (benchmarks/synth_bringup_static.py --withdraw) is judged as it compiles."""
     from pathlib import Path
 
-    from synth.output import existing_rules
+    from pitchfork.selection.synthesized import load_rules
     from synth.stages import ISA_STEMS
 
     from pitchfork.targets import load_target
 
     d = Path(out_dir)
     load_target(isa)  # the instruction table the rules name
-    rules = existing_rules(d / f"lower_{ISA_STEMS[isa]}.rules")
+    rules = load_rules(d / f"lower_{ISA_STEMS[isa]}.rules")
     # the corpus files as the driver writes them (`-u`: each line's uniform leaves after a tab; synth/driver.py
     # Cache.corpus), or as older runs wrote them (no uniform leaves)
     files = sorted((d / ".synth-cache").glob(f"corpus-*-{isa}-pitchfork-u.txt")) or \

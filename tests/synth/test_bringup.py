@@ -125,6 +125,10 @@ def test_judge_folder_rejudges_a_finished_bring_up(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "j.json").read_text())["compiler"]["share"] == 1.0
     with pytest.raises(SystemExit):
         bringup_main([str(tmp_path), "arm64"])  # no arm64 corpus there: a one-line error
+    # a rule the regression check withdrew (withdrawn.txt) is judged as the compiler loads the folder: absent
+    (tmp_path / "withdrawn.txt").write_text("s1  # bring-up regression check: matmul slower with it\n")
+    reps = judge_folder(tmp_path, "x86-avx2", judges=("compiler",))
+    assert reps["compiler"].share == 0.5 and not reps["compiler"].rediscovered.get("pmaddwd_pairs")
 
 
 def test_strict_judge_keeps_the_broadcast_of_a_site() -> None:
