@@ -19,13 +19,20 @@ from synth.topdown import decompositions, instruction_goals, residuals, sub_goal
 from synth.verify import verify_rule
 
 
-def _decompose(isa: str, text: str, instructions: bool = False) -> list[tuple[str, list[str]]]:
+def _examples(isa: str, text: str):  # type: ignore[no-untyped-def]
+    """The left side, its lowering grammar, the search's example rows, their environment and the
+    left side's values on them."""
     lhs = parse(text)
     g = lowering_grammar(lhs, isa)
     vars_ = sorted(set(lhs.variables()), key=lambda v: v.name)
     rows = base_examples(lane_names(vars_, {}))
     env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
     target = np.broadcast_to(np.asarray(evaluate(lhs, env)).astype(lhs.type.np_dtype), (len(rows),))
+    return lhs, g, rows, env, target
+
+
+def _decompose(isa: str, text: str, instructions: bool = False) -> list[tuple[str, list[str]]]:
+    lhs, g, rows, env, target = _examples(isa, text)
     goals = sub_goals(lhs, g, expand_fpir(lhs, 64), env, len(rows), instructions=instructions)
     found, tried = decompositions(lhs, g, goals, target)
     assert tried > 0
@@ -77,12 +84,7 @@ def test_a_primitive_root_over_an_instruction_and_its_residual() -> None:
     deep search ended over budget with no decomposition (session 19)."""
     isa, text = "x86-avx2", "rounding_mul_shr(v0_u16, v1_u16, 16)"
     assert _decompose(isa, text, instructions=True) == []
-    lhs = parse(text)
-    g = lowering_grammar(lhs, isa)
-    vars_ = sorted(set(lhs.variables()), key=lambda v: v.name)
-    rows = base_examples(lane_names(vars_, {}))
-    env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
-    target = np.broadcast_to(np.asarray(evaluate(lhs, env)).astype(lhs.type.np_dtype), (len(rows),))
+    lhs, g, rows, env, target = _examples(isa, text)
     expanded = expand_fpir(lhs, 64)
     rest = residuals(lhs, expanded, sub_goals(lhs, g, expanded, env, len(rows), instructions=True), target)
     assert [op for op, _ in rest] == ["add", "sub"]
