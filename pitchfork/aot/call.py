@@ -56,7 +56,20 @@ class CallPlan:
     #: per output, its stride constraints (see `output_layout`)
     strides: tuple[dict[int, int | tuple[str, int]], ...] = ()
     #: per output, how to answer Halide's bounds query for it (`_grown`), None where it never grows it
-    growth: tuple[Optional[tuple[Any, Any, tuple[tuple[str, int], ...], dict[Any, Any]]], ...] = ()
+    growth: tuple[Optional[Growth], ...] = ()
+
+
+@dataclass(frozen=True)
+class Growth:
+    """How a call answers Halide's bounds query for one output: the query, where each value it needs
+    comes from in a bound call (("a", i): the kernel argument i after the error slot; ("min" /
+    "extent" / "stride", d): the output's requested region), and the answers so far, by those values
+    and the requested region."""
+
+    queries: output_bounds.Queries
+    query: output_bounds.OutputQuery
+    sources: tuple[tuple[str, int], ...]
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False)
 
 
 def plan_of(prog: CompiledPipeline) -> CallPlan:
@@ -66,49 +79,42 @@ def plan_of(prog: CompiledPipeline) -> CallPlan:
         assert cap is not None
         args: list[tuple[str, str, Any, int]] = []
         kinds = ["p"]
+        # where each integer value a bounds query may read sits among a bound call's kernel arguments
+        # (the position in `kinds` less the error slot)
+        where: dict[str, tuple[str, int]] = {}
         for a in cap.arguments:
             if a.kind == "scalar":
                 args.append(("scalar", a.name, a.type.code, a.type.bits))
+                if a.type.code != "float":
+                    where[a.name] = ("a", len(kinds) - 1)
                 kinds.append("i64" if a.type.bits == 64 else "i32")
             else:
                 args.append(("buffer", a.name, buffer_dtype(a.type.elem), a.dimensions))
+                for d in range(a.dimensions):
+                    for j, f in enumerate(("min", "extent", "stride")):
+                        where[f"{a.name}.{f}.{d}"] = ("a", len(kinds) + 3 * d + j)
                 kinds += ["p"] + ["i32"] * (3 * a.dimensions)
         outs = tuple((o.name, buffer_dtype(o.types[0].elem), o.dimensions) for o in cap.output_buffers)
-        for _, _, dims in outs:
+        for oname, _, dims in outs:
             kinds += ["p"] + ["i32"] * (3 * dims)
+            where.update({f"{oname}.{f}.{d}": (f, d) for d in range(dims) for f in ("min", "extent", "stride")})
         strides = tuple(stride_constraints(cap.text, o.name) for o in cap.output_buffers)
-        plan = prog._call_plan = CallPlan(tuple(args), outs, tuple(kinds), strides, _growth(cap.text, args, outs))
+        plan = prog._call_plan = CallPlan(tuple(args), outs, tuple(kinds), strides, _growth(cap.text, outs, where))
     return plan
 
 
-def _growth(statement: str, args: Sequence[tuple[str, str, Any, int]], outs: Sequence[tuple[str, np.dtype, int]]
-            ) -> tuple[Optional[tuple[Any, Any, tuple[tuple[str, int], ...], dict[Any, Any]]], ...]:
-    """Per output: (its bounds query, where each value the query needs comes from in a bound call:
-    ("a", i) the kernel argument i after the error slot, ("min"/"extent"/"stride", d) the output's
-    requested region), or None when the query never grows it or needs a value a call does not give
-    (a float parameter, say): then the output is allocated as requested, as before."""
+def _growth(statement: str, outs: Sequence[tuple[str, np.dtype, int]], where: dict[str, tuple[str, int]]
+            ) -> tuple[Optional[Growth], ...]:
+    """Per output, how a call answers its bounds query, or None when the query never grows it or needs
+    a value a call does not give (a float parameter, say): then the output is allocated as requested."""
     q = output_bounds.queries(statement, tuple((o[0], o[2]) for o in outs))
-    where: dict[str, tuple[str, int]] = {}
-    at = 0
-    for kind, name, t, n in args:
-        if kind == "scalar":
-            if t != "float":
-                where[name] = ("a", at)
-            at += 1
-            continue
-        for d in range(n):
-            for j, f in enumerate(("min", "extent", "stride")):
-                where[f"{name}.{f}.{d}"] = ("a", at + 1 + 3 * d + j)
-        at += 1 + 3 * n
-    for oname, _, odims in outs:
-        for d in range(odims):
-            for f in ("min", "extent", "stride"):
-                where[f"{oname}.{f}.{d}"] = (f, d)
-    growth: list[Optional[tuple[Any, Any, tuple[tuple[str, int], ...], dict[Any, Any]]]] = []
+    growth: list[Optional[Growth]] = []
     for oname, _, _ in outs:
         oq = next((o for o in q.outputs if o.output == oname), None)
-        ok = oq is not None and all(n in where for n in oq.needs)
-        growth.append((q, oq, tuple(where[n] for n in oq.needs), {}) if ok and oq is not None else None)
+        if oq is None or not all(n in where for n in oq.needs):
+            growth.append(None)
+        else:
+            growth.append(Growth(q, oq, tuple(where[n] for n in oq.needs)))
     return tuple(growth)
 
 
@@ -380,16 +386,16 @@ def _grown(plan: CallPlan, args: list[tuple[str, Any]], k: int,
     growth = plan.growth[k] if plan.growth else None
     if growth is None:
         return None
-    q, oq, sources, memo = growth
     stride_of = [1]
     for e in size[:-1]:
         stride_of.append(stride_of[-1] * e)  # realize's buffers are dense
     region_of = {"min": mins, "extent": size, "stride": stride_of}
-    values = tuple(int(args[i][1]) if kind == "a" else int(region_of[kind][i]) for kind, i in sources)
+    values = tuple(int(args[i][1]) if kind == "a" else int(region_of[kind][i]) for kind, i in growth.sources)
     key = (values, tuple(mins), tuple(size))
+    memo = growth.memo
     if key in memo:
         return memo[key]
-    region = output_bounds.answer(q, oq, values)
+    region = output_bounds.answer(growth.queries, growth.query, values)
     out: Optional[tuple[list[int], list[int], tuple[slice, ...]]] = None
     if region is not None and len(region) == len(size):
         starts = [m - qm for m, (qm, _) in zip(mins, region)]

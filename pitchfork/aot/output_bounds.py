@@ -24,7 +24,7 @@ before, and the kernel's own assertion reports a size it cannot produce.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Mapping, Optional, Sequence
 
@@ -42,13 +42,12 @@ class _Unknown(Exception):
 @dataclass(frozen=True)
 class OutputQuery:
     """Per dimension (min, extent) expressions of one output's bounds-query answer, and the names of
-    the values it needs (through the prologue's `let`s), so a call evaluates it once per distinct
-    set of those values (`required_region` memoises on them)."""
+    the values it needs (through the prologue's `let`s): a caller memoises on those values
+    (aot/call.py `_grown`)."""
 
     output: str
     dims: tuple[tuple[H.Expr, H.Expr], ...]
     needs: tuple[str, ...]
-    answers: dict[tuple[int, ...], Optional[list[tuple[int, int]]]] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -200,19 +199,13 @@ def required_region(q: Queries, output: str, known: Mapping[str, int]) -> Option
 
 
 def answer(q: Queries, oq: OutputQuery, values: tuple[int, ...]) -> Optional[list[tuple[int, int]]]:
-    """`oq`'s (min, extent) per dimension for `values` of its `needs` (in order), memoised: a call
-    with the same sizes as an earlier one costs a dictionary lookup."""
-    ans = oq.answers.get(values, False)
-    if ans is not False:
-        return ans  # type: ignore[return-value]
+    """`oq`'s (min, extent) per dimension for `values` of its `needs` (in order), or None when it
+    cannot be evaluated."""
     ev = _Evaluator(dict(zip(oq.needs, values)), q.lets)
     try:
-        ans = [(ev.value(mn), ev.value(ext)) for mn, ext in oq.dims]
+        return [(ev.value(mn), ev.value(ext)) for mn, ext in oq.dims]
     except (_Unknown, KeyError):
-        ans = None
-    if len(oq.answers) < 256:
-        oq.answers[values] = ans
-    return ans
+        return None
 
 
 __all__ = ["OutputQuery", "Queries", "answer", "queries", "required_region"]
