@@ -42,6 +42,11 @@ LLVM_BIN = "/usr/lib/llvm-22/bin"
 MCA_CPU = {"arm64": "cortex-a76"}
 #: ... and a second core's model, reported beside it (the estimate's sensitivity to the model).
 SECOND_CPU = {"arm64": "apple-m1"}
+#: the second model a caller may ask for where the estimate has none of its own (`estimate(second=)`,
+#: the worker's job key "second_mcpu"): x86's primary model is the host's core, the second the core
+#: every contender is compiled for (pitchfork.backend.machine.X86_AVX2). The synthesis regression
+#: checks (benchmarks/synth_bringup_static.py, synth/loo.py) withdraw a rule only when both agree.
+SECOND_ON_REQUEST = {"x86-avx2": "haswell"}
 MC_ARGS: dict[str, list[str]] = {
     "x86-avx2": ["-triple=x86_64-unknown-linux-gnu"],
     "arm64": ["-triple=aarch64-unknown-linux-gnu", "-mattr=+neon,+dotprod,+fullfp16,+i8mm"],
@@ -418,8 +423,11 @@ class Estimate:
                 "blocks_run": self.blocks_run, "alt": self.alt}
 
 
-def estimate(blocks: list[Block], counts: np.ndarray, isa: str, mcpu: str | None = None) -> Estimate:
-    """Weighted cost of a run whose block counts are `counts` (see the module docstring)."""
+def estimate(blocks: list[Block], counts: np.ndarray, isa: str, mcpu: str | None = None,
+             second: str | None = None) -> Estimate:
+    """Weighted cost of a run whose block counts are `counts` (see the module docstring). `second`:
+    the llvm-mca core of the second model (`alt`) when the ISA has none by default (`SECOND_CPU`;
+    the x86 regression check of benchmarks/synth_bringup_static.py asks for one)."""
     regs = regions(blocks, counts)
     failed = 0
     alt: dict[str, Any] = {}
@@ -439,7 +447,7 @@ def estimate(blocks: list[Block], counts: np.ndarray, isa: str, mcpu: str | None
                 c = float(len(r.instructions))
             costs.append(c)
         unit = "cycles"
-        second = SECOND_CPU.get(isa)
+        second = SECOND_CPU.get(isa) or second
         if second:
             got2 = mca_cycles([r.instructions for r in regs], isa, second)
             alt = {"model": second, "unit": "cycles",

@@ -240,7 +240,7 @@ def run_job(job: dict[str, Any]) -> list[dict[str, Any]]:
                 raise static.StaticError(f"the counted run failed Halide assertion #{err}: "
                                          f"{prog.assertions.get(err, '(unknown)')}")
             _check_output(run.outputs[1:], reference)
-            est = static.estimate(run.blocks, run.counts, isa, mcpu)
+            est = static.estimate(run.blocks, run.counts, isa, mcpu, job.get("second_mcpu"))
             rows[isel]["hot_loop"] = lean.hot_loop(run.blocks, run.counts, est, isa)
             rows[isel]["static"] = {**est.to_json(), "mcpu": mcpu if isa != "hvx128" else None,
                                     "seconds": time.perf_counter() - t0}

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.synth_bringup_static import cell, markdown, summarize, synth_only_static, withdraw_regressions
+from benchmarks.synth_bringup_static import (SECOND_MCPU, _job, cell, markdown, regression_verdict, summarize,
+                                             synth_only_static, withdraw_regressions)
 
 # two rules a bring-up found (Z3-verified at every type instance, `pitchfork verify`)
 RULES = """synth_a: widening_add(v0_T, v1_T) -> hvx.vadd_w(v0_T, v1_T) if is_unsigned(T) && bits(T) <= 16
@@ -40,8 +41,12 @@ def test_cell_compares_hand_and_synthesized_only_lowering(rules_dir: Path) -> No
     assert c["hand"]["static"] and c["synth"]["static"] and c["static_ratio"] > 0
     assert not {"synth_a", "synth_b"} & set(c["hand"]["lowering_fired"])
     assert not set(c["synth"]["lowering_fired"]) - {"synth_a", "synth_b"} - set(c["hand"]["lowering_fired"])
-    # the same estimate through the scratch-folder path the regression check uses
-    assert synth_only_static("sobel3x3", "hvx128", rules_dir, [], 600) == c["synth"]["static"]
+    # both models recorded (Hexagon: packets and hvx_cycles' cycles)
+    assert c["synth"]["model"] == "packets" and c["synth"]["alt_model"] == "hvx_cycles"
+    assert c["synth"]["static_alt"] and c["static_ratio_alt"] > 0
+    # the same estimates through the scratch-folder path the regression check uses
+    assert synth_only_static("sobel3x3", "hvx128", rules_dir, [], 600) == (c["synth"]["static"],
+                                                                          c["synth"]["static_alt"])
     data = {"meta": {"rules_dir": str(rules_dir), "isas": ["hvx128"]}, "cells": [c]}
     data["summary"] = summarize(data["cells"], ["hvx128"])
     before = c["synth"]["static"]
@@ -51,6 +56,35 @@ def test_cell_compares_hand_and_synthesized_only_lowering(rules_dir: Path) -> No
     text = (rules_dir / "withdrawn.txt").read_text() if gone else ""
     assert all(name in text for name in gone)
     assert "hvx128" in markdown(data)
+
+
+def test_a_rule_is_withdrawn_only_when_both_models_say_it_is_slower() -> None:
+    """The lead's criterion (session 21): the primary model's verdict alone does not withdraw a rule;
+    the reason names both models' figures."""
+    # softmax's psll_uniform twin (session 20): znver3 faster without it, the second model slower
+    split = [("softmax on x86-avx2", (2_266_604.0, 2_911_868.0), (2_191_714.0, 2_997_451.0))]
+    withdraw, why = regression_verdict(split, "znver3", "haswell")
+    assert not withdraw
+    assert why == ("softmax on x86-avx2: znver3 2,266,604 -> 2,191,714, haswell 2,911,868 -> 2,997,451 "
+                   "without it")
+    # both faster without it in one cell, neither slower in the other: withdrawn
+    both = [("gaussian3x3 on hvx128", (16_448.0, 18_128.0), (16_320.0, 17_549.0)),
+            ("blur3x3 on hvx128", (9_000.0, 9_500.0), (9_000.0, 9_500.0))]
+    assert regression_verdict(both, "packets", "hvx_cycles")[0]
+    # the second model slower in another cell: kept
+    mixed = both[:1] + [("blur3x3 on hvx128", (9_000.0, 9_500.0), (9_000.0, 9_600.0))]
+    assert not regression_verdict(mixed, "packets", "hvx_cycles")[0]
+    # no figure of the second model: no agreement, kept
+    none = [("add on x86-avx2", (100.0, None), (90.0, None))]
+    withdraw, why = regression_verdict(none, "znver3", None)
+    assert not withdraw and "no second model - -> -" in why
+    # equal under both: nothing to gain, kept
+    assert not regression_verdict([("add on arm64", (5.0, 6.0), (5.0, 6.0))], "cortex-a76", "apple-m1")[0]
+
+
+def test_x86_jobs_ask_the_worker_for_the_second_model() -> None:
+    assert _job("add", "x86-avx2", 1, ["pitchfork"])["second_mcpu"] == SECOND_MCPU["x86-avx2"] == "haswell"
+    assert "second_mcpu" not in _job("add", "arm64", 1, ["pitchfork"])  # apple-m1 is in every arm64 estimate
 
 
 def test_cli_refuses_a_folder_without_the_isa(tmp_path: Path) -> None:

@@ -266,3 +266,15 @@ def test_hexagon_packet_attributes_stay_with_their_packet() -> None:
     lines = out.splitlines()
     close = next(k for k, ln in enumerate(lines) if ":mem_noshuf" in ln)
     assert "{" in lines[close - 1] or "memw" in lines[close - 1]  # nothing inserted inside the packet
+
+
+@pytest.mark.skipif(not shutil.which(static.llvm_tool("llvm-mca")) and not static.os.path.exists(
+    static.os.path.join(static.LLVM_BIN, "llvm-mca")), reason="llvm-mca (llvm-22) not installed")
+def test_x86_estimate_carries_a_second_model_on_request() -> None:
+    """x86 has no second model by default; the bring-up regression check asks for haswell's."""
+    blocks = split_blocks(X86, "f", "x86-avx2")
+    counts = np.array([1, 4, 400, 4, 0])
+    plain = static.estimate(blocks, counts, "x86-avx2", "znver3")
+    both = static.estimate(blocks, counts, "x86-avx2", "znver3", second="haswell")
+    assert plain.alt == {} and both.total == plain.total
+    assert both.alt["model"] == "haswell" and both.alt["unit"] == "cycles" and both.alt["total"] > 0
