@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Optional
+from types import MappingProxyType
+from typing import Callable, Mapping, Optional
 
 from fpir.opspec import spec
 from fpir.term import Term
@@ -69,13 +70,18 @@ class Generalized:
 # Printing rule sides
 
 
-def side_text(t: Term, const_text: Callable[[Term, Optional[ScalarType]], str]) -> str:
+def side_text(t: Term, const_text: Callable[[Term, Optional[ScalarType]], str],
+              alternates: Optional[Mapping[Term, Term]] = None) -> str:
     """Rule-side text: casts and typed ops as `op<t>(...)`, constants through `const_text(term,
-    hinted type)`, infix operators where FPIR text has them."""
-    return _fmt(t, const_text)[0]
+    hinted type)`, infix operators where FPIR text has them. A sub-term with an entry in
+    `alternates` is written `either(sub-term, its alternate)` (synth/alternates.py)."""
+    return _fmt(t, const_text, alternates or {})[0]
 
 
-def _fmt(t: Term, ct: Callable[[Term, Optional[ScalarType]], str]) -> tuple[str, int]:
+def _fmt(t: Term, ct: Callable[[Term, Optional[ScalarType]], str],
+         alts: Mapping[Term, Term] = MappingProxyType({})) -> tuple[str, int]:
+    if t in alts:
+        return f"either({_fmt(t, ct)[0]}, {_fmt(alts[t], ct)[0]})", ATOM
     if t.is_var:
         return f"{t.name}_{t.type.name}", ATOM
     if t.is_const:
@@ -89,7 +95,7 @@ def _fmt(t: Term, ct: Callable[[Term, Optional[ScalarType]], str]) -> tuple[str,
             text = ct(a, hint)
             parts.append((text, ATOM if re.fullmatch(r"[A-Za-z0-9_]+", text) else 0))
         else:
-            parts.append(_fmt(a, ct))
+            parts.append(_fmt(a, ct, alts))
     if t.op in _PREC:
         prec = _PREC[t.op]
         (lt, lp), (rt, rp) = parts
@@ -139,7 +145,8 @@ def _rhs_const(value: int, consts: list[Term]) -> tuple[str, list[str]]:
     return str(value), []
 
 
-def _texts(lhs: Term, rhs: Term) -> tuple[str, str, list[str], list[Term]]:
+def _texts(lhs: Term, rhs: Term, alternates: Optional[Mapping[Term, Term]] = None
+           ) -> tuple[str, str, list[str], list[Term]]:
     consts = _lhs_constants(lhs)
     names = {c: f"c{i}_{c.type.name}" for i, c in enumerate(consts)}
     preds: list[str] = []
@@ -164,7 +171,7 @@ def _texts(lhs: Term, rhs: Term) -> tuple[str, str, list[str], list[Term]]:
             )
         return text
 
-    lt = side_text(lhs, lct)
+    lt = side_text(lhs, lct, alternates)
     rt = side_text(rhs, rct)
     return lt, rt, preds, consts
 
@@ -344,11 +351,12 @@ def _related(lt: str, rt: str, rel: list[str], consts: list[Term], pins: list[st
 
 
 def generalize_constants(
-    lhs: Term, rhs: Term, assume: tuple[str, ...] = ()
+    lhs: Term, rhs: Term, assume: tuple[str, ...] = (), alternates: Optional[Mapping[Term, Term]] = None
 ) -> Optional[tuple[str, str, list[str], str]]:
     """(lhs text, rhs text, predicates, how) of the most general VALID constant treatment, or None.
-    `assume`: predicates every attempt carries (bounds under which lhs == rhs)."""
-    lt, rt, rel, consts = _texts(lhs, rhs)
+    `assume`: predicates every attempt carries (bounds under which lhs == rhs); `alternates`: left-side
+    sub-terms also matched in another form (`side_text`)."""
+    lt, rt, rel, consts = _texts(lhs, rhs, alternates)
     rel = list(assume) + [p for p in rel if p not in assume]
     if not consts:
         return (lt, rt, rel, "none") if _verify(_join(lt, rt, rel))[0] else None
@@ -460,11 +468,14 @@ def generalize_types(
 
 
 def generalize(
-    lhs: Term, rhs: Term, try_types: bool = True, assume: tuple[str, ...] = ()
+    lhs: Term, rhs: Term, try_types: bool = True, assume: tuple[str, ...] = (),
+    alternates: Optional[Mapping[Term, Term]] = None,
 ) -> Optional[Generalized]:
     """The most general verified rule for lhs == rhs (under the `assume` predicates, e.g. `fits(v0_u16,
-    u8)` for a narrowing that bounds prove does not saturate), or None (see module doc)."""
-    cg = generalize_constants(lhs, rhs, assume)
+    u8)` for a narrowing that bounds prove does not saturate), or None (see module doc). With
+    `alternates`, the left side also matches those sub-terms' other forms (every alternative is
+    verified, `verify_rule` checks each)."""
+    cg = generalize_constants(lhs, rhs, assume, alternates)
     if cg is None:
         return None
     lt, rt, preds, how = cg

@@ -27,7 +27,9 @@ from fpir.text import parse
 from fpir.types import FPIRTypeError, ScalarType, u1
 from synth.corpus import canonical, rebuild
 from synth.meter import WorkCapExceeded
-from synth.search import Grammar, SearchResult, constant_leaves, lhs_types, synthesize
+from synth.alternates import instruction_alternates
+from synth.reduction_split import too_wide
+from synth.search import MAX_LANE_FACTOR, Grammar, SearchResult, constant_leaves, lhs_types, synthesize
 
 if TYPE_CHECKING:
     from synth.rulesnap import RuleSnapshot
@@ -53,8 +55,9 @@ LOWER_PRIMS = (
 #: bumped whenever grammars or acceptance conditions change, so cached results of older searches
 #: are not reused (lift 8 / lower 12: every search query in a fresh Z3 context, synth/search.py
 #: `prove_equal`; a shared bank built past a budget no longer lets a smaller budget through; lower
-#: 13: instruction sub-goals at the top-down root, synth/topdown.py `instruction_goals`)
-SEARCH_VERSION = {"lift": 8, "lower": 13}
+#: 13: instruction sub-goals at the top-down root, synth/topdown.py `instruction_goals`; lower 14: wide
+#: reductions split, synth/reduction_split.py, and left-side alternates, synth/alternates.py)
+SEARCH_VERSION = {"lift": 8, "lower": 14}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -356,6 +359,8 @@ def _run(task: Task) -> dict[str, Any]:
                                        instructions_only=insts)
         if res.status == "budget" and task.kind == "lower" and task.topdown:
             res = _topdown(seen, grammar, bound, task, res)
+        if res.status == "budget" and task.kind == "lower" and too_wide(seen, MAX_LANE_FACTOR):
+            res = _split(seen, grammar, bound, task, res)
     except WorkCapExceeded as e:  # the task's work cap (synth/meter.py): over budget, with the reason
         res = SearchResult("budget", None, 0, 0, 0, str(e))
     info.update(
@@ -380,6 +385,13 @@ def _run(task: Task) -> dict[str, Any]:
         return {**info, "status": "synthesized"}
     t2 = time.perf_counter()
     g = generalize(seen, res.rhs)
+    if g is not None and task.kind == "lower" and g.level == "monomorphic":
+        # children another rule set lowers to a one-op instruction are matched in that form too
+        # (synth/alternates.py); only at fixed types, where the instruction's signature is known
+        alts = instruction_alternates(seen, task.isa, ISA_PREFIX[task.isa])
+        g2 = generalize(seen, res.rhs, try_types=False, alternates=alts) if alts else None
+        if g2 is not None and g2.constants == g.constants:
+            g = g2
     info["generalize_seconds"] = round(time.perf_counter() - t2, 3)
     if g is None:
         return {**info, "status": "rejected", "reason": "no generalization attempt verified"}
@@ -401,6 +413,22 @@ def _run(task: Task) -> dict[str, Any]:
         if cheaper is not None:
             out["also"] = [{**info, **cheaper}]
     return out
+
+
+def _split(seen: Term, grammar: Grammar, bound: tuple, task: Task, res: SearchResult) -> SearchResult:
+    """A reduction wider than the banks' lane factor searched as a fold of folds
+    (synth/reduction_split.py): the inner reduction is a lowering task of its own (not generalized: the
+    whole is); the whole counts only if it beats the left side's bound."""
+    from synth.reduction_split import split_reduction
+
+    def inner_search(inner: Term) -> Optional[Term]:
+        r = _run(replace(task, lhs=to_text(inner), generalize=False, ranges=(), uniform=()))
+        return parse(r["rhs"]) if r.get("status") == "synthesized" and r.get("rhs") else None
+
+    got = split_reduction(seen, inner_search)
+    if got is None or not grammar.better(got[1], bound):
+        return replace(res, detail=f"{res.detail}; split: no inner reduction gives a cheaper whole")
+    return replace(res, status="found", rhs=got[1], detail=f"split: the inner {to_text(got[0])} searched")
 
 
 def _capped(search: Callable[..., Optional[dict[str, Any]]], *args: Any) -> Optional[dict[str, Any]]:
