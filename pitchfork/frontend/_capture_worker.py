@@ -120,7 +120,11 @@ def main(job_path: str) -> int:
         pipeline = hl.deserialize_pipeline(data, params)
         args = _arguments(hl, pipeline, job["args"])
         target = hl.Target(job["target"])
-        pipeline.compile_to_lowered_stmt(job["stmt_out"], args, hl.StmtOutputFormat.Text, target)
+        if job.get("llvm_assembly_out"):  # capture.llvm_module_log: Halide logs its unoptimised module
+            target = target.with_feature(hl.TargetFeature.NoRuntime)
+            pipeline.compile_to_llvm_assembly(job["llvm_assembly_out"], args, "pipeline", target)
+        else:
+            pipeline.compile_to_lowered_stmt(job["stmt_out"], args, hl.StmtOutputFormat.Text, target)
     except Exception as e:  # noqa: BLE001 - reported to the parent, which raises CaptureError
         result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
     sys.stderr.flush()

@@ -70,6 +70,8 @@ if TYPE_CHECKING:
 
 #: The value of HL_DEBUG_CODEGEN used for capture: pass logs of Lower.cpp only.
 DEBUG_CODEGEN = "2,Lower.cpp"
+#: the debug level at which CodeGen_LLVM.cpp logs the module before LLVM's optimisation (llvm_module_log)
+LLVM_MODULE_DEBUG = "3,CodeGen_LLVM.cpp"
 #: The pass log line that follows the statement we want.
 INTRINSICS_MARKER = "Finding intrinsics..."
 #: Short names for the three ISAs of the paper, and the Halide targets they stand for (defined with
@@ -558,13 +560,13 @@ def _capture_subprocess(
                 pass
 
 
-def _run_job(
-    files: dict[str, Path], data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
-    constraints: dict[str, dict[str, Any]] | None, upto_intrinsics: bool,
-) -> tuple[str, str, str]:
-    """`_capture_subprocess` with the job's file paths `files` (`_job_files`)."""
+def _job_spec(
+    files: dict[str, Path], data: bytes, arguments: Sequence[ArgInfo], target: str,
+    constraints: dict[str, dict[str, Any]] | None,
+) -> dict[str, Any]:
+    """A capture job for `_capture_worker` (the serialized pipeline written to its file)."""
     files["pipeline"].write_bytes(data)
-    job = {
+    return {
         "pipeline": str(files["pipeline"]),
         "target": target,
         "stmt_out": str(files["stmt"]),
@@ -582,6 +584,43 @@ def _run_job(
         "constraints": constraints or {},
         "log": str(files["log"]),  # the warm worker's child sends its stderr there
     }
+
+
+def llvm_module_log(pipeline: hl.Pipeline, args: Sequence[Any], target: str, timeout: float = 300.0) -> str:
+    """Halide's log of the LLVM module its code generator builds for `pipeline` on `target` (without
+    the runtime), printed before LLVM optimises it (`LLVM_MODULE_DEBUG`): where the exact float64
+    constants are (pitchfork/frontend/float_literals.py). One fresh interpreter, since Halide reads its
+    debug level once per process."""
+    import halide as hl
+
+    files = _job_files()
+    try:
+        job = _job_spec(files, hl.serialize_pipeline(pipeline), argument_info(args), target,
+                        argument_constraints(args))
+        job["llvm_assembly_out"] = str(files["stmt"])
+        files["job"].write_text(json.dumps(job))
+        env = dict(os.environ, HL_DEBUG_CODEGEN=LLVM_MODULE_DEBUG)
+        returncode = _run_one_shot(files["job"], files["log"], env, target, timeout)
+        log = files["log"].read_text(errors="replace")
+        result = json.loads(files["result"].read_text()) if files["result"].exists() else None
+        if returncode != 0 or result is None or not result["ok"]:
+            why = result["error"] if result else "\n".join(log.strip().splitlines()[-3:])
+            raise CaptureError(f"Halide failed to compile {target} for its float64 constants: {why}")
+        return log
+    finally:
+        for path in files.values():
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def _run_job(
+    files: dict[str, Path], data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
+    constraints: dict[str, dict[str, Any]] | None, upto_intrinsics: bool,
+) -> tuple[str, str, str]:
+    """`_capture_subprocess` with the job's file paths `files` (`_job_files`)."""
+    job = _job_spec(files, data, arguments, target, constraints)
     if upto_intrinsics:  # the warm worker stops the child at this log line (_capture_worker._watch)
         job["stop_at"] = INTRINSICS_MARKER
     env = dict(os.environ, HL_DEBUG_CODEGEN=DEBUG_CODEGEN)
@@ -725,17 +764,23 @@ def _from_c_output(cap: CapturedStmt, pipeline: hl.Pipeline, args: Sequence[Any]
 
     from pitchfork.frontend.embedded import EmbeddedBufferError, from_c_source, referenced_buffers
     from pitchfork.frontend.float_literals import (InexactFloatLiteral, c_constants, halide_c_source,
-                                                   has_float_literals, rewrite)
+                                                   has_float64_literals, has_float_literals, llvm_doubles,
+                                                   rewrite)
 
     known = [a.name for a in cap.arguments] + [b.name for b in cap.output_buffers]
     names = referenced_buffers(cap.text, known)
     floats = has_float_literals(cap.text)
-    if not names and not floats:
+    doubles = has_float64_literals(cap.text)
+    if not names and not floats and not doubles:
         return cap
-    c_source = halide_c_source(pipeline, args, cap.target)
+    text, embedded = cap.text, cap.embedded
     try:
-        text = rewrite(cap.text, c_constants(c_source)) if floats else cap.text
-        embedded = from_c_source(c_source, names)
+        if names or floats:
+            c_source = halide_c_source(pipeline, args, cap.target)
+            text = rewrite(text, c_constants(c_source)) if floats else text
+            embedded = from_c_source(c_source, names)
+        if doubles:
+            text = rewrite(text, llvm_doubles(llvm_module_log(pipeline, args, cap.target)), bits=64)
     except (InexactFloatLiteral, EmbeddedBufferError) as e:
         raise CaptureError(str(e)) from None
     return dataclasses.replace(cap, text=text, embedded=embedded)

@@ -1,4 +1,4 @@
-"""Exact float32 constants for a captured statement.
+"""Exact float32 and float64 constants for a captured statement.
 
 Halide prints a float32 constant in its statement text with six decimals (`0.000312f` for 1/3200,
 `1.842105f` for a folded constant), or, for a nonzero magnitude below 1e-6, with six decimals of
@@ -10,13 +10,22 @@ with no such value, or with two different ones, is refused (`InexactFloatLiteral
 reports as unsupported) rather than guessed; a literal that is exact as printed (0.5, 255.0, ...) and
 has no candidate keeps its value.
 
-Invariant: the rewritten text parses to the same statement with every float32 constant exact.
+float64 constants are printed the same way (six decimals, no suffix), but Halide's C output writes
+them through a float (`(double) float_from_bits(...)`), so it cannot give them. Their exact values come
+from the LLVM module Halide's own code generator builds, before any LLVM optimisation (which would fold
+them into others): Halide logs that module at debug level 3 of CodeGen_LLVM.cpp ("Optimizing module"
+... "After LLVM optimizations:"), and `llvm_doubles` reads every double constant in it. The same rule
+then applies as for float32: one exact value prints as the literal, or the literal is exact as printed
+and no constant prints like it, or the pipeline is refused.
+
+Invariant: the rewritten text parses to the same statement with every float constant exact.
 """
 
 from __future__ import annotations
 
 import re
 import tempfile
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,7 +35,16 @@ from pitchfork.frontend.arguments import as_argument
 
 #: A float32 literal as Halide prints it (the sign, if any, is a separate token).
 FLOAT_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)f(?![\w.$])")
+#: A float64 literal as Halide prints it: the same digits with no suffix (a float16 one ends in `h`).
+FLOAT64_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)(?![\w.$])")
 _FROM_BITS = re.compile(r"float_from_bits\((\d+)\b")
+#: a floating-point constant in LLVM's textual IR: its bits in hex as a double (LLVM writes float
+#: constants that way too), or a decimal, which LLVM prints only when it reads back exactly
+_LLVM_FP = re.compile(r"(?<![\w.])(?:0x([0-9A-Fa-f]{16})\b|([-+]?\d+\.\d+e[-+]\d+))")
+_LLVM_DOUBLE = re.compile(r"\bdouble (?:0x([0-9A-Fa-f]{16})\b|([-+]?\d+\.\d+e[-+]\d+))")
+_LLVM_FLOAT_TYPE = re.compile(r"\b(?:float|half|bfloat)\b")
+#: the log lines around the unoptimised module (CodeGen_LLVM.cpp, debug level 3)
+UNOPTIMIZED_START, UNOPTIMIZED_END = "Optimizing module", "After LLVM optimizations:"
 
 
 class InexactFloatLiteral(ValueError):
@@ -35,6 +53,32 @@ class InexactFloatLiteral(ValueError):
 
 def has_float_literals(text: str) -> bool:
     return FLOAT_LITERAL.search(text) is not None
+
+
+def has_float64_literals(text: str) -> bool:
+    return FLOAT64_LITERAL.search(text) is not None
+
+
+def llvm_doubles(log: str) -> set[float]:
+    """The magnitudes of every finite double constant in the unoptimised module of a Halide log
+    (the text between UNOPTIMIZED_START and UNOPTIMIZED_END; the whole text if those are absent)."""
+    start = log.find(UNOPTIMIZED_START)
+    end = log.find(UNOPTIMIZED_END, max(start, 0))
+    module = log[max(start, 0):end if end >= 0 else len(log)]
+    out = set()
+    # An operand's type is written once per instruction (`fadd double %a, 0x...`), so a line whose
+    # only floating-point type is double holds only double constants; on a line that also has another
+    # one, only a constant written right after `double` is known to be one.
+    found = (m for line in module.splitlines() if "double" in line
+             for m in (_LLVM_DOUBLE if _LLVM_FLOAT_TYPE.search(line) else _LLVM_FP).finditer(line))
+    for m in found:
+        if m.group(1) is not None:
+            v = float(np.array(int(m.group(1), 16), np.uint64).view(np.float64))
+        else:
+            v = float(m.group(2))
+        if np.isfinite(v):
+            out.add(abs(v))
+    return out
 
 
 def c_constants(c_source: str) -> set[float]:
@@ -54,8 +98,11 @@ def halide_print(v: float) -> str:
     return f"{v:.6e}" if v != 0 and abs(v) < 1e-6 else f"{v:.6f}"
 
 
-def rewrite(text: str, exact: set[float]) -> str:
-    """Replace each printed float32 literal by the exact value among `exact` that prints as it."""
+def rewrite(text: str, exact: set[float], bits: int = 32) -> str:
+    """Replace each printed float literal of `bits` (32 or 64) by the exact value among `exact` that
+    prints as it."""
+    suffix, pattern = ("f", FLOAT_LITERAL) if bits == 32 else ("", FLOAT64_LITERAL)
+    rounded = (lambda v: float(np.float32(v))) if bits == 32 else float
     by_print: dict[str, set[float]] = {}
     for v in exact:
         by_print.setdefault(halide_print(v), set()).add(v)
@@ -65,15 +112,15 @@ def rewrite(text: str, exact: set[float]) -> str:
         cands = by_print.get(printed, set())
         if len(cands) == 1:
             (v,) = cands
-            return m.group(0) if float(v) == float(printed) else f"{float(v)!r}f"
-        as_printed = float(np.float32(float(printed)))
-        if not cands and as_printed == float(printed):
+            return m.group(0) if float(v) == float(printed) else f"{float(v)!r}{suffix}"
+        if not cands and Decimal(rounded(float(printed))) == Decimal(printed):
             return m.group(0)  # exact as printed (0.5f, 255.0f, ...)
         what = "no exact value" if not cands else f"{len(cands)} exact values"
-        raise InexactFloatLiteral(f"float constant {printed}f: Halide printed it rounded and its C output has {what} "
-                                  "that prints like it")
+        source = "its C output" if bits == 32 else "its unoptimised LLVM module"
+        raise InexactFloatLiteral(f"float{bits} constant {printed}{suffix}: Halide printed it rounded and {source} "
+                                  f"has {what} that prints like it")
 
-    return FLOAT_LITERAL.sub(one, text)
+    return pattern.sub(one, text)
 
 
 def halide_c_source(pipeline: Any, args: Sequence[Any], target: str) -> str:

@@ -1,5 +1,6 @@
-"""Exact float32 constants in captured statements (pitchfork/frontend/float_literals.py): Halide prints
-them with six decimals; the exact values come from its C output."""
+"""Exact float constants in captured statements (pitchfork/frontend/float_literals.py): Halide prints
+them with six decimals; the exact float32 values come from its C output, the float64 ones from the LLVM
+module its code generator logs before optimising it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from pitchfork.frontend.capture import capture_stmt
-from pitchfork.frontend.float_literals import InexactFloatLiteral, halide_print, rewrite
+from pitchfork.frontend.float_literals import InexactFloatLiteral, halide_print, llvm_doubles, rewrite
 from pitchfork.frontend.stmt import parse_stmt
 
 
@@ -101,3 +102,37 @@ def test_fast_sin_cos_compile_bit_exact(fn: str) -> None:
     a.set(hl.Buffer(vals))
     want = np.asarray(f.realize([256], hl.Target("x86-64-linux-avx2-fma-sse41")))
     assert np.array_equal(prog(vals).view(np.uint32), want.view(np.uint32))
+
+
+def test_float64_literals_take_the_unoptimised_modules_exact_values() -> None:
+    """float64 literals print with six decimals and no suffix; the exact values come from the LLVM
+    module Halide's code generator logs before optimising it (hex IEEE bits or an exact decimal)."""
+    log = ("Lowering...\nOptimizing module\n  %1 = fmul <4 x double> %0, splat (double 0x4005111111111111)\n"
+           "  %2 = fadd double %1, 1.000000e+00\n  ret double 0x7FF0000000000000\n"
+           "After LLVM optimizations:\n  %3 = fmul double %2, 0x3FF8000000000000\n")
+    assert llvm_doubles(log) == {2.6333333333333333, 1.0}  # not inf, not the optimised module's 1.5
+    text = "y = (t*2.633333) + 1.000000 + 0.500000f"
+    assert rewrite(text, llvm_doubles(log), bits=64) == "y = (t*2.6333333333333333) + 1.000000 + 0.500000f"
+    with pytest.raises(InexactFloatLiteral, match="float64 constant 0.333333"):
+        rewrite("y = 0.333333", set(), bits=64)
+    assert rewrite("y = 0.250000 + 3.000000e-09f", set(), bits=64) == "y = 0.250000 + 3.000000e-09f"
+
+
+@pytest.mark.parametrize("isa", ["x86-avx2", "arm64"])
+def test_folded_float64_constants_compile_bit_exact(isa: str) -> None:
+    """Halide folds `a * (0.1 * 3.0) + a * 2.0 + 0.1 / 3.0` into `a*2.633333 + 0.033333` in its
+    statement; with the printed values the results were off by ~1e-7 relative, silently."""
+    import pitchfork
+
+    x = hl.Var("x")
+    a = hl.ImageParam(hl.Float(64), 1, "a")
+    f = hl.Func(f"f64_{isa.replace('-', '_')}")
+    f[x] = a[x] * (hl.f64(0.1) * hl.f64(3.0)) + a[x] * hl.f64(2.0) + hl.f64(0.1) / hl.f64(3.0) + hl.exp(a[x] * 0.01)
+    f.vectorize(x, 4)
+    prog = pitchfork.compile(f, [a], target=isa, name=f.name())
+    assert not prog.is_fallback, prog.fallback_reason
+    vals = np.random.default_rng(3).random(64) * 100
+    a.set(hl.Buffer(vals))
+    want = np.asarray(f.realize([64], hl.Target("x86-64-linux-avx2-fma-sse41")))
+    got = prog(vals)
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
