@@ -49,8 +49,8 @@ class ScalarEmitter:
         if t.op in ("add", "sub", "mul"):
             flags = ["nsw"] if self.nsw and ty.signed and ty.bits >= 32 else []
             return getattr(b, t.op)(a[0], a[1], flags=flags)
-        if t.op in ("and", "or", "xor"):
-            return getattr(b, t.op + "_")(a[0], a[1])
+        if t.op in ("and", "or", "xor"):  # llvmlite's names: and_, or_ (Python keywords), xor
+            return {"and": b.and_, "or": b.or_, "xor": b.xor}[t.op](a[0], a[1])
         if t.op == "not":
             return b.not_(a[0])
         if t.op in ("min", "max"):
