@@ -127,6 +127,7 @@ RUNTIME_SERVICES: tuple[tuple[str, str], ...] = (
     ("halide_print(", "print() / print_when() (Halide's runtime printing)"),
     ("halide_trace_helper(", "trace_stores() / trace_loads() / trace_realizations() (Halide's tracing)"),
     ("halide_profiler_", "the profile target feature (Halide's profiler)"),
+    ("halide_error_requirement_failed(", "require() (Halide's runtime check with a formatted message)"),
 )
 
 

@@ -1,4 +1,5 @@
-"""Schedules that need a Halide runtime service we do not compile (memoize, print, tracing) fall back
+"""Schedules that need a Halide runtime service we do not compile (memoize, print, tracing, require's
+formatted message) fall back
 to Halide's compiler with a one-line reason naming the directive, at compile time, and give Halide's
 answer (pitchfork.frontend.checks.refuse_runtime_services)."""
 
@@ -38,7 +39,19 @@ def _traced() -> tuple[hl.Func, list, tuple]:
     return f, [a], (v,)
 
 
-@pytest.mark.parametrize(("make", "reason"), [(_memoized, r"memoize\(\)"), (_traced, r"trace_stores\(\)")])
+def _required() -> tuple[hl.Func, list, tuple]:
+    a = hl.ImageParam(hl.UInt(8), 1, "a")
+    p = hl.Param(hl.Int(32), "p")
+    f = hl.Func("f_required")
+    f[x] = hl.require(p > 0, a[x] + hl.u8(p), p)
+    v = np.arange(256, dtype=np.uint8)
+    a.set(hl.Buffer(v))
+    p.set(3)
+    return f, [a, p], (v, 3)
+
+
+@pytest.mark.parametrize(("make", "reason"), [(_memoized, r"memoize\(\)"), (_traced, r"trace_stores\(\)"),
+                                              (_required, r"require\(\)")])
 def test_runtime_service_falls_back_naming_the_directive(make, reason: str) -> None:  # type: ignore[no-untyped-def]
     f, args, vals = make()
     want = np.asarray(f.realize([256]))
