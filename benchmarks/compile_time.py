@@ -24,7 +24,8 @@ compile of the same pipeline, all three with one Halide target string per ISA (`
 + llc -O3 to an object with the harness's command, `halide21.llc_command`: our target machine and every backend
 option ours gets, `machine.backend_options`; Halide's bundled LLVM aborts on sobel3x3's HVX code). The first compile of each kind in the child is a
 warm-up and not counted: figures are a long-running process's compile time, as in a build compiling many
-generators. Medians over the benchmarks per ISA. A contender that kills the child (an assertion of
+generators. Medians over the benchmarks per ISA, and beside them the same comparison on the
+benchmarks both contenders compiled (`paired`: medians over that set and the median per-benchmark ratio). A contender that kills the child (an assertion of
 llvmlite's assertion-enabled LLVM aborts the process) is a one-line failure of that contender, and the
 child is run again without it, so the benchmark's other contenders are still measured (`run_child`).
 
@@ -389,7 +390,33 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
                     if have and (phase in PHASES + ("total",) or any(phase in h for h in have)):
                         cell[f"{kind}.{phase}"] = statistics.median(h.get(phase, 0.0) for h in have)
                 cell[f"{kind}.n"] = len(have)
+            cell.update(paired(sel))
             out.setdefault(root, {})[isa] = cell
+    return out
+
+
+def paired(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """PITCHFORK against each other contender on the same benchmarks: for the benchmarks where both
+    compiled, the median of PITCHFORK's totals and of the other's (`<kind>.same.pitchfork`,
+    `<kind>.same.other`), the median of the per-benchmark ratios (`<kind>.paired`), how many
+    benchmarks that is (`<kind>.same.n`) and on how many PITCHFORK was not slower (`<kind>.wins`).
+
+    Why beside the medians of `summarize`: those are taken over the benchmarks each contender compiled,
+    so where one contender fails on a benchmark (Halide 21 on softmax hvx128) the two medians are over
+    different sets (16 against 15) and their ratio compares different pipelines; these compare the same
+    ones, and the per-benchmark ratio does not depend on which benchmark happens to sit at the median."""
+    out: dict[str, float] = {}
+    for other in ("llvm", "halide21"):
+        both = [r["median"] for r in rows if "pitchfork" in r["median"] and other in r["median"]
+                and r["median"][other].get("total")]
+        if not both:
+            continue
+        ratios = [m["pitchfork"]["total"] / m[other]["total"] for m in both]
+        out[f"{other}.same.pitchfork"] = statistics.median(m["pitchfork"]["total"] for m in both)
+        out[f"{other}.same.other"] = statistics.median(m[other]["total"] for m in both)
+        out[f"{other}.paired"] = statistics.median(ratios)
+        out[f"{other}.same.n"] = len(both)
+        out[f"{other}.wins"] = sum(x <= 1.0 for x in ratios)
     return out
 
 
@@ -434,6 +461,28 @@ def markdown(data: dict[str, Any]) -> str:
                 lines.append(f"| {Path(root).name} | {isa} | {split('pitchfork')} | {share} | {split('llvm')} | "
                              f"{halide} | {vs_llvm} | {vs_halide} |")
         lines.append("")
+        same_rows = [(root, isa, c) for root, per_isa in comp["summary"].items() for isa, c in per_isa.items()
+                     if "halide21.paired" in c or "llvm.paired" in c]
+        if same_rows:
+            lines += ["The same comparison on the same benchmarks (`paired`): over the benchmarks where both "
+                      "contenders compiled, PITCHFORK's median total against the other's, the median of the "
+                      "per-benchmark ratios PITCHFORK / other, and on how many of them PITCHFORK was not slower "
+                      "(the medians above are each over the benchmarks that contender compiled).", "",
+                      "| checkout | ISA | vs LLVM alone: medians, same benchmarks | paired ratio | not slower "
+                      "| vs Halide 21: medians, same benchmarks | paired ratio | not slower |",
+                      "|---|---|---|---|---|---|---|---|"]
+            for root, isa, c in same_rows:
+                cols = []
+                for other in ("llvm", "halide21"):
+                    if f"{other}.paired" not in c:
+                        cols += ["-", "-", "-"]
+                        continue
+                    n = int(c[f"{other}.same.n"])
+                    cols += [f"{c[f'{other}.same.pitchfork']:.2f} / {c[f'{other}.same.other']:.2f} (n={n}) = "
+                             f"{c[f'{other}.same.pitchfork'] / c[f'{other}.same.other']:.2f}x",
+                             f"{c[f'{other}.paired']:.2f}x", f"{int(c[f'{other}.wins'])} of {n}"]
+                lines.append(f"| {Path(root).name} | {isa} | " + " | ".join(cols) + " |")
+            lines.append("")
         cpu_rows = [(root, isa, c) for root, per_isa in comp["summary"].items() for isa, c in per_isa.items()
                     if "pitchfork.cpu" in c]
         if cpu_rows:

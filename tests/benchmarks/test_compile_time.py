@@ -59,6 +59,27 @@ def test_report_and_results_section(tmp_path: Path) -> None:
     assert fresh.read_text() == f"{ct.BEGIN_MARK}\n{md.rstrip()}\n{ct.END_MARK}\n"
 
 
+
+def test_paired_figures_compare_the_same_benchmarks() -> None:
+    """Halide 21 failed on one benchmark (as on softmax hvx128): the paired figures leave that benchmark
+    out of PITCHFORK's median too, and the per-benchmark ratios' median does not depend on the others."""
+    def row(bench: str, ours: float, llvm: float, halide: float | None) -> dict:
+        med = {"pitchfork": {"total": ours}, "llvm": {"total": llvm}}
+        if halide is not None:
+            med["halide21"] = {"total": halide}
+        return {"bench": bench, "isa": "hvx128", "root": "/x/after", "median": med, "errors": {}}
+
+    rows = [row("a", 1.0, 2.0, 2.0), row("b", 2.0, 1.0, 1.0), row("c", 3.0, 3.0, 2.0), row("d", 9.0, 9.0, None)]
+    cell = ct.summarize(rows)["/x/after"]["hvx128"]
+    assert cell["pitchfork.total"] == 2.5 and cell["halide21.total"] == 2.0  # each over its own benchmarks
+    assert cell["halide21.same.pitchfork"] == 2.0 and cell["halide21.same.other"] == 2.0  # a, b, c only
+    assert cell["halide21.paired"] == 1.5 and cell["halide21.same.n"] == 3 and cell["halide21.wins"] == 1
+    assert cell["llvm.same.n"] == 4 and cell["llvm.paired"] == 1.0 and cell["llvm.wins"] == 3
+    md = ct.markdown({"host": {"date": "today", "cpus": 2, "load": 1.0},
+                      "compile": {"rows": rows, "summary": {"/x/after": {"hvx128": cell}}}})
+    assert ("| after | hvx128 | 2.50 / 2.50 (n=4) = 1.00x | 1.00x | 3 of 4 | 2.00 / 2.00 (n=3) = 1.00x | 1.50x "
+            "| 1 of 3 |") in md
+
 # A stand-in for the harness's child (`compile_time --child`), run as a real subprocess: it announces each
 # contender as the child does, and its "llvm" contender hits a real LLVM abort (usdot needs +i8mm, which the
 # arm64 target lacks: LLVM aborts in instruction selection, as llvmlite's assertion-enabled LLVM did on
