@@ -81,6 +81,9 @@ class SearchResult:
     rounds: int = 0
     detail: str = ""
     pruned: int = 0  # candidates of the right values left out as not in normal form
+    #: example rows the search learned from counterexamples (beyond the base examples), for a search
+    #: that goes on where this one stopped (synth/topdown.py): its decompositions then hold on them too
+    learned: tuple[tuple[int, ...], ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,7 +369,13 @@ def synthesize(
                         continue
                     found.append(t)
             found = sorted(set(found), key=lambda t: (grammar.cost(t), _const_inversions(t), to_text(t)))
+            refute: Optional[tuple[np.ndarray, dict[str, np.ndarray]]] = None  # this level's counterexamples
             for t in found:
+                if refute is not None and not _same_values(t, *refute):
+                    # a counterexample to a cheaper candidate already tells this one from the left side:
+                    # no query (x86 rounding_mul_shr(x_i16, y_i16, 15): ~40 candidates equal to 0 on the
+                    # examples, each ~1 s of Z3, spent the whole work cap before)
+                    continue
                 calls += 1
                 verdict, cex = prove_equal(lhs, t, rlimit, bounds)
                 if verdict == "VALID":
@@ -378,6 +387,7 @@ def synthesize(
                     row = tuple(cex.get(name, 0) for name, _t in columns)
                     if row not in rows and row not in cexs:
                         cexs.append(row)
+                        refute = (_lhs_hash(lhs, vars_, cexs, factors)[0], _env(vars_, cexs, factors))
                 else:
                     unknown += 1
             if cexs or top:
@@ -413,7 +423,8 @@ def synthesize(
                 )
             calls += sub.solver_calls
         if over:
-            return SearchResult("budget", None, terms, calls, rnd, f"more than {max_terms} terms", pruned=pruned)
+            return SearchResult("budget", None, terms, calls, rnd, f"more than {max_terms} terms", pruned=pruned,
+                                learned=tuple(learned))
         if unknown:
             return SearchResult("solver", None, terms, calls, rnd, f"{unknown} candidate(s) beyond rlimit", pruned=pruned)
         return SearchResult("exhausted", None, terms, calls, rnd, pruned=pruned)

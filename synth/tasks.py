@@ -538,7 +538,7 @@ def _topdown(seen: Term, grammar: Grammar, bound: tuple, task: Task, res: "Searc
         rlimit=task.rlimit,
     )
     try:
-        td = topdown(seen, grammar, bound, ctx)
+        td = topdown(seen, grammar, bound, ctx, extra_rows=res.learned)
     except (FPIRTypeError, ValueError) as e:  # a left side outside what it handles: the enumerator's verdict stands
         return replace(res, detail=f"{res.detail}; top-down: {type(e).__name__}: {e}")
     detail = td.detail if td.status == "found" else f"{res.detail}; {td.detail}"

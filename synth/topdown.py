@@ -295,8 +295,12 @@ def residuals(lhs: Term, expanded: Term, goals: dict[ScalarType, list[tuple[Term
 
 
 def topdown(lhs: Term, grammar: Grammar, bound: tuple, ctx: Context, depth: int = 1,
-            memo: Optional[dict[Term, Term]] = None) -> SearchResult:
-    """A right side for `lhs` cheaper than `bound` built from the root down (module doc)."""
+            memo: Optional[dict[Term, Term]] = None, extra_rows: Sequence[tuple[int, ...]] = ()) -> SearchResult:
+    """A right side for `lhs` cheaper than `bound` built from the root down (module doc).
+    `extra_rows`: example rows beyond the base ones (the enumerator's counterexamples for the same left
+    side, `SearchResult.learned`): a decomposition must hold there too, and a residual is told apart
+    from zero where the base examples miss its only nonzero inputs (x86 `rounding_mul_shr(x_i16,
+    y_i16, 15)` is `pmulhrsw(x, y)` but at x = y = -32768)."""
     try:
         if lane_factors(lhs):
             return SearchResult("budget", None, 0, 0, 0, "top-down: lane-combining left side not searched")
@@ -304,7 +308,8 @@ def topdown(lhs: Term, grammar: Grammar, bound: tuple, ctx: Context, depth: int 
         return SearchResult("budget", None, 0, 0, 0, f"top-down: {e}")
     memo = {} if memo is None else memo
     vars_ = sorted(set(lhs.variables()), key=lambda v: v.name)
-    rows = base_examples(lane_names(vars_, {}))
+    rows = list(base_examples(lane_names(vars_, {})))
+    rows += [r for r in extra_rows if r not in rows]
     env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
     with np.errstate(all="ignore"):
         target = np.broadcast_to(np.asarray(evaluate(lhs, env)).astype(lhs.type.np_dtype), (len(rows),))

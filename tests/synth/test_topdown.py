@@ -127,3 +127,27 @@ def test_without_top_down_the_same_budget_finds_nothing() -> None:
     r = run_task(Task("lower", "arm64", "saturating_cast<u8>(v0_i32 >> 8)", 100_000,
                       hide=bring_up_hidden("arm64"), topdown=False))
     assert r["status"] == "budget"
+
+
+def test_the_enumerators_counterexamples_filter_the_decompositions() -> None:
+    """x86 `rounding_mul_shr(x_i16, y_i16, 15)`: on the base examples its saturation never acts (no row
+    has x = y = -32768), so the wrapping `i16(rounding product)` passes for it and roots over it are
+    decompositions, each then a Z3 query that fails. The enumerator learned that row as a
+    counterexample (`SearchResult.learned`); handed to the top-down search, it leaves only the
+    saturating form as the specification."""
+    from synth.cost import lowering_cost
+    from synth.search import synthesize
+
+    lhs, g, rows, env, target = _examples("x86-avx2", "rounding_mul_shr(v0_i16, v1_i16, 15)")
+    res = synthesize(lhs, g, (lowering_cost(expand_fpir(lhs, 64))[0], 0, 0), max_terms=10_000)
+    assert res.status == "budget" and (-32768, -32768) in res.learned
+    wrapping = "i16((i32(v0_i16) * i32(v1_i16) >> u32(15)) + (i32(v0_i16) * i32(v1_i16) >> u32(14) & 1))"
+
+    def specs(rows: list[tuple[int, ...]]) -> set[str]:
+        e = {v: np.array([r[i] for r in rows], dtype=np.int16) for i, v in enumerate(("v0", "v1"))}
+        t = np.asarray(evaluate(lhs, e)).astype(np.int16)
+        found, _ = decompositions(lhs, g, sub_goals(lhs, g, expand_fpir(lhs, 64), e, len(rows), instructions=True), t)
+        return {to_text(x) for _, sp in found for x in sp}
+
+    assert wrapping in specs(list(rows))
+    assert wrapping not in specs(list(rows) + [r for r in res.learned if r not in rows])
