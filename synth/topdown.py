@@ -228,6 +228,7 @@ def decompositions(lhs: Term, grammar: Grammar, goals: dict[ScalarType, list[tup
     tried = 0
     types = sorted(goals, key=lambda t: (t.bits, t.signed, t.name))
     n = target.shape[0]
+    same = _restating(lhs, goals, target)
     for op, rtype in grammar.forms:
         s = OPS[op]
         if s.kind != "target" or not 1 <= s.arity <= 4 or s.arg_lanes:
@@ -261,9 +262,19 @@ def decompositions(lhs: Term, grammar: Grammar, goals: dict[ScalarType, list[tup
                 hit = np.all(out.astype(lhs.type.np_dtype, copy=False) == target, axis=-1)
                 for idx in np.argwhere(hit):
                     choice = (cols[0][lo + int(idx[0])][0],) + tuple(cols[i][int(idx[i])][0] for i in range(1, k))
-                    if any(g.args for g in choice):  # leaves alone: the enumerator's first levels had them
+                    if any(g.args for g in choice) and not any(g in same for g in choice):
+                        # leaves alone: the enumerator's first levels had them; an operand with the
+                        # left side's own values (its generic expansion) only restates the problem
                         found.append((op, choice))
     return found, tried
+
+
+def _restating(lhs: Term, goals: dict[ScalarType, list[tuple[Term, np.ndarray]]], target: np.ndarray) -> set[Term]:
+    """The sub-goals of the left side's type with its values on every example (its generic expansion,
+    or a cast of it): as an operand of a decomposition or the `a` of a residual they only restate it
+    (`op(expansion, 0)`, residual 0), and implementing them is the search itself."""
+    dt = lhs.type.np_dtype
+    return {a for a, v in goals.get(lhs.type, []) if a.args and np.array_equal(v.astype(dt), target.astype(dt))}
 
 
 def residuals(lhs: Term, expanded: Term, goals: dict[ScalarType, list[tuple[Term, np.ndarray]]],
@@ -276,7 +287,8 @@ def residuals(lhs: Term, expanded: Term, goals: dict[ScalarType, list[tuple[Term
     (`expanded`): its grammar (`Context.grammar_for`) then has the primitive ops the expansion uses
     (the `mul` of `(x * y) >> 15`), which the left side's fixed-point op does not name."""
     dt = lhs.type.np_dtype
-    cands = [(a, v) for a, v in goals.get(lhs.type, []) if a.args]
+    same = _restating(lhs, goals, target)
+    cands = [(a, v) for a, v in goals.get(lhs.type, []) if a.args and a not in same]
     out: list[tuple[str, tuple[Term, ...]]] = []
     for op in RESIDUAL_ROOTS:
         ranked = []

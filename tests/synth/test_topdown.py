@@ -131,17 +131,17 @@ def test_without_top_down_the_same_budget_finds_nothing() -> None:
 
 def test_the_enumerators_counterexamples_filter_the_decompositions() -> None:
     """x86 `rounding_mul_shr(x_i16, y_i16, 15)`: on the base examples its saturation never acts (no row
-    has x = y = -32768), so the wrapping `i16(rounding product)` passes for it and roots over it are
-    decompositions, each then a Z3 query that fails. The enumerator learned that row as a
-    counterexample (`SearchResult.learned`); handed to the top-down search, it leaves only the
-    saturating form as the specification."""
+    has x = y = -32768), so the wrapping `i16(x * y >> 15)` passes for the saturating one in
+    `padds(i16(x * y >> 15), rounding bit)`, a decomposition that then fails in Z3. The enumerator
+    learned that row as a counterexample (`SearchResult.learned`); handed to the top-down search, it
+    leaves only the saturating form as the specification."""
     from synth.cost import lowering_cost
     from synth.search import synthesize
 
     lhs, g, rows, env, target = _examples("x86-avx2", "rounding_mul_shr(v0_i16, v1_i16, 15)")
     res = synthesize(lhs, g, (lowering_cost(expand_fpir(lhs, 64))[0], 0, 0), max_terms=10_000)
     assert res.status == "budget" and (-32768, -32768) in res.learned
-    wrapping = "i16((i32(v0_i16) * i32(v1_i16) >> u32(15)) + (i32(v0_i16) * i32(v1_i16) >> u32(14) & 1))"
+    wrapping = "i16(i32(v0_i16) * i32(v1_i16) >> u32(15))"
 
     def specs(rows: list[tuple[int, ...]]) -> set[str]:
         e = {v: np.array([r[i] for r in rows], dtype=np.int16) for i, v in enumerate(("v0", "v1"))}
@@ -150,4 +150,21 @@ def test_the_enumerators_counterexamples_filter_the_decompositions() -> None:
         return {to_text(x) for _, sp in found for x in sp}
 
     assert wrapping in specs(list(rows))
-    assert wrapping not in specs(list(rows) + [r for r in res.learned if r not in rows])
+    learned = specs(list(rows) + [r for r in res.learned if r not in rows])
+    assert wrapping not in learned and "saturating_cast<i16>(i32(v0_i16) * i32(v1_i16) >> u32(15))" in learned
+
+
+def test_no_decomposition_or_residual_merely_restates_the_left_side() -> None:
+    """x86 `rounding_shr(x_i32, y_u32)`: its generic expansion is a sub-goal with the left side's own
+    values, so every decomposition was `op(expansion, 0)` and the residual root took it as `a` (residual
+    0, the fewest distinct values), which restates the problem. Now both skip it: the residual is
+    taken on `x >> y` (implemented as psrav), leaving the rounding bit as the residual."""
+    lhs, g, rows, env, target = _examples("x86-avx2", "rounding_shr(v0_i32, v1_u32)")
+    expanded = expand_fpir(lhs, 64)
+    goals = sub_goals(lhs, g, expanded, env, len(rows), instructions=True)
+    assert any(np.array_equal(v, target) for a, v in goals[lhs.type] if a.args)  # the expansion is a goal
+    found, _ = decompositions(lhs, g, goals, target)
+    values = {a: v for a, v in goals[lhs.type]}
+    assert all(not (x in values and np.array_equal(values[x], target)) for _, sp in found for x in sp)
+    assert [(op, to_text(a)) for op, (a, _r) in residuals(lhs, expanded, goals, target)] == [
+        ("add", "v0_i32 >> v1_u32"), ("sub", "v0_i32 >> v1_u32")]
