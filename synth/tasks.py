@@ -418,11 +418,13 @@ def _run(task: Task) -> dict[str, Any]:
 def _split(seen: Term, grammar: Grammar, bound: tuple, task: Task, res: SearchResult) -> SearchResult:
     """A reduction wider than the banks' lane factor searched as a fold of folds
     (synth/reduction_split.py): the inner reduction is a lowering task of its own (not generalized: the
-    whole is); the whole counts only if it beats the left side's bound."""
+    whole is; enumerator only, no top-down search, so up to three inner factors cost a few bounded
+    enumerations and a deep round's time goes to the other left sides); the whole counts only if it
+    beats the left side's bound."""
     from synth.reduction_split import split_reduction
 
     def inner_search(inner: Term) -> Optional[Term]:
-        r = _run(replace(task, lhs=to_text(inner), generalize=False, ranges=(), uniform=()))
+        r = _run(replace(task, lhs=to_text(inner), generalize=False, ranges=(), uniform=(), topdown=False))
         return parse(r["rhs"]) if r.get("status") == "synthesized" and r.get("rhs") else None
 
     got = split_reduction(seen, inner_search)
