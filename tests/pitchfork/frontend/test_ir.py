@@ -1,0 +1,36 @@
+"""pitchfork/frontend/ir.py traversal: `walk` visits every node once, in pre-order, each node's children
+in `children`'s field order (the order the passes and checks built on it rely on)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pitchfork.frontend import ir as H
+from pitchfork.frontend.htypes import HType
+from pitchfork.frontend.stmt import parse_stmt
+
+DATA = Path(__file__).with_name("data")
+
+
+def _preorder(node: H.Node) -> list[H.Node]:
+    """The reference order: the node, then each child's pre-order, children as `children` yields them."""
+    out = [node]
+    for c in H.children(node):
+        out.extend(_preorder(c))
+    return out
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.stmt")), ids=lambda p: p.stem)
+def test_walk_is_the_preorder_of_children(path: Path) -> None:
+    stmt = parse_stmt(path.read_text())
+    got = list(H.walk(stmt))
+    want = _preorder(stmt)
+    assert len(got) == len(want) > 10
+    assert all(a is b for a, b in zip(got, want))
+
+
+def test_walk_of_a_leaf_is_the_leaf() -> None:
+    leaf = H.IntImm(7, HType("int", 32))
+    assert [n is leaf for n in H.walk(leaf)] == [True]
