@@ -251,8 +251,9 @@ def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: Egrap
     union each lifted term with its e-node: the lifting rules act on the e-graph through the greedy
     TRS, with its own matcher, predicates and bounds. With `guided`, each e-node is also lifted over
     the children's terms that follow the lifting rules' left sides (sketch.py), where those differ
-    from the cheapest. An e-node over the same child terms as in an earlier pass is not lifted again.
-    The caller runs the commands with its next ones (each run_program call costs egglog a few
+    from the cheapest. An e-node over the same child terms as in an earlier pass is not lifted again,
+    and a lifted term that is its e-class's cheapest term already is not unioned (a no-op). The
+    caller runs the commands with its next ones (each run_program call costs egglog a few
     milliseconds however small)."""
     best_nodes, best = extract_all_with_choices(classes, enc, fold=False)
     guide = Guide(classes, best_nodes, best, enc) if guided else None
@@ -261,7 +262,7 @@ def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: Egrap
     unions: list[str] = []
     cap = None if limit is None else limit * (res.rounds + 1)  # `limit` new e-nodes per round
     rooted: dict[tuple[str, str], tuple[str, bool]] = {}  # (ctor, type) -> (op, a rule has it at its root)
-    for n in (n for nodes in classes.values() for n in nodes):
+    for c, n in ((c, n) for c, nodes in classes.items() for n in nodes):
         if cap is not None and len(seen) >= cap:
             res.note = res.note or f"lifting pass limited to {limit} e-nodes per round"
             break
@@ -301,7 +302,10 @@ def _lift_pass(classes: dict, enc: Encoding, rw: Rewriter, seen: set, res: Egrap
                 # first re-lift its children back to their cheapest forms (the sketch undone)
                 step = rw._best(t)
                 lifted = t if step is None else rw.rewrite(step)
-            if lifted is not t:
+            # a lifting that is already its class's cheapest term (greedy's own lifting, from the seed
+            # or an earlier pass) is in the class: its union would be a no-op for egglog, and binding
+            # it re-sends every node of it (on the 16 benchmarks 60% of the pass's actions)
+            if lifted is not t and lifted is not best.get(c):
                 a = enc.bind(t, unions)
                 unions.append(f"(union {a} {enc.bind(lifted, unions)})")
     return unions
