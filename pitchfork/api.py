@@ -50,7 +50,8 @@ from pitchfork.frontend.htypes import HType
 from pitchfork.backend.link_check import undefined_calls, undefined_symbols
 from pitchfork.errors import UsageError
 from pitchfork.frontend.checks import (check_arguments, refuse_deep_statement, refuse_extern_stages,
-                                       refuse_huge_vectors, refuse_if_halide_rejects, refuse_runtime_services)
+                                       refuse_half_floats, refuse_huge_vectors, refuse_if_halide_rejects,
+                                       refuse_runtime_services)
 from pitchfork.frontend.params import halide_scalar_value, scalar_value
 from pitchfork.frontend.stmt import HalideParseError
 from pitchfork.targets.target_strings import machine_target, parse_target
@@ -463,6 +464,7 @@ def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str,
         t0 = time.perf_counter()
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         refuse_runtime_services(captured.text)  # Unsupported: falls back, naming the directive
+        refuse_half_floats(captured)  # Unsupported: falls back, naming the type
         cap = captured
 
         phases = stats.codegen_phases

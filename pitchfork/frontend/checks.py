@@ -10,7 +10,8 @@ nor Halide's fallback could give the caller a right answer from them.
 Each raises pitchfork.errors.UsageError / PipelineError naming the construct (never a fallback).
 Two more checks raise codegen.Unsupported, a fallback to Halide's compiler with the reason: a statement
 nested deeper than MAX_NESTING (`refuse_deep_statement`) and one that calls a Halide runtime service we
-do not compile (`refuse_runtime_services`: memoize, print, tracing, the profiler).
+do not compile (`refuse_runtime_services`: memoize, print, tracing, the profiler), and one with float16
+or bfloat16 values (`refuse_half_floats`).
 """
 
 from __future__ import annotations
@@ -142,3 +143,30 @@ def refuse_runtime_services(text: str) -> None:
         if marker in text:
             raise Unsupported(f"{what} is not compiled by PITCHFORK")
 
+
+#: a float16 / bfloat16 value in a statement: its type named in a cast or reinterpret (`float16x8(...)`,
+#: `reinterpret<bfloat16>`, `(float16)`) or a 16-bit float literal (Halide prints both kinds with an
+#: `h`: `1.500000h`)
+_HALF_FLOAT = re.compile(r"(?<![\w.$])(?:b?float16(?:x\d+)?(?![\w.$])|\d+\.\d+(?:e[+-]\d+)?h(?![\w.$]))")
+
+
+def refuse_half_floats(captured: Any) -> None:
+    """Raise codegen.Unsupported (a fallback to Halide, saying why) for a pipeline with float16 or
+    bfloat16 values, before the parser meets them: Halide computes those natively on some targets and
+    emulates them with its own bit-exact conversions on others, which PITCHFORK does not reproduce
+    (without this check a bfloat16 pipeline was refused as a type error of its `h` literals)."""
+    from pitchfork.codegen.loop_nest import Unsupported
+
+    types = [a.type for a in captured.arguments] + [t for o in captured.output_buffers for t in o.types]
+    half = sorted({str(t.elem) for t in types if t.is_float and t.bits == 16 or t.code == "bfloat"})
+    m = _HALF_FLOAT.search(captured.text)
+    if not half and m is None:
+        return
+    where = ""
+    if m is not None:
+        word = m.group(0)
+        if not half:
+            half = ["float16 or bfloat16"] if word.endswith("h") else [word.split("x")[0]]
+        where = f" (statement line {captured.text.count(chr(10), 0, m.start()) + 1})"
+    raise Unsupported(f"{' / '.join(half)} values (Halide computes them natively or emulates them per target; "
+                      f"PITCHFORK compiles float32 and float64){where}")

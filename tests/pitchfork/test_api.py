@@ -232,7 +232,7 @@ def float_pipeline(bits: int = 16) -> tuple[hl.Func, list[hl.ImageParam]]:
 @pytest.mark.parametrize("target", ("x86-avx2", "arm64"))
 def test_float16_pipeline_falls_back_with_warning(target: str) -> None:
     out, args = float_pipeline()
-    with pytest.warns(PitchforkFallbackWarning, match=r"floating-point float16 .*statement line \d+"):
+    with pytest.warns(PitchforkFallbackWarning, match=r"float16 values .*statement line \d+"):
         prog = pitchfork.compile(out, args, target=target, name="halve_f16")
     assert prog.is_fallback and "float16" in prog.fallback_reason
     a = np.random.default_rng(1).integers(0, 256, (6, 21), dtype=np.uint8)
