@@ -14,8 +14,10 @@ Encoding (egglog program text, for `egglog.bindings`):
 * leaves: `(Const v "ty")` for constants; `(Leaf n "ty")` for everything else the e-graph does not
   look into (variables, uniform variables, target instructions, constants outside egglog's i64), n
   indexing `Encoding.leaves`.
-* `(Root e)`: the relation marking the input's e-class (`Encoding.program` adds it), by which the
-  engine finds the root after saturation.
+* `(Root e) = k`: marks the input's e-class with the shape's index `k` in its egglog scope
+  (`Encoding.program` sets it), by which the engine finds the root after saturation (a scope may hold
+  several shapes: engine.Budget.scope). Leaf indices start at `Encoding.leaf_base`, so the shapes of
+  one scope share no leaf.
 * `(tyof e)`: the type of an e-class, which typed wildcards (`x_u8`) of rule patterns query. Whoever
   adds an op node sets it from the node's type field: the encoder beside each `let` (`encode`, `bind`),
   a compiled rule beside each node of its right side (rules.py). (A `types` rule per constructor
@@ -50,8 +52,10 @@ from fpir.types import ScalarType, parse_type
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 CONST, LEAF = "Const", "Leaf"
-#: the relation marking the input's e-class, and the ruleset of the action batches (Encoding.batch)
+#: the function marking the input's e-class, and the ruleset of the action batches (Encoding.batch)
 ROOT, BATCH_RULESET = "Root", "batch"
+#: leaf indices of the shapes of one egglog scope are this far apart (more leaves than any term has)
+LEAF_STRIDE = 1 << 32
 
 
 def lifting_ops() -> list[str]:
@@ -93,7 +97,7 @@ def declarations(ops: Optional[list[str]] = None) -> str:
             lines.append(f"  ({ctor(op, fl)} String{' E' * ar})")
     lines.append(")")
     lines.append("(function tyof (E) String :merge old)")
-    lines.append(f"(relation {ROOT} (E))")
+    lines.append(f"(function {ROOT} (E) i64 :merge old)")
     lines.append(f"(ruleset {BATCH_RULESET})")
     lines.append("(ruleset types)")
     lines.append(f"(rule ((= e ({CONST} v t))) ((set (tyof e) t)) :ruleset types)")
@@ -124,10 +128,13 @@ class Encoding:
     # ids of the terms of the current batch whose every node is named (by an earlier `bind`, which
     # keeps them alive in `names`): `bind` does not walk into them again
     closed: set[int] = field(default_factory=set)
+    # the first Leaf index (leaf_index holds indices from it on), and the shape's index in its scope
+    leaf_base: int = 0
+    key: int = 0
 
     def program(self) -> list[str]:
         """The input's actions, marking its root e-class (`Root`): the start of the first batch."""
-        return self.lets + [f"({ROOT} {self.root})"]
+        return self.lets + [f"(set ({ROOT} {self.root}) {self.key})"]
 
     def batch(self, actions: list[str], index: int) -> str:
         """`actions` as one egglog rule with an empty query and the run that fires it (once: an
@@ -158,7 +165,7 @@ class Encoding:
                 out.append(f"(let {name} ({CONST} {t.value} {ty}))")
             elif not t.args or t.op not in self.known:
                 if t not in self.leaf_index:
-                    self.leaf_index[t] = len(self.leaves)
+                    self.leaf_index[t] = self.leaf_base + len(self.leaves)
                     self.leaves.append(t)
                 out.append(f"(let {name} ({LEAF} {self.leaf_index[t]} {ty}))")
             else:
@@ -176,7 +183,7 @@ class Encoding:
         if ctor_name == CONST:
             return const(int(payload), t)  # type: ignore[arg-type]
         if ctor_name == LEAF:
-            return self.leaves[int(payload)]  # type: ignore[arg-type]
+            return self.leaves[int(payload) - self.leaf_base]  # type: ignore[arg-type]
         op, flags = parse_ctor(ctor_name)
         s = spec(op)
         return make(op, *args, type=t if s.explicit_type else None, flags=flags, fold=fold)
@@ -187,11 +194,12 @@ def _type(name: str) -> ScalarType:
     return parse_type(name)
 
 
-def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "n_") -> Encoding:
+def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "n_", key: int = 0) -> Encoding:
     """`term` as egglog lets (one per distinct node, post-order). A node whose op is outside `known`
-    becomes an opaque leaf (its sub-terms are not encoded on its behalf)."""
+    becomes an opaque leaf (its sub-terms are not encoded on its behalf). `key`: the shape's index in
+    its egglog scope (its Root mark; its leaves are numbered from key * LEAF_STRIDE)."""
     known = known if known is not None else frozenset(lifting_ops())
-    enc = Encoding(known=known)
+    enc = Encoding(known=known, leaf_base=key * LEAF_STRIDE, key=key)
     opaque = {t for t in term.walk() if t.op not in ("var", "const") and t.op not in known}
     reach = _reachable_outside(term, opaque)
     leaf_index = enc.leaf_index
@@ -203,7 +211,7 @@ def encode(term: Term, known: Optional[frozenset[str]] = None, prefix: str = "n_
         if t.op == "const" and I64_MIN <= t.value <= I64_MAX:
             enc.lets.append(f"(let {name} ({CONST} {t.value} {ty}))")
         elif t.op in ("var", "const") or t in opaque:
-            leaf_index[t] = len(enc.leaves)
+            leaf_index[t] = enc.leaf_base + len(enc.leaves)
             enc.leaves.append(t)
             enc.lets.append(f"(let {name} ({LEAF} {leaf_index[t]} {ty}))")
         else:

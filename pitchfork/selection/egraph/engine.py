@@ -132,6 +132,9 @@ class Budget:
     rlimit: int = 60_000_000  # Z3 resource limit of the translation validation (fpir.z3enc.DEFAULT_RLIMIT)
     # keep each shape's outcome in the on-disk store (store.py) and look it up before saturating
     persist: bool = False
+    # shapes saturated one after another in one egglog (push)/(pop) scope (`_saturate_here`): a push
+    # and a pop cost egglog ~8 ms whatever the e-graph, about half of a small shape's saturation
+    scope: int = 1
 
 
 #: the budget of selection (`select --engine egraph`, pitchfork.compile(engine="egraph")): whole
@@ -144,7 +147,11 @@ class Budget:
 #: pass is ~14% of a saturation's CPU, and on the 16 benchmarks it changes no result on any ISA; what
 #: selection gives up is the rounding constant folded into a sum three bench_keys spellings of
 #: gaussian3x3 write (`u8((u16(a) + u16(b) * 2 + 2) >> 2)`), which `lift` (Budget()) still finds
-SELECTION_BUDGET = Budget(rounds=1, nodes=1_500, lifts=300, rlimit=1_000_000, seed=True, persist=True, guided=False)
+#: Two shapes per egglog scope (`Budget.scope`): the second shares the first's scope, where it meets
+#: only the first's constants, and the first's newest e-nodes get one more algebra step (on the 16
+#: benchmarks no result changed; a third shape per scope costs more than the pop it saves)
+SELECTION_BUDGET = Budget(rounds=1, nodes=1_500, lifts=300, rlimit=1_000_000, seed=True, persist=True, guided=False,
+                          scope=2)
 
 
 @dataclass
@@ -350,7 +357,8 @@ def _bindings() -> Any:
 def _session() -> tuple[object, list, list]:
     """The egglog thread's e-graph holding the prelude (declarations, type tables, algebra rules: adding
     them costs egglog far more than a saturation), with parsed `(push)` / `(pop)` commands: each lift
-    works between a push and a pop, so it starts from the prelude alone."""
+    works between a push and a pop (`Budget.scope` lifts share one), so it starts from the prelude and
+    at most its scope's earlier shapes."""
     got = getattr(_LOCAL, "session", None)
     if got is None:
         eg = _bindings().EGraph()
@@ -503,20 +511,58 @@ def _saturate_here(term: Term, lift_rs: RuleSet, budget: Budget,
                    seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None,
                    fixed: Sequence[Term] = ()) -> tuple[Term, EgraphResult]:
     eg, push, pop = _session()
-    eg.run_program(*push)  # type: ignore[attr-defined]
+    # the open scope: (budget, shapes saturated in it), or None. A shape joins it while it holds fewer
+    # than budget.scope shapes of the same budget; otherwise it is closed and a new one opened.
+    # Shapes in one scope share no leaf (declare.py LEAF_STRIDE) and each finds its own root (`Root`
+    # = its index), so one meets another's e-classes only through constants, which are the same
+    # values in both
+    open_ = getattr(_LOCAL, "scope", None)
+    if open_ is not None and (open_[0] != budget or open_[1] >= budget.scope or capture is not None):
+        eg.run_program(*pop)  # type: ignore[attr-defined]
+        open_ = _LOCAL.scope = None
+    if open_ is None:
+        eg.run_program(*push)  # type: ignore[attr-defined]
+        open_ = (budget, 0)
+    key = open_[1]
     try:
-        out = _saturate(eg, term, lift_rs, budget, seed, capture, fixed)
+        out = _saturate(eg, term, lift_rs, budget, seed, capture, fixed, key)
     except BaseException:
-        _LOCAL.session = None
+        _LOCAL.session = _LOCAL.scope = None
         raise
-    eg.run_program(*pop)  # type: ignore[attr-defined]
+    if key + 1 >= budget.scope or capture is not None:
+        eg.run_program(*pop)  # type: ignore[attr-defined]
+        _LOCAL.scope = None
+    else:
+        _LOCAL.scope = (budget, key + 1)
     return out
+
+
+def _reachable(classes: dict, root: Any) -> dict:
+    """The e-classes of `classes` reachable from `root` (the shape's own, in a shared scope)."""
+    seen = {root}
+    stack = [root]
+    while stack:
+        for n in classes.get(stack.pop(), ()):
+            for ch in n.children:
+                if ch not in seen:
+                    seen.add(ch)
+                    stack.append(ch)
+    return {c: ns for c, ns in classes.items() if c in seen}
+
+
+def _read(eg: Any, key: int) -> tuple[dict, Any]:
+    """The e-graph's classes (extract.read_egraph) and the root class of the shape `key` of the
+    scope; in a scope holding earlier shapes, only the classes reachable from the root."""
+    frozen = eg.freeze()
+    classes = read_egraph(eg, frozen)
+    root = next(r.inputs[0] for r in frozen.functions[ROOT].rows if eg.value_to_i64(r.output) == key)
+    return (_reachable(classes, root) if key else classes), root
 
 
 def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
               seed: Optional[list[tuple[Term, Term]]] = None, capture: Optional[list] = None,
-              fixed: Sequence[Term] = ()) -> tuple[Term, EgraphResult]:
-    enc = encode(term, _declared())
+              fixed: Sequence[Term] = (), key: int = 0) -> tuple[Term, EgraphResult]:
+    enc = encode(term, _declared(), key=key)
     res = EgraphResult(term, "egraph")
     rw = _pass_rewriter(lift_rs)
     _mark_fixed(rw, fixed)
@@ -525,7 +571,9 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     t0 = time.perf_counter()
     rnd, close, size = _parsed(eg, _ROUND), _parsed(eg, _CLOSE), _parsed(eg, "(print-size)")
     program = enc.program()
-    batches = 0
+    batches = key * 1_000_000  # batch rule names are unique within the scope
+    # e-nodes of the scope's earlier shapes (the node budget counts this shape's own)
+    before = _count(eg.run_program(*size)[0]) if key else 0
 
     def batch(actions: list[str]) -> str:
         """`actions` as one egglog command (declare.py Encoding.batch), as text (program.run_text)."""
@@ -541,7 +589,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     else:
         run_text(eg, batch(program), *close)
         program = []
-        pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts, budget.guided)
+        pending = _lift_pass(_read(eg, key)[0], enc, rw, seen, res, budget.lifts, budget.guided)
     for r in range(budget.rounds):
         res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
         # with a seed, nothing is read before the first round: the input's actions join its batch
@@ -552,8 +600,8 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
         report = [o.report for o in out if hasattr(o, "report")][1 if new else 0]
         res.fired.update({k: v for k, v in report.num_matches_per_rule.items() if v and not k.startswith("(")})
         res.rounds = r + 1
-        res.nodes = _count(next(o for o in out if hasattr(o, "sizes")))
-        pending = _lift_pass(read_egraph(eg), enc, rw, seen, res, budget.lifts, budget.guided)
+        res.nodes = _count(next(o for o in out if hasattr(o, "sizes"))) - before
+        pending = _lift_pass(_read(eg, key)[0], enc, rw, seen, res, budget.lifts, budget.guided)
         if not report.updated and not pending:
             res.saturated = True
             break
@@ -569,9 +617,7 @@ def _saturate(eg: Any, term: Term, lift_rs: RuleSet, budget: Budget,
     if pending:  # the last pass's lifted terms join the e-graph before extraction
         res.lift_unions += sum(1 for u in pending if u.startswith("(union"))
         run_text(eg, batch(pending), *close)
-    frozen = eg.freeze()
-    classes = read_egraph(eg, frozen)
-    root_value = frozen.functions[ROOT].rows[0].inputs[0]
+    classes, root_value = _read(eg, key)
     if capture is not None:
         capture.append(EGraphView.of(classes, root_value, enc))
     return extract(eg, root_value, enc, classes), res

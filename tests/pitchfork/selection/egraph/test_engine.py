@@ -265,3 +265,38 @@ def test_selection_proves_only_the_result_it_keeps(target: str) -> None:
         assert proof in ("exhaustive", "shared", "full")
     else:
         assert proof == "pending" and z3_loaded == "False"
+
+
+def test_shapes_sharing_a_scope_give_what_each_gives_alone() -> None:
+    """engine.Budget.scope: selection saturates two shapes in one egglog (push)/(pop) scope. The
+    second numbers its leaves apart from the first's (declare.py LEAF_STRIDE) and finds its own root
+    (`Root` = its index), so each comes out as it does alone, and the scope is closed after the
+    second (the next shape starts from the prelude)."""
+    from dataclasses import replace
+
+    from pitchfork.selection.egraph import engine as eng
+    from pitchfork.selection.egraph.canon import canonical
+    from pitchfork.selection.greedy import lift_rules, lifter, normalize_shift_constants
+
+    texts = ["i16(a_u8) * 4 + i16(b_u8) * 4 + i16(c_u8) * 6 + i16(d_u8) + i16(e_u8)",  # gaussian5x5's rows
+             "u8(min(absd(u16(a_u8) * 2 + u16(b_u8) + u16(c_u8), u16(d_u8) * 2 + u16(e_u8) + u16(f_u8)), 255))",
+             "saturating_cast<i16>((i32(a_i16) * 3 + i32(b_i16) * 5 + 8) >> 4)"]
+    shapes = [canonical(normalize_shift_constants(parse(t)))[0] for t in texts]
+    alone = replace(SELECTION_BUDGET, scope=1)
+    assert SELECTION_BUDGET.scope == 2
+
+    def run(t, budget):  # type: ignore[no-untyped-def]
+        out, res = eng.saturate(t, lift_rules(), budget, fixed=[lifter().rewrite(t)])
+        return out, res.nodes
+
+    want = [run(t, alone) for t in shapes]
+    for first, second in itertools.permutations(range(3), 2):
+        got = [run(shapes[first], SELECTION_BUDGET), run(shapes[second], SELECTION_BUDGET)]
+        assert eng._WORKER is not None and eng._WORKER.call(lambda: getattr(eng._LOCAL, "scope", None)) is None
+        assert got[0][0] is want[first][0] and got[1][0] is want[second][0], (first, second)
+        assert got[0][1] == want[first][1]
+    # a shape under another budget closes the open scope first
+    run(shapes[0], SELECTION_BUDGET)
+    assert eng._WORKER.call(lambda: eng._LOCAL.scope) == (SELECTION_BUDGET, 1)
+    assert run(shapes[1], alone)[0] is want[1][0]
+    assert eng._WORKER.call(lambda: getattr(eng._LOCAL, "scope", None)) is None
