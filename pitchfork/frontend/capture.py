@@ -553,11 +553,16 @@ def _capture_subprocess(
     try:
         return _run_job(files, data, arguments, target, timeout, constraints, upto_intrinsics)
     finally:
-        for path in files.values():  # whatever the job wrote, read or not
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
+        _remove_job_files(files)
+
+
+def _remove_job_files(files: dict[str, Path]) -> None:
+    """Unlink whatever a job wrote, read or not."""
+    for path in files.values():
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def _job_spec(
@@ -608,11 +613,7 @@ def llvm_module_log(pipeline: hl.Pipeline, args: Sequence[Any], target: str, tim
             raise CaptureError(f"Halide failed to compile {target} for its float64 constants: {why}")
         return log
     finally:
-        for path in files.values():
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
+        _remove_job_files(files)
 
 
 def _run_job(

@@ -40,8 +40,10 @@ FLOAT64_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)(?![\w.$])")
 _FROM_BITS = re.compile(r"float_from_bits\((\d+)\b")
 #: a floating-point constant in LLVM's textual IR: its bits in hex as a double (LLVM writes float
 #: constants that way too), or a decimal, which LLVM prints only when it reads back exactly
-_LLVM_FP = re.compile(r"(?<![\w.])(?:0x([0-9A-Fa-f]{16})\b|([-+]?\d+\.\d+e[-+]\d+))")
-_LLVM_DOUBLE = re.compile(r"\bdouble (?:0x([0-9A-Fa-f]{16})\b|([-+]?\d+\.\d+e[-+]\d+))")
+_LLVM_FP_CONSTANT = r"(?:0x([0-9A-Fa-f]{16})\b|([-+]?\d+\.\d+e[-+]\d+))"
+_LLVM_FP = re.compile(r"(?<![\w.])" + _LLVM_FP_CONSTANT)
+#: the same, written right after its type
+_LLVM_DOUBLE = re.compile(r"\bdouble " + _LLVM_FP_CONSTANT)
 _LLVM_FLOAT_TYPE = re.compile(r"\b(?:float|half|bfloat)\b")
 #: the log lines around the unoptimised module (CodeGen_LLVM.cpp, debug level 3)
 UNOPTIMIZED_START, UNOPTIMIZED_END = "Optimizing module", "After LLVM optimizations:"
