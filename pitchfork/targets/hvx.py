@@ -407,11 +407,15 @@ TABLE: tuple[Inst, ...] = (
     Inst("vrmpy", [f"{a}, {y}, {z} -> {a}" for a, y, z in _VRMPY], _vrmpy_semantics, vrmpy(_VRMPY, _VRMPY_BY_WORD),
          "llvm.hexagon.V6.vrmpyubv.acc / vrmpybv.acc / vrmpybusv.acc", ONE, lanes=(1, 4, 4)),
     # ---- Dot products by constant taps (costs count the interleaving shuffles of the data: one vshuff
-    # for two operands, three for four)
+    # for two operands, three for four). vdmpy on two data registers is the vshuff that interleaves them
+    # (a register pair, PAIR) and one vdmpy per register of the pair (PAIR): twice vmpa's cost on the same
+    # operands (one instruction writing a pair). Declared as vmpa's PAIR, synthesis took vdmpy where vmpa
+    # does the same and lost gaussian5x5 / gaussian3x3 to the shuffles (hvx128 bring-up, session 21).
     Inst("vdmpy", _VDMPY_SIGS, _taps_semantics(2, False), taps(_VDMPY, 2, False),
-         "vdmpybus / vdmpyhb on the interleaved data (taps z, w constants)", PAIR, encodable=_constants(2, 2)),
+         "vdmpybus / vdmpyhb on the interleaved data (taps z, w constants)", PAIR + PAIR,
+         encodable=_constants(2, 2)),
     Inst("vdmpy_acc", _with_acc(_VDMPY_SIGS), _taps_semantics(2, True), taps(_VDMPY, 2, True),
-         "vdmpybus.acc / vdmpyhb.acc on the interleaved data (taps constants)", PAIR + ONE,
+         "vdmpybus.acc / vdmpyhb.acc on the interleaved data (taps constants)", PAIR + PAIR,
          encodable=_constants(3, 2)),
     # (Without an accumulator, u8 x u8 has one signature: the operand types select the semantics.)
     Inst("vrmpy_taps", [t for t in _VRMPY_TAPS_SIGS if not t.endswith("u8 -> i32")], _taps_semantics(4, False),

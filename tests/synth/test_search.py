@@ -212,13 +212,16 @@ def test_a_chain_of_pairwise_adds_passes_through_the_factor_between() -> None:
 
 
 def test_the_instruction_probe_tries_the_constants_at_narrower_types() -> None:
-    """HVX's i16 multiply-add takes i8 taps: the left side has no i8, the probe re-types 5 and 4."""
+    """HVX's i16 multiply-add takes i8 taps: the left side has no i8, the probe re-types 5 and 4. It is
+    vmpa, not vdmpy: vdmpy's declared cost counts the vshuff its emitter adds to interleave the data, so
+    it is dearer than vmpa on the same operands (it tied with vmpa before, and gaussian5x5 paid the
+    shuffles: pitchfork/targets/hvx.py)."""
     from synth.bringup import bring_up_hidden
 
     r = run_task(Task("lower", "hvx128", "hvx.vmpy_acc(hvx.vmpy(v0_i16, 5), v1_i16, 4)", 100_000,
                       hide=bring_up_hidden("hvx128")))
     assert r["status"] == "synthesized", r
-    assert r["rhs"] in ("hvx.vdmpy(v0_i16, v1_i16, 5, 4)", "hvx.vmpa(v0_i16, v1_i16, 5, 4)")
+    assert r["rhs"] == "hvx.vmpa(v0_i16, v1_i16, 5, 4)"
     assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"
 
 

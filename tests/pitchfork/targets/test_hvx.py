@@ -51,10 +51,29 @@ def test_rule_file_loads_and_names_only_declared_instructions() -> None:
     for r in RULES:
         used |= set(re.findall(r"hvx\.[a-z_]+", r.rhs))
     assert used <= declared, used - declared
-    # hvx.vdmpy: for two constant taps of separate vectors vmpa is as cheap (its accumulating form is used).
+    # hvx.vdmpy: for two constant taps of separate vectors vmpa is cheaper (its accumulating form is used).
     # hvx.vtmpy: only pays on one stream read at offsets 0, 1, 2, which FPIR variables do not show (no rule yet;
     # its own test is test_hvx_vtmpy.py).
     assert declared <= used | {"hvx.vabsdiff", "hvx.vdmpy", "hvx.vtmpy"}, f"declared but never selected: {declared - used}"
+
+
+def test_vdmpy_is_costed_with_the_shuffle_that_interleaves_its_data() -> None:
+    """vdmpy(x, y, c0, c1) is emitted as a vshuff of x and y (a register pair) and a vdmpy per register;
+    vmpa(x, y, c0, c1) is one instruction writing a pair. So vdmpy costs more than vmpa on the same
+    operands, also in the accumulating forms, and synthesis takes vmpa where both compute the sum (with
+    equal costs it took vdmpy and gaussian5x5 paid the shuffles; pitchfork/targets/hvx.py)."""
+    from fpir.ops import make
+    from fpir.term import const, var
+    from pitchfork.targets import target_cost
+
+    i8 = parse_type("i8")
+    for data, acc in (("u8", "i16"), ("i16", "i32")):
+        x, y, a = var("x", parse_type(data)), var("y", parse_type(data)), var("a", parse_type(acc))
+        taps = (const(3, i8), const(-5, i8))
+        plain = {op: target_cost(make(f"hvx.{op}", x, y, *taps))[0] for op in ("vdmpy", "vmpa")}
+        assert plain["vdmpy"] > plain["vmpa"], (data, plain)
+        accumulating = {op: target_cost(make(f"hvx.{op}", a, x, y, *taps))[0] for op in ("vdmpy_acc", "vmpa_acc")}
+        assert accumulating["vdmpy_acc"] > accumulating["vmpa_acc"], (data, accumulating)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
