@@ -30,7 +30,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from pitchfork.frontend import ir
 from pitchfork.frontend.htypes import INT32, Bool, HType
-from pitchfork.frontend.stmt_fast import fast_tree
+from pitchfork.frontend.stmt_fast import LOOP_KIND, fast_expr, fast_stmt, unescape
 
 _GRAMMAR_PATH = Path(__file__).with_name("stmt_grammar.lark")
 _BROADCAST_RE = re.compile(r"x(\d+)")
@@ -41,7 +41,6 @@ _SHUFFLE_CALLS = {
     "extract_element": "extract_element",
     "shuffle": "shuffle",
 }
-_LOOP_KIND = {"for": "serial"}
 #: statements whose keyword the tree drops and whose first kept token can be on a later line
 #: (`fork {` / `atomic {` then the block): their line needs the positioned parse
 _KEYWORD_BLOCK = re.compile(r"^[ \t]*(fork|atomic)\b", re.M)
@@ -65,8 +64,8 @@ class HalideTypeError(HalideParseError):
 @cache
 def _parser(positions: bool = True) -> Lark:
     """The LALR parser; `positions=False` leaves tree nodes without `meta` positions (tokens keep
-    theirs), which halves the parse time: `parse_stmt`/`parse_expr` build from such a tree and
-    parse again with positions only to report an error."""
+    theirs), which halves the parse time: `parse_stmt`/`parse_expr` build from such a tree where the
+    one-pass parser (stmt_fast.py) declines, and parse again with positions only to report an error."""
     return Lark(
         _GRAMMAR_PATH.read_text(),
         parser="lalr",
@@ -98,7 +97,14 @@ def parse_stmt(
     names bound outside the text (needed when parsing a fragment cut out of a larger statement)."""
     if _KEYWORD_BLOCK.search(text) is None:  # else every statement starts on its first token's line
         try:
-            return _Builder(text, buffers, variables).stmts(_unpositioned_tree(text, "start").children)
+            # one pass (stmt_fast.py); where it declines, lark's tree without positions. A fresh builder
+            # each time: a declined pass may have recorded buffer types from its stores.
+            whole = text if text.endswith("\n") else text + "\n"
+            direct = fast_stmt(whole, _Builder(text, buffers, variables))
+            if direct is not None:
+                return direct
+            tree = parse_tree(whole, "start", positions=False)
+            return _Builder(text, buffers, variables).stmts(tree.children)
         except HalideParseError:
             pass  # again with node positions, for the error's exact line and column
     return _Builder(text, buffers, variables).stmts(parse_tree(text, "start").children)
@@ -112,19 +118,13 @@ def parse_expr(
 ) -> ir.Expr:
     """Parse one expression, e.g. a store's right-hand side."""
     try:
-        return _Builder(text, buffers, variables).expr(_unpositioned_tree(text.strip(), "expr"))
+        direct = fast_expr(text.strip(), _Builder(text, buffers, variables))  # None: declined
+        if direct is not None:
+            return direct
+        return _Builder(text, buffers, variables).expr(parse_tree(text.strip(), "expr", positions=False))
     except HalideParseError:
         pass  # again with node positions, for the error's exact line and column
     return _Builder(text, buffers, variables).expr(parse_tree(text.strip(), "expr"))
-
-
-def _unpositioned_tree(text: str, start: str) -> Tree:
-    """`parse_tree(text, start, positions=False)`: from the hand-written parser (stmt_fast.py, the same
-    tree, several times faster), or from lark where that parser declines (every error among them)."""
-    if start == "start" and not text.endswith("\n"):
-        text += "\n"
-    tree = fast_tree(text, start)
-    return tree if tree is not None else parse_tree(text, start, positions=False)
 
 
 def _syntax_error(e: UnexpectedInput, text: str) -> HalideParseError:
@@ -155,7 +155,11 @@ def _syntax_error(e: UnexpectedInput, text: str) -> HalideParseError:
 
 
 class _Builder:
-    """Turns the parse tree into `ir` nodes, tracking the types of bound names and buffers."""
+    """Turns the parse tree into `ir` nodes, tracking the types of bound names and buffers. Its public
+    methods (`*_of`: the checks and the node once the parts are built; `bind`/`unbind`, `assemble`,
+    `same`, `learn_buffer_type`) are also what the one-pass parser (stmt_fast.py) builds with, so both
+    paths make the same nodes by the same rules; a node given no tree (`t=None`) reports an error at
+    line 0, and the caller re-parses with positions."""
 
     def __init__(
         self, text: str, buffers: Mapping[str, HType] | None, variables: Mapping[str, HType] | None
@@ -165,7 +169,9 @@ class _Builder:
         self.bufs: dict[str, HType] = {k: v.elem for k, v in (buffers or {}).items()}
 
     # ---- errors and scopes ------------------------------------------------------------------
-    def _pos(self, node: Tree | Token) -> tuple[int, int]:
+    def _pos(self, node: Tree | Token | None) -> tuple[int, int]:
+        if node is None:  # an error found by the one-pass parser (stmt_fast.py): re-parsed with positions
+            return 0, 0
         if isinstance(node, Token):
             return node.line or 0, node.column or 0
         meta = node.meta
@@ -183,18 +189,18 @@ class _Builder:
         return 0, 0
 
     def error(
-        self, node: Tree | Token, message: str, kind: type[HalideParseError] = HalideParseError
+        self, node: Tree | Token | None, message: str, kind: type[HalideParseError] = HalideParseError
     ) -> HalideParseError:
         line, col = self._pos(node)
         src = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return kind(message, line, col, src)
 
-    def _bind(self, table: dict[str, HType], name: str, t: HType, undo: list) -> None:
+    def bind(self, table: dict[str, HType], name: str, t: HType, undo: list) -> None:
         undo.append((table, name, table.get(name)))
         table[name] = t
 
     @staticmethod
-    def _unbind(undo: list) -> None:
+    def unbind(undo: list) -> None:
         for table, name, old in reversed(undo):
             if old is None:
                 table.pop(name, None)
@@ -205,24 +211,29 @@ class _Builder:
     def stmts(self, items: Iterable[Tree]) -> ir.Stmt:
         """A statement list; `let` and `allocate` scope over the rest of the list."""
         undo: list = []
-        spine: list[tuple[str, object, Tree]] = []
+        spine: list[tuple[str, object, int]] = []
         try:
             for t in items:
                 if t.data == "let_stmt":
                     name, value = str(t.children[0]), self.expr(t.children[1])
-                    self._bind(self.vars, name, value.type, undo)
-                    spine.append(("let", (name, value), t))
+                    self.bind(self.vars, name, value.type, undo)
+                    spine.append(("let", (name, value), self._pos(t)[0]))
                 elif t.data == "allocate_stmt":
                     alloc = self._allocate_head(t)
-                    self._bind(self.bufs, alloc[0], alloc[1], undo)
-                    spine.append(("alloc", alloc, t))
+                    self.bind(self.bufs, alloc[0], alloc[1], undo)
+                    spine.append(("alloc", alloc, self._pos(t)[0]))
                 else:
-                    spine.append(("stmt", self.stmt(t), t))
+                    spine.append(("stmt", self.stmt(t), 0))
         finally:
-            self._unbind(undo)
+            self.unbind(undo)
+        return self.assemble(spine)
+
+    @staticmethod
+    def assemble(spine: list[tuple[str, object, int]]) -> ir.Stmt:
+        """A statement list from its entries in order: ("stmt", statement, _), or ("let", (name, value),
+        line) / ("alloc", `_allocate_head`'s tuple, line), which scope over the entries after them."""
         tail: list[ir.Stmt] = []
-        for kind, payload, t in reversed(spine):
-            line = self._pos(t)[0]
+        for kind, payload, line in reversed(spine):
             if kind == "stmt":
                 tail.append(payload)  # type: ignore[arg-type]
                 continue
@@ -272,12 +283,12 @@ class _Builder:
                 name, lo, ext, body = rest
                 lo_e, ext_e = self.expr(lo), self.expr(ext)
                 undo: list = []
-                self._bind(self.vars, str(name), INT32, undo)
+                self.bind(self.vars, str(name), INT32, undo)
                 try:
                     body_s = self.block(body)
                 finally:
-                    self._unbind(undo)
-                kind = _LOOP_KIND.get(str(kind_tok), str(kind_tok))
+                    self.unbind(undo)
+                kind = LOOP_KIND.get(str(kind_tok), str(kind_tok))
                 return ir.For(str(name), lo_e, ext_e, kind, body_s, device, line=line)
             case "store_stmt":
                 return self._store(t, None, c, line)
@@ -296,7 +307,7 @@ class _Builder:
                 return ir.ProducerConsumer(str(c[0]), t.data == "producer", self.block(c[1]), line=line)
             case "assert_stmt":
                 cond, msg = self._bool(c[0]), self.expr(c[1])
-                self._learn_buffer_type(cond)
+                self.learn_buffer_type(cond)
                 return ir.AssertStmt(cond, msg, line=line)
             case "eval_stmt":
                 return ir.Evaluate(self.expr(c[0]), line=line)
@@ -319,10 +330,14 @@ class _Builder:
         raise self.error(t, f"unknown statement {t.data!r}")
 
     def _store(self, t: Tree, predicate: ir.Expr | None, c: list, line: int) -> ir.Store:
-        name = str(c[0])
         index = self._index(c[1])
         alignment = _alignment(c[2]) if len(c) == 4 else None
-        value = self.expr(c[-1])
+        return self.store_of(t, str(c[0]), index, alignment, self.expr(c[-1]), predicate, line)
+
+    def store_of(self, t: Tree | None, name: str, index: ir.Expr, alignment: tuple[int, int] | None,
+                 value: ir.Expr, predicate: ir.Expr | None, line: int) -> ir.Store:
+        """The store of `value` to `name[index]` (index already checked by `index_of`), checked and
+        recorded: an unknown buffer takes the value's element type."""
         if value.lanes != index.lanes:
             raise self.error(t, f"store of {value.type} through a {index.lanes}-lane index", HalideTypeError)
         known = self.bufs.get(name)
@@ -334,7 +349,7 @@ class _Builder:
             raise self.error(t, f"store predicate of type {predicate.type}", HalideTypeError)
         return ir.Store(name, index, value, alignment, predicate, line=line)
 
-    def _learn_buffer_type(self, cond: ir.Expr) -> None:
+    def learn_buffer_type(self, cond: ir.Expr) -> None:
         """Halide checks `assert(b.type == (uint32)N, ...)` for every buffer argument."""
         if (
             isinstance(cond, ir.BinOp)
@@ -352,13 +367,19 @@ class _Builder:
 
     # ---- expressions ------------------------------------------------------------------------
     def _bool(self, t: Tree) -> ir.Expr:
-        e = self.expr(t)
+        return self.bool_of(t, self.expr(t))
+
+    def bool_of(self, t: Tree | None, e: ir.Expr) -> ir.Expr:
+        """`e`, checked to be a condition."""
         if not e.type.is_bool:
             raise self.error(t, f"condition of type {e.type}, expected a boolean", HalideTypeError)
         return e
 
     def _index(self, t: Tree) -> ir.Expr:
-        e = self.expr(t)
+        return self.index_of(t, self.expr(t))
+
+    def index_of(self, t: Tree | None, e: ir.Expr) -> ir.Expr:
+        """`e`, checked to be an int32 index."""
         if e.type.elem != INT32:
             raise self.error(t, f"index of type {e.type}, expected int32", HalideTypeError)
         return e
@@ -370,23 +391,20 @@ class _Builder:
         match t.data:
             case "arith":
                 a, b = self.expr(c[0]), self.expr(c[2])
-                return ir.BinOp(str(c[1]), a, b, self._same(t, str(c[1]), a, b))
+                return ir.BinOp(str(c[1]), a, b, self.same(t, str(c[1]), a, b))
             case "cmp_op":
                 a, b = self.expr(c[0]), self.expr(c[2])
-                self._same(t, str(c[1]), a, b)
+                self.same(t, str(c[1]), a, b)
                 return ir.BinOp(str(c[1]), a, b, Bool(a.lanes))
             case "and_op" | "or_op":
                 op = "&&" if t.data == "and_op" else "||"
                 a, b = self._bool(c[0]), self._bool(c[1])
-                return ir.BinOp(op, a, b, self._same(t, op, a, b))
+                return ir.BinOp(op, a, b, self.same(t, op, a, b))
             case "not_op":
                 a = self._bool(c[0])
                 return ir.Not(a, a.type)
             case "cast":
-                target, value = HType.parse(str(c[0])), self.expr(c[1])
-                if target.lanes != value.lanes:
-                    raise self.error(t, f"cast of {value.type} to {target}", HalideTypeError)
-                return ir.Cast(target, value)
+                return self.cast_of(t, HType.parse(str(c[0])), self.expr(c[1]))
             case "reinterpret":
                 return ir.Reinterpret(HType.parse(str(c[1])), self.expr(c[3]))
             case "typed_atom":
@@ -404,19 +422,25 @@ class _Builder:
             case "let_expr":
                 name, value = str(c[0]), self.expr(c[1])
                 undo: list = []
-                self._bind(self.vars, name, value.type, undo)
+                self.bind(self.vars, name, value.type, undo)
                 try:
                     body = self.expr(c[2])
                 finally:
-                    self._unbind(undo)
+                    self.unbind(undo)
                 return ir.Let(name, value, body, body.type)
             case "string":
-                return ir.StringImm(_unescape(str(c[0])[1:-1]))
+                return ir.StringImm(unescape(str(c[0])[1:-1]))
             case "int_lit" | "neg_int_lit" | "float_lit" | "neg_float_lit":
                 return self._number(t, None)
         raise self.error(t, f"unknown expression {t.data!r}")
 
-    def _same(self, t: Tree, op: str, a: ir.Expr, b: ir.Expr) -> HType:
+    def cast_of(self, t: Tree | None, target: HType, value: ir.Expr) -> ir.Cast:
+        """`value` converted to `target`, which must have its lane count."""
+        if target.lanes != value.lanes:
+            raise self.error(t, f"cast of {value.type} to {target}", HalideTypeError)
+        return ir.Cast(target, value)
+
+    def same(self, t: Tree | None, op: str, a: ir.Expr, b: ir.Expr) -> HType:
         if a.type != b.type:
             raise self.error(t, f"operands of {op!r} have types {a.type} and {b.type}", HalideTypeError)
         return a.type
@@ -433,9 +457,14 @@ class _Builder:
         return self._number(inner, printed)
 
     def _number(self, t: Tree, printed: HType | None) -> ir.Expr:
-        text = str(t.children[-1])
-        negative = t.data.startswith("neg_")
-        if t.data.endswith("int_lit") and (printed is None or printed.is_integer):
+        text, negative, is_int = str(t.children[-1]), t.data.startswith("neg_"), t.data.endswith("int_lit")
+        return self.number_of(t, text, negative, is_int, printed)
+
+    def number_of(self, t: Tree | None, text: str, negative: bool, is_int: bool,
+                  printed: HType | None) -> ir.Expr:
+        """The literal `text` (an INT token if `is_int`, else a FLOAT), negated if `negative`, of the
+        type it was printed with, if any."""
+        if is_int and (printed is None or printed.is_integer):
             ty = printed or INT32
             value = -int(text) if negative else int(text)
             if not ty.min <= value <= ty.max:
@@ -449,9 +478,14 @@ class _Builder:
 
     def _load(self, t: Tree, printed: HType | None, predicate: ir.Expr | None) -> ir.Load:
         name_tok, index_t, *rest = t.children
-        name = str(name_tok)
         index = self._index(index_t)
         alignment = _alignment(rest[0]) if rest else None
+        return self.load_of(t, str(name_tok), index, alignment, printed, predicate)
+
+    def load_of(self, t: Tree | None, name: str, index: ir.Expr, alignment: tuple[int, int] | None,
+                printed: HType | None, predicate: ir.Expr | None) -> ir.Load:
+        """The load of `name[index]` (index already checked by `index_of`), of the element type it was
+        printed with, or its buffer's."""
         if printed is not None:
             elem = printed.elem
         elif name in self.bufs:
@@ -470,10 +504,13 @@ class _Builder:
 
     def _call(self, t: Tree, printed: HType | None) -> ir.Expr:
         name_tok, *arg_trees = t.children
-        name = str(name_tok)
-        args = [self.expr(a) for a in arg_trees]
+        return self.call_of(t, str(name_tok), [self.expr(a) for a in arg_trees], printed)
+
+    def call_of(self, t: Tree | None, name: str, args: list[ir.Expr], printed: HType | None) -> ir.Expr:
+        """What a call-shaped `name(args)` is: a Halide node printed like a call (unless type-prefixed),
+        a vector reduction, or a call of the printed type (int32 if none)."""
         if printed is None:
-            special = self._special_call(t, name, args, arg_trees)
+            special = self._special_call(t, name, args)
             if special is not None:
                 return special
         elif name.startswith("vector_reduce_"):
@@ -482,7 +519,7 @@ class _Builder:
             return ir.VectorReduce(name[len("vector_reduce_") :], args[0], printed)
         return ir.Call(name, tuple(args), printed or INT32)
 
-    def _special_call(self, t: Tree, name: str, args: list[ir.Expr], arg_trees: list) -> ir.Expr | None:
+    def _special_call(self, t: Tree | None, name: str, args: list[ir.Expr]) -> ir.Expr | None:
         """Halide nodes that print like calls: ramp, broadcast, select, min/max, shuffles."""
         n = len(args)
         m = _BROADCAST_RE.fullmatch(name)
@@ -494,25 +531,25 @@ class _Builder:
                 raise self.error(t, "ramp expects (base, stride, constant lanes)")
             count = self._const_arg(t, name, args, 2)
             base, stride = args[0], args[1]
-            self._same(t, name, base, stride)
+            self.same(t, name, base, stride)
             return ir.Ramp(base, stride, count, base.type.with_lanes(base.lanes * count))
         if name == "select" and n == 3:
             if not args[0].type.is_bool or args[0].lanes not in (1, args[1].lanes):
                 raise self.error(t, f"select condition of type {args[0].type}", HalideTypeError)
-            return ir.Select(args[0], args[1], args[2], self._same(t, name, args[1], args[2]))
+            return ir.Select(args[0], args[1], args[2], self.same(t, name, args[1], args[2]))
         if name in ("min", "max") and n == 2:
-            return ir.BinOp(name, args[0], args[1], self._same(t, name, args[0], args[1]))
+            return ir.BinOp(name, args[0], args[1], self.same(t, name, args[0], args[1]))
         if name in _SHUFFLE_CALLS:
             return self._shuffle(t, _SHUFFLE_CALLS[name], args)
         return None
 
-    def _const_arg(self, t: Tree, name: str, args: list[ir.Expr], i: int) -> int:
+    def _const_arg(self, t: Tree | None, name: str, args: list[ir.Expr], i: int) -> int:
         a = args[i]
         if not isinstance(a, ir.IntImm):
             raise self.error(t, f"argument {i} of {name} must be a constant")
         return a.value
 
-    def _shuffle(self, t: Tree, kind: str, args: list[ir.Expr]) -> ir.Shuffle:
+    def _shuffle(self, t: Tree | None, kind: str, args: list[ir.Expr]) -> ir.Shuffle:
         if kind in ("interleave", "concat"):
             vectors = args
             for v in vectors[1:]:
@@ -554,7 +591,3 @@ def _block(stmts: list[ir.Stmt]) -> ir.Stmt:
     if len(stmts) == 1:
         return stmts[0]
     return ir.Block(tuple(stmts), line=getattr(stmts[0], "line", 0) if stmts else 0)
-
-
-def _unescape(s: str) -> str:
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), s)

@@ -1,71 +1,87 @@
-"""The hand-written statement parser (pitchfork/frontend/stmt_fast.py) builds exactly lark's tree, or declines.
+"""The one-pass statement parser (pitchfork/frontend/stmt_fast.py) builds exactly what the builder makes of
+lark's tree (statement lines included), or declines, or fails where lark + builder fail.
 
-Equality is checked on everything a tree carries: rule names, children, kept tokens' types, texts,
-offsets, lines and columns (the statement `line`s and error positions come from those).
+Equality is checked on the loop-nest IR (its repr, which leaves `line` out) and on the `line` of every
+statement in walk order (statement lines and error positions come from the tokens' lines).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from lark import Token, Tree
 
-from pitchfork.frontend.stmt import HalideParseError, parse_stmt, parse_tree
-from pitchfork.frontend.stmt_fast import fast_tree
+from pitchfork.frontend import ir
+from pitchfork.frontend.htypes import HType
+from pitchfork.frontend.stmt import HalideParseError, _Builder, parse_stmt, parse_tree
+from pitchfork.frontend.stmt_fast import fast_expr, fast_stmt
 
 DATA = Path(__file__).with_name("data")
+FAILS = "fails"
 
 
-def difference(a: Any, b: Any, path: str = "") -> str | None:
-    """Where two parse trees differ (None: identical, positions included)."""
-    if isinstance(a, Tree) != isinstance(b, Tree):
-        return f"{path}: {a!r} vs {b!r}"
-    if isinstance(a, Tree):
-        if a.data != b.data or len(a.children) != len(b.children):
-            return f"{path}: {a.data}/{len(a.children)} vs {b.data}/{len(b.children)}"
-        for k, (x, y) in enumerate(zip(a.children, b.children)):
-            d = difference(x, y, f"{path}/{a.data}[{k}]")
-            if d:
-                return d
-        return None
-    assert isinstance(a, Token) and isinstance(b, Token)
-    ka = (a.type, str(a), a.start_pos, a.line, a.column)
-    kb = (b.type, str(b), b.start_pos, b.line, b.column)
-    return None if ka == kb else f"{path}: {ka} vs {kb}"
+def lines(node: ir.Node) -> list[tuple[str, int]]:
+    """Every node's kind and (statements) line, in walk order."""
+    return [(type(n).__name__, getattr(n, "line", -1)) for n in ir.walk(node)]
 
 
-def lark_tree(text: str, start: str) -> Tree | None:
+def by_lark(text: str, start: str, buffers: dict[str, HType] | None) -> Any:
+    """What the builder makes of lark's tree without positions: a node, or FAILS (lark or the builder
+    raised)."""
+    b = _Builder(text, buffers, None)
     try:
-        return parse_tree(text, start, positions=False)
+        tree = parse_tree(text, start, positions=False)
+        return b.stmts(tree.children) if start == "start" else b.expr(tree)
     except HalideParseError:
-        return None
+        return FAILS
 
 
-def check(text: str, start: str = "start", *, must_parse: bool = False) -> None:
-    """fast_tree is lark's tree, or None; None wherever lark rejects the text."""
+def one_pass(text: str, start: str, buffers: dict[str, HType] | None) -> Any:
+    """The one-pass parser's node, None (declined) or FAILS (it raised)."""
+    b = _Builder(text, buffers, None)
+    try:
+        return fast_stmt(text, b) if start == "start" else fast_expr(text, b)
+    except HalideParseError:
+        return FAILS
+
+
+def check(text: str, start: str = "start", *, must_parse: bool = False,
+          buffers: dict[str, HType] | None = None) -> None:
+    """The one-pass node is lark + builder's (lines included), or it declines; it fails only where they
+    fail."""
     if start == "start" and not text.endswith("\n"):
         text += "\n"
-    want = lark_tree(text, start)
-    got = fast_tree(text, start)
-    if want is None:
-        assert got is None, f"accepted what lark rejects: {text!r}"
-        return
+    want = by_lark(text, start, buffers)
+    got = one_pass(text, start, buffers)
     if got is None:
-        assert not must_parse, f"declined: {text!r}"
+        assert not (must_parse and want is not FAILS), f"declined: {text!r}"
         return
-    d = difference(want, got)
-    assert d is None, f"{text!r}: {d}"
+    if got is FAILS or want is FAILS:
+        assert got is want, f"{text!r}: one pass {'fails' if got is FAILS else 'builds'}, lark + builder " \
+                            f"{'fail' if want is FAILS else 'build'}"
+        return
+    # repr: every field but `line`, with NaN literals equal to themselves and -0.0 apart from 0.0
+    assert repr(got) == repr(want), f"{text!r}: one pass {got!r}\n  lark + builder {want!r}"
+    assert lines(got) == lines(want), f"{text!r}: statement lines differ"
+
+
+def _golden_buffers(path: Path) -> dict[str, HType] | None:
+    """The buffer types captures.json records for a golden statement, if it has them."""
+    meta = json.loads((DATA / "captures.json").read_text()).get(path.stem)
+    if not isinstance(meta, dict) or "buffers" not in meta:
+        return None
+    return {k: HType.parse(v) for k, v in meta["buffers"].items()}
 
 
 @pytest.mark.parametrize("path", sorted(DATA.glob("*.stmt")), ids=lambda p: p.stem)
-def test_every_golden_statement_gives_lark_tree(path: Path) -> None:
+def test_every_golden_statement_gives_the_builders_ir(path: Path) -> None:
     text = path.read_text()
     # statements with `fork`/`atomic` are parsed with positions, never through the fast path
-    check(text, must_parse="fork" not in text and "atomic" not in text)
+    check(text, must_parse="fork" not in text and "atomic" not in text, buffers=_golden_buffers(path))
 
 
 CONSTRUCTS = [
@@ -102,7 +118,7 @@ CONSTRUCTS = [
 
 
 @pytest.mark.parametrize("text", CONSTRUCTS)
-def test_constructs_give_lark_tree(text: str) -> None:
+def test_constructs_give_the_builders_ir(text: str) -> None:
     check(text, must_parse=bool(text.strip()))
 
 
@@ -110,7 +126,7 @@ def test_constructs_give_lark_tree(text: str) -> None:
     "(uint8)-4", "a + b * c - d", "let t = 1 in t", "g[i] if c", "min(a, b) < max(c, d)",
     "reinterpret<uint8x16>(x)", "(void *)p", "!a && b",
 ])
-def test_expressions_give_lark_tree(text: str) -> None:
+def test_expressions_give_the_builders_ir(text: str) -> None:
     check(text, "expr", must_parse=True)
 
 
@@ -126,11 +142,17 @@ TRICKY = [
     "f[0] = 1\n}\n", "if (a) {\n f[0] = 1\n", "f[0] = \n", "f[0] = g(\n", "f[0] = 'x'\n", "f[0] = 1\r\n",
     "gpu_block(x)\n", "extern (x, 0, 1) {\n f[0] = 1\n}\n", "f[0] = 1 f[1] = 2\n", "let x = 1 in\n",
     "allocate b[foo * 4]\n", "allocate b[int32 * 4] in\n", "f[0] = reinterpret(x)\n", "f[0] = \"a\nb\"\n",
+    # type errors, which the builder raises on lark's tree: the one pass raises too (or declines)
+    "f[0] = (uint8)1 + (uint16)2\n", "f[(uint8)0] = 1\n", "if (1) {\n f[0] = 1\n}\n", "f[0] = int16x8(x)\n",
+    "let x = (uint8)1\nf[0] = x + 1\n", "f[0] = (uint8)1\nf[1] = (uint16)1\n", "f[0] = !x\n",
+    "f[ramp(0, 1, 4)] = (uint8)1\n", "predicate (x4(c))\n f[ramp(0, 1, 8)] = x8((uint8)1)\n",
+    "f[0] = ramp(0, 1, n)\n", "f[0] = g[0] if x\n", "f[0] = (uint8)300\n", "f[0] = (uint8)1.5f\n",
+    "f[0] = a < b == c\n", "f[0] = let x = (uint8)1 in x + 1\n", "for (x, (uint8)0, 4) {\n f[x] = 1\n}\n",
 ]
 
 
 @pytest.mark.parametrize("text", TRICKY)
-def test_tricky_text_gives_lark_tree_or_declines(text: str) -> None:
+def test_tricky_text_gives_the_builders_ir_or_declines(text: str) -> None:
     check(text)
 
 
@@ -158,7 +180,7 @@ def _exprs() -> st.SearchStrategy[str]:
 @settings(max_examples=300, deadline=None)
 @given(_exprs(), st.sampled_from(["f[{e}] = {e}\n", "let t = {e}\n", "{e}\n", "if ({e}) {{\n g[0] = {e}\n}}\n",
                                   "allocate b[int32 * {e}]\n", "for (x, {e}, 4) {{\n f[x] = {e}\n}}\n"]))
-def test_generated_statements_give_lark_tree_or_decline(e: str, shape: str) -> None:
+def test_generated_statements_give_the_builders_ir_or_decline(e: str, shape: str) -> None:
     check(shape.format(e=e))
     check(e, "expr")
 
