@@ -142,7 +142,8 @@ TRICKY = [
     "f[0] = 1\n}\n", "if (a) {\n f[0] = 1\n", "f[0] = \n", "f[0] = g(\n", "f[0] = 'x'\n", "f[0] = 1\r\n",
     "gpu_block(x)\n", "extern (x, 0, 1) {\n f[0] = 1\n}\n", "f[0] = 1 f[1] = 2\n", "let x = 1 in\n",
     "allocate b[foo * 4]\n", "allocate b[int32 * 4] in\n", "f[0] = reinterpret(x)\n", "f[0] = \"a\nb\"\n",
-    # type errors, which the builder raises on lark's tree: the one pass raises too (or declines)
+    # type errors, which the builder raises on lark's tree: the one pass raises too (or declines); and a loop bound
+    # of another type, which both build
     "f[0] = (uint8)1 + (uint16)2\n", "f[(uint8)0] = 1\n", "if (1) {\n f[0] = 1\n}\n", "f[0] = int16x8(x)\n",
     "let x = (uint8)1\nf[0] = x + 1\n", "f[0] = (uint8)1\nf[1] = (uint16)1\n", "f[0] = !x\n",
     "f[ramp(0, 1, 4)] = (uint8)1\n", "predicate (x4(c))\n f[ramp(0, 1, 8)] = x8((uint8)1)\n",
