@@ -49,6 +49,20 @@ alternating: our interpolate took 11.35 / 10.63 ms per call writing at offset 16
 at offset 256 (two runs), Halide's 10.76 / 10.63 ms at its own 256. 256 is the offset Halide's own
 allocation had, so Halide's side is measured as before.
 
+Huge pages (HUGE_PAGES; `--no-huge-pages`, off by default so the figures keep their procedure): with
+the system's transparent huge pages in `madvise` mode, only memory someone advised gets 2 MiB pages:
+numpy advises its arrays of 4 MiB or more, so the inputs and outputs of both contenders are in huge
+pages, and so is whatever a later `malloc` places in the heap range a numpy temporary advised and freed
+(`make_inputs`' 31 MB float64 temporaries). Which intermediate buffer lands there is the luck of the
+worker's heap history, not of its code: in session 22, interpolate's largest intermediate (downsampled_1,
+15.9 MB) was 8-13% in huge pages in PITCHFORK's worker (its compile fills that range first) and 90-93% in
+Halide's (3 workers each, read from /proc/self/pagemap and /proc/kpageflags), and the same object code
+ran 3-7% faster with that buffer in huge pages (both contenders' objects in one binary, one allocator,
+paired thread CPU time). `--no-huge-pages` turns transparent huge pages off in every worker
+(`prctl(PR_SET_THP_DISABLE)`, before its first allocation), so no buffer of either contender gets them:
+4 KiB pages everywhere, as Halide's own C++ apps have for every `halide_malloc` buffer. The run records
+which it was.
+
 Why both: the must-show asks for 1 -> 2 thread scaling; the single-call mode measures it with the pool
 asleep at every call, which is not how Halide measures its own apps; the back-to-back mode is. A change of
 measurement never hides the old figure, so both stay. Reported per app and thread count, for each mode:
@@ -70,13 +84,40 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 THREADS = (1, 2)
 CONTENDERS = ("p", "h")
 #: back-to-back mode: consecutive calls per sample, Halide's convention (`benchmark(10, 10, op)` in its
 #: apps, `timeit(number=10)` in its Python apps; see the module docstring), for every app and worker
 B2B_CALLS = 10
+
+
+#: prctl option that turns transparent huge pages off for the calling process (and its children)
+PR_SET_THP_DISABLE = 41
+
+
+def huge_pages_enabled() -> Optional[bool]:
+    """Whether transparent huge pages may back this process's memory (`THP_enabled` in
+    /proc/self/status); None where the kernel does not say."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("THP_enabled:"):
+                return line.split()[1] == "1"
+    except OSError:
+        pass
+    return None
+
+
+def disable_huge_pages() -> None:
+    """Turn transparent huge pages off in this process (HUGE_PAGES in the module docstring); raises
+    OSError if the kernel refuses."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl(PR_SET_THP_DISABLE): {os.strerror(err)}")
 
 
 #: where both contenders' output starts within its 4 KiB page (OUTPUT_PLACEMENT in the module docstring)
@@ -137,8 +178,8 @@ def worker(name: str, contender: str, quick: bool, out_path: str) -> None:
     np.save(out_path, np.ascontiguousarray(np.asarray(result())))
     page_offsets = {"inputs": [int(v.ctypes.data) % 4096 for v in values if isinstance(v, np.ndarray)],
                     "output": int(np.asarray(result()).ctypes.data) % 4096}
-    print(json.dumps({"ready": True, "compile_s": compile_s, "size": list(out_size), "page_offsets": page_offsets}),
-          flush=True)
+    print(json.dumps({"ready": True, "compile_s": compile_s, "size": list(out_size), "page_offsets": page_offsets,
+                      "huge_pages": huge_pages_enabled()}), flush=True)
     for line in sys.stdin:
         cmd = line.split()
         if not cmd or cmd[0] == "q":
@@ -189,8 +230,10 @@ def _paired(a: Sequence[float], b: Sequence[float]) -> float:
     return statistics.median(x / y for x, y in zip(a, b))
 
 
-def time_app(name: str, reps: int, quick: bool, timeout: float | None = None) -> list[dict[str, Any]]:
-    """One app: four workers (contender x thread count), outputs checked, `reps` interleaved repetitions."""
+def time_app(name: str, reps: int, quick: bool, timeout: float | None = None,
+             huge_pages: bool = True) -> list[dict[str, Any]]:
+    """One app: four workers (contender x thread count), outputs checked, `reps` interleaved repetitions;
+    `huge_pages=False`: every worker runs with transparent huge pages off (HUGE_PAGES)."""
     import numpy as np
 
     from benchmarks.apps import APPS
@@ -203,7 +246,8 @@ def time_app(name: str, reps: int, quick: bool, timeout: float | None = None) ->
         for n, c in slots:
             env = dict(os.environ, HL_NUM_THREADS=str(n))
             cmd = [sys.executable, "-m", "benchmarks.harness.apps_suite", "--worker", c, "--out",
-                   str(Path(tmp) / f"{c}{n}.npy"), *(["--quick"] if quick else []), name]
+                   str(Path(tmp) / f"{c}{n}.npy"), *(["--quick"] if quick else []),
+                   *([] if huge_pages else ["--no-huge-pages"]), name]
             procs[(n, c)] = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                              text=True)
         try:
@@ -222,6 +266,8 @@ def time_app(name: str, reps: int, quick: bool, timeout: float | None = None) ->
                     row["halide_compile_s"] = ready[(n, "h")]["compile_s"]
                     row["page_offsets"] = {"pitchfork": ready[(n, "p")].get("page_offsets"),
                                            "halide21": ready[(n, "h")].get("page_offsets")}
+                    row["huge_pages"] = {"pitchfork": ready[(n, "p")].get("huge_pages"),
+                                         "halide21": ready[(n, "h")].get("huge_pages")}
                     ours = np.load(Path(tmp) / f"p{n}.npy").astype(np.float64)
                     theirs = np.load(Path(tmp) / f"h{n}.npy").astype(np.float64)
                     diff = float(np.abs(ours - theirs).max()) if ours.shape == theirs.shape else float("inf")
@@ -310,6 +356,8 @@ def command_line(args: argparse.Namespace) -> str:
     parts += [f"--bench {b}" for b in (args.bench or [])]
     if args.reps:
         parts.append(f"--reps {args.reps}")
+    if getattr(args, "no_huge_pages", False):
+        parts.append("--no-huge-pages")
     if getattr(args, "write_results", False):
         parts.append("--write-results")
     return " ".join(parts)
@@ -334,19 +382,22 @@ def run_apps(args: argparse.Namespace) -> int:
     load_before, sched = _load(), scheduling()
     rows: list[dict[str, Any]] = []
     for name in names:
-        rows += time_app(name, reps, args.quick, args.timeout)
+        rows += time_app(name, reps, args.quick, args.timeout,
+                         huge_pages=not getattr(args, "no_huge_pages", False))
     load_after = _load()
     command = command_line(args)
+    huge = "off in every worker" if getattr(args, "no_huge_pages", False) else "the system's"
     json_path.write_text(json.dumps({"command": command, "load_before": load_before, "load_after": load_after,
-                                     "reps": reps, "scheduling": sched, "rows": rows}, indent=1))
-    text = report(rows, load_before, load_after, sched, command)
+                                     "reps": reps, "scheduling": sched, "huge_pages": huge, "rows": rows},
+                                    indent=1))
+    text = report(rows, load_before, load_after, sched, command, huge)
     md_path.write_text(text)
     print(text)
     return 0 if not any("error" in r for r in rows) else 1
 
 
 def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: str = "", sched: str = "",
-           command: str = "") -> str:
+           command: str = "", huge_pages: str = "") -> str:
     lines = ["# Apps suite: PITCHFORK vs Halide 21 on x86-avx2 (same schedule, same threads)", "",
              "Each contender and thread count in its own process; samples interleaved across the four.",
              "Two timing modes, same procedure for both contenders (benchmarks/harness/apps_suite.py):",
@@ -364,6 +415,7 @@ def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: st
              "OUTPUT_PLACEMENT in apps_suite.py).",
              f"Load before: `{load_before}`; after: `{load_after}`."
              + (f" Scheduling of this run: {sched}." if sched else "")
+             + (f" Transparent huge pages: {huge_pages} (HUGE_PAGES in apps_suite.py)." if huge_pages else "")
              + (f" Command: `{command}`." if command else ""), "",
              "| app | size | threads | single: PITCHFORK ms | single: Halide 21 ms "
              "| single: Halide / PITCHFORK "
@@ -394,8 +446,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "(HL_NUM_THREADS is already set)")
     ap.add_argument("--out", required=True, help="where the worker saves its output (.npy)")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-huge-pages", action="store_true", help="transparent huge pages off in this worker")
     ap.add_argument("app")
     a = ap.parse_args(argv)
+    if a.no_huge_pages:  # before the first allocation of the app's buffers
+        disable_huge_pages()
     import warnings
 
     warnings.simplefilter("ignore")

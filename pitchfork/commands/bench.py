@@ -22,6 +22,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", choices=("spec", "apps"), default="spec",
                    help="spec: the SPEC benchmarks (default); apps: Halide's Python apps (benchmarks/apps/), x86, "
                         "PITCHFORK vs Halide 21 at 1 and 2 threads (benchmarks/harness/apps_suite.py)")
+    p.add_argument("--no-huge-pages", action="store_true",
+                   help="--suite apps: transparent huge pages off in every worker of both contenders (which "
+                        "intermediate buffer lands in huge pages is otherwise the luck of each worker's heap; "
+                        "HUGE_PAGES in benchmarks/harness/apps_suite.py)")
 
 
 def run(args: argparse.Namespace) -> int:

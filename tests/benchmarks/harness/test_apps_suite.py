@@ -111,3 +111,39 @@ def test_placed_output_is_the_same_placement_for_both_contenders() -> None:
         b = hl.Buffer(a)
         assert [b.dim(d).extent() for d in range(b.dimensions())] == size
         assert np.asarray(b).ctypes.data == a.ctypes.data
+
+
+def test_disable_huge_pages_turns_them_off_for_the_process() -> None:
+    """`disable_huge_pages` (the workers' `--no-huge-pages`) clears THP_enabled in /proc/self/status; run in
+    a child so this test process keeps its own setting."""
+    import pytest
+
+    from benchmarks.harness.apps_suite import huge_pages_enabled
+
+    if huge_pages_enabled() is None:
+        pytest.skip("this kernel does not report THP_enabled")
+    code = ("from benchmarks.harness.apps_suite import disable_huge_pages, huge_pages_enabled as e\n"
+            "before = e(); disable_huge_pages(); print(before, e())")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.split() == [str(huge_pages_enabled()), "False"]
+
+
+def test_no_huge_pages_reaches_every_worker_and_the_record(tmp_path: Path) -> None:
+    """`--no-huge-pages`: both contenders' workers at both thread counts run with huge pages off, and the
+    command, the json and the report header say so."""
+    import pytest
+
+    from benchmarks.harness.apps_suite import huge_pages_enabled
+
+    if huge_pages_enabled() is None:
+        pytest.skip("this kernel does not report THP_enabled")
+    p = subprocess.run([sys.executable, "-m", "pitchfork", "bench", "--suite", "apps", "--quick", "--reps", "1",
+                        "--bench", "erode", "--no-huge-pages", "-o", str(tmp_path)],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    run = json.loads((tmp_path / "apps.json").read_text())
+    assert run["command"] == "pitchfork bench --suite apps --quick --bench erode --reps 1 --no-huge-pages"
+    assert run["huge_pages"] == "off in every worker"
+    assert [r["huge_pages"] for r in run["rows"]] == [{"pitchfork": False, "halide21": False}] * 2
+    assert "Transparent huge pages: off in every worker" in (tmp_path / "APPS.md").read_text()
