@@ -63,6 +63,14 @@ paired thread CPU time). `--no-huge-pages` turns transparent huge pages off in e
 4 KiB pages everywhere, as Halide's own C++ apps have for every `halide_malloc` buffer. The run records
 which it was.
 
+Processes per worker (PROCESSES; `--processes P`, 1 by default): the same contender's code times
+differently from one worker process to the next (interpolate, session 22, load 1.4-6: four processes of
+each contender in one run spread over +-3%, wall, paired against one of them), because each process's heap
+history places its intermediate buffers (page offsets, huge pages: HUGE_PAGES); with one process per
+worker that one draw decides a cell. With P > 1 each worker is P processes started alike, and repetition
+r samples process r mod P of every worker (the four workers still in the Williams order), so a cell's
+median spans P placements per contender.
+
 Why both: the must-show asks for 1 -> 2 thread scaling; the single-call mode measures it with the pool
 asleep at every call, which is not how Halide measures its own apps; the back-to-back mode is. A change of
 measurement never hides the old figure, so both stay. Reported per app and thread count, for each mode:
@@ -231,9 +239,10 @@ def _paired(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def time_app(name: str, reps: int, quick: bool, timeout: float | None = None,
-             huge_pages: bool = True) -> list[dict[str, Any]]:
+             huge_pages: bool = True, processes: int = 1) -> list[dict[str, Any]]:
     """One app: four workers (contender x thread count), outputs checked, `reps` interleaved repetitions;
-    `huge_pages=False`: every worker runs with transparent huge pages off (HUGE_PAGES)."""
+    `huge_pages=False`: every worker runs with transparent huge pages off (HUGE_PAGES); `processes` > 1:
+    each worker is that many processes, repetition r sampling process r mod `processes` (PROCESSES)."""
     import numpy as np
 
     from benchmarks.apps import APPS
@@ -242,19 +251,24 @@ def time_app(name: str, reps: int, quick: bool, timeout: float | None = None,
     tolerance = APPS[name].build("x86-avx2").tolerance
     slots = [(n, c) for n in THREADS for c in CONTENDERS]
     with tempfile.TemporaryDirectory(prefix="pitchfork-apps-") as tmp:
-        procs: dict[tuple[int, str], subprocess.Popen[str]] = {}
+        procs: dict[tuple[int, str], list[subprocess.Popen[str]]] = {}
         for n, c in slots:
             env = dict(os.environ, HL_NUM_THREADS=str(n))
-            cmd = [sys.executable, "-m", "benchmarks.harness.apps_suite", "--worker", c, "--out",
-                   str(Path(tmp) / f"{c}{n}.npy"), *(["--quick"] if quick else []),
-                   *([] if huge_pages else ["--no-huge-pages"]), name]
-            procs[(n, c)] = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                             text=True)
+            procs[(n, c)] = []
+            for i in range(processes):
+                cmd = [sys.executable, "-m", "benchmarks.harness.apps_suite", "--worker", c, "--out",
+                       str(Path(tmp) / f"{c}{n}_{i}.npy"), *(["--quick"] if quick else []),
+                       *([] if huge_pages else ["--no-huge-pages"]), name]
+                procs[(n, c)].append(subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                      text=True))
         try:
             ready = {}
-            for slot, p in procs.items():
-                line = p.stdout.readline()  # type: ignore[union-attr]
-                ready[slot] = json.loads(line) if line else {"error": f"worker {slot} exited ({p.wait()})"}
+            for slot, group in procs.items():
+                lines = [p.stdout.readline() for p in group]  # type: ignore[union-attr]
+                replies = [json.loads(line) if line else {"error": f"worker {slot} exited ({p.wait()})"}
+                           for p, line in zip(group, lines)]
+                # the first process's reply, unless another one failed
+                ready[slot] = next((r for r in replies if "error" in r), replies[0])
             rows: list[dict[str, Any]] = []
             for n in THREADS:
                 row: dict[str, Any] = {"app": name, "threads": n, "size": ready[(n, "h")].get("size", [])}
@@ -268,9 +282,12 @@ def time_app(name: str, reps: int, quick: bool, timeout: float | None = None,
                                            "halide21": ready[(n, "h")].get("page_offsets")}
                     row["huge_pages"] = {"pitchfork": ready[(n, "p")].get("huge_pages"),
                                          "halide21": ready[(n, "h")].get("huge_pages")}
-                    ours = np.load(Path(tmp) / f"p{n}.npy").astype(np.float64)
-                    theirs = np.load(Path(tmp) / f"h{n}.npy").astype(np.float64)
-                    diff = float(np.abs(ours - theirs).max()) if ours.shape == theirs.shape else float("inf")
+                    theirs = np.load(Path(tmp) / f"h{n}_0.npy").astype(np.float64)
+                    diff = 0.0
+                    for i in range(processes):  # every PITCHFORK process against Halide's first
+                        ours = np.load(Path(tmp) / f"p{n}_{i}.npy").astype(np.float64)
+                        diff = max(diff, float(np.abs(ours - theirs).max()) if ours.shape == theirs.shape
+                                   else float("inf"))
                     row["max_abs_diff"], row["tolerance"] = diff, tolerance
                     if diff > tolerance:
                         row["error"] = f"output differs from Halide's by {diff} (tolerance {tolerance})"
@@ -280,9 +297,10 @@ def time_app(name: str, reps: int, quick: bool, timeout: float | None = None,
 
             calls_seen: dict[str, set[int]] = {f"{c}{n}": set() for n, c in slots}
 
-            def ask(slot: tuple[int, str], calls: int = 0) -> float:
-                """one sample of `slot`: one call ('t'), or `calls` back-to-back calls ('b'), per call"""
-                p = procs[slot]
+            def ask(slot: tuple[int, str], calls: int = 0, r: int = 0) -> float:
+                """one sample of `slot` from its process r mod `processes`: one call ('t'), or `calls`
+                back-to-back calls ('b'), per call"""
+                p = procs[slot][r % processes]
                 p.stdin.write(f"b {calls}\n" if calls else "t\n")  # type: ignore[union-attr]
                 p.stdin.flush()  # type: ignore[union-attr]
                 reply = json.loads(p.stdout.readline())  # type: ignore[union-attr]
@@ -291,18 +309,19 @@ def time_app(name: str, reps: int, quick: bool, timeout: float | None = None,
                 return float(reply["s"])
 
             for slot in slots:  # warm-up: thread pools started, caches filled
-                ask(slot)
+                for i in range(processes):
+                    ask(slot, r=i)
             k = B2B_CALLS
             samples: dict[tuple[int, str], list[float]] = {s: [] for s in slots}
             b2b: dict[tuple[int, str], list[float]] = {s: [] for s in slots}
             for r in range(reps):
                 order = [slots[i] for i in WILLIAMS_ORDERS[r % len(WILLIAMS_ORDERS)]]
                 for slot in order:
-                    samples[slot].append(ask(slot))
+                    samples[slot].append(ask(slot, r=r))
                 for slot in order:
-                    b2b[slot].append(ask(slot, k))
+                    b2b[slot].append(ask(slot, k, r))
         finally:
-            for p in procs.values():
+            for p in (p for group in procs.values() for p in group):
                 try:
                     p.stdin.write("q\n")  # type: ignore[union-attr]
                     p.stdin.close()  # type: ignore[union-attr]
@@ -358,6 +377,8 @@ def command_line(args: argparse.Namespace) -> str:
         parts.append(f"--reps {args.reps}")
     if getattr(args, "no_huge_pages", False):
         parts.append("--no-huge-pages")
+    if getattr(args, "processes", 1) != 1:
+        parts.append(f"--processes {args.processes}")
     if getattr(args, "write_results", False):
         parts.append("--write-results")
     return " ".join(parts)
@@ -375,6 +396,10 @@ def run_apps(args: argparse.Namespace) -> int:
     if getattr(args, "write_results", False) and args.output_dir is not None:
         print("error: --write-results writes into benchmarks/; it does not take -o", file=sys.stderr)
         return 2
+    processes = getattr(args, "processes", 1)
+    if processes < 1:
+        print("error: --processes must be at least 1", file=sys.stderr)
+        return 2
     # a multiple of 4, so that each worker follows each other equally often (WILLIAMS_ORDERS)
     reps = args.reps or (4 if args.quick else 16)
     md_path, json_path = output_paths(args)
@@ -383,21 +408,21 @@ def run_apps(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     for name in names:
         rows += time_app(name, reps, args.quick, args.timeout,
-                         huge_pages=not getattr(args, "no_huge_pages", False))
+                         huge_pages=not getattr(args, "no_huge_pages", False), processes=processes)
     load_after = _load()
     command = command_line(args)
     huge = "off in every worker" if getattr(args, "no_huge_pages", False) else "the system's"
     json_path.write_text(json.dumps({"command": command, "load_before": load_before, "load_after": load_after,
-                                     "reps": reps, "scheduling": sched, "huge_pages": huge, "rows": rows},
-                                    indent=1))
-    text = report(rows, load_before, load_after, sched, command, huge)
+                                     "reps": reps, "scheduling": sched, "huge_pages": huge,
+                                     "processes_per_worker": processes, "rows": rows}, indent=1))
+    text = report(rows, load_before, load_after, sched, command, huge, processes)
     md_path.write_text(text)
     print(text)
     return 0 if not any("error" in r for r in rows) else 1
 
 
 def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: str = "", sched: str = "",
-           command: str = "", huge_pages: str = "") -> str:
+           command: str = "", huge_pages: str = "", processes: int = 1) -> str:
     lines = ["# Apps suite: PITCHFORK vs Halide 21 on x86-avx2 (same schedule, same threads)", "",
              "Each contender and thread count in its own process; samples interleaved across the four.",
              "Two timing modes, same procedure for both contenders (benchmarks/harness/apps_suite.py):",
@@ -416,6 +441,8 @@ def report(rows: Sequence[dict[str, Any]], load_before: str = "", load_after: st
              f"Load before: `{load_before}`; after: `{load_after}`."
              + (f" Scheduling of this run: {sched}." if sched else "")
              + (f" Transparent huge pages: {huge_pages} (HUGE_PAGES in apps_suite.py)." if huge_pages else "")
+             + (f" {processes} processes per worker, sampled in turn (PROCESSES in apps_suite.py)."
+                if processes != 1 else "")
              + (f" Command: `{command}`." if command else ""), "",
              "| app | size | threads | single: PITCHFORK ms | single: Halide 21 ms "
              "| single: Halide / PITCHFORK "

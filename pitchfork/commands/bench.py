@@ -26,6 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="--suite apps: transparent huge pages off in every worker of both contenders (which "
                         "intermediate buffer lands in huge pages is otherwise the luck of each worker's heap; "
                         "HUGE_PAGES in benchmarks/harness/apps_suite.py)")
+    p.add_argument("--processes", type=int, default=1, metavar="P",
+                   help="--suite apps: P worker processes per contender and thread count, sampled in turn (each "
+                        "process's heap places the buffers differently; PROCESSES in "
+                        "benchmarks/harness/apps_suite.py)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -147,3 +147,23 @@ def test_no_huge_pages_reaches_every_worker_and_the_record(tmp_path: Path) -> No
     assert run["huge_pages"] == "off in every worker"
     assert [r["huge_pages"] for r in run["rows"]] == [{"pitchfork": False, "halide21": False}] * 2
     assert "Transparent huge pages: off in every worker" in (tmp_path / "APPS.md").read_text()
+
+
+def test_processes_per_worker_run_and_are_recorded(tmp_path: Path) -> None:
+    """`--processes 2`: each of the four workers is two processes (both outputs checked, the samples taken
+    in turn), and the command, the json and the report header say so; 0 is refused in one line."""
+    p = subprocess.run([sys.executable, "-m", "pitchfork", "bench", "--suite", "apps", "--quick", "--reps", "2",
+                        "--bench", "erode", "--processes", "2", "-o", str(tmp_path)],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    run = json.loads((tmp_path / "apps.json").read_text())
+    assert run["command"] == "pitchfork bench --suite apps --quick --bench erode --reps 2 --processes 2"
+    assert run["processes_per_worker"] == 2
+    for r in run["rows"]:
+        assert "error" not in r and r["max_abs_diff"] == 0
+        assert len(r["timings"]["pitchfork"]["samples_ms"]) == len(r["timings_b2b"]["halide21"]["samples_ms"]) == 2
+    assert "2 processes per worker, sampled in turn" in (tmp_path / "APPS.md").read_text()
+    bad = subprocess.run([sys.executable, "-m", "pitchfork", "bench", "--suite", "apps", "--bench", "erode",
+                          "--processes", "0", "-o", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == ["error: --processes must be at least 1"]
