@@ -49,9 +49,9 @@ from pitchfork.frontend.deep import run_deep
 from pitchfork.frontend.htypes import HType
 from pitchfork.backend.link_check import undefined_calls, undefined_symbols
 from pitchfork.errors import UsageError
-from pitchfork.frontend.checks import (check_arguments, refuse_deep_statement, refuse_extern_stages,
-                                       refuse_half_floats, refuse_huge_vectors, refuse_if_halide_rejects,
-                                       refuse_runtime_services)
+from pitchfork.frontend.checks import (check_arguments, exact_half_literals, refuse_deep_statement,
+                                       refuse_extern_stages, refuse_half_floats, refuse_huge_vectors,
+                                       refuse_if_halide_rejects, refuse_runtime_services)
 from pitchfork.frontend.params import halide_scalar_value, scalar_value
 from pitchfork.frontend.stmt import HalideParseError
 from pitchfork.targets.target_strings import machine_target, parse_target
@@ -464,8 +464,8 @@ def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str,
         t0 = time.perf_counter()
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         refuse_runtime_services(captured.text)  # Unsupported: falls back, naming the directive
-        refuse_half_floats(captured)  # Unsupported: falls back, naming the type
-        cap = captured
+        refuse_half_floats(captured, spec)  # Unsupported: falls back, naming the type and target
+        cap = exact_half_literals(captured)  # Unsupported: a float16 literal with no unique value
 
         phases = stats.codegen_phases
 

@@ -20,6 +20,15 @@ atan2 the C library's atan2f lane by lane (x86 and arm64 only: the bare-metal He
 libm, so they are refused there at compile time); `pow_f32` is pitchfork's own float32 powf
 (pitchfork.codegen.powf.py, one semantics on every target; Halide's is exp(log(x)*y)), lane by lane.
 Vector float loads and stores are the integer path's loads and stores of the same bits.
+
+float16 (LLVM `half`) is compiled only where Halide 21 computes it natively (checks.half_refusal: x86
+with f16c, arm64 with arm_fp16; Halide's module has `fmul ... <16 x half>`, loads and stores of
+<N x half>, fpext / fptrunc to and from float, uitofp / fptoui on arm_fp16): its arithmetic, compares,
+select, min / max and conversions, as for float32. Halide's x86 module converts between float16 and
+integers through float32 (exact for every finite half, so the same values as the direct conversion
+emitted here, checked bit-exact in tests/pitchfork/codegen/test_floats_half.py). Math calls, `%` and
+float64 -> float16 conversions are refused by name (`_check_half`): not compared against Halide's
+module, or (float64 -> float16) a libcall the JIT does not link.
 """
 
 from __future__ import annotations
@@ -62,8 +71,8 @@ _LIBM: dict[tuple[str, int], str] = {
 
 
 def float_ir_type(t: HType) -> ir.Type:
-    if t.code == "float" and t.bits in (32, 64):
-        s: ir.Type = ir.FloatType() if t.bits == 32 else ir.DoubleType()
+    if t.code == "float" and t.bits in (16, 32, 64):
+        s: ir.Type = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}[t.bits]
         return ir.VectorType(s, t.lanes) if t.lanes > 1 else s
     raise Unsupported(f"{t} values")
 
@@ -120,13 +129,33 @@ class FloatEmitter:
             if e.type.is_vector:
                 return self.cg.vector(e, self.node, self.int_lets)
             return self.cg.scalar(e, self.node, lets=self.int_lets)
+        half = False
         for t in (e.type, *(x.type for x in _operands(e))):
-            if t.is_float and (t.code != "float" or t.bits not in (32, 64)):
-                raise self._unsupported(f"floating-point {t.elem} values (float32 and float64 are compiled)")
+            half = half or t.is_float and t.bits == 16
+            if t.is_float and (t.code != "float" or t.bits not in (16, 32, 64)
+                               or t.bits == 16 and self.cg.target == "hvx128"):
+                raise self._unsupported(f"floating-point {t.elem} values on {self.cg.target}")
+        if half:
+            self._check_half(e)
         m: Callable[[H.Expr], ir.Value] | None = getattr(self, f"_e_{type(e).__name__}", None)
         if m is None:
             raise self._unsupported(f"floating-point {type(e).__name__}: {_show(e)}")
         return m(e)
+
+    def _check_half(self, e: H.Expr) -> None:
+        """Refuse what is not checked against Halide's module for float16 (checks.refuse_half_floats
+        lets float16 through only on targets where Halide computes it natively as LLVM `half`): the
+        math calls (Halide widens some, e.g. `widening_mul` to float32, and its runtime has no half
+        math) and `%` (a floor of a half, not compared)."""
+        if isinstance(e, H.Call) and e.name not in _IDENTITY:
+            raise self._unsupported(f"floating-point call {e.name} on float16 values "
+                                    "(not compiled for float16)")
+        if isinstance(e, H.BinOp) and e.op == "%":
+            raise self._unsupported("floating-point % on float16 values (not compiled for float16)")
+        if isinstance(e, H.Cast) and e.type.bits == 16 and e.value.type.is_float and e.value.type.bits == 64:
+            # LLVM lowers fptrunc double -> half to a __truncdfhf2 call on x86 (f16c converts from
+            # float only), which the in-process JIT does not link: the kernel crashed
+            raise self._unsupported("conversion of float64 to float16 (not compiled)")
 
     def _splat(self, v: ir.Value, lanes: int) -> ir.Value:
         if lanes == 1:

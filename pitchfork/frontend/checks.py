@@ -10,8 +10,9 @@ nor Halide's fallback could give the caller a right answer from them.
 Each raises pitchfork.errors.UsageError / PipelineError naming the construct (never a fallback).
 Two more checks raise codegen.Unsupported, a fallback to Halide's compiler with the reason: a statement
 nested deeper than MAX_NESTING (`refuse_deep_statement`) and one that calls a Halide runtime service we
-do not compile (`refuse_runtime_services`: memoize, print, tracing, the profiler), and one with float16
-or bfloat16 values (`refuse_half_floats`).
+do not compile (`refuse_runtime_services`: memoize, print, tracing, the profiler), and one with bfloat16
+values, or float16 ones on a target where they are not compiled (`refuse_half_floats`, `half_refusal`);
+`exact_half_literals` gives float16 literals their exact values (or refuses them).
 """
 
 from __future__ import annotations
@@ -144,22 +145,41 @@ def refuse_runtime_services(text: str) -> None:
             raise Unsupported(f"{what} is not compiled by PITCHFORK")
 
 
+#: a bfloat16 type named in a statement (its literals print like float16's, inside its casts)
+_BFLOAT = re.compile(r"(?<![\w.$])bfloat16(?:x\d+)?(?![\w.$])")
 #: a float16 / bfloat16 value in a statement: its type named in a cast or reinterpret (`float16x8(...)`,
 #: `reinterpret<bfloat16>`, `(float16)`) or a 16-bit float literal (Halide prints both kinds with an
 #: `h`: `1.500000h`)
 _HALF_FLOAT = re.compile(r"(?<![\w.$])(?:b?float16(?:x\d+)?(?![\w.$])|\d+\.\d+(?:e[+-]\d+)?h(?![\w.$]))")
 
 
-def refuse_half_floats(captured: Any) -> None:
-    """Raise codegen.Unsupported (a fallback to Halide, saying why) for a pipeline with float16 or
-    bfloat16 values, before the parser meets them: Halide computes those natively on some targets and
-    emulates them with its own bit-exact conversions on others, which PITCHFORK does not reproduce
-    (without this check a bfloat16 pipeline was refused as a type error of its `h` literals)."""
+def half_refusal(spec: Any) -> str:
+    """Why float16 is not compiled for the target `spec` (a targets.target_strings.TargetSpec), or ""
+    where it is: where Halide 21 computes float16 natively as LLVM `half` (x86; arm64 with arm_fp16).
+    Elsewhere (arm64 without arm_fp16, hvx) Halide emulates float16 with integer / float32 code of its
+    own. On x86 LLVM converts half to and from float with f16c's vcvtph2ps / vcvtps2ph (the short
+    name's CPU, haswell, has f16c); without f16c it calls __extendhfsf2 / __truncsfhf2, which the
+    in-process JIT does not link (the kernel crashed), so a target string without f16c is refused."""
+    if spec.isa == "x86-avx2":
+        ok = spec.is_default or spec.has("f16c")
+        return "" if ok else f"on {spec.halide} (no f16c) LLVM would call __extendhfsf2 / __truncsfhf2"
+    if spec.isa == "arm64" and spec.has("arm_fp16"):
+        return ""
+    return f"on {spec.halide} Halide emulates float16"
+
+
+def refuse_half_floats(captured: Any, spec: Any = None) -> None:
+    """Raise codegen.Unsupported (a fallback to Halide, saying why) for a pipeline with bfloat16 values,
+    or float16 ones on a target where they are not compiled (`half_refusal`; all targets when `spec`
+    is None), before the parser meets them: PITCHFORK does not reproduce Halide's emulation (without
+    this check a bfloat16 pipeline was refused as a type error of its `h` literals)."""
     from pitchfork.codegen.loop_nest import Unsupported
 
+    why = "float16 needs a target" if spec is None else half_refusal(spec)
     types = [a.type for a in captured.arguments] + [t for o in captured.output_buffers for t in o.types]
-    half = sorted({str(t.elem) for t in types if t.is_float and t.bits == 16 or t.code == "bfloat"})
-    m = _HALF_FLOAT.search(captured.text)
+    half = sorted({str(t.elem) for t in types
+                   if t.is_float and t.bits == 16 and (why or t.code == "bfloat")})
+    m = (_HALF_FLOAT if why else _BFLOAT).search(captured.text)
     if not half and m is None:
         return
     where = ""
@@ -168,5 +188,23 @@ def refuse_half_floats(captured: Any) -> None:
         if not half:
             half = ["float16 or bfloat16"] if word.endswith("h") else [word.split("x")[0]]
         where = f" (statement line {captured.text.count(chr(10), 0, m.start()) + 1})"
+    native = f"; {why}" if why and spec is not None else ""
     raise Unsupported(f"{' / '.join(half)} values (Halide computes them natively or emulates them per target; "
-                      f"PITCHFORK compiles float32 and float64){where}")
+                      f"PITCHFORK compiles float32, float64 and native float16{native}){where}")
+
+
+def exact_half_literals(captured: Any) -> Any:
+    """The captured statement with each float16 literal replaced by its exact value
+    (float_literals.rewrite_half; run after refuse_half_floats, so its `h` literals are float16's), or
+    codegen.Unsupported naming a literal that has no unique float16 value."""
+    import dataclasses
+
+    from pitchfork.codegen.loop_nest import Unsupported
+    from pitchfork.frontend.float_literals import HALF_LITERAL, InexactFloatLiteral, rewrite_half
+
+    if HALF_LITERAL.search(captured.text) is None:
+        return captured
+    try:
+        return dataclasses.replace(captured, text=rewrite_half(captured.text))
+    except InexactFloatLiteral as e:
+        raise Unsupported(str(e)) from None

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import tempfile
 from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -37,6 +38,8 @@ from pitchfork.frontend.arguments import as_argument
 FLOAT_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)f(?![\w.$])")
 #: A float64 literal as Halide prints it: the same digits with no suffix (a float16 one ends in `h`).
 FLOAT64_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)(?![\w.$])")
+#: A float16 literal as Halide prints it (`1.500000h`; halide_print's digits).
+HALF_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)h(?![\w.$])")
 _FROM_BITS = re.compile(r"float_from_bits\((\d+)\b")
 #: a floating-point constant in LLVM's textual IR: its bits in hex as a double (LLVM writes float
 #: constants that way too), or a decimal, which LLVM prints only when it reads back exactly
@@ -135,3 +138,33 @@ def halide_c_source(pipeline: Any, args: Sequence[Any], target: str) -> str:
         pipeline.compile_to_c(str(path), [as_argument(a) for a in args], "pipeline", hl.Target(target))
         return path.read_text()
 
+
+@lru_cache(maxsize=1)
+def _halves_by_print() -> dict[str, tuple[float, ...]]:
+    """Every finite non-negative float16 value, by the text Halide prints for it."""
+    out: dict[str, list[float]] = {}
+    for v in np.arange(0x7C00, dtype=np.uint16).view(np.float16):
+        out.setdefault(halide_print(float(v)), []).append(float(v))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def rewrite_half(text: str) -> str:
+    """Replace each printed float16 literal (`0.333252h`) by the one float16 value that prints as it
+    (0.333251953125h), keeping it as printed when that is the value. Halide prints a float16 constant
+    like a float32 one (halide_print), and there is no exact source for float16 constants (the C
+    backend does not compile float16), so a literal that more than one float16 value prints as (a
+    small subnormal: 0.000030h is printed for 17 of them) is refused (`InexactFloatLiteral`). Only
+    for statements with float16 values (bfloat16's literals print alike but are other values)."""
+    table = _halves_by_print()
+
+    def one(m: re.Match[str]) -> str:
+        printed = m.group(1)
+        cands = table.get(printed, ())
+        if len(cands) == 1:
+            (v,) = cands
+            return m.group(0) if Decimal(v) == Decimal(printed) else f"{v!r}h"
+        what = "no float16 value" if not cands else f"{len(cands)} float16 values"
+        raise InexactFloatLiteral(f"float16 constant {printed}h: Halide printed it rounded and {what} "
+                                  "print like it")
+
+    return HALF_LITERAL.sub(one, text)

@@ -1,6 +1,9 @@
-"""float16 and bfloat16 pipelines fall back to Halide's compiler at compile time with a one-line reason
-naming the type (pitchfork.frontend.checks.refuse_half_floats), and give Halide's answer; before, a
-bfloat16 pipeline was refused as a type error of its `h` literals."""
+"""bfloat16 pipelines, and float16 ones on targets where Halide emulates float16 (arm64 without
+arm_fp16, hvx128) or where LLVM would call half-conversion helpers the JIT lacks (an x86 target string
+without f16c), fall back to Halide's compiler at compile time with a one-line reason naming the type
+and the target (pitchfork.frontend.checks.refuse_half_floats), and give Halide's answer; before, a
+bfloat16 pipeline was refused as a type error of its `h` literals. Where float16 is compiled:
+tests/pitchfork/codegen/test_floats_half.py."""
 
 from __future__ import annotations
 
@@ -10,17 +13,31 @@ import pytest
 
 import pitchfork
 from pitchfork.api import PitchforkFallbackWarning
+from pitchfork.backend.run import tools_available
+from pitchfork.frontend.checks import half_refusal
+from pitchfork.targets.target_strings import parse_target
 
 x = hl.Var("x")
 
+CASES = [
+    pytest.param(hl.BFloat(16), "x86-avx2", "bfloat16", id="bfloat16-x86"),
+    pytest.param(hl.Float(16), "arm64", "float16.*on arm-64-linux-arm_dot_prod Halide emulates float16",
+                 marks=pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64"),
+                 id="float16-arm64"),
+    pytest.param(hl.Float(16), "x86-64-linux-avx2-fma",
+                 r"float16.*\(no f16c\) LLVM would call __extendhfsf2 / __truncsfhf2",
+                 id="float16-x86-no-f16c"),
+]
 
-@pytest.mark.parametrize("t", [hl.Float(16), hl.BFloat(16)])
+
+@pytest.mark.parametrize("t, target, reason", CASES)
 @pytest.mark.parametrize("through_f32", [False, True])
-def test_half_float_pipeline_falls_back_naming_the_type(t: hl.Type, through_f32: bool) -> None:
+def test_half_float_pipeline_falls_back_naming_the_type(t: hl.Type, target: str, reason: str,
+                                                        through_f32: bool) -> None:
     """The half floats are inside the pipeline (its input and output are uint16 bit patterns), so the
     check must find them in the statement, not in the argument types."""
     a = hl.ImageParam(hl.UInt(16), 1, "a")
-    name = f"half_{'b' if t.is_bfloat() else ''}f16_{int(through_f32)}"
+    name = f"half_{'b' if t.is_bfloat() else ''}f16_{int(through_f32)}_{target.replace('-', '_')}"
     f = hl.Func(name)
     h = hl.reinterpret(t, a[x])
     if through_f32:  # half-float input, float32 arithmetic and output
@@ -31,20 +48,28 @@ def test_half_float_pipeline_falls_back_naming_the_type(t: hl.Type, through_f32:
     bits = np.random.default_rng(2).integers(0x3000, 0x4400, 64, dtype=np.uint16)  # finite, moderate
     a.set(hl.Buffer(bits))
     want = np.asarray(f.realize([64]))
-    what = "bfloat16" if t.is_bfloat() else "float16"
-    with pytest.warns(PitchforkFallbackWarning,
-                      match=what + r" values .*PITCHFORK compiles float32 and float64\) \(statement line \d+\)"):
-        prog = pitchfork.compile(f, [a], target="x86-avx2", name=name)
+    with pytest.warns(PitchforkFallbackWarning, match=reason + r".*\) \(statement line \d+\)"):
+        prog = pitchfork.compile(f, [a], target=target, name=name)
     assert prog.is_fallback
     assert np.array_equal(prog(bits, size=[64]), want)
 
 
 def test_half_float_argument_is_named() -> None:
-    a = hl.ImageParam(hl.Float(16), 1, "a")
+    a = hl.ImageParam(hl.BFloat(16), 1, "a")
     f = hl.Func("half_arg")
     f[x] = hl.f32(a[x]) * 2.0
-    with pytest.warns(PitchforkFallbackWarning, match="float16 values"):
+    with pytest.warns(PitchforkFallbackWarning, match="bfloat16 values"):
         prog = pitchfork.compile(f, [a], target="x86-avx2", name="half_arg")
     assert prog.is_fallback
-    vals = np.linspace(-4, 4, 32).astype(np.float16)
-    assert np.array_equal(prog(vals, size=[32]), vals.astype(np.float32) * 2)
+
+
+@pytest.mark.parametrize("target, compiled", [
+    ("x86-avx2", True),  # the short name's LLVM CPU (haswell) has f16c
+    ("x86-64-linux-avx2-fma-f16c", True),
+    ("x86-64-linux-avx2-fma", False),
+    ("arm-64-linux-arm_fp16", True),
+    ("arm64", False),
+    ("hvx128", False),
+])
+def test_half_refusal_per_target(target: str, compiled: bool) -> None:
+    assert (half_refusal(parse_target(target)) == "") == compiled

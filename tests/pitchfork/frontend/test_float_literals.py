@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from pitchfork.frontend.capture import capture_stmt
-from pitchfork.frontend.float_literals import InexactFloatLiteral, halide_print, llvm_doubles, rewrite
+from pitchfork.frontend.float_literals import (HALF_LITERAL, InexactFloatLiteral, halide_print, llvm_doubles,
+                                               rewrite, rewrite_half)
 from pitchfork.frontend.stmt import parse_stmt
 
 
@@ -136,3 +137,24 @@ def test_folded_float64_constants_compile_bit_exact(isa: str) -> None:
     want = np.asarray(f.realize([64], hl.Target("x86-64-linux-avx2-fma-sse41")))
     got = prog(vals)
     assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+
+
+def test_half_literals_take_the_one_float16_value_that_prints_so() -> None:
+    """float16 literals (`h`) as Halide 21 prints them: the rounded ones become the float16 value they
+    stand for, exact ones are kept, one that several float16 values print as is refused. The printed
+    texts are Halide's own (a captured statement), so the table agrees with Halide's printer."""
+    x = hl.Var("x")
+    b = hl.ImageParam(hl.Float(16), 1, "b")
+    f = hl.Func("half_lits")
+    consts = [0.1, 1.0 / 3, 1e-7, 60000.0, 0.5]
+    terms = [b[x + i] * hl.cast(hl.Float(16), hl.f32(c)) for i, c in enumerate(consts)]  # not folded
+    f[x] = sum(terms[1:], terms[0])
+    text = capture_stmt(f, [b], "x86-64-linux-avx2-fma-f16c").text
+    printed = HALF_LITERAL.findall(text)
+    assert sorted(printed) == sorted({halide_print(float(np.float16(c))) for c in consts})
+    out = rewrite_half(text)
+    got = {float(m) for m in HALF_LITERAL.findall(out)}
+    assert got == {float(np.float16(c)) for c in consts}
+    assert "0.500000h" in out and "60000.000000h" in out  # exact as printed: kept
+    with pytest.raises(InexactFloatLiteral, match=r"0.000030h: .* 17 float16 values"):
+        rewrite_half("y = 0.000030h")

@@ -1,0 +1,158 @@
+"""float16 code (pitchfork/codegen/floats.py) where Halide 21 computes float16 natively as LLVM `half`
+(x86 with f16c, arm64 with arm_fp16): bit-exact against Halide's realize for arithmetic, u8 -> f16 -> u8
+conversions, min / max / select and comparisons, a mixed float32 / float16 pipeline and float16 ->
+int16 / float64 conversions; arm64 uses the fp16 instructions themselves; what is not compiled for
+float16 (math calls, %, scalar parameters, a literal with no unique float16 value) is refused at
+compile time by name. The fallbacks for the other targets:
+tests/pitchfork/frontend/test_checks_half_floats.py."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Callable
+
+import halide as hl
+import numpy as np
+import pytest
+
+import pitchfork
+from pitchfork.api import PitchforkFallbackWarning
+from pitchfork.backend.run import tools_available
+
+x = hl.Var("x")
+F16 = hl.Float(16)
+N = 203  # a vector body of 16 lanes and a tail
+
+TARGETS = [
+    "x86-avx2",
+    "x86-64-linux-avx2-fma-f16c",
+    pytest.param("arm-64-linux-arm_fp16",
+                 marks=pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")),
+]
+
+
+def _h(v: float) -> hl.Expr:
+    return hl.cast(F16, hl.f32(v))
+
+
+def _conv() -> tuple[hl.Func, list, list]:
+    """u8 -> f16, arithmetic, f16 -> u8 (every u8 value)."""
+    a = hl.ImageParam(hl.UInt(8), 1, "a")
+    f = hl.Func("f16_conv")
+    f[x] = hl.cast(hl.UInt(8), hl.cast(F16, a[x]) * _h(0.75) + _h(3.0))
+    return f, [a], [np.arange(N + 1).astype(np.uint8)]
+
+
+def _min_max_select() -> tuple[hl.Func, list, list]:
+    """Loads, stores, comparisons, select, min, max, subtraction, a multiplication by a rounded
+    constant (1/3, printed 0.333252h)."""
+    b = hl.ImageParam(F16, 1, "b")
+    f = hl.Func("f16_mms")
+    f[x] = hl.select(b[x] > _h(1.0), hl.min(b[x], b[x + 1]),
+                     hl.max(b[x] - b[x + 1], _h(-2.0)) * hl.cast(F16, hl.f32(1.0) / 3))
+    vals = (np.random.default_rng(4).standard_normal(N + 1) * 3).astype(np.float16)
+    return f, [b], [vals]
+
+
+def _mixed() -> tuple[hl.Func, list, list]:
+    """float32 -> f16 (rounding), f16 division, f16 -> float32, float32 arithmetic."""
+    c = hl.ImageParam(hl.Float(32), 1, "c")
+    f = hl.Func("f16_mixed")
+    f[x] = hl.f32(hl.cast(F16, c[x]) / _h(3.0)) + c[x] * 0.5
+    vals = (np.random.default_rng(5).standard_normal(N) * 100).astype(np.float32)
+    return f, [c], [vals]
+
+
+def _to_int() -> tuple[hl.Func, list, list]:
+    """f16 -> int16 (truncation) and f16 -> float64 -> int16."""
+    d = hl.ImageParam(F16, 1, "d")
+    f = hl.Func("f16_to_int")
+    f[x] = hl.cast(hl.Int(16), d[x] * _h(7.0)) + hl.cast(hl.Int(16), hl.f64(d[x]) * 2.0)
+    vals = (np.random.default_rng(6).standard_normal(N) * 50).astype(np.float16)
+    return f, [d], [vals]
+
+
+def _compile(f: hl.Func, args: list, target: str) -> pitchfork.CompiledPipeline:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PitchforkFallbackWarning)
+        name = f"{f.name()}_{re.sub(r'[^a-z0-9]', '_', target)}"
+        return pitchfork.compile(f, args, target=target, name=name, fallback=False)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("lanes", [1, 16])
+@pytest.mark.parametrize("make", [_conv, _min_max_select, _mixed, _to_int], ids=lambda m: m.__name__[1:])
+def test_float16_pipelines_bit_exact(target: str, lanes: int,
+                                     make: Callable[[], tuple[hl.Func, list, list]]) -> None:
+    f, args, vals = make()
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    prog = _compile(f, args, target)
+    for a, v in zip(args, vals):
+        a.set(hl.Buffer(v))
+    want = np.asarray(f.realize([N]))  # Halide's JIT on this machine (x86, native half with f16c)
+    got = prog(*vals, size=[N])
+    assert got.dtype == want.dtype
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))  # bits: -0.0 and NaNs too
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("ty", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"])
+def test_integer_float16_round_trip_bit_exact(target: str, ty: str) -> None:
+    """int -> float16 -> int of every integer type (uint64: no hl.Buffer for it in Python): Halide's x86
+    module goes through float32 and back, exact for these values, so the same as the direct
+    sitofp / fptosi emitted here; and no conversion becomes a helper call the JIT lacks."""
+    dt = np.dtype(ty)
+    code = hl.TypeCode.UInt if dt.kind == "u" else hl.TypeCode.Int
+    a = hl.ImageParam(hl.Type(code, dt.itemsize * 8, 1), 1, "a")
+    f = hl.Func(f"f16_round_trip_{ty}")
+    f[x] = hl.cast(a.type(), hl.cast(F16, a[x]) * _h(0.5))
+    f.vectorize(x, 8)
+    prog = _compile(f, [a], target)
+    assert not re.search(r"\b(?:call|bl)\w*\s+__\w*hf", prog.assembly())
+    info = np.iinfo(dt)
+    vals = np.random.default_rng(7).integers(max(info.min, -65504), min(info.max, 65504), N, dtype=dt)
+    a.set(hl.Buffer(vals))
+    assert np.array_equal(prog(vals, size=[N]), np.asarray(f.realize([N])))
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+def test_arm_fp16_computes_in_half_precision_registers() -> None:
+    """arm_fp16: the half arithmetic is the fp16 instructions (`fmul v.8h`), as Halide's module's `half`
+    operations become, not a widening to float32."""
+    f, args, _ = _min_max_select()
+    f.vectorize(x, 16)
+    asm = _compile(f, args, "arm-64-linux-arm_fp16").assembly()
+    assert re.search(r"\bfmul\s+v\d+\.8h", asm)
+    assert re.search(r"\bfcmgt\s+v\d+\.8h", asm)
+
+
+@pytest.mark.parametrize("expr, reason", [
+    (lambda b: hl.sqrt(b[x]), "floating-point call sqrt_f16 on float16 values"),
+    (lambda b: hl.floor(b[x]), "floating-point call floor_f16 on float16 values"),
+    (lambda b: b[x] % _h(1.5), "floating-point % on float16 values"),
+    (lambda b: hl.cast(F16, hl.f64(b[x]) * 3.0), "conversion of float64 to float16"),
+    (lambda b: b[x] + _h(3e-5), r"float16 constant 0.000030h: .* 17 float16 values print like it"),
+])
+def test_what_is_not_compiled_for_float16_is_refused_by_name(expr: Callable[[hl.ImageParam], hl.Expr],
+                                                             reason: str) -> None:
+    b = hl.ImageParam(F16, 1, "b")
+    f = hl.Func("f16_refused")
+    f[x] = expr(b)
+    f.vectorize(x, 8)
+    with pytest.warns(PitchforkFallbackWarning, match=reason):
+        prog = pitchfork.compile(f, [b], target="x86-avx2", name="f16_refused")
+    assert prog.is_fallback
+    vals = np.linspace(0.25, 4, 32).astype(np.float16)
+    b.set(hl.Buffer(vals))
+    assert np.array_equal(prog(vals, size=[32]).view(np.uint16), np.asarray(f.realize([32])).view(np.uint16))
+
+
+def test_float16_scalar_parameter_is_refused() -> None:
+    b, s = hl.ImageParam(F16, 1, "b"), hl.Param(F16, "s")
+    f = hl.Func("f16_param")
+    f[x] = b[x] * s
+    with pytest.warns(PitchforkFallbackWarning, match="float16 scalar parameter s"):
+        prog = pitchfork.compile(f, [b, s], target="x86-avx2", name="f16_param")
+    assert prog.is_fallback
