@@ -1,7 +1,8 @@
 """float16 code (pitchfork/codegen/floats.py) where Halide 21 computes float16 natively as LLVM `half`
 (x86 with f16c, arm64 with arm_fp16): bit-exact against Halide's realize for arithmetic, u8 -> f16 -> u8
 conversions, min / max / select and comparisons, a mixed float32 / float16 pipeline and float16 ->
-int16 / float64 conversions; arm64 uses the fp16 instructions themselves; what is not compiled for
+int16 / float64 conversions; arm64 uses the fp16 instructions themselves; a*b + c is unfused on x86
+(bit-exact against the realize) and fused on arm_fp16 as in Halide's own arm assembly; what is not compiled for
 float16 (math calls, %, scalar parameters, a literal with no unique float16 value) is refused at
 compile time by name. The fallbacks for the other targets:
 tests/pitchfork/frontend/test_checks_half_floats.py."""
@@ -156,3 +157,44 @@ def test_float16_scalar_parameter_is_refused() -> None:
     with pytest.warns(PitchforkFallbackWarning, match="float16 scalar parameter s"):
         prog = pitchfork.compile(f, [b, s], target="x86-avx2", name="f16_param")
     assert prog.is_fallback
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+def test_arm_fp16_fuses_multiply_add_as_halides_module(tmp_path) -> None:  # noqa: ANN001
+    """a*b + c with an inexact product: Halide's `contract` flags let LLVM fuse it on arm_fp16 (Halide's
+    own assembly has `fmla v.8h`), so its value is the single rounding of the exact a*b + c, not the x86
+    realize's (unfused: the test pipelines above avoid an inexact product under an add). Ours: the same
+    fmla and, run under qemu, the single rounding of the exact value (numpy, in float64: exact here)."""
+    a, b, c = (hl.ImageParam(F16, 1, n) for n in "abc")
+    f = hl.Func("f16_fma")
+    f[x] = a[x] * b[x] + c[x]
+    f.vectorize(x, 16)
+    halide_s = tmp_path / "f16_fma.s"
+    f.compile_to_assembly(str(halide_s), [a, b, c], "f16_fma", hl.Target("arm-64-linux-arm_fp16"))
+    assert re.search(r"\bfmla\s+v\d+\.8h", halide_s.read_text())
+    prog = _compile(f, [a, b, c], "arm-64-linux-arm_fp16")
+    assert re.search(r"\bfmla\s+v\d+\.8h", prog.assembly())
+    rng = np.random.default_rng(9)
+    vals = [(rng.standard_normal(1024) * 10).astype(np.float16) for _ in range(3)]
+    fused = (vals[0].astype(np.float64) * vals[1] + vals[2]).astype(np.float16)
+    assert not np.array_equal(fused, vals[0] * vals[1] + vals[2])  # the two roundings differ on this data
+    assert np.array_equal(prog(*vals, size=[1024]).view(np.uint16), fused.view(np.uint16))
+
+
+@pytest.mark.parametrize("target", ["x86-avx2", "x86-64-linux-avx2-fma-f16c"])
+@pytest.mark.parametrize("lanes", [1, 16])
+def test_x86_multiply_add_is_halides(target: str, lanes: int) -> None:
+    """a*b + c with an inexact product on x86: LLVM computes half through float (f16c conversions) and
+    rounds each operation, as in Halide's realize on this machine: bit-exact."""
+    a, b, c = (hl.ImageParam(F16, 1, n) for n in "abc")
+    f = hl.Func("f16_mul_add")
+    f[x] = a[x] * b[x] + c[x]
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    prog = _compile(f, [a, b, c], target)
+    rng = np.random.default_rng(9)
+    vals = [(rng.standard_normal(1024) * 10).astype(np.float16) for _ in range(3)]
+    for p, v in zip((a, b, c), vals):
+        p.set(hl.Buffer(v))
+    want = np.asarray(f.realize([1024]))
+    assert np.array_equal(prog(*vals, size=[1024]).view(np.uint16), want.view(np.uint16))
