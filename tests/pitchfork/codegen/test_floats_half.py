@@ -2,8 +2,8 @@
 (x86 with f16c, arm64 with arm_fp16): bit-exact against Halide's realize for arithmetic, u8 -> f16 -> u8
 conversions, min / max / select and comparisons, a mixed float32 / float16 pipeline and float16 ->
 int16 / float64 conversions; arm64 uses the fp16 instructions themselves; a*b + c is unfused on x86
-(bit-exact against the realize) and fused on arm_fp16 as in Halide's own arm assembly; what is not compiled for
-float16 (math calls, %, scalar parameters, a literal with no unique float16 value) is refused at
+(bit-exact against the realize) and fused on arm_fp16 as in Halide's own arm assembly; what is not
+compiled for float16 (math calls, %, scalar parameters, a literal with no unique float16 value) is refused at
 compile time by name. The fallbacks for the other targets:
 tests/pitchfork/frontend/test_checks_half_floats.py."""
 
