@@ -49,10 +49,10 @@ def f32(v: float) -> float:
 
 
 def type_suffix(t: ir.Type) -> str:
-    """LLVM's overload suffix of a float type: f32, f64, v8f32."""
+    """LLVM's overload suffix of a float type: f16, f32, f64, v8f32."""
     if isinstance(t, ir.VectorType):
         return f"v{t.count}{type_suffix(t.element)}"
-    return "f64" if isinstance(t, ir.DoubleType) else "f32"
+    return "f64" if isinstance(t, ir.DoubleType) else "f16" if isinstance(t, ir.HalfType) else "f32"
 
 
 def declare(module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:

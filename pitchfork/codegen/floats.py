@@ -26,9 +26,11 @@ with f16c, arm64 with arm_fp16; Halide's module has `fmul ... <16 x half>`, load
 <N x half>, fpext / fptrunc to and from float, uitofp / fptoui on arm_fp16): its arithmetic, compares,
 select, min / max and conversions, as for float32. Halide's x86 module converts between float16 and
 integers through float32 (exact for every finite half, so the same values as the direct conversion
-emitted here, checked bit-exact in tests/pitchfork/codegen/test_floats_half.py). Math calls, `%` and
-float64 -> float16 conversions are refused by name (`_check_half`): not compared against Halide's
-module, or (float64 -> float16) a libcall the JIT does not link.
+emitted here, checked bit-exact in tests/pitchfork/codegen/test_floats_half.py). floor / ceil /
+trunc / abs are LLVM's intrinsics on half (as in Halide's arm_fp16 module; its x86 module
+rounds in float32 and converts back: exact, the same values). Other math calls, `%` and float64 ->
+float16 conversions are refused by name (`_check_half`): not compared against Halide's module, or
+(float64 -> float16) a libcall the JIT does not link.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ STRICT = {"strict_add": "+", "strict_sub": "-", "strict_mul": "*", "strict_div":
 #: one-argument math calls -> LLVM intrinsic (Halide's CodeGen_LLVM emits these intrinsics)
 _UNARY = {"floor": "floor", "ceil": "ceil", "trunc": "trunc", "sqrt": "sqrt", "round": "roundeven",
           "abs": "fabs"}
+#: float16 calls compiled (llvm.floor/ceil/trunc/fabs on half, as Halide's arm_fp16 module has them; its
+#: x86 module computes them in float32 and converts back: exact, the same values). Not `round`: Halide's
+#: x86 vector code gives +0.0 for round(-0.25) where llvm.roundeven (and its scalar code) gives -0.0
+_HALF_CALLS = ("floor_f16", "ceil_f16", "trunc_f16", "abs")
 #: math calls Halide's runtime (posix_math.ll) leaves to LLVM's libm intrinsics or to the C library,
 #: lane by lane, by (name, bits); not on the Hexagon harness (no C math library there). float32 exp,
 #: log and pow have their own lowering (FloatOps.exp/log, powf.py).
@@ -104,7 +110,7 @@ def _operands(e: H.Expr) -> tuple[H.Expr, ...]:
 
 def _math_name(name: str) -> tuple[str, int]:
     """`floor_f32` -> ("floor", 32); ("", 0) for other names."""
-    for bits in (32, 64):
+    for bits in (16, 32, 64):
         if name.endswith(f"_f{bits}"):
             return name[: -len(f"_f{bits}")], bits
     return "", 0
@@ -146,8 +152,8 @@ class FloatEmitter:
         """Refuse what is not checked against Halide's module for float16 (checks.refuse_half_floats
         lets float16 through only on targets where Halide computes it natively as LLVM `half`): the
         math calls (Halide widens some, e.g. `widening_mul` to float32, and its runtime has no half
-        math) and `%` (a floor of a half, not compared)."""
-        if isinstance(e, H.Call) and e.name not in _IDENTITY:
+        math) and `%` (a floor of a half, not compared). Allowed: `_HALF_CALLS`."""
+        if isinstance(e, H.Call) and e.name not in _IDENTITY and e.name not in _HALF_CALLS:
             raise self._unsupported(f"floating-point call {e.name} on float16 values "
                                     "(not compiled for float16)")
         if isinstance(e, H.BinOp) and e.op == "%":

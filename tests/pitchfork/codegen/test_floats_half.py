@@ -1,10 +1,10 @@
 """float16 code (pitchfork/codegen/floats.py) where Halide 21 computes float16 natively as LLVM `half`
 (x86 with f16c, arm64 with arm_fp16): bit-exact against Halide's realize for arithmetic, u8 -> f16 -> u8
-conversions, min / max / select and comparisons, a mixed float32 / float16 pipeline and float16 ->
-int16 / float64 conversions; arm64 uses the fp16 instructions themselves; a*b + c is unfused on x86
-(bit-exact against the realize) and fused on arm_fp16 as in Halide's own arm assembly; what is not
-compiled for float16 (math calls, %, scalar parameters, a literal with no unique float16 value) is refused at
-compile time by name. The fallbacks for the other targets:
+conversions, min / max / select and comparisons, a mixed float32 / float16 pipeline, float16 -> int16 /
+float64 conversions and floor / ceil / trunc / abs; arm64 uses the fp16 instructions themselves; a*b + c
+is unfused on x86 (bit-exact against the realize) and fused on arm_fp16 as in Halide's own arm assembly;
+what is not compiled for float16 (other math calls, %, float64 -> float16, scalar parameters, a literal
+with no unique float16 value) is refused at compile time by name. The fallbacks for the other targets:
 tests/pitchfork/frontend/test_checks_half_floats.py."""
 
 from __future__ import annotations
@@ -65,6 +65,16 @@ def _mixed() -> tuple[hl.Func, list, list]:
     return f, [c], [vals]
 
 
+def _rounding() -> tuple[hl.Func, list, list]:
+    """floor / ceil / trunc / abs of float16 (halves and other fractions, negatives; -0.0 results)."""
+    d = hl.ImageParam(F16, 1, "d")
+    f = hl.Func("f16_rounding")
+    v = d[x]
+    f[x] = hl.select(x % 3 == 0, hl.floor(v), x % 3 == 1, hl.ceil(v), hl.trunc(v)) * _h(2.0) + hl.abs(v)
+    vals = np.concatenate([np.arange(-8, 8, 0.25), np.random.default_rng(8).standard_normal(N) * 20])
+    return f, [d], [vals.astype(np.float16)]
+
+
 def _to_int() -> tuple[hl.Func, list, list]:
     """f16 -> int16 (truncation) and f16 -> float64 -> int16."""
     d = hl.ImageParam(F16, 1, "d")
@@ -83,7 +93,8 @@ def _compile(f: hl.Func, args: list, target: str) -> pitchfork.CompiledPipeline:
 
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("lanes", [1, 16])
-@pytest.mark.parametrize("make", [_conv, _min_max_select, _mixed, _to_int], ids=lambda m: m.__name__[1:])
+@pytest.mark.parametrize("make", [_conv, _min_max_select, _mixed, _rounding, _to_int],
+                         ids=lambda m: m.__name__[1:])
 def test_float16_pipelines_bit_exact(target: str, lanes: int,
                                      make: Callable[[], tuple[hl.Func, list, list]]) -> None:
     f, args, vals = make()
@@ -131,7 +142,7 @@ def test_arm_fp16_computes_in_half_precision_registers() -> None:
 
 @pytest.mark.parametrize("expr, reason", [
     (lambda b: hl.sqrt(b[x]), "floating-point call sqrt_f16 on float16 values"),
-    (lambda b: hl.floor(b[x]), "floating-point call floor_f16 on float16 values"),
+    (lambda b: hl.round(b[x]), "floating-point call round on float16 values"),
     (lambda b: b[x] % _h(1.5), "floating-point % on float16 values"),
     (lambda b: hl.cast(F16, hl.f64(b[x]) * 3.0), "conversion of float64 to float16"),
     (lambda b: b[x] + _h(3e-5), r"float16 constant 0.000030h: .* 17 float16 values print like it"),
