@@ -22,6 +22,7 @@ from typing import Any
 
 from pitchfork.errors import PipelineError, UsageError
 from pitchfork.frontend.arguments import as_argument
+from pitchfork.frontend.float_literals import HALF_LITERAL
 
 
 def check_arguments(pipeline: Any, args: Any) -> list[Any]:
@@ -150,7 +151,7 @@ _BFLOAT = re.compile(r"(?<![\w.$])bfloat16(?:x\d+)?(?![\w.$])")
 #: a float16 / bfloat16 value in a statement: its type named in a cast or reinterpret (`float16x8(...)`,
 #: `reinterpret<bfloat16>`, `(float16)`) or a 16-bit float literal (Halide prints both kinds with an
 #: `h`: `1.500000h`)
-_HALF_FLOAT = re.compile(r"(?<![\w.$])(?:b?float16(?:x\d+)?(?![\w.$])|\d+\.\d+(?:e[+-]\d+)?h(?![\w.$]))")
+_HALF_FLOAT = re.compile(rf"(?<![\w.$])b?float16(?:x\d+)?(?![\w.$])|{HALF_LITERAL.pattern}")
 
 
 def half_refusal(spec: Any) -> str:
@@ -200,7 +201,7 @@ def exact_half_literals(captured: Any) -> Any:
     import dataclasses
 
     from pitchfork.codegen.loop_nest import Unsupported
-    from pitchfork.frontend.float_literals import HALF_LITERAL, InexactFloatLiteral, rewrite_half
+    from pitchfork.frontend.float_literals import InexactFloatLiteral, rewrite_half
 
     if HALF_LITERAL.search(captured.text) is None:
         return captured
