@@ -47,7 +47,7 @@ from pitchfork.frontend.printer import to_text
 from pitchfork.passes.pipeline import PassList, resolve
 from pitchfork.frontend.deep import run_deep
 from pitchfork.frontend.htypes import HType
-from pitchfork.backend.link_check import undefined_calls, undefined_symbols
+from pitchfork.backend.link_check import missing_reason, undefined_calls, undefined_symbols
 from pitchfork.errors import UsageError
 from pitchfork.frontend.checks import (check_arguments, exact_half_literals, refuse_deep_statement,
                                        refuse_extern_stages, refuse_half_floats, refuse_huge_vectors,
@@ -521,11 +521,10 @@ def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str,
                                 if debug >= 2 else None, timings=stats.llvm_phases)
         stats.llvm_seconds = time.perf_counter() - t0
         # read from what compile_module emitted (the object; the assembly where HVX pair forms were weighed)
-        missing = (undefined_calls(module.assembly(), target) if module.emitted("asm")
+        missing = (undefined_calls(module.assembly(), target) if target == "hvx128" and module.emitted("asm")
                    else undefined_symbols(module.object_bytes(), target))
         if missing:  # would fail to link at the first call: refused now (link_check.py)
-            raise Unsupported(f"the kernel calls {', '.join(missing)}, which {target} code cannot call here "
-                              "(no C library on the Hexagon harness)")
+            raise Unsupported(missing_reason(missing, target))
         return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
                                 halide_target=spec.halide)
     except FALLBACK_ERRORS as e:
