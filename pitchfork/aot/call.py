@@ -325,10 +325,14 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
     first_extents: Optional[list[int]] = None
     for (kind, name, t, n), value in zip(plan.arguments, inputs):
         if kind == "scalar":
-            if t == "float":  # passed as the bit pattern of the float32/float64 value
-                if n not in (32, 64):
+            if t == "float":  # passed as the bit pattern of the float16/float32/float64 value
+                if n not in (16, 32, 64):
                     raise TypeError(f"{name}: float{n} parameters are not supported")
-                v = int(np.array(value, np.float32 if n == 32 else np.float64).view(np.int32 if n == 32 else np.int64))
+                # (a float16's bits zero-extended to the i32 slot; numpy rounds a Python float to
+                # float16 to nearest even from its double, as Halide's float16_t does)
+                ft, it = {16: (np.float16, np.uint16), 32: (np.float32, np.int32),
+                          64: (np.float64, np.int64)}[n]
+                v = int(np.array(value, ft).view(it))
             else:  # refuse what Halide's Param.set refuses (pitchfork/frontend/params.py)
                 v = scalar_value(name, t, n, value)
             args.append(("i64", _signed(v, 64)) if n == 64 else ("i32", _signed(v, 32)))

@@ -43,6 +43,21 @@ def _is_f32(t: ir.Type) -> bool:
     return isinstance(t.element if isinstance(t, ir.VectorType) else t, ir.FloatType)
 
 
+def _is_half(t: ir.Type) -> bool:
+    return isinstance(t.element if isinstance(t, ir.VectorType) else t, ir.HalfType)
+
+
+def _constant_value(v: ir.Value) -> float:
+    """The value of a float constant (scalar, or a vector with every lane equal), else 0.0."""
+    if not isinstance(v, ir.Constant):
+        return 0.0
+    k = v.constant
+    if isinstance(k, list):
+        lanes = {x.constant if isinstance(x, ir.Constant) else x for x in k}
+        k = lanes.pop() if len(lanes) == 1 else None
+    return float(k) if isinstance(k, (int, float)) else 0.0
+
+
 def f32(v: float) -> float:
     """`v` rounded to float32 (the value a C++ `float` literal holds)."""
     return float(np.float32(v))
@@ -155,8 +170,17 @@ class FloatOps:
         return b.select(up, away, tf)
 
     def mod(self, a: ir.Value, c: ir.Value) -> ir.Value:
-        """Halide's float `%`: a - b * floor(a / b)."""
-        return self.sub(a, self.mul(c, self.intrinsic("floor", [self.div(a, c)])))
+        """Halide's float `%`: a - b * floor(a / b), simplified as its CodeGen_LLVM simplifies it: a
+        constant nonzero divisor becomes a product with its reciprocal, rounded to the type (Halide's
+        simplifier folds x / c into x * (1 / c) for floats; x % 7.0f multiplies by 0.142857149f)."""
+        k = _constant_value(c)
+        if k:
+            inv = 1.0 / k
+            q = self.mul(a, self.const(c.type, float(np.float16(inv)) if _is_half(c.type)
+                                       else f32(inv) if _is_f32(c.type) else inv))
+        else:
+            q = self.div(a, c)
+        return self.sub(a, self.mul(c, self.intrinsic("floor", [q])))
 
     # ---- Halide's expansions ---------------------------------------------------------------
     def polynomial(self, x: ir.Value, coeff: Sequence[float]) -> ir.Value:

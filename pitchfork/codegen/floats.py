@@ -22,15 +22,15 @@ libm, so they are refused there at compile time); `pow_f32` is pitchfork's own f
 Vector float loads and stores are the integer path's loads and stores of the same bits.
 
 float16 (LLVM `half`) is compiled only where Halide 21 computes it natively (checks.half_refusal: x86
-with f16c, arm64 with arm_fp16; Halide's module has `fmul ... <16 x half>`, loads and stores of
+and arm64 with arm_fp16; Halide's module has `fmul ... <16 x half>`, loads and stores of
 <N x half>, fpext / fptrunc to and from float, uitofp / fptoui on arm_fp16): its arithmetic, compares,
 select, min / max and conversions, as for float32. Halide's x86 module converts between float16 and
 integers through float32 (exact for every finite half, so the same values as the direct conversion
-emitted here, checked bit-exact in tests/pitchfork/codegen/test_floats_half.py). floor / ceil /
-trunc / abs are LLVM's intrinsics on half (as in Halide's arm_fp16 module; its x86 module
-rounds in float32 and converts back: exact, the same values). Other math calls, `%` and float64 ->
-float16 conversions are refused by name (`_check_half`): not compared against Halide's module, or
-(float64 -> float16) a libcall the JIT does not link.
+emitted here, checked bit-exact in tests/pitchfork/codegen/test_floats_half.py). Math calls and `%`
+are computed per target as Halide's code generator does (floats_half.py: on half on arm_fp16, in
+float32 on x86, `round` on x86 with Halide's own lowering). float64 -> float16 is LLVM's fptrunc:
+native on arm64; on x86 LLVM calls compiler-rt's __truncdfhf2, which nothing in the JIT's process
+defines (nor Halide's runtime: Halide's own JIT fails on it), so the link check refuses it by name.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from pitchfork.codegen.base import Unsupported, _show
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.float_estimates import fast_inverse, supports_estimates
 from pitchfork.codegen.float_math import FloatOps, declare
+from pitchfork.codegen.floats_half import lower_half, round_half_x86
 from pitchfork.codegen.halide_calls import lower_call
 from pitchfork.codegen.ir_constants import undef
 from pitchfork.frontend.htypes import HType
@@ -61,10 +62,6 @@ STRICT = {"strict_add": "+", "strict_sub": "-", "strict_mul": "*", "strict_div":
 #: one-argument math calls -> LLVM intrinsic (Halide's CodeGen_LLVM emits these intrinsics)
 _UNARY = {"floor": "floor", "ceil": "ceil", "trunc": "trunc", "sqrt": "sqrt", "round": "roundeven",
           "abs": "fabs"}
-#: float16 calls compiled (llvm.floor/ceil/trunc/fabs on half, as Halide's arm_fp16 module has them; its
-#: x86 module computes them in float32 and converts back: exact, the same values). Not `round`: Halide's
-#: x86 vector code gives +0.0 for round(-0.25) where llvm.roundeven (and its scalar code) gives -0.0
-_HALF_CALLS = ("floor_f16", "ceil_f16", "trunc_f16", "abs")
 #: math calls Halide's runtime (posix_math.ll) leaves to LLVM's libm intrinsics or to the C library,
 #: lane by lane, by (name, bits); not on the Hexagon harness (no C math library there). float32 exp,
 #: log and pow have their own lowering (FloatOps.exp/log, powf.py).
@@ -142,26 +139,21 @@ class FloatEmitter:
                                or t.bits == 16 and self.cg.target == "hvx128"):
                 raise self._unsupported(f"floating-point {t.elem} values on {self.cg.target}")
         if half:
-            self._check_half(e)
+            lowered = self._lower_half(e)
+            if lowered is not None:
+                return self.emit(lowered)
         m: Callable[[H.Expr], ir.Value] | None = getattr(self, f"_e_{type(e).__name__}", None)
         if m is None:
             raise self._unsupported(f"floating-point {type(e).__name__}: {_show(e)}")
         return m(e)
 
-    def _check_half(self, e: H.Expr) -> None:
-        """Refuse what is not checked against Halide's module for float16 (checks.refuse_half_floats
-        lets float16 through only on targets where Halide computes it natively as LLVM `half`): the
-        math calls (Halide widens some, e.g. `widening_mul` to float32, and its runtime has no half
-        math) and `%` (a floor of a half, not compared). Allowed: `_HALF_CALLS`."""
-        if isinstance(e, H.Call) and e.name not in _IDENTITY and e.name not in _HALF_CALLS:
-            raise self._unsupported(f"floating-point call {e.name} on float16 values "
-                                    "(not compiled for float16)")
-        if isinstance(e, H.BinOp) and e.op == "%":
-            raise self._unsupported("floating-point % on float16 values (not compiled for float16)")
-        if isinstance(e, H.Cast) and e.type.bits == 16 and e.value.type.is_float and e.value.type.bits == 64:
-            # LLVM lowers fptrunc double -> half to a __truncdfhf2 call on x86 (f16c converts from
-            # float only), which the in-process JIT does not link: the kernel crashed
-            raise self._unsupported("conversion of float64 to float16 (not compiled)")
+    def _lower_half(self, e: H.Expr) -> H.Expr | None:
+        """A float16 call or `%` in the form Halide computes it on this target (floats_half.py:
+        float32 between exact conversions), or None to emit `e` on half as it is; Unsupported
+        naming a float16 call that is not compiled."""
+        if isinstance(e, H.Call) and e.name in _IDENTITY:
+            return None
+        return lower_half(e, self.cg.target)
 
     def _splat(self, v: ir.Value, lanes: int) -> ir.Value:
         if lanes == 1:
@@ -296,6 +288,8 @@ class FloatEmitter:
         if e.name == "lerp" and all(a.type.is_float for a in e.args):
             zero, w = self.emit(e.args[0]), self.emit(e.args[2])
             return o.lerp(zero, lambda: self.emit(e.args[1]), w)
+        if e.name == "round" and e.type.bits == 16 and self.cg.target == "x86-avx2":
+            return round_half_x86(self.b, o, self.emit(e.args[0]))
         if e.name in ("abs", "round") and e.args[0].type.is_float:
             return o.intrinsic(_UNARY[e.name], [self.emit(e.args[0])])
         base, bits = _math_name(e.name)
@@ -315,6 +309,8 @@ class FloatEmitter:
                                         "does not define it)")
             return fast_inverse(self.b, self.cg.module, self.cg.target, self.emit(e.args[0]),
                                 base == "fast_inverse_sqrt")
+        if base == "sqrt" and bits == 16:  # arm_fp16: llvm.sqrt on half with the flags, as Halide's
+            return o.intrinsic("sqrt", [self.emit(e.args[0])])
         if base == "sqrt":  # Halide's runtime sqrt_f32/f64 inlined: llvm.sqrt without fast-math
             # flags, so correctly rounded (with afn, x86 would use vrsqrtps and a Newton step)
             return FloatOps(self.b, self.cg.module, True, self.cg.target).intrinsic("sqrt", [self.emit(e.args[0])])

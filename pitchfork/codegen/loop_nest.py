@@ -191,9 +191,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         k = 1
         for kind, nm, dims, t in layout:
             if kind == "scalar" and t.is_float and t.bits == 16:
-                # (its binding in api/aot.call passes a float's bits as i32/i64, not checked for half)
-                raise Unsupported(f"float16 scalar parameter {nm} (float16 buffers are compiled)")
-            if kind == "scalar" and t.is_float:
+                # aot/call.py passes a float16's bits zero-extended in the i32 slot
+                self.fscalars[nm] = self.b.bitcast(self.b.trunc(fn.args[k], ir.IntType(16)), ir.HalfType())
+                k += 1
+            elif kind == "scalar" and t.is_float:
                 self.fscalars[nm] = self.b.bitcast(fn.args[k], ir.FloatType() if t.bits == 32 else ir.DoubleType())
                 k += 1
             elif kind == "scalar":

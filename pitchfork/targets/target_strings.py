@@ -12,9 +12,10 @@ pipeline is lowered with (`halide`), and what the target's features change:
 * `llvm_cpu` / `llvm_features`: the LLVM target machine (no `+dotprod` without arm_dot_prod, so LLVM
   does not form udot either; `hexagonv60` (no version feature, Halide's default), `hexagonv62`,
   `hexagonv65`, `hexagonv66` from the HVX version; hvx_v68 compiles as v66, the newest version the
-  tables use (v68 runs it); x86 `-fma` / `-f16c` when Halide's string lacks fma / f16c). Below v66 an
-  intrinsic the tables do not mark may still be one LLVM cannot select for the version:
-  `pitchfork.compile` compiles such modules in a forked child, so that is a fallback naming it.
+  tables use (v68 runs it); x86 `-fma` when Halide's string lacks fma, `+f16c` always: Halide's
+  haswell has it). Below v66 an intrinsic the tables do not mark may still be one LLVM cannot
+  select for the version: `pitchfork.compile` compiles such modules in a forked child, so that is a
+  fallback naming it.
 
 Parsing is Halide's: the string goes through `hl.Target` (so `host` is this machine), and a string
 Halide does not understand is refused naming the token it does not know, in one line. Halide
@@ -118,7 +119,9 @@ class TargetSpec:
     @property
     def llvm_features(self) -> str:
         if self.isa == "x86-avx2":
-            return "+avx2," + ",".join(("+" if f in self.features else "-") + f for f in ("fma", "f16c"))
+            # f16c stays on without the feature: Halide's CPU for avx2 is haswell, whose f16c its
+            # float16 code uses either way (checks.half_refusal)
+            return "+avx2," + ("+" if "fma" in self.features else "-") + "fma,+f16c"
         if self.isa == "arm64":
             return "+neon" + (",+dotprod" if self.has("arm_dot_prod") else "") + \
                 (",+fullfp16" if self.has("arm_fp16") else "")

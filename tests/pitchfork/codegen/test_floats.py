@@ -237,3 +237,25 @@ def test_hvx_missing_functions_refused(call, name: str) -> None:  # noqa: ANN001
     with pytest.warns(PitchforkFallbackWarning, match=name):
         prog = pitchfork.compile(out, [inp], target="hvx128")
     assert prog.is_fallback and name in prog.fallback_reason
+
+
+@pytest.mark.parametrize("bits", [32, 64])
+@pytest.mark.parametrize("lanes", [1, 8])
+@pytest.mark.parametrize("divisor", [7.0, 0.3, 0.5, None])
+def test_float_mod_by_a_constant_is_halides(bits: int, lanes: int, divisor: float | None) -> None:
+    """`x % 7.0f`: Halide's code generator simplifies x - 7*floor(x/7) and its simplifier turns the
+    division by the constant into a product with float32(1/7), so -154 % 7 is 7 there (the product is
+    -22.000002): ours too (FloatOps.mod); a variable divisor (None) divides."""
+    x = hl.Var("x")
+    t = hl.Float(bits)
+    b, c = hl.ImageParam(t, 1, "b"), hl.ImageParam(t, 1, "c")
+    out = hl.Func(f"mod_const_f{bits}_{lanes}_{str(divisor).replace('.', '_')}")
+    out[x] = b[x] % (c[x] if divisor is None else hl.cast(t, hl.f64(divisor)))
+    if lanes > 1:
+        out.vectorize(x, lanes)
+    dt = np.float32 if bits == 32 else np.float64
+    bv = (np.arange(-2048, 2048) * 0.5).astype(dt)
+    cv = np.random.default_rng(3).uniform(0.5, 9.0, bv.size).astype(dt)
+    want = _halide(out, [b, c], [bv, cv], [bv.size])
+    got = _compile(out, [b, c], "x86-avx2")(bv, cv, size=[bv.size])
+    assert np.array_equal(got, want)

@@ -1,0 +1,119 @@
+"""float16 math calls, `%` and `round` on arm-64-linux-arm_fp16 (pitchfork/codegen/floats_half.py):
+bit-exact against Halide 21's own arm_fp16 library, both run under qemu-aarch64 by one C driver
+(pitchfork/aot/abi_driver.py) on the same inputs. Halide computes sqrt, round and `%` on half there
+(`fsqrt v.8h`, llvm.roundeven: round(-0.25) is -0.0, unlike its x86 code) and the other calls in
+float32, so its x86 realize is no reference for them. The inputs are uint16 bit patterns the pipeline
+maps into each call's domain (finite, no overflow: the fast-math flags make NaN and infinities
+poison), so the driver's pseudo-random bytes are valid inputs."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Callable
+
+import halide as hl
+import numpy as np
+import pytest
+
+import pitchfork
+from pitchfork.aot.abi_driver import Buf, Case, build_and_run, driver_source, parse_results
+from pitchfork.backend.run import tools_available
+
+pytestmark = pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+
+x = hl.Var("x")
+F16 = hl.Float(16)
+TARGET = "arm-64-linux-arm_fp16"
+W = 203  # a vector body and a tail
+FLOAT16_CODE = 2 | 16 << 8 | 1 << 16  # halide_type_t of float16
+
+
+def _masked(bits: hl.Expr, keep: int, set_: int = 0) -> hl.Expr:
+    """The float16 whose bits are `bits & keep | set_` (keep drops the exponents of NaN / inf / huge)."""
+    return hl.reinterpret(F16, (bits & keep) | set_)
+
+
+def _scaled(bits: hl.Expr, shift: int, scale: float) -> hl.Expr:
+    """float16(int16(bits) >> shift) * scale: evenly spread values in a small range."""
+    return hl.cast(F16, hl.reinterpret(hl.Int(16), bits) >> shift) * hl.cast(F16, hl.f32(scale))
+
+
+#: name -> the pipeline's value from the uint16 inputs a, c
+CASES: dict[str, Callable[[hl.Expr, hl.Expr], hl.Expr]] = {
+    "round": lambda a, c: hl.round(_masked(a, 0xF7FF)),  # |v| < 32768 (int16 in Halide's x86 lowering)
+    "mod": lambda a, c: _masked(a, 0xDBFF) % _masked(c, 0x87FF, 0x3800),  # |a| < 256, 0.5 <= |c| < 2
+    # (by a constant: a product with its reciprocal rounded to half, 1/7 -> 0.142822h, as Halide's)
+    "mod_const": lambda a, c: _scaled(a, 4, 1 / 8) % hl.cast(F16, hl.f32(7.0)),  # [-256, 256)
+    "sqrt": lambda a, c: hl.sqrt(_masked(a, 0x7BFF)),
+    "exp": lambda a, c: hl.exp(_scaled(a, 4, 1 / 256)),  # [-8, 8)
+    "log": lambda a, c: hl.log(_masked(a, 0x7BFF, 0x0400)),  # positive normals
+    "sin_cos": lambda a, c: hl.sin(_scaled(a, 4, 1 / 64)) + hl.cos(_scaled(c, 4, 1 / 64)),
+    "tan_atan2": lambda a, c: hl.tan(_scaled(a, 5, 1 / 1024)) + hl.atan2(_scaled(a, 4, 1 / 64),
+                                                                           _masked(c, 0x87FF, 0x3800)),
+}
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+@pytest.mark.parametrize("name", list(CASES))
+def test_float16_calls_bit_exact_with_halides_arm_fp16_library(name: str, lanes: int, tmp_path: Path) -> None:
+    a, c = hl.ImageParam(hl.UInt(16), 1, "a"), hl.ImageParam(hl.UInt(16), 1, "c")
+    f = hl.Func(f"f16_arm_{name}_{lanes}")
+    f[x] = CASES[name](a[x], c[x])
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    ours, theirs = f"{f.name()}_pf", f"{f.name()}_hl"
+    prog = pitchfork.compile(f, [a, c], target=TARGET, name=ours, fallback=False)
+    obj = prog.object_file(tmp_path / f"{ours}.o")
+    f.compile_to_static_library(str(tmp_path / theirs), [a, c], theirs, hl.Target(TARGET))
+    u16 = Buf(((0, W, 1),), type="uint16", alloc=2 * W)
+    case = Case(name, (u16, u16, Buf(((0, W, 1),), type=FLOAT16_CODE, alloc=2 * W)))
+    src = driver_source([case], [ours, theirs], [], freestanding=False)
+    out = build_and_run("arm64", src, [obj, tmp_path / f"{theirs}.a"], tmp_path)
+    (r_ours, r_theirs), = parse_results(out, [case], 2)
+    assert r_ours.rc == 0 and r_theirs.rc == 0, (r_ours.message, r_theirs.message)
+    assert r_ours.outputs[:2] == r_theirs.outputs[:2]  # the same inputs
+    got, want = (np.frombuffer(r.outputs[2], np.uint16) for r in (r_ours, r_theirs))
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+    assert len(set(struct.unpack(f"<{W}H", r_ours.outputs[2]))) > W // 4  # the inputs were varied
+
+
+def test_arm_fp16_round_gives_negative_zero() -> None:
+    """llvm.roundeven on half (Halide's arm_fp16 module): round(-0.25) is -0.0 there (x86: +0.0)."""
+    b = hl.ImageParam(F16, 1, "b")
+    f = hl.Func("f16_arm_round_zero")
+    f[x] = hl.round(b[x])
+    f.vectorize(x, 8)
+    prog = pitchfork.compile(f, [b], target=TARGET, name="f16_arm_round_zero", fallback=False)
+    vals = np.array([-0.25, -0.5, 0.25, -1.5, -2.5, 2.5, 0.5, 1.5] * 2, np.float16)
+    got = prog(vals, size=[16])
+    assert np.array_equal(got.view(np.uint16), np.round(vals).view(np.uint16))
+    assert got.view(np.uint16)[0] == 0x8000
+
+
+def test_arm_fp16_float16_scalar_parameter_and_float64_conversion() -> None:
+    """A float16 Param (its bits in the i32 slot) and float64 -> float16 (LLVM's fptrunc: one fcvt on
+    AArch64, no helper call): against numpy's single correctly rounded conversion and Halide's x86 realize
+    of the same pipeline with the Param's value in its place (Halide's Python binding cannot set a float16
+    Param; a product and a difference are rounded once on both ISAs)."""
+    b, d, s = hl.ImageParam(F16, 1, "b"), hl.ImageParam(hl.Float(64), 1, "d"), hl.Param(F16, "s")
+    f = hl.Func("f16_arm_param")
+    f[x] = hl.select(b[x] > s, b[x] * s, b[x] - s)
+    f.vectorize(x, 8)
+    prog = pitchfork.compile(f, [b, s], target=TARGET, name="f16_arm_param", fallback=False)
+    rng = np.random.default_rng(21)
+    bv = (rng.standard_normal(W) * 30).astype(np.float16)
+    got = prog(bv, 0.1, size=[W])
+    k = hl.reinterpret(F16, hl.u16(int(np.array(0.1, np.float16).view(np.uint16))))
+    g = hl.Func("f16_arm_param_ref")
+    g[x] = hl.select(b[x] > k, b[x] * k, b[x] - k)
+    g.vectorize(x, 8)
+    b.set(hl.Buffer(bv))
+    assert np.array_equal(got.view(np.uint16), np.asarray(g.realize([W])).view(np.uint16))
+    conv = hl.Func("f16_arm_from_f64")
+    conv[x] = hl.cast(F16, d[x])
+    conv.vectorize(x, 8)
+    edges = [1 + 2.0 ** -11 + 2.0 ** -40, 65519.0, 2.0 ** -24 * 0.75]  # above a tie; the largest; a subnormal
+    dv = np.concatenate([rng.standard_normal(W - 3) * 1000, edges])
+    got = pitchfork.compile(conv, [d], target=TARGET, name="f16_arm_from_f64", fallback=False)(dv, size=[W])
+    assert np.array_equal(got.view(np.uint16), dv.astype(np.float16).view(np.uint16))

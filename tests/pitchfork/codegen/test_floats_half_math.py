@@ -1,0 +1,138 @@
+"""float16 math calls, `%`, `round`, scalar float16 parameters and x86 target strings without f16c
+(pitchfork/codegen/floats_half.py), bit-exact against Halide's realize on this machine (x86: Halide
+computes them in float32, `round` with its own lowering, whose round(-0.25) is +0.0); float64 ->
+float16 on x86 falls back naming the compiler-rt helper LLVM would call (the link check), and what
+stays refused names itself. arm_fp16, where Halide computes some of these on half: test_floats_half_arm.py."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Callable
+
+import halide as hl
+import numpy as np
+import pytest
+
+import pitchfork
+from pitchfork.api import PitchforkFallbackWarning
+from pitchfork.targets.target_strings import parse_target
+
+x = hl.Var("x")
+F16 = hl.Float(16)
+N = 203  # a vector body and a tail
+X86 = ["x86-avx2", "x86-64-linux-avx2-fma"]  # the second without f16c: Halide's haswell has it anyway
+
+
+def _h(v: float) -> hl.Expr:
+    return hl.cast(F16, hl.f32(v))
+
+
+def _values(lo: float, hi: float, seed: int) -> np.ndarray:
+    """N float16 values in [lo, hi]: random, plus every tie k + 0.5 and the quarter steps near zero."""
+    ties = np.arange(-20.5, 21, 1.0)
+    quarters = np.arange(-2, 2.01, 0.25)
+    rnd = np.random.default_rng(seed).uniform(lo, hi, N)
+    v = np.concatenate([ties, quarters, rnd])[:N]
+    return np.clip(v, lo, hi).astype(np.float16)
+
+
+#: (name, expression of b (and c), b's range, c's range): ranges inside each call's domain (the fast-math
+#: flags make NaN and infinities poison) and below 32768 (round's int16)
+CALLS: list[tuple[str, Callable[[hl.Expr, hl.Expr], hl.Expr], tuple[float, float], tuple[float, float]]] = [
+    ("round", lambda b, c: hl.round(b), (-3000.0, 3000.0), (1.0, 2.0)),
+    ("mod", lambda b, c: b % c, (-300.0, 300.0), (0.25, 7.0)),
+    # (by a constant Halide multiplies by its reciprocal, in float32 here: -154 % 7 is 7)
+    ("mod_const", lambda b, c: b % _h(7.0) + b % _h(0.3), (-300.0, 300.0), (1.0, 2.0)),
+    ("sqrt", lambda b, c: hl.sqrt(b), (0.0, 60000.0), (1.0, 2.0)),
+    ("exp", lambda b, c: hl.exp(b), (-9.0, 10.0), (1.0, 2.0)),
+    ("log", lambda b, c: hl.log(b), (0.001, 60000.0), (1.0, 2.0)),
+    ("sin_cos", lambda b, c: hl.sin(b) + hl.cos(c), (-20.0, 20.0), (-20.0, 20.0)),
+    ("tan_atan2", lambda b, c: hl.tan(b) * _h(0.125) + hl.atan2(b, c), (-1.5, 1.5), (0.5, 3.0)),
+]
+
+
+def _compile(f: hl.Func, args: list, target: str) -> pitchfork.CompiledPipeline:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PitchforkFallbackWarning)
+        name = f"{f.name()}_{re.sub(r'[^a-z0-9]', '_', target)}"
+        return pitchfork.compile(f, args, target=target, name=name, fallback=False)
+
+
+@pytest.mark.parametrize("target", X86)
+@pytest.mark.parametrize("lanes", [1, 8])
+@pytest.mark.parametrize("name, expr, brange, crange", CALLS, ids=[c[0] for c in CALLS])
+def test_float16_calls_bit_exact_on_x86(target: str, lanes: int, name: str,
+                                        expr: Callable[[hl.Expr, hl.Expr], hl.Expr],
+                                        brange: tuple[float, float], crange: tuple[float, float]) -> None:
+    b, c = hl.ImageParam(F16, 1, "b"), hl.ImageParam(F16, 1, "c")
+    f = hl.Func(f"f16_{name}_{lanes}")
+    f[x] = expr(b[x], c[x])
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    prog = _compile(f, [b, c], target)
+    bv, cv = _values(*brange, seed=11), _values(*crange, seed=12)
+    b.set(hl.Buffer(bv))
+    c.set(hl.Buffer(cv))
+    want = np.asarray(f.realize([N], hl.Target(parse_target(target).halide)))
+    got = prog(bv, cv, size=[N])
+    assert np.array_equal(got.view(np.uint16), want.view(np.uint16))  # bits: -0.0 too
+
+
+def test_x86_round_keeps_halides_signed_zeros() -> None:
+    """Halide's round of float16 on x86 gives +0.0 for -0.25 and -0.5 (llvm.roundeven: -0.0): ours too."""
+    b = hl.ImageParam(F16, 1, "b")
+    f = hl.Func("f16_round_zeros")
+    f[x] = hl.round(b[x])
+    f.vectorize(x, 8)
+    vals = np.array([-0.25, -0.5, -0.0, 0.25, -1.5, -2.5, 2.5, 0.5] * 2, np.float16)
+    got = _compile(f, [b], "x86-avx2")(vals, size=[16])
+    want = np.array([0, 0, 0, 0, 0xC000, 0xC000, 0x4000, 0] * 2, np.uint16)  # +0.0 for -0.25, -0.5, -0.0
+    assert np.array_equal(got.view(np.uint16), want)
+
+
+@pytest.mark.parametrize("target", X86)
+def test_float16_scalar_parameter(target: str) -> None:
+    """A scalar float16 Param, passed as its bits: the value rounded to float16 from the Python float
+    (to nearest even, from the double). Halide's Python binding cannot set a float16 Param
+    ("Unsupported type in Param::set<float16>"), so the reference is Halide's realize of the same
+    pipeline with that float16 value in place of the Param."""
+    b, s = hl.ImageParam(F16, 1, "b"), hl.Param(F16, "s")
+    f = hl.Func("f16_param")
+    f[x] = hl.select(b[x] > s, b[x] * s, b[x] - s)
+    f.vectorize(x, 8)
+    prog = _compile(f, [b, s], target)
+    bv = _values(-100.0, 100.0, seed=13)
+    b.set(hl.Buffer(bv))
+    for value, bits in ((0.1, 0x2E66), (-3.0, 0xC200), (1.0 + 2.0 ** -11 + 2.0 ** -40, 0x3C01)):
+        # (the last is just above a tie: up from the double, down if rounded through float32 first)
+        k = hl.reinterpret(F16, hl.u16(bits))
+        g = hl.Func("f16_param_ref")
+        g[x] = hl.select(b[x] > k, b[x] * k, b[x] - k)  # (b*k + k would be simplified to (b + 1)*k)
+        g.vectorize(x, 8)
+        want = np.asarray(g.realize([N], hl.Target(parse_target(target).halide)))
+        assert np.array_equal(prog(bv, value, size=[N]).view(np.uint16), want.view(np.uint16))
+
+
+def test_x86_float64_to_float16_names_the_helper() -> None:
+    """LLVM converts float64 to float16 on x86 with a call to compiler-rt's __truncdfhf2, which nothing
+    in this process defines (Halide's own JIT fails to link it too): refused at compile time by name
+    (the link check), where the kernel used to crash at its first call."""
+    d = hl.ImageParam(hl.Float(64), 1, "d")
+    f = hl.Func("f16_from_f64")
+    f[x] = hl.cast(F16, d[x] * 3.0)
+    f.vectorize(x, 8)
+    with pytest.warns(PitchforkFallbackWarning, match=r"the kernel calls __truncdfhf2, which x86-avx2 code "
+                                                      r"cannot call here"):
+        prog = pitchfork.compile(f, [d], target="x86-avx2", name="f16_from_f64")
+    assert prog.is_fallback
+
+
+def test_float16_pow_is_refused_by_name() -> None:
+    """pow_f16: ours would be pitchfork's own powf, not Halide's exp(log(x)*y): refused, naming it."""
+    b = hl.ImageParam(F16, 1, "b")
+    f = hl.Func("f16_pow")
+    f[x] = hl.pow(b[x], _h(1.5))
+    with pytest.warns(PitchforkFallbackWarning, match="floating-point call pow_f16 on float16 values"):
+        prog = pitchfork.compile(f, [b], target="x86-avx2", name="f16_pow")
+    assert prog.is_fallback
