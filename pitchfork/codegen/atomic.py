@@ -81,7 +81,7 @@ class AtomicMixin:
             elif same(v.b) and v.op != "-":
                 other = v.a
         if t.is_float and t.bits == 16:  # (atomicrmw fadd on half: not compared with Halide's module)
-            raise Unsupported(f"atomic float16 update of {s.buffer}", s)
+            raise Unsupported(f"atomic {t.elem} update of {s.buffer}", s)
         if t.is_float:
             fty = ir.FloatType() if t.bits == 32 else ir.DoubleType()
             p = self._float_elem_ptr(buf, s, fty)

@@ -80,13 +80,15 @@ def fpir_type(t: HType, node: Optional[H.Node] = None) -> ScalarType:
 
 
 def buffer_dtype(t: HType) -> "np.dtype":
-    """A buffer element's numpy dtype: float16/float32/float64, or the integer type's as FPIR types it
-    (uint1 is bool); any other element type is `Unsupported`. The API's and the AOT caller's argument
-    checks share it."""
+    """A buffer element's numpy dtype: float16/float32/float64, uint16 for bfloat16 (numpy has none:
+    its bit patterns), or the integer type's as FPIR types it (uint1 is bool); any other element type
+    is `Unsupported`. The API's and the AOT caller's argument checks share it."""
     import numpy as np
 
     if t.code == "float" and t.bits in (16, 32, 64):
         return np.dtype(f"float{t.bits}")
+    if t.code == "bfloat" and t.bits == 16:
+        return np.dtype("uint16")
     return np.dtype(fpir_type(t).np_dtype)
 
 

@@ -31,6 +31,9 @@ are computed per target as Halide's code generator does (floats_half.py: on half
 float32 on x86, `round` on x86 with Halide's own lowering). float64 -> float16 is LLVM's fptrunc:
 native on arm64; on x86 LLVM calls compiler-rt's __truncdfhf2, which nothing in the JIT's process
 defines (nor Halide's runtime: Halide's own JIT fails on it), so the link check refuses it by name.
+
+bfloat16 (x86, arm64) is Halide's emulation (floats_bfloat.py): each value the float32 it stands for,
+each operation in float32 and rounded back to nearest even, loads and stores of its 16 bits.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from pitchfork.codegen.base import Unsupported, _show
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.float_estimates import fast_inverse, supports_estimates
 from pitchfork.codegen.float_math import FloatOps, declare
+from pitchfork.codegen.floats_bfloat import is_bfloat, lower_bfloat, narrow, round_to_bfloat, widen
 from pitchfork.codegen.floats_half import lower_half, round_half_x86
 from pitchfork.codegen.halide_calls import lower_call
 from pitchfork.codegen.ir_constants import undef
@@ -74,6 +78,9 @@ _LIBM: dict[tuple[str, int], str] = {
 
 
 def float_ir_type(t: HType) -> ir.Type:
+    """The LLVM type of a value of float type `t` (bfloat16: the float32 it stands for, floats_bfloat.py)."""
+    if t.code == "bfloat" and t.bits == 16:
+        return float_ir_type(HType("float", 32, t.lanes))
     if t.code == "float" and t.bits in (16, 32, 64):
         s: ir.Type = {16: ir.HalfType(), 32: ir.FloatType(), 64: ir.DoubleType()}[t.bits]
         return ir.VectorType(s, t.lanes) if t.lanes > 1 else s
@@ -132,14 +139,19 @@ class FloatEmitter:
             if e.type.is_vector:
                 return self.cg.vector(e, self.node, self.int_lets)
             return self.cg.scalar(e, self.node, lets=self.int_lets)
-        half = False
+        half = bfloat = False
         for t in (e.type, *(x.type for x in _operands(e))):
-            half = half or t.is_float and t.bits == 16
-            if t.is_float and (t.code != "float" or t.bits not in (16, 32, 64)
+            half = half or t.code == "float" and t.bits == 16
+            bfloat = bfloat or is_bfloat(t)
+            if t.is_float and (t.bits not in (16, 32, 64) or t.code == "bfloat" and t.bits != 16
                                or t.bits == 16 and self.cg.target == "hvx128"):
                 raise self._unsupported(f"floating-point {t.elem} values on {self.cg.target}")
         if half:
             lowered = self._lower_half(e)
+            if lowered is not None:
+                return self.emit(lowered)
+        if bfloat:
+            lowered = lower_bfloat(e, self.node)
             if lowered is not None:
                 return self.emit(lowered)
         m: Callable[[H.Expr], ir.Value] | None = getattr(self, f"_e_{type(e).__name__}", None)
@@ -153,7 +165,7 @@ class FloatEmitter:
         naming a float16 call that is not compiled."""
         if isinstance(e, H.Call) and e.name in _IDENTITY:
             return None
-        return lower_half(e, self.cg.target)
+        return lower_half(e, self.cg.target, self.node)
 
     def _splat(self, v: ir.Value, lanes: int) -> ir.Value:
         if lanes == 1:
@@ -194,6 +206,8 @@ class FloatEmitter:
     def _e_Cast(self, e: H.Cast) -> ir.Value:
         t = float_ir_type(e.type)
         src = e.value.type
+        if is_bfloat(e.type) or is_bfloat(src):
+            return self._bfloat_cast(e)
         v = self.emit(e.value)
         if src.is_float:
             if src.bits == e.type.bits:
@@ -202,6 +216,49 @@ class FloatEmitter:
         if src.bits == 1:
             return self.b.uitofp(v, t)
         return self.b.sitofp(v, t) if src.is_int else self.b.uitofp(v, t)
+
+    def _bfloat_cast(self, e: H.Cast) -> ir.Value:
+        """A conversion to or from bfloat16 as Halide's (floats_bfloat.py): through float32, rounded
+        to bfloat16 at the end (a float64 is rounded to float32 first, as Halide 21 does)."""
+        src = e.value.type
+        if is_bfloat(src) and is_bfloat(e.type):
+            return self.emit(e.value)
+        if is_bfloat(src):  # the widened float32, converted on (exact to float32 / float64)
+            return self._from_f32(self.emit(e.value), e.type)
+        return round_to_bfloat(self.b, self._to_f32(e.value))
+
+    def _to_f32(self, x: H.Expr) -> ir.Value:
+        """`x` (an integer or float expression) converted to float32."""
+        f32 = float_ir_type(HType("float", 32, x.type.lanes))
+        v = self.emit(x)
+        if x.type.is_float:
+            if v.type == f32:
+                return v
+            return self.b.fpext(v, f32) if x.type.bits < 32 else self.b.fptrunc(v, f32)
+        if x.type.bits == 1 or x.type.is_uint:
+            return self.b.uitofp(v, f32)
+        return self.b.sitofp(v, f32)
+
+    def _from_f32(self, v: ir.Value, t: HType) -> ir.Value:
+        """The float32 `v` converted to the float type `t`."""
+        out = float_ir_type(t)
+        if v.type == out:
+            return v
+        return self.b.fpext(v, out) if t.bits > 32 else self.b.fptrunc(v, out)
+
+    def emit_stored(self, e: H.Expr) -> ir.Value:
+        """`e` as its buffer stores it: the float value, or a bfloat16's 16 bits."""
+        v = self.emit(e)
+        return narrow(self.b, v) if is_bfloat(e.type) else v
+
+    def bits_of(self, e: H.Expr) -> ir.Value:
+        """The bits of the float value `e` as integer lanes of its width (a reinterpret to an
+        integer type: bfloat16's are the top half of its float32)."""
+        v = self.emit(e)
+        if is_bfloat(e.type):
+            return narrow(self.b, v)
+        it: ir.Type = ir.IntType(e.type.bits)
+        return self.b.bitcast(v, ir.VectorType(it, e.type.lanes) if e.type.lanes > 1 else it)
 
     def _binop(self, op: str, a: ir.Value, c: ir.Value) -> ir.Value:
         o = self.ops
@@ -221,6 +278,8 @@ class FloatEmitter:
 
     def _e_Load(self, e: H.Load) -> ir.Value:
         t = float_ir_type(e.type)
+        # bfloat16: its bits, widened to the float32 it stands for (floats_bfloat.py)
+        stored: ir.Type = ir.IntType(16) if is_bfloat(e.type) else t
         if e.type.is_vector:
             # the integer path's load of the same bits (dense, aligned, predicated, gathered)
             from pitchfork.codegen.base import Leaf
@@ -228,16 +287,22 @@ class FloatEmitter:
 
             bits = HType("uint", e.type.bits, e.type.lanes)
             leaf = Leaf("load", replace(e, type=bits), e.type.lanes, ScalarType(False, e.type.bits))
-            return self.b.bitcast(self.cg._emit_leaf(leaf, self.node), t)
+            loaded = self.cg._emit_leaf(leaf, self.node)
+            return widen(self.b, loaded) if is_bfloat(e.type) else self.b.bitcast(loaded, t)
         if e.predicate is not None:
             raise self._unsupported(f"predicated float load from {e.buffer}")
         buf = self.cg._buffer(e.buffer, self.node)
         idx = self.cg.scalar(e.index, self.node)
-        base = self.b.bitcast(buf.ptr, ir.PointerType(t))
+        base = self.b.bitcast(buf.ptr, ir.PointerType(stored))
         p = self.b.gep(base, [self.cg._address_width(idx)])
-        return self.b.load(p, align=1)
+        v = self.b.load(p, align=1)
+        return widen(self.b, v) if is_bfloat(e.type) else v
 
     def _e_Reinterpret(self, e: H.Reinterpret) -> ir.Value:
+        if is_bfloat(e.type) or is_bfloat(e.value.type):
+            if e.value.type.is_float or e.value.type.bits != 16:
+                raise self._unsupported(f"reinterpret of {e.value.type} as {e.type}")
+            return widen(self.b, self.emit(e.value))  # 16-bit integer lanes as bfloat16
         return self.b.bitcast(self.emit(e.value), float_ir_type(e.type))
 
     def _e_Shuffle(self, e: H.Shuffle) -> ir.Value:

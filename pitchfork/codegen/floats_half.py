@@ -58,10 +58,10 @@ def _widen(e: H.Expr) -> H.Expr:
     return H.Cast(_f32(e.type), e)
 
 
-def lower_half(e: H.Expr, target: str) -> H.Expr | None:
+def lower_half(e: H.Expr, target: str, node: H.Node | None = None) -> H.Expr | None:
     """The float32 form Halide computes a float16 call or `%` in on `target`, or None when it is
     computed on half (NATIVE, `round` on x86: `round_half_x86`; `%` on arm64). Raises Unsupported
-    naming a float16 call neither form covers."""
+    naming a float16 call neither form covers (and the statement `node`'s line)."""
     if isinstance(e, H.BinOp) and e.op == "%" and e.type.code == "float" and e.type.bits == 16:
         if target == "arm64":
             return None
@@ -70,7 +70,7 @@ def lower_half(e: H.Expr, target: str) -> H.Expr | None:
         return None
     if e.name.endswith("_f16") and e.name[:-4] in WIDENED:
         return H.Cast(e.type, H.Call(e.name[:-4] + "_f32", tuple(_widen(a) for a in e.args), _f32(e.type)))
-    raise Unsupported(f"floating-point call {e.name} on float16 values (not compiled for float16)")
+    raise Unsupported(f"floating-point call {e.name} on float16 values (not compiled for float16)", node)
 
 
 def round_half_x86(b: ir.IRBuilder, ops: FloatOps, x: ir.Value) -> ir.Value:

@@ -190,6 +190,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             k += 1 + (3 * dims if kind == "buffer" else 0)
         k = 1
         for kind, nm, dims, t in layout:
+            if kind == "scalar" and t.code == "bfloat":
+                raise Unsupported(f"bfloat16 scalar parameter {nm} (bfloat16 buffers are compiled)")
             if kind == "scalar" and t.is_float and t.bits == 16:
                 # aot/call.py passes a float16's bits zero-extended in the i32 slot
                 self.fscalars[nm] = self.b.bitcast(self.b.trunc(fn.args[k], ir.IntType(16)), ir.HalfType())
@@ -396,11 +398,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             return
         t = s.value.type
         if t.is_float and t.is_scalar and s.predicate is None:
-            val = FloatEmitter(self, s).emit(s.value)
+            # (bfloat16: its bits, floats_bfloat.py)
+            val = FloatEmitter(self, s).emit_stored(s.value)
             self.b.store(val, self._float_elem_ptr(buf, s, val.type), align=1)
             return
         if t.is_float:  # a float vector: stored as the integer path stores the same bits
-            fval = FloatEmitter(self, s).emit(s.value)
+            fval = FloatEmitter(self, s).emit_stored(s.value)
             et = ScalarType(False, t.bits)
             val = self.b.bitcast(fval, vec_type(et, t.lanes))
         else:

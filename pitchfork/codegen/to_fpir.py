@@ -131,7 +131,7 @@ class ExprConverter:
 
     def _e_Reinterpret(self, e: H.Reinterpret) -> Term:
         if e.value.type.is_float:  # the bits of a float value
-            return self._float_scalar(e, lambda fe, st: fe.b.bitcast(fe.emit(e.value), _int_ir(st, e.type.lanes)))
+            return self._float_scalar(e, lambda fe, st: fe.bits_of(e.value))
         if e.type.is_handle or e.value.type.is_handle:
             raise Unsupported(f"pointer reinterpret {_show(e)}", self.node)
         return make("reinterpret", self.go(e.value), type=fpir_type(e.type.elem, self.node))
@@ -271,7 +271,7 @@ class ExprConverter:
         if n == "saturating_cast":
             return make("saturating_cast", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
         if n == "reinterpret" and e.args[0].type.is_float:
-            return self._float_scalar(e, lambda fe, st: fe.b.bitcast(fe.emit(e.args[0]), _int_ir(st, e.type.lanes)))
+            return self._float_scalar(e, lambda fe, st: fe.bits_of(e.args[0]))
         if involves_float(e):  # strict_lt & co., is_nan_f32 & co.: a float comparison
             return self._float_scalar(e, lambda fe, st: fe.emit(e))
         if n in ("reinterpret",):

@@ -10,9 +10,10 @@ nor Halide's fallback could give the caller a right answer from them.
 Each raises pitchfork.errors.UsageError / PipelineError naming the construct (never a fallback).
 Two more checks raise codegen.Unsupported, a fallback to Halide's compiler with the reason: a statement
 nested deeper than MAX_NESTING (`refuse_deep_statement`) and one that calls a Halide runtime service we
-do not compile (`refuse_runtime_services`: memoize, print, tracing, the profiler), and one with bfloat16
-values, or float16 ones on a target where they are not compiled (`refuse_half_floats`, `half_refusal`);
-`exact_half_literals` gives float16 literals their exact values (or refuses them).
+do not compile (`refuse_runtime_services`: memoize, print, tracing, the profiler), and one with float16
+or bfloat16 values on a target where they are not compiled (`refuse_half_floats`, `half_refusal`,
+`bfloat_refusal`); `exact_half_literals` gives float16 / bfloat16 literals their exact values (or
+refuses them).
 """
 
 from __future__ import annotations
@@ -148,10 +149,8 @@ def refuse_runtime_services(text: str) -> None:
 
 #: a bfloat16 type named in a statement (its literals print like float16's, inside its casts)
 _BFLOAT = re.compile(r"(?<![\w.$])bfloat16(?:x\d+)?(?![\w.$])")
-#: a float16 / bfloat16 value in a statement: its type named in a cast or reinterpret (`float16x8(...)`,
-#: `reinterpret<bfloat16>`, `(float16)`) or a 16-bit float literal (Halide prints both kinds with an
-#: `h`: `1.500000h`)
-_HALF_FLOAT = re.compile(rf"(?<![\w.$])b?float16(?:x\d+)?(?![\w.$])|{HALF_LITERAL.pattern}")
+#: a float16 type named in a statement (a cast or reinterpret: `float16x8(...)`, `(float16)`)
+_FLOAT16 = re.compile(r"(?<![\w.$])float16(?:x\d+)?(?![\w.$])")
 
 
 def half_refusal(spec: Any) -> str:
@@ -166,43 +165,74 @@ def half_refusal(spec: Any) -> str:
     return f"on {spec.halide} Halide emulates float16"
 
 
+def _half_kinds(captured: Any) -> tuple[bool, bool]:
+    """Whether the pipeline has float16 values, and bfloat16 ones: in its statement's casts,
+    reinterprets and allocations, or its arguments' and outputs' types (a load prints no type)."""
+    types = [a.type for a in captured.arguments] + [t for o in captured.output_buffers for t in o.types]
+    f16 = _FLOAT16.search(captured.text) is not None or any(t.code == "float" and t.bits == 16 for t in types)
+    bf16 = _BFLOAT.search(captured.text) is not None or any(t.code == "bfloat" for t in types)
+    return f16, bf16
+
+
+def bfloat_refusal(spec: Any) -> str:
+    """Why bfloat16 is not compiled for the target `spec`, or "" where it is: x86 and arm64, where
+    Halide computes it in float32 vectors (codegen/floats_bfloat.py); HVX has no float vectors."""
+    return "" if spec.isa in ("x86-avx2", "arm64") else f"on {spec.halide} (no float vectors)"
+
+
 def refuse_half_floats(captured: Any, spec: Any = None) -> None:
-    """Raise codegen.Unsupported (a fallback to Halide, saying why) for a pipeline with bfloat16 values,
-    or float16 ones on a target where they are not compiled (`half_refusal`; all targets when `spec`
-    is None), before the parser meets them: PITCHFORK does not reproduce Halide's emulation (without
-    this check a bfloat16 pipeline was refused as a type error of its `h` literals)."""
+    """Raise codegen.Unsupported (a fallback to Halide, saying why) for a pipeline with float16 values
+    on a target where they are not compiled (`half_refusal`) or bfloat16 ones where those are not
+    (`bfloat_refusal`; both everywhere when `spec` is None), before the parser meets them. Halide
+    prints both kinds of constant with an `h`: a literal counts as float16 unless the statement names
+    bfloat16 (exact_half_literals refuses a statement with both)."""
     from pitchfork.codegen.loop_nest import Unsupported
 
     why = "float16 needs a target" if spec is None else half_refusal(spec)
+    bwhy = "bfloat16 needs a target" if spec is None else bfloat_refusal(spec)
     types = [a.type for a in captured.arguments] + [t for o in captured.output_buffers for t in o.types]
-    half = sorted({str(t.elem) for t in types
-                   if t.is_float and t.bits == 16 and (why or t.code == "bfloat")})
-    m = (_HALF_FLOAT if why else _BFLOAT).search(captured.text)
-    if not half and m is None:
+    refused = sorted({str(t.elem) for t in types
+                      if t.is_float and t.bits == 16 and (bwhy if t.code == "bfloat" else why)})
+    text = captured.text
+    m = _BFLOAT.search(text) if bwhy else None
+    if why and m is None:
+        m = _FLOAT16.search(text)
+        if m is None and not _half_kinds(captured)[1]:
+            m = HALF_LITERAL.search(text)
+    if not refused and m is None:
         return
     where = ""
     if m is not None:
         word = m.group(0)
-        if not half:
-            half = ["float16 or bfloat16"] if word.endswith("h") else [word.split("x")[0]]
-        where = f" (statement line {captured.text.count(chr(10), 0, m.start()) + 1})"
-    native = f"; {why}" if why and spec is not None else ""
-    raise Unsupported(f"{' / '.join(half)} values (Halide computes them natively or emulates them per target; "
-                      f"PITCHFORK compiles float32, float64 and native float16{native}){where}")
+        if not refused:
+            refused = ["float16 or bfloat16"] if word.endswith("h") else [word.split("x")[0]]
+        where = f" (statement line {text.count(chr(10), 0, m.start()) + 1})"
+    reason = bwhy if refused == ["bfloat16"] else why
+    native = f"; {reason}" if reason and spec is not None else ""
+    raise Unsupported(f"{' / '.join(refused)} values (Halide computes them natively or emulates them per "
+                      "target; PITCHFORK compiles float32, float64, native float16 and bfloat16 on x86 / "
+                      f"arm64{native}){where}")
 
 
 def exact_half_literals(captured: Any) -> Any:
     """The captured statement with each float16 literal replaced by its exact value
-    (float_literals.rewrite_half; run after refuse_half_floats, so its `h` literals are float16's), or
-    codegen.Unsupported naming a literal that has no unique float16 value."""
+    (float_literals.rewrite_half; run after refuse_half_floats, so its `h` literals are the compiled
+    kind's), each bfloat16 one in a statement with bfloat16 values (bfloat_literals.rewrite_bfloat),
+    or codegen.Unsupported naming a literal that has no unique value."""
     import dataclasses
 
     from pitchfork.codegen.loop_nest import Unsupported
+    from pitchfork.frontend.bfloat_literals import rewrite_bfloat
     from pitchfork.frontend.float_literals import InexactFloatLiteral, rewrite_half
 
     if HALF_LITERAL.search(captured.text) is None:
         return captured
+    f16, bf16 = _half_kinds(captured)
+    if f16 and bf16:
+        raise Unsupported("float16 and bfloat16 values in one pipeline with 16-bit float constants (Halide "
+                          "prints both kinds alike)")
+    rewrite = rewrite_bfloat if bf16 else rewrite_half
     try:
-        return dataclasses.replace(captured, text=rewrite_half(captured.text))
+        return dataclasses.replace(captured, text=rewrite(captured.text))
     except InexactFloatLiteral as e:
         raise Unsupported(str(e)) from None

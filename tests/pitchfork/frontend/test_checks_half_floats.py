@@ -1,8 +1,8 @@
-"""bfloat16 pipelines, and float16 ones on targets where Halide emulates float16 (arm64 without
-arm_fp16, hvx128), fall back to Halide's compiler at compile time with a one-line reason naming the type
-and the target (pitchfork.frontend.checks.refuse_half_floats), and give Halide's answer; before, a
-bfloat16 pipeline was refused as a type error of its `h` literals. Where float16 is compiled:
-tests/pitchfork/codegen/test_floats_half.py."""
+"""float16 pipelines on targets where Halide emulates float16 (arm64 without arm_fp16, hvx128), and
+bfloat16 ones on hvx128 (no float vectors), fall back to Halide's compiler at compile time with a
+one-line reason naming the type and the target (pitchfork.frontend.checks.refuse_half_floats), and
+give Halide's answer. Where float16 is compiled: tests/pitchfork/codegen/test_floats_half.py; bfloat16:
+tests/pitchfork/codegen/test_floats_bfloat.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from pitchfork.targets.target_strings import parse_target
 x = hl.Var("x")
 
 CASES = [
-    pytest.param(hl.BFloat(16), "x86-avx2", "bfloat16", id="bfloat16-x86"),
+    pytest.param(hl.BFloat(16), "hvx128",
+                 r"bfloat16.*on hexagon-32-noos-hvx-hvx_128-hvx_v66 \(no float vectors\)", id="bfloat16-hvx128"),
     pytest.param(hl.Float(16), "arm64", "float16.*on arm-64-linux-arm_dot_prod Halide emulates float16",
                  marks=pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64"),
                  id="float16-arm64"),
@@ -55,7 +56,7 @@ def test_half_float_argument_is_named() -> None:
     f = hl.Func("half_arg")
     f[x] = hl.f32(a[x]) * 2.0
     with pytest.warns(PitchforkFallbackWarning, match="bfloat16 values"):
-        prog = pitchfork.compile(f, [a], target="x86-avx2", name="half_arg")
+        prog = pitchfork.compile(f, [a], target="hvx128", name="half_arg")
     assert prog.is_fallback
 
 

@@ -1,0 +1,92 @@
+"""bfloat16, computed as Halide 21 computes it on every CPU target: in float32, rounded after each
+operation (Halide's EmulateFloat16Math.cpp; its modules for x86 and arm64 have no `bfloat` type).
+
+Representation: inside an expression a bfloat16 value is the float32 with the same value (its 16
+bits in the high half, the low half zero: `widen`); it is rounded back after each operation
+(`round_to_bfloat`) and stored as its high 16 bits (`narrow`). As in Halide's module (read off
+`compile_to_llvm_assembly` of x86-64-linux-avx-avx2-fma-sse41 pipelines with bfloat16 values):
+
+* a load is the uint16 load, zero-extended and shifted left 16 (exact); a store the top 16 bits;
+* `a op b` (+ - * / % min max) is the float32 operation of the widened operands with Halide's
+  fast-math flags, then rounded to nearest even by integer code: bits + 0x7fff + ((bits >> 16) & 1),
+  the low 16 bits cleared (NaN payloads are not preserved, as Halide's are not);
+* a conversion to bfloat16 converts to float32 first (sitofp / uitofp / fpext; a float64 is fptrunc'd
+  to float32 first, so it is rounded twice, as Halide 21 does), then rounds; a conversion from
+  bfloat16 converts the widened float32;
+* comparisons, select, min/max operands and lets work on the widened values (exact).
+
+`lower_bfloat` rewrites a bfloat16 operation into that form in Halide IR (a float32 operation
+between casts); floats.py emits the casts, loads, stores and reinterprets with the helpers here.
+`round` of bfloat16 and math calls on it (Halide's front end already writes sqrt, floor ... of a
+bfloat16 as the float32 call of its float32 value) are refused by name.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from pitchfork.codegen.base import Unsupported
+from pitchfork.codegen.float_math import FloatOps
+from pitchfork.frontend import ir as H
+from pitchfork.frontend.htypes import HType
+
+#: arithmetic operators computed in float32 and rounded once
+_ARITH = ("+", "-", "*", "/", "%", "min", "max")
+_IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped",
+                   "strict_float")
+
+
+def is_bfloat(t: HType) -> bool:
+    return t.code == "bfloat"
+
+
+def _lanes_of(v: ir.Value) -> int:
+    return v.type.count if isinstance(v.type, ir.VectorType) else 0
+
+
+def _int_type(bits: int, lanes: int) -> ir.Type:
+    return ir.VectorType(ir.IntType(bits), lanes) if lanes else ir.IntType(bits)
+
+
+def widen(b: ir.IRBuilder, bits16: ir.Value) -> ir.Value:
+    """The float32 of bfloat16 bits (i16 or <N x i16>): zext, << 16, bitcast (exact)."""
+    n = _lanes_of(bits16)
+    i32 = _int_type(32, n)
+    f32: ir.Type = ir.VectorType(ir.FloatType(), n) if n else ir.FloatType()
+    return b.bitcast(b.shl(b.zext(bits16, i32), FloatOps.const(i32, 16)), f32)
+
+
+def round_to_bfloat(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    """The float32 `v` rounded to the nearest bfloat16, ties to even (Halide's float_to_bfloat16:
+    bits + 0x7fff + ((bits >> 16) & 1)), as a float32 with its low 16 bits zero."""
+    n = _lanes_of(v)
+    i32 = _int_type(32, n)
+    bits = b.bitcast(v, i32)
+    odd = b.and_(b.lshr(bits, FloatOps.const(i32, 16)), FloatOps.const(i32, 1))
+    rounded = b.add(b.add(bits, FloatOps.const(i32, 0x7FFF)), odd)
+    return b.bitcast(b.and_(rounded, FloatOps.const(i32, -0x10000)), v.type)
+
+
+def narrow(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
+    """The bfloat16 bits (i16 lanes) of a widened value (its high 16 bits)."""
+    n = _lanes_of(v)
+    i32 = _int_type(32, n)
+    return b.trunc(b.lshr(b.bitcast(v, i32), FloatOps.const(i32, 16)), _int_type(16, n))
+
+
+def _f32(t: HType) -> HType:
+    return HType("float", 32, t.lanes)
+
+
+def lower_bfloat(e: H.Expr, node: H.Node | None = None) -> H.Expr | None:
+    """A bfloat16 operation as Halide computes it: the float32 operation of its operands' float32
+    values, converted back (rounded) to bfloat16; None for what floats.py emits on the widened
+    values directly (loads, casts, select, comparisons, ...). Unsupported names a bfloat16 call (and
+the statement `node`'s line)."""
+    if isinstance(e, H.BinOp) and e.op in _ARITH and is_bfloat(e.type):
+        a, c = (H.Cast(_f32(x.type), x) for x in (e.a, e.b))
+        return H.Cast(e.type, H.BinOp(e.op, a, c, _f32(e.type)))
+    if isinstance(e, H.Call) and is_bfloat(e.type) and e.name not in _IDENTITY_CALLS:
+        raise Unsupported(f"floating-point call {e.name} on bfloat16 values (not compiled for bfloat16)",
+                          node)
+    return None

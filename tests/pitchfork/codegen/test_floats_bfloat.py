@@ -1,0 +1,111 @@
+"""bfloat16 (pitchfork/codegen/floats_bfloat.py): computed in float32 and rounded to nearest even after
+each operation, as Halide 21 emulates it on every CPU target; bit-exact against Halide's realize on
+x86 (in process) and arm64 (qemu: the rounding after each operation leaves nothing for either ISA to
+fuse, so Halide's x86 realize is the reference there too). Inputs and outputs are uint16 bit patterns
+(numpy has no bfloat16); an intermediate bfloat16 Func stored at root covers bfloat16 stores and
+loads. Literals get their exact bfloat16 value or are refused; `round` of bfloat16 and bfloat16
+scalar parameters are refused by name."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import halide as hl
+import numpy as np
+import pytest
+
+import pitchfork
+from pitchfork.api import PitchforkFallbackWarning
+from pitchfork.backend.run import tools_available
+
+x = hl.Var("x")
+BF = hl.BFloat(16)
+N = 203
+TARGETS = ["x86-avx2", pytest.param("arm64", marks=pytest.mark.skipif(not tools_available("arm64"),
+                                                                     reason="no toolchain for arm64"))]
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    """float32 values truncated to bfloat16 bit patterns."""
+    return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def _compile(f: hl.Func, args: list, target: str) -> pitchfork.CompiledPipeline:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PitchforkFallbackWarning)
+        name = f"{f.name()}_{re.sub(r'[^a-z0-9]', '_', target)}"
+        return pitchfork.compile(f, args, target=target, name=name, fallback=False)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_bfloat16_pipeline_bit_exact(target: str, lanes: int) -> None:
+    """Arithmetic with literals (1.5, 0.3 rounded to 0.30078125), u8 / float64 -> bfloat16 (float64 via
+    float32, as Halide 21), a bfloat16 Func stored and loaded, compares, select, min, max, `%` by a
+    constant (Halide multiplies by its reciprocal) and division."""
+    a, u = hl.ImageParam(hl.UInt(16), 1, "a"), hl.ImageParam(hl.UInt(8), 1, "u")
+    d = hl.ImageParam(hl.Float(64), 1, "d")
+    mid, f = hl.Func(f"bf_mid_{lanes}"), hl.Func(f"bf_pipe_{lanes}")
+    v = hl.reinterpret(BF, a[x])
+    mid[x] = (v * hl.cast(BF, 1.5) - hl.cast(BF, hl.f32(0.3)) + hl.cast(BF, u[x]) / hl.cast(BF, 3.0)
+              + hl.cast(BF, d[x]))
+    f[x] = hl.reinterpret(hl.UInt(16), hl.select(mid[x] > v, hl.min(mid[x], mid[x + 1]),
+                                                  hl.max(mid[x] % hl.cast(BF, 7.0), v)))
+    mid.compute_root()
+    if lanes > 1:
+        mid.vectorize(x, lanes)
+        f.vectorize(x, lanes)
+    rng = np.random.default_rng(1)
+    av, uv = _bits(rng.standard_normal(N + 1) * 50), rng.integers(0, 256, N + 1, dtype=np.uint8)
+    dv = rng.standard_normal(N + 1) * 100
+    prog = _compile(f, [a, u, d], target)
+    for p, val in zip((a, u, d), (av, uv, dv)):
+        p.set(hl.Buffer(val))
+    assert np.array_equal(prog(av, uv, dv, size=[N]), np.asarray(f.realize([N])))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_bfloat16_conversions_bit_exact(target: str) -> None:
+    """float32 -> bfloat16 at and around ties (to nearest even), int32 -> bfloat16 (through float32),
+    bfloat16 -> int16 (truncation) and -> float32 (exact)."""
+    g, i = hl.ImageParam(hl.Float(32), 1, "g"), hl.ImageParam(hl.Int(32), 1, "i")
+    f = hl.Func("bf_conv")
+    h = hl.cast(BF, g[x]) + hl.cast(BF, i[x])
+    f[x] = hl.f32(h) + hl.f32(hl.cast(hl.Int(16), h))
+    f.vectorize(x, 8)
+    base = np.random.default_rng(2).integers(0x3F000000, 0x46000000, N, dtype=np.uint32) & ~np.uint32(0xFFFF)
+    low = np.array([0x8000, 0x7FFF, 0x8001, 0x0000, 0xFFFF] * (N // 5 + 1), np.uint32)[:N]  # ties and near
+    gv = (base | low).view(np.float32)
+    iv = np.random.default_rng(3).integers(-20000, 20000, N, dtype=np.int32)  # |h| < 32768: int16 is exact
+    prog = _compile(f, [g, i], target)
+    g.set(hl.Buffer(gv))
+    i.set(hl.Buffer(iv))
+    assert np.array_equal(prog(gv, iv, size=[N]).view(np.uint32), np.asarray(f.realize([N])).view(np.uint32))
+
+
+@pytest.mark.parametrize("expr, reason", [
+    (lambda v: hl.round(v), "floating-point call round on bfloat16 values"),
+    (lambda v: v + hl.cast(BF, hl.f32(1e-5)),
+     r"bfloat16 constant 0.000010h: .* bfloat16 values print like it"),
+])
+def test_what_is_not_compiled_for_bfloat16_is_refused_by_name(expr, reason: str) -> None:  # noqa: ANN001
+    a = hl.ImageParam(hl.UInt(16), 1, "a")
+    f = hl.Func("bf_refused")
+    f[x] = hl.reinterpret(hl.UInt(16), expr(hl.reinterpret(BF, a[x])))
+    f.vectorize(x, 8)
+    with pytest.warns(PitchforkFallbackWarning, match=reason):
+        prog = pitchfork.compile(f, [a], target="x86-avx2", name="bf_refused")
+    assert prog.is_fallback
+    av = _bits(np.linspace(-4, 4, 32))
+    a.set(hl.Buffer(av))
+    assert np.array_equal(prog(av, size=[32]), np.asarray(f.realize([32])))
+
+
+def test_bfloat16_scalar_parameter_is_refused() -> None:
+    a, s = hl.ImageParam(hl.UInt(16), 1, "a"), hl.Param(BF, "s")
+    f = hl.Func("bf_param")
+    f[x] = hl.reinterpret(hl.UInt(16), hl.reinterpret(BF, a[x]) * s)
+    with pytest.warns(PitchforkFallbackWarning, match="bfloat16 scalar parameter s"):
+        prog = pitchfork.compile(f, [a, s], target="x86-avx2", name="bf_param")
+    assert prog.is_fallback
