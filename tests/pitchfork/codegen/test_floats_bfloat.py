@@ -8,9 +8,6 @@ scalar parameters are refused by name."""
 
 from __future__ import annotations
 
-import re
-import warnings
-
 import halide as hl
 import numpy as np
 import pytest
@@ -18,6 +15,7 @@ import pytest
 import pitchfork
 from pitchfork.api import PitchforkFallbackWarning
 from pitchfork.backend.run import tools_available
+from tests.pitchfork.codegen.test_floats_half import _compile  # no fallback, a name per target
 
 x = hl.Var("x")
 BF = hl.BFloat(16)
@@ -29,13 +27,6 @@ TARGETS = ["x86-avx2", pytest.param("arm64", marks=pytest.mark.skipif(not tools_
 def _bits(values: np.ndarray) -> np.ndarray:
     """float32 values truncated to bfloat16 bit patterns."""
     return (values.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-
-
-def _compile(f: hl.Func, args: list, target: str) -> pitchfork.CompiledPipeline:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PitchforkFallbackWarning)
-        name = f"{f.name()}_{re.sub(r'[^a-z0-9]', '_', target)}"
-        return pitchfork.compile(f, args, target=target, name=name, fallback=False)
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -6,8 +6,6 @@ stays refused names itself. arm_fp16, where Halide computes some of these on hal
 
 from __future__ import annotations
 
-import re
-import warnings
 from typing import Callable
 
 import halide as hl
@@ -17,6 +15,7 @@ import pytest
 import pitchfork
 from pitchfork.api import PitchforkFallbackWarning
 from pitchfork.targets.target_strings import parse_target
+from tests.pitchfork.codegen.test_floats_half import _compile  # no fallback, a name per target
 
 x = hl.Var("x")
 F16 = hl.Float(16)
@@ -50,13 +49,6 @@ CALLS: list[tuple[str, Callable[[hl.Expr, hl.Expr], hl.Expr], tuple[float, float
     ("sin_cos", lambda b, c: hl.sin(b) + hl.cos(c), (-20.0, 20.0), (-20.0, 20.0)),
     ("tan_atan2", lambda b, c: hl.tan(b) * _h(0.125) + hl.atan2(b, c), (-1.5, 1.5), (0.5, 3.0)),
 ]
-
-
-def _compile(f: hl.Func, args: list, target: str) -> pitchfork.CompiledPipeline:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PitchforkFallbackWarning)
-        name = f"{f.name()}_{re.sub(r'[^a-z0-9]', '_', target)}"
-        return pitchfork.compile(f, args, target=target, name=name, fallback=False)
 
 
 @pytest.mark.parametrize("target", X86)
