@@ -52,7 +52,7 @@ def make(op: str, *args: Term, type: Optional[ScalarType] = None, fold: bool = T
          flags: Sequence[str] = ()) -> Term:
     """Build a type-checked term; constant-only applications are folded to a constant (a flag's fact
     is then moot: the folded value is the wrapped one, which is what the op computes)."""
-    s = spec(op)
+    s = OPS.get(op) or spec(op)  # (spec() for what the table lacks: it registers reductions, or raises)
     if len(args) != s.arity:
         raise FPIRTypeError(f"{op} takes {s.arity} arguments, got {len(args)}")
     for a in args:
@@ -65,9 +65,13 @@ def make(op: str, *args: Term, type: Optional[ScalarType] = None, fold: bool = T
     if op in ("cast", "reinterpret", "saturating_cast") and args[0].type == rt:
         return args[0]
     attrs = check_flags(op, rt, flags) if flags else ()
-    if fold and args and all(a.is_const for a in args):
-        return _fold(s, rt, args)
-    return intern(op, rt, tuple(args), attrs)
+    if fold and args:
+        for a in args:  # (a loop, not all(<generator>): make runs for every node built)
+            if a.op != "const":
+                break
+        else:
+            return _fold(s, rt, args)
+    return intern(op, rt, args, attrs)
 
 
 def _fold(s: OpSpec, rt: ScalarType, args: Sequence[Term]) -> Term:

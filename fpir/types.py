@@ -8,6 +8,7 @@ when compiling. User-visible types are u1 (bool), u8, i8, u16, i16, u32, i32, u6
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Sequence
 from dataclasses import dataclass
@@ -129,6 +130,7 @@ def is_type_name(text: str) -> bool:
     return bool(m) and not (m.group(1) == "i" and m.group(2) == "1")
 
 
+@functools.lru_cache(maxsize=64)  # (only valid names are cached: an error is raised, not stored)
 def parse_type(text: str) -> ScalarType:
     m = _TYPE_RE.match(text)
     if not m:

@@ -71,7 +71,7 @@ from pitchfork.codegen.parallel import THREADED_TARGETS, ParallelMixin, refuse_a
 from pitchfork.codegen.reduce import REDUCE_OPS, split_reduce
 from pitchfork.frontend.embedded import EmbeddedBuffer
 from pitchfork.frontend.htypes import HType
-from pitchfork.codegen.scalars import ScalarEmitter
+from pitchfork.codegen.scalars import ScalarEmitter, ScalarValues
 from pitchfork.passes.pipeline import PassList, default_passes
 from pitchfork.targets.target_strings import has_feature
 
@@ -475,12 +475,10 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         """A buffer index as address arithmetic of the target's pointer width (see
         ScalarEmitter.emit_index)."""
         t = self.to_term(e, node)
-        env = {v.name: self.scalars[v.name][0] for v in t.variables()}
-        return ScalarEmitter(self.b, env, self.target).emit_index(t, self.pointer_bits)
+        return ScalarEmitter(self.b, ScalarValues(self.scalars), self.target).emit_index(t, self.pointer_bits)
 
     def _emit_scalar_term(self, t: Term, nsw: bool = True) -> ir.Value:
-        env = {v.name: self.scalars[v.name][0] for v in t.variables()}
-        return ScalarEmitter(self.b, env, self.target, nsw).emit(t)
+        return ScalarEmitter(self.b, ScalarValues(self.scalars), self.target, nsw).emit(t)
 
     def vector(self, e: H.Expr, node: H.Node, lets: Optional[dict[str, Term]] = None) -> ir.Value:
         return self._emit_term(self.to_term(e, node, lets), e.type.lanes, node)

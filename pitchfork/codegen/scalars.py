@@ -18,6 +18,8 @@ overflows.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 from llvmlite import ir
 
 from fpir.term import Term, intern, var
@@ -27,8 +29,28 @@ from pitchfork.codegen.ir_constants import undef
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
+class ScalarValues(Mapping[str, ir.Value]):
+    """The code generator's scalars (name -> (value, type)) read as an `env` of values, without
+    building a dictionary of the variables of each expression first (a walk of the term per scalar
+    expression); it reads the dictionary it is given, so it is made where it is used."""
+
+    __slots__ = ("scalars",)
+
+    def __init__(self, scalars: Mapping[str, tuple[ir.Value, object]]) -> None:
+        self.scalars = scalars
+
+    def __getitem__(self, name: str) -> ir.Value:
+        return self.scalars[name][0]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.scalars)
+
+    def __len__(self) -> int:
+        return len(self.scalars)
+
+
 class ScalarEmitter:
-    def __init__(self, builder: ir.IRBuilder, env: dict[str, ir.Value], target: str, nsw: bool = True) -> None:
+    def __init__(self, builder: ir.IRBuilder, env: Mapping[str, ir.Value], target: str, nsw: bool = True) -> None:
         self.b, self.env, self.target, self.nsw = builder, env, target, nsw
         self._memo: dict[Term, ir.Value] = {}
 

@@ -68,23 +68,30 @@ class DagCost:
         """The cost of t, all its arguments' already known. For a small term, its set of distinct
         nodes is the union of its arguments' (a C-level set union) and its cost the largest argument's
         cost plus the nodes that argument's set lacks, so a term costs O(its new nodes), not a walk."""
-        if any(a in self.big for a in t.args):
-            self.big.add(t)
-            return
-        sets = [self.sets[a] for a in t.args]
-        if not sets:
+        args, big = t.args, self.big
+        if not args:
             self.sets[t] = frozenset((t,))
             self.dag[t] = self._node(t)
             return
-        base = max(range(len(sets)), key=lambda i: len(sets[i]))
+        sets = []
+        for a in args:
+            if a in big:
+                big.add(t)
+                return
+            sets.append(self.sets[a])
+        base, most = 0, len(sets[0])  # the first of the largest sets (as max() picks it)
+        for i in range(1, len(sets)):
+            if len(sets[i]) > most:
+                base, most = i, len(sets[i])
         nodes = sets[base].union(*sets[:base], *sets[base + 1:], (t,))
         if len(nodes) > EXACT_LIMIT:
-            self.big.add(t)
+            big.add(t)
             return
-        total = self.dag[t.args[base]]
-        for u in nodes - sets[base]:
-            total = self._add(total, self._node(u))
-        self.sets[t], self.dag[t] = nodes, total
+        # the base's cost plus each new node's, summed per component in one pass (integers: the same
+        # sums in any order)
+        known, node = self.nodes, self._node
+        extra = [known.get(u) or node(u) for u in nodes - sets[base]]
+        self.sets[t], self.dag[t] = nodes, tuple(map(sum, zip(self.dag[args[base]], *extra)))
 
     def __call__(self, term: Term) -> tuple:
         hit = self.dag.get(term)

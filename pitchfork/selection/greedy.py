@@ -13,6 +13,7 @@ entry point that picks an engine, re-exports it.
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import is_not
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -75,8 +76,8 @@ def normalize_shift_constants(term: Term) -> Term:
         args = [memo[a] for a in t.args]
         if t.op in ("shl", "shr"):  # not the FPIR ops: their amount type is a selection fact (rounding_shr_halved)
             args = retype_shift_constant(t.op, args)
-        same = all(a is b for a, b in zip(args, t.args))
-        memo[t] = t if same else make(t.op, *args, type=t.type if spec(t.op).explicit_type else None, flags=t.attrs)
+        changed = any(map(is_not, args, t.args))
+        memo[t] = make(t.op, *args, type=t.type if spec(t.op).explicit_type else None, flags=t.attrs) if changed else t
     return memo[term]
 
 

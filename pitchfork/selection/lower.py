@@ -33,7 +33,7 @@ from fpir.opspec import OPS, spec
 from fpir.term import Term
 from fpir.trampoline import trampoline
 from pitchfork.selection.bounds import bounds
-from pitchfork.trs.pattern import Bindings, match
+from pitchfork.trs.pattern import Bindings
 from pitchfork.trs.predicate import Streams
 from pitchfork.trs.rewriter import Rewriter, RewriteStats
 from pitchfork.trs.rules import NoRewrite, RuleSet, build_rhs, check_predicate
@@ -74,10 +74,17 @@ def widest(term: Term) -> int:
 
 
 def _candidates(t: Term):  # type: ignore[no-untyped-def]
-    """Right-hand sides of the generic rules rooted at t's op that match t, in file order."""
-    for rule, pattern in generic_rules().index.get(t.op, []):
-        for b in match(pattern, t, Bindings()):
-            if not check_predicate(rule, b, bounds):
+    """Right-hand sides of the generic rules rooted at t's op that match t, in file order. Through the
+    rules' compiled matchers and predicates (pitchfork/trs/compiled.py: the same matches, in the same
+    order, as `pattern.match` and `check_predicate`; rows that cannot match t are left out before
+    matching), as the rewriter matches."""
+    for rule, _pattern, matcher, pred in generic_rules().compiled().candidates_for(t):
+        for terms, types in matcher(t, {}, {}):
+            b = Bindings(terms, types)
+            if pred is not None:
+                if not pred(terms, types, bounds, None):
+                    continue
+            elif not check_predicate(rule, b, bounds):
                 continue
             try:
                 rhs = build_rhs(rule, b, bounds)

@@ -11,7 +11,8 @@ module compiles each rule once, in the spirit of Halide's IRMatch and tinygrad's
   that are operations are checked against the operand's op before anything is bound.
 * `compile_predicate(raw)` returns `f(terms, types, bounds, streams) -> bool` with the value and the
   errors of `rules.check_predicate` (PredicateError/KeyError -> False; both operands of && and || are
-  evaluated, as the interpreter does). A form it does not know is left to the interpreter.
+  evaluated, as the interpreter does, except that the &&s at the root stop at the first false
+  operand, which gives the same value). A form it does not know is left to the interpreter.
 * `CompiledRules(ruleset).candidates(op, type)` is the rules' (rule, pattern, matcher, predicate) rows
   for a node of that op and type, in index order: a pattern with a concrete result type (a cast to u8)
   is listed only under that type. Built once per (op, type). `candidates_for(term)` leaves out the rows
@@ -57,14 +58,16 @@ def compile_pattern(p: Pattern) -> Matcher:
 
 
 def _wild(name: str, te: Optional[TypeExpr], const_only: bool) -> Matcher:
+    type_match = te.matcher() if te is not None else None
+
     def wild(t: Term, terms: dict, types: dict) -> list:
         if const_only and t.op != "const":
             return []
         bound = terms.get(name)
         if bound is not None:
             return [(terms, types)] if bound is t else []
-        if te is not None:
-            out = te.match(t.type, types)
+        if type_match is not None:
+            out = type_match(t.type, types)
             if out is None:
                 return []
             types = out
@@ -83,12 +86,16 @@ def _app(p: PApp) -> Matcher:
         orders.append((p.args[1], p.args[0]))
     from fpir.opspec import spec
 
+    type_match = te.matcher() if te is not None else None
     hint = spec(op).arg_hint
     compiled = []
     for args in orders:
         ops = tuple((i, a.op) for i, a in enumerate(args) if type(a) is PApp)  # operand ops to check first
-        needs_const_check = hint is not None and any(isinstance(a, PConst) and a.type is None for a in args)
-        compiled.append((tuple(compile_pattern(a) for a in args), ops, needs_const_check, args))
+        # the positions of untyped constant wildcards: `_constants_typed_as_verified` can only refuse a
+        # term with a constant at one of them, so it is asked only then
+        const_at = tuple(i for i, a in enumerate(args) if isinstance(a, PConst) and a.type is None) \
+            if hint is not None else ()
+        compiled.append((tuple(compile_pattern(a) for a in args), ops, const_at, args))
 
     def app(t: Term, terms: dict, types: dict) -> list:
         if t.op != op:
@@ -97,24 +104,39 @@ def _app(p: PApp) -> Matcher:
             return []
         targs = t.args
         out: list = []
-        for fns, ops, const_check, pargs in compiled:
-            if ops and any(targs[i].op != o for i, o in ops):
+        for fns, ops, const_at, pargs in compiled:
+            # (plain loops rather than any(<generator>): a matcher runs at every candidate node)
+            fits = True
+            for i, o in ops:
+                if targs[i].op != o:
+                    fits = False
+                    break
+            if not fits:
                 continue
-            if const_check and not _constants_typed_as_verified(op, pargs, t):
-                continue
-            states = [(terms, types)]
+            if const_at:
+                for i in const_at:
+                    if targs[i].op == "const":
+                        fits = _constants_typed_as_verified(op, pargs, t)
+                        break
+                if not fits:
+                    continue
+            states: list = [(terms, types)]
             for f, ta in zip(fns, targs):
-                nxt: list = []
-                for tm, ty in states:
-                    nxt.extend(f(ta, tm, ty))
-                states = nxt
+                if len(states) == 1:  # the usual case: one way to match so far
+                    tm, ty = states[0]
+                    states = f(ta, tm, ty)
+                else:
+                    nxt: list = []
+                    for tm, ty in states:
+                        nxt.extend(f(ta, tm, ty))
+                    states = nxt
                 if not states:
                     break
-            if te is None:
+            if type_match is None:
                 out.extend(states)
                 continue
             for tm, ty in states:
-                bound = te.match(t.type, ty)
+                bound = type_match(t.type, ty)
                 if bound is not None:
                     out.append((tm, bound))
         return out
@@ -144,17 +166,39 @@ def compile_predicate(raw: Optional[Raw]) -> Optional[Predicate]:
     if raw is None:
         return lambda terms, types, bounds, streams: True
     try:
-        body = _expr(raw)
+        parts = [_expr(c) for c in _conjuncts(raw)]
     except _Unsupported:
         return None
 
     def pred(terms: dict, types: dict, bounds: Any, streams: Any) -> bool:
+        s = streams or {}
         try:
-            return bool(body(terms, types, bounds, streams or {}))
+            # The &&s at the root stop at the first false operand: the interpreter evaluates the rest
+            # too, but whatever they give, or a PredicateError / KeyError they raise, the predicate is
+            # false then as well (those errors mean false). Only a conjunct after a false one, often a
+            # bounds analysis, is no longer computed.
+            for part in parts:
+                if not part(terms, types, bounds, s):
+                    return False
+            return True
         except (PredicateError, KeyError):
             return False
 
     return pred
+
+
+def _conjuncts(raw: Raw) -> list[Raw]:
+    """The operands of the chain of `&&` at the root of a predicate, left to right (raw itself when its
+    root is not `&&`)."""
+    out: list[Raw] = []
+    stack = [raw]
+    while stack:
+        n = stack.pop()
+        if n.kind == "call" and n.text == "land" and len(n.args) == 2:
+            stack.extend(reversed(n.args))
+        else:
+            out.append(n)
+    return out
 
 
 def _raise(e: Exception) -> Fn:
@@ -182,8 +226,10 @@ def _const_value(terms: dict, name: str) -> int:
 
 
 def _type_of(te: TypeExpr) -> Callable[[dict], ScalarType]:
+    evaluate_type = te.evaluator()
+
     def f(types: dict) -> ScalarType:
-        t = te.eval(dict(types))
+        t = evaluate_type(types)
         if t is None:
             raise PredicateError(f"type {te} is not defined here")
         return t
@@ -227,11 +273,11 @@ def _expr(node: Raw) -> Fn:  # noqa: C901 - one case per predicate form, as pred
         return lambda tm, ty, b, s: not x(tm, ty, b, s)
     name, args = node.text, node.args
     if name in ("eq", "ne") and len(args) == 2 and is_type_node(args[0]) and is_type_node(args[1]):
-        t0, t1 = type_expr_of_raw(args[0]), type_expr_of_raw(args[1])
+        t0, t1 = type_expr_of_raw(args[0]).evaluator(), type_expr_of_raw(args[1]).evaluator()
         want = name == "eq"
 
         def type_eq(tm: dict, ty: dict, b: Any, s: Any) -> bool:
-            a, c = t0.eval(dict(ty)), t1.eval(dict(ty))
+            a, c = t0(ty), t1(ty)
             same = a is not None and c is not None and a == c
             return same if want else not same
 

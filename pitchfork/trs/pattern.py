@@ -21,7 +21,7 @@ import itertools
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 from fpir.opspec import OPS, known_op, spec, split_flags
 from fpir.term import Term
@@ -89,6 +89,36 @@ class TypeExpr:
             return t.with_sign(self.kind == "signed")
         except FPIRTypeError:
             return None
+
+    def evaluator(self) -> Callable[[dict[str, ScalarType]], Optional[ScalarType]]:
+        """`self.eval` as a function, with the two common forms (a type variable, a concrete type)
+        decided once here instead of at every call (the compiled matchers and builders call it)."""
+        if self.kind == "var":
+            name = self.name
+            return lambda tvars: tvars.get(name)
+        if self.kind == "concrete":
+            concrete = self.concrete
+            return lambda tvars: concrete
+        return self.eval
+
+    def matcher(self) -> Callable[[ScalarType, dict[str, ScalarType]], Optional[dict[str, ScalarType]]]:
+        """`self.match` as a function, the common forms decided once, as in `evaluator`."""
+        if self.kind == "var":
+            name = self.name
+
+            def var_match(t: ScalarType, tvars: dict[str, ScalarType]) -> Optional[dict[str, ScalarType]]:
+                got = tvars.get(name)  # (bound types are never None)
+                if got is None:
+                    out = dict(tvars)
+                    out[name] = t
+                    return out
+                return tvars if got == t else None
+
+            return var_match
+        if self.kind == "concrete":
+            concrete = self.concrete
+            return lambda t, tvars: tvars if concrete == t else None
+        return self.match
 
     def vars(self) -> set[str]:
         if self.kind == "var":

@@ -14,12 +14,12 @@ import gc
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Generator, Optional
+from operator import is_not
+from typing import Callable, Optional
 
 from fpir.ops import make
 from fpir.opspec import spec
 from fpir.term import Term
-from fpir.trampoline import trampoline
 from fpir.types import FPIRTypeError
 from pitchfork.selection.bounds import bounds as default_bounds
 from pitchfork.selection.cost import cost as default_cost
@@ -64,26 +64,59 @@ class Rewriter:
                 gc.enable()
             self.stats.seconds += time.perf_counter() - t0
 
-    def _go(self, t: Term) -> Term:
-        # Recursive in form, run on an explicit stack (fpir/trampoline.py): terms 10,000 deep are fine.
-        return trampoline(self._visit, t, shortcut=self._memo.get)
+    def _go(self, root: Term) -> Term:
+        """Post-order rewriting on an explicit stack (terms 10,000 deep are fine), visiting the nodes
+        and consulting the memo in exactly the order of the recursive definition:
 
-    def _visit(self, t: Term) -> Generator[Term, Term, Term]:
-        hit = self._memo.get(t)
+            visit(t) = memo[t] if known, else: args = [visit(a) for a in t.args]; cur = t over args;
+                       best = self._best(cur); result = visit(best) if best else cur;
+                       memo[t] = memo[result] = result
+
+        (It was that recursion run by fpir.trampoline, one generator per node; this loop does the same
+        without creating and resuming them.)"""
+        memo = self._memo
+        get = memo.get
+        hit = get(root)
         if hit is not None:
             return hit
-        if t.args:
-            args = []
-            for a in t.args:
-                args.append((yield a))
-            cur = t if all(a is b for a, b in zip(args, t.args)) else _rebuild(t, args)
-        else:
-            cur = t
-        best = self._best(cur)
-        result = (yield best) if best is not None else cur
-        self._memo[t] = result
-        self._memo[result] = result
-        return result
+        # a frame: [term, its rewritten arguments so far, whether it waits for the frame above it: the
+        # rewrite of its rewrite, whose result is then its own]
+        stack: list[list] = [[root, [], False]]
+        while True:
+            frame = stack[-1]
+            t, args = frame[0], frame[1]
+            targs = t.args
+            n = len(args)
+            if n < len(targs):
+                a = targs[n]
+                hit = get(a)
+                if hit is not None:
+                    args.append(hit)
+                else:
+                    stack.append([a, [], False])
+                continue
+            cur = _rebuild(t, args) if any(map(is_not, args, targs)) else t
+            best = self._best(cur)
+            if best is None:
+                result = cur
+            else:
+                hit = get(best)
+                if hit is None:
+                    frame[2] = True
+                    stack.append([best, [], False])
+                    continue
+                result = hit
+            while True:  # t's result is known: record it, hand it to the frames waiting for it
+                memo[t] = result
+                memo[result] = result
+                stack.pop()
+                if not stack:
+                    return result
+                parent = stack[-1]
+                if not parent[2]:
+                    parent[1].append(result)
+                    break
+                t = parent[0]
 
     def _best(self, t: Term) -> Optional[Term]:
         candidates = self._compiled.candidates_for(t)  # rows whose operand ops fit t's (same matches)
@@ -93,12 +126,14 @@ class Rewriter:
         best: Optional[tuple[tuple, Term, Rule]] = None
         for rule, _pattern, matcher, pred in candidates:
             for terms, types in matcher(t, {}, {}):
-                b = Bindings(terms, types)
                 if pred is not None:
                     if not pred(terms, types, self.bounds, self.streams):
                         continue
-                elif not check_predicate(rule, b, self.bounds, self.streams):
-                    continue
+                    b = Bindings(terms, types)  # only for a match whose predicate holds
+                else:
+                    b = Bindings(terms, types)
+                    if not check_predicate(rule, b, self.bounds, self.streams):
+                        continue
                 try:
                     rhs = build_rhs(rule, b, self.bounds, t.type)
                 except (NoRewrite, FPIRTypeError) as e:

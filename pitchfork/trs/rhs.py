@@ -134,7 +134,7 @@ def _call(node: Raw, no_rewrite: type[Exception]) -> _Node:
             te = parse_type_expr(node.tparam_text)
         except Exception as e:  # noqa: BLE001 - raised where the interpreter raises it: when built
             return _fail(no_rewrite, str(e))
-        tparam = te.eval
+        tparam = te.evaluator()
     fixed: Optional[ScalarType] = None
     if tparam is None and is_type_name(name):
         fixed, name = parse_type(name), "cast"

@@ -168,3 +168,22 @@ def test_rule_set_indexes_by_root_op(text: str) -> None:
     t = parse(text)
     assert all(p.op == t.op for _, p in rs.index.get(t.op, []))
     assert sum(len(v) for v in rs.index.values()) == sum(len(r.patterns) for r in rs.rules)
+
+
+@pytest.mark.parametrize("text", ["T", "u8", "i32", "wide(T)", "narrow(T)", "signed(T)", "unsigned(T)",
+                                  "wide(unsigned(T))", "narrow(u16)"])
+def test_type_expr_evaluator_and_matcher_agree_with_eval_and_match(text: str) -> None:
+    """TypeExpr.evaluator() / matcher() (what the compiled matchers call) give exactly eval / match, for
+    every form, every type, with the variable bound to each type or unbound; match's input is not mutated."""
+    from pitchfork.trs.pattern import parse_type_expr
+    from fpir.types import USER_TYPES
+
+    te = parse_type_expr(text)
+    evaluate, matcher = te.evaluator(), te.matcher()
+    bindings = [{}] + [{"T": t} for t in USER_TYPES]
+    for tvars in bindings:
+        assert evaluate(dict(tvars)) == te.eval(dict(tvars))
+        for t in USER_TYPES:
+            before = dict(tvars)
+            assert matcher(t, tvars) == te.match(t, dict(tvars))
+            assert tvars == before
