@@ -47,7 +47,8 @@ from pitchfork.codegen.base import Unsupported, _show
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.float_estimates import fast_inverse, supports_estimates
 from pitchfork.codegen.float_math import FloatOps, declare
-from pitchfork.codegen.floats_bfloat import is_bfloat, lower_bfloat, narrow, round_to_bfloat, widen
+from pitchfork.codegen.floats_bfloat import (is_bfloat, lower_bfloat, narrow, round_bfloat, round_to_bfloat,
+                                             widen)
 from pitchfork.codegen.floats_half import lower_half, round_half_x86
 from pitchfork.codegen.halide_calls import lower_call
 from pitchfork.codegen.ir_constants import undef
@@ -353,6 +354,8 @@ class FloatEmitter:
         if e.name == "lerp" and all(a.type.is_float for a in e.args):
             zero, w = self.emit(e.args[0]), self.emit(e.args[2])
             return o.lerp(zero, lambda: self.emit(e.args[1]), w)
+        if e.name == "round" and is_bfloat(e.type):
+            return round_bfloat(self.b, o, self.emit(e.args[0]))
         if e.name == "round" and e.type.bits == 16 and self.cg.target == "x86-avx2":
             return round_half_x86(self.b, o, self.emit(e.args[0]))
         if e.name in ("abs", "round") and e.args[0].type.is_float:

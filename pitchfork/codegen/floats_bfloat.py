@@ -16,9 +16,10 @@ bits in the high half, the low half zero: `widen`); it is rounded back after eac
 * comparisons, select, min/max operands and lets work on the widened values (exact).
 
 `lower_bfloat` rewrites a bfloat16 operation into that form in Halide IR (a float32 operation
-between casts); floats.py emits the casts, loads, stores and reinterprets with the helpers here.
-`round` of bfloat16 and math calls on it (Halide's front end already writes sqrt, floor ... of a
-bfloat16 as the float32 call of its float32 value) are refused by name.
+between casts); floats.py emits the casts, loads, stores and reinterprets with the helpers here, and
+`round` with `round_bfloat` (Halide's generic lowering). Other calls on bfloat16 (Halide's front end
+already writes sqrt, floor ... of a bfloat16 as the float32 call of its float32 value) are refused by
+name.
 """
 
 from __future__ import annotations
@@ -74,6 +75,27 @@ def narrow(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
     return b.trunc(b.lshr(b.bitcast(v, i32), FloatOps.const(i32, 16)), _int_type(16, n))
 
 
+def round_bfloat(b: ir.IRBuilder, ops: FloatOps, x: ir.Value) -> ir.Value:
+    """Halide's `round` of bfloat16 (lower_round_to_nearest_ties_to_even, every operation on
+    bfloat16 so rounded after it): ix = int16(x + copysign(0x1.fep-2, x)), a = bfloat16(ix), minus
+    copysign(1, x) where a - x is a tie of the sign of x and ix is odd. round(-0.25) is +0.0, and
+    |x| >= 32768 overflows int16 (poison, in Halide's module too)."""
+    n = _lanes_of(x)
+    i16 = _int_type(16, n)
+
+    def k(v: int) -> ir.Constant:
+        return FloatOps.const(i16, v)
+
+    sign = b.and_(narrow(b, x), k(-0x8000))
+    one_half, just_under, one = (widen(b, b.or_(sign, k(v))) for v in (0x3F00, 0x3EFF, 0x3F80))
+    ix = b.fptosi(round_to_bfloat(b, ops.add(just_under, x)), i16)
+    a = round_to_bfloat(b, b.sitofp(ix, x.type))
+    tie = ops.cmp("==", round_to_bfloat(b, ops.sub(a, x)), one_half)
+    odd = b.icmp_signed("!=", b.and_(ix, k(1)), k(0))
+    correction = b.select(b.and_(odd, tie), one, FloatOps.const(x.type, 0.0))
+    return round_to_bfloat(b, ops.sub(a, correction))
+
+
 def _f32(t: HType) -> HType:
     return HType("float", 32, t.lanes)
 
@@ -81,12 +103,12 @@ def _f32(t: HType) -> HType:
 def lower_bfloat(e: H.Expr, node: H.Node | None = None) -> H.Expr | None:
     """A bfloat16 operation as Halide computes it: the float32 operation of its operands' float32
     values, converted back (rounded) to bfloat16; None for what floats.py emits on the widened
-    values directly (loads, casts, select, comparisons, ...). Unsupported names a bfloat16 call (and
-the statement `node`'s line)."""
+    values directly (loads, casts, select, comparisons, `round`: `round_bfloat`). Unsupported names
+another bfloat16 call (and the statement `node`'s line)."""
     if isinstance(e, H.BinOp) and e.op in _ARITH and is_bfloat(e.type):
         a, c = (H.Cast(_f32(x.type), x) for x in (e.a, e.b))
         return H.Cast(e.type, H.BinOp(e.op, a, c, _f32(e.type)))
-    if isinstance(e, H.Call) and is_bfloat(e.type) and e.name not in _IDENTITY_CALLS:
+    if isinstance(e, H.Call) and is_bfloat(e.type) and e.name not in (*_IDENTITY_CALLS, "round"):
         raise Unsupported(f"floating-point call {e.name} on bfloat16 values (not compiled for bfloat16)",
                           node)
     return None

@@ -3,8 +3,8 @@ each operation, as Halide 21 emulates it on every CPU target; bit-exact against 
 x86 (in process) and arm64 (qemu: the rounding after each operation leaves nothing for either ISA to
 fuse, so Halide's x86 realize is the reference there too). Inputs and outputs are uint16 bit patterns
 (numpy has no bfloat16); an intermediate bfloat16 Func stored at root covers bfloat16 stores and
-loads. Literals get their exact bfloat16 value or are refused; `round` of bfloat16 and bfloat16
-scalar parameters are refused by name."""
+loads; `round` is Halide's lowering. Literals get their exact bfloat16 value or are refused; other
+calls on bfloat16 (abs, lerp) and bfloat16 scalar parameters are refused by name."""
 
 from __future__ import annotations
 
@@ -75,8 +75,28 @@ def test_bfloat16_conversions_bit_exact(target: str) -> None:
     assert np.array_equal(prog(gv, iv, size=[N]).view(np.uint32), np.asarray(f.realize([N])).view(np.uint32))
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_bfloat16_round_is_halides(target: str, lanes: int) -> None:
+    """round of bfloat16: Halide's round-half-to-even lowering with every step rounded to bfloat16
+    (round(-0.25) and round(-0.5) are +0.0), on ties k + 0.5, quarters and random values below 32768."""
+    a = hl.ImageParam(hl.UInt(16), 1, "a")
+    f = hl.Func(f"bf_round_{lanes}")
+    f[x] = hl.reinterpret(hl.UInt(16), hl.round(hl.reinterpret(BF, a[x])))
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    vals = np.concatenate([np.arange(-40.5, 41, 1.0), np.arange(-2, 2.01, 0.25),
+                           np.random.default_rng(4).uniform(-30000, 30000, N)])[:N]
+    av = _bits(vals)
+    prog = _compile(f, [a], target)
+    a.set(hl.Buffer(av))
+    got = prog(av, size=[N])
+    assert np.array_equal(got, np.asarray(f.realize([N])))
+    assert got[list(vals).index(-0.25)] == 0  # +0.0
+
+
 @pytest.mark.parametrize("expr, reason", [
-    (lambda v: hl.round(v), "floating-point call round on bfloat16 values"),
+    (lambda v: hl.abs(v), "floating-point call abs on bfloat16 values"),
     (lambda v: v + hl.cast(BF, hl.f32(1e-5)),
      r"bfloat16 constant 0.000010h: .* bfloat16 values print like it"),
 ])
