@@ -106,6 +106,17 @@ class AbiArg:
         return c
 
 
+def half_scalar_refusal(captured: CapturedStmt) -> str:
+    """Why no Halide-ABI entry point is built for `captured` ("" if one is): a float16 or bfloat16
+    scalar parameter. Halide 21 passes one differently per target (i16 on x86, `half` on arm64) and
+    its header declares it as a type C cannot compile, so an entry point of ours could not be checked
+    against Halide's; the ahead-of-time path (`pitchfork compile`) falls back to Halide's object."""
+    for a in captured.arguments:
+        if a.kind == "scalar" and a.type.is_float and a.type.bits not in (32, 64):
+            return f"{a.type.code}{a.type.bits} scalar parameter {a.name} in an ahead-of-time entry point"
+    return ""
+
+
 def abi_arguments(captured: CapturedStmt) -> list[AbiArg]:
     """The entry point's arguments in Halide's order: the pipeline arguments, then the outputs."""
     args = [AbiArg(a.name, "scalar" if a.kind == "scalar" else "input_buffer", a.type, a.dimensions)
@@ -206,9 +217,10 @@ class EntryBuilder:
         return ir.FunctionType(ir.VoidType(), types)
 
     def build(self) -> None:
+        refusal = half_scalar_refusal(self.captured)
+        if refusal:
+            raise Unsupported(refusal)
         for a in self.args:
-            if a.kind == "scalar" and a.type.is_float and a.type.bits not in (32, 64):
-                raise Unsupported(f"float{a.type.bits} scalar parameter {a.name} in an ahead-of-time entry point")
             if a.kind == "scalar" and not a.type.is_float:
                 fpir_type(a.type)  # integer scalars only (the kernel's own restriction)
         self.kernel = ir.Function(self.module, self.kernel_type(), name=kernel_name(self.name))
@@ -632,8 +644,8 @@ def static_library(members: list[tuple[str, bytes]], symbols: dict[str, int]) ->
     return bytes(out)
 
 
-__all__ = ["AbiArg", "AbiError", "EntryBuilder", "abi_arguments", "aot_ir", "aot_object", "aot_outputs", "header",
-           "header_text", "kernel_name", "static_library"]
+__all__ = ["AbiArg", "AbiError", "EntryBuilder", "abi_arguments", "aot_ir", "aot_object", "aot_outputs",
+           "half_scalar_refusal", "header", "header_text", "kernel_name", "static_library"]
 
 
 def library_symbols(name: str) -> list[str]:
