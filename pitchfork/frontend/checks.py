@@ -157,9 +157,9 @@ def half_refusal(spec: Any) -> str:
     """Why float16 is not compiled for the target `spec` (a targets.target_strings.TargetSpec), or ""
     where it is: where Halide 21 computes float16 natively as LLVM `half` (x86; arm64 with arm_fp16).
     Elsewhere (arm64 without arm_fp16, hvx) Halide emulates float16 with integer / float32 code of its
-    own. Every x86 target PITCHFORK accepts has avx2, for which Halide's LLVM CPU is haswell, whose
-    f16c converts half with vcvtph2ps / vcvtps2ph whether or not the string names f16c (Halide's
-    x86-64-linux-avx2-fma assembly has them): TargetSpec.llvm_features keeps f16c on likewise."""
+    own. Every x86 target PITCHFORK accepts has avx2, which implies f16c in Halide's
+    complete_x86_target (and in parse_target): half is converted with vcvtph2ps / vcvtps2ph whether
+    or not the string names f16c (Halide's x86-64-linux-avx2-fma assembly has them)."""
     if spec.isa == "x86-avx2" or spec.isa == "arm64" and spec.has("arm_fp16"):
         return ""
     return f"on {spec.halide} Halide emulates float16"

@@ -12,8 +12,7 @@ pipeline is lowered with (`halide`), and what the target's features change:
 * `llvm_cpu` / `llvm_features`: the LLVM target machine (no `+dotprod` without arm_dot_prod, so LLVM
   does not form udot either; `hexagonv60` (no version feature, Halide's default), `hexagonv62`,
   `hexagonv65`, `hexagonv66` from the HVX version; hvx_v68 compiles as v66, the newest version the
-  tables use (v68 runs it); x86 `-fma` when Halide's string lacks fma, `+f16c` always: Halide's
-  haswell has it). Below v66 an intrinsic the tables do not mark may still be one LLVM cannot
+  tables use (v68 runs it); x86 `+fma,+f16c`: avx2 implies both, as in Halide's complete_x86_target). Below v66 an intrinsic the tables do not mark may still be one LLVM cannot
   select for the version: `pitchfork.compile` compiles such modules in a forked child, so that is a
   fallback naming it.
 
@@ -119,9 +118,11 @@ class TargetSpec:
     @property
     def llvm_features(self) -> str:
         if self.isa == "x86-avx2":
-            # f16c stays on without the feature: Halide's CPU for avx2 is haswell, whose f16c its
-            # float16 code uses either way (checks.half_refusal)
-            return "+avx2," + ("+" if "fma" in self.features else "-") + "fma,+f16c"
+            # parse_target gives every avx2 target fma and f16c, as Halide's complete_x86_target does:
+            # without +fma, LLVM would not fuse the a*b + c Halide's contract flags let it fuse, and
+            # float results would differ from Halide's
+            return "+avx2," + ("+" if "fma" in self.features else "-") + "fma," + \
+                ("+" if "f16c" in self.features else "-") + "f16c"
         if self.isa == "arm64":
             return "+neon" + (",+dotprod" if self.has("arm_dot_prod") else "") + \
                 (",+fullfp16" if self.has("arm_fp16") else "")
@@ -184,7 +185,9 @@ def _parse(text: str) -> TargetSpec:
         if "avx2" not in features:
             raise UsageError(f"target {text!r}: x86 without avx2: PITCHFORK supports only AVX2 x86 code "
                              "(add -avx2, e.g. x86-64-linux-avx2-fma)")
-        features |= {"sse41", "avx"}  # implied by avx2
+        # what avx2 implies in Halide's complete_x86_target (CodeGen_X86.cpp): "All AVX2-enabled
+        # architectures have F16C and FMA", so x86-64-linux-avx2 is compiled as Halide compiles it
+        features |= {"sse41", "avx", "f16c", "fma"}
     elif arch == "arm" and bits == 64:
         isa = "arm64"
     elif arch == "hexagon" and bits == 32:
