@@ -41,7 +41,7 @@ RUNTIME_SHIFT_COST_SIGNED = 4
 class TargetInfo:
     name: str
     rules: RuleSet
-    cost: Callable[[Term], tuple[int, ...]]  # target_cost, or ordered_target_cost (ORDERED_SUMS)
+    cost: Callable[[Term], tuple[int, ...]]  # lowering_cost(name)
 
 
 def canonical(name: str) -> str:
@@ -201,7 +201,40 @@ def _load_target(name: str, include_synthesized: bool, exclude_from: frozenset[s
         rules += synthesized_rules(f"lower_{stem}", SynthConfig(include_synthesized, exclude_from))
     if unavailable:
         rules = [r for r in rules if not uses_instruction(r.rhs, unavailable)]
-    return TargetInfo(name, RuleSet(rules), ordered_target_cost if name in ORDERED_SUMS else target_cost)
+    return TargetInfo(name, RuleSet(rules), lowering_cost(name))
+
+
+#: targets whose lowering breaks instruction-count ties by the lane-order conversions (HVX's
+#: de-interleaved widening results: pitchfork/targets/hvx_cost.py)
+LANE_ORDERED = frozenset({"hvx128"})
+
+
+def _lane_order_node_cost(t: Term) -> tuple[int, int, int, int]:
+    from pitchfork.targets.hvx_cost import conversions
+
+    n, width, primitives = _target_node_cost(t)
+    return (n, conversions(t), width, primitives)
+
+
+_LANE_ORDER_COST = DagCost(_lane_order_node_cost, 4)
+
+
+def lane_order_target_cost(term: Term) -> tuple[int, int, int, int]:
+    """`target_cost` with HVX's lane-order conversions right after the instruction count
+    (pitchfork/targets/hvx_cost.py: each node's `conversions`, summed over distinct nodes as DagCost
+    does): among forms with the same instructions, the one with fewer vshuff / vdeal. The cost the
+    lowering of the LANE_ORDERED targets minimises."""
+    return _LANE_ORDER_COST(term)  # type: ignore[return-value]
+
+
+def lowering_cost(name: str) -> Callable[[Term], tuple[int, ...]]:
+    """The cost target `name`'s lowering minimises: `target_cost`, with the ORDERED_SUMS or LANE_ORDERED
+    tie-break where the target has one."""
+    if name in ORDERED_SUMS:
+        return ordered_target_cost
+    if name in LANE_ORDERED:
+        return lane_order_target_cost
+    return target_cost
 
 
 on_directory_change(_load_target.cache_clear)

@@ -169,6 +169,16 @@ def layout(t: Term, uniform_names: frozenset[str] = frozenset()) -> str:
     before the restoring shuffle), ANY for constants and for values equal in every lane (variables
     named in `uniform_names`, the splats of the emitter's environment: `layouts`, and lane-wise ops
     of those only), else NATURAL. Only a cost choice: every emitter is exact in either order."""
+    if not t.args:
+        return layout_step(t, (), uniform_names)
+    if _declared(t.op) == DEINT_RESULT:
+        return DEINT
+    return layout_step(t, tuple(layout(a, uniform_names) for a in t.args), uniform_names)
+
+
+def layout_step(t: Term, arg_layouts: tuple[str, ...], uniform_names: frozenset[str] = frozenset()) -> str:
+    """`layout(t)` from its operands' layouts (`arg_layouts`, in order): the one step of the analysis,
+    for callers that walk terms bottom-up themselves (the HVX lowering cost, pitchfork/targets/hvx_cost.py)."""
     if t.is_const:
         return ANY
     if not t.args:
@@ -176,16 +186,21 @@ def layout(t: Term, uniform_names: frozenset[str] = frozenset()) -> str:
     declared = _declared(t.op)
     if declared == DEINT_RESULT:
         return DEINT
-    kinds = {layout(a, uniform_names) for a in t.args} - {ANY}
+    kinds = set(arg_layouts) - {ANY}
     if not kinds and not _combines_lanes(t.op):
         return ANY  # e.g. a widened splat: every lane the same
-    lanewise = t.op in _LANEWISE_PRIMS or declared == LANEWISE or (
-        t.op in ("shl", "shr") and layout(t.args[1], uniform_names) == ANY)
-    if not lanewise or any(a.type.bits != t.type.bits for a in t.args):
+    if not is_lanewise(t, arg_layouts):
         return NATURAL
     if kinds == {DEINT}:
         return DEINT
     return ANY if not kinds else NATURAL
+
+
+def is_lanewise(t: Term, arg_layouts: tuple[str, ...]) -> bool:
+    """`t` is computed lane by lane in whichever order its operands are in (a same-width lane-wise
+    primitive or LANEWISE instruction, a shift by a uniform amount): what `layout_step` follows."""
+    return (t.op in _LANEWISE_PRIMS or _declared(t.op) == LANEWISE
+            or (t.op in ("shl", "shr") and arg_layouts[1] == ANY)) and all(a.type.bits == t.type.bits for a in t.args)
 
 
 def _combines_lanes(op: str) -> bool:
