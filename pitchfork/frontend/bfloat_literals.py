@@ -20,10 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from pitchfork.frontend.float_literals import HALF_LITERAL, InexactFloatLiteral, halide_print
+from pitchfork.frontend.float_literals import FLOAT16_TYPE, HALF_LITERAL, InexactFloatLiteral, halide_print
 
-#: a float16 type named in a statement (a cast, a reinterpret, a vector of them)
-_FLOAT16 = re.compile(r"(?<![\w.$])float16(?:x\d+)?(?![\w.$])")
 #: an `h` literal with its sign when Halide printed one against it (`x8(-0.300781h)`; a subtraction
 #: is printed with spaces around its `-`)
 _SIGNED_HALF = re.compile(r"(?<![\w.$])(-?)" + HALF_LITERAL.pattern.removeprefix(r"(?<![\w.$])"))
@@ -43,7 +41,7 @@ def rewrite_bfloat(text: str) -> str:
     """Each printed `h` literal of a bfloat16 statement as its exact bfloat16 constant (module
     docstring); InexactFloatLiteral for a literal with no unique value, or for a statement that also
     has float16 values."""
-    if _FLOAT16.search(text):
+    if FLOAT16_TYPE.search(text):
         raise InexactFloatLiteral("float16 and bfloat16 values in one statement: Halide prints their "
                                   "constants alike")
     table = _bfloats_by_print()

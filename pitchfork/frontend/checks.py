@@ -23,7 +23,7 @@ from typing import Any
 
 from pitchfork.errors import PipelineError, UsageError
 from pitchfork.frontend.arguments import as_argument
-from pitchfork.frontend.float_literals import HALF_LITERAL
+from pitchfork.frontend.float_literals import FLOAT16_TYPE, HALF_LITERAL
 
 
 def check_arguments(pipeline: Any, args: Any) -> list[Any]:
@@ -149,8 +149,6 @@ def refuse_runtime_services(text: str) -> None:
 
 #: a bfloat16 type named in a statement (its literals print like float16's, inside its casts)
 _BFLOAT = re.compile(r"(?<![\w.$])bfloat16(?:x\d+)?(?![\w.$])")
-#: a float16 type named in a statement (a cast or reinterpret: `float16x8(...)`, `(float16)`)
-_FLOAT16 = re.compile(r"(?<![\w.$])float16(?:x\d+)?(?![\w.$])")
 
 
 def half_refusal(spec: Any) -> str:
@@ -165,11 +163,16 @@ def half_refusal(spec: Any) -> str:
     return f"on {spec.halide} Halide emulates float16"
 
 
+def _value_types(captured: Any) -> list[Any]:
+    """The types of the pipeline's arguments and outputs (HTypes)."""
+    return [a.type for a in captured.arguments] + [t for o in captured.output_buffers for t in o.types]
+
+
 def _half_kinds(captured: Any) -> tuple[bool, bool]:
     """Whether the pipeline has float16 values, and bfloat16 ones: in its statement's casts,
     reinterprets and allocations, or its arguments' and outputs' types (a load prints no type)."""
-    types = [a.type for a in captured.arguments] + [t for o in captured.output_buffers for t in o.types]
-    f16 = _FLOAT16.search(captured.text) is not None or any(t.code == "float" and t.bits == 16 for t in types)
+    types = _value_types(captured)
+    f16 = FLOAT16_TYPE.search(captured.text) is not None or any(t.code == "float" and t.bits == 16 for t in types)
     bf16 = _BFLOAT.search(captured.text) is not None or any(t.code == "bfloat" for t in types)
     return f16, bf16
 
@@ -190,13 +193,12 @@ def refuse_half_floats(captured: Any, spec: Any = None) -> None:
 
     why = "float16 needs a target" if spec is None else half_refusal(spec)
     bwhy = "bfloat16 needs a target" if spec is None else bfloat_refusal(spec)
-    types = [a.type for a in captured.arguments] + [t for o in captured.output_buffers for t in o.types]
-    refused = sorted({str(t.elem) for t in types
+    refused = sorted({str(t.elem) for t in _value_types(captured)
                       if t.is_float and t.bits == 16 and (bwhy if t.code == "bfloat" else why)})
     text = captured.text
     m = _BFLOAT.search(text) if bwhy else None
     if why and m is None:
-        m = _FLOAT16.search(text)
+        m = FLOAT16_TYPE.search(text)
         if m is None and not _half_kinds(captured)[1]:
             m = HALF_LITERAL.search(text)
     if not refused and m is None:

@@ -40,6 +40,8 @@ FLOAT_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)f(?![\w.$])")
 FLOAT64_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)(?![\w.$])")
 #: A float16 literal as Halide prints it (`1.500000h`; halide_print's digits).
 HALF_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)h(?![\w.$])")
+#: The float16 type named in a statement (a cast, a reinterpret, a vector of them: `float16x8(...)`).
+FLOAT16_TYPE = re.compile(r"(?<![\w.$])float16(?:x\d+)?(?![\w.$])")
 _FROM_BITS = re.compile(r"float_from_bits\((\d+)\b")
 #: a floating-point constant in LLVM's textual IR: its bits in hex as a double (LLVM writes float
 #: constants that way too), or a decimal, which LLVM prints only when it reads back exactly

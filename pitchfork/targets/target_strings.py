@@ -121,8 +121,7 @@ class TargetSpec:
             # parse_target gives every avx2 target fma and f16c, as Halide's complete_x86_target does:
             # without +fma, LLVM would not fuse the a*b + c Halide's contract flags let it fuse, and
             # float results would differ from Halide's
-            return "+avx2," + ("+" if "fma" in self.features else "-") + "fma," + \
-                ("+" if "f16c" in self.features else "-") + "f16c"
+            return "+avx2," + ",".join(("+" if f in self.features else "-") + f for f in ("fma", "f16c"))
         if self.isa == "arm64":
             return "+neon" + (",+dotprod" if self.has("arm_dot_prod") else "") + \
                 (",+fullfp16" if self.has("arm_fp16") else "")
