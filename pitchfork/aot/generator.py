@@ -37,7 +37,6 @@ import re
 import shutil
 import sys
 import tempfile
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,36 +277,8 @@ def compile_generator(path_or_module: str | Path | ModuleType | type, class_name
     fn = name or gp.name
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", fn):
         raise GeneratorError(f"function name {fn!r} is not a C identifier (pass name=...)")
-    prog = compile_pipeline(gp.pipeline, gp.arguments, target=target, isel=isel, name=fn, fallback=fallback,
-                            passes=passes, disable_passes=disable_passes)
-    return _aot_fallback(prog, gp.pipeline, gp.arguments, fallback)
-
-
-def _aot_fallback(prog: CompiledPipeline, pipeline: Any, arguments: Sequence[Any],
-                  fallback: bool) -> CompiledPipeline:
-    """`prog`, or Halide's compilation of it when its ahead-of-time entry point cannot be built
-    (abi.half_scalar_refusal: a float16 / bfloat16 scalar Param, which the JIT compiles): a generator
-    is compiled for its object, so that is decided here, as a fallback with its warning (or
-    Unsupported with fallback=False), not when the object is written."""
-    import halide as hl
-
-    from pitchfork.api import CompiledPipeline as Compiled, PitchforkFallbackWarning
-    from pitchfork.frontend.checks import check_arguments
-    from pitchfork.aot.abi import half_scalar_refusal
-    from pitchfork.codegen.base import Unsupported
-
-    refusal = "" if prog.captured is None or prog.is_fallback else half_scalar_refusal(prog.captured)
-    if not refusal:
-        return prog
-    if not fallback:
-        raise Unsupported(refusal)
-    if not isinstance(pipeline, hl.Pipeline):
-        pipeline = hl.Pipeline(pipeline)
-    reason = f"Unsupported: {refusal}"
-    warnings.warn(f"PITCHFORK cannot compile {prog.name} for {prog.target} ({reason}); using Halide's own "
-                  "compiler", PitchforkFallbackWarning, stacklevel=3)
-    return Compiled(prog.target, prog.isel, prog.name, prog.captured, None, prog.stats, reason,
-                    (pipeline, check_arguments(pipeline, arguments)), halide_target=prog.halide_target)
+    return compile_pipeline(gp.pipeline, gp.arguments, target=target, isel=isel, name=fn, fallback=fallback,
+                            passes=passes, disable_passes=disable_passes, aot=True)
 
 
 # --------------------------------------------------------------------------------------------------
