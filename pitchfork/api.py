@@ -396,7 +396,7 @@ def _log(title: str, text: str) -> None:
 def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2", isel: str = "pitchfork",
             name: str = "pipeline", fallback: bool = True, engine: str = "greedy",
             passes: Optional[Sequence[str]] = None, disable_passes: Sequence[str] = (),
-            enable_passes: Sequence[str] = (), aot: bool = False) -> CompiledPipeline:
+            enable_passes: Sequence[str] = ()) -> CompiledPipeline:
     """Compile a Halide Func/Pipeline (args: its ImageParams and Params, in order) for `target`: a
     short name (x86-avx2, arm64, hvx128) or a Halide target string (`arm-64-linux-arm_dot_prod`,
     `host`, ...: pitchfork/targets/target_strings.py; a feature PITCHFORK does not honour raises UsageError).
@@ -405,9 +405,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
     isel) (`pitchfork compile --print-passes`): `passes` names the loop passes to run instead of the
     isel's, `enable_passes` adds shared codegen passes the isel does not run by default (the harness
     gives LLVM alone the data-movement strategies PITCHFORK uses), `disable_passes` removes passes by
-    name; a name that is no pass is a UsageError listing the valid ones. `aot` (a generator compiled
-    for its object, pitchfork.aot.generator) also refuses what the ahead-of-time entry point cannot
-    take (aot.abi.half_scalar_refusal), as a fallback at compile time."""
+    name; a name that is no pass is a UsageError listing the valid ones."""
     # Python's cyclic collector is paused while compiling, and the young generation collected once at the
     # end (inside the compile, so its cost is the compile's): the garbage a compile leaves is freed then,
     # as before. Why: a compile allocates ~10^5 container objects (parse trees, terms, llvmlite's IR, whose
@@ -421,7 +419,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
     gc.disable()
     try:
         return _compile(pipeline_or_func, args, target, isel, name, fallback, engine, passes, disable_passes,
-                        enable_passes, aot)
+                        enable_passes)
     finally:
         if collecting:
             gc.enable()
@@ -430,7 +428,7 @@ def compile(pipeline_or_func: Any, args: Sequence[Any], target: str = "x86-avx2"
 
 def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str, name: str, fallback: bool,
              engine: str, passes: Optional[Sequence[str]], disable_passes: Sequence[str],
-             enable_passes: Sequence[str], aot: bool) -> CompiledPipeline:
+             enable_passes: Sequence[str]) -> CompiledPipeline:
     """`compile`, with the cyclic collector as `compile` leaves it."""
     import halide as hl
 
@@ -441,7 +439,7 @@ def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str,
             raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
         with lift_engine(engine):
             return compile(pipeline_or_func, args, target, isel, name, fallback, passes=passes,
-                           disable_passes=disable_passes, enable_passes=enable_passes, aot=aot)
+                           disable_passes=disable_passes, enable_passes=enable_passes)
 
     spec = parse_target(target)  # a short name or a Halide target string (pitchfork/targets/target_strings.py)
     target = spec.isa
@@ -467,11 +465,6 @@ def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str,
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         refuse_runtime_services(captured.text)  # Unsupported: falls back, naming the directive
         refuse_half_floats(captured, spec)  # Unsupported: falls back, naming the type and target
-        if aot:  # Unsupported: a Param the ahead-of-time entry point cannot take (a float16 scalar)
-            from pitchfork.aot.abi import half_scalar_refusal
-
-            if refusal := half_scalar_refusal(captured):
-                raise Unsupported(refusal)
         cap = exact_half_literals(captured)  # Unsupported: a float16 literal with no unique value
 
         phases = stats.codegen_phases

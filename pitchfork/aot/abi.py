@@ -46,6 +46,7 @@ from pitchfork.frontend import ir as H
 from pitchfork.aot.abi_runtime import MSG_BYTES, Formatter, error_code, fit_int, message_for
 from pitchfork.frontend.capture import CapturedStmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
+from pitchfork.codegen.floats_bfloat import widen
 from pitchfork.frontend.htypes import HType
 from pitchfork.targets.target_strings import has_feature
 
@@ -85,6 +86,8 @@ class AbiArg:
     kind: str  # "input_buffer" | "output_buffer" | "scalar"
     type: HType  # element type of a buffer, or the scalar's type
     dimensions: int
+    #: a float16 scalar Halide's entry point takes as LLVM `half` (`passes_as_half`), not as its bits
+    as_half: bool = False
 
     @property
     def c_name(self) -> str:
@@ -98,29 +101,34 @@ class AbiArg:
         if self.kind != "scalar":
             return "struct halide_buffer_t *"
         t = self.type
+        if t.is_float and t.bits == 16:
+            # Halide's header says float16_t / bfloat16_t (C++ types of Halide.h); C's types passed the
+            # same way as its entry point's i16 or `half` (AAPCS64 passes _Float16 in h0, as `half`)
+            return "_Float16" if self.as_half else "uint16_t"
         if t.code == "float":
-            return {32: "float", 64: "double"}.get(t.bits, "uint16_t")
+            return {32: "float", 64: "double"}[t.bits]
         c = _C_SCALAR.get((t.bits, t.code))
         if c is None:
             raise AbiError(f"scalar parameter {self.name} of type {t} has no C type")
         return c
 
 
-def half_scalar_refusal(captured: CapturedStmt) -> str:
-    """Why no Halide-ABI entry point is built for `captured` ("" if one is): a float16 or bfloat16
-    scalar parameter. Halide 21 passes one differently per target (i16 on x86, `half` on arm64) and
-    its header declares it as a type C cannot compile, so an entry point of ours could not be checked
-    against Halide's; the ahead-of-time path (`pitchfork compile`) falls back to Halide's object."""
-    for a in captured.arguments:
-        if a.kind == "scalar" and a.type.is_float and a.type.bits not in (32, 64):
-            return f"{a.type.code}{a.type.bits} scalar parameter {a.name} in an ahead-of-time entry point"
-    return ""
+def passes_as_half(t: HType, halide_target: str) -> bool:
+    """Whether Halide 21's entry point for `halide_target` takes a scalar of type `t` as LLVM `half`
+    (in a floating-point register) rather than as an integer of its width: a float16 on an ARM
+    target with arm_fp16 only. CodeGen_LLVM::upgrade_type_for_argument_passing passes every float
+    narrower than 32 bits and every bfloat16 as the unsigned integer of its width, and CodeGen_ARM's
+    keeps float16 when the target has ARMFp16. Halide's own LLVM assembly agrees: for a float16 Param
+    x86-64-linux-avx2, arm-64-linux and hexagon-32-noos-hvx-hvx_128 declare `i16`,
+    arm-64-linux-arm_fp16 declares `half`; for a bfloat16 Param all four declare `i16`."""
+    return (t.code == "float" and t.bits == 16 and halide_target.startswith("arm-")
+            and has_feature(halide_target, "arm_fp16"))
 
 
 def abi_arguments(captured: CapturedStmt) -> list[AbiArg]:
     """The entry point's arguments in Halide's order: the pipeline arguments, then the outputs."""
-    args = [AbiArg(a.name, "scalar" if a.kind == "scalar" else "input_buffer", a.type, a.dimensions)
-            for a in captured.arguments]
+    args = [AbiArg(a.name, "scalar", a.type, 0, passes_as_half(a.type, captured.target)) if a.kind == "scalar"
+            else AbiArg(a.name, "input_buffer", a.type, a.dimensions) for a in captured.arguments]
     for o in captured.output_buffers:  # a Tuple output `f`: buffers f.0, f.1, ... (Halide's order)
         args.append(AbiArg(o.name, "output_buffer", o.types[0], o.dimensions))
     return args
@@ -202,7 +210,13 @@ class EntryBuilder:
 
     # ---- types -----------------------------------------------------------------------------
     @staticmethod
-    def _scalar_ir(t: HType) -> ir.Type:
+    def _scalar_ir(a: AbiArg) -> ir.Type:
+        """The scalar's type in the entry point's signature: Halide's for the target (a float16 as
+        `half` or i16, `passes_as_half`; a bfloat16 as i16), so the value arrives in the register
+        Halide's callers put it in."""
+        t = a.type
+        if t.is_float and t.bits == 16:
+            return ir.HalfType() if a.as_half else I16
         if t.is_float:  # a C float/double, as Halide's entry point takes it
             return ir.FloatType() if t.bits == 32 else ir.DoubleType()
         return ir.IntType(t.bits)
@@ -217,14 +231,11 @@ class EntryBuilder:
         return ir.FunctionType(ir.VoidType(), types)
 
     def build(self) -> None:
-        refusal = half_scalar_refusal(self.captured)
-        if refusal:
-            raise Unsupported(refusal)
         for a in self.args:
             if a.kind == "scalar" and not a.type.is_float:
                 fpir_type(a.type)  # integer scalars only (the kernel's own restriction)
         self.kernel = ir.Function(self.module, self.kernel_type(), name=kernel_name(self.name))
-        ftype = ir.FunctionType(I32, [PTR if a.kind != "scalar" else self._scalar_ir(a.type) for a in self.args])
+        ftype = ir.FunctionType(I32, [PTR if a.kind != "scalar" else self._scalar_ir(a) for a in self.args])
         fn = ir.Function(self.module, ftype, name=self.name)
         for a, v in zip(self.args, fn.args):
             v.name = a.c_name
@@ -242,7 +253,13 @@ class EntryBuilder:
         self.handles: dict[str, ir.Value] = {}
         for a, v in zip(self.args, fn.args):
             if a.kind == "scalar" and a.type.is_float:
-                cg.fscalars[a.name] = v  # the prologue's float expressions read it as codegen's float scalars
+                # the prologue's float expressions read it as codegen's float scalars: a float16 as
+                # half, a bfloat16 as the float32 it stands for
+                if a.type.code == "bfloat":
+                    v = widen(self.b, v)
+                elif v.type == I16:
+                    v = self.b.bitcast(v, ir.HalfType())
+                cg.fscalars[a.name] = v
             elif a.kind == "scalar":
                 cg.scalars[a.name] = (v, fpir_type(a.type))
             else:
@@ -443,8 +460,12 @@ class EntryBuilder:
         args: list[ir.Value] = [b.bitcast(self.err, PTR)]
         for a, v in zip(self.args, self.fn.args):
             if a.kind == "scalar" and a.type.is_float:
-                # the kernel takes a float parameter as its bit pattern (pitchfork.codegen.loop_nest)
-                args.append(b.bitcast(v, I64 if a.type.bits == 64 else I32))
+                # the kernel takes a float parameter as its bit pattern (pitchfork.codegen.loop_nest),
+                # a 16-bit one zero-extended in an i32 slot
+                if a.type.bits == 16:
+                    args.append(b.zext(b.bitcast(v, I16), I32))
+                else:
+                    args.append(b.bitcast(v, I64 if a.type.bits == 64 else I32))
                 continue
             if a.kind == "scalar":
                 args.append(fit_int(b, v, 64 if a.type.bits == 64 else 32, signed=a.type.code == "int"))
@@ -645,7 +666,7 @@ def static_library(members: list[tuple[str, bytes]], symbols: dict[str, int]) ->
 
 
 __all__ = ["AbiArg", "AbiError", "EntryBuilder", "abi_arguments", "aot_ir", "aot_object", "aot_outputs",
-           "half_scalar_refusal", "header", "header_text", "kernel_name", "static_library"]
+           "header", "header_text", "kernel_name", "passes_as_half", "static_library"]
 
 
 def library_symbols(name: str) -> list[str]:

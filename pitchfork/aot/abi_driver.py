@@ -46,7 +46,9 @@ class Buf:
 @dataclass(frozen=True)
 class Case:
     name: str
-    args: tuple[Buf | int, ...]  # in the entry point's order; ints are scalar params
+    #: in the entry point's order; ints are scalar params, a str is a C expression of the scalar's type
+    #: (`PF_F16(0x3c00)`: the _Float16 of those bits, for a float16 Halide passes as `half`)
+    args: tuple[Buf | int | str, ...]
 
 
 @dataclass
@@ -58,7 +60,8 @@ class Result:
 
 
 def _c_prelude(freestanding: bool) -> str:
-    head = ["typedef unsigned char pf_u8;", "typedef __SIZE_TYPE__ pf_size;"]
+    head = ["typedef unsigned char pf_u8;", "typedef __SIZE_TYPE__ pf_size;",
+            "#define PF_F16(bits) (((union { unsigned short u; _Float16 h; }){ .u = (bits) }).h)"]
     if freestanding:
         head += ["typedef unsigned char uint8_t; typedef signed char int8_t; typedef unsigned short uint16_t;",
                  "typedef short int16_t; typedef unsigned int uint32_t; typedef int int32_t;",
@@ -76,17 +79,22 @@ def _c_prelude(freestanding: bool) -> str:
 
 
 def driver_source(cases: Sequence[Case], functions: Sequence[str], scalar_types: Sequence[str],
-                  freestanding: bool, repeat: int = 0, handler: bool = True) -> str:
+                  freestanding: bool, repeat: int = 0, handler: bool = True, argv: bool = False) -> str:
     """C source calling each of `functions` (same signature; scalar params of C types `scalar_types`,
     in order) on every case. With `repeat` > 0 the program instead times `repeat` calls of each
     case per function and prints nanoseconds per call (hosted only). `handler=False` leaves
-    `halide_error` to the libraries' weak defaults (messages then go to stderr, not the report)."""
+    `halide_error` to the libraries' weak defaults (messages then go to stderr, not the report).
+    `argv=True` calls each function through its `name_argv(void **)` entry instead (buffers as
+    `halide_buffer_t *`, scalars as pointers to a variable of their C type)."""
     out = [_c_prelude(freestanding)]
     # Full prototypes: unprototyped, a float argument would be promoted to double (the callee reads garbage)
     kinds = [("struct halide_buffer_t *" if isinstance(a, Buf) else None) for a in cases[0].args] if cases else []
     it = iter(scalar_types)
     params = ", ".join(k if k is not None else next(it) for k in kinds) or "void"
-    out.append("\n".join(f"extern int {f}({params});" for f in functions))
+    if argv:
+        out.append("\n".join(f"extern int {f}_argv(void **);" for f in functions))
+    else:
+        out.append("\n".join(f"extern int {f}({params});" for f in functions))
     out.append("static char pf_msg[4096]; static unsigned pf_msg_len;")
     if handler:
         out.append(r"""void halide_error(void *uc, const char *msg) {
@@ -129,17 +137,23 @@ static void fill(pf_u8 *p, pf_size n, unsigned seed) {
             out.append(f"  c{ci}_buf{i}.dimensions = {len(a.dims)}; c{ci}_buf{i}.dim = c{ci}_dim{i}; "
                        f"c{ci}_buf{i}.padding = 0;")
         out.append("}")
-        call_args = []
-        si = 0
+        call_args, pointers, scalars = [], [], iter(scalar_types)
+        out.append(f"static int c{ci}_call(int f) {{")
         for i, a in enumerate(case.args):
             if isinstance(a, Buf):
                 call_args.append("0" if a.null else f"&c{ci}_buf{i}")
+                pointers.append(call_args[-1])
             else:
-                call_args.append(f"({scalar_types[si]}){a}")
-                si += 1
-        out.append(f"static int c{ci}_call(int f) {{")
+                ctype = next(scalars)
+                call_args.append(f"({ctype}){a}")
+                if argv:  # name_argv takes a pointer to the scalar's value
+                    out.append(f"  static {ctype} s{i}; s{i} = {call_args[-1]};")
+                    pointers.append(f"&s{i}")
+        if argv:
+            out.append(f"  void *args[{max(len(pointers), 1)}] = {{{', '.join(pointers) or '0'}}};")
         for fi, f in enumerate(functions):
-            out.append(f"  if (f == {fi}) return {f}({', '.join(call_args)});")
+            out.append(f"  if (f == {fi}) return {f}_argv(args);" if argv
+                       else f"  if (f == {fi}) return {f}({', '.join(call_args)});")
         out.append("  return 1; }")
         out.append(f"static void c{ci}_report(int rc) {{")
         out.append("  put_u32((unsigned)rc); put_u32(pf_msg_len); put(pf_msg, pf_msg_len);")
@@ -252,14 +266,12 @@ def run_driver(target: str, source: str, libs: Sequence[Path], workdir: Path,
 def halide_library(gen_file: str, cls: str, target: str, name: str, out_dir: Path,
                    params: Optional[dict] = None) -> Path:
     """Halide 21's own `compile_to_static_library` of a generator (function `name`); the `.a` path."""
-    import halide as hl
-
-    from pitchfork.frontend.capture import TARGET_ALIASES
+    from pitchfork.frontend.capture import halide_target
     from pitchfork.aot.generator import find_generator, instantiate
 
     gp = instantiate(find_generator(gen_file, cls), target, params)
     prefix = out_dir / name
-    gp.pipeline.compile_to_static_library(str(prefix), gp.arguments, name, hl.Target(TARGET_ALIASES[target]))
+    gp.pipeline.compile_to_static_library(str(prefix), gp.arguments, name, halide_target(target))
     return prefix.with_suffix(".a")
 
 

@@ -85,7 +85,7 @@ def plan_of(prog: CompiledPipeline) -> CallPlan:
         for a in cap.arguments:
             if a.kind == "scalar":
                 args.append(("scalar", a.name, a.type.code, a.type.bits))
-                if a.type.code != "float":
+                if not a.type.is_float:
                     where[a.name] = ("a", len(kinds) - 1)
                 kinds.append("i64" if a.type.bits == 64 else "i32")
             else:
@@ -333,6 +333,8 @@ def bind(prog: CompiledPipeline, inputs: Sequence[Any], size: Optional[Sequence[
                 ft, it = {16: (np.float16, np.uint16), 32: (np.float32, np.int32),
                           64: (np.float64, np.int64)}[n]
                 v = int(np.array(value, ft).view(it))
+            elif t == "bfloat":  # its bits zero-extended to the i32 slot, the kernel widens them
+                v = bfloat16_bits(value)
             else:  # refuse what Halide's Param.set refuses (pitchfork/frontend/params.py)
                 v = scalar_value(name, t, n, value)
             args.append(("i64", _signed(v, 64)) if n == 64 else ("i32", _signed(v, 32)))
@@ -411,6 +413,16 @@ def _grown(plan: CallPlan, args: list[tuple[str, Any]], k: int,
     if len(memo) < 256:
         memo[key] = out
     return out
+
+
+def bfloat16_bits(value: Any) -> int:
+    """The bfloat16 bits of a number, rounded as Halide 21's cast from float64 to bfloat16 rounds
+    (codegen/floats_bfloat.py): to float32, then to nearest even by `bits + 0x7fff + ((bits >> 16) & 1)`;
+    a NaN stays a quiet NaN of its sign."""
+    bits = int(np.array(value, np.float32).view(np.uint32))
+    if np.isnan(np.float32(value)):
+        return (bits >> 16) | 0x40
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
 
 
 def _signed(v: int, w: int) -> int:

@@ -278,7 +278,7 @@ def compile_generator(path_or_module: str | Path | ModuleType | type, class_name
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", fn):
         raise GeneratorError(f"function name {fn!r} is not a C identifier (pass name=...)")
     return compile_pipeline(gp.pipeline, gp.arguments, target=target, isel=isel, name=fn, fallback=fallback,
-                            passes=passes, disable_passes=disable_passes, aot=True)
+                            passes=passes, disable_passes=disable_passes)
 
 
 # --------------------------------------------------------------------------------------------------

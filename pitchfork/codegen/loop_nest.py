@@ -62,6 +62,7 @@ from pitchfork.codegen.base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CA
                                            type_code)
 from pitchfork.codegen.to_fpir import ExprConverter
 from pitchfork.codegen.floats import FloatEmitter
+from pitchfork.codegen.floats_bfloat import widen
 from pitchfork.codegen.hvx_floats import ScalarFloatBuilder
 from pitchfork.codegen.lut import LutMixin
 from pitchfork.codegen.span import SpanMixin
@@ -190,11 +191,11 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             k += 1 + (3 * dims if kind == "buffer" else 0)
         k = 1
         for kind, nm, dims, t in layout:
-            if kind == "scalar" and t.code == "bfloat":
-                raise Unsupported(f"bfloat16 scalar parameter {nm} (bfloat16 buffers are compiled)")
             if kind == "scalar" and t.is_float and t.bits == 16:
-                # aot/call.py passes a float16's bits zero-extended in the i32 slot
-                self.fscalars[nm] = self.b.bitcast(self.b.trunc(fn.args[k], ir.IntType(16)), ir.HalfType())
+                # aot/call.py (and the AOT entry, aot/abi.py) pass a float16's or bfloat16's bits
+                # zero-extended in the i32 slot; a bfloat16 value is the float32 it stands for
+                bits = self.b.trunc(fn.args[k], ir.IntType(16))
+                self.fscalars[nm] = widen(self.b, bits) if t.code == "bfloat" else self.b.bitcast(bits, ir.HalfType())
                 k += 1
             elif kind == "scalar" and t.is_float:
                 self.fscalars[nm] = self.b.bitcast(fn.args[k], ir.FloatType() if t.bits == 32 else ir.DoubleType())

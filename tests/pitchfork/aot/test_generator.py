@@ -381,46 +381,6 @@ def test_cli_fallback_warns_and_writes_halide_outputs(tmp_path: Path, capsys: py
     assert rc == 3 and "float16" in out.err and not (tmp_path / "out2").exists()
 
 
-HALF_PARAM_GEN = '''
-import halide as hl
-
-@hl.generator(name="scale_{t}")
-class Scale:
-    input = hl.InputBuffer(hl.Float(16), 1)
-    s = hl.InputScalar(hl.{ctor}(16))
-    output = hl.OutputBuffer(hl.Float(16), 1)
-
-    def generate(self):
-        x = hl.Var("x")
-        self.output[x] = self.input[x] * hl.cast(hl.Float(16), self.s)
-        self.output.vectorize(x, 8)
-'''
-
-
-@pytest.mark.parametrize("t", ["float16", "bfloat16"])
-def test_cli_half_scalar_param_falls_back_to_halides_object(t: str, tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    """A float16 / bfloat16 scalar Param has no entry point of ours (abi.half_scalar_refusal): the
-    generator falls back when compiled, so the CLI writes Halide's object as it did before the JIT
-    compiled float16 scalars, and refuses by name with --no-fallback (never while writing)."""
-    gen = tmp_path / f"gen_{t}.py"
-    gen.write_text(HALF_PARAM_GEN.format(t=t, ctor="Float" if t == "float16" else "BFloat"))
-    with pytest.warns(PitchforkFallbackWarning, match=f"{t} scalar parameter s"):
-        prog = compile_generator(gen, None, "x86-avx2")
-    assert prog.is_fallback
-    with pytest.raises(Unsupported, match=f"{t} scalar parameter s"):
-        compile_generator(gen, None, "x86-avx2", fallback=False)
-    rc = cli_main(["compile", str(gen), "-o", str(tmp_path / "out")])
-    out = capsys.readouterr()
-    assert rc == 0, out.err
-    assert f"warning: PITCHFORK cannot compile scale_{t}" in out.err and f"{t} scalar parameter s" in out.err
-    assert {p.name for p in (tmp_path / "out").iterdir()} == {f"scale_{t}.{k}" for k in ("o", "a", "h", "ll", "s")}
-    assert "scale_" + t in (tmp_path / "out" / f"scale_{t}.h").read_text()
-    rc = cli_main(["compile", str(gen), "--no-fallback", "-o", str(tmp_path / "out2")])
-    out = capsys.readouterr()
-    assert rc == 3 and f"{t} scalar parameter s" in out.err and not (tmp_path / "out2").exists()
-
-
 @pytest.mark.parametrize(("argv", "code", "message"), [
     (["compile", "no_such_gen.py"], 4, "does not exist"),
     (["compile", f"{SOBEL}:Nope"], 6, "no generator 'Nope'"),

@@ -3,8 +3,8 @@ each operation, as Halide 21 emulates it on every CPU target; bit-exact against 
 x86 (in process) and arm64 (qemu: the rounding after each operation leaves nothing for either ISA to
 fuse, so Halide's x86 realize is the reference there too). Inputs and outputs are uint16 bit patterns
 (numpy has no bfloat16); an intermediate bfloat16 Func stored at root covers bfloat16 stores and
-loads; `round` is Halide's lowering. Literals get their exact bfloat16 value or are refused; other
-calls on bfloat16 (abs, lerp) and bfloat16 scalar parameters are refused by name."""
+loads; `round` is Halide's lowering; a bfloat16 scalar Param is its bits. Literals get their exact
+bfloat16 value or are refused; other calls on bfloat16 (abs, lerp) are refused by name."""
 
 from __future__ import annotations
 
@@ -113,10 +113,26 @@ def test_what_is_not_compiled_for_bfloat16_is_refused_by_name(expr, reason: str)
     assert np.array_equal(prog(av, size=[32]), np.asarray(f.realize([32])))
 
 
-def test_bfloat16_scalar_parameter_is_refused() -> None:
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_bfloat16_scalar_parameter_bit_exact(target: str, lanes: int) -> None:
+    """A bfloat16 Param (its bits in the i32 slot, widened to the float32 it stands for): against
+    Halide's realize with the Param's bits written in (Halide's Python binding cannot set a bfloat16
+    Param). The Python value is rounded to bfloat16 through float32, to nearest even."""
     a, s = hl.ImageParam(hl.UInt(16), 1, "a"), hl.Param(BF, "s")
-    f = hl.Func("bf_param")
-    f[x] = hl.reinterpret(hl.UInt(16), hl.reinterpret(BF, a[x]) * s)
-    with pytest.warns(PitchforkFallbackWarning, match="bfloat16 scalar parameter s"):
-        prog = pitchfork.compile(f, [a, s], target="x86-avx2", name="bf_param")
-    assert prog.is_fallback
+    f = hl.Func(f"bf_param_{lanes}")
+    v = hl.reinterpret(BF, a[x])
+    f[x] = hl.reinterpret(hl.UInt(16), hl.select(v > s, v * s, v - s))
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    prog = _compile(f, [a, s], target)
+    av = _bits(np.random.default_rng(4).standard_normal(N) * 50)
+    a.set(hl.Buffer(av))
+    # 0.1 -> 0x3dcd (above half way); 1 + 2^-8 and 1 + 3 * 2^-8 are ties (to 0x3f80 and 0x3f82)
+    for value, bits in [(0.1, 0x3DCD), (-7.25, 0xC0E8), (1 + 2.0 ** -8, 0x3F80), (1 + 3 * 2.0 ** -8, 0x3F82)]:
+        k = hl.reinterpret(BF, hl.u16(bits))
+        g = hl.Func(f"bf_param_ref_{lanes}")
+        g[x] = hl.reinterpret(hl.UInt(16), hl.select(v > k, v * k, v - k))
+        want = np.asarray(g.realize([N]))
+        assert np.array_equal(prog(av, value, size=[N]), want), value
+        assert len(set(want.tolist())) > N // 4
