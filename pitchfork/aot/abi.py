@@ -47,6 +47,7 @@ from pitchfork.aot.abi_runtime import MSG_BYTES, Formatter, error_code, fit_int,
 from pitchfork.frontend.capture import CapturedStmt, halide_target
 from pitchfork.codegen.loop_nest import LoopNestCodegen, Unsupported, fpir_type
 from pitchfork.codegen.floats_bfloat import widen
+from pitchfork.codegen.floats import FloatEmitter
 from pitchfork.frontend.htypes import HType
 from pitchfork.targets.target_strings import has_feature
 
@@ -420,7 +421,8 @@ class EntryBuilder:
         if not isinstance(message, H.Call):
             self.fmt.report(self.b, self.msg, ["Assertion failed"], [])
             return error_code("")
-        args = [a.value if isinstance(a, H.StringImm) else self.value(a) for a in message.args]
+        args = [a.value if isinstance(a, H.StringImm) else self._double(a) if a.type.is_float else self.value(a)
+                for a in message.args]
         if message.name == "halide_error_access_out_of_bounds":
             self.fmt.report_out_of_bounds(self.b, self.fn, self.msg, args)
         else:
@@ -428,6 +430,12 @@ class EntryBuilder:
             pieces = m.pieces if m is not None else [f"{message.name} failed"]
             self.fmt.report(self.b, self.msg, pieces, args)
         return error_code(message.name)
+
+    def _double(self, e: H.Expr) -> ir.Value:
+        """A float message argument as a double (the `_f64` error calls take `float64(...)`), by
+        codegen's float emission."""
+        v = FloatEmitter(self.cg, H.Evaluate(e)).emit(self.lower(e))
+        return v if isinstance(v.type, ir.DoubleType) else self.b.fpext(v, ir.DoubleType())
 
     def _buffer_init(self, call: H.Call) -> None:
         """Halide's `_halide_buffer_init(buf, shape, host, device, interface, code, bits, dims,

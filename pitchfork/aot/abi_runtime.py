@@ -8,10 +8,14 @@
 * Message formatting: the assertions in Halide's lowered statement end in calls such as
   `halide_error_bad_type("Input buffer input", input.type, 67585)`; Halide's runtime turns each into a
   message and an error code (`halide_error_code_t`). `MESSAGES` restates those messages as templates
-  (literal text, and the call's arguments formatted as C `int`/`uint64_t`/`int64_t`, strings, or a
-  `halide_type_t` such as `uint8` / `int16x4`), and `Formatter` emits IR that fills a 1 KiB stack
-  buffer from a template, calls `halide_error`, and yields the code. The message texts are checked
-  against Halide 21's own runtime by tests/pitchfork/aot/test_abi.py (both libraries in one driver).
+  (literal text, and the call's arguments formatted as C `int`/`uint64_t`/`int64_t`, strings, a
+  `halide_type_t` such as `uint8` / `int16x4`, or a double as `1.234560e+02`), and `Formatter` emits IR
+  that fills a 1 KiB stack buffer from a template, calls `halide_error`, and yields the code. The message texts are checked
+  against Halide 21's own runtime by tests/pitchfork/aot/test_abi.py and test_abi_float_ranges.py
+  (both libraries in one driver). A double's formatting multiplies and divides doubles: on Hexagon
+  those are __hexagon_muldf3 / __hexagon_divdf3 calls, as in Halide's own Hexagon library (its
+  runtime's halide_double_to_string), which the toolchain's runtime library provides (the bare-metal
+  qemu-hexagon harness does not: that case is not run there).
 
 Every helper except `halide_error` has internal linkage, so several PITCHFORK libraries (and Halide's
 own, whose runtime is weak too) link into one program.
@@ -39,7 +43,8 @@ ERROR_CODES: dict[str, int] = {
 }
 
 # A template piece: literal text, or (format, argument index). Formats: "s" string, "i" C int,
-# "i64" int64_t, "u64" uint64_t, "t" halide_type_t given as its 32 bits.
+# "i64" int64_t, "u64" uint64_t, "t" halide_type_t given as its 32 bits, "f64" a double as the
+# runtime's Printer writes one (halide_double_to_string, scientific: `-2.500000e+00`).
 Piece = Union[str, tuple[str, int]]
 
 
@@ -83,6 +88,10 @@ MESSAGES: dict[str, Message] = {
                                            " but must be at most ", ("i64", 2)),
     "halide_error_param_too_large_u64": _m("param_too_large", "Parameter ", ("s", 0), " is ", ("u64", 1),
                                            " but must be at most ", ("u64", 2)),
+    "halide_error_param_too_small_f64": _m("param_too_small", "Parameter ", ("s", 0), " is ", ("f64", 1),
+                                           " but must be at least ", ("f64", 2)),
+    "halide_error_param_too_large_f64": _m("param_too_large", "Parameter ", ("s", 0), " is ", ("f64", 1),
+                                           " but must be at most ", ("f64", 2)),
     "halide_error_unaligned_host_ptr": _m("unaligned_host_ptr", "The host pointer of ", ("s", 0),
                                           " is not aligned to a ", ("i", 1), " bytes boundary."),
     "halide_error_requirement_failed": _m("requirement_failed", "Requirement Failed: (", ("s", 0), ") ", ("s", 1)),
@@ -107,7 +116,8 @@ def error_code(call_name: str) -> int:
     return m.code if m is not None else ERROR_CODES["generic_error"]
 
 
-#: An evaluated argument: an IR integer (any width; extended per the piece's format) or a string.
+#: An evaluated argument: an IR integer (any width; extended per the piece's format), an IR double
+#: (for "f64") or a string.
 Arg = Union[ir.Value, str]
 
 
@@ -121,9 +131,12 @@ class Formatter:
         self._strings: dict[str, ir.GlobalVariable] = {}
         self.halide_error = self._halide_error()
         self.append_str = self._append_str()
+        self.append_digits = self._append_digits()
         self.append_u64 = self._append_u64()
         self.append_i64 = self._append_i64()
         self.append_type = self._append_type()
+        # emitted on first use: its double arithmetic is a library call on Hexagon
+        self._append_f64: Optional[ir.Function] = None
 
     # ---- constants -------------------------------------------------------------------------
     def cstring(self, text: str) -> ir.Value:
@@ -153,6 +166,10 @@ class Formatter:
                 pos = b.call(self.append_str, [buf, pos, self.cstring(a if isinstance(a, str) else "?")])
             elif fmt == "t":
                 pos = b.call(self.append_type, [buf, pos, fit_int(b, a, 32, signed=False)])
+            elif fmt == "f64":
+                if self._append_f64 is None:
+                    self._append_f64 = self._append_double()
+                pos = b.call(self._append_f64, [buf, pos, a])
             elif fmt == "u64":
                 pos = b.call(self.append_u64, [buf, pos, fit_int(b, a, 64, signed=False)])
             elif fmt == "i64":
@@ -281,43 +298,125 @@ class Formatter:
             return p
         return self._helper("pf_append_str", PTR, body)
 
+    def _append_digits(self) -> ir.Function:
+        """pf_append_digits(buf, pos, v, min_digits): `v` in decimal with at least `min_digits`
+        digits, zero-padded (halide_uint64_to_string)."""
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR, I32, I64, I32]), name="pf_append_digits")
+        fn.linkage = "internal"
+        buf, pos, v, min_digits = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        digits = b.alloca(ir.ArrayType(I8, 32))
+        d0 = b.gep(digits, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
+        pre = b.block
+        gen = fn.append_basic_block("digits")
+        emit = fn.append_basic_block("emit")
+        out = fn.append_basic_block("out")
+        done = fn.append_basic_block("done")
+        b.branch(gen)
+        b.position_at_end(gen)  # least significant digit first; at least one digit
+        x = b.phi(I64)
+        n = b.phi(I32)
+        x.add_incoming(v, pre)
+        n.add_incoming(ir.Constant(I32, 0), pre)
+        ten = ir.Constant(I64, 10)
+        b.store(b.trunc(b.add(b.urem(x, ten), ir.Constant(I64, 48)), I8), b.gep(d0, [n]))
+        q = b.udiv(x, ten)
+        n1 = b.add(n, ir.Constant(I32, 1))
+        x.add_incoming(q, gen)
+        n.add_incoming(n1, gen)
+        more = b.or_(b.icmp_unsigned("!=", q, ir.Constant(I64, 0)), b.icmp_signed("<", n1, min_digits))
+        b.cbranch(more, gen, emit)
+        b.position_at_end(emit)
+        b.branch(out)
+        b.position_at_end(out)
+        k = b.phi(I32)
+        p = b.phi(I32)
+        k.add_incoming(n1, emit)
+        p.add_incoming(pos, emit)
+        k1 = b.sub(k, ir.Constant(I32, 1))
+        p1 = self._put_char(b, buf, p, b.load(b.gep(d0, [k1])))
+        k.add_incoming(k1, out)
+        p.add_incoming(p1, out)
+        b.cbranch(b.icmp_signed("==", k1, ir.Constant(I32, 0)), done, out)
+        b.position_at_end(done)
+        b.ret(p1)
+        return fn
+
     def _append_u64(self) -> ir.Function:
         def body(b: ir.IRBuilder, fn: ir.Function, buf: ir.Value, pos: ir.Value, v: ir.Value) -> ir.Value:
-            digits = b.alloca(ir.ArrayType(I8, 24))
-            d0 = b.gep(digits, [ir.Constant(I32, 0), ir.Constant(I32, 0)])
-            pre = b.block
-            gen = fn.append_basic_block("digits")
-            emit = fn.append_basic_block("emit")
-            out = fn.append_basic_block("out")
-            done = fn.append_basic_block("done")
-            b.branch(gen)
-            b.position_at_end(gen)  # least significant digit first; at least one digit
-            x = b.phi(I64)
-            n = b.phi(I32)
-            x.add_incoming(v, pre)
-            n.add_incoming(ir.Constant(I32, 0), pre)
-            ten = ir.Constant(I64, 10)
-            b.store(b.trunc(b.add(b.urem(x, ten), ir.Constant(I64, 48)), I8), b.gep(d0, [n]))
-            q = b.udiv(x, ten)
-            n1 = b.add(n, ir.Constant(I32, 1))
-            x.add_incoming(q, gen)
-            n.add_incoming(n1, gen)
-            b.cbranch(b.icmp_unsigned("==", q, ir.Constant(I64, 0)), emit, gen)
-            b.position_at_end(emit)
-            b.branch(out)
-            b.position_at_end(out)
-            k = b.phi(I32)
-            p = b.phi(I32)
-            k.add_incoming(n1, emit)
-            p.add_incoming(pos, emit)
-            k1 = b.sub(k, ir.Constant(I32, 1))
-            p1 = self._put_char(b, buf, p, b.load(b.gep(d0, [k1])))
-            k.add_incoming(k1, out)
-            p.add_incoming(p1, out)
-            b.cbranch(b.icmp_signed("==", k1, ir.Constant(I32, 0)), done, out)
-            b.position_at_end(done)
-            return p1
+            return b.call(self.append_digits, [buf, pos, v, ir.Constant(I32, 1)])
         return self._helper("pf_append_u64", I64, body)
+
+    def _append_double(self) -> ir.Function:
+        """pf_append_f64(buf, pos, v): halide_double_to_string(.., v, scientific=1), which Halide's
+        runtime Printer uses for a double, step by step: nan / inf / signed zero by name; else the
+        sign, v scaled by 10 into [1, 10) (`v *= 10` while below 1, `v /= 10` while 10 or more), then
+        (uint64)(v * 1e6 + 0.5) as one digit, '.', six digits, and `e+NN` / `e-NN`. The multiply-add
+        is llvm.fmuladd, as clang emits it from the runtime's C (fused where the target has FMA)."""
+        F64 = ir.DoubleType()
+
+        def body(b: ir.IRBuilder, fn: ir.Function, buf: ir.Value, pos: ir.Value, v: ir.Value) -> ir.Value:
+            bits = b.bitcast(v, I64)
+            mantissa = b.and_(bits, ir.Constant(I64, (1 << 52) - 1))
+            exponent = b.and_(b.lshr(bits, ir.Constant(I64, 52)), ir.Constant(I64, 2047))
+            negative = b.icmp_signed("<", bits, ir.Constant(I64, 0))
+            special = fn.append_basic_block("special")
+            finite = fn.append_basic_block("finite")
+            number = fn.append_basic_block("number")
+            has_mantissa = b.icmp_unsigned("!=", mantissa, ir.Constant(I64, 0))
+            is_zero = b.and_(b.icmp_unsigned("==", exponent, ir.Constant(I64, 0)), b.not_(has_mantissa))
+            b.cbranch(b.icmp_unsigned("==", exponent, ir.Constant(I64, 2047)), special, finite)
+            b.position_at_end(special)  # nan / inf, signed
+            name = b.select(has_mantissa, b.select(negative, self.cstring("-nan"), self.cstring("nan")),
+                            b.select(negative, self.cstring("-inf"), self.cstring("inf")))
+            b.ret(b.call(self.append_str, [buf, pos, name]))
+            b.position_at_end(finite)
+            zero = fn.append_basic_block("zero")
+            b.cbranch(is_zero, zero, number)
+            b.position_at_end(zero)
+            name = b.select(negative, self.cstring("-0.000000e+00"), self.cstring("0.000000e+00"))
+            b.ret(b.call(self.append_str, [buf, pos, name]))
+            b.position_at_end(number)
+            # (the '-' is stored either way: a positive number's first digit overwrites it)
+            p0 = b.select(negative, self._put_char(b, buf, pos, ir.Constant(I8, ord("-"))), pos)
+            mag = b.select(negative, b.fneg(v), v)
+            # while (arg < 1) { arg *= 10; e--; }  then  while (arg >= 10) { arg /= 10; e++; }
+            ten = ir.Constant(F64, 10.0)
+            one = ir.Constant(F64, 1.0)
+            loops = []
+            for cond, step, de in (("<", b.fmul, -1), (">=", b.fdiv, 1)):
+                pre = b.block
+                head = fn.append_basic_block("scale")
+                loop = fn.append_basic_block("scale_step")
+                after = fn.append_basic_block("scaled")
+                b.branch(head)
+                b.position_at_end(head)
+                x = b.phi(F64)
+                e = b.phi(I32)
+                x.add_incoming(mag, pre)
+                e.add_incoming(loops[-1][1] if loops else ir.Constant(I32, 0), pre)
+                b.cbranch(b.fcmp_ordered(cond, x, one if cond == "<" else ten), loop, after)
+                b.position_at_end(loop)
+                x.add_incoming(step(x, ten), loop)
+                e.add_incoming(b.add(e, ir.Constant(I32, de)), loop)
+                b.branch(head)
+                b.position_at_end(after)
+                mag = x
+                loops.append((x, e))
+            e10 = loops[-1][1]
+            fmuladd = self.module.globals.get("llvm.fmuladd.f64") or ir.Function(
+                self.module, ir.FunctionType(F64, [F64, F64, F64]), name="llvm.fmuladd.f64")
+            fixed = b.fptoui(b.call(fmuladd, [mag, ir.Constant(F64, 1e6), ir.Constant(F64, 0.5)]), I64)
+            scale = ir.Constant(I64, 1000000)
+            top = b.udiv(fixed, scale)
+            p = b.call(self.append_digits, [buf, p0, top, ir.Constant(I32, 1)])
+            p = self._put_char(b, buf, p, ir.Constant(I8, ord(".")))
+            p = b.call(self.append_digits, [buf, p, b.sub(fixed, b.mul(top, scale)), ir.Constant(I32, 6)])
+            below = b.icmp_signed("<", e10, ir.Constant(I32, 0))
+            p = b.call(self.append_str, [buf, p, b.select(below, self.cstring("e-"), self.cstring("e+"))])
+            mag_e = b.select(below, b.sub(ir.Constant(I32, 0), e10), e10)
+            return b.call(self.append_digits, [buf, p, b.sext(mag_e, I64), ir.Constant(I32, 2)])
+        return self._helper("pf_append_f64", ir.DoubleType(), body)
 
     def _append_i64(self) -> ir.Function:
         def body(b: ir.IRBuilder, fn: ir.Function, buf: ir.Value, pos: ir.Value, v: ir.Value) -> ir.Value:

@@ -112,10 +112,10 @@ def main(job_path: str) -> int:
                 continue
             if "host_alignment" in c:
                 p.set_host_alignment(c["host_alignment"])
-            if "min" in c:
-                p.set_min_value(hl.cast(p.type(), c["min"]))
-            if "max" in c:
-                p.set_max_value(hl.cast(p.type(), c["max"]))
+            for key, set_value in (("min", p.set_min_value), ("max", p.set_max_value)):
+                if key in c:  # a float bound through an exact float64 (a bare Python float is float32)
+                    v = c[key]
+                    set_value(hl.cast(p.type(), hl.f64(v) if isinstance(v, float) else v))
         _restore_buffers(hl, params, job.get("constraints", {}))
         pipeline = hl.deserialize_pipeline(data, params)
         args = _arguments(hl, pipeline, job["args"])

@@ -362,7 +362,10 @@ def argument_constraints(args: Sequence[Any]) -> dict[str, dict[str, Any]]:
             for key, e in (("min", param.min_value()), ("max", param.max_value())):
                 if e.defined():
                     try:
-                        c[key] = int(hl.evaluate(e))
+                        # a float bound exactly (float16 / bfloat16 ones evaluate only as float64:
+                        # Halide's Python binding has no scalar of their types)
+                        c[key] = (float(hl.evaluate(hl.cast(hl.Float(64), e))) if param.type().is_float()
+                                  else int(hl.evaluate(e)))
                     except Exception:  # noqa: BLE001 - a non-constant bound is not transferred
                         pass
         if c:
