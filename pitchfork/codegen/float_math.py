@@ -125,9 +125,16 @@ class FloatOps:
         return self.b.fcmp_ordered(op, a, c, flags=self.flags)
 
     def min(self, a: ir.Value, c: ir.Value) -> ir.Value:
+        if self.target == "arm64":
+            return self.intrinsic("aarch64.neon.fmin", [a, c])
         return self.b.select(self.cmp("<", a, c), a, c)
 
     def max(self, a: ir.Value, c: ir.Value) -> ir.Value:
+        """Halide's float max (min alike): a > b ? a : b on x86; on arm64 Neon's fmax (CodeGen_ARM,
+        float16 / float32 / float64, strict or not: its module calls llvm.aarch64.neon.fmax), which
+        orders -0 below +0 and returns a NaN operand, where the select would not."""
+        if self.target == "arm64":
+            return self.intrinsic("aarch64.neon.fmax", [a, c])
         return self.b.select(self.cmp(">", a, c), a, c)
 
     def intrinsic(self, name: str, args: Sequence[ir.Value]) -> ir.Value:
@@ -211,9 +218,12 @@ class FloatOps:
         biased = self.b.add(k, self.const(it, 127))
         two_to_the_n = self.b.bitcast(self.b.shl(biased, self.const(it, 23)), t)
         result = self.mul(result, two_to_the_n)
-        result = self.b.select(self.b.icmp_signed("<", biased, self.const(it, 255)), result,
-                               self.const(t, float("inf")))
-        return self.b.select(self.b.icmp_signed(">", biased, self.const(it, 0)), result, self.const(t, 0.0))
+        # Halide's `biased < 255` and `biased > 0` on k itself: its int32 add has no signed wrap (nsw),
+        # so LLVM folds them to k < 128 and k > -127 in its modules, which keeps an infinite x's
+        # saturated k (INT_MAX from fcvtzs) an overflow to inf where the wrapped sum would give 0
+        inf = self.const(t, float("inf"))
+        result = self.b.select(self.b.icmp_signed("<", k, self.const(it, 128)), result, inf)
+        return self.b.select(self.b.icmp_signed(">", k, self.const(it, -127)), result, self.const(t, 0.0))
 
     def log(self, x: ir.Value) -> ir.Value:
         """halide_log: the exponent split off (mantissa in [0.75, 1.5)), a polynomial in m - 1;
@@ -238,6 +248,31 @@ class FloatOps:
         result = self.add(result, self.mul(self.b.sitofp(exponent, t), self.const(t, _LOG2)))
         special = self.b.select(use_nan, self.const(t, float("nan")), self.const(t, float("-inf")))
         return self.b.select(exceptional, special, result)
+
+    def halide_pow(self, x: ir.Value, y: ir.Value) -> ir.Value:
+        """CodeGen_LLVM's pow where x > 0 is not provable (what Halide computes a float16 pow in):
+        r = halide_exp(halide_log(|x|) * y), then select(x > 0, r, y == 0, 1, x == 0, 0, y != floor(y),
+        NaN, floor(y) % 2 == 0, r, -r), the `%` as floor(y) - floor(floor(y) * 0.5) * 2 (so an infinite
+        y is odd: inf - inf is NaN). The selects carry no fast-math flags, so the NaN of a negative x to
+        a non-integer power stays a NaN (Halide's x86 conversion to float16 then makes it +inf).
+
+        Halide's modules differ by target in two places, which matter where flags do not hide them (a
+        strict_float target): x86 (pow_f16 widened to pow_f32 first) tests y != floor(y) unordered and
+        negates as 0 - r (+0 for r = +0); arm_fp16 (the expansion built on half) tests it ordered (a NaN
+        y is not "non-integer": NaN propagates through r) and negates with fneg."""
+        t = x.type
+        arm = self.target == "arm64"
+        r = self.exp(self.mul(self.log(self.intrinsic("fabs", [x])), y))
+        iy = self.intrinsic("floor", [y])
+        two_halves = self.mul(self.intrinsic("floor", [self.mul(iy, self.const(t, 0.5))]), self.const(t, 2.0))
+        even = self.cmp("==", self.sub(iy, two_halves), self.const(t, 0.0))
+        neg = self.b.fneg(r, flags=self.flags) if arm else self.sub(self.const(t, 0.0), r)
+        v = self.b.select(even, r, neg)
+        fraction = (self.b.fcmp_ordered("!=", iy, y, flags=self.flags) if arm else self.cmp("!=", iy, y))
+        v = self.b.select(fraction, self.const(t, float("nan")), v)
+        v = self.b.select(self.cmp("==", x, self.const(t, 0.0)), self.const(t, 0.0), v)
+        v = self.b.select(self.cmp("==", y, self.const(t, 0.0)), self.const(t, 1.0), v)
+        return self.b.select(self.cmp(">", x, self.const(t, 0.0)), r, v)
 
     def lerp(self, zero: ir.Value, one: Callable[[], ir.Value], w: ir.Value) -> ir.Value:
         """Lerp.cpp for float values and a float weight: zero * (1 - w) + one * w, in the order

@@ -12,7 +12,8 @@ the spot and uses the value as a leaf, so the integer part around it is still se
 Semantics, as Halide 21's CodeGen_LLVM (pitchfork.codegen.float_math.py): every float instruction
 carries Halide's fast-math flags (`reassoc nnan ninf nsz contract afn`), except Halide's `strict_*`
 ops (`hl.strict_float(e)`, or every op when the target has strict_float: then no flags anywhere,
-Halide's own expansions included, as in Halide's module); `min`/`max` are `a < b ? a : b` / `a > b ? a : b`; `%` is
+Halide's own expansions included, as in Halide's module); `min`/`max` are `a < b ? a : b` /
+`a > b ? a : b` (on arm64 Neon's fmin / fmax, as CodeGen_ARM: fmin(-0, +0) is -0); `%` is
 a - b*floor(a/b); casts to integers truncate toward zero (fptosi/fptoui); floor/ceil/trunc/round/
 sqrt/abs/fma are LLVM's intrinsics (round = roundeven); exp/log are Halide's own polynomials
 (`halide_exp`/`halide_log`); `lerp` is Lerp.cpp's zero*(1-w) + one*w; sin/cos are llvm.sin/cos and
@@ -28,9 +29,11 @@ select, min / max and conversions, as for float32. Halide's x86 module converts 
 integers through float32 (exact for every finite half, so the same values as the direct conversion
 emitted here, checked bit-exact in tests/pitchfork/codegen/test_floats_half.py). Math calls and `%`
 are computed per target as Halide's code generator does (floats_half.py: on half on arm_fp16, in
-float32 on x86, `round` on x86 with Halide's own lowering). float64 -> float16 is LLVM's fptrunc:
-native on arm64; on x86 LLVM calls compiler-rt's __truncdfhf2, which nothing in the JIT's process
-defines (nor Halide's runtime: Halide's own JIT fails on it), so the link check refuses it by name.
+float32 on x86 and converted back with Halide's bit-level code, `round` on x86 with Halide's own
+lowering; pow_f16 is CodeGen_LLVM's float32 pow expansion, FloatOps.halide_pow, not powf.py's).
+float64 -> float16 is LLVM's fptrunc: native on arm64; on x86 LLVM calls compiler-rt's __truncdfhf2,
+which nothing in the JIT's process defines (nor Halide's runtime: Halide's own JIT fails on it), so
+the link check refuses it by name.
 
 bfloat16 (x86, arm64) is Halide's emulation (floats_bfloat.py): each value the float32 it stands for,
 each operation in float32 and rounded back to nearest even, loads and stores of its 16 bits.
@@ -49,7 +52,7 @@ from pitchfork.codegen.float_estimates import fast_inverse, supports_estimates
 from pitchfork.codegen.float_math import FloatOps, declare
 from pitchfork.codegen.floats_bfloat import (is_bfloat, lower_bfloat, narrow, round_bfloat, round_to_bfloat,
                                              widen)
-from pitchfork.codegen.floats_half import lower_half, round_half_x86
+from pitchfork.codegen.floats_half import HALIDE_POW, NARROW_X86, lower_half, narrow_half_x86, round_half_x86
 from pitchfork.codegen.halide_calls import lower_call
 from pitchfork.codegen.ir_constants import undef
 from pitchfork.frontend.htypes import HType
@@ -96,8 +99,7 @@ def involves_float(e: H.Expr) -> bool:
         return e.a.type.is_float
     if isinstance(e, H.Call) and e.name in STRICT and e.args and e.args[0].type.is_float:
         return True
-    if isinstance(e, H.Call) and e.name in ("is_nan_f32", "is_nan_f64", "is_inf_f32", "is_inf_f64",
-                                            "is_finite_f32", "is_finite_f64"):
+    if isinstance(e, H.Call) and _math_name(e.name)[0] in ("is_nan", "is_inf", "is_finite"):
         return True
     return False
 
@@ -346,6 +348,10 @@ class FloatEmitter:
                 return self._binop(STRICT[e.name], a, c)
             finally:
                 self.ops = saved
+        if e.name == NARROW_X86:  # a float16 math call's float32 result, as Halide's x86 code converts it
+            return narrow_half_x86(self.b, self.cg.module, self.emit(e.args[0]))
+        if e.name == HALIDE_POW:  # pow of float16 values, in float32 (floats_half.py)
+            return o.halide_pow(self.emit(e.args[0]), self.emit(e.args[1]))
         if e.name == "strict_fma":
             return FloatOps(self.b, self.cg.module, True).intrinsic("fma", [self.emit(a) for a in e.args])
         expanded = lower_call(e, self.cg.target, self.node)  # mux; lerp with an integer weight

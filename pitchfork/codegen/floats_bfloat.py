@@ -17,9 +17,11 @@ bits in the high half, the low half zero: `widen`); it is rounded back after eac
 
 `lower_bfloat` rewrites a bfloat16 operation into that form in Halide IR (a float32 operation
 between casts); floats.py emits the casts, loads, stores and reinterprets with the helpers here, and
-`round` with `round_bfloat` (Halide's generic lowering). Other calls on bfloat16 (Halide's front end
-already writes sqrt, floor ... of a bfloat16 as the float32 call of its float32 value) are refused by
-name.
+`round` with `round_bfloat` (Halide's generic lowering); `abs` is Halide's select(x >= 0, x, -x),
+`lerp` the float32 lerp rounded once, hl.strict_float's strict_* arithmetic the float32 operation with no
+flags, rounded. Other calls on bfloat16 (Halide's front end already writes sqrt, floor ... of a bfloat16
+as the float32 call of its float32 value; saturating_cast to bfloat16 is one that is not) are refused
+by name.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from pitchfork.frontend.htypes import HType
 
 #: arithmetic operators computed in float32 and rounded once
 _ARITH = ("+", "-", "*", "/", "%", "min", "max")
+#: hl.strict_float's arithmetic on bfloat16 values (its comparisons compare the exact float32 values)
+_STRICT_ARITH = ("strict_add", "strict_sub", "strict_mul", "strict_div", "strict_min", "strict_max")
 _IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped",
                    "strict_float")
 
@@ -108,6 +112,25 @@ another bfloat16 call (and the statement `node`'s line)."""
     if isinstance(e, H.BinOp) and e.op in _ARITH and is_bfloat(e.type):
         a, c = (H.Cast(_f32(x.type), x) for x in (e.a, e.b))
         return H.Cast(e.type, H.BinOp(e.op, a, c, _f32(e.type)))
+    if isinstance(e, H.Call) and is_bfloat(e.type) and e.name in _STRICT_ARITH:
+        # hl.strict_float: the float32 operation with no fast-math flags, rounded (Halide's module)
+        a, c = (H.Cast(_f32(x.type), x) for x in e.args)
+        return H.Cast(e.type, H.Call(e.name, (a, c), _f32(e.type)))
+    if isinstance(e, H.Call) and is_bfloat(e.type) and e.name == "abs":
+        # Halide's abs of a bfloat16: x >= 0 ? x : -x, the negation rounded (exact), so abs(-0) is -0
+        # and a NaN keeps its sign (its module selects between the 16-bit patterns)
+        v = e.args[0]
+        zero = H.FloatImm(0.0, e.type) if e.type.lanes == 1 else H.Broadcast(
+            H.FloatImm(0.0, HType(e.type.code, 16, 1)), e.type.lanes, e.type)
+        return H.Select(H.BinOp(">=", v, zero, HType("uint", 1, e.type.lanes)), v,
+                        H.BinOp("-", zero, v, e.type), e.type)
+    if isinstance(e, H.Call) and is_bfloat(e.type) and e.name == "lerp":
+        # Halide's lerp of bfloat16 values: the float32 lerp of their float32 values (an integer weight
+        # scaled in float32: w * (1/255.0f)), rounded once at the end
+        zero_, one_, w = e.args
+        w32 = H.Cast(_f32(w.type), w) if is_bfloat(w.type) else w
+        values = tuple(H.Cast(_f32(v.type), v) for v in (zero_, one_))
+        return H.Cast(e.type, H.Call("lerp", (*values, w32), _f32(e.type)))
     if isinstance(e, H.Call) and is_bfloat(e.type) and e.name not in (*_IDENTITY_CALLS, "round"):
         raise Unsupported(f"floating-point call {e.name} on bfloat16 values (not compiled for bfloat16)",
                           node)

@@ -10,15 +10,20 @@ values; its LLVM code generator decides how each is computed. Read off Halide 21
 * x86 computes `%` and every math call in float32 (exact conversions to float32 and back, then the
   float32 operation: Halide's own sqrt_f32, halide_exp, libm's tanf ...), and `round` with its
   generic round-half-to-even on half (`round_half_x86`), which gives +0.0 for round(-0.25);
-* on both, the other math calls (exp, log, sin, tan, atan2, ...) are the float32 call between a
-  conversion to float32 and one back to float16.
+* on both, the other math calls (exp, log, sin, tan, atan2, pow, ...) are the float32 call between a
+  conversion to float32 and one back to float16; `pow` is CodeGen_LLVM's expansion of pow_f32
+  (FloatOps.halide_pow: exp(log|x| * y) with its sign and special cases), not a libm call;
+* is_nan / is_inf / is_finite and the `strict_*` operations (hl.strict_float) are computed on half
+  on both, with no fast-math flags (the same booleans and values as Halide's float32 forms: its
+  conversions keep NaN, infinities and signed zeros).
 
 `lower_half` rewrites such an expression into the float32 form in Halide IR (so the float32 code
 paths, checked against Halide, compute it); what it returns None for is emitted on half as it is.
 Invariant: the rewritten expression has the type of the original, and every conversion it adds is
-exact (float16 -> float32) or a single correctly rounded float32 -> float16 conversion, as
-Halide's: Halide converts with its own bit-level code on x86, which rounds to nearest even like
-LLVM's fptrunc, so the values are the same.
+exact (float16 -> float32) or a single float32 -> float16 conversion rounded to nearest even, as
+Halide's. Halide converts a math call's float32 result back with its own bit-level code on x86
+(EmulateFloat16Math.cpp's float32_to_float16: `narrow_half_x86`), which maps NaN to an infinity of
+its sign (sqrt(-1) is -inf there); `%` with LLVM's fptrunc; arm_fp16 with fptrunc everywhere.
 """
 
 from __future__ import annotations
@@ -33,13 +38,25 @@ from pitchfork.frontend.htypes import HType
 #: float16 calls emitted on half as LLVM intrinsics (floats.py's `_UNARY`), by target
 NATIVE: dict[str, tuple[str, ...]] = {
     "arm64": ("floor_f16", "ceil_f16", "trunc_f16", "abs", "sqrt_f16", "round"),
-    # floor / ceil / trunc / abs: Halide's x86 module rounds in float32 and converts back, exact, so
-    # the intrinsic on half gives the same values; `round` is lowered (round_half_x86)
-    "x86-avx2": ("floor_f16", "ceil_f16", "trunc_f16", "abs"),
+    # abs: fabs on half; floor / ceil / trunc are widened (Halide's x86 module rounds in float32 and
+    # converts back with its bit-level code: floor(NaN) is an infinity there); `round` is lowered
+    # (round_half_x86)
+    "x86-avx2": ("abs",),
 }
 #: float16 math calls computed as the float32 call (`name_f32`) of the arguments converted
 WIDENED = ("sqrt", "exp", "log", "sin", "cos", "tan", "atan", "atan2", "asin", "acos", "sinh", "cosh", "tanh",
-           "asinh", "acosh", "atanh")
+           "asinh", "acosh", "atanh", "floor", "ceil", "trunc", "pow")
+#: float16 calls emitted on half on every target: the predicates (Halide widens them exactly on x86:
+#: the same booleans) and the strict_* operations hl.strict_float writes (Halide's modules compute
+#: them on half with no fast-math flags on x86 and arm_fp16; not strict_fma, which Python cannot write)
+ON_HALF = ("is_nan_f16", "is_inf_f16", "is_finite_f16", "strict_add", "strict_sub", "strict_mul",
+           "strict_div", "strict_min", "strict_max", "strict_lt", "strict_le", "strict_eq", "strict_gt",
+           "strict_ge", "strict_ne")
+#: the call floats.py emits as Halide's x86 float32 -> float16 conversion (`narrow_half_x86`)
+NARROW_X86 = "pf.float32_to_float16"
+#: the call floats.py emits as CodeGen_LLVM's float32 pow (FloatOps.halide_pow); Halide IR's pow_f32 is
+#: pitchfork's own powf (powf.py)
+HALIDE_POW = "pf.halide_pow_f32"
 
 
 def _f32(t: HType) -> HType:
@@ -58,19 +75,56 @@ def _widen(e: H.Expr) -> H.Expr:
     return H.Cast(_f32(e.type), e)
 
 
+def _narrow(t: HType, e: H.Expr, target: str) -> H.Expr:
+    """The float32 `e` converted to the float16 type `t` as Halide converts a math call's result on
+    `target`: its bit-level code on x86 (NARROW_X86), LLVM's fptrunc on arm_fp16."""
+    return H.Call(NARROW_X86, (e,), t) if target == "x86-avx2" else H.Cast(t, e)
+
+
 def lower_half(e: H.Expr, target: str, node: H.Node | None = None) -> H.Expr | None:
     """The float32 form Halide computes a float16 call or `%` in on `target`, or None when it is
-    computed on half (NATIVE, `round` on x86: `round_half_x86`; `%` on arm64). Raises Unsupported
-    naming a float16 call neither form covers (and the statement `node`'s line)."""
+    computed on half (NATIVE, ON_HALF, `round` on x86: `round_half_x86`; `%` on
+    arm64). Raises Unsupported naming a float16 call neither form covers (and the statement
+    `node`'s line)."""
     if isinstance(e, H.BinOp) and e.op == "%" and e.type.code == "float" and e.type.bits == 16:
         if target == "arm64":
             return None
         return H.Cast(e.type, H.BinOp("%", _widen(e.a), _widen(e.b), _f32(e.type)))
-    if not isinstance(e, H.Call) or e.name in NATIVE.get(target, ()) or e.name == "round":
+    if not isinstance(e, H.Call) or e.name in NATIVE.get(target, ()) or e.name in ("round", NARROW_X86):
+        return None
+    if e.name in ON_HALF:
         return None
     if e.name.endswith("_f16") and e.name[:-4] in WIDENED:
-        return H.Cast(e.type, H.Call(e.name[:-4] + "_f32", tuple(_widen(a) for a in e.args), _f32(e.type)))
+        name = HALIDE_POW if e.name == "pow_f16" else e.name[:-4] + "_f32"
+        return _narrow(e.type, H.Call(name, tuple(_widen(a) for a in e.args), _f32(e.type)), target)
     raise Unsupported(f"floating-point call {e.name} on float16 values (not compiled for float16)", node)
+
+
+def narrow_half_x86(b: ir.IRBuilder, module: ir.Module, v: ir.Value) -> ir.Value:
+    """Halide's float32 -> float16 conversion on x86 (EmulateFloat16Math.cpp float32_to_float16, as
+    its module computes it): |v| < 2^-14 is |v| * 2^24 rounded to an integer (the subnormal's bits),
+    |v| >= 65520 (infinities and NaN too: NaN becomes an infinity of its sign) is 0x7c00, the rest
+    the bits rounded to nearest even with the exponent rebiased; then the sign. Integer code and a
+    roundeven without fast-math flags, so every input has its defined result."""
+    lanes = v.type.count if isinstance(v.type, ir.VectorType) else 0
+    i32: ir.Type = ir.VectorType(ir.IntType(32), lanes) if lanes else ir.IntType(32)
+    i16: ir.Type = ir.VectorType(ir.IntType(16), lanes) if lanes else ir.IntType(16)
+    half: ir.Type = ir.VectorType(ir.HalfType(), lanes) if lanes else ir.HalfType()
+
+    def k(t: ir.Type, x: int) -> ir.Constant:
+        return FloatOps.const(t, x)
+
+    bits = b.bitcast(v, i32)
+    sign = b.and_(bits, k(i32, -0x80000000))
+    mag = b.xor(bits, sign)
+    is_denorm = b.icmp_unsigned("<", mag, k(i32, 0x38800000))
+    is_inf = b.icmp_unsigned(">", mag, k(i32, 0x477FEFFF))
+    scaled = b.bitcast(b.add(mag, k(i32, 0x0C000000)), v.type)  # |v| * 2^24
+    denorm = b.fptoui(FloatOps(b, module, True).intrinsic("roundeven", [scaled]), i16)
+    rounded = b.add(b.add(mag, b.and_(b.lshr(mag, k(i32, 13)), k(i32, 1))), k(i32, 0xFFF))
+    normal = b.and_(b.sub(b.lshr(rounded, k(i32, 13)), k(i32, 0x1C000)), k(i32, 0x7FFF))
+    out = b.select(is_denorm, denorm, b.select(is_inf, k(i16, 0x7C00), b.trunc(normal, i16)))
+    return b.bitcast(b.or_(out, b.trunc(b.lshr(sign, k(i32, 16)), i16)), half)
 
 
 def round_half_x86(b: ir.IRBuilder, ops: FloatOps, x: ir.Value) -> ir.Value:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
 from pitchfork.codegen.base import Unsupported
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import Bool, Float, HType, UInt
@@ -52,6 +54,11 @@ def _int(value: int, t: HType) -> H.Expr:
 
 def _float(value: float, t: HType) -> H.Expr:
     return _splat(H.FloatImm(value, t.elem), t.lanes)
+
+
+def _rounded(value: float, t: HType) -> float:
+    """`value` rounded to the float type `t` (float16 / float32; float64 keeps it)."""
+    return value if t.bits == 64 else float(np.float16(value) if t.bits == 16 else np.float32(value))
 
 
 def _bin(op: str, a: H.Expr, b: H.Expr) -> H.Expr:
@@ -97,8 +104,10 @@ def lower_lerp(e: H.Call, target: str, node: Optional[H.Node] = None) -> H.Expr:
     zero, one, weight = e.args
     t = zero.type
     lanes = t.lanes
-    if t.is_float:  # float values, integer weight: w / (2^bits - 1) in the values' type
-        w = _bin("/", H.Cast(t, weight), _float(float((1 << weight.type.bits) - 1), t))
+    if t.is_float:  # float values, integer weight: w * (1 / (2^bits - 1)) in the values' type
+        # (Halide's module multiplies by the reciprocal rounded to the type, 1/255 -> 0.003921569f: a
+        # division would let LLVM's reassociation divide the whole sum last, overflowing near FLT_MAX)
+        w = _bin("*", H.Cast(t, weight), _float(_rounded(1.0 / ((1 << weight.type.bits) - 1), t), t))
         return _bin("+", _bin("*", zero, _bin("-", _float(1.0, t), w)), _bin("*", one, w))
     if t.is_bool:
         half = _float(0.5, weight.type) if weight.type.is_float else _int(weight.type.max // 2, weight.type)

@@ -60,11 +60,12 @@ class Brighten:
         self.output.vectorize(x, 8)
 '''
 
-# abs of bfloat16: not compiled by PITCHFORK (bfloat16 arithmetic is); its fallback reason names "abs on
-# bfloat16 values" (of a non-negative value: it changes none)
-FLOAT16_GEN = (FLOAT_GEN.replace("brighten_f32", "brighten_f16").replace("hl.f32(", "hl.cast(hl.BFloat(16), ")
-               .replace("* 1.5", "* hl.cast(hl.BFloat(16), 1.5)")
-               .replace("hl.u8(hl.min(", "hl.u8(hl.abs(hl.min(").replace("255.0))", "hl.cast(hl.BFloat(16), 255.0))))"))
+# lerp of float16: not compiled by PITCHFORK (float16 arithmetic is); its fallback reason names "lerp on
+# float16 values" (a lerp between two equal values, weight 0.5: v * 0.5 + v * 0.5 is v, exactly)
+FLOAT16_GEN = (FLOAT_GEN.replace("brighten_f32", "brighten_f16").replace("hl.f32(", "hl.cast(hl.Float(16), ")
+               .replace("* 1.5", "* hl.cast(hl.Float(16), 1.5)")
+               .replace("hl.u8(hl.min(", "hl.u8(hl.lerp(v := hl.min(")
+               .replace("255.0))", "hl.cast(hl.Float(16), 255.0)), v, hl.cast(hl.Float(16), 0.5)))"))
 
 TWO_GENS = '''
 import halide as hl

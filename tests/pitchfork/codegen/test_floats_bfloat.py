@@ -3,10 +3,15 @@ each operation, as Halide 21 emulates it on every CPU target; bit-exact against 
 x86 (in process) and arm64 (qemu: the rounding after each operation leaves nothing for either ISA to
 fuse, so Halide's x86 realize is the reference there too). Inputs and outputs are uint16 bit patterns
 (numpy has no bfloat16); an intermediate bfloat16 Func stored at root covers bfloat16 stores and
-loads; `round` is Halide's lowering; a bfloat16 scalar Param is its bits. Literals get their exact
-bfloat16 value or are refused; other calls on bfloat16 (abs, lerp) are refused by name."""
+loads; `round` is Halide's lowering; a bfloat16 scalar Param is its bits; `abs`, `lerp` and
+hl.strict_float's operations are Halide's (on x86 against its realize, with NaN, infinities, signed zeros
+and subnormals where Halide's code defines the result; on arm64 against Halide's own arm64 object, one C
+driver under qemu). Literals get their exact bfloat16 value or are refused; other calls on bfloat16
+(saturating_cast) are refused by name."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import halide as hl
 import numpy as np
@@ -95,8 +100,45 @@ def test_bfloat16_round_is_halides(target: str, lanes: int) -> None:
     assert got[list(vals).index(-0.25)] == 0  # +0.0
 
 
+#: bfloat16 bit patterns: signed zeros, subnormals, ties of rounding (2.5, -1.5), the largest finite values
+SPECIAL_BF = np.array([0x0000, 0x8000, 0x0001, 0x807F, 0x3F80, 0xBF80, 0x4020, 0xBFC0, 0x7F7F, 0xFF7F,
+                       0x3F00, 0x0080], np.uint16)
+#: NaNs and infinities: only where no fast-math flag meets them (hl.strict_float)
+NAN_INF_BF = np.array([0x7FC0, 0xFFC0, 0x7F80, 0xFF80], np.uint16)
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+@pytest.mark.parametrize("name", ["abs_lerp", "lerp_u8", "strict"])
+def test_bfloat16_abs_lerp_strict_bit_exact_on_x86(name: str, lanes: int) -> None:
+    """abs (Halide's select(x >= 0, x, -x): abs(-0) is -0), lerp (the float32 lerp rounded once; an
+    integer weight scaled by 1/255 rounded to float32) and hl.strict_float (NaN and infinities too)."""
+    a, c, w = (hl.ImageParam(hl.UInt(16), 1, n) for n in "acw")
+    u = hl.ImageParam(hl.UInt(8), 1, "u")
+    va, vc, vw = (hl.reinterpret(BF, p[x]) for p in (a, c, w))
+    f = hl.Func(f"bf_{name}_{lanes}")
+    value = {"abs_lerp": lambda: hl.abs(va) + hl.lerp(va, vc, vw),
+             "lerp_u8": lambda: hl.lerp(va, vc, u[x]) - hl.abs(vc),
+             "strict": lambda: hl.strict_float(hl.select(va < vc, va * vc + vw,
+                                                         hl.min(va, vc) - hl.max(vw, vc) / vc))}
+    f[x] = hl.reinterpret(hl.UInt(16), value[name]())
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    rng = np.random.default_rng(8)
+    special = np.concatenate([SPECIAL_BF, NAN_INF_BF]) if name == "strict" else SPECIAL_BF
+    pairs = np.repeat(special, len(special)), np.tile(special, len(special))
+    av = np.concatenate([pairs[0], _bits(rng.standard_normal(N) * 20)])
+    cv = np.concatenate([pairs[1], _bits(rng.standard_normal(N) * 20)])
+    wv = _bits(rng.uniform(0, 1, len(av)))
+    uv = rng.integers(0, 256, len(av), dtype=np.uint8)
+    prog = _compile(f, [a, c, w, u], "x86-avx2")
+    for p, val in zip((a, c, w, u), (av, cv, wv, uv)):
+        p.set(hl.Buffer(val))
+    assert np.array_equal(prog(av, cv, wv, uv, size=[len(av)]), np.asarray(f.realize([len(av)])))
+
+
 @pytest.mark.parametrize("expr, reason", [
-    (lambda v: hl.abs(v), "floating-point call abs on bfloat16 values"),
+    (lambda v: hl.saturating_cast(BF, hl.f32(v) * 3),
+     "floating-point call saturating_cast on bfloat16 values"),
     (lambda v: v + hl.cast(BF, hl.f32(1e-5)),
      r"bfloat16 constant 0.000010h: .* bfloat16 values print like it"),
 ])
@@ -136,3 +178,44 @@ def test_bfloat16_scalar_parameter_bit_exact(target: str, lanes: int) -> None:
         want = np.asarray(g.realize([N]))
         assert np.array_equal(prog(av, value, size=[N]), want), value
         assert len(set(want.tolist())) > N // 4
+
+
+def _bf_special(bits: hl.Expr, finite: bool, zeros: bool = True) -> hl.Expr:
+    """The bfloat16 of `bits`, one in four of them (low two bits zero) replaced by a SPECIAL_BF value of
+    the sign of `bits` (`zeros`: signed zeros among them); `finite`: NaN and infinity patterns lose their
+    top exponent bit (the fast-math flags make them poison), else one in three of the replacements is a
+    NaN or an infinity."""
+    table = [int(v) for v in SPECIAL_BF[:8] if zeros or v & 0x7FFF]
+    table += [] if finite else [int(v) for v in NAN_INF_BF]
+    picked = (bits & 0x8000) | hl.mux((bits >> 2) % len(table), [hl.u16(v) for v in table])
+    v = hl.select((bits & 3) == 0, picked, bits)
+    if finite:
+        v = hl.select((v & 0x7F80) == 0x7F80, v & 0xBFFF, v)
+    return hl.reinterpret(BF, v)
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+@pytest.mark.parametrize("lanes", [1, 8])
+@pytest.mark.parametrize("name", ["abs_lerp", "strict"])
+def test_bfloat16_abs_lerp_strict_bit_exact_with_halides_arm64_object(name: str, lanes: int,
+                                                                     tmp_path: Path) -> None:
+    """The same against Halide's own arm64 object (one C driver under qemu-aarch64): its abs compares
+    with `oge` where x86's module has `uge`, its min / max are Neon's fmin / fmax."""
+    from tests.pitchfork.codegen.test_floats_half_arm import _assert_same_bits, ours_and_halides
+
+    a, c, w = (hl.ImageParam(hl.UInt(16), 1, n) for n in "acw")
+    strict = name == "strict"
+    # (strict: NaN, infinities and zeros in `a` alone, so no operation meets two NaNs or makes one from
+    # c and w: which of two NaNs an instruction returns is its operand order, which LLVM may commute)
+    va = _bf_special(a[x], not strict)
+    vc, vw = (_bf_special(p[x], True, zeros=not strict) for p in (c, w))
+    f = hl.Func(f"bf_arm_{name}_{lanes}")
+    if strict:
+        f[x] = hl.reinterpret(hl.UInt(16), hl.strict_float(hl.select(va < vc, va * vc + vw,
+                                                                     hl.min(va, vc) - hl.max(vw, vc) / vc)))
+    else:
+        f[x] = hl.reinterpret(hl.UInt(16), hl.abs(va) + hl.lerp(va, vc, vw) - hl.abs(vw))
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    _assert_same_bits(*ours_and_halides(f, [a, c, w], "arm-64-linux", tmp_path, 1 | 16 << 8 | 1 << 16, 2),
+                      np.uint16)

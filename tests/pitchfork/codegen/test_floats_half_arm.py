@@ -4,11 +4,13 @@ bit-exact against Halide 21's own arm_fp16 library, both run under qemu-aarch64 
 (`fsqrt v.8h`, llvm.roundeven: round(-0.25) is -0.0, unlike its x86 code) and the other calls in
 float32, so its x86 realize is no reference for them. The inputs are uint16 bit patterns the pipeline
 maps into each call's domain (finite, no overflow: the fast-math flags make NaN and infinities
-poison), so the driver's pseudo-random bytes are valid inputs."""
+poison), so the driver's pseudo-random bytes are valid inputs; where Halide's code defines the result
+on NaN, infinities, signed zeros and subnormals (the predicates, hl.strict_float, Neon's fmin / fmax) one
+input in eight is such a value. `ours_and_halides` is the driver run, also used for float32 / float64
+min / max on arm64 (Halide's Neon fmin / fmax: fmin(-0, +0) is -0) and bfloat16 on arm64."""
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 from typing import Callable
 
@@ -39,6 +41,20 @@ def _scaled(bits: hl.Expr, shift: int, scale: float) -> hl.Expr:
     return hl.cast(F16, hl.reinterpret(hl.Int(16), bits) >> shift) * hl.cast(F16, hl.f32(scale))
 
 
+#: float16 bit patterns: signed zero, +inf, a quiet and a signalling NaN, the smallest and largest
+#: subnormals, the smallest normal, 1.0 (each with either sign)
+SPECIAL = (0x0000, 0x7C00, 0x7E00, 0x7D01, 0x0001, 0x03FF, 0x0400, 0x3C00)
+
+
+def _special(bits: hl.Expr, finite: bool = False) -> hl.Expr:
+    """The float16 of `bits`, one in eight of them (low three bits zero) replaced by a SPECIAL value of
+    the sign of `bits` (`finite`: NaN and inf replaced by 2.0 and 0.5)."""
+    table = [v if not finite or v & 0x7C00 != 0x7C00 else 0x4000 if v == 0x7C00 else 0x3800
+             for v in SPECIAL]
+    picked = (bits & 0x8000) | hl.mux((bits >> 3) & 7, [hl.u16(v) for v in table])
+    return hl.reinterpret(F16, hl.select((bits & 7) == 0, picked, bits))
+
+
 #: name -> the pipeline's value from the uint16 inputs a, c
 CASES: dict[str, Callable[[hl.Expr, hl.Expr], hl.Expr]] = {
     "round": lambda a, c: hl.round(_masked(a, 0xF7FF)),  # |v| < 32768 (int16 in Halide's x86 lowering)
@@ -51,7 +67,49 @@ CASES: dict[str, Callable[[hl.Expr, hl.Expr], hl.Expr]] = {
     "sin_cos": lambda a, c: hl.sin(_scaled(a, 4, 1 / 64)) + hl.cos(_scaled(c, 4, 1 / 64)),
     "tan_atan2": lambda a, c: hl.tan(_scaled(a, 5, 1 / 1024)) + hl.atan2(_scaled(a, 4, 1 / 64),
                                                                            _masked(c, 0x87FF, 0x3800)),
+    # CodeGen_LLVM's pow expansion in float32: bases in [-8, 8) with signed zeros, subnormals and +-1 among
+    # them, exponents in half steps in [-8, 8) (integers odd and even, fractions: NaN for a negative base)
+    "pow": lambda a, c: hl.pow(hl.select((a & 7) == 0, _special(a, finite=True), _scaled(a, 4, 1 / 256)),
+                               _scaled(c, 11, 0.5)),
+    # results hl.strict_float and the predicates define on NaN, infinities, signed zeros, subnormals
+    "predicates": lambda a, c: hl.select(hl.is_nan(_special(a)), _special(c),
+                                         hl.select(hl.is_inf(_special(c)), _special(a),
+                                                   hl.select(hl.is_finite(_special(a)), _special(c),
+                                                             _masked(a, 0x3FFF)))),
+    "strict_arith": lambda a, c: hl.strict_float(_special(a) * _special(c) + _special(a) / _special(c)
+                                                 - _special(c)),
+    "strict_min_max": lambda a, c: hl.strict_float(hl.min(_special(a), _special(c))
+                                                   - hl.max(_special(c), _special(a))),  # Neon fmin / fmax
+    "strict_compare": lambda a, c: hl.strict_float(hl.select(
+        _special(a) < _special(c), _special(a),
+        hl.select(_special(a) != _special(c), _special(c), _special(a) + _special(c)))),
 }
+
+
+def ours_and_halides(f: hl.Func, args: list, target: str, tmp_path: Path, out_code: int,
+                     out_size: int) -> tuple[bytes, bytes]:
+    """`f` of uint16 ImageParams `args` compiled by PITCHFORK (object file) and by Halide 21
+    (compile_to_static_library) for `target`, both called by one C driver (qemu-aarch64) on the same
+    pseudo-random W-element inputs: the output bytes of ours and of Halide's (output type `out_code`, a
+    halide_type_t, of `out_size` bytes per element)."""
+    ours, theirs = f"{f.name()}_pf", f"{f.name()}_hl"
+    prog = pitchfork.compile(f, args, target=target, name=ours, fallback=False)
+    obj = prog.object_file(tmp_path / f"{ours}.o")
+    f.compile_to_static_library(str(tmp_path / theirs), args, theirs, hl.Target(target))
+    u16 = Buf(((0, W, 1),), type="uint16", alloc=2 * W)
+    case = Case(f.name(), (*[u16] * len(args), Buf(((0, W, 1),), type=out_code, alloc=out_size * W)))
+    src = driver_source([case], [ours, theirs], [], freestanding=False)
+    out = build_and_run("arm64", src, [obj, tmp_path / f"{theirs}.a"], tmp_path)
+    (r_ours, r_theirs), = parse_results(out, [case], 2)
+    assert r_ours.rc == 0 and r_theirs.rc == 0, (r_ours.message, r_theirs.message)
+    assert r_ours.outputs[:-1] == r_theirs.outputs[:-1]  # the same inputs
+    return r_ours.outputs[-1], r_theirs.outputs[-1]
+
+
+def _assert_same_bits(got: bytes, want: bytes, dtype: type) -> None:
+    g, w = np.frombuffer(got, dtype), np.frombuffer(want, dtype)
+    assert np.array_equal(g, w), [(int(i), hex(g[i]), hex(w[i])) for i in np.flatnonzero(g != w)[:8]]
+    assert len(set(g.tolist())) > W // 4  # the inputs were varied
 
 
 @pytest.mark.parametrize("lanes", [1, 8])
@@ -62,20 +120,7 @@ def test_float16_calls_bit_exact_with_halides_arm_fp16_library(name: str, lanes:
     f[x] = CASES[name](a[x], c[x])
     if lanes > 1:
         f.vectorize(x, lanes)
-    ours, theirs = f"{f.name()}_pf", f"{f.name()}_hl"
-    prog = pitchfork.compile(f, [a, c], target=TARGET, name=ours, fallback=False)
-    obj = prog.object_file(tmp_path / f"{ours}.o")
-    f.compile_to_static_library(str(tmp_path / theirs), [a, c], theirs, hl.Target(TARGET))
-    u16 = Buf(((0, W, 1),), type="uint16", alloc=2 * W)
-    case = Case(name, (u16, u16, Buf(((0, W, 1),), type=FLOAT16_CODE, alloc=2 * W)))
-    src = driver_source([case], [ours, theirs], [], freestanding=False)
-    out = build_and_run("arm64", src, [obj, tmp_path / f"{theirs}.a"], tmp_path)
-    (r_ours, r_theirs), = parse_results(out, [case], 2)
-    assert r_ours.rc == 0 and r_theirs.rc == 0, (r_ours.message, r_theirs.message)
-    assert r_ours.outputs[:2] == r_theirs.outputs[:2]  # the same inputs
-    got, want = (np.frombuffer(r.outputs[2], np.uint16) for r in (r_ours, r_theirs))
-    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
-    assert len(set(struct.unpack(f"<{W}H", r_ours.outputs[2]))) > W // 4  # the inputs were varied
+    _assert_same_bits(*ours_and_halides(f, [a, c], TARGET, tmp_path, FLOAT16_CODE, 2), np.uint16)
 
 
 def test_arm_fp16_round_gives_negative_zero() -> None:
@@ -117,3 +162,19 @@ def test_arm_fp16_float16_scalar_parameter_and_float64_conversion() -> None:
     dv = np.concatenate([rng.standard_normal(W - 3) * 1000, edges])
     got = pitchfork.compile(conv, [d], target=TARGET, name="f16_arm_from_f64", fallback=False)(dv, size=[W])
     assert np.array_equal(got.view(np.uint16), dv.astype(np.float16).view(np.uint16))
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_float16_on_an_arm_fp16_strict_float_target(lanes: int, tmp_path: Path) -> None:
+    """arm-64-linux-arm_fp16-strict_float: no fast-math flags anywhere, so NaN, infinities and signed zeros
+    are valid inputs of pow (its NaN stays NaN here: fptrunc, not x86's bit-level conversion), `%`, sqrt
+    and min (Neon's fmin)."""
+    a, c = hl.ImageParam(hl.UInt(16), 1, "a"), hl.ImageParam(hl.UInt(16), 1, "c")
+    f = hl.Func(f"f16_arm_strict_target_{lanes}")
+    va, vc = _special(a[x]), _special(c[x])
+    part = (a[x] >> 4) & 3  # one operation per element (two NaNs meeting in a sum: either may survive)
+    f[x] = hl.select(part == 0, hl.pow(va, vc), part == 1, va % vc, part == 2, hl.sqrt(va), hl.min(va, vc))
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    _assert_same_bits(*ours_and_halides(f, [a, c], TARGET + "-strict_float", tmp_path, FLOAT16_CODE, 2),
+                      np.uint16)

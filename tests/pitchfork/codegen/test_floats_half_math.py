@@ -1,8 +1,13 @@
-"""float16 math calls, `%`, `round`, scalar float16 parameters and x86 target strings without f16c
-(pitchfork/codegen/floats_half.py), bit-exact against Halide's realize on this machine (x86: Halide
-computes them in float32, `round` with its own lowering, whose round(-0.25) is +0.0); float64 ->
-float16 on x86 falls back naming the compiler-rt helper LLVM would call (the link check), and what
-stays refused names itself. arm_fp16, where Halide computes some of these on half: test_floats_half_arm.py."""
+"""float16 math calls (pow too), `%`, `round`, is_nan / is_inf / is_finite, hl.strict_float's strict_*
+operations, scalar float16 parameters and x86 target strings without f16c (pitchfork/codegen/floats_half.py),
+bit-exact against Halide's realize on this machine (x86: Halide computes math calls in float32 and converts
+back with its own bit-level code, which makes a NaN an infinity; `round` with its own lowering, whose
+round(-0.25) is +0.0). NaN, infinities, signed zeros and subnormals are inputs wherever Halide's code
+defines the result (no fast-math flag on the instruction that meets them: conversions, sqrt, rounding, the
+predicates, strict ops, everything on a strict_float target); elsewhere the flags make them poison, so
+those inputs stay finite. float64 -> float16 on x86 falls back naming the compiler-rt helper LLVM would
+call (the link check), and what stays refused names itself. arm_fp16, where Halide computes some of these on
+half: test_floats_half_arm.py."""
 
 from __future__ import annotations
 
@@ -48,7 +53,86 @@ CALLS: list[tuple[str, Callable[[hl.Expr, hl.Expr], hl.Expr], tuple[float, float
     ("log", lambda b, c: hl.log(b), (0.001, 60000.0), (1.0, 2.0)),
     ("sin_cos", lambda b, c: hl.sin(b) + hl.cos(c), (-20.0, 20.0), (-20.0, 20.0)),
     ("tan_atan2", lambda b, c: hl.tan(b) * _h(0.125) + hl.atan2(b, c), (-1.5, 1.5), (0.5, 3.0)),
+    # CodeGen_LLVM's pow expansion in float32: a negative base to a non-integer power is NaN there, which
+    # Halide's x86 conversion makes +inf; to an integer power its sign by parity; 0^y is 0, x^0 is 1
+    ("pow", lambda b, c: hl.pow(b, c), (-8.0, 8.0), (-6.0, 6.0)),
+    ("pow_int", lambda b, c: hl.pow(b, hl.round(c)) + hl.pow(c, b), (-4.0, 4.0), (-7.0, 7.0)),
 ]
+
+#: float16 bit patterns: NaNs (quiet, signalling, both signs), infinities, signed zeros, the smallest and
+#: largest subnormals and normals, ties of rounding (0.5, 2.5, -1.5) and 65504
+SPECIAL = np.array([0x7E00, 0xFE00, 0x7D01, 0x7C00, 0xFC00, 0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x83FF,
+                    0x0400, 0x3800, 0x4100, 0xBE00, 0x7BFF, 0xFBFF, 0x3C00, 0xBC00, 0x4000], np.uint16)
+
+#: (name, expression of b and c) whose results Halide's x86 code defines on every input above
+DEFINED: list[tuple[str, Callable[[hl.Expr, hl.Expr], hl.Expr]]] = [
+    ("sqrt", lambda b, c: hl.sqrt(b)),  # Halide's sqrt_f32 has no flags: sqrt(-1) is NaN, so -inf here
+    ("floor_ceil_trunc", lambda b, c: hl.select(_low_bit(c), hl.floor(b), hl.select(_low_bit(b), hl.ceil(b),
+                                                                                   hl.trunc(b)))),
+    ("abs", lambda b, c: hl.abs(b)),
+    ("is_nan", lambda b, c: hl.select(hl.is_nan(b), c, b)),
+    ("is_inf", lambda b, c: hl.select(hl.is_inf(b), c, b)),
+    ("is_finite", lambda b, c: hl.select(hl.is_finite(b), b, c)),
+    ("strict_arith", lambda b, c: hl.strict_float(b * c + b / c - c)),
+    ("strict_min_max", lambda b, c: hl.strict_float(hl.min(b, c) - hl.max(c, b))),
+    ("strict_compare", lambda b, c: hl.strict_float(hl.select((b < c) | (b == c) & (b >= c), b,
+                                                              hl.select(b != c, c, b + c)))),
+]
+
+
+def _low_bit(v: hl.Expr) -> hl.Expr:
+    """Whether the float16 `v`'s lowest bit is set (an integer condition: a float comparison would
+    carry the fast-math flags, which make NaN operands poison)."""
+    return (hl.reinterpret(hl.UInt(16), v) & 1) == 1
+
+
+def _special_pairs() -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of SPECIAL values (b, c), then random bit patterns (NaN payloads, subnormals ...)."""
+    rnd = np.random.default_rng(17).integers(0, 1 << 16, 200, dtype=np.uint16)
+    b = np.concatenate([np.repeat(SPECIAL, len(SPECIAL)), rnd])
+    c = np.concatenate([np.tile(SPECIAL, len(SPECIAL)), rnd[::-1]])
+    return b.view(np.float16), c.view(np.float16)
+
+
+@pytest.mark.parametrize("target", X86)
+@pytest.mark.parametrize("lanes", [1, 8])
+@pytest.mark.parametrize("name, expr", DEFINED, ids=[d[0] for d in DEFINED])
+def test_float16_special_values_bit_exact_on_x86(target: str, lanes: int, name: str,
+                                                 expr: Callable[[hl.Expr, hl.Expr], hl.Expr]) -> None:
+    b, c = hl.ImageParam(F16, 1, "b"), hl.ImageParam(F16, 1, "c")
+    f = hl.Func(f"f16_special_{name}_{lanes}")
+    f[x] = expr(b[x], c[x])
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    bv, cv = _special_pairs()
+    b.set(hl.Buffer(bv))
+    c.set(hl.Buffer(cv))
+    want = np.asarray(f.realize([len(bv)], hl.Target(parse_target(target).halide)))
+    got = _compile(f, [b, c], target)(bv, cv, size=[len(bv)])
+    assert np.array_equal(got.view(np.uint16), want.view(np.uint16))
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_float16_on_a_strict_float_target(lanes: int) -> None:
+    """strict_float: no fast-math flags anywhere, so every input has a defined result, pow's too (its NaN
+    for a negative base to a fraction becomes +inf, a NaN input an infinity of its sign)."""
+    target = "x86-64-linux-avx2-fma-f16c-strict_float"
+    b, c = hl.ImageParam(F16, 1, "b"), hl.ImageParam(F16, 1, "c")
+    f = hl.Func(f"f16_strict_target_{lanes}")
+    bv, cv = _special_pairs()
+    n = len(bv)
+    part = x / n  # every pair through each part (an integer choice: no sum of two NaNs, whose sign is
+    f[x] = hl.select(part == 0, hl.pow(b[x], c[x]),  # whichever operand the instruction keeps)
+                     hl.select(part == 1, b[x] % c[x], hl.sqrt(b[x]) + hl.min(b[x], c[x])))
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    bv, cv = np.tile(bv, 3), np.tile(cv, 3)
+    b.set(hl.Buffer(bv))
+    c.set(hl.Buffer(cv))
+    want = np.asarray(f.realize([len(bv)], hl.Target(target)))
+    got = _compile(f, [b, c], target)(bv, cv, size=[len(bv)])
+    assert np.array_equal(got.view(np.uint16), want.view(np.uint16))
+    assert np.isinf(got).any() and np.isnan(got).any()  # the specials reached the output
 
 
 @pytest.mark.parametrize("target", X86)
@@ -119,12 +203,3 @@ def test_x86_float64_to_float16_names_the_helper() -> None:
         prog = pitchfork.compile(f, [d], target="x86-avx2", name="f16_from_f64")
     assert prog.is_fallback
 
-
-def test_float16_pow_is_refused_by_name() -> None:
-    """pow_f16: ours would be pitchfork's own powf, not Halide's exp(log(x)*y): refused, naming it."""
-    b = hl.ImageParam(F16, 1, "b")
-    f = hl.Func("f16_pow")
-    f[x] = hl.pow(b[x], _h(1.5))
-    with pytest.warns(PitchforkFallbackWarning, match="floating-point call pow_f16 on float16 values"):
-        prog = pitchfork.compile(f, [b], target="x86-avx2", name="f16_pow")
-    assert prog.is_fallback
