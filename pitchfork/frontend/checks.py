@@ -23,7 +23,7 @@ from typing import Any
 
 from pitchfork.errors import PipelineError, UsageError
 from pitchfork.frontend.arguments import as_argument
-from pitchfork.frontend.float_literals import FLOAT16_TYPE, HALF_LITERAL
+from pitchfork.frontend.float_literals import FLOAT16_TYPE, HALF_LITERAL, has_half_literals
 
 
 def check_arguments(pipeline: Any, args: Any) -> list[Any]:
@@ -151,7 +151,8 @@ def refuse_runtime_services(text: str) -> None:
 
 
 #: a bfloat16 type named in a statement (its literals print like float16's, inside its casts)
-_BFLOAT = re.compile(r"(?<![\w.$])bfloat16(?:x\d+)?(?![\w.$])")
+#: (`(?<![\w.$])bfloat16(?:x\d+)?(?![\w.$])`, written to start with its literal as FLOAT16_TYPE is)
+_BFLOAT = re.compile(r"bfloat16(?<![\w.$]bfloat16)(?:x\d+)?(?![\w.$])")
 
 
 #: what Halide 21 does with 16-bit floats on HVX (read off its compiles for hexagon-32-noos-hvx-hvx_128:
@@ -211,7 +212,7 @@ def refuse_half_floats(captured: Any, spec: Any = None) -> None:
     m = _BFLOAT.search(text) if bwhy else None
     if why and m is None:
         m = FLOAT16_TYPE.search(text)
-        if m is None and not _half_kinds(captured)[1]:
+        if m is None and not _half_kinds(captured)[1] and has_half_literals(text):
             m = HALF_LITERAL.search(text)
     if not refused and m is None:
         return
@@ -239,7 +240,7 @@ def exact_half_literals(captured: Any) -> Any:
     from pitchfork.frontend.bfloat_literals import rewrite_bfloat
     from pitchfork.frontend.float_literals import InexactFloatLiteral, rewrite_half
 
-    if HALF_LITERAL.search(captured.text) is None:
+    if not has_half_literals(captured.text):
         return captured
     f16, bf16 = _half_kinds(captured)
     if f16 and bf16:

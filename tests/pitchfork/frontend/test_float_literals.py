@@ -9,6 +9,8 @@ import re
 import halide as hl
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pitchfork.frontend.capture import capture_stmt
 from pitchfork.frontend.float_literals import (HALF_LITERAL, InexactFloatLiteral, halide_print, llvm_doubles,
@@ -158,3 +160,32 @@ def test_half_literals_take_the_one_float16_value_that_prints_so() -> None:
     assert "0.500000h" in out and "60000.000000h" in out  # exact as printed: kept
     with pytest.raises(InexactFloatLiteral, match=r"0.000030h: .* 17 float16 values"):
         rewrite_half("y = 0.000030h")
+
+
+#: the patterns as written before they were sped up (literal_suffixes, FLOAT16_TYPE, checks._BFLOAT):
+#: the reference for the faster forms' matches
+_REFERENCE = {
+    "f": r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)f(?![\w.$])",
+    "h": r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)h(?![\w.$])",
+    "": r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)(?![\w.$])",
+}
+_REF_FLOAT16 = r"(?<![\w.$])float16(?:x\d+)?(?![\w.$])"
+_REF_BFLOAT16 = r"(?<![\w.$])bfloat16(?:x\d+)?(?![\w.$])"
+
+_PIECES = st.sampled_from(["1", "25", ".", "e", "+", "-", "f", "h", "x", "8", " ", "(", "$", "_", "a",
+                           "float16", "bfloat16", "0.500000", "1.5e-07", "\n"])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_PIECES, max_size=14).map("".join))
+def test_literal_suffixes_and_type_patterns_agree_with_the_plain_patterns(text: str) -> None:
+    from pitchfork.frontend.checks import _BFLOAT
+    from pitchfork.frontend.float_literals import (FLOAT16_TYPE, has_float64_literals, has_float_literals,
+                                                   has_half_literals, literal_suffixes)
+
+    want = {suffix for suffix, p in _REFERENCE.items() if re.search(p, text)}
+    assert literal_suffixes(text) == want
+    assert (has_float_literals(text), has_half_literals(text), has_float64_literals(text)) == \
+        ("f" in want, "h" in want, "" in want)
+    for fast, ref in ((FLOAT16_TYPE, _REF_FLOAT16), (_BFLOAT, _REF_BFLOAT16)):
+        assert [m.span() for m in fast.finditer(text)] == [m.span() for m in re.finditer(ref, text)]
