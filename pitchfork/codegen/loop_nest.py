@@ -104,6 +104,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self.module = ir.Module(name=name)
         self.stats = Stats()
         self._sel_cache: dict[Term, Selection] = {}
+        #: scalar FPIR nodes' expansions (ScalarEmitter._generic), shared by this compile's scalar emitters
+        self._scalar_expansions: dict[Term, Term] = {}
         #: every vector expression selected, with the statement it belongs to (input, lifted FPIR,
         #: lowered and final terms: what tests and `--trace`-style tools inspect)
         self.selections: list[tuple[Optional[H.Node], Selection]] = []
@@ -476,10 +478,12 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         """A buffer index as address arithmetic of the target's pointer width (see
         ScalarEmitter.emit_index)."""
         t = self.to_term(e, node)
-        return ScalarEmitter(self.b, ScalarValues(self.scalars), self.target).emit_index(t, self.pointer_bits)
+        return ScalarEmitter(self.b, ScalarValues(self.scalars), self.target,
+                             expansions=self._scalar_expansions).emit_index(t, self.pointer_bits)
 
     def _emit_scalar_term(self, t: Term, nsw: bool = True) -> ir.Value:
-        return ScalarEmitter(self.b, ScalarValues(self.scalars), self.target, nsw).emit(t)
+        return ScalarEmitter(self.b, ScalarValues(self.scalars), self.target, nsw,
+                             self._scalar_expansions).emit(t)
 
     def vector(self, e: H.Expr, node: H.Node, lets: Optional[dict[str, Term]] = None) -> ir.Value:
         return self._emit_term(self.to_term(e, node, lets), e.type.lanes, node)

@@ -19,6 +19,7 @@ overflows.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import Optional
 
 from llvmlite import ir
 
@@ -50,9 +51,17 @@ class ScalarValues(Mapping[str, ir.Value]):
 
 
 class ScalarEmitter:
-    def __init__(self, builder: ir.IRBuilder, env: Mapping[str, ir.Value], target: str, nsw: bool = True) -> None:
+    """Emits scalar terms at the builder's position (`emit`, `emit_index`). `expansions`, if given, is
+    where `_generic` keeps each FPIR node's expansion (`expand_fpir`, a function of the node alone for
+    one rule set) for the next emitter sharing it: a loop nest's code generator passes one per compile,
+    whose scalar emitters meet the same interned nodes again (the same shift or division in the bounds
+    of several loops)."""
+
+    def __init__(self, builder: ir.IRBuilder, env: Mapping[str, ir.Value], target: str, nsw: bool = True,
+                 expansions: Optional[dict[Term, Term]] = None) -> None:
         self.b, self.env, self.target, self.nsw = builder, env, target, nsw
         self._memo: dict[Term, ir.Value] = {}
+        self._expansions: dict[Term, Term] = {} if expansions is None else expansions
 
     def emit(self, t: Term) -> ir.Value:
         for n in t.walk():
@@ -157,5 +166,8 @@ class ScalarEmitter:
                                               ir.Constant(ir.IntType(32), 0))
             args.append(var(name, x.type))
         node = intern(t.op, t.type, tuple(args), t.attrs)
-        out = ExprEmitter(self.b, 1, env, self.target).emit(expand_fpir(node))
+        expanded = self._expansions.get(node)
+        if expanded is None:
+            expanded = self._expansions[node] = expand_fpir(node)
+        out = ExprEmitter(self.b, 1, env, self.target).emit(expanded)
         return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
