@@ -13,6 +13,8 @@ values; its LLVM code generator decides how each is computed. Read off Halide 21
 * on both, the other math calls (exp, log, sin, tan, atan2, pow, ...) are the float32 call between a
   conversion to float32 and one back to float16; `pow` is CodeGen_LLVM's expansion of pow_f32
   (FloatOps.halide_pow: exp(log|x| * y) with its sign and special cases), not a libm call;
+* `lerp` as Halide's Lerp.cpp per target: on half on arm_fp16 (in float32 with a float32 weight;
+  an integer weight is refused there), in float32 on x86 (`_lower_lerp`);
 * is_nan / is_inf / is_finite and the `strict_*` operations (hl.strict_float) are computed on half
   on both, with no fast-math flags (the same booleans and values as Halide's float32 forms: its
   conversions keep NaN, infinities and signed zeros).
@@ -94,10 +96,30 @@ def lower_half(e: H.Expr, target: str, node: H.Node | None = None) -> H.Expr | N
         return None
     if e.name in ON_HALF:
         return None
+    if e.name == "lerp":
+        return _lower_lerp(e, target, node)
     if e.name.endswith("_f16") and e.name[:-4] in WIDENED:
         name = HALIDE_POW if e.name == "pow_f16" else e.name[:-4] + "_f32"
         return _narrow(e.type, H.Call(name, tuple(_widen(a) for a in e.args), _f32(e.type)), target)
     raise Unsupported(f"floating-point call {e.name} on float16 values (not compiled for float16)", node)
+
+
+def _lower_lerp(e: H.Call, target: str, node: H.Node | None) -> H.Expr | None:
+    """lerp of float16 values as Halide's modules compute it: on arm_fp16 on half with a float16 weight
+    (None: floats.py's float lerp), the float32 lerp of the widened values with a float32 weight; on
+    x86 always the float32 lerp (an integer weight scaled in float32: w * (1/255.0f)), then LLVM's
+    fptrunc. Refused: a float64 weight, and an integer weight on arm_fp16, where Halide's LLVM turns
+    its (one - zero) * (u * 1/255) + zero on half into zero * (1 - w) + one * w with fused
+    multiply-adds, which ours does not (the last bit differs on a third of the values)."""
+    zero, one, w = e.args
+    if w.type.is_float and w.type.bits == 64:
+        raise Unsupported("lerp of float16 values with a float64 weight (not compiled)", node)
+    if target == "arm64" and not w.type.is_float:
+        raise Unsupported(f"lerp of float16 values with a {w.type.elem} weight on arm_fp16 (Halide's LLVM "
+                          "reassociates it on half into other roundings than ours)", node)
+    if target == "arm64" and w.type.bits == 16:
+        return None
+    return H.Cast(e.type, H.Call("lerp", (_widen(zero), _widen(one), _widen(w)), _f32(e.type)))
 
 
 def narrow_half_x86(b: ir.IRBuilder, module: ir.Module, v: ir.Value) -> ir.Value:

@@ -60,12 +60,12 @@ class Brighten:
         self.output.vectorize(x, 8)
 '''
 
-# lerp of float16: not compiled by PITCHFORK (float16 arithmetic is); its fallback reason names "lerp on
-# float16 values" (a lerp between two equal values, weight 0.5: v * 0.5 + v * 0.5 is v, exactly)
+# saturating_cast to float16: not compiled by PITCHFORK (float16 arithmetic is); its fallback reason names
+# "saturating_cast on float16 values" (of a value in range: it changes none)
 FLOAT16_GEN = (FLOAT_GEN.replace("brighten_f32", "brighten_f16").replace("hl.f32(", "hl.cast(hl.Float(16), ")
                .replace("* 1.5", "* hl.cast(hl.Float(16), 1.5)")
-               .replace("hl.u8(hl.min(", "hl.u8(hl.lerp(v := hl.min(")
-               .replace("255.0))", "hl.cast(hl.Float(16), 255.0)), v, hl.cast(hl.Float(16), 0.5)))"))
+               .replace("hl.u8(hl.min(", "hl.u8(hl.saturating_cast(hl.Float(16), hl.f32(hl.min(")
+               .replace("255.0))", "hl.cast(hl.Float(16), 255.0)))))"))
 
 TWO_GENS = '''
 import halide as hl

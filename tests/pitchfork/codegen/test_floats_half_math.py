@@ -57,6 +57,10 @@ CALLS: list[tuple[str, Callable[[hl.Expr, hl.Expr], hl.Expr], tuple[float, float
     # Halide's x86 conversion makes +inf; to an integer power its sign by parity; 0^y is 0, x^0 is 1
     ("pow", lambda b, c: hl.pow(b, c), (-8.0, 8.0), (-6.0, 6.0)),
     ("pow_int", lambda b, c: hl.pow(b, hl.round(c)) + hl.pow(c, b), (-4.0, 4.0), (-7.0, 7.0)),
+    # lerp: the float32 lerp of the widened values, rounded once (an integer weight scaled in float32)
+    ("lerp", lambda b, c: hl.lerp(b, c, c * _h(1 / 16)), (-300.0, 300.0), (0.0, 16.0)),
+    ("lerp_u8", lambda b, c: hl.lerp(b, c, hl.u8(c * _h(16))), (-300.0, 300.0), (0.0, 15.9)),
+    ("lerp_f32", lambda b, c: hl.lerp(b, c, hl.f32(c) * 0.0625), (-300.0, 300.0), (0.0, 16.0)),
 ]
 
 #: float16 bit patterns: NaNs (quiet, signalling, both signs), infinities, signed zeros, the smallest and
