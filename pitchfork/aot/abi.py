@@ -126,6 +126,29 @@ def passes_as_half(t: HType, halide_target: str) -> bool:
             and has_feature(halide_target, "arm_fp16"))
 
 
+#: Halide 21's complete_x86_target (CodeGen_X86.cpp): the features each x86 feature implies, applied in
+#: this order (AVX10_1's vector-width-dependent part is not: PITCHFORK does not compile for it)
+_X86_IMPLIED = (("AVX512_SapphireRapids", ("AVX512_Zen4", "AVXVNNI")), ("AVX512_Zen5", ("AVX512_Zen4", "AVXVNNI")),
+                ("AVX512_Zen4", ("AVX512_Cannonlake",)), ("AVX512_Cannonlake", ("AVX512_Skylake",)),
+                ("AVX512_Cannonlake", ("AVX512",)), ("AVX512_Skylake", ("AVX512",)), ("AVX512_KNL", ("AVX512",)),
+                ("AVX512", ("AVX2",)), ("AVX2", ("AVX", "F16C", "FMA")), ("AVX", ("SSE41",)))
+
+
+def codegen_target_string(target: str) -> str:
+    """The target string Halide 21's metadata carries for a module compiled for `target` (a Halide
+    target string): its code generator's target, which for x86 is completed with the implied features
+    (x86-64-linux-avx2 -> x86-64-linux-avx-avx2-f16c-fma-sse41, read in Halide's own metadata)."""
+    import halide as hl
+
+    t = hl.Target(target)
+    if t.arch == hl.TargetArch.X86:
+        for have, implied in _X86_IMPLIED:
+            if t.has_feature(getattr(hl.TargetFeature, have)):
+                for f in implied:
+                    t = t.with_feature(getattr(hl.TargetFeature, f))
+    return t.to_string()
+
+
 def abi_arguments(captured: CapturedStmt) -> list[AbiArg]:
     """The entry point's arguments in Halide's order: the pipeline arguments, then the outputs."""
     args = [AbiArg(a.name, "scalar", a.type, 0, passes_as_half(a.type, captured.target)) if a.kind == "scalar"
@@ -518,25 +541,37 @@ class EntryBuilder:
 
     def _metadata(self) -> None:
         """`const struct halide_filter_metadata_t *name_metadata()`: version 1, the arguments' names,
-        kinds, dimensions and types, the target string and the function name. Scalar defaults, ranges,
-        estimates and buffer estimates are null (the captured pipeline does not carry them)."""
-        import halide as hl
+        kinds, dimensions and types, a scalar's default / min / max / estimate and a buffer's
+        (min, extent) estimates per dimension (`CapturedStmt.estimates`, as Halide's
+        CodeGen_LLVM::embed_metadata_getter writes them: null where not set), the target string and
+        the function name."""
 
         arg_t = ir.LiteralStructType([PTR, I32, I32, I32, PTR, PTR, PTR, PTR, PTR])
         null = ir.Constant(PTR, None)
         kinds = {"scalar": 0, "input_buffer": 1, "output_buffer": 2}
         entries = []
+        estimates = {e.name: e for e in self.captured.estimates}
         for a in self.args:
             code = {"int": 0, "uint": 1, "float": 2, "handle": 3, "bfloat": 4}[a.type.code]
             t = code | a.type.bits << 8 | 1 << 16
+            est = estimates.get(a.name)
+            if est is None:
+                scalars, buffer = [null] * 4, null
+            elif a.kind == "scalar":
+                scalars = [self._scalar_value(v) for v in (est.scalar_def, est.scalar_min, est.scalar_max,
+                                                           est.scalar_estimate)]
+                buffer = null
+            else:
+                buffer = self._buffer_estimates([v for pair in est.buffer for v in pair])
+                scalars = [null] * 4
             entries.append(ir.Constant(arg_t, [self.fmt.cstring(re.sub(r"\$\d+$", "", a.name)),
                                                ir.Constant(I32, kinds[a.kind]), ir.Constant(I32, a.dimensions),
-                                               ir.Constant(I32, t), null, null, null, null, null]))
+                                               ir.Constant(I32, t), *scalars, buffer]))
         arr_t = ir.ArrayType(arg_t, len(entries))
         arr = ir.GlobalVariable(self.module, arr_t, name=f"{self.name}.metadata_arguments")
         arr.global_constant, arr.linkage, arr.initializer = True, "internal", ir.Constant(arr_t, entries)
         meta_t = ir.LiteralStructType([I32, I32, PTR, PTR, PTR])
-        target = hl.Target(self.captured.target).to_string()  # the Halide target it was lowered for
+        target = codegen_target_string(self.captured.target)
         meta = ir.GlobalVariable(self.module, meta_t, name=f"{self.name}.metadata")
         meta.global_constant, meta.linkage = True, "internal"
         meta.initializer = ir.Constant(meta_t, [ir.Constant(I32, 1), ir.Constant(I32, len(entries)),
@@ -544,6 +579,30 @@ class EntryBuilder:
                                                 self.fmt.cstring(self.name)])
         fn = ir.Function(self.module, ir.FunctionType(PTR, []), name=f"{self.name}_metadata")
         ir.IRBuilder(fn.append_basic_block("entry")).ret(meta.bitcast(PTR))
+
+    def _constant(self, value: ir.Constant, what: str) -> ir.Constant:
+        """A private constant global holding `value` (8-byte aligned, as Halide's), as an i8*."""
+        g = ir.GlobalVariable(self.module, value.type, name=self.module.get_unique_name(f"{self.name}.{what}"))
+        g.global_constant, g.linkage, g.initializer, g.align = True, "internal", value, 8
+        return g.bitcast(PTR)
+
+    def _scalar_value(self, bits: int | None) -> ir.Constant:
+        """A `halide_scalar_value_t` (an 8-byte union) holding `bits` in its low bytes, zeros above
+        (Halide's `[2 x i32] [v, 0]`, `[2 x float] [v, 0.0]`...: the same bytes on these
+        little-endian targets), or null for an unset value."""
+        if bits is None:
+            return ir.Constant(PTR, None)
+        signed = bits - (1 << 64) if bits >= 1 << 63 else bits  # a uint64 estimate's bits as an i64
+        return self._constant(ir.Constant(I64, signed), "scalar_value")
+
+    def _buffer_estimates(self, values: list[int | None]) -> ir.Constant:
+        """`const int64_t *const *`: for each dimension a pointer to its min estimate and one to its
+        extent estimate (null where unset); null for no dimensions, as Halide's."""
+        if not values:
+            return ir.Constant(PTR, None)
+        ptrs = [ir.Constant(PTR, None) if v is None else self._constant(ir.Constant(I64, v), "estimate")
+                for v in values]
+        return self._constant(ir.Constant(ir.ArrayType(PTR, len(ptrs)), ptrs), "buffer_estimates")
 
 
 def _has_work(s: H.Stmt) -> bool:

@@ -53,11 +53,13 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pitchfork.frontend import capture_pool
+from pitchfork.frontend.arg_estimates import ArgEstimates, argument_estimates
 from pitchfork.frontend.arguments import as_argument
 from pitchfork.frontend.htypes import HType
 from pitchfork.targets.target_strings import ALIAS_TARGETS
@@ -192,6 +194,9 @@ class CapturedStmt:
     error: str = ""
     #: buffers embedded in the pipeline that the statement reads (their contents: frontend/embedded.py)
     embedded: tuple[EmbeddedBuffer, ...] = ()
+    #: every argument's and output buffer's estimates, as Halide's metadata carries them
+    #: (frontend/arg_estimates.py; the AOT `name_metadata`)
+    estimates: tuple[ArgEstimates, ...] = ()
 
     @property
     def buffer_types(self) -> dict[str, HType]:
@@ -756,7 +761,9 @@ def capture_stmts(
         k: _build(log, lowered, error, r, arguments, outputs, how)
         for k, r, (log, lowered, error) in zip(keys, resolved, pairs, strict=True)
     }
-    return {k: _from_c_output(cap, pipeline, args) for k, cap in caps.items()}
+    estimates = argument_estimates(args, pipeline)  # the caller's objects: serialization drops them
+    return {k: dataclasses.replace(_from_c_output(cap, pipeline, args), estimates=estimates)
+            for k, cap in caps.items()}
 
 
 def _from_c_output(cap: CapturedStmt, pipeline: hl.Pipeline, args: Sequence[Any]) -> CapturedStmt:
@@ -764,7 +771,6 @@ def _from_c_output(cap: CapturedStmt, pipeline: hl.Pipeline, args: Sequence[Any]
     only when needed): exact float32 constants (Halide prints them with 6 decimals;
     pitchfork/frontend/float_literals.py) and the contents of embedded buffers
     (pitchfork/frontend/embedded.py)."""
-    import dataclasses
 
     from pitchfork.frontend.embedded import EmbeddedBufferError, from_c_source, referenced_buffers
     from pitchfork.frontend.float_literals import (InexactFloatLiteral, c_constants, halide_c_source,
