@@ -173,3 +173,29 @@ def test_generator_estimates_through_the_cli(tmp_path: Path, capsys: pytest.Capt
     assert "def=null min=null max=null estimate=0300000000000000" in rows["k"]
     assert "estimate=0000003f00000000" in rows["w"]
     assert "min0=0 extent0=64 min1=0 extent1=32" in rows["output"]
+
+
+def test_wide_and_bool_params_tuple_output(tmp_path: Path) -> None:
+    """uint64 (top bit set) / int64 (negative) / bool Params and a Tuple output's two buffers, on x86."""
+    x = hl.Var("x")
+    inp = hl.ImageParam(hl.UInt(8), 1, "inp")
+    pu64, pi64, pb = hl.Param(hl.UInt(64), "pu64"), hl.Param(hl.Int(64), "pi64"), hl.Param(hl.Bool(), "pb")
+    pu64.set_estimate(0xFFFF_FFFF_FFFF_FFF0)
+    pi64.set_range(-(1 << 40), 1 << 41)
+    pb.set_estimate(True)
+    t = hl.Func("meta_tuple")
+    v = hl.cast(hl.UInt(64), inp[x]) + pu64 + hl.cast(hl.UInt(64), pi64)
+    t[x] = (hl.cast(hl.UInt(8), v), hl.select(pb, inp[x], hl.cast(hl.UInt(8), 1)))
+    t.set_estimate(x, 4, 100)
+    args = [inp, pu64, pi64, pb]
+    prog = pitchfork.compile(t, args, target=X86, name="meta_pf", fallback=False)
+    ours = prog.object_file(tmp_path / "meta_pf.o")
+    t.compile_to_static_library(str(tmp_path / "meta_hl"), args, "meta_hl", hl.Target(X86))
+    ours_text, theirs_text = _print_both(X86, ours, tmp_path / "meta_hl.a", tmp_path)
+    theirs_text = re.sub(r"\$\d+", "", theirs_text)
+    assert ours_text == theirs_text
+    rows = {r.split()[0]: r for r in theirs_text.splitlines()[1:]}
+    assert "estimate=f0ffffffffffffff" in rows["pu64"]
+    assert "min=0000000000ffffff max=0000000000020000" in rows["pi64"]
+    assert "estimate=0100000000000000" in rows["pb"]
+    assert "min0=4 extent0=100" in rows["meta_tuple.0"] and "min0=4 extent0=100" in rows["meta_tuple.1"]
