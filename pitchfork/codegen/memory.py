@@ -425,18 +425,27 @@ class MemoryMixin:
         b.cbranch(ok, fast, slow)
         b.position_at_end(fast)
         d = self._mem_access(buf, b.load(self._elem_ptr(buf, st, first, vt), align=align))
-        # Only the vectors that straddle the border shift through the stack (three vector stores, one
-        # load across two of them, which store forwarding cannot serve).
-        slot = self._scratch_alloca(ir.ArrayType(et, 3 * lanes))
-        for k, part in enumerate((b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)), d,
-                                  b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [lanes - 1] * lanes)))):
-            at = b.gep(slot, [ir.Constant(i32, 0), ir.Constant(i32, k * lanes)], inbounds=True)
-            b.store(part, b.bitcast(at, ir.PointerType(vt)), align=1)
-        shift = b.sub(base, s)
-        shift = b.select(b.icmp_signed("<", shift, b.neg(n)), b.neg(n), shift)
-        shift = b.select(b.icmp_signed(">", shift, n), n, shift)
-        at = b.gep(slot, [ir.Constant(i64, 0), b.add(n, shift)], inbounds=True)
-        fast_v = b.load(b.bitcast(at, ir.PointerType(vt)), align=1)
+
+        def window_shift() -> ir.Value:  # clamp(base - s, -n, n)
+            shift = b.sub(base, s)
+            shift = b.select(b.icmp_signed("<", shift, b.neg(n)), b.neg(n), shift)
+            return b.select(b.icmp_signed(">", shift, n), n, shift)
+
+        if self.target == "x86-avx2" and lanes == 8 and buf.elem is not None and buf.elem.code == "float" \
+                and buf.elem.bits == 32 == et.width:
+            fast_v = self._window_permute(d, window_shift())
+        else:
+            # Only the vectors that straddle the border shift through the stack (three vector stores,
+            # one load across two of them, which store forwarding cannot serve). (The shift is built
+            # after the stores, in this order since it was written: the integer kernels' objects
+            # depend on the instruction order.)
+            slot = self._scratch_alloca(ir.ArrayType(et, 3 * lanes))
+            for k, part in enumerate((b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)), d,
+                                      b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [lanes - 1] * lanes)))):
+                at = b.gep(slot, [ir.Constant(i32, 0), ir.Constant(i32, k * lanes)], inbounds=True)
+                b.store(part, b.bitcast(at, ir.PointerType(vt)), align=1)
+            at = b.gep(slot, [ir.Constant(i64, 0), b.add(n, window_shift())], inbounds=True)
+            fast_v = b.load(b.bitcast(at, ir.PointerType(vt)), align=1)
         fast_end = b.block
         b.branch(done)
         b.position_at_end(slow)
@@ -449,6 +458,24 @@ class MemoryMixin:
         v.add_incoming(fast_v, fast_end)
         v.add_incoming(slow_v, slow_end)
         return v
+
+    def _window_permute(self, d: ir.Value, shift: ir.Value) -> ir.Value:
+        """The border window of `_clamped_gather` in registers (x86-avx2, 8 float lanes): lane k of
+        [splat(d[0]), d, splat(d[7])] at offset 8 + shift (shift in [-8, 8]) is d[clamp(shift + k, 0, 7)],
+        one `vpermps` (a pure lane move: the values are d's bits). Float buffers only: integer kernels
+        keep the stack window, so their selected code stays byte-identical; the stack form costs
+        three stores and a reload that store forwarding cannot serve, in every border vector (interpolate
+        x86: ~80 stack stores, ~40 reloads and ~80 broadcasts in its border loops)."""
+        b = self.b
+        i32, f32 = ir.IntType(32), ir.FloatType()
+        vi, vf = ir.VectorType(i32, 8), ir.VectorType(f32, 8)
+        k = b.add(b.shuffle_vector(b.insert_element(ir.Constant(vi, None), b.trunc(shift, i32), ir.Constant(i32, 0)),
+                                   ir.Constant(vi, None), ir.Constant(vi, [0] * 8)),
+                  ir.Constant(vi, list(range(8))))
+        k = b.select(b.icmp_signed("<", k, ir.Constant(vi, [0] * 8)), ir.Constant(vi, [0] * 8), k)
+        k = b.select(b.icmp_signed(">", k, ir.Constant(vi, [7] * 8)), ir.Constant(vi, [7] * 8), k)
+        permps = self._intrinsic("llvm.x86.avx2.permps", vf, [vf, vi])
+        return b.bitcast(b.call(permps, [b.bitcast(d, vf), k]), d.type)
 
     def _scatter(self, buf: BufferInfo, st: ScalarType, idx: ir.Value, val: ir.Value, lanes: int,
                  mask: Optional[ir.Value] = None) -> None:

@@ -95,3 +95,28 @@ def test_narrow_image_tile_at_its_top_clamp(target: str, width: int) -> None:
     got = prog(a, size=[2 * lanes, 2])
     want = a[:, np.clip(np.arange(2 * lanes) + k, 0, width - 1)] + np.uint16(1)
     assert np.array_equal(got, want)
+
+
+
+@pytest.mark.parametrize("offset", [-3, 5])
+@pytest.mark.parametrize("width", [5, 9, 16, 30, 301])
+def test_x86_float_border_window_in_registers(width: int, offset: int) -> None:
+    """x86-avx2, 8 float32 lanes: the border window of `_clamped_gather` is one lane permute
+    (`llvm.x86.avx2.permps`, `_window_permute`) instead of a stack round trip; the result holds the
+    image's own bits (-0.0, a NaN payload, random bit patterns), checked against numpy on images
+    narrower than, equal to and wider than a vector, with tiles left and right of the image."""
+    inp = hl.ImageParam(hl.Float(32), 2, "input")
+    e = hl.BoundaryConditions.repeat_edge(inp)
+    f = hl.Func("fedge")
+    f[x, y] = e[x + offset, y]  # a lane move only: no arithmetic that could hide a wrong lane
+    f.vectorize(x, 8, hl.TailStrategy.ShiftInwards)
+    prog = pitchfork.compile(f, [inp], target="x86-avx2", name="fedge")
+    if width >= 8:  # the window needs a whole vector inside the image; narrower images gather
+        assert "llvm.x86.avx2.permps" in prog.llvm_ir()
+    bits = RNG.integers(0, 2**32, size=(3, width), dtype=np.uint64).astype(np.uint32)
+    bits[0, :2] = [0x80000000, 0x7FC12345]  # -0.0 and a NaN with a payload: compared as bits
+    a = bits.view(np.float32)
+    out_w = 40 + width
+    got = prog(a, size=[out_w, 3])
+    want = a[:, np.clip(np.arange(out_w) + offset, 0, width - 1)]
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
