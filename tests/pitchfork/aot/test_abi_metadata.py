@@ -17,6 +17,7 @@ import halide as hl
 import pytest
 
 import pitchfork
+from pitchfork.aot.abi import codegen_target_string
 from pitchfork.aot.abi_driver import halide_library, run_driver
 from pitchfork.backend.run import tools_available
 from pitchfork.cli import main as cli_main
@@ -199,3 +200,19 @@ def test_wide_and_bool_params_tuple_output(tmp_path: Path) -> None:
     assert "min=0000000000ffffff max=0000000000020000" in rows["pi64"]
     assert "estimate=0100000000000000" in rows["pb"]
     assert "min0=4 extent0=100" in rows["meta_tuple.0"] and "min0=4 extent0=100" in rows["meta_tuple.1"]
+
+
+@pytest.mark.parametrize("target", ["hexagon-32-noos-hvx-hvx_128", "hexagon-32-noos-hvx-hvx_128-hvx_v66",
+                                    "arm-64-linux-arm_dot_prod", "x86-64-linux-sse41", "x86-64-linux-avx2-fma"])
+def test_target_string_is_halides(target: str, tmp_path: Path) -> None:
+    """The metadata's target string, read from Halide's own LLVM assembly for the target (hvx128
+    included, where the metadata driver is not run): x86 completed with implied features, others as given."""
+    x, inp, f = hl.Var("x"), hl.ImageParam(hl.UInt(8), 1, "inp"), hl.Func("f")
+    f[x] = inp[x] + 1
+    f.compile_to_llvm_assembly(str(tmp_path / "f.ll"), [inp], "f", hl.Target(target))
+    ll = (tmp_path / "f.ll").read_text()
+    m = re.search(r"@f_metadata_storage = private constant %struct.halide_filter_metadata_t "
+                  r"\{ i32 1, i32 \d+, ptr @[\w.]+, ptr (@[\w.]+)", ll)
+    assert m is not None
+    s = re.search(re.escape(m.group(1)) + r' = private constant \[\d+ x i8\] c"([^"\\]*)', ll)
+    assert s is not None and s.group(1) == codegen_target_string(target)
