@@ -84,8 +84,10 @@ def _pipeline(estimates: bool) -> tuple[hl.Func, list]:
     return f, [inp, in2, p8, p32, pu8, pu16, pf, ph, ph2]
 
 
-def _print_both(target: str, ours: Path, theirs: Path, workdir: Path) -> list[str]:
-    """Our and Halide's metadata printouts (each library's function is named as its file)."""
+def _same_rows(target: str, ours: Path, theirs: Path, workdir: Path) -> dict[str, str]:
+    """Prints our and Halide's metadata from one C driver (each library's function is named as its
+    file), asserts the printouts are equal, and returns Halide's rows by argument name. (Halide's
+    library, built in this process, names a Func `f$n`; ours, as the generator's, `f`.)"""
     src = "\n".join(['#include <stdio.h>', '#include "HalideRuntime.h"',
                      f"extern const struct halide_filter_metadata_t *{ours.stem}_metadata(void);",
                      f"extern const struct halide_filter_metadata_t *{theirs.stem}_metadata(void);", PRINT,
@@ -94,26 +96,27 @@ def _print_both(target: str, ours: Path, theirs: Path, workdir: Path) -> list[st
     out = run_driver("x86-avx2" if target == X86 else "arm64", src, [ours, theirs], workdir)
     ours_text, theirs_text, rest = out.stdout.decode().split("----\n")
     assert rest == ""
-    return [ours_text, theirs_text]
+    theirs_text = re.sub(r"\$\d+", "", theirs_text)
+    assert ours_text == theirs_text
+    if target == X86:  # Halide's x86 code generator completes the target with the features avx2 implies
+        assert theirs_text.split("\n")[0].endswith(" target x86-64-linux-avx-avx2-f16c-fma-sse41")
+    return {r.split()[0]: r for r in theirs_text.splitlines()[1:]}
 
 
-def _printouts(target: str, estimates: bool, tmp_path: Path) -> list[str]:
-    f, args = _pipeline(estimates)
+def _compiled_rows(f: hl.Func, args: list, target: str, tmp_path: Path) -> dict[str, str]:
+    """`_same_rows` for `pitchfork.compile(f, args).object_file()` beside Halide's
+    `compile_to_static_library` of the same Func."""
     prog = pitchfork.compile(f, args, target=target, name="meta_pf", fallback=False)
     ours = prog.object_file(tmp_path / "meta_pf.o")
     f.compile_to_static_library(str(tmp_path / "meta_hl"), args, "meta_hl", hl.Target(target))
-    return _print_both(target, ours, tmp_path / "meta_hl.a", tmp_path)
+    return _same_rows(target, ours, tmp_path / "meta_hl.a", tmp_path)
 
 
 @pytest.mark.parametrize("estimates", [True, False])
 @pytest.mark.parametrize("target", [X86, pytest.param(ARM_FP16, marks=[QEMU, pytest.mark.qemu])])
 def test_metadata_is_halides(target: str, estimates: bool, tmp_path: Path) -> None:
-    ours, theirs = _printouts(target, estimates, tmp_path)
-    # (Halide's library, built in this process, names its output Func `meta_out$n`; ours, as the
-    # generator's, `meta_out`)
-    theirs = re.sub(r"\$\d+ ", " ", theirs)
-    assert ours == theirs
-    rows = {r.split()[0]: r for r in theirs.splitlines()[1:]}
+    """Every field of our metadata equals Halide's, with and without ranges / defaults / estimates."""
+    rows = _compiled_rows(*_pipeline(estimates), target, tmp_path)
     assert len(rows) == 10  # nine arguments and the output
     if not estimates:  # nothing set: every pointer null, buffers' arrays of nulls as Halide writes them
         assert all("def=null min=null max=null estimate=null" in r for r in rows.values())
@@ -130,8 +133,6 @@ def test_metadata_is_halides(target: str, estimates: bool, tmp_path: Path) -> No
     assert "min0=0 extent0=64 min1=-3 extent1=17" in rows["inp"]
     assert "min0=null extent0=null" in rows["in2"]
     assert "min0=0 extent0=64 min1=null extent1=null" in rows["meta_out"]
-    if target == X86:  # Halide's x86 code generator completes the target with the features avx2 implies
-        assert theirs.startswith("version 1 arguments 10 target x86-64-linux-avx-avx2-f16c-fma-sse41\n")
 
 
 GEN = '''
@@ -166,10 +167,7 @@ def test_generator_estimates_through_the_cli(tmp_path: Path, capsys: pytest.Capt
     err = capsys.readouterr().err
     assert rc == 0 and "warning" not in err, err
     theirs = halide_library(str(gen), "meta_gen", X86, "meta_gen_hl", tmp_path)
-    ours_text, theirs_text = _print_both(X86, tmp_path / "ours" / "meta_gen_pf.a", theirs, tmp_path)
-    theirs_text = re.sub(r"\$\d+ ", " ", theirs_text)
-    assert ours_text == theirs_text
-    rows = {r.split()[0]: r for r in theirs_text.splitlines()[1:]}
+    rows = _same_rows(X86, tmp_path / "ours" / "meta_gen_pf.a", theirs, tmp_path)
     assert "min0=0 extent0=64 min1=-2 extent1=32" in rows["input"]
     assert "def=null min=null max=null estimate=0300000000000000" in rows["k"]
     assert "estimate=0000003f00000000" in rows["w"]
@@ -188,14 +186,7 @@ def test_wide_and_bool_params_tuple_output(tmp_path: Path) -> None:
     v = hl.cast(hl.UInt(64), inp[x]) + pu64 + hl.cast(hl.UInt(64), pi64)
     t[x] = (hl.cast(hl.UInt(8), v), hl.select(pb, inp[x], hl.cast(hl.UInt(8), 1)))
     t.set_estimate(x, 4, 100)
-    args = [inp, pu64, pi64, pb]
-    prog = pitchfork.compile(t, args, target=X86, name="meta_pf", fallback=False)
-    ours = prog.object_file(tmp_path / "meta_pf.o")
-    t.compile_to_static_library(str(tmp_path / "meta_hl"), args, "meta_hl", hl.Target(X86))
-    ours_text, theirs_text = _print_both(X86, ours, tmp_path / "meta_hl.a", tmp_path)
-    theirs_text = re.sub(r"\$\d+", "", theirs_text)
-    assert ours_text == theirs_text
-    rows = {r.split()[0]: r for r in theirs_text.splitlines()[1:]}
+    rows = _compiled_rows(t, [inp, pu64, pi64, pb], X86, tmp_path)
     assert "estimate=f0ffffffffffffff" in rows["pu64"]
     assert "min=0000000000ffffff max=0000000000020000" in rows["pi64"]
     assert "estimate=0100000000000000" in rows["pb"]
