@@ -325,7 +325,7 @@ class Bank:
                     if op in COMMUTATIVE and s.arity == 2 and ts[0].name > ts[1].name:
                         continue
                     for gs, g in placements:
-                        sigs.append((ts, rt, int(self.g.node_level(op, ts)), gs, g))
+                        sigs.append((ts, rt, int(self.g.node_level(op, ts, rt)), gs, g))
             out.append(sigs)
         return out
 

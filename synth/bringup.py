@@ -191,11 +191,11 @@ def rediscovery(
         rep.exercised[name] = rep.exercised.get(name, 0) + 1
         h = expand_fpir(hand_rw.rewrite(before), bits)
         s = expand_fpir(synth_rw.rewrite(before), bits)
-        ch, cs = lowering_cost(h)[0], lowering_cost(s)[0]
+        ch, cs = lowering_cost(h, isa)[0], lowering_cost(s, isa)[0]
         what = "instructions"
         if judge == "compiler":  # the root's share: less the children, each lowered by the same rules
-            ch -= sum(lowering_cost(expand_fpir(hand_rw.rewrite(a), bits))[0] for a in before.args)
-            cs -= sum(lowering_cost(expand_fpir(synth_rw.rewrite(a), bits))[0] for a in before.args)
+            ch -= sum(lowering_cost(expand_fpir(hand_rw.rewrite(a), bits), isa)[0] for a in before.args)
+            cs -= sum(lowering_cost(expand_fpir(synth_rw.rewrite(a), bits), isa)[0] for a in before.args)
             what = "instructions at the root"
         why: Optional[str] = None
         if cs > ch:
@@ -231,8 +231,8 @@ def selection_costs(
         h = s = 0
         for t in exprs:
             lifted = lw.rewrite(normalize_shift_constants(t))
-            h += lowering_cost(expand_fpir(hand.rewrite(lifted), bits))[0]
-            s += lowering_cost(expand_fpir(synth.rewrite(lifted), bits))[0]
+            h += lowering_cost(expand_fpir(hand.rewrite(lifted), bits), isa)[0]
+            s += lowering_cost(expand_fpir(synth.rewrite(lifted), bits), isa)[0]
         out[source] = (h, s)
     return out
 

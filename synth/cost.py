@@ -12,12 +12,20 @@ instruction, so that a dot product or pairwise add is seen as the saving it is. 
 free; a right side it keeps is then also strictly cheaper under the compiler's own cost (its same-
 width casts are written as reinterprets), so the rewriter takes it.
 
+A generic primitive the target has no instruction for costs what LLVM emits for it there, from the
+compiler's own table (pitchfork/targets/primitive_cost.py: an HVX 32-bit multiply is two instructions,
+a cast u8 -> i32 three), so the cost is per ISA: `lowering_cost(term, isa)`. With 1 for every primitive,
+the seen form of depthwise_conv's product `i32(x_u8) * i32(y_i16)` cost the same as the hand rule's
+`hvx.vmpy(i16(x), y)` and the hvx128 bring-up kept it as optimal.
+
 The project has no per-instruction latency or issue-slot tables: the harness's static estimate
 (benchmarks/harness/static.py) asks llvm-mca about whole blocks on x86/AArch64 and counts VLIW
 packets on Hexagon, so the declared per-instruction costs are the machine knowledge available here.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 from fpir.term import Term
 from pitchfork.selection.dagcost import DagCost
@@ -33,7 +41,7 @@ def reduce_instructions(factor: int) -> int:
     return 3 * max(1, (factor - 1).bit_length())
 
 
-def _node(t: Term) -> tuple[int, int, int]:
+def _node(t: Term, isa: str) -> tuple[int, int, int]:
     from fpir.opspec import spec
     from pitchfork.targets import _target_node_cost
 
@@ -42,12 +50,18 @@ def _node(t: Term) -> tuple[int, int, int]:
     s = spec(t.op) if t.args else None
     if s is not None and s.reduce is not None:
         return (reduce_instructions(s.reduce[1]), t.args[0].type.bits, 1)
-    return _target_node_cost(t)
+    return _target_node_cost(t, isa)
 
 
-_COST = DagCost(_node, 3)
+#: one DagCost (and its memo) per target: the costs of a term differ between targets
+_COSTS: dict[str, DagCost] = {}
 
 
-def lowering_cost(term: Term) -> tuple[int, int, int]:
-    """`target_cost` with same-width casts free (see module doc)."""
-    return _COST(term)  # type: ignore[return-value]
+def lowering_cost(term: Term, isa: str) -> tuple[int, int, int]:
+    """`target_cost` with same-width casts free and target `isa`'s emulated primitives at their
+    instruction counts (see module doc)."""
+    cost = _COSTS.get(isa)
+    if cost is None:
+        cost = _COSTS[isa] = DagCost(partial(_node, isa=isa), 3)
+    return cost(term)  # type: ignore[return-value]
+

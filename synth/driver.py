@@ -507,7 +507,7 @@ def _stage_cost(stage: str) -> Callable[[Any, Term], tuple]:
 
     def lower_cost(rules: Any, t: Term) -> tuple:
         rewriter = Rewriter(rules, cost=load_target(isa).cost)  # as the compiler lowers
-        c = lowering_cost(expand_fpir(rewriter.rewrite(t), TARGET_MAX_BITS.get(isa, 64)))
+        c = lowering_cost(expand_fpir(rewriter.rewrite(t), TARGET_MAX_BITS.get(isa, 64)), isa)
         return (c[0], 0, 0)
 
     return lower_cost
@@ -722,8 +722,8 @@ def root_share(task: Task, rules: Sequence[Any] = ()) -> int:
     rw = Rewriter(RuleSet(list(_without(info.rules, task.hide).rules) + list(rules)), cost=info.cost)
     bits = TARGET_MAX_BITS.get(task.isa, 64)
     t = parse(task.lhs)
-    whole = lowering_cost(expand_fpir(rw.rewrite(t), bits))[0]
-    return whole - sum(lowering_cost(expand_fpir(rw.rewrite(a), bits))[0] for a in t.args if a.args)
+    whole = lowering_cost(expand_fpir(rw.rewrite(t), bits), task.isa)[0]
+    return whole - sum(lowering_cost(expand_fpir(rw.rewrite(a), bits), task.isa)[0] for a in t.args if a.args)
 
 
 def first_pass_rules(results: Sequence[dict[str, Any]]) -> list[Any]:

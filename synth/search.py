@@ -51,7 +51,8 @@ class Grammar:
     forms: tuple[tuple[str, Optional[ScalarType]], ...]
     types: frozenset[ScalarType]
     cost: Callable[[Term], tuple]
-    node_level: Callable[[str, tuple[ScalarType, ...]], int]
+    # a node's level: (op, operand types, result type) -> level
+    node_level: Callable[[str, tuple[ScalarType, ...], ScalarType], int]
     # level of a whole cost value (the bound): enumeration stops past it
     cost_level: Callable[[tuple], int]
     # an extra condition a candidate must meet besides cost(t) < bound (None: none)
@@ -441,6 +442,11 @@ INSTRUCTIONS_BUDGET = 4
 MAX_WIDE_PROBE_TUPLES = 256
 #: the most operands of a form the bank builds (synth/bank.py keeps three argument ids per entry)
 MAX_BANK_ARITY = 3
+#: the most operands of an instruction `_single_instructions` applies to the leaves: 5 takes HVX's
+#: accumulating two-tap products (vmpa_acc, vdmpy_acc: an accumulator, two data operands, two taps),
+#: which at 4 never came up: gaussian's `v0_i16 + widening_mul(6, v1_u8) + widening_mul(15, v2_u8)`
+#: was lowered as two vmpy_acc (4 slots) instead of one vmpa_acc (2) with the hand rules hidden
+MAX_PROBE_ARITY = 5
 
 
 def _single_instructions(
@@ -448,7 +454,7 @@ def _single_instructions(
     bounds: Mapping[str, tuple[int, int]], min_arity: int = 1, max_tuples: int = MAX_PROBE_TUPLES,
 ) -> tuple[Optional[Term], int]:
     """When the levels run over budget: every target instruction of the grammar applied to the
-    leaves alone (any arity up to 4, whatever its cost level). A target instruction that costs many
+    leaves alone (any arity up to MAX_PROBE_ARITY, whatever its cost level). A target instruction that costs many
     levels (`x86.pmuldq_q31_round`: 6) sits above levels the budget can enumerate, yet the left side
     may be exactly it. Candidates beating the bound with the left side's values go to Z3 cheapest
     first; the first VALID one is returned with the number of solver calls. It is a cheaper form,
@@ -482,7 +488,7 @@ def _single_instructions(
 
     for op, rtype in grammar.forms:
         s = OPS[op]
-        if s.kind != "target" or not min_arity <= s.arity <= 4 or s.arg_lanes:
+        if s.kind != "target" or not min_arity <= s.arity <= MAX_PROBE_ARITY or s.arg_lanes:
             continue
         tried = 0
         for ts, result in _probe_signatures(op, types, rtype):

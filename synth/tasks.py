@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from fpir.opspec import OPS
@@ -56,8 +57,10 @@ LOWER_PRIMS = (
 #: are not reused (lift 8 / lower 12: every search query in a fresh Z3 context, synth/search.py
 #: `prove_equal`; a shared bank built past a budget no longer lets a smaller budget through; lower
 #: 13: instruction sub-goals at the top-down root, synth/topdown.py `instruction_goals`; lower 14: wide
-#: reductions split, synth/reduction_split.py, and left-side alternates, synth/alternates.py)
-SEARCH_VERSION = {"lift": 8, "lower": 14}
+#: reductions split, synth/reduction_split.py, and left-side alternates, synth/alternates.py; lower 15:
+#: generic primitives at what the ISA spends on them, pitchfork/targets/primitive_cost.py, and the
+#: one-instruction probe up to five operands, synth/search.py MAX_PROBE_ARITY)
+SEARCH_VERSION = {"lift": 8, "lower": 15}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -174,7 +177,7 @@ def lifting_grammar(lhs: Term, current: Term) -> Grammar:
         tuple(forms),
         frozenset(types),
         cost,
-        lambda op, ts: _bits_level(ts),
+        lambda op, ts, rt: _bits_level(ts),
         lambda c: c[0] // 8,
         lambda t: free_reinterpret_width(t) < limit and op_count(t) <= ops,
         max_ops=ops,
@@ -184,6 +187,7 @@ def lifting_grammar(lhs: Term, current: Term) -> Grammar:
 
 def lowering_grammar(lhs: Term, isa: str) -> Grammar:
     from pitchfork.targets import load_target
+    from pitchfork.targets.primitive_cost import instructions
     from synth.cost import lowering_cost
 
     load_target(isa)
@@ -205,15 +209,17 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
     forms += [(name, None) for name in sorted(used) if name in OPS and OPS[name].reduce is not None]
     forms += _explicit_forms("reinterpret", {t for t in types if t.bits > 1})  # level 0: last
 
-    def level(op: str, ts: tuple[ScalarType, ...]) -> int:
+    def level(op: str, ts: tuple[ScalarType, ...], rt: ScalarType) -> int:
         s = OPS[op]
         if s.kind == "target":
             return int(s.meta.get("cost", 1))
-        return 0 if op == "reinterpret" else 1
+        # a generic primitive at what the ISA spends on it (the cost's table: an HVX 32-bit multiply
+        # is 2), so candidates are met in the order of their cost; a same-width cast stays 1
+        return 0 if op == "reinterpret" else instructions(isa, op, ts[0], rt)
 
     leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types, negated=True))
     key = f"lower:{isa}:{';'.join(_leaf_key(x) for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
-    return Grammar(leaves, tuple(forms), frozenset(types), lowering_cost, level, lambda c: c[0] - 1,
+    return Grammar(leaves, tuple(forms), frozenset(types), partial(lowering_cost, isa=isa), level, lambda c: c[0] - 1,
                    also=encodable_everywhere, key=key)
 
 
@@ -346,7 +352,7 @@ def _run(task: Task) -> dict[str, Any]:
 
         seen, cur = _lower_side(term, task.isa, task.hide)
         grammar = replace(lowering_grammar(seen, task.isa), normal=_normal_form(task.isa, task.hide))
-        c = lowering_cost(cur)
+        c = lowering_cost(cur, task.isa)
         bound = (c[0], 0, 0)  # strictly fewer instructions
     seen = canonical(seen)
     info: dict[str, Any] = {"seen": to_text(seen), "current": to_text(cur), "bound": list(bound)}
@@ -497,7 +503,7 @@ def _run_uniform(task: Task, term: Term) -> dict[str, Any]:
     normal = _normal_form(task.isa, task.hide)
     grammar = replace(lowering_grammar(searched, task.isa), normal=lambda t: reads_lane0(t) and normal(t),
                       also=lambda t: encodable_everywhere(t) and reads_lane0(t))
-    bound = (lowering_cost(cur)[0], 0, 0)
+    bound = (lowering_cost(cur, task.isa)[0], 0, 0)
     info["bound"] = list(bound)
     t1 = time.perf_counter()
     try:

@@ -20,6 +20,7 @@ from pitchfork.selection.synthesized import (
     on_directory_change,
     synthesized_rules,
 )
+from pitchfork.targets.primitive_cost import primitive_instructions
 from pitchfork.trs.rules import RuleSet
 
 RULES_DIR = Path(__file__).resolve().parent.parent.parent / "rules"
@@ -107,7 +108,10 @@ def _const_shl(t: Term) -> bool:
     return t.op == "shl" and t.args[1].is_const
 
 
-def _target_node_cost(t: Term) -> tuple[int, int, int]:
+def _target_node_cost(t: Term, isa: Optional[str] = None) -> tuple[int, int, int]:
+    """One node's (instructions, input bits, primitive ops). A generic primitive costs what target `isa`
+    spends on it (`primitive_cost.primitive_instructions`: 1 where it has the instruction, several where
+    LLVM emulates it: HVX's 32-bit multiply); with no target, 1."""
     if not t.args:
         return (0, 0, 0)
     s = spec(t.op)
@@ -123,15 +127,17 @@ def _target_node_cost(t: Term) -> tuple[int, int, int]:
         # a runtime amount: generic code masks amounts >= bits and, for a signed amount, selects
         # between both directions (pitchfork/codegen/expr.py _shift)
         n = RUNTIME_SHIFT_COST_SIGNED if t.args[1].type.signed else RUNTIME_SHIFT_COST
-        return (n, width, 1)
+        # the shift itself is one of those instructions: an emulated one (HVX bytes) costs the rest too
+        return (n + primitive_instructions(isa, t) - 1, width, 1)
     if s.reduce is not None and s.reduce[1] > 2:
         # a VectorReduce by f = 2^k emitted generically: k levels of lane-pair combining, each a
         # deinterleave (two shuffles) and the op, the last one without shuffles when it folds to a
         # lane: 3k - 2 instructions (a reduction by 2 stays 1, as before), so two pairwise instructions
         # (arm addp/umaxp, udot then addp) are cheaper than the generic reduction by 4 they implement
         return (3 * max(1, s.reduce[1].bit_length() - 1) - 2, width, 1)
-    one = 0 if t.op == "reinterpret" else 1
-    return (one, width, one)
+    if t.op == "reinterpret":
+        return (0, width, 0)
+    return (primitive_instructions(isa, t), width, 1)
 
 
 _TARGET_COST = DagCost(_target_node_cost, 3)
@@ -212,7 +218,7 @@ LANE_ORDERED = frozenset({"hvx128"})
 def _lane_order_node_cost(t: Term) -> tuple[int, int, int, int]:
     from pitchfork.targets.hvx_cost import conversions
 
-    n, width, primitives = _target_node_cost(t)
+    n, width, primitives = _target_node_cost(t, "hvx128")
     return (n, conversions(t), width, primitives)
 
 
@@ -220,7 +226,9 @@ _LANE_ORDER_COST = DagCost(_lane_order_node_cost, 4)
 
 
 def lane_order_target_cost(term: Term) -> tuple[int, int, int, int]:
-    """`target_cost` with HVX's lane-order conversions right after the instruction count
+    """`target_cost` with HVX's generic primitives at the instructions LLVM emits for them
+    (pitchfork/targets/primitive_cost.py: a 32-bit multiply 2, a cast u8 -> i32 3) and HVX's lane-order
+    conversions right after the instruction count
     (pitchfork/targets/hvx_cost.py: each node's `conversions`, summed over distinct nodes as DagCost
     does): among forms with the same instructions, the one with fewer vshuff / vdeal. The cost the
     lowering of the LANE_ORDERED targets minimises."""

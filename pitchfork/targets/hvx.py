@@ -15,7 +15,9 @@ Emitters are built by the shape factories of pitchfork/targets/hvx_emit.py from 
 
 Cost model: one packet slot per instruction writing one register (ONE), two for a register pair
 (PAIR: widening instructions, accumulations); a sequence of instructions costs their count. Generic
-primitives cost 1, FPIR ops left to the generic expansion 8 (pitchfork.targets.target_cost).
+primitives cost the instructions LLVM emits for them (1 where HVX has one; pitchfork/targets/primitive_cost.py
+where it has none: a 32-bit multiply 2, a cast u8 -> i32 3), FPIR ops left to the generic expansion 8
+(pitchfork.targets.target_cost).
 
 Hardware facts encoded in the meanings were found by running every case under qemu-hexagon
 (tests/pitchfork/targets/test_hvx.py runs every instruction at every signature against its

@@ -19,8 +19,9 @@ value was used: two); a lane-wise op whose operands mix both orders (it runs in 
 reads natural order) per de-interleaved operand. A widening instruction's own de-interleaved result is
 not counted: the term's user is not known yet (an interleaving narrowing such as `vshuffe` / `vsat` /
 `vasr` reads it as it is), and counting it would rank a 32-bit vmpyie on operands widened twice above
-one 16 x 16 vmpy (`u32(x_u8) * u32(y_u16)`: 14 against 13 loop packets) because the cost charges a
-widening cast one instruction whatever its levels. The instruction count stays first, so no rule that
+one 16 x 16 vmpy (`u32(x_u8) * u32(y_u16)`: 14 against 13 loop packets) while the cost charged a
+widening cast one instruction whatever its levels (it counts them now: pitchfork/targets/primitive_cost.py).
+The instruction count stays first, so no rule that
 saves an instruction loses to it; like `ordered_target_cost` on arm64 it only orders ties. Only a cost
 choice: every emitter is exact in either order.
 """

@@ -12,9 +12,9 @@ from synth.tasks import lowering_grammar
 
 def test_same_width_cast_is_free_like_a_reinterpret() -> None:
     cast, rei = parse("i16(x_u16)"), parse("reinterpret<i16>(x_u16)")
-    assert lowering_cost(cast) == lowering_cost(rei)
+    assert lowering_cost(cast, "arm64") == lowering_cost(rei, "arm64")
     assert target_cost(cast)[0] == 1  # the compiler's own cost is unchanged
-    assert lowering_cost(parse("i8(x_u16)"))[0] == 1  # a narrowing is an instruction
+    assert lowering_cost(parse("i8(x_u16)"), "arm64")[0] == 1  # a narrowing is an instruction
 
 
 def test_no_rule_that_only_removes_a_same_width_cast() -> None:
@@ -22,7 +22,24 @@ def test_no_rule_that_only_removes_a_same_width_cast() -> None:
     # the committed synth_lower_arm64_300c11ae59 came from charging the cast: the uaba form it
     # produced has the same two instructions
     lhs = parse("i16(v0_u16 + arm.urhadd(v1_u16, v2_u16))")
-    bound = (lowering_cost(lhs)[0], 0, 0)
+    bound = (lowering_cost(lhs, "arm64")[0], 0, 0)
     assert bound[0] == 2
     res = synthesize(lhs, lowering_grammar(lhs, "arm64"), bound, max_terms=60_000)
     assert res.status == "exhausted" and res.rhs is None  # nothing with fewer instructions exists
+
+
+def test_hvx_bring_up_finds_the_16bit_product_of_a_widened_byte() -> None:
+    """depthwise_conv's `i32(x_u8) * i32(f_i16)` lifts to `extending_mul(i32(x_u8), f_i16)`. With every
+    primitive at one instruction its seen form (two casts, a 32-bit multiply) cost what the hand rule's
+    `hvx.vmpy(i16(x), f)` costs and the bring-up's search ended 'optimal' with nothing; HVX has no
+    32-bit multiply (vmpyieo + vmpyie.acc) and widens u8 to i32 in two levels of unpacks
+    (pitchfork/targets/primitive_cost.py), so the 16 x 16 vmpy is found with the hand rules hidden."""
+    from synth.bringup import bring_up_hidden
+    from synth.tasks import Task, run_task
+
+    lhs = "extending_mul(i32(v0_u8), v1_i16)"
+    r = run_task(Task("lower", "hvx128", lhs, 100_000, hide=bring_up_hidden("hvx128"), work_cap=120_000_000))
+    assert r["status"] == "synthesized" and r["rhs"] == "hvx.vmpy(i16(v0_u8), v1_i16)", r
+    generic = parse("i32(v0_u8) * i32(v1_i16)")  # what LLVM is handed without the rule
+    assert lowering_cost(parse(r["rhs"]), "hvx128")[0] < lowering_cost(generic, "hvx128")[0]
+    assert lowering_cost(parse(r["rhs"]), "arm64")[0] == lowering_cost(generic, "arm64")[0]  # all ones: a tie

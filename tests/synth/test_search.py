@@ -119,7 +119,7 @@ def test_candidates_the_rules_rewrite_are_pruned_during_the_search() -> None:
     load_target("arm64")
     lhs = parse("vector_reduce_add_x4(u32(arm.umull(v0_u8, v1_u8)))")
     g = lowering_grammar(lhs, "arm64")
-    bound = (lowering_cost(lhs)[0], 0, 0)
+    bound = (lowering_cost(lhs, "arm64")[0], 0, 0)
     found = synthesize(lhs, g, bound, max_terms=50_000)
     assert found.rhs is not None and "arm.udot" in to_text(found.rhs) and found.pruned == 0
     # a TRS that rewrites every udot: those candidates are compositions, never proposed
@@ -172,6 +172,19 @@ def test_a_four_operand_instruction_is_probed_when_the_levels_are_exhausted() ->
                       hide=bring_up_hidden("hvx128")))
     assert r["status"] == "synthesized", r
     assert r["rhs"] == "hvx.vmpa(v0_u8, v2_u8, v1_i8, v3_i8)"
+    assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"
+
+
+def test_a_five_operand_accumulating_product_is_probed() -> None:
+    """gaussian's two taps onto an accumulator: HVX's vmpa_acc (accumulator, two data vectors, two taps)
+    has five operands. The probe stopped at four, so with the hand rules hidden the search returned the
+    two vmpy_acc it could build (4 slots) instead of one vmpa_acc (2: hand rule vmpa_acc)."""
+    from synth.bringup import bring_up_hidden
+
+    r = run_task(Task("lower", "hvx128", "v0_i16 + widening_mul(i8(6), v1_u8) + widening_mul(i8(15), v2_u8)",
+                      100_000, hide=bring_up_hidden("hvx128")))
+    assert r["status"] == "synthesized", r
+    assert r["rhs"] == "hvx.vmpa_acc(v0_i16, v1_u8, v2_u8, 6, 15)"
     assert verify_rule(parse_rule(f"found: {r['rule']}", "<test>", 1)).status == "VALID"
 
 
@@ -235,7 +248,7 @@ def test_the_last_level_is_searched_for_the_left_sides_type_when_the_whole_level
     load_target("arm64")
     lhs = parse("u8((v0_i16 + v1_i16) >> 8)")
     g = lowering_grammar(lhs, "arm64")
-    res = synthesize(lhs, g, lowering_cost(lhs), max_terms=2_000)
+    res = synthesize(lhs, g, lowering_cost(lhs, "arm64"), max_terms=2_000)
     assert res.status == "found" and res.terms <= 2_000, res
     assert "left side's type alone" in res.detail
     assert prove_equal(lhs, res.rhs)[0] == "VALID"

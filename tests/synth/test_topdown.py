@@ -139,7 +139,7 @@ def test_the_enumerators_counterexamples_filter_the_decompositions() -> None:
     from synth.search import synthesize
 
     lhs, g, rows, env, target = _examples("x86-avx2", "rounding_mul_shr(v0_i16, v1_i16, 15)")
-    res = synthesize(lhs, g, (lowering_cost(expand_fpir(lhs, 64))[0], 0, 0), max_terms=10_000)
+    res = synthesize(lhs, g, (lowering_cost(expand_fpir(lhs, 64), "x86-avx2")[0], 0, 0), max_terms=10_000)
     assert res.status == "budget" and (-32768, -32768) in res.learned
     wrapping = "i16(i32(v0_i16) * i32(v1_i16) >> u32(15))"
 
