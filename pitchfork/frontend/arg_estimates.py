@@ -16,6 +16,7 @@ An undefined or non-constant estimate is None, and Halide writes a null pointer 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -48,6 +49,8 @@ def _bits(e: Any, t: Any) -> int | None:
     if not e.defined():
         return None
     width = 8 if t.bits() == 1 else t.bits()  # a bool is stored as one byte
+    if e.type() == t and (v := _integer_constant(e)) is not None:
+        return v & ((1 << width) - 1)
     as_t = hl.cast(t, e)
     try:
         v = hl.evaluate(hl.cast(hl.UInt(8), as_t) if t.bits() == 1 else hl.reinterpret(hl.UInt(width), as_t))
@@ -61,10 +64,29 @@ def _int64(e: Any) -> int | None:
 
     if not e.defined():
         return None
+    if (v := _integer_constant(e)) is not None:  # int64 holds every integer type's value but uint64's top half
+        return v - (1 << 64) if v >= 1 << 63 else v
     try:
         return int(hl.evaluate(hl.cast(hl.Int(64), e)))
     except Exception:  # noqa: BLE001 - as _bits
         return None
+
+
+# The printed form of an integer constant: `5` (int32), `(uint8)200`, `(int64)-5`, `(uint1)1` (a bool).
+_INTEGER_TEXT = re.compile(r"<halide\.Expr of type \w+: (?:\(u?int\d+\))?(-?\d+)>")
+
+
+def _integer_constant(e: Any) -> int | None:
+    """The value of `e` if it is an integer (or bool) constant, read from its printed form, which
+    Halide writes exactly for integers; None otherwise (a float, an expression of other Params).
+    Why not `hl.evaluate`: each evaluation JIT-compiles a pipeline (~40 ms), and a benchmark with a
+    handful of estimates paid ~0.2 s a compile for them; floats still go through it (their printed
+    form is rounded)."""
+    t = e.type()
+    if not (t.is_int() or t.is_uint()):
+        return None
+    m = _INTEGER_TEXT.fullmatch(str(e))
+    return None if m is None else int(m.group(1))
 
 
 def _one(name: str, est: Any, t: Any, is_buffer: bool) -> ArgEstimates:
