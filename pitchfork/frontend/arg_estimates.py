@@ -49,7 +49,7 @@ def _bits(e: Any, t: Any) -> int | None:
     if not e.defined():
         return None
     width = 8 if t.bits() == 1 else t.bits()  # a bool is stored as one byte
-    if e.type() == t and (v := _integer_constant(e)) is not None:
+    if e.type() == t and (v := integer_constant(e)) is not None:
         return v & ((1 << width) - 1)
     as_t = hl.cast(t, e)
     try:
@@ -64,7 +64,7 @@ def _int64(e: Any) -> int | None:
 
     if not e.defined():
         return None
-    if (v := _integer_constant(e)) is not None:  # int64 holds every integer type's value but uint64's top half
+    if (v := integer_constant(e)) is not None:  # int64 holds every integer type's value but uint64's top half
         return v - (1 << 64) if v >= 1 << 63 else v
     try:
         return int(hl.evaluate(hl.cast(hl.Int(64), e)))
@@ -76,7 +76,7 @@ def _int64(e: Any) -> int | None:
 _INTEGER_TEXT = re.compile(r"<halide\.Expr of type \w+: (?:\(u?int\d+\))?(-?\d+)>")
 
 
-def _integer_constant(e: Any) -> int | None:
+def integer_constant(e: Any) -> int | None:
     """The value of `e` if it is an integer (or bool) constant, read from its printed form, which
     Halide writes exactly for integers; None otherwise (a float, an expression of other Params).
     Why not `hl.evaluate`: each evaluation JIT-compiles a pipeline (~40 ms), and a benchmark with a
@@ -99,7 +99,8 @@ def _one(name: str, est: Any, t: Any, is_buffer: bool) -> ArgEstimates:
 def argument_estimates(args: Sequence[Any], pipeline: hl.Pipeline) -> tuple[ArgEstimates, ...]:
     """The estimates of every argument of `args` (ImageParam, Param, Buffer or Argument), then of
     every output buffer of `pipeline` (a Tuple output's `f.0`, `f.1`, ...). Cheap when nothing is
-    set: only a defined estimate is evaluated (one small JIT compile each)."""
+    set, and for integers (read from their printed form); a defined float estimate costs one small
+    JIT compile."""
     import halide as hl
 
     out = []

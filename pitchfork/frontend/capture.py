@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pitchfork.frontend import capture_pool
-from pitchfork.frontend.arg_estimates import ArgEstimates, argument_estimates
+from pitchfork.frontend.arg_estimates import ArgEstimates, argument_estimates, integer_constant
 from pitchfork.frontend.arguments import as_argument
 from pitchfork.frontend.htypes import HType
 from pitchfork.targets.target_strings import ALIAS_TARGETS
@@ -369,8 +369,10 @@ def argument_constraints(args: Sequence[Any]) -> dict[str, dict[str, Any]]:
                     try:
                         # a float bound exactly (float16 / bfloat16 ones evaluate only as float64:
                         # Halide's Python binding has no scalar of their types)
+                        # an integer bound read from its printed form, as arg_estimates reads it (a
+                        # JIT compile per bound otherwise)
                         c[key] = (float(hl.evaluate(hl.cast(hl.Float(64), e))) if param.type().is_float()
-                                  else int(hl.evaluate(e)))
+                                  else v if (v := integer_constant(e)) is not None else int(hl.evaluate(e)))
                     except Exception:  # noqa: BLE001 - a non-constant bound is not transferred
                         pass
         if c:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import halide as hl
 import pytest
 
-from pitchfork.frontend.arg_estimates import _integer_constant, argument_estimates
+from pitchfork.frontend.arg_estimates import integer_constant, argument_estimates
 
 _CASES = [
     (hl.Int(8), [-128, -100, 0, 127]),
@@ -21,7 +21,7 @@ _CASES = [
 
 
 @pytest.mark.parametrize("t,values", _CASES, ids=lambda c: str(c) if isinstance(c, hl.Type) else "")
-def test_printed_integer_constants_are_halides_values(t: hl.Type, values: list[int]) -> None:
+def test_printedinteger_constants_are_halides_values(t: hl.Type, values: list[int]) -> None:
     for v in values:
         if t.bits() == 64 and t.is_uint():
             e = hl.UInt(64).max()
@@ -29,18 +29,18 @@ def test_printed_integer_constants_are_halides_values(t: hl.Type, values: list[i
             e = {-(2**63): hl.Int(64).min(), 2**63 - 1: hl.Int(64).max()}.get(v, hl.cast(t, hl.i64(v)))
         else:
             e = hl.cast(t, hl.i64(v))
-        got = _integer_constant(e)
+        got = integer_constant(e)
         want = int(hl.evaluate(e))
         assert got == want == v, (str(e), got, want)
 
 
 def test_bool_and_non_constants() -> None:
-    assert _integer_constant(hl.Expr(True)) == 1
-    assert _integer_constant(hl.f32(2.0)) is None  # a float's printed form is rounded: evaluated instead
+    assert integer_constant(hl.Expr(True)) == 1
+    assert integer_constant(hl.f32(2.0)) is None  # a float's printed form is rounded: evaluated instead
     p = hl.Param(hl.Int(32), "p")
-    assert _integer_constant(p + 1) is None
+    assert integer_constant(p + 1) is None
     # not folded by the binding: read by hl.evaluate instead, never guessed
-    assert _integer_constant(hl.cast(hl.UInt(64), hl.Int(64).max()) + hl.cast(hl.UInt(64), 1)) is None
+    assert integer_constant(hl.cast(hl.UInt(64), hl.Int(64).max()) + hl.cast(hl.UInt(64), 1)) is None
 
 
 def test_estimates_match_the_evaluated_ones() -> None:
