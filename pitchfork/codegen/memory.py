@@ -467,11 +467,8 @@ class MemoryMixin:
         three stores and a reload that store forwarding cannot serve, in every border vector (interpolate
         x86: ~80 stack stores, ~40 reloads and ~80 broadcasts in its border loops)."""
         b = self.b
-        i32, f32 = ir.IntType(32), ir.FloatType()
-        vi, vf = ir.VectorType(i32, 8), ir.VectorType(f32, 8)
-        k = b.add(b.shuffle_vector(b.insert_element(ir.Constant(vi, None), b.trunc(shift, i32), ir.Constant(i32, 0)),
-                                   ir.Constant(vi, None), ir.Constant(vi, [0] * 8)),
-                  ir.Constant(vi, list(range(8))))
+        vi, vf = ir.VectorType(ir.IntType(32), 8), ir.VectorType(ir.FloatType(), 8)
+        k = b.add(self._splat(b.trunc(shift, ir.IntType(32)), i32, 8), ir.Constant(vi, list(range(8))))
         k = b.select(b.icmp_signed("<", k, ir.Constant(vi, [0] * 8)), ir.Constant(vi, [0] * 8), k)
         k = b.select(b.icmp_signed(">", k, ir.Constant(vi, [7] * 8)), ir.Constant(vi, [7] * 8), k)
         permps = self._intrinsic("llvm.x86.avx2.permps", vf, [vf, vi])
