@@ -31,9 +31,11 @@ emitted here, checked bit-exact in tests/pitchfork/codegen/test_floats_half.py).
 are computed per target as Halide's code generator does (floats_half.py: on half on arm_fp16, in
 float32 on x86 and converted back with Halide's bit-level code, `round` on x86 with Halide's own
 lowering; pow_f16 is CodeGen_LLVM's float32 pow expansion, FloatOps.halide_pow, not powf.py's).
-float64 -> float16 is LLVM's fptrunc: native on arm64; on x86 LLVM calls compiler-rt's __truncdfhf2,
-which nothing in the JIT's process defines (nor Halide's runtime: Halide's own JIT fails on it), so
-the link check refuses it by name.
+float64 -> float16 is LLVM's fptrunc: native on arm64; on x86, where LLVM would call compiler-rt's
+__truncdfhf2 (which nothing in the JIT's process defines: Halide's own JIT fails on it), the same single
+rounding inline (floats_half.narrow_double_to_half: to float32 rounded to odd, then vcvtps2ph).
+`saturating_cast` to a float type is Halide's clamp to [-inf, +inf] around the cast
+(halide_calls.lower_float_saturating_cast).
 
 bfloat16 (x86, arm64) is Halide's emulation (floats_bfloat.py): each value the float32 it stands for,
 each operation in float32 and rounded back to nearest even, loads and stores of its 16 bits.
@@ -52,8 +54,9 @@ from pitchfork.codegen.float_estimates import fast_inverse, supports_estimates
 from pitchfork.codegen.float_math import FloatOps, declare
 from pitchfork.codegen.floats_bfloat import (is_bfloat, lower_bfloat, narrow, round_bfloat, round_to_bfloat,
                                              widen)
-from pitchfork.codegen.floats_half import HALIDE_POW, NARROW_X86, lower_half, narrow_half_x86, round_half_x86
-from pitchfork.codegen.halide_calls import lower_call
+from pitchfork.codegen.floats_half import (HALIDE_POW, NARROW_X86, lower_half, narrow_double_to_half, narrow_half_x86,
+                                           round_half_x86)
+from pitchfork.codegen.halide_calls import lower_call, lower_float_saturating_cast
 from pitchfork.codegen.ir_constants import undef
 from pitchfork.frontend.htypes import HType
 
@@ -142,6 +145,9 @@ class FloatEmitter:
             if e.type.is_vector:
                 return self.cg.vector(e, self.node, self.int_lets)
             return self.cg.scalar(e, self.node, lets=self.int_lets)
+        saturating = lower_float_saturating_cast(e) if isinstance(e, H.Call) else None
+        if saturating is not None:  # to a float type: Halide's clamp to +-inf, then or after the cast
+            return self.emit(saturating)
         half = bfloat = False
         for t in (e.type, *(x.type for x in _operands(e))):
             half = half or t.code == "float" and t.bits == 16
@@ -215,6 +221,8 @@ class FloatEmitter:
         if src.is_float:
             if src.bits == e.type.bits:
                 return v
+            if src.bits == 64 and e.type.bits == 16 and self.cg.target == "x86-avx2":
+                return narrow_double_to_half(self.b, self.cg.module, v)  # (no __truncdfhf2 call)
             return self.b.fpext(v, t) if e.type.bits > src.bits else self.b.fptrunc(v, t)
         if src.bits == 1:
             return self.b.uitofp(v, t)

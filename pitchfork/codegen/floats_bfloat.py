@@ -20,8 +20,8 @@ between casts); floats.py emits the casts, loads, stores and reinterprets with t
 `round` with `round_bfloat` (Halide's generic lowering); `abs` is Halide's select(x >= 0, x, -x),
 `lerp` the float32 lerp rounded once, hl.strict_float's strict_* arithmetic the float32 operation with no
 flags, rounded. Other calls on bfloat16 (Halide's front end already writes sqrt, floor ... of a bfloat16
-as the float32 call of its float32 value; saturating_cast to bfloat16 is one that is not) are refused
-by name.
+as the float32 call of its float32 value; saturating_cast to bfloat16 is expanded before, as every
+saturating_cast to a float type: halide_calls.lower_float_saturating_cast) are refused by name.
 """
 
 from __future__ import annotations

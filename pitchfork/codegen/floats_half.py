@@ -149,6 +149,30 @@ def narrow_half_x86(b: ir.IRBuilder, module: ir.Module, v: ir.Value) -> ir.Value
     return b.bitcast(b.or_(out, b.trunc(b.lshr(sign, k(i32, 16)), i16)), half)
 
 
+def narrow_double_to_half(b: ir.IRBuilder, module: ir.Module, v: ir.Value) -> ir.Value:
+    """float64 -> float16 rounded once to nearest even, as LLVM's fptrunc (Halide's module) computes it
+    on x86 with compiler-rt's / libgcc's __truncdfhf2 (f16c converts from float32 only; nothing in the
+    JIT's process defines that helper): rounded to float32 *to odd* (the float32 rounding to nearest,
+    moved one ulp toward zero where it went away from zero, then its last bit set where it was
+    inexact), then to float16 by vcvtps2ph. Rounding to odd with 13 more bits than float16's is exact
+    for the final rounding (no double rounding), over float16's subnormals too (float32's exponent
+    covers them); an overflow of float32 gives FLT_MAX, still float16's inf; a NaN keeps the top of its
+    payload and is quiet (as __truncdfhf2: payload >> 42, quiet bit set)."""
+    lanes = v.type.count if isinstance(v.type, ir.VectorType) else 0
+    f32: ir.Type = ir.VectorType(ir.FloatType(), lanes) if lanes else ir.FloatType()
+    i32: ir.Type = ir.VectorType(ir.IntType(32), lanes) if lanes else ir.IntType(32)
+    half: ir.Type = ir.VectorType(ir.HalfType(), lanes) if lanes else ir.HalfType()
+    nearest = b.fptrunc(v, f32)
+    back = b.fpext(nearest, v.type)
+    fabs = FloatOps(b, module, True).intrinsic
+    inexact = b.fcmp_ordered("!=", back, v)  # (false for NaN)
+    away = b.fcmp_ordered(">", fabs("fabs", [back]), fabs("fabs", [v]))
+    bits = b.bitcast(nearest, i32)
+    toward_zero = b.sub(bits, b.zext(away, i32))
+    odd = b.select(inexact, b.or_(toward_zero, FloatOps.const(i32, 1)), bits)
+    return b.fptrunc(b.bitcast(odd, f32), half)
+
+
 def round_half_x86(b: ir.IRBuilder, ops: FloatOps, x: ir.Value) -> ir.Value:
     """Halide's round-half-to-even of float16 on x86 (its generic lowering, not an instruction):
     ix = int16(x + copysign(0x1.ffcp-2, x)) (the sum rounded to half), a = float16(ix), minus

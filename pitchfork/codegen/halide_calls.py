@@ -1,4 +1,5 @@
-"""Halide intrinsics that Halide's own code generator expands before emitting them: `lerp` and `mux`.
+"""Halide intrinsics that Halide's own code generator expands before emitting them: `lerp`, `mux` and
+`saturating_cast` to a float type.
 
 Halide keeps `lerp(zero, one, weight)` and `mux(index, v0, ..., vn)` as calls through lowering (they are
 in the statement PITCHFORK captures) and expands them only in CodeGen_LLVM: `lower_lerp` (Lerp.cpp) and
@@ -37,6 +38,33 @@ def lower_call(e: H.Call, target: str, node: Optional[H.Node] = None) -> Optiona
             return None
         return lower_lerp(e, target, node)
     return None
+
+
+def lower_float_saturating_cast(e: H.Call) -> Optional[H.Expr]:
+    """`saturating_cast` to a float type (float16, bfloat16, float32, float64) as Halide 21's
+    lower_saturating_cast (FindIntrinsics.cpp) expands it in CodeGen_LLVM, else None: from a float,
+    clamped to [t.min(), t.max()], which are -inf and +inf for every float type in Halide 21 (Type.cpp),
+    in the wider of the two types (clamp(a) then the cast when narrowing, the cast then the clamp when
+    widening); from an integer, the plain cast (lossless_cast of an infinity to the integer type is
+    undefined, so no bound). The clamp is min then max (Halide's clamp), emitted as every float min /
+    max is (on x86 LLVM folds it away; on arm64 Neon fmin / fmax with the infinities, as Halide's
+    module): so the values are the cast's."""
+    if e.name != "saturating_cast" or not e.type.is_float or len(e.args) != 1:
+        return None
+    a, t = e.args[0], e.type
+    if a.type == t:
+        return a
+    if not a.type.is_float:
+        return H.Cast(t, a)
+
+    def clamp(v: H.Expr) -> H.Expr:
+        vt = v.type
+        hi, lo = _float(float("inf"), vt), _float(float("-inf"), vt)
+        return _bin("max", _bin("min", v, hi), lo)
+
+    if t.bits < a.type.bits:
+        return H.Cast(t, clamp(a))
+    return clamp(H.Cast(t, a))
 
 
 def _splat(value: H.Expr, lanes: int) -> H.Expr:
