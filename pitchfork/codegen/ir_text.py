@@ -4,16 +4,21 @@ and the module freed without the cyclic collector once its text is taken (`free_
 llvmlite prints a module through each instruction's `descr`, which builds its line from several
 `str.format` calls, generator joins and a metadata lookup: on a compile of a few thousand
 instructions that printing was ~20-30 ms, a tenth of `pitchfork.compile`'s Python time. `module_text`
-gives every instruction of the common kinds its line from one f-string each, stores it in the cache
-llvmlite's own `__str__` reads (`_StrCaching`), and then lets llvmlite print the module: the module,
-function and block structure, and every instruction of another kind, stay llvmlite's own code.
+gives every instruction of the common kinds (simple calls included: the selected intrinsics) its line
+from one f-string each, stores it in the cache llvmlite's own `__str__` reads (`_StrCaching`), and then
+prints the module as llvmlite's `Module.__repr__` does, joining each function definition's blocks and
+lines itself (`_function_text`; llvmlite's `Block.descr` formats every line again through
+`str.format`); prototypes, declarations, globals, metadata and every instruction of another kind stay
+llvmlite's own code.
 
 Invariant: `module_text(m) == str(m)`, character for character. Each fast line is the text the kind's
 `descr` writes (the same pieces in the same order, `rstrip`ped as `NamedValue._to_string` does). A
 kind is formatted here only when its class uses exactly the `descr` and `_to_string` functions this
 module was written against (`_FORMATTERS` is keyed by the function objects), and the first call checks
 every formatter against llvmlite's own printing on a small module (`_self_check`): if any line
-differs (another llvmlite version), the fast lines are never used and `module_text` is `str(m)`.
+differs (another llvmlite version), the fast lines are never used and `module_text` is `str(m)`. The
+module and function structure is joined here only for classes whose printing methods are llvmlite's
+own (`_MODULE_METHODS`, `_FUNCTION_METHODS`, `_BLOCK_DESCR`), and the self-check covers it too.
 tests/pitchfork/codegen/test_ir_text.py compares the two on every benchmark's module.
 """
 
@@ -97,8 +102,22 @@ def _phi(i: _ins.PhiInstr) -> str:
     return f"phi {' '.join(i.flags)} {i.type} {incs} {_md(i)}"
 
 
-#: llvmlite's `descr` function -> the formatter of the same text (without the "%name = " prefix)
-_FORMATTERS: dict[Callable[..., None], Callable[..., str]] = {
+def _call(i: _ins.CallInstr) -> Optional[str]:  # CallInstr._descr; None: llvmlite prints it
+    fnty = i.callee.function_type
+    if i.arg_attributes or fnty.var_arg:  # argument attributes, a variadic callee's type: left to llvmlite
+        return None
+    ret = fnty.return_type
+    args = ", ".join([f"{a.type} {a.get_reference()}" for a in i.operands[1:]])
+    callee = f"{i.cconv} {ret} {i.callee.get_reference()}" if i.cconv else f"{ret} {i.callee.get_reference()}"
+    tail = f"{i.tail} " if i.tail else ""
+    fn_attrs = " " + " ".join(i.attributes._to_list(ret)) if i.attributes else ""
+    fm_attrs = " " + " ".join(i.fastmath._to_list(ret)) if i.fastmath else ""
+    return f"{tail}{i.opname}{fm_attrs} {callee}({args}){fn_attrs}{_md(i)}"
+
+
+#: llvmlite's `descr` function -> the formatter of the same text (without the "%name = " prefix; None
+#: where this instruction is left to llvmlite)
+_FORMATTERS: dict[Callable[..., None], Callable[..., Optional[str]]] = {
     _ins.Instruction.descr: _generic,
     _ins.CastInstr.descr: _cast,
     _ins.ShuffleVector.descr: _shuffle,
@@ -111,15 +130,16 @@ _FORMATTERS: dict[Callable[..., None], Callable[..., str]] = {
     _ins.SelectInstr.descr: _select,
     _ins.Terminator.descr: _terminator,
     _ins.PhiInstr.descr: _phi,
+    _ins.CallInstr.descr: _call,
 }
 _TO_STRING = _val.NamedValue._to_string
 #: per instruction class: its formatter, or None (llvmlite prints it)
-_by_class: dict[type, Optional[Callable[..., str]]] = {}
+_by_class: dict[type, Optional[Callable[..., Optional[str]]]] = {}
 #: None until the first call's self-check; then whether the fast lines are used
 _checked: list[bool] = []
 
 
-def _formatter(cls: type) -> Optional[Callable[..., str]]:
+def _formatter(cls: type) -> Optional[Callable[..., Optional[str]]]:
     try:
         return _by_class[cls]
     except KeyError:
@@ -128,8 +148,10 @@ def _formatter(cls: type) -> Optional[Callable[..., str]]:
         return f
 
 
-def _line(i: _ins.Instruction, f: Callable[..., str]) -> str:
+def _line(i: _ins.Instruction, f: Callable[..., Optional[str]]) -> Optional[str]:
     body = f(i)
+    if body is None:
+        return None
     if isinstance(i.type, ir.VoidType):
         return body.rstrip()
     return f"{i.get_reference()} = {body}".rstrip()
@@ -145,11 +167,16 @@ def _fill(module: ir.Module) -> None:
                     continue  # printed before: llvmlite returns that text, so do we
                 f = _formatter(type(i))
                 if f is not None:
-                    d[_CACHE] = _line(i, f)
+                    line = _line(i, f)
+                    if line is not None:
+                        d[_CACHE] = line
 
 
 def _sample() -> ir.Module:
-    """A module with every kind formatted here, with and without flags, alignment and metadata."""
+    """A module with every kind formatted here, with and without flags, alignment and metadata; calls
+    with and without attributes, tail markers, fast-math flags, a calling convention, argument
+    attributes and a variadic callee (the last two printed by llvmlite); declarations, a global and
+    named metadata beside the definition."""
     m = ir.Module("ir_text_check")
     i8, i32 = ir.IntType(8), ir.IntType(32)
     v4 = ir.VectorType(i32, 4)
@@ -177,6 +204,18 @@ def _sample() -> ir.Module:
     b.shuffle_vector(v, w, ir.Constant(v4, [0, 5, 2, 7]))
     b.select(c, a, ld)
     b.select(c, a, ld).set_metadata("pf", md)
+    callee = ir.Function(m, ir.FunctionType(i32, [i32, v4]), "g")
+    b.call(callee, [a, v])
+    b.call(callee, [a, v], tail=True).set_metadata("pf", md)
+    b.call(callee, [a, v], cconv="fastcc", attrs=("nounwind",), arg_attrs={0: ("signext",)})
+    fcallee = ir.Function(m, ir.FunctionType(ir.FloatType(), [ir.FloatType()]), "h")
+    fcallee.attributes.add("nounwind")
+    b.call(fcallee, [ir.Constant(ir.FloatType(), 1.5)], fastmath=("fast",), attrs=("readnone",))
+    b.call(ir.Function(m, ir.FunctionType(i32, [i32], var_arg=True), "k"), [a, a])
+    b.call(ir.Function(m, ir.FunctionType(ir.VoidType(), []), "u"), [])
+    glob = ir.GlobalVariable(m, i32, "gv")
+    glob.initializer = ir.Constant(i32, 7)
+    m.add_named_metadata("named", [md])
     b.cbranch(c, loop, done)
     b.position_at_end(loop)
     phi = b.phi(i32)
@@ -198,9 +237,62 @@ def _self_check() -> bool:
         expected = str(m)
         m2 = _sample()
         _fill(m2)
-        return str(m2) == expected
+        return str(m2) == expected and _print(_sample()) == expected and _print(m2) == expected
     except Exception:  # noqa: BLE001 - an llvmlite whose API differs: print with llvmlite alone
         return False
+
+
+def _function_text(fn: ir.Function) -> str:
+    """`str(fn)` of a function definition whose printing is llvmlite's own (`Function.descr`, each
+    block's `Block.descr`): the prototype from llvmlite, each block's label and instruction lines
+    joined here (an instruction's line is its cached text where it has one, else `str`, which is what
+    `Block.descr`'s `"  {0}\n".format(instr)` writes; no llvmlite class defines `__format__`)."""
+    buf: list[str] = []
+    fn.descr_prototype(buf)
+    buf.append("{\n")
+    for block in fn.blocks:
+        if type(block).descr is not _BLOCK_DESCR:
+            block.descr(buf)
+            continue
+        buf.append(f"{block._format_name()}:\n")
+        buf += ["  " + (i.__dict__.get(_CACHE) or str(i)) + "\n" for i in block.instructions]
+    buf.append("}\n")
+    return "".join(buf)
+
+
+_BLOCK_DESCR = _val.Block.descr
+_FUNCTION_METHODS = (_val.Function.__str__, _val.Function.descr, _val.Function.descr_body)
+
+
+def _global_text(v: object) -> str:
+    """`str(v)` of one of a module's globals (function definitions through `_function_text`)."""
+    cls = type(v)
+    if (isinstance(v, ir.Function) and v.blocks
+            and (cls.__str__, cls.descr, cls.descr_body) == _FUNCTION_METHODS):
+        return _function_text(v)
+    return str(v)
+
+
+def _module_str(module: ir.Module) -> str:
+    """`str(module)` (llvmlite's `Module.__repr__`: header, identified types, globals, metadata), the
+    function definitions' text joined by `_function_text`."""
+    lines = ['; ModuleID = "%s"' % (module.name,), 'target triple = "%s"' % (module.triple,),
+             'target datalayout = "%s"' % (module.data_layout,), '']
+    lines += [it.get_declaration() for it in module.get_identified_types().values()]
+    lines += [_global_text(v) for v in module.globals.values()]
+    lines += module._get_metadata_lines()
+    return "\n".join(lines)
+
+
+_MODULE_METHODS = (object.__str__, ir.Module.__repr__, ir.Module._get_body_lines)
+
+
+def _print(module: ir.Module) -> str:
+    """`str(module)`, through `_module_str` when the module prints as llvmlite's Module does."""
+    cls = type(module)
+    if (cls.__str__, cls.__repr__, cls._get_body_lines) == _MODULE_METHODS:
+        return _module_str(module)
+    return str(module)
 
 
 def module_text(module: ir.Module) -> str:
@@ -209,6 +301,7 @@ def module_text(module: ir.Module) -> str:
         _checked.append(_self_check())
     if _checked[0]:
         _fill(module)
+        return _print(module)
     return str(module)
 
 

@@ -37,7 +37,40 @@ def test_sample_module_same_text() -> None:
     # every instruction but `ret void` (Ret has its own descr) got its line from a formatter here
     kinds = {type(i).__name__ for i in _instructions(ir_text._sample()) if ir_text._formatter(type(i)) is not None}
     assert kinds >= {"Instruction", "CastInstr", "ShuffleVector", "GEPInstr", "LoadInstr", "StoreInstr", "ICMPInstr",
-                     "InsertElement", "ExtractElement", "SelectInstr", "ConditionalBranch", "Branch", "PhiInstr"}
+                     "InsertElement", "ExtractElement", "SelectInstr", "ConditionalBranch", "Branch", "PhiInstr",
+                     "CallInstr"}
+
+
+def test_calls_with_argument_attributes_or_a_variadic_callee_are_printed_by_llvmlite() -> None:
+    """_fill caches the line of every simple call, and leaves the two forms `_call` declines to llvmlite."""
+    m = ir_text._sample()
+    ir_text._fill(m)
+    calls = [i for i in _instructions(m) if isinstance(i, ir.CallInstr)]
+    declined = [i for i in calls if i.arg_attributes or i.callee.function_type.var_arg]
+    assert len(calls) == 6 and len(declined) == 2
+    assert all((ir_text._CACHE in i.__dict__) == (i not in declined) for i in calls)
+    expected = str(ir_text._sample())
+    assert str(m) == expected and ir_text.module_text(m) == expected
+
+
+def test_module_text_joins_function_bodies_as_llvmlite() -> None:
+    """The module printed by `_module_str` (function definitions joined in ir_text) is llvmlite's text,
+    with and without the instructions' lines cached; a function class with its own printing is llvmlite's."""
+    m = ir_text._sample()
+    expected = str(m)
+    assert ir_text._module_str(ir_text._sample()) == expected
+    ir_text._fill(m)
+    assert ir_text._module_str(m) == expected
+
+    class Own(ir.Function):
+        def descr_body(self, buf: list[str]) -> None:
+            buf.append("  unreachable\n")
+
+    m2 = ir.Module("own")
+    f = Own(m2, ir.FunctionType(ir.VoidType(), []), "f")
+    ir.IRBuilder(f.append_basic_block("entry")).ret_void()
+    assert "unreachable" in str(m2)
+    assert ir_text.module_text(m2) == str(m2)
 
 
 def test_a_differing_formatter_turns_the_fast_lines_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,7 +104,7 @@ def test_a_class_with_its_own_descr_is_printed_by_llvmlite() -> None:
 
 
 BENCHES = [("add", "x86-avx2"), ("gaussian3x3", "arm64"), ("softmax", "arm64"), ("sobel3x3", "hvx128"),
-           ("average_pool", "hvx128"), ("camera_pipe", "x86-avx2")]
+           ("average_pool", "hvx128"), ("camera_pipe", "x86-avx2"), ("fully_connected", "arm64")]
 
 
 @pytest.mark.parametrize("bench,isa", BENCHES)
