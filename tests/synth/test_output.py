@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from fpir.text import parse
 from pitchfork.selection.cost import cost
 from pitchfork.selection.lift import lift_rules
@@ -80,21 +82,30 @@ def test_written_rules_parse_with_provenance(tmp_path: Path) -> None:
     assert "# from: bench; count: 3;" in path.read_text()
 
 
-def test_every_committed_synthesized_rule_verifies() -> None:
-    """rules/synthesized/*.rules (lifting and every ISA's lowering) as committed: each rule VALID at
-    every type instance (lifting rules are also covered by tests/synth/test_verify.py)."""
+def _committed_lowering_rules() -> list:
     from pitchfork.selection.synthesized import SYNTH_DIR
     from pitchfork.targets import load_target
-    from synth.output import VERIFY_RLIMIT
-    from synth.verify import verify_rule
 
     for isa in ("arm64", "hvx128", "x86-avx2"):
         load_target(isa, include_synthesized=False)  # registers the target instructions
-    files = sorted(SYNTH_DIR.glob("*.rules"))
-    rules = [r for f in files for r in load_rules(f)]
-    for rule in rules:
-        res = verify_rule(rule, VERIFY_RLIMIT)
-        assert res.status == "VALID", f"{rule.location}: {res.summary()}"
+    return [r for f in sorted(SYNTH_DIR.glob("lower*.rules")) for r in load_rules(f)]
+
+
+LOWERING = _committed_lowering_rules()
+
+
+# One case per rule, so that pytest-xdist spreads the proofs over its workers. The committed lifting
+# rules (rules/synthesized/lift*.rules) are verified at the same budget (VERIFY_RLIMIT), one case each,
+# by tests/synth/test_verify.py::test_lifting_rule_verifies.
+@pytest.mark.parametrize("rule", LOWERING, ids=[f"{r.source.rsplit('/', 1)[-1]}:{r.name}" for r in LOWERING])
+def test_every_committed_synthesized_rule_verifies(rule) -> None:  # type: ignore[no-untyped-def]
+    """rules/synthesized/lower_*.rules (every ISA's lowering) as committed: each rule VALID at every
+    type instance."""
+    from synth.output import VERIFY_RLIMIT
+    from synth.verify import verify_rule
+
+    res = verify_rule(rule, VERIFY_RLIMIT)
+    assert res.status == "VALID", f"{rule.location}: {res.summary()}"
 
 
 def test_rules_of_earlier_runs_that_others_subsume_leave_the_file(tmp_path: Path) -> None:
