@@ -34,7 +34,8 @@ import z3
 from fpir.term import BROADCAST_NAME, Term, const, var
 from fpir.text import FPIRSyntaxError, Raw, _Elaborator
 from fpir.types import USER_TYPES, FPIRTypeError, ScalarType
-from fpir.z3enc import DEFAULT_RLIMIT, Verdict, equivalent, flag_facts, has_flags, isolated_solver, unknown_reason
+from fpir.z3enc import (DEFAULT_RLIMIT, Verdict, equivalent, flag_facts, has_flags, isolated_solver, to_z3,
+                        unknown_reason)
 from pitchfork.trs.pattern import _CWILD_RE, parse_type_expr, split_wildcard
 from pitchfork.trs.predicate import (VALUE_BOUNDS, IntDomain, PredicateError, PyDomain, Z3Domain, evaluate, is_const_expr,
                                      uses_bounds)
@@ -335,7 +336,8 @@ JOINT_SPLIT_LIMIT = 512  # cases of a split on several shift constants at once (
 def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.BoolRef], rlimit: int,
            env: dict[str, z3.BitVecRef], symbols: dict[str, tuple[z3.BitVecRef, ScalarType]],
            int_query: Optional[IntQuery] = None) -> Verdict:
-    """Cheapest proof first: equivalent() with a small budget; the multiplier fallbacks of
+    """Cheapest proof first: equivalent() with a small budget; a case split on an input used as a
+    shift amount (_split_on_shift_amount: a small budget per case); the multiplier fallbacks of
     synth/verify_fallback.py (multiplication uninterpreted, then integer arithmetic), which prove
     multiplier identities bit-blasting cannot afford; a case split on a rule constant (an eighth of
     the budget per case); the direct query with the whole budget. `reparam` is `assume` with constant
@@ -376,6 +378,10 @@ def _prove(lhs: Term, rhs: Term, assume: list[z3.BoolRef], reparam: list[z3.Bool
     quick = equivalent(lhs, rhs, reparam, min(rlimit, QUICK_RLIMIT), env)
     if quick.status != "UNKNOWN":
         return quick
+    if rlimit > QUICK_RLIMIT:
+        by_amount = _split_on_shift_amount(lhs, rhs, reparam, env, symbols)
+        if by_amount is not None:
+            return by_amount
     # The integer proof under assumptions only where it was tried first: elsewhere the bit-vector
     # case split below is the cheaper proof, as before.
     decisive = fallback(lhs, rhs, assume, rlimit, base[0] if (base is not None and int_first) else None)
@@ -529,6 +535,66 @@ def _split_on_constant(lhs: Term, rhs: Term, assume: list[z3.BoolRef], rlimit: i
         if verdict.status != "VALID":
             return verdict
     return Verdict("VALID")
+
+
+_SHIFTS = (z3.Z3_OP_BSHL, z3.Z3_OP_BLSHR, z3.Z3_OP_BASHR)
+
+
+def _shift_amount_inputs(exprs: Sequence[z3.ExprRef], inputs: set[str]) -> dict[str, int]:
+    """Input variables (by name) read by the amount of a shift by a non-constant amount in `exprs`,
+    with the number of such shifts reading each."""
+    from z3.z3util import get_vars
+
+    out: dict[str, int] = {}
+    seen: set[int] = set()
+    stack = list(exprs)
+    while stack:
+        e = stack.pop()
+        if e.get_id() in seen or not z3.is_app(e):
+            continue
+        seen.add(e.get_id())
+        if e.decl().kind() in _SHIFTS and not z3.is_bv_value(e.arg(1)):
+            for v in get_vars(e.arg(1)):
+                if v.decl().name() in inputs:
+                    out[v.decl().name()] = out.get(v.decl().name(), 0) + 1
+        stack.extend(e.children())
+    return out
+
+
+def _split_on_shift_amount(lhs: Term, rhs: Term, assume: list[z3.BoolRef], env: dict[str, z3.BitVecRef],
+                           symbols: dict[str, tuple[z3.BitVecRef, ScalarType]]) -> Optional[Verdict]:
+    """The proof by cases on an input used as a shift amount, or None if there is none or a case is
+    not decided within QUICK_RLIMIT (then the later stages of _prove decide, as before this one existed).
+
+    Two differently built barrel shifters by the same symbolic amount (rounding_shr(x_u64, y_u64)'s
+    definition shifts a 128-bit sum, x86.psrlv shifts x itself) defeat bit-blasting (hundreds of
+    seconds), but each value of the amount leaves wiring that Z3 proves in milliseconds. The cases
+    are y == k for every value k of y's type with |k| <= B (the widest type of the two sides) and the
+    rest, y > B and y < -B, as one case each: together every value, so the split is exact; a case's
+    counterexample is one of the rule. The input read by the most shifts is split on."""
+    from fpir.opspec import has_lane_ops
+
+    if has_lane_ops(lhs) or has_lane_ops(rhs):
+        return None  # cases on a lane-wise input would constrain one lane only (equivalent refuses them)
+    inputs = {n for n in symbols if not _CWILD_RE.match(n) and n not in env}
+    counts = _shift_amount_inputs([to_z3(lhs, env), to_z3(rhs, env)], inputs)
+    if not counts:
+        return None
+    name = min(counts, key=lambda n: (-counts[n], n))
+    sym, t = symbols[name]
+    bound = max(n.type.bits for side in (lhs, rhs) for n in side.walk())
+    cases = [sym == k for k in range(max(t.min, -bound), min(t.max, bound) + 1)]
+    if bound < t.max:
+        cases.append(sym > bound if t.signed else z3.UGT(sym, bound))
+    if -bound > t.min:
+        cases.append(sym < -bound)
+    for case in cases:
+        verdict = equivalent(lhs, rhs, [*assume, case], QUICK_RLIMIT, env)
+        if verdict.status == "INVALID":
+            return verdict
+        if verdict.status != "VALID":
+            return None
+    return Verdict("VALID", reason=f"split on the shift amount {name}")
 
 
 def _enumerate(sym: z3.ExprRef, assume: list[z3.BoolRef]) -> Optional[list[z3.ExprRef]]:
