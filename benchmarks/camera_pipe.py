@@ -8,7 +8,9 @@ HVX variant of the curve: a 128-entry LUT indexed by v/8 with linear interpolati
 CPU targets index the 1024-entry LUT directly.
 
 The numpy reference computes those f32 tables in numpy float32 in the source's operation order, with
-`pow` by the numpy twin of the powf pitchfork emits (pitchfork/codegen/powf.py); everything after the
+`pow` by the numpy twin of the powf pitchfork emits on hvx128 (pitchfork/codegen/powf.py; on x86 and
+arm64 pitchfork emits Halide 21's own exp/log expansion of pow, as Halide's code does: relative error
+~1e-6 against the exact power, far inside the margins below); everything after the
 tables is exact int64 arithmetic with the wraps of SPEC 12. Pitchfork compiles the float code of
 Halide's simplified statement (constants folded, operations reassociated by Halide) as plain IEEE
 operations, so float intermediates may differ from the reference's in the last ulp; only the integer

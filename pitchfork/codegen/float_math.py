@@ -250,7 +250,8 @@ class FloatOps:
         return self.b.select(exceptional, special, result)
 
     def halide_pow(self, x: ir.Value, y: ir.Value) -> ir.Value:
-        """CodeGen_LLVM's pow where x > 0 is not provable (what Halide computes a float16 pow in):
+        """CodeGen_LLVM's pow where x > 0 is not provable (what Halide computes a float32 pow in, and a
+        float16 pow widened to float32):
         r = halide_exp(halide_log(|x|) * y), then select(x > 0, r, y == 0, 1, x == 0, 0, y != floor(y),
         NaN, floor(y) % 2 == 0, r, -r), the `%` as floor(y) - floor(floor(y) * 0.5) * 2 (so an infinite
         y is odd: inf - inf is NaN). The selects carry no fast-math flags, so the NaN of a negative x to

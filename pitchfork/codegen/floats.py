@@ -18,8 +18,10 @@ a - b*floor(a/b); casts to integers truncate toward zero (fptosi/fptoui); floor/
 sqrt/abs/fma are LLVM's intrinsics (round = roundeven); exp/log are Halide's own polynomials
 (`halide_exp`/`halide_log`); `lerp` is Lerp.cpp's zero*(1-w) + one*w; sin/cos are llvm.sin/cos and
 atan2 the C library's atan2f lane by lane (x86 and arm64 only: the bare-metal Hexagon harness has no
-libm, so they are refused there at compile time); `pow_f32` is pitchfork's own float32 powf
-(pitchfork.codegen.powf.py, one semantics on every target; Halide's is exp(log(x)*y)), lane by lane.
+libm, so they are refused there at compile time); `pow_f32` is, on x86 and arm64, Halide 21's own
+expansion (CodeGen_LLVM: halide_exp(halide_log(|x|) * y) with its selects for the sign, zero and
+non-integer cases, FloatOps.halide_pow; bit-exact against Halide's code, tests/pitchfork/codegen/
+test_pow_f32.py), and on hvx128 pitchfork's own float32 powf (pitchfork.codegen.powf.py), lane by lane.
 Vector float loads and stores are the integer path's loads and stores of the same bits.
 
 float16 (LLVM `half`) is compiled only where Halide 21 computes it natively (checks.half_refusal: x86
@@ -75,7 +77,7 @@ _UNARY = {"floor": "floor", "ceil": "ceil", "trunc": "trunc", "sqrt": "sqrt", "r
           "abs": "fabs"}
 #: math calls Halide's runtime (posix_math.ll) leaves to LLVM's libm intrinsics or to the C library,
 #: lane by lane, by (name, bits); not on the Hexagon harness (no C math library there). float32 exp,
-#: log and pow have their own lowering (FloatOps.exp/log, powf.py).
+#: log and pow have their own lowering (FloatOps.exp/log/halide_pow, powf.py on hvx128).
 _LIBC_NAMES = ("tan", "atan", "atan2", "asin", "acos", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh")
 _LIBM: dict[tuple[str, int], str] = {
     **{(n, 32): f"{n}f" for n in _LIBC_NAMES}, **{(n, 64): n for n in _LIBC_NAMES},
@@ -404,6 +406,8 @@ class FloatEmitter:
             return o.exp(self.emit(e.args[0]))
         if base == "log" and bits == 32:
             return o.log(self.emit(e.args[0]))
+        if e.name == "pow_f32" and self.cg.target in ("x86-avx2", "arm64"):  # as Halide 21's CodeGen_LLVM
+            return o.halide_pow(self.emit(e.args[0]), self.emit(e.args[1]))
         if e.name == "pow_f32":
             from pitchfork.codegen.powf import powf_function
 

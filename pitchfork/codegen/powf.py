@@ -1,8 +1,9 @@
 """powf for compiled pipelines, written once for LLVM IR and once for numpy, with the same operations.
 
-Halide's `pow_f32` is the C library's `powf`; the bare-metal Hexagon harness has no C library and
-Hexagon has no double-precision multiply in hardware, so codegen emits this float32-only
-implementation on every target instead (one semantics everywhere). It computes
+Codegen emits it for `pow_f32` on hvx128 only (the bare-metal Hexagon harness has no C library and
+Hexagon has no double-precision multiply in hardware); on x86 and arm64 `pow_f32` is Halide 21's own
+expansion (CodeGen_LLVM's exp(log(|x|) * y) with selects, FloatOps.halide_pow in float_math.py), which
+is what Halide's code computes (not the C library's powf). It computes
 2^(y·log2 x) in double-float (hi + lo float32 pairs, exact products by Veltkamp/Dekker splitting, no
 FMA), then rounds once: over 10^6 random inputs it gave the correctly rounded float32 result in all
 but a few cases (off by one ulp); see tests/pitchfork/codegen/test_powf.py.
