@@ -525,7 +525,9 @@ def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str,
                    else undefined_symbols(module.object_bytes(), target))
         if missing:  # would fail to link at the first call: refused now (link_check.py)
             raise Unsupported(missing_reason(missing, target))
-        return CompiledPipeline(target, isel, name, captured, module, stats, assertions=dict(cg.assert_messages),
+        # (the statement with its 16-bit float literals made exact: the AOT entry point parses it again, and
+        # a bfloat16 literal as Halide prints it would be read as a float16 one)
+        return CompiledPipeline(target, isel, name, cap, module, stats, assertions=dict(cg.assert_messages),
                                 halide_target=spec.halide)
     except FALLBACK_ERRORS as e:
         if not fallback:

@@ -24,8 +24,10 @@ non-integer cases, FloatOps.halide_pow; bit-exact against Halide's code, tests/p
 test_pow_f32.py), and on hvx128 pitchfork's own float32 powf (pitchfork.codegen.powf.py), lane by lane.
 Vector float loads and stores are the integer path's loads and stores of the same bits.
 
-float16 (LLVM `half`) is compiled only where Halide 21 computes it natively (checks.half_refusal: x86
-and arm64 with arm_fp16; Halide's module has `fmul ... <16 x half>`, loads and stores of
+float16 (LLVM `half`) is computed natively where Halide 21 computes it natively (x86 and arm64 with
+arm_fp16; elsewhere, arm64 without arm_fp16 and hvx128 scalars, as Halide emulates it:
+floats_half_emulated.py, `emulate_half`; float16 / bfloat16 vectors on hvx128 are refused, as Halide
+refuses them; Halide's module has `fmul ... <16 x half>`, loads and stores of
 <N x half>, fpext / fptrunc to and from float, uitofp / fptoui on arm_fp16): its arithmetic, compares,
 select, min / max and conversions, as for float32. Halide's x86 module converts between float16 and
 integers through float32 (exact for every finite half, so the same values as the direct conversion
@@ -33,14 +35,15 @@ emitted here, checked bit-exact in tests/pitchfork/codegen/test_floats_half.py).
 are computed per target as Halide's code generator does (floats_half.py: on half on arm_fp16, in
 float32 on x86 and converted back with Halide's bit-level code, `round` on x86 with Halide's own
 lowering; pow_f16 is CodeGen_LLVM's float32 pow expansion, FloatOps.halide_pow, not powf.py's).
-float64 -> float16 is LLVM's fptrunc: native on arm64; on x86, where LLVM would call compiler-rt's
+float64 -> float16 is LLVM's fptrunc: native on arm_fp16 (where Halide emulates float16, through
+float32 as Halide's: rounded twice); on x86, where LLVM would call compiler-rt's
 __truncdfhf2 (which nothing in the JIT's process defines: Halide's own JIT fails on it), the same single
 rounding inline (floats_half.narrow_double_to_half: to float32 rounded to odd, then vcvtps2ph).
 `saturating_cast` to a float type is Halide's clamp to [-inf, +inf] around the cast
 (halide_calls.lower_float_saturating_cast).
 
-bfloat16 (x86, arm64) is Halide's emulation (floats_bfloat.py): each value the float32 it stands for,
-each operation in float32 and rounded back to nearest even, loads and stores of its 16 bits.
+bfloat16 (x86, arm64, hvx128 scalars) is Halide's emulation (floats_bfloat.py): each value the float32 it
+stands for, each operation in float32 and rounded back to nearest even, loads and stores of its 16 bits.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from pitchfork.codegen.floats_bfloat import (is_bfloat, lower_bfloat, narrow, ro
                                              widen)
 from pitchfork.codegen.floats_half import (HALIDE_POW, NARROW_X86, lower_half, narrow_double_to_half, narrow_half_x86,
                                            round_half_x86)
+from pitchfork.codegen.floats_half_emulated import emulates_half, lower_half_emulated, widen_half_bits
 from pitchfork.codegen.halide_calls import lower_call, lower_float_saturating_cast
 from pitchfork.codegen.ir_constants import undef
 from pitchfork.frontend.htypes import HType
@@ -138,6 +142,10 @@ class FloatEmitter:
         self.b = cg.b
         self.lets: dict[str, ir.Value] = {}
         self.ops = FloatOps(cg.b, cg.module, getattr(cg, "strict_float", False), cg.target)
+        #: float16 computed with Halide's float32 emulation (floats_half_emulated.py): arm64 without
+        #: arm_fp16, hvx128 scalars
+        captured = getattr(cg, "captured", None)
+        self.emulate_half = emulates_half(cg.target, captured.target if captured is not None else "")
 
     def _unsupported(self, what: str) -> Exception:
         return Unsupported(what, self.node)
@@ -154,11 +162,15 @@ class FloatEmitter:
         for t in (e.type, *(x.type for x in _operands(e))):
             half = half or t.code == "float" and t.bits == 16
             bfloat = bfloat or is_bfloat(t)
-            if t.is_float and (t.bits not in (16, 32, 64) or t.code == "bfloat" and t.bits != 16
-                               or t.bits == 16 and self.cg.target == "hvx128"):
+            if t.is_float and (t.bits not in (16, 32, 64) or t.code == "bfloat" and t.bits != 16):
                 raise self._unsupported(f"floating-point {t.elem} values on {self.cg.target}")
+            if t.is_float and t.bits == 16 and t.lanes > 1 and self.cg.target == "hvx128":
+                where = getattr(getattr(self.cg, "captured", None), "target", "hvx128")
+                raise self._unsupported(f"{t.elem} values in {t} vectors on {where} (PITCHFORK compiles Halide's "
+                                        f"{t.elem} emulation there for scalars only; Halide 21 refuses HVX-width "
+                                        f"{t.elem} vectors itself: Unsupported HVX type)")
         if half:
-            lowered = self._lower_half(e)
+            lowered = lower_half_emulated(e, self.node) if self.emulate_half else self._lower_half(e)
             if lowered is not None:
                 return self.emit(lowered)
         if bfloat:
@@ -219,6 +231,8 @@ class FloatEmitter:
         src = e.value.type
         if is_bfloat(e.type) or is_bfloat(src):
             return self._bfloat_cast(e)
+        if self.emulate_half and src != e.type and any(x.code == "float" and x.bits == 16 for x in (src, e.type)):
+            return self._emulated_half_cast(e)
         v = self.emit(e.value)
         if src.is_float:
             if src.bits == e.type.bits:
@@ -229,6 +243,15 @@ class FloatEmitter:
         if src.bits == 1:
             return self.b.uitofp(v, t)
         return self.b.sitofp(v, t) if src.is_int else self.b.uitofp(v, t)
+
+    def _emulated_half_cast(self, e: H.Cast) -> ir.Value:
+        """A conversion to or from float16 where Halide emulates it (lower_float16_cast): through
+        float32, from float16 by its bit-level float16_to_float32, to float16 by its float32_to_float16
+        (a float64 rounded to float32 first, as Halide's)."""
+        src = e.value.type
+        if src.code == "float" and src.bits == 16:
+            return self._from_f32(self._to_f32(e.value), e.type)
+        return narrow_half_x86(self.b, self.cg.module, self._to_f32(e.value), self.cg.target)
 
     def _bfloat_cast(self, e: H.Cast) -> ir.Value:
         """A conversion to or from bfloat16 as Halide's (floats_bfloat.py): through float32, rounded
@@ -247,6 +270,8 @@ class FloatEmitter:
         if x.type.is_float:
             if v.type == f32:
                 return v
+            if self.emulate_half and x.type.bits == 16:
+                return widen_half_bits(self.b, v)
             return self.b.fpext(v, f32) if x.type.bits < 32 else self.b.fptrunc(v, f32)
         if x.type.bits == 1 or x.type.is_uint:
             return self.b.uitofp(v, f32)
@@ -257,7 +282,16 @@ class FloatEmitter:
         out = float_ir_type(t)
         if v.type == out:
             return v
+        if self.emulate_half and t.bits == 16:
+            return narrow_half_x86(self.b, self.cg.module, v, self.cg.target)
         return self.b.fpext(v, out) if t.bits > 32 else self.b.fptrunc(v, out)
+
+    def emit_numeric(self, e: H.Expr) -> ir.Value:
+        """The float `e` for a conversion to an integer: an emulated float16 as its float32 (Halide's
+        lower_float16_cast converts from float32), any other float as it is."""
+        if self.emulate_half and e.type.code == "float" and e.type.bits == 16:
+            return self._to_f32(e)
+        return self.emit(e)
 
     def emit_stored(self, e: H.Expr) -> ir.Value:
         """`e` as its buffer stores it: the float value, or a bfloat16's 16 bits."""
@@ -359,7 +393,7 @@ class FloatEmitter:
             finally:
                 self.ops = saved
         if e.name == NARROW_X86:  # a float16 math call's float32 result, as Halide's x86 code converts it
-            return narrow_half_x86(self.b, self.cg.module, self.emit(e.args[0]))
+            return narrow_half_x86(self.b, self.cg.module, self.emit(e.args[0]), self.cg.target)
         if e.name == HALIDE_POW:  # pow of float16 values, in float32 (floats_half.py)
             return o.halide_pow(self.emit(e.args[0]), self.emit(e.args[1]))
         if e.name == "strict_fma":

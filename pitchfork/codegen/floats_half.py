@@ -122,12 +122,13 @@ def _lower_lerp(e: H.Call, target: str, node: H.Node | None) -> H.Expr | None:
     return H.Cast(e.type, H.Call("lerp", (_widen(zero), _widen(one), _widen(w)), _f32(e.type)))
 
 
-def narrow_half_x86(b: ir.IRBuilder, module: ir.Module, v: ir.Value) -> ir.Value:
+def narrow_half_x86(b: ir.IRBuilder, module: ir.Module, v: ir.Value, target: str = "") -> ir.Value:
     """Halide's float32 -> float16 conversion on x86 (EmulateFloat16Math.cpp float32_to_float16, as
     its module computes it): |v| < 2^-14 is |v| * 2^24 rounded to an integer (the subnormal's bits),
     |v| >= 65520 (infinities and NaN too: NaN becomes an infinity of its sign) is 0x7c00, the rest
     the bits rounded to nearest even with the exponent rebiased; then the sign. Integer code and a
-    roundeven without fast-math flags, so every input has its defined result."""
+    roundeven without fast-math flags, so every input has its defined result. Also Halide's conversion
+    wherever it emulates float16 (floats_half_emulated.py: arm64 without arm_fp16, hvx128)."""
     lanes = v.type.count if isinstance(v.type, ir.VectorType) else 0
     i32: ir.Type = ir.VectorType(ir.IntType(32), lanes) if lanes else ir.IntType(32)
     i16: ir.Type = ir.VectorType(ir.IntType(16), lanes) if lanes else ir.IntType(16)
@@ -142,7 +143,8 @@ def narrow_half_x86(b: ir.IRBuilder, module: ir.Module, v: ir.Value) -> ir.Value
     is_denorm = b.icmp_unsigned("<", mag, k(i32, 0x38800000))
     is_inf = b.icmp_unsigned(">", mag, k(i32, 0x477FEFFF))
     scaled = b.bitcast(b.add(mag, k(i32, 0x0C000000)), v.type)  # |v| * 2^24
-    denorm = b.fptoui(FloatOps(b, module, True).intrinsic("roundeven", [scaled]), i16)
+    # (on hvx128 the rounding inline, FloatOps.rounding: the Hexagon harness has no roundevenf)
+    denorm = b.fptoui(FloatOps(b, module, True, target).intrinsic("roundeven", [scaled]), i16)
     rounded = b.add(b.add(mag, b.and_(b.lshr(mag, k(i32, 13)), k(i32, 1))), k(i32, 0xFFF))
     normal = b.and_(b.sub(b.lshr(rounded, k(i32, 13)), k(i32, 0x1C000)), k(i32, 0x7FFF))
     out = b.select(is_denorm, denorm, b.select(is_inf, k(i16, 0x7C00), b.trunc(normal, i16)))

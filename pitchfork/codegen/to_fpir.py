@@ -121,7 +121,8 @@ class ExprConverter:
 
     def _e_Cast(self, e: H.Cast) -> Term:
         if e.value.type.is_float:
-            return self._float_scalar(e, lambda fe, st: float_to_int(fe.b, fe.emit(e.value), st.signed, st.bits))
+            return self._float_scalar(e, lambda fe, st: float_to_int(fe.b, fe.emit_numeric(e.value), st.signed,
+                                                                        st.bits))
         x = self.go(e.value)
         t = fpir_type(e.type.elem, self.node)
         if t.bits == 1 and x.type.bits > 1:
@@ -266,8 +267,8 @@ class ExprConverter:
         if n == "_halide_buffer_get_device_dirty":
             return const(0, u1)
         if n == "saturating_cast" and e.args[0].type.is_float:
-            return self._float_scalar(e, lambda fe, st: saturating_float_to_int(fe.b, fe.emit(e.args[0]), st.signed,
-                                                                                 st.bits))
+            return self._float_scalar(e, lambda fe, st: saturating_float_to_int(
+                fe.b, fe.emit_numeric(e.args[0]), st.signed, st.bits))
         if n == "saturating_cast":
             return make("saturating_cast", self.go(e.args[0]), type=fpir_type(e.type.elem, self.node))
         if n == "reinterpret" and e.args[0].type.is_float:

@@ -155,24 +155,18 @@ def refuse_runtime_services(text: str) -> None:
 _BFLOAT = re.compile(r"bfloat16(?<![\w.$]bfloat16)(?:x\d+)?(?![\w.$])")
 
 
-#: what Halide 21 does with 16-bit floats on HVX (read off its compiles for hexagon-32-noos-hvx-hvx_128:
-#: a vectorized float16 / bfloat16 Func of any width stops with "Unsupported HVX type: float16x64")
-_HVX_HALF = "emulates {t} scalars in float32 and refuses {t} vectors itself (Unsupported HVX type)"
-
-
 def half_refusal(spec: Any) -> str:
     """Why float16 is not compiled for the target `spec` (a targets.target_strings.TargetSpec), or ""
-    where it is: where Halide 21 computes float16 natively as LLVM `half` (x86; arm64 with arm_fp16).
-    Elsewhere Halide emulates float16 with integer / float32 code of its own (arm64 without arm_fp16;
-    scalars on hvx, whose float16 vectors Halide 21 refuses). Every x86 target PITCHFORK accepts has
+    where it is: natively as LLVM `half` where Halide 21 computes it so (x86; arm64 with arm_fp16), as
+    Halide emulates it with integer / float32 code elsewhere (arm64 without arm_fp16; hvx scalars:
+    codegen/floats_half_emulated.py; float16 vectors on hvx, which Halide 21 refuses itself ("Unsupported
+    HVX type: float16x64"), are refused by the float emitter at compile time). Every x86 target PITCHFORK accepts has
     avx2, which implies f16c in Halide's complete_x86_target (and in parse_target): half is converted
     with vcvtph2ps / vcvtps2ph whether or not the string names f16c (Halide's x86-64-linux-avx2-fma
     assembly has them)."""
-    if spec.isa == "x86-avx2" or spec.isa == "arm64" and spec.has("arm_fp16"):
+    if spec.isa in ("x86-avx2", "arm64", "hvx128"):
         return ""
-    if spec.isa == "hvx128":
-        return f"on {spec.halide} Halide 21 {_HVX_HALF.format(t='float16')}"
-    return f"on {spec.halide} Halide emulates float16"
+    return f"on {spec.halide} float16 is not compiled"
 
 
 def _value_types(captured: Any) -> list[Any]:
@@ -190,10 +184,10 @@ def _half_kinds(captured: Any) -> tuple[bool, bool]:
 
 
 def bfloat_refusal(spec: Any) -> str:
-    """Why bfloat16 is not compiled for the target `spec`, or "" where it is: x86 and arm64, where
-    Halide computes it in float32 vectors (codegen/floats_bfloat.py); HVX has no float vectors."""
-    return "" if spec.isa in ("x86-avx2", "arm64") else (f"on {spec.halide} (no float vectors: Halide 21 "
-                                                          f"{_HVX_HALF.format(t='bfloat16')})")
+    """Why bfloat16 is not compiled for the target `spec`, or "" where it is: x86, arm64 and hvx128
+    scalars, where Halide computes it in float32 (codegen/floats_bfloat.py; bfloat16 vectors on hvx,
+    which Halide 21 refuses itself, are refused by the float emitter)."""
+    return "" if spec.isa in ("x86-avx2", "arm64", "hvx128") else f"on {spec.halide} bfloat16 is not compiled"
 
 
 def refuse_half_floats(captured: Any, spec: Any = None) -> None:

@@ -219,15 +219,16 @@ def test_sobel_object_file(sobel, tmp_path) -> None:
 
 
 def float_pipeline(bits: int = 16) -> tuple[hl.Func, list[hl.ImageParam]]:
-    """u8 pixels halved in float16, then a saturating_cast from float32 back to float16 (not compiled by
-    PITCHFORK: the canonical unsupported construct of these tests), or halved in float32 (compiled)."""
+    """u8 pixels halved in float16, then a lerp of that half with itself by a float64 weight (not compiled
+    by PITCHFORK: the canonical unsupported construct of these tests; its value is the half), or halved in
+    float32 (compiled)."""
     x, y = hl.Var("x"), hl.Var("y")
     inp = hl.ImageParam(hl.UInt(8), 2, "input")
     out = hl.Func(f"halve_f{bits}")
     t = hl.Float(bits)
     # (a Python float would make the product float32: the half is cast to the type)
     h = hl.cast(t, inp[x, y]) * hl.cast(t, 0.5)
-    out[x, y] = hl.u8(hl.saturating_cast(t, hl.f32(h) * 1.0) if bits == 16 else h)  # h, exactly (in range)
+    out[x, y] = hl.u8(hl.lerp(h, h, hl.f64(inp[x, y]) * hl.f64(0.25)) if bits == 16 else h)  # h, exactly
     out.vectorize(x, 8)
     return out, [inp]
 

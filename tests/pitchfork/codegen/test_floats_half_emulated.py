@@ -1,0 +1,166 @@
+"""float16 where Halide 21 emulates it (pitchfork/codegen/floats_half_emulated.py): arm64 without arm_fp16,
+and scalars on hvx128. Every float16 operation is the float32 one between Halide's bit-level conversions
+(float16_to_float32, float32_to_float16: NaN -> inf), `round` its generic lowering, `abs` a select.
+
+Reference: Halide's own arm-64-linux library (compile_to_static_library), run under qemu-aarch64 by one C
+driver on the driver's pseudo-random uint16 inputs. On arm64 ours runs in the same driver. On hvx128 ours
+runs in the same driver source under qemu-hexagon (Halide's Hexagon library needs its Hexagon runtime,
+which the bare-metal harness has not): Halide's emulation is target-independent IR (EmulateFloat16Math),
+so its arm64 results are the Hexagon ones wherever the float32 operations agree, i.e. on finite values
+(a NaN made by float32 arithmetic is Hexagon's default NaN, negative, where Neon propagates an operand's;
+fmin / fmax of a NaN differ too), so the hvx128 inputs are finite. Each pipeline computes one case per
+element (x % number of cases), N elements in all. Vectors on hvx128 stay refused (Halide refuses them
+too): tests/pitchfork/frontend/test_checks_half_floats.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import halide as hl
+import numpy as np
+import pytest
+
+import pitchfork
+from pitchfork.aot.abi_driver import Buf, Case, build_and_run, driver_source, parse_results
+from pitchfork.backend.run import tools_available
+from tests.pitchfork.codegen.test_floats_half_arm import CASES, _masked, _scaled, _special
+
+x = hl.Var("x")
+F16 = hl.Float(16)
+N = 2048
+FLOAT16_CODE = 2 | 16 << 8 | 1 << 16
+BFLOAT16_CODE = 4 | 16 << 8 | 1 << 16
+ARM = pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+HVX = pytest.mark.skipif(not (tools_available("arm64") and tools_available("hvx128")),
+                         reason="no toolchain for arm64 and hvx128")
+
+
+def _h(v: float) -> hl.Expr:
+    return hl.cast(F16, hl.f32(v))
+
+
+def _m(bits: hl.Expr) -> hl.Expr:
+    """A finite float16 of |v| < 256 (every sign, subnormals, zeros)."""
+    return _masked(bits, 0xDBFF)
+
+
+def _fin(bits: hl.Expr) -> hl.Expr:
+    """A finite float16: one in eight a special value (signed zeros, subnormals, 1.0), else _m(bits)."""
+    return hl.select((bits & 7) == 0, _special(bits, finite=True), _m(bits))
+
+
+Expr2 = Callable[[hl.Expr, hl.Expr], hl.Expr]
+
+#: the arm_fp16 file's cases (math calls, `%`, round, lerp, predicates, strict ops) and more, on uint16 a, c
+ALL: dict[str, Expr2] = {
+    **CASES,
+    "log": lambda a, c: hl.log(_masked(a, 0x77FF, 0x0400)),  # positive finite normals
+    "arith": lambda a, c: _m(a) * _m(c) + _m(a) / _masked(c, 0x87FF, 0x3800) - _h(1.5),
+    "min_max_select": lambda a, c: hl.select(_m(a) < _m(c), hl.min(_m(a), _h(0.5)), hl.max(_m(c), _h(-2.0))),
+    "abs": lambda a, c: hl.abs(_special(a)),  # abs(-0) is -0; NaN through the select
+    "move_bits": lambda a, c: hl.select((c & 1) == 0, _special(a), _special(c)),  # NaN payloads kept
+    "from_int": lambda a, c: hl.cast(F16, hl.reinterpret(hl.Int(16), a)) + hl.cast(F16, hl.u8(c)),
+    "to_int": lambda a, c: hl.cast(F16, hl.cast(hl.Int(16), _m(a) * _h(3.0)) + hl.i16(_m(c))),
+    # float32 -> float16 (every float32 exponent one time in eight: overflow, NaN -> inf)
+    "from_f32": lambda a, c: hl.cast(F16, hl.reinterpret(hl.Float(32), (hl.u32(
+        hl.select((c & 7) == 0, a, (a & 0x8FFF) + 0x3800)) << 16) | hl.u32(c))),
+    # float64 -> float16 through float32 (rounded twice, as Halide's lower_float16_cast)
+    "from_f64": lambda a, c: hl.cast(F16, hl.reinterpret(hl.Float(64), (hl.u64((a & 0x83FF) + 0x3E00) << 48)
+                                                          | (hl.u64(c) << 32) | hl.u64(a * c))),
+    "floor_ceil_trunc": lambda a, c: hl.floor(_m(a)) + hl.ceil(_m(c)) + hl.trunc(_m(a ^ c)),
+    "saturating_cast": lambda a, c: hl.saturating_cast(F16, hl.f32(_m(a)) * 300.0),
+}
+#: not on hvx128: float32 sqrt / sin / tan are refused there (no C library on the harness); hl.strict_float
+#: on NaN and infinities, and fmin of a NaN, are Hexagon's own (finite variants below)
+NOT_HVX = ("sqrt", "sin_cos", "tan_atan2", "strict_arith", "strict_min_max", "strict_compare", "predicates",
+           "abs", "move_bits", "from_f32", "saturating_cast")
+HVX_FINITE: dict[str, Expr2] = {
+    "strict_arith": lambda a, c: hl.strict_float(_fin(a) * _fin(c) + _fin(a) / _masked(c, 0x87FF, 0x3800)
+                                                 - _fin(c)),
+    "strict_min_max": lambda a, c: hl.strict_float(hl.min(_fin(a), _fin(c)) - hl.max(_fin(c), _fin(a))),
+    "predicates": lambda a, c: hl.select(hl.is_nan(_special(a)), _h(1.0), hl.is_inf(_special(c)), _h(2.0),
+                                         hl.is_finite(_special(a)), _fin(c), _h(3.0)),
+    "abs": lambda a, c: hl.abs(_fin(a)),
+    "move_bits": lambda a, c: hl.select((c & 1) == 0, _special(a), _special(c)),
+    "from_f32": lambda a, c: hl.cast(F16, hl.reinterpret(hl.Float(32), (hl.u32((a & 0x8FFF) + 0x3800) << 16)
+                                                          | hl.u32(c))),
+    "saturating_cast": lambda a, c: hl.saturating_cast(F16, hl.f32(_m(a)) * 300.0),
+}
+
+
+def _all_cases(table: dict[str, Expr2], a: hl.Expr, c: hl.Expr) -> hl.Expr:
+    """Case number x % len(table) at element x."""
+    k = x % len(table)
+    e = list(table.values())
+    out = e[-1](a, c)
+    for i in range(len(e) - 2, -1, -1):
+        out = hl.select(k == i, e[i](a, c), out)
+    return out
+
+
+def _ours_and_halides(fac: tuple[hl.Func, hl.ImageParam, hl.ImageParam], isa: str, target: str, tmp_path: Path,
+                      code: int) -> tuple[np.ndarray, ...]:
+    """`f` of uint16 a, c compiled by PITCHFORK for `target` (run on `isa`) and Halide's arm-64-linux
+    library (qemu-aarch64), called by one driver source on the same N pseudo-random inputs; the outputs'
+    uint16 bits (ours, Halide's)."""
+    f, a, c = fac
+    ours, theirs = f"{f.name()}_pf", f"{f.name()}_hl"
+    obj = pitchfork.compile(f, [a, c], target=target, name=ours, fallback=False).object_file(tmp_path / "o.o")
+    f.compile_to_static_library(str(tmp_path / theirs), [a, c], theirs, hl.Target("arm-64-linux"))
+    u16 = Buf(((0, N, 1),), type="uint16", alloc=2 * N)
+    case = Case(f.name(), (u16, u16, Buf(((0, N, 1),), type=code, alloc=2 * N)))
+    runs = []
+    for which, run_isa, lib in ((ours, isa, obj), (theirs, "arm64", tmp_path / f"{theirs}.a")):
+        (d := tmp_path / which).mkdir()
+        src = driver_source([case], [which], [], freestanding=run_isa == "hvx128")
+        (r,), = parse_results(build_and_run(run_isa, src, [lib], d), [case], 1)
+        assert r.rc == 0, r.message
+        runs.append(r.outputs)
+    assert runs[0][:-1] == runs[1][:-1]  # the same inputs
+    return np.frombuffer(runs[0][-1], np.uint16), np.frombuffer(runs[1][-1], np.uint16)
+
+
+def _func(name: str, table: dict[str, Expr2], lanes: int) -> tuple[hl.Func, hl.ImageParam, hl.ImageParam]:
+    a, c = hl.ImageParam(hl.UInt(16), 1, "a"), hl.ImageParam(hl.UInt(16), 1, "c")
+    f = hl.Func(name)
+    f[x] = _all_cases(table, a[x], c[x])
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    return f, a, c
+
+
+def _assert_same(got: np.ndarray, want: np.ndarray, names: list[str]) -> None:
+    bad = np.flatnonzero(got != want)
+    assert not len(bad), [(names[i % len(names)], hex(got[i]), hex(want[i])) for i in bad[:8]]
+    for k, name in enumerate(names):  # every case got varied inputs
+        assert len(set(got[k::len(names)].tolist())) > 8, name
+
+
+@ARM
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_arm64_without_fp16_is_halides_emulation(lanes: int, tmp_path: Path) -> None:
+    f = _func(f"f16_emu_arm_{lanes}", ALL, lanes)
+    _assert_same(*_ours_and_halides(f, "arm64", "arm-64-linux", tmp_path, FLOAT16_CODE), list(ALL))
+
+
+@HVX
+def test_hvx128_scalars_are_halides_emulation(tmp_path: Path) -> None:
+    table = {**{k: v for k, v in ALL.items() if k not in NOT_HVX}, **HVX_FINITE}
+    f = _func("f16_emu_hvx", table, 1)
+    _assert_same(*_ours_and_halides(f, "hvx128", "hvx128", tmp_path, FLOAT16_CODE), list(table))
+
+
+@HVX
+def test_hvx128_bfloat16_scalars_are_halides_emulation(tmp_path: Path) -> None:
+    """bfloat16 scalars on hvx128: Halide's bfloat16 emulation (floats_bfloat.py), finite inputs."""
+    bf = hl.BFloat(16)
+
+    def v(bits: hl.Expr) -> hl.Expr:
+        return hl.reinterpret(bf, bits & 0xBFFF)  # finite, |v| < 2
+
+    table: dict[str, Expr2] = {"all": lambda a, c: hl.reinterpret(hl.UInt(16), (
+        v(a) * v(c) + v(a) / hl.cast(bf, 3.0) - hl.min(v(c), hl.cast(bf, 0.5)) + hl.round(v(a) * hl.cast(bf, 64.0))
+        + hl.abs(v(c)) + hl.cast(bf, hl.reinterpret(hl.Int(16), a) >> 4) + hl.cast(bf, hl.f32(v(c)) * 3.0)))}
+    f = _func("bf16_emu_hvx", table, 1)
+    _assert_same(*_ours_and_halides(f, "hvx128", "hvx128", tmp_path, 1 | 16 << 8 | 1 << 16), list(table))
