@@ -573,9 +573,12 @@ def _split_on_shift_amount(lhs: Term, rhs: Term, assume: list[z3.BoolRef], env: 
     rest, y > B and y < -B, as one case each: together every value, so the split is exact; a case's
     counterexample is one of the rule. The input read by the most shifts is split on."""
     from fpir.opspec import has_lane_ops
+    from synth.verify_fallback import multiplies
 
     if has_lane_ops(lhs) or has_lane_ops(rhs):
         return None  # cases on a lane-wise input would constrain one lane only (equivalent refuses them)
+    if multiplies(lhs) or multiplies(rhs):
+        return None  # every case keeps the multipliers bit-blasting cannot afford: the fallbacks' job
     inputs = {n for n in symbols if not _CWILD_RE.match(n) and n not in env}
     counts = _shift_amount_inputs([to_z3(lhs, env), to_z3(rhs, env)], inputs)
     if not counts:
