@@ -43,3 +43,19 @@ def test_hvx_bring_up_finds_the_16bit_product_of_a_widened_byte() -> None:
     generic = parse("i32(v0_u8) * i32(v1_i16)")  # what LLVM is handed without the rule
     assert lowering_cost(parse(r["rhs"]), "hvx128")[0] < lowering_cost(generic, "hvx128")[0]
     assert lowering_cost(parse(r["rhs"]), "arm64")[0] == lowering_cost(generic, "arm64")[0]  # all ones: a tie
+
+
+def test_hvx_vmpyi_by_a_vector_on_words_costs_the_multiply_it_emits() -> None:
+    """HVX has vmpyi on 32-bit lanes only by a constant (vmpyiwh); by a vector it is emitted as LLVM's
+    32-bit multiply emulation, so it costs what the generic multiply costs (2), and its accumulating form
+    that and an add; by a constant, and on 16-bit lanes, it stays one instruction. Costed 1, the hvx128
+    bring-up wrote `v0_i32 * v1_i32 -> hvx.vmpyi(v0_i32, v1_i32)` and lowered depthwise_conv's product
+    through it."""
+    load_target("hvx128")
+    cost = {e: lowering_cost(parse(e), "hvx128")[0] for e in (
+        "hvx.vmpyi(v0_i32, v1_i32)", "v0_i32 * v1_i32", "hvx.vmpyi_acc(v2_i32, v0_i32, v1_i32)",
+        "hvx.vmpyi(v0_i32, 6)", "hvx.vmpyi_acc(v2_i32, v0_i32, 6)", "hvx.vmpyi(v0_i16, v1_i16)")}
+    assert cost["hvx.vmpyi(v0_i32, v1_i32)"] == cost["v0_i32 * v1_i32"] == 2
+    assert cost["hvx.vmpyi_acc(v2_i32, v0_i32, v1_i32)"] == 3
+    assert cost["hvx.vmpyi(v0_i32, 6)"] == cost["hvx.vmpyi_acc(v2_i32, v0_i32, 6)"] == 1
+    assert cost["hvx.vmpyi(v0_i16, v1_i16)"] == 1

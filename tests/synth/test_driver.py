@@ -254,6 +254,20 @@ def test_primitive_fixed_point_cuts_are_lowering_left_sides_index_arithmetic_is_
     assert not any("v1_i32 * 4" in t or t == "v0_i32 >> 8" for t in lhs), lhs
 
 
+def test_a_primitive_the_target_emulates_is_a_lowering_left_side_at_any_width() -> None:
+    """HVX has no single instruction for a 32-bit multiply by a vector (vmpyieo + vmpyie.acc, the
+    primitive cost table's 2) but one for a multiply by a halfword constant (vmpyi) and its accumulating
+    form: gaussian7x7's vertical pass `acc_i32 + x_i32 * 6` is posed, cut by cut, on hvx128 (before, a
+    32-bit primitive cut that does not narrow never was, and vmpyi_32 / vmpyi_acc were never
+    rediscovered). arm64, where the table models no primitive as emulated, keeps it out."""
+    from synth.driver import lower_tasks
+
+    inputs = {"b": [parse("acc_i32 + x_i32 * 6")]}
+    hvx = {t.lhs for t in lower_tasks(inputs, "hvx128", Options(benchmarks=()))[0]}
+    assert {"v0_i32 * 6", "v0_i32 + v1_i32 * 6"} <= hvx, hvx
+    assert not lower_tasks(inputs, "arm64", Options(benchmarks=()))[0]
+
+
 def test_deep_searches_go_first_to_the_roots_with_most_to_gain() -> None:
     """`deep_order`: the over-budget left sides by the instructions their root accounts for. The
     variable rounding shift under its clamp (mul/softmax's srshl, ~9 generic instructions at the root)
