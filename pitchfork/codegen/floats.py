@@ -49,8 +49,9 @@ stands for, each operation in float32 and rounded back to nearest even, loads an
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
+import numpy as np
 from llvmlite import ir
 
 from pitchfork.codegen.base import Unsupported, _show
@@ -477,11 +478,27 @@ def float_to_int(b: ir.IRBuilder, v: ir.Value, signed: bool, bits: int) -> ir.Va
 
 
 def saturating_float_to_int(b: ir.IRBuilder, v: ir.Value, signed: bool, bits: int) -> ir.Value:
-    """`saturating_cast` of a float: clamp to the integer type's range, then truncate (NaN gives 0)."""
+    """`saturating_cast` of a float: clamp to the integer type's range, then truncate (NaN gives 0).
+
+    As Halide 21 lowers it: where the type's maximum is a value of the float type (int16 from float32)
+    a clamp on both sides; where it is not (int32 / uint32 from float32, 64-bit from float64), the
+    float maximum rounds UP past the range (2^31 for int32), so a clamp to it would convert an
+    out-of-range value (x86 cvttps2dq gives INT_MIN for 3e9): Halide clamps below only, converts, and
+    selects the integer maximum where the value is >= that rounded bound."""
     lo = -(1 << (bits - 1)) if signed else 0
     hi = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
-    clo, chi = FloatOps.const(v.type, float(lo)), FloatOps.const(v.type, float(hi))
-    v = b.select(b.fcmp_ordered(">", v, chi), chi, v)
+    scalar = v.type.element if isinstance(v.type, ir.VectorType) else v.type
+    rounded_hi = float(_FLOAT_DTYPES[type(scalar)](hi))  # the type's maximum as Halide's cast to float gives it
+    clo, chi = FloatOps.const(v.type, float(lo)), FloatOps.const(v.type, rounded_hi)
     v = b.select(b.fcmp_ordered("<", v, clo), clo, v)
     v = b.select(b.fcmp_unordered("uno", v, v), FloatOps.const(v.type, 0.0), v)
-    return float_to_int(b, v, signed, bits)
+    if rounded_hi == hi:
+        return float_to_int(b, b.select(b.fcmp_ordered(">", v, chi), chi, v), signed, bits)
+    too_big = b.fcmp_ordered(">=", v, chi)
+    r = float_to_int(b, b.select(too_big, FloatOps.const(v.type, 0.0), v), signed, bits)
+    return b.select(too_big, ir.Constant(r.type, hi if not isinstance(r.type, ir.VectorType)
+                                         else [hi] * r.type.count), r)
+
+
+# numpy's type for each LLVM float type: a Python integer rounded to it as Halide's cast rounds it
+_FLOAT_DTYPES: dict[type, Any] = {ir.HalfType: np.float16, ir.FloatType: np.float32, ir.DoubleType: np.float64}

@@ -144,3 +144,56 @@ def test_x86_float64_to_float16_is_halides_object_with_libgcc(lanes: int, tmp_pa
     assert len(set(got.tolist())) > n // 4
     ties = np.asarray(d) == np.asarray(d).astype(np.float16).astype(np.float64)
     assert (~ties).sum() > n // 2  # most were rounded
+
+
+#: (integer type, float type): the integer maximum a float value (int16) or rounded up past the range
+#: (int32 / uint32 from float32 and 64-bit from float64: Halide clamps below, converts, and selects the
+#: maximum at or above the rounded bound; a clamp to the rounded bound gave INT_MIN for 3e9 on x86)
+SAT_TO_INT = [("int32", "float32"), ("uint32", "float32"), ("int16", "float32"), ("uint8", "float32"),
+              ("int64", "float32"), ("int32", "float64"), ("uint32", "float64"), ("int64", "float64"),
+              ("uint64", "float64")]
+
+
+def _non_nan(vals: np.ndarray) -> np.ndarray:
+    """The values, NaNs replaced (Halide's NaN result comes from fast-math maxnum: not a value to match)."""
+    return np.where(np.isnan(vals), vals.dtype.type(1.5), vals)
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+@pytest.mark.parametrize("dst, src", SAT_TO_INT)
+def test_saturating_cast_float_to_int_is_halides_on_x86(dst: str, src: str, lanes: int) -> None:
+    types = {"int32": hl.Int(32), "uint32": hl.UInt(32), "int16": hl.Int(16), "uint8": hl.UInt(8),
+             "int64": hl.Int(64), "uint64": hl.UInt(64), "float32": hl.Float(32), "float64": hl.Float(64)}
+    p = hl.ImageParam(types[src], 1, "p")
+    name = f"sati_{dst}_{src}_{lanes}"
+    f = hl.Func(name)
+    f[x] = hl.saturating_cast(types[dst], p[x])
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    bits = types[dst].bits()
+    edges = [2.0 ** (bits - 1), 2.0 ** bits, -(2.0 ** (bits - 1)), 3e9, -3e9, 5e18, 2.0 ** 63, 2.0 ** 64, 1e30,
+             -1e30, 2.0 ** 31 - 128, 2.0 ** 24, 255.5, 256.0, -0.75, 32767.5, -32768.5, 65535.0, np.inf, -np.inf]
+    with np.errstate(invalid="ignore", over="ignore"):
+        vals = np.concatenate([np.array(edges), _f32_values(300, seed=lanes).astype(np.float64)])
+        vals = _non_nan(vals.astype(src))
+    assert _check_x86(f, p, vals, name) >= 300
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+@pytest.mark.parametrize("dst", [hl.Int(32), hl.UInt(32)])
+def test_saturating_cast_float_to_int_is_halides_on_arm64(dst: hl.Type, tmp_path: Path) -> None:
+    """Against Halide's own library under qemu-aarch64: float32 values of every exponent but NaN's and
+    infinity's (two uint16 inputs' bits), beyond the integer range both ways."""
+    from pitchfork.targets.target_strings import parse_target
+    from tests.pitchfork.codegen.test_floats_half_arm import W, ours_and_halides
+
+    a, c = hl.ImageParam(hl.UInt(16), 1, "a"), hl.ImageParam(hl.UInt(16), 1, "c")
+    top = hl.select((a[x] & 0x7F80) == 0x7F80, a[x] & 0xBFFF, a[x])  # no NaN / infinity exponent
+    f = hl.Func(f"sati_arm_{'i' if dst.is_int() else 'u'}32")
+    f[x] = hl.saturating_cast(dst, hl.reinterpret(hl.Float(32), (hl.u32(top) << 16) | hl.u32(c[x])))
+    f.vectorize(x, 8)
+    code = (0 if dst.is_int() else 1) | 32 << 8 | 1 << 16
+    ours, theirs = ours_and_halides(f, [a, c], parse_target("arm64").halide, tmp_path, code, 4)
+    g, w = np.frombuffer(ours, np.uint32), np.frombuffer(theirs, np.uint32)
+    assert np.array_equal(g, w), [(int(i), hex(g[i]), hex(w[i])) for i in np.flatnonzero(g != w)[:8]]
+    assert (g == (0x7FFFFFFF if dst.is_int() else 0xFFFFFFFF)).sum() > W // 8  # saturated ones were met
