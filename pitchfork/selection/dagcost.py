@@ -38,6 +38,7 @@ class DagCost:
         self.nodes: dict[Term, tuple] = {}
         self.big: set[Term] = set()  # terms with more than EXACT_LIMIT distinct nodes
         self.sets: dict[Term, frozenset] = {}  # distinct nodes of each small term
+        self.known: dict[Term, tuple] = {}  # every answer given, small or big: one lookup per repeated question
 
     def _add(self, a: tuple, b: tuple) -> tuple:
         return tuple(x + y for x, y in zip(a, b))
@@ -94,12 +95,20 @@ class DagCost:
         self.sets[t], self.dag[t] = nodes, tuple(map(sum, zip(self.dag[args[base]], *extra)))
 
     def __call__(self, term: Term) -> tuple:
+        hit = self.known.get(term)
+        if hit is not None:
+            return hit
+        hit = self._compute(term)
+        self.known[term] = hit
+        return hit
+
+    def _compute(self, term: Term) -> tuple:
         hit = self.dag.get(term)
         if hit is not None:
             return hit
         if term not in self.big:
             if len(self.dag) > 200_000:
-                for table in (self.dag, self.tree, self.nodes, self.sets):
+                for table in (self.dag, self.tree, self.nodes, self.sets, self.known):
                     table.clear()
                 self.big.clear()
             stack: list[tuple[Term, bool]] = [(term, False)]

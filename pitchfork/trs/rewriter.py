@@ -122,7 +122,10 @@ class Rewriter:
         candidates = self._compiled.candidates_for(t)  # rows whose operand ops fit t's (same matches)
         if not candidates:
             return None
-        here = self.cost(t)
+        # the node's own cost is asked for only once some right side is built (lazily): at most nodes
+        # no candidate survives its matcher, predicate and typing, and the cost is a pure function of
+        # the interned term, so when it is computed does not change any result
+        here: Optional[tuple] = None
         best: Optional[tuple[tuple, Term, Rule]] = None
         for rule, _pattern, matcher, pred in candidates:
             for terms, types in matcher(t, {}, {}):
@@ -143,6 +146,8 @@ class Rewriter:
                     self.stats.rhs_errors[rule.name] += 1
                     continue
                 c = self.cost(rhs)
+                if here is None:
+                    here = self.cost(t)
                 if c >= here:
                     self.stats.not_decreasing[rule.name] += 1
                     continue
