@@ -70,6 +70,12 @@ def type_suffix(t: ir.Type) -> str:
     return "f64" if isinstance(t, ir.DoubleType) else "f16" if isinstance(t, ir.HalfType) else "f32"
 
 
+def with_lanes(t: ir.Type, lanes: int) -> ir.Type:
+    """`t` as a vector of `lanes` lanes, or `t` itself for a scalar (lanes 0): the float16/bfloat16
+    bit-level conversions build every integer and float type they use this way."""
+    return ir.VectorType(t, lanes) if lanes else t
+
+
 def declare(module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
     """The overloaded intrinsic `name.<suffix of ret>` in `module` (declared once)."""
     full = f"{name}.{type_suffix(ret)}"

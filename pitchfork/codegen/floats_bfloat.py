@@ -29,7 +29,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from pitchfork.codegen.base import Unsupported
-from pitchfork.codegen.float_math import FloatOps
+from pitchfork.codegen.float_math import FloatOps, with_lanes
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
 
@@ -50,7 +50,7 @@ def _lanes_of(v: ir.Value) -> int:
 
 
 def _int_type(bits: int, lanes: int) -> ir.Type:
-    return ir.VectorType(ir.IntType(bits), lanes) if lanes else ir.IntType(bits)
+    return with_lanes(ir.IntType(bits), lanes)
 
 
 def widen(b: ir.IRBuilder, bits16: ir.Value) -> ir.Value:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from pitchfork.codegen.base import Unsupported
-from pitchfork.codegen.float_math import FloatOps
+from pitchfork.codegen.float_math import FloatOps, with_lanes
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
 
@@ -130,9 +130,9 @@ def narrow_half_x86(b: ir.IRBuilder, module: ir.Module, v: ir.Value, target: str
     roundeven without fast-math flags, so every input has its defined result. Also Halide's conversion
     wherever it emulates float16 (floats_half_emulated.py: arm64 without arm_fp16, hvx128)."""
     lanes = v.type.count if isinstance(v.type, ir.VectorType) else 0
-    i32: ir.Type = ir.VectorType(ir.IntType(32), lanes) if lanes else ir.IntType(32)
-    i16: ir.Type = ir.VectorType(ir.IntType(16), lanes) if lanes else ir.IntType(16)
-    half: ir.Type = ir.VectorType(ir.HalfType(), lanes) if lanes else ir.HalfType()
+    i32: ir.Type = with_lanes(ir.IntType(32), lanes)
+    i16: ir.Type = with_lanes(ir.IntType(16), lanes)
+    half: ir.Type = with_lanes(ir.HalfType(), lanes)
 
     def k(t: ir.Type, x: int) -> ir.Constant:
         return FloatOps.const(t, x)
@@ -161,9 +161,9 @@ def narrow_double_to_half(b: ir.IRBuilder, module: ir.Module, v: ir.Value) -> ir
     covers them); an overflow of float32 gives FLT_MAX, still float16's inf; a NaN keeps the top of its
     payload and is quiet (as __truncdfhf2: payload >> 42, quiet bit set)."""
     lanes = v.type.count if isinstance(v.type, ir.VectorType) else 0
-    f32: ir.Type = ir.VectorType(ir.FloatType(), lanes) if lanes else ir.FloatType()
-    i32: ir.Type = ir.VectorType(ir.IntType(32), lanes) if lanes else ir.IntType(32)
-    half: ir.Type = ir.VectorType(ir.HalfType(), lanes) if lanes else ir.HalfType()
+    f32: ir.Type = with_lanes(ir.FloatType(), lanes)
+    i32: ir.Type = with_lanes(ir.IntType(32), lanes)
+    half: ir.Type = with_lanes(ir.HalfType(), lanes)
     nearest = b.fptrunc(v, f32)
     back = b.fpext(nearest, v.type)
     fabs = FloatOps(b, module, True).intrinsic
@@ -184,7 +184,7 @@ def round_half_x86(b: ir.IRBuilder, ops: FloatOps, x: ir.Value) -> ir.Value:
     |x| < 1024), so subtracting in half gives the same values."""
     t = x.type
     lanes = t.count if isinstance(t, ir.VectorType) else 0
-    i16: ir.Type = ir.VectorType(ir.IntType(16), lanes) if lanes else ir.IntType(16)
+    i16: ir.Type = with_lanes(ir.IntType(16), lanes)
 
     def k(v: int) -> ir.Constant:
         return FloatOps.const(i16, v)
