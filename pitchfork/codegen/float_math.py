@@ -76,6 +76,11 @@ def with_lanes(t: ir.Type, lanes: int) -> ir.Type:
     return ir.VectorType(t, lanes) if lanes else t
 
 
+def like(v: ir.Value, t: ir.Type) -> ir.Type:
+    """The scalar type `t` with the lane count of `v`'s type (a vector of as many lanes, or `t`)."""
+    return with_lanes(t, v.type.count if isinstance(v.type, ir.VectorType) else 0)
+
+
 def declare(module: ir.Module, name: str, ret: ir.Type, args: Sequence[ir.Type]) -> ir.Function:
     """The overloaded intrinsic `name.<suffix of ret>` in `module` (declared once)."""
     full = f"{name}.{type_suffix(ret)}"

@@ -496,8 +496,7 @@ def saturating_float_to_int(b: ir.IRBuilder, v: ir.Value, signed: bool, bits: in
         return float_to_int(b, b.select(b.fcmp_ordered(">", v, chi), chi, v), signed, bits)
     too_big = b.fcmp_ordered(">=", v, chi)
     r = float_to_int(b, b.select(too_big, FloatOps.const(v.type, 0.0), v), signed, bits)
-    return b.select(too_big, ir.Constant(r.type, hi if not isinstance(r.type, ir.VectorType)
-                                         else [hi] * r.type.count), r)
+    return b.select(too_big, FloatOps.const(r.type, hi), r)
 
 
 # numpy's type for each LLVM float type: a Python integer rounded to it as Halide's cast rounds it

@@ -33,7 +33,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from pitchfork.codegen.base import Unsupported
-from pitchfork.codegen.float_math import FloatOps, with_lanes
+from pitchfork.codegen.float_math import FloatOps, like
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
 
@@ -129,10 +129,9 @@ def narrow_half_x86(b: ir.IRBuilder, module: ir.Module, v: ir.Value, target: str
     the bits rounded to nearest even with the exponent rebiased; then the sign. Integer code and a
     roundeven without fast-math flags, so every input has its defined result. Also Halide's conversion
     wherever it emulates float16 (floats_half_emulated.py: arm64 without arm_fp16, hvx128)."""
-    lanes = v.type.count if isinstance(v.type, ir.VectorType) else 0
-    i32: ir.Type = with_lanes(ir.IntType(32), lanes)
-    i16: ir.Type = with_lanes(ir.IntType(16), lanes)
-    half: ir.Type = with_lanes(ir.HalfType(), lanes)
+    i32: ir.Type = like(v, ir.IntType(32))
+    i16: ir.Type = like(v, ir.IntType(16))
+    half: ir.Type = like(v, ir.HalfType())
 
     def k(t: ir.Type, x: int) -> ir.Constant:
         return FloatOps.const(t, x)
@@ -160,10 +159,9 @@ def narrow_double_to_half(b: ir.IRBuilder, module: ir.Module, v: ir.Value) -> ir
     for the final rounding (no double rounding), over float16's subnormals too (float32's exponent
     covers them); an overflow of float32 gives FLT_MAX, still float16's inf; a NaN keeps the top of its
     payload and is quiet (as __truncdfhf2: payload >> 42, quiet bit set)."""
-    lanes = v.type.count if isinstance(v.type, ir.VectorType) else 0
-    f32: ir.Type = with_lanes(ir.FloatType(), lanes)
-    i32: ir.Type = with_lanes(ir.IntType(32), lanes)
-    half: ir.Type = with_lanes(ir.HalfType(), lanes)
+    f32: ir.Type = like(v, ir.FloatType())
+    i32: ir.Type = like(v, ir.IntType(32))
+    half: ir.Type = like(v, ir.HalfType())
     nearest = b.fptrunc(v, f32)
     back = b.fpext(nearest, v.type)
     fabs = FloatOps(b, module, True).intrinsic
@@ -183,8 +181,7 @@ def round_half_x86(b: ir.IRBuilder, ops: FloatOps, x: ir.Value) -> ir.Value:
     Halide subtracts the one in float32 then rounds back to half: exact here (a tie needs
     |x| < 1024), so subtracting in half gives the same values."""
     t = x.type
-    lanes = t.count if isinstance(t, ir.VectorType) else 0
-    i16: ir.Type = with_lanes(ir.IntType(16), lanes)
+    i16: ir.Type = like(x, ir.IntType(16))
 
     def k(v: int) -> ir.Constant:
         return FloatOps.const(i16, v)

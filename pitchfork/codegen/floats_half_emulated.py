@@ -32,7 +32,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from pitchfork.codegen.base import Unsupported
-from pitchfork.codegen.float_math import FloatOps, with_lanes
+from pitchfork.codegen.float_math import FloatOps, like
 from pitchfork.codegen.floats_half import HALIDE_POW, NARROW_X86, WIDENED, _f32, _widen
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
@@ -142,10 +142,9 @@ def widen_half_bits(b: ir.IRBuilder, v: ir.Value) -> ir.Value:
     integer code on its bits, exact for every pattern (a NaN keeps its payload, a signalling one stays
     signalling): 0 -> +-0, a subnormal m -> float32(m) with the exponent lowered by 24, an infinity or
     NaN -> bits << 13 | 0x7f800000, else bits << 13 + the exponent rebiased; then the sign."""
-    lanes = v.type.count if isinstance(v.type, ir.VectorType) else 0
-    i16: ir.Type = with_lanes(ir.IntType(16), lanes)
-    i32: ir.Type = with_lanes(ir.IntType(32), lanes)
-    f32: ir.Type = with_lanes(ir.FloatType(), lanes)
+    i16: ir.Type = like(v, ir.IntType(16))
+    i32: ir.Type = like(v, ir.IntType(32))
+    f32: ir.Type = like(v, ir.FloatType())
 
     def k(t: ir.Type, x: int) -> ir.Constant:
         return FloatOps.const(t, x)
