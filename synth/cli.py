@@ -111,7 +111,19 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=0.0,
         metavar="SECONDS",
-        help="per stage: stop handing out its tasks this long after it starts (unfinished ones stay uncached)",
+        help="per stage (and lowering round): a work budget of this many seconds at the fixed rate of "
+        "synth/meter.py (2,000,000 Z3 units or 125,000 enumeration steps a second), not a clock: tasks are "
+        "handed out in a fixed order while the counted work of those before them is below it, so the same "
+        "command writes the same rules under any load, with any --jobs or --cluster",
+    )
+    p.add_argument(
+        "--work-limit", type=int, default=0, metavar="UNITS",
+        help="per stage: the work budget in units (synth/meter.py), instead of --time-limit's",
+    )
+    p.add_argument(
+        "--wall-limit", type=float, default=0.0, metavar="SECONDS",
+        help="per stage: a wall-clock safety stop (default: none). When it fires the summary says so: "
+        "that stage's rules then depend on the machine's load",
     )
     p.add_argument("--output", "-o", "--out", dest="out", type=Path, default=None,
                    help=f"output directory for the rule files (default: ./{DEFAULT_OUT_NAME} in the current "
@@ -206,15 +218,20 @@ def options(args: argparse.Namespace) -> Options:
         jobs=args.jobs,
         cluster=args.cluster,
         time_limit=args.time_limit,
+        work_limit=args.work_limit,
+        wall_limit=args.wall_limit,
         write=not args.no_write,
         progress=not args.no_progress,
         hide=tuple(args.hide_rule) + bring_up,
         rounds=args.rounds if args.rounds is not None else (5 if bring_up else 1),
         first_pass_terms=args.first_pass if args.first_pass is not None else (10_000 if bring_up else 0),
-        deep_share=args.deep_share if args.deep_share is not None else (DEFAULT_DEEP_SHARE if args.time_limit > 0 else 0.0),
+        deep_share=args.deep_share if args.deep_share is not None else (
+            DEFAULT_DEEP_SHARE if args.time_limit > 0 or args.work_limit > 0 else 0.0),
     )
     if o.deep_share < 0:
         raise SystemExit(f"pitchfork-synth: --deep-share must not be negative (got {o.deep_share})")
+    if o.time_limit < 0 or o.work_limit < 0 or o.wall_limit < 0:
+        raise SystemExit("pitchfork-synth: --time-limit, --work-limit and --wall-limit must not be negative")
     if o.rounds < 1:
         raise SystemExit(f"pitchfork-synth: --rounds must be at least 1 (got {o.rounds})")
     if args.write_rules and args.out is not None:
@@ -301,6 +318,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for e in report.corpus_errors:
         print(e, file=sys.stderr)
     print(summary(report))
+    for name, st in report.stages.items():
+        if st.work_budget:
+            print(f"{name}: work {st.work / 1e6:.1f}M of a {st.work_budget / 1e6:.1f}M-unit budget")
+        if st.wall_stopped:
+            print(f"{name}: the wall-clock safety stop (--wall-limit) ended it: its rules depend on the load")
     for stage, path in report.files.items():
         new = sum(st.written for k, st in report.stages.items() if k == stage or k.startswith(f"{stage} round "))
         print(f"{stage}: {new} new rule(s) -> {path}")
@@ -408,6 +430,7 @@ def write_report_json(path: Path, report: RunReport, argv: Optional[Sequence[str
                 "seen": st.seen, "cached": st.cached, "run": st.run, "not_run": st.not_run,
                 "outcomes": dict(st.outcomes), "decisions": dict(st.decisions), "generalized": st.generalized,
                 "written": st.written, "seconds": round(st.seconds, 1),
+                "work": st.work, "work_budget": st.work_budget, "wall_stopped": st.wall_stopped,
             }
             for k, st in report.stages.items()
         },

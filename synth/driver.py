@@ -1,8 +1,8 @@
 """The synthesis run: corpus, task lists, execution (in process, local processes or Dask), cache,
 rule selection and writing, firing census, summary.
 
-Stages, in order, each with its own budgets (`max_lhs` / `max_lower_lhs` left sides, `time_limit`
-seconds to hand out tasks, counted from the stage's start): `corpus` (the benchmarks' selection
+Stages, in order, each with its own budgets (`max_lhs` / `max_lower_lhs` left sides, a work budget
+of `time_limit` seconds at the fixed rate of synth/meter.py, or `work_limit` units): `corpus` (the benchmarks' selection
 inputs per ISA as the compiler produces them: isel=pitchfork, loop passes applied; cached per
 benchmark and ISA), `lift` (one task per cut), `lower:<isa>` (one task per cut of the ISA's
 expressions lifted with the rules as they stand after the lift stage wrote its own), then `write`
@@ -12,15 +12,21 @@ this run's rules that never fire on the corpus leave their file).
 Every task carries the digest of the rules it is planned against (synth/rulesnap.py) in its cache
 key, and the rules themselves travel with it to whichever process runs it; every finished task is
 appended to the cache (`<cache>/tasks.jsonl`) before the next one is awaited, so an interrupted run
-resumes where it stopped, and a result is reused only for the same rules. `time_limit` stops handing
-out tasks (those not run stay uncached); verdicts never depend on the clock. With `deep_share`, each
-lowering task's search is capped at that share of `time_limit` converted to a count of Z3 units and
-enumeration steps at a fixed rate (synth/meter.py): the cap is part of the task (and its cache key),
-so a verdict depends on the options only, never on load.
+resumes where it stopped, and a result is reused only for the same rules.
+
+Which tasks run is decided by counted work, never by the clock (`StageBudget`): a stage's tasks are
+taken in a fixed order, each finished one is charged its counted work (synth/meter.py `task_units`:
+Z3 resource units, enumeration steps, fixed charges; recorded in the result, so a cached result is
+charged the same), and tasks are handed out while the charges before them are below the stage's
+budget. With `deep_share`, each lowering task's search is capped at that share of the budget, also a
+count (part of the task and its cache key). So the same options give the same rule files on a loaded
+or idle machine, fresh or resumed, with 1 or N jobs or on a Dask cluster; only the optional
+wall-clock safety stop (`wall_limit`) can end a stage early, and the report says when it did.
 
 Execution backends run the same `synth.tasks.run_task`: `jobs == 1` in this process, `jobs > 1` a
 local process pool, `cluster` an existing Dask distributed scheduler (`distributed.Client`); a
-reused worker gives the same answers as a fresh one.
+reused worker gives the same answers as a fresh one. A pool or cluster runs a few tasks ahead of the
+one awaited; results are taken in the tasks' order.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -75,7 +81,14 @@ class Options:
     rlimit: int = 20_000_000
     jobs: int = 1
     cluster: Optional[str] = None
-    time_limit: float = 0.0  # seconds per stage (each stage has its own); 0 = none
+    #: per stage (each stage and round has its own): a work budget of this many seconds at the fixed
+    #: rate of synth/meter.py (`stage_units`), not a clock; 0 = none
+    time_limit: float = 0.0
+    #: per stage: the work budget in units (synth/meter.py), instead of `time_limit`'s; 0 = from it
+    work_limit: int = 0
+    #: per stage: a wall-clock safety stop (seconds; 0 = none). Only it makes the output depend on the
+    #: machine's load, and the report says when it fired (`StageStats.wall_stopped`)
+    wall_limit: float = 0.0
     cache_dir: Path = ROOT / ".synth-cache"
     out_dir: Path = ROOT / "rules" / "synthesized"
     write: bool = True
@@ -113,6 +126,11 @@ class StageStats:
     written: int = 0
     decisions: Counter = field(default_factory=Counter)
     seconds: float = 0.0
+    #: the work charged (synth/meter.py `task_units`) and the stage's budget (0: none)
+    work: int = 0
+    work_budget: int = 0
+    #: the wall-clock safety stop (`Options.wall_limit`) ended the stage: its rules depend on load
+    wall_stopped: bool = False
 
 
 @dataclass
@@ -195,95 +213,165 @@ def _corpus_line(line: str) -> Term:
 # Execution
 
 
+@dataclass
+class StageBudget:
+    """What one stage (or round) may spend, and what it has spent (mutable: a running count).
+
+    `units`: the stage's work budget (synth/meter.py `stage_units`; 0: none). A task is handed out
+    while `spent`, the charges (`meter.task_units`) of the tasks before it in the stage's order, is
+    below it, so the tasks that run depend on the options only. `wall_deadline` (time.monotonic()) is
+    the safety stop (`Options.wall_limit`): when it ends a stage, `wall_stopped` records it, and that
+    stage's rules depend on the machine's load."""
+
+    units: int = 0
+    wall_deadline: Optional[float] = None
+    spent: int = 0
+    wall_stopped: bool = False
+
+    def open(self) -> bool:
+        if self.units > 0 and self.spent >= self.units:
+            return False
+        if self.wall_deadline is not None and time.monotonic() > self.wall_deadline:
+            self.wall_stopped = True
+            return False
+        return True
+
+    def charge(self, result: dict[str, Any]) -> None:
+        from synth.meter import task_units
+
+        self.spent += task_units(result)
+
+
+def stage_budget(opts: Options) -> StageBudget:
+    """A fresh budget for one stage or round: `work_limit` units (else `time_limit` seconds at the
+    meter's fixed rate), the safety stop `wall_limit` seconds from now."""
+    from synth.meter import stage_units
+
+    units = opts.work_limit if opts.work_limit > 0 else stage_units(opts.time_limit)
+    wall = time.monotonic() + opts.wall_limit if opts.wall_limit > 0 else None
+    return StageBudget(units, wall)
+
+
 def execute(
     tasks: Sequence[Task],
     cache: Cache,
     opts: Options,
     label: str,
     on_result: Callable[[dict[str, Any]], None],
-    deadline: Optional[float] = None,
+    budget: Optional[StageBudget] = None,
     snap: Optional[RuleSnapshot] = None,
 ) -> tuple[int, int, int]:
-    """Run the tasks not in the cache against the rules of `snap` (shipped with every task), handing
-    out none after `deadline` (time.monotonic()); returns (cached, run, not run)."""
-    todo = [t for t in tasks if cache.get(t.key) is None]
-    cached = len(tasks) - len(todo)
-    for t in tasks:
-        hit = cache.get(t.key)
-        if hit is not None:
-            on_result({**hit, "cached": True})
-    done = 0
-    with _progress(opts.progress) as prog:
-        bar = prog.add_task(label, total=len(tasks), completed=cached) if prog else None
-
-        def finish(r: dict[str, Any]) -> None:
-            nonlocal done
-            cache.put(r)
+    """Take the tasks' results in their order (from the cache, else run against the rules of `snap`,
+    shipped with every task), charging each to `budget`, and stop handing out tasks once it is spent;
+    returns (cached, run, not run). Backends may run a few tasks ahead of the one awaited (their
+    results are cached for a later run, never charged or reported here), so every backend charges,
+    reports and stops at the same tasks."""
+    budget = budget if budget is not None else StageBudget()
+    cached = done = 0
+    with _progress(opts.progress) as prog, _runner(opts, snap) as runner:
+        bar = prog.add_task(label, total=len(tasks)) if prog else None
+        for i, t in enumerate(tasks):
+            if not budget.open():
+                break
+            hit = cache.get(t.key)
+            if hit is not None:
+                r = {**hit, "cached": True}
+                cached += 1
+            else:
+                r = runner.result(i, tasks, cache)
+                cache.put(r)
+                done += 1
+            budget.charge(r)
             on_result(r)
-            done += 1
             if prog is not None:
                 prog.advance(bar)
-
-        for r in _backend(todo, opts, deadline, snap):
-            finish(r)
-    return cached, done, len(todo) - done
-
-
-def _expired(deadline: Optional[float]) -> bool:
-    return deadline is not None and time.monotonic() > deadline
+        for r in runner.stop():
+            if cache.get(r["key"]) is None:
+                cache.put(r)
+    return cached, done, len(tasks) - cached - done
 
 
-def _backend(
-    todo: Sequence[Task], opts: Options, deadline: Optional[float], snap: Optional[RuleSnapshot]
-) -> Iterator[dict[str, Any]]:
-    if not todo:
-        return
-    if opts.cluster:
-        yield from _dask(todo, opts, deadline, snap)
-    elif opts.jobs <= 1:
-        for t in todo:
-            if _expired(deadline):
-                return
-            yield run_task(t, snap)
-    else:
-        yield from _pool(todo, opts.jobs, deadline, snap)
+class _Serial:
+    """Runs the awaited task in this process, nothing ahead."""
+
+    def __init__(self, snap: Optional[RuleSnapshot]) -> None:
+        self.snap = snap
+
+    def result(self, i: int, tasks: Sequence[Task], cache: Cache) -> dict[str, Any]:
+        return run_task(tasks[i], self.snap)
+
+    def stop(self) -> list[dict[str, Any]]:
+        return []
+
+    def __enter__(self) -> "_Serial":
+        return self
+
+    def __exit__(self, *a: Any) -> None:
+        return None
 
 
-def _pool(
-    todo: Sequence[Task], jobs: int, deadline: Optional[float], snap: Optional[RuleSnapshot]
-) -> Iterator[dict[str, Any]]:
-    pending = list(reversed(todo))
-    with ProcessPoolExecutor(max_workers=jobs) as ex:
-        running = set()
-        while pending or running:
-            while pending and len(running) < 2 * jobs and not _expired(deadline):
-                running.add(ex.submit(run_task, pending.pop(), snap))
-            if not running:
-                return
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
-            for f in finished:
-                yield f.result()
-            if _expired(deadline):
-                pending.clear()
+class _Ahead:
+    """Runs the awaited task and up to `window` uncached tasks after it on an executor (a local
+    process pool, or a Dask client), so workers stay busy while results are taken in order."""
+
+    def __init__(self, submit: Callable[[Task], Any], get: Callable[[Any], dict[str, Any]],
+                 done: Callable[[Any], bool], cancel: Callable[[Any], None], window: int) -> None:
+        self.submit, self.get, self.done, self.cancel, self.window = submit, get, done, cancel, window
+        self.futures: dict[str, Any] = {}
+
+    def result(self, i: int, tasks: Sequence[Task], cache: Cache) -> dict[str, Any]:
+        for t in tasks[i:]:
+            if len(self.futures) >= self.window and tasks[i].key in self.futures:
+                break
+            if t.key not in self.futures and cache.get(t.key) is None:
+                self.futures[t.key] = self.submit(t)
+        return self.get(self.futures.pop(tasks[i].key))
+
+    def stop(self) -> list[dict[str, Any]]:
+        """Cancels what has not finished; returns the results of the tasks run ahead that did."""
+        out = []
+        for f in self.futures.values():
+            if self.done(f):
+                try:
+                    out.append(self.get(f))
+                except Exception:  # noqa: BLE001 - a cancelled or lost task is simply not cached
+                    continue
+            else:
+                self.cancel(f)
+        self.futures.clear()
+        return out
 
 
-def _dask(
-    todo: Sequence[Task], opts: Options, deadline: Optional[float], snap: Optional[RuleSnapshot]
-) -> Iterator[dict[str, Any]]:
-    """The tasks on a Dask scheduler. The rule snapshot is scattered once and handed to every task:
-    a worker activates it before running (a reused worker drops the rule sets it loaded before)."""
-    from distributed import Client, as_completed
+class _runner:
+    """The backend for `opts` as a context: in process (`jobs == 1`), a local process pool, or the
+    Dask scheduler `opts.cluster` (the rule snapshot scattered once and handed to every task: a
+    worker activates it before running, so a reused worker drops the rule sets it loaded before)."""
 
-    with Client(opts.cluster) as client:
-        shipped = client.scatter(snap, broadcast=True) if snap is not None else None
-        futures = client.map(run_task, list(todo), snap=shipped, pure=False)
-        ac = as_completed(futures)
-        for fut in ac:
-            yield fut.result()
-            if _expired(deadline):
-                for f in futures:
-                    f.cancel()
-                return
+    def __init__(self, opts: Options, snap: Optional[RuleSnapshot]) -> None:
+        self.opts, self.snap = opts, snap
+        self._close: list[Callable[[], None]] = []
+
+    def __enter__(self) -> Any:
+        opts, snap = self.opts, self.snap
+        if opts.cluster:
+            from distributed import Client
+
+            client = Client(opts.cluster)
+            self._close.append(client.close)
+            shipped = client.scatter(snap, broadcast=True) if snap is not None else None
+            workers = max(1, sum(client.nthreads().values()))
+            return _Ahead(lambda t: client.submit(run_task, t, snap=shipped, pure=False), lambda f: f.result(),
+                          lambda f: f.done(), lambda f: f.cancel(), 4 * workers)
+        if opts.jobs <= 1:
+            return _Serial(snap)
+        ex = ProcessPoolExecutor(max_workers=opts.jobs)
+        self._close.append(lambda: ex.shutdown(wait=True, cancel_futures=True))
+        return _Ahead(lambda t: ex.submit(run_task, t, snap), lambda f: f.result(), lambda f: f.done(),
+                      lambda f: f.cancel(), 4 * opts.jobs)
+
+    def __exit__(self, *a: Any) -> None:
+        for close in reversed(self._close):
+            close()
 
 
 class _NoProgress:
@@ -351,10 +439,8 @@ def lower_tasks(
     """Cuts of the ISA's lifted whole expressions (`lifted_corpus`) that contain an FPIR op or a
     reduction (`vector_reduce_add_x4(u32(x_u8))` has no FPIR op, and is one udot / vrmpy by 1), or
     primitive fixed-point code (`_narrow_primitive`: ARM shrn / addhn under a narrowing cast)."""
-    from synth.meter import units_for
-
     lowered = lifted_corpus(inputs, opts.max_nodes)
-    cap = units_for(opts.deep_share, opts.time_limit)
+    cap = int(opts.deep_share * stage_budget(opts).units) if opts.deep_share > 0 else 0
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
     lane0 = lane0_isa(isa)
@@ -566,7 +652,7 @@ def capture(opts: Options, cache: Cache, report: RunReport) -> dict[str, dict[st
 
 def run(opts: Options) -> RunReport:
     """Corpus, then the stages in order (lift, then lowering per ISA), each with its own budgets
-    (`max_lhs`/`max_lower_lhs` left sides, `time_limit` seconds to hand out tasks), each planned
+    (`max_lhs`/`max_lower_lhs` left sides, a work budget, `StageBudget`), each planned
     against the rules as they stand when it starts (a lowering stage's left sides come from the
     corpus lifted with the lift stage's new rules), then the firing census (synth/census.py)."""
     t_start = time.perf_counter()
@@ -597,7 +683,7 @@ def run(opts: Options) -> RunReport:
                 continue
             isa = stage.split(":", 1)[1]
             searched: set[str] = set()  # left sides (as searched) of the earlier rounds
-            cut: set[str] = set()  # of those, the ones whose deep search the time limit cut
+            cut: set[str] = set()  # of those, the ones whose deep search the budget cut
             for k in range(1, max(1, opts.rounds) + 1):
                 deep_only: set[str] = set()
                 if k > 1:
@@ -627,7 +713,7 @@ def run(opts: Options) -> RunReport:
 
 
 def _deep_cut(r: dict[str, Any], opts: Options) -> bool:
-    """A first-pass result that stood for its task because the deadline came before its deep search
+    """A first-pass result that stood for its task because the budget was spent before its deep search
     (`_two_passes`): over the first pass's budget, with a smaller budget than the task's own."""
     t = r.get("task", {})
     return (r.get("status") == "budget" and "seen" in r and opts.first_pass_terms > 0
@@ -667,6 +753,13 @@ def _new_left_sides(tasks: list[Task], searched: set[str]) -> list[Task]:
     return out
 
 
+#: the share of a later round's budget its carried deep searches (`deep_only`) may spend before the
+#: round's first pass: they were cut by the round before and go first (their left sides were over the
+#: first pass's budget already; by frequency they would again come after every new first pass), but
+#: cannot starve the round's new left sides
+CARRIED_SHARE = 0.5
+
+
 def _two_passes(
     tasks: list[Task],
     origin: dict[str, tuple[set[str], int]],
@@ -674,50 +767,59 @@ def _two_passes(
     opts: Options,
     stage: str,
     on_result: Callable[[dict[str, Any]], None],
-    deadline: Optional[float],
+    budget: Optional[StageBudget],
     snap: RuleSnapshot,
     deep_only: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[int, int, int]:
     """`Options.first_pass_terms`: every task with the small budget first (no top-down search), then
-    the ones over budget with their own (in `deep_order`), both under the stage's deadline; the
-    tasks keyed in `deep_only` (an earlier round's first pass had them over budget, and the time limit
-    cut their deep search) skip the first pass. A
+    the ones over budget with their own (in `deep_order`), all charged to the stage's `budget`. The
+    tasks keyed in `deep_only` (an earlier round's first pass had them over budget, and its budget cut
+    their deep search) skip the first pass and go before it, in `deep_order`, with at most
+    `CARRIED_SHARE` of the budget; those it leaves join the deep searches after the first pass. A
     first-pass result stands for its task unless the task ran again (its result then replaces it);
-    `origin` learns the first-pass keys. Returns (cached, run: both passes summed, not run: tasks with
+    `origin` learns the first-pass keys. Returns (cached, run: all passes summed, not run: tasks with
     no result at all)."""
-    carried = [t for t in tasks if t.key in deep_only]
-    tasks = [t for t in tasks if t.key not in deep_only]
-    first = [replace(t, max_terms=min(t.max_terms, opts.first_pass_terms), topdown=False) for t in tasks]
-    got: dict[str, dict[str, Any]] = {}
-    c1, r1, n1 = execute(first, cache, opts, f"{stage} (first pass)", lambda r: got.__setitem__(r["key"], r), deadline, snap)
-    again: list[Task] = list(carried)
-    for t, f in zip(tasks, first):
-        r = got.get(f.key)
-        if r is None:
-            continue  # not run: the deadline came first
-        if r.get("status") == "budget" and f.key != t.key:
-            again.append(t)
-            continue
-        origin.setdefault(f.key, origin.get(t.key, (set(), 0)))
-        on_result(r)
+    budget = budget if budget is not None else StageBudget()
     ran: set[str] = set()
 
     def second(r: dict[str, Any]) -> None:
         ran.add(r["key"])
         on_result(r)
 
-    again = deep_order(again, first_pass_rules(list(got.values())))
-    c2, r2, n2 = execute(again, cache, opts, stage, second, deadline, snap)
+    carried = deep_order([t for t in tasks if t.key in deep_only])
+    tasks = [t for t in tasks if t.key not in deep_only]
+    c0 = r0 = 0
+    if carried:
+        share = StageBudget(budget.spent + int(CARRIED_SHARE * budget.units) if budget.units > 0 else 0,
+                            budget.wall_deadline, budget.spent)
+        c0, r0, _ = execute(carried, cache, opts, f"{stage} (carried deep searches)", second, share, snap)
+        budget.spent, budget.wall_stopped = share.spent, share.wall_stopped
+    first = [replace(t, max_terms=min(t.max_terms, opts.first_pass_terms), topdown=False) for t in tasks]
+    got: dict[str, dict[str, Any]] = {}
+    c1, r1, n1 = execute(first, cache, opts, f"{stage} (first pass)", lambda r: got.__setitem__(r["key"], r), budget,
+                         snap)
+    again: list[Task] = []
+    for t, f in zip(tasks, first):
+        r = got.get(f.key)
+        if r is None:
+            continue  # not run: the budget was spent first
+        if r.get("status") == "budget" and f.key != t.key:
+            again.append(t)
+            continue
+        origin.setdefault(f.key, origin.get(t.key, (set(), 0)))
+        on_result(r)
+    again = [t for t in carried if t.key not in ran] + deep_order(again, first_pass_rules(list(got.values())))
+    c2, r2, n2 = execute(again, cache, opts, stage, second, budget, snap)
     unrun = 0
     for t in again:
-        if t.key not in ran:  # not run again (the deadline): the first pass's verdict stands
+        if t.key not in ran:  # not run again (the budget): the first pass's verdict stands
             f = replace(t, max_terms=min(t.max_terms, opts.first_pass_terms), topdown=False)
             if f.key not in got:  # carried from an earlier round: no result this round
                 unrun += 1
                 continue
             origin.setdefault(f.key, origin.get(t.key, (set(), 0)))
             on_result(got[f.key])
-    return c1 + c2, r1 + r2, n1 + unrun
+    return c0 + c1 + c2, r0 + r1 + r2, n1 + unrun
 
 
 def root_share(task: Task, rules: Sequence[Any] = ()) -> int:
@@ -796,7 +898,7 @@ def _run_stage(
     report.stages[label] = st
     results: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    deadline = time.monotonic() + opts.time_limit if opts.time_limit > 0 else None
+    budget = stage_budget(opts)
 
     def on_result(r: dict[str, Any]) -> None:
         results.append(r)
@@ -808,10 +910,11 @@ def _run_stage(
             st.generalized += 1
 
     if opts.first_pass_terms > 0 and stage.startswith("lower:"):
-        st.cached, st.run, st.not_run = _two_passes(tasks, origin, cache, opts, stage, on_result, deadline, snap,
+        st.cached, st.run, st.not_run = _two_passes(tasks, origin, cache, opts, stage, on_result, budget, snap,
                                                     deep_only)
     else:
-        st.cached, st.run, st.not_run = execute(tasks, cache, opts, stage, on_result, deadline, snap)
+        st.cached, st.run, st.not_run = execute(tasks, cache, opts, stage, on_result, budget, snap)
+    st.work, st.work_budget, st.wall_stopped = budget.spent, budget.units, budget.wall_stopped
     report.results[label] = results
     st.seconds = time.perf_counter() - t0
     if not opts.write:

@@ -143,3 +143,44 @@ def units_for(share: float, time_limit: float) -> int:
     if share <= 0 or time_limit <= 0:
         return 0
     return int(share * time_limit * UNITS_PER_SECOND)
+
+
+# ---------------------------------------------------------------------------------------------
+# A stage's budget: which tasks run is decided by counted work, never by the clock.
+#
+# Before, a stage's `--time-limit` stopped handing out tasks at a wall-clock deadline, so which tasks
+# ran, and so which rules came out, depended on the machine's load (session 25: the same hvx128
+# bring-up lost four hand rules at load 5-9 that a quieter run found). Now a stage has a budget in the
+# units above, converted once from its seconds at the fixed `UNITS_PER_SECOND`; the driver hands its
+# tasks out in a fixed order and charges each finished one `task_units(result)` (what the task's own
+# meter counted, plus fixed charges for the work the meter does not count); a task is handed out
+# while the charges of the ones before it, in that order, are below the budget. The charges are
+# counts in the result (cached with it), so a fresh run, a resumed one, 1 or N local jobs and a Dask
+# cluster hand out the same tasks and write the same rules. A wall-clock safety stop
+# (`--wall-limit`) remains for runs that must end by a time; when it fires the run says so (its
+# rules then depend on load).
+
+#: fixed charge per task: the work around its search that the meter does not count (lowering the cut
+#: with the current rules, building its grammar, the pruning TRS, the result's bookkeeping); about a
+#: quarter of a CPU second on the development machine (hvx128 first passes: ~0.25 s a task besides
+#: their counted search)
+TASK_UNITS = 500_000
+#: fixed charge per task that found a right side: its generalization and the verification of the
+#: rule at every type instance (synth/generalize.py; not metered so that a found rule is never lost
+#: to the cap), about two CPU seconds there
+FOUND_UNITS = 4_000_000
+
+
+def stage_units(time_limit: float) -> int:
+    """A stage's work budget for `time_limit` seconds (0: no budget)."""
+    return int(time_limit * UNITS_PER_SECOND) if time_limit > 0 else 0
+
+
+def task_units(result: dict) -> int:
+    """What a finished task is charged against its stage's budget: its search's counted work
+    (`Meter.used`, recorded in the result as `work.used`), `TASK_UNITS`, and `FOUND_UNITS` when it
+    found a right side. A pure function of the result, so a cached result is charged what it was
+    charged when it ran."""
+    work = result.get("work") or {}
+    found = result.get("status") == "synthesized" or bool(result.get("rhs"))
+    return int(work.get("used", 0)) + TASK_UNITS + (FOUND_UNITS if found else 0)
