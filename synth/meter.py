@@ -161,14 +161,14 @@ def units_for(share: float, time_limit: float) -> int:
 # rules then depend on load).
 
 #: fixed charge per task: the work around its search that the meter does not count (lowering the cut
-#: with the current rules, building its grammar, the pruning TRS, the result's bookkeeping); about a
-#: quarter of a CPU second on the development machine (hvx128 first passes: ~0.25 s a task besides
-#: their counted search)
-TASK_UNITS = 500_000
+#: with the current rules, building its grammar and pruning TRS, bookkeeping): 0.1 s at the rate above.
+#: Measured (CPU time, hvx128 first passes, session 26): 0.02-0.1 s a task besides a counted search of
+#: 0.4k-90k units
+TASK_UNITS = 200_000
 #: fixed charge per task that found a right side: its generalization and the verification of the
-#: rule at every type instance (synth/generalize.py; not metered so that a found rule is never lost
-#: to the cap), about two CPU seconds there
-FOUND_UNITS = 4_000_000
+#: rule at every type instance (synth/generalize.py; not metered, so a found rule is never lost to the
+#: cap): 0.5 s at the rate above (hvx128 one-instruction rules: 0.2-0.3 s of CPU for the whole task)
+FOUND_UNITS = 1_000_000
 
 
 def stage_units(time_limit: float) -> int:

@@ -314,7 +314,7 @@ def _normal_form(stage: str, hide: tuple[str, ...]) -> Callable[[Term], bool]:
 def run_task(task: Task, snap: Optional["RuleSnapshot"] = None) -> dict[str, Any]:
     """Run one task against the rules of `snap` (synth/rulesnap.py; None: whatever this process has
     loaded); never raises (an internal error is a rejection with its reason)."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {"task": asdict(task), "key": task.key, "status": "error", "seconds": 0.0}
     try:
         if snap is not None:
@@ -332,6 +332,9 @@ def run_task(task: Task, snap: Optional["RuleSnapshot"] = None) -> dict[str, Any
     except Exception as e:  # noqa: BLE001 - a task's failure is data for the summary, not a crash
         out.update(status="error", reason=f"{type(e).__name__}: {e}")
     out["seconds"] = round(time.perf_counter() - t0, 3)
+    # CPU seconds, for reports and for checking the meter's fixed rates (synth/meter.py); like
+    # `seconds`, never read by a decision
+    out["cpu_seconds"] = round(time.process_time() - c0, 3)
     return out
 
 
