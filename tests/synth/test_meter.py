@@ -26,7 +26,7 @@ def _task(cap: int) -> Task:
 
 
 def _verdict(r: dict) -> dict:
-    return {k: v for k, v in r.items() if k not in ("seconds", "search_seconds", "generalize_seconds", "task", "key")}
+    return {k: v for k, v in r.items() if k not in ("seconds", "search_seconds", "generalize_seconds", "cpu_seconds", "task", "key")}
 
 
 def test_meter_raises_past_its_cap_and_lowers_a_query_rlimit_to_what_is_left() -> None:
