@@ -395,3 +395,58 @@ def test_heap_accesses_claim_no_more_than_halide_malloc_gives(isa: str) -> None:
         args[0].set(hl.Buffer(img))
         want = np.asarray(func.realize([1024, 8], X86)).copy()
         assert np.array_equal(prog(img, size=[1024, 8]), want)
+
+
+# ---- large heap blocks in transparent huge pages ---------------------------------------------------
+
+#: A C driver that takes one block of each size in argv from the linked `halide_malloc` and prints, per
+#: block, whether the mapping holding it is advised for transparent huge pages ("hg" among the VmFlags
+#: of /proc/self/smaps: madvise(MADV_HUGEPAGE) was called on it).
+_HUGE_PROBE = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+void *halide_malloc(void *user_context, size_t n);
+void halide_free(void *user_context, void *p);
+static int advised(uintptr_t p) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  char line[512];
+  int inside = 0, hg = -1;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) inside = lo <= p && p < hi;
+    else if (inside && strncmp(line, "VmFlags:", 8) == 0) hg = strstr(line, " hg") != NULL;
+  }
+  fclose(f);
+  return hg;
+}
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    size_t n = strtoull(argv[i], 0, 0);
+    void *p = halide_malloc(NULL, n);
+    memset(p, 1, n);
+    printf("%d\n", advised((uintptr_t)p + n / 2));
+    halide_free(NULL, p);
+  }
+  return 0;
+}
+"""
+
+
+def test_default_heap_advises_huge_pages_for_large_blocks(tmp_path: Path) -> None:
+    """Our WEAK default `halide_malloc` (x86, linked alone into a C program) advises blocks of
+    HUGE_ADVICE_BYTES or more for transparent huge pages, as numpy does its arrays of 4 MiB or more,
+    and leaves smaller blocks alone."""
+    from pitchfork.codegen.alloc import HUGE_ADVICE_BYTES
+
+    func, args = ex.box_sum_reduction(16)
+    prog = pitchfork.compile(func, args, target="x86-avx2", name="boxsum", fallback=False)
+    prog.object_file(tmp_path / "boxsum.o")
+    (tmp_path / "probe.c").write_text(_HUGE_PROBE)
+    exe = tmp_path / "probe"
+    subprocess.run(["gcc", str(tmp_path / "probe.c"), str(tmp_path / "boxsum.o"), "-o", str(exe)], check=True,
+                   capture_output=True)
+    sizes = [HUGE_ADVICE_BYTES, 3 * HUGE_ADVICE_BYTES + 12345, HUGE_ADVICE_BYTES - 1, 1 << 20]
+    got = subprocess.run([str(exe), *map(str, sizes)], check=True, capture_output=True, text=True).stdout.split()
+    assert got == ["1", "1", "0", "0"]
