@@ -33,7 +33,11 @@ in Halide 21's (whose `halide_malloc` does not advise: it reused that range by c
 MADV_HUGEPAGE alone ours was 39% (the rest of the range was populated already), with both 92% (the 7
 aligned 2 MiB pages inside the block). Session 22 measured the same code 3-7% faster with that buffer
 in huge pages. Halide's runtime, where it is linked and its definition wins, does not advise. A process
-with THP disabled (PR_SET_THP_DISABLE: the apps suite's --no-huge-pages) gets neither. The same pair serves every place a kernel runs: the x86 JIT (the
+with THP disabled (PR_SET_THP_DISABLE: the apps suite's --no-huge-pages) gets neither. The cost
+(/work/coord/s26/fl6/thp/mcost*.c, this machine, loaded): the first collapse of a populated 15 MiB
+range took 8.5-17 ms (copying into fresh 2 MiB pages: once, in the first call that reuses that heap
+range), later calls on the same range ~1 us for both advices; on a range not yet touched (a heap
+that grew, or a fresh mmap) the collapse fails at once and the pages fault in as huge pages. The same pair serves every place a kernel runs: the x86 JIT (the
 process's libc), qemu-aarch64 (glibc), the AOT object (the user's libc or own `halide_malloc`), and
 the bare-metal Hexagon harness, which has no libc and defines `malloc`/`free` itself with anonymous
 mmaps (pitchfork/backend/harness.py). Contract, as Halide's: `halide_malloc` returns NULL or memory
