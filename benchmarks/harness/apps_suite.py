@@ -61,7 +61,10 @@ ran 3-7% faster with that buffer in huge pages (both contenders' objects in one 
 paired thread CPU time). `--no-huge-pages` turns transparent huge pages off in every worker
 (`prctl(PR_SET_THP_DISABLE)`, before its first allocation), so no buffer of either contender gets them:
 4 KiB pages everywhere, as Halide's own C++ apps have for every `halide_malloc` buffer. The run records
-which it was.
+which it was. Since session 26 PITCHFORK's own default `halide_malloc` advises its blocks of 4 MiB or more
+for huge pages (pitchfork/codegen/alloc.py: interpolate's downsampled_1 went from 0% to 92% in huge pages in
+our worker; Halide 21's was 87% by the luck above): by design in its code, not by the worker's history;
+`--no-huge-pages` still compares the code alone (a THP-disabled process gets no huge pages either way).
 
 Processes per worker (PROCESSES; `--processes P`, 1 by default): the same contender's code times
 differently from one worker process to the next (interpolate, session 22, load 1.4-6: four processes of
