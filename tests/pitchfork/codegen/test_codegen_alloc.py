@@ -434,6 +434,8 @@ int main(int argc, char **argv) {
 """
 
 
+@pytest.mark.skipif(not Path("/sys/kernel/mm/transparent_hugepage").exists(),
+                    reason="kernel without transparent huge pages (madvise(MADV_HUGEPAGE) fails there)")
 def test_default_heap_advises_huge_pages_for_large_blocks(tmp_path: Path) -> None:
     """Our WEAK default `halide_malloc` (x86, linked alone into a C program) advises blocks of
     HUGE_ADVICE_BYTES or more for transparent huge pages, as numpy does its arrays of 4 MiB or more,
