@@ -19,6 +19,9 @@ variable at its first use:
   line, the result is `{"ok": true, "stopped_at": ...}` and the status a clean exit's (`_watch`). The
   one-shot way ignores "stop_at" (it lowers to the end).
 
+Every job first sets `std::cerr`'s precision so that Halide logs float constants exactly
+(`exact_float_log`: the log's first line then says so).
+
 It imports nothing but the standard library and `halide` (so it cannot be shadowed by, or depend on,
 pitchfork's own modules) and writes `{"ok": true}` or `{"error": "..."}` to the result file.
 """
@@ -98,6 +101,7 @@ def main(job_path: str) -> int:
     with open(job_path) as f:
         job = json.load(f)
     result: dict = {"ok": True}
+    exact_float_log()  # before Halide logs anything: its first line is then the marker
     try:
         import halide as hl
 
@@ -120,11 +124,7 @@ def main(job_path: str) -> int:
         pipeline = hl.deserialize_pipeline(data, params)
         args = _arguments(hl, pipeline, job["args"])
         target = hl.Target(job["target"])
-        if job.get("llvm_assembly_out"):  # capture.llvm_module_log: Halide logs its unoptimised module
-            target = target.with_feature(hl.TargetFeature.NoRuntime)
-            pipeline.compile_to_llvm_assembly(job["llvm_assembly_out"], args, "pipeline", target)
-        else:
-            pipeline.compile_to_lowered_stmt(job["stmt_out"], args, hl.StmtOutputFormat.Text, target)
+        pipeline.compile_to_lowered_stmt(job["stmt_out"], args, hl.StmtOutputFormat.Text, target)
     except Exception as e:  # noqa: BLE001 - reported to the parent, which raises CaptureError
         result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
     sys.stderr.flush()
@@ -150,11 +150,21 @@ def _buffer_halide_log():
     return None if apply is None else apply()
 
 
-def _prepare_buffering():
-    """The lookups `_buffer_halide_log` needs (libstdc++'s symbols, cerr's flags word), done without
-    changing anything: returns a function that makes the log buffered and returns its flush, or None.
-    A spare child (`_spare_child`) prepares while it waits for its job, so the lookups (~0.8 ms in a
-    freshly forked child) are not on a capture's path; nothing Halide-visible changes until applied."""
+_CERR: list = []  # _cerr_base's answer, once found (the server finds it before forking its children)
+
+
+def _cerr_base():
+    """(libstdc++, the address of `std::cerr`, the address of its `ios_base`), or None if this C++
+    library is not the one understood here. The `ios_base` is cerr's virtual base, found through the
+    Itanium C++ ABI's virtual-base offset; libstdc++'s `ios_base` layout is part of its stable ABI:
+    vptr, precision (+8), width (+16), then the flags (+24). Looked up once per process (~0.8 ms in a
+    fresh child; a forked child inherits the server's answer)."""
+    if not _CERR:
+        _CERR.append(_find_cerr())
+    return _CERR[0]
+
+
+def _find_cerr():
     import ctypes
 
     try:
@@ -164,9 +174,68 @@ def _prepare_buffering():
         if not vtable:
             return None
         offset = ctypes.c_int64.from_address(vtable - 24).value  # offset of the virtual base basic_ios
-        if not 0 < offset <= 64:
-            return None
-        flags = ctypes.c_uint32.from_address(cerr + offset + 24)
+    except (OSError, AttributeError, ValueError):
+        return None
+    if not 0 < offset <= 64:
+        return None
+    return cxx, cerr, cerr + offset
+
+
+#: the precision Halide's float constants are printed with in the capture log (`exact_float_log`)
+EXACT_PRECISION = 23
+#: the log's first line when its float constants are exact (pitchfork.frontend.float_literals)
+EXACT_FLOATS_MARKER = f"pitchfork: float constants printed with precision {EXACT_PRECISION}"
+
+
+def exact_float_log(restore: bool = False):
+    """Make Halide's log print float constants exactly enough to read them back bit for bit, and say
+    so in the log: `std::cerr`'s precision set to EXACT_PRECISION, then EXACT_FLOATS_MARKER written to
+    fd 2 as the log's first line. Returns a function that puts the old precision back (what an
+    in-process capture needs; a child just exits), or None (nothing changed, no marker) if cerr's
+    layout is not the one understood here (`_cerr_base`, checked by its precision and width reading
+    sane values).
+
+    Why: Halide's statement printer writes a FloatImm with the stream's precision (6 unless set) in
+    fixed notation, in scientific notation below 1e-6 (`0.000312f`, `-2.596302e-07f`): not the constant
+    the pipeline computes with. With 23 decimals a fixed-notation value of magnitude >= 1e-6 (its first
+    significant digit at most 7 places after the point, where Halide's log10 test rounds) has >= 17
+    significant digits and a scientific one 24: enough to read back every float64 exactly (17
+    significant digits round-trip a double; glibc prints and Python parses correctly rounded), and so
+    every float32 / float16 / bfloat16 value, which are doubles. Nothing else in the log prints floats."""
+    import ctypes
+    import os
+
+    found = _cerr_base()
+    if found is None:
+        return None
+    base = found[2]
+    precision = ctypes.c_int64.from_address(base + 8)
+    width = ctypes.c_int64.from_address(base + 16)
+    old = precision.value
+    if not (0 <= old <= 64 and width.value == 0):
+        return None
+    precision.value = EXACT_PRECISION
+    os.write(2, (EXACT_FLOATS_MARKER + "\n").encode())
+
+    def put_back() -> None:
+        precision.value = old
+
+    return put_back
+
+
+def _prepare_buffering():
+    """The lookups `_buffer_halide_log` needs (libstdc++'s symbols, cerr's flags word), done without
+    changing anything: returns a function that makes the log buffered and returns its flush, or None.
+    A spare child (`_spare_child`) prepares while it waits for its job, so the lookups (~0.8 ms in a
+    freshly forked child) are not on a capture's path; nothing Halide-visible changes until applied."""
+    import ctypes
+
+    found = _cerr_base()
+    if found is None:
+        return None
+    cxx, cerr, base = found
+    try:
+        flags = ctypes.c_uint32.from_address(base + 24)
         skipws, dec, unitbuf = 0x1000, 0x2, 0x2000
         if flags.value != skipws | dec | unitbuf:
             return None
@@ -316,6 +385,7 @@ def serve() -> int:
 
     import halide  # noqa: F401 - imported once here, inherited by every forked child
 
+    _cerr_base()  # looked up once here, inherited by every forked child
     spare = _spare_child()
     out = sys.stdout
     out.write("ready\n")

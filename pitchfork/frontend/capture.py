@@ -30,6 +30,11 @@ bindings changes it later (the `debug` target feature only adds runtime tracing)
   in the process (every `realize`) then logs to stderr too; that is the price of this mode and why it
   is opt-in.
 
+Float constants: Halide prints them with std::cerr's precision, 6 by default; the capture child sets it
+so that they print exactly (`_capture_worker.exact_float_log`, pitchfork/frontend/float_literals.py),
+an in-process capture sets and restores it around the lowering, and a statement with float literals
+from a log without the precision marker is refused (`_build`).
+
 The log filter `2,Lower.cpp` keeps only the messages of Halide's `Lower.cpp` (the pass logs and the
 `Finding intrinsics...` marker), which halves the log compared with a bare `2`.
 
@@ -60,7 +65,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pitchfork.frontend import capture_pool
 from pitchfork.frontend.arg_estimates import ArgEstimates, argument_estimates, integer_constant
+from pitchfork.frontend._capture_worker import EXACT_FLOATS_MARKER
 from pitchfork.frontend.arguments import as_argument
+from pitchfork.frontend.float_literals import literal_suffixes
 from pitchfork.frontend.htypes import HType
 from pitchfork.targets.target_strings import ALIAS_TARGETS
 
@@ -72,8 +79,6 @@ if TYPE_CHECKING:
 
 #: The value of HL_DEBUG_CODEGEN used for capture: pass logs of Lower.cpp only.
 DEBUG_CODEGEN = "2,Lower.cpp"
-#: the debug level at which CodeGen_LLVM.cpp logs the module before LLVM's optimisation (llvm_module_log)
-LLVM_MODULE_DEBUG = "3,CodeGen_LLVM.cpp"
 #: The pass log line that follows the statement we want.
 INTRINSICS_MARKER = "Finding intrinsics..."
 #: Short names for the three ISAs of the paper, and the Halide targets they stand for (defined with
@@ -500,9 +505,12 @@ def enable_inprocess_capture() -> bool:
 def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str) -> tuple[str, str, str]:
     import halide as hl
 
+    from pitchfork.frontend._capture_worker import exact_float_log
+
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "lowered.stmt"
         with capture_fd2() as box:
+            put_back = exact_float_log()  # this process's cerr: its precision restored below
             try:
                 pipeline.compile_to_lowered_stmt(
                     str(out), [as_argument(a) for a in args], hl.StmtOutputFormat.Text, hl.Target(target)
@@ -510,6 +518,9 @@ def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str) 
                 error = None
             except Exception as e:  # noqa: BLE001 - re-raised below with the log's verdict
                 error = e
+            finally:
+                if put_back is not None:
+                    put_back()
         log = box[0]
         if error is not None and INTRINSICS_MARKER not in log:
             raise CaptureError(f"Halide failed to lower for {target}: {error}") from error
@@ -601,31 +612,6 @@ def _job_spec(
     }
 
 
-def llvm_module_log(pipeline: hl.Pipeline, args: Sequence[Any], target: str, timeout: float = 300.0) -> str:
-    """Halide's log of the LLVM module its code generator builds for `pipeline` on `target` (without
-    the runtime), printed before LLVM optimises it (`LLVM_MODULE_DEBUG`): where the exact float64
-    constants are (pitchfork/frontend/float_literals.py). One fresh interpreter, since Halide reads its
-    debug level once per process."""
-    import halide as hl
-
-    files = _job_files()
-    try:
-        job = _job_spec(files, hl.serialize_pipeline(pipeline), argument_info(args), target,
-                        argument_constraints(args))
-        job["llvm_assembly_out"] = str(files["stmt"])
-        files["job"].write_text(json.dumps(job))
-        env = dict(os.environ, HL_DEBUG_CODEGEN=LLVM_MODULE_DEBUG)
-        returncode = _run_one_shot(files["job"], files["log"], env, target, timeout)
-        log = files["log"].read_text(errors="replace")
-        result = json.loads(files["result"].read_text()) if files["result"].exists() else None
-        if returncode != 0 or result is None or not result["ok"]:
-            why = result["error"] if result else "\n".join(log.strip().splitlines()[-3:])
-            raise CaptureError(f"Halide failed to compile {target} for its float64 constants: {why}")
-        return log
-    finally:
-        _remove_job_files(files)
-
-
 def _run_job(
     files: dict[str, Path], data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
     constraints: dict[str, dict[str, Any]] | None, upto_intrinsics: bool,
@@ -712,6 +698,9 @@ def _build(
     lw = lowerings[0]
     pre = lw.pre_intrinsics
     assert pre is not None
+    if not log.startswith(EXACT_FLOATS_MARKER + "\n") and literal_suffixes(pre.text):
+        raise CaptureError(f"Halide's log printed the float constants of the {target} statement rounded (this "
+                           "C++ library's std::cerr precision could not be set: _capture_worker.exact_float_log)")
     return CapturedStmt(target, pre.text, pre.name, lw.stages, arguments, outputs, lowered, mechanism, error)
 
 
@@ -764,38 +753,24 @@ def capture_stmts(
         for k, r, (log, lowered, error) in zip(keys, resolved, pairs, strict=True)
     }
     estimates = argument_estimates(args, pipeline)  # the caller's objects: serialization drops them
-    return {k: dataclasses.replace(_from_c_output(cap, pipeline, args), estimates=estimates)
+    return {k: dataclasses.replace(_with_embedded(cap, pipeline, args), estimates=estimates)
             for k, cap in caps.items()}
 
 
-def _from_c_output(cap: CapturedStmt, pipeline: hl.Pipeline, args: Sequence[Any]) -> CapturedStmt:
-    """What the statement text lacks, read from Halide's C output of the pipeline (compiled once,
-    only when needed): exact float32 constants (Halide prints them with 6 decimals;
-    pitchfork/frontend/float_literals.py) and the contents of embedded buffers
-    (pitchfork/frontend/embedded.py)."""
-
-    from pitchfork.frontend.embedded import EmbeddedBufferError, from_c_source, referenced_buffers
-    from pitchfork.frontend.float_literals import (InexactFloatLiteral, c_constants, halide_c_source,
-                                                   has_float64_literals, has_float_literals, llvm_doubles,
-                                                   rewrite)
+def _with_embedded(cap: CapturedStmt, pipeline: hl.Pipeline, args: Sequence[Any]) -> CapturedStmt:
+    """The contents of the embedded buffers the statement reads, which its text lacks, from Halide's
+    C output of the pipeline (compiled only when there are any; pitchfork/frontend/embedded.py)."""
+    from pitchfork.frontend.embedded import EmbeddedBufferError, from_c_source, halide_c_source, referenced_buffers
 
     known = [a.name for a in cap.arguments] + [b.name for b in cap.output_buffers]
     names = referenced_buffers(cap.text, known)
-    floats = has_float_literals(cap.text)
-    doubles = has_float64_literals(cap.text)
-    if not names and not floats and not doubles:
+    if not names:
         return cap
-    text, embedded = cap.text, cap.embedded
     try:
-        if names or floats:
-            c_source = halide_c_source(pipeline, args, cap.target)
-            text = rewrite(text, c_constants(c_source)) if floats else text
-            embedded = from_c_source(c_source, names)
-        if doubles:
-            text = rewrite(text, llvm_doubles(llvm_module_log(pipeline, args, cap.target)), bits=64)
-    except (InexactFloatLiteral, EmbeddedBufferError) as e:
+        embedded = from_c_source(halide_c_source(pipeline, args, cap.target), names)
+    except EmbeddedBufferError as e:
         raise CaptureError(str(e)) from None
-    return dataclasses.replace(cap, text=text, embedded=embedded)
+    return dataclasses.replace(cap, embedded=embedded)
 
 
 def capture_stmt(

@@ -12,8 +12,8 @@ Two more checks raise codegen.Unsupported, a fallback to Halide's compiler with 
 nested deeper than MAX_NESTING (`refuse_deep_statement`) and one that calls a Halide runtime service we
 do not compile (`refuse_runtime_services`: memoize, print, tracing, the profiler), and one with float16
 or bfloat16 values on a target where they are not compiled (`refuse_half_floats`, `half_refusal`,
-`bfloat_refusal`); `exact_half_literals` gives float16 / bfloat16 literals their exact values (or
-refuses them).
+`bfloat_refusal`); `exact_half_literals` checks float16 literals and types bfloat16 ones (or refuses
+them).
 """
 
 from __future__ import annotations
@@ -224,15 +224,18 @@ def refuse_half_floats(captured: Any, spec: Any = None) -> None:
 
 
 def exact_half_literals(captured: Any) -> Any:
-    """The captured statement with each float16 literal replaced by its exact value
-    (float_literals.rewrite_half; run after refuse_half_floats, so its `h` literals are the compiled
-    kind's), each bfloat16 one in a statement with bfloat16 values (bfloat_literals.rewrite_bfloat),
-    or codegen.Unsupported naming a literal that has no unique value."""
+    """The captured statement with its 16-bit float literals (`h`, exact digits: float_literals) checked
+    to be values of their type, and each one typed in a statement with bfloat16 values
+    (bfloat_literals.rewrite_bfloat); run after refuse_half_floats, so its `h` literals are the compiled
+    kind's. codegen.Unsupported names a literal that is not a value of its type, or a statement with
+    both kinds (Halide prints their constants alike)."""
     import dataclasses
 
     from pitchfork.codegen.loop_nest import Unsupported
     from pitchfork.frontend.bfloat_literals import rewrite_bfloat
-    from pitchfork.frontend.float_literals import InexactFloatLiteral, rewrite_half
+    import numpy as np
+
+    from pitchfork.frontend.float_literals import InexactFloatLiteral
 
     if not has_half_literals(captured.text):
         return captured
@@ -240,8 +243,12 @@ def exact_half_literals(captured: Any) -> Any:
     if f16 and bf16:
         raise Unsupported("float16 and bfloat16 values in one pipeline with 16-bit float constants (Halide "
                           "prints both kinds alike)")
-    rewrite = rewrite_bfloat if bf16 else rewrite_half
     try:
-        return dataclasses.replace(captured, text=rewrite(captured.text))
+        if bf16:
+            return dataclasses.replace(captured, text=rewrite_bfloat(captured.text))
+        for m in HALF_LITERAL.finditer(captured.text):
+            if float(np.float16(float(m.group(1)))) != float(m.group(1)):
+                raise InexactFloatLiteral(f"float16 constant {m.group(0)} is not a float16 value")
+        return captured
     except InexactFloatLiteral as e:
         raise Unsupported(str(e)) from None

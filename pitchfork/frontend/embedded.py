@@ -6,7 +6,7 @@ a constant global. The statement does not carry the contents, and the Python bin
 pipeline's buffers, so we read them where Halide writes them out in full: its C backend, which emits
 each embedded buffer as `static const ... uint8_t _<name>_data[] = {bytes}`, its shape as
 `halide_dimension_t(min, extent, stride)` entries and its type as `halide_type_t(code, bits, lanes)`
-(pitchfork/frontend/float_literals.py reads exact float constants from the same output).
+(`halide_c_source`).
 
 Invariant: an `EmbeddedBuffer` holds exactly the bytes, type and shape Halide compiles into its own
 code; a buffer the C output describes only in part is refused by name, never guessed, and one it does
@@ -16,9 +16,12 @@ not describe at all is not embedded (codegen then names the construct it cannot 
 from __future__ import annotations
 
 import re
+import tempfile
 from dataclasses import dataclass
-from typing import Iterable
+from pathlib import Path
+from typing import Any, Iterable, Sequence
 
+from pitchfork.frontend.arguments import as_argument
 from pitchfork.frontend.htypes import HType
 
 _BUFFER_REF = re.compile(r"\(struct halide_buffer_t \*\)([A-Za-z_][\w.$]*?)\.buffer\b")
@@ -88,3 +91,13 @@ def from_c_source(c_source: str, names: Iterable[str]) -> tuple[EmbeddedBuffer, 
             raise EmbeddedBufferError(f"embedded buffer {name}: {len(raw)} bytes for a shape needing {need}")
         out.append(EmbeddedBuffer(name, t, dims, raw))
     return tuple(out)
+
+
+def halide_c_source(pipeline: Any, args: Sequence[Any], target: str) -> str:
+    """Halide's C output of the pipeline for `target` (where embedded buffers' contents are written out)."""
+    import halide as hl
+
+    with tempfile.TemporaryDirectory(prefix="pitchfork-c-") as d:
+        path = Path(d) / "pipeline.c"
+        pipeline.compile_to_c(str(path), [as_argument(a) for a in args], "pipeline", hl.Target(target))
+        return path.read_text()

@@ -8,10 +8,22 @@ enclosing let, loop or allocation (which is exactly what the parser assumes when
 
 from __future__ import annotations
 
+import math
+
 from pitchfork.frontend import ir
+from pitchfork.frontend._capture_worker import EXACT_PRECISION
 from pitchfork.frontend.htypes import INT32
 
 _SPACED = {"+": " + ", "-": " - ", "%": " % ", "*": "*", "/": "/"}
+
+
+def _float_text(v: float) -> str:
+    """A float constant as Halide 21's IRPrinter writes it in the capture log (std::cerr's precision
+    EXACT_PRECISION: exact digits, pitchfork/frontend/float_literals.py): fixed notation, scientific
+    below 1e-6 (Halide's test: log10 of the magnitude < -6)."""
+    if v != 0 and math.isfinite(v) and math.log10(abs(v)) < -6:
+        return f"{v:.{EXACT_PRECISION}e}"
+    return f"{v:.{EXACT_PRECISION}f}"
 
 
 def to_text(node: ir.Node, known: frozenset[str] = frozenset()) -> str:
@@ -52,7 +64,7 @@ class _Printer:
                 return str(v) if t == INT32 else f"({t}){v}"
             case ir.FloatImm(value=v, type=t):
                 suffix = {32: "f", 16: "h"}.get(t.bits, "")
-                return f"{v:f}{suffix}"
+                return _float_text(v) + suffix
             case ir.StringImm(value=v):
                 return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
             case ir.Variable(name=n, type=t):

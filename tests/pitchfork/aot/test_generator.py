@@ -60,12 +60,13 @@ class Brighten:
         self.output.vectorize(x, 8)
 '''
 
-# a float16 constant with no unique value (3e-5: 17 float16 values print as Halide's 0.000030h): not
-# compiled by PITCHFORK (float16 arithmetic is); its fallback reason names "float16 constant 0.000030h"
-# (added to values >= 0 of a float16 ulp >= 2^-10 at 1.5 and up, or to 0: truncated to u8, it changes none)
-FLOAT16_GEN = (FLOAT_GEN.replace("brighten_f32", "brighten_f16").replace("hl.f32(", "hl.cast(hl.Float(16), ")
-               .replace("* 1.5", "* hl.cast(hl.Float(16), 1.5) + hl.cast(hl.Float(16), hl.f32(3e-5))")
-               .replace("255.0))", "hl.cast(hl.Float(16), 255.0)))"))
+# float16 lerp with a float64 weight: not compiled by PITCHFORK (float16 arithmetic is); its fallback
+# reason names "lerp of float16 values with a float64 weight" (a weight of 0: the value itself, v * 1.5)
+FLOAT16_GEN = FLOAT_GEN.replace("brighten_f32", "brighten_f16").replace(
+    "hl.u8(hl.min(hl.f32(self.input[x, y]) * 1.5, 255.0))",
+    "hl.u8(hl.min(hl.lerp(v, v + hl.cast(hl.Float(16), 1.0), hl.f64(0.0)), hl.cast(hl.Float(16), 255.0)))").replace(
+    "        self.output[x, y]", "        v = hl.cast(hl.Float(16), self.input[x, y]) * hl.cast(hl.Float(16), 1.5)\n"
+    "        self.output[x, y]")
 
 TWO_GENS = '''
 import halide as hl

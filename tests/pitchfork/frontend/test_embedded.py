@@ -16,8 +16,7 @@ import pytest
 import pitchfork
 from pitchfork.backend.run import tools_available
 from pitchfork.frontend.capture import capture_stmt
-from pitchfork.frontend.embedded import EmbeddedBufferError, from_c_source, referenced_buffers
-from pitchfork.frontend.float_literals import halide_c_source
+from pitchfork.frontend.embedded import EmbeddedBufferError, from_c_source, halide_c_source, referenced_buffers
 
 x = hl.Var("x")
 LUT = (np.arange(256) * 7 % 251).astype(np.uint8)

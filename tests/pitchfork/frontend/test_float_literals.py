@@ -1,6 +1,6 @@
-"""Exact float constants in captured statements (pitchfork/frontend/float_literals.py): Halide prints
-them with six decimals; the exact float32 values come from its C output, the float64 ones from the LLVM
-module its code generator logs before optimising it."""
+"""Exact float constants in captured statements (pitchfork/frontend/float_literals.py): the capture
+child sets std::cerr's precision (_capture_worker.exact_float_log), so Halide's log prints every float
+literal with digits that read back bit for bit."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pitchfork.frontend.capture import capture_stmt
-from pitchfork.frontend.float_literals import (HALF_LITERAL, InexactFloatLiteral, halide_print, llvm_doubles,
-                                               rewrite, rewrite_half)
+from pitchfork.frontend import capture
+from pitchfork.frontend.capture import CaptureError, capture_stmt
 from pitchfork.frontend.stmt import parse_stmt
 
 
@@ -22,24 +21,21 @@ def f32(v: float) -> float:
     return float(np.float32(v))
 
 
-def test_rewrite_replaces_rounded_literals_and_keeps_exact_ones() -> None:
-    text = "x = (a*0.000312f) + 0.500000f - 1.842105f"
-    out = rewrite(text, {f32(1 / 3200), 0.5, f32(1.8421052631578947)})
-    assert out == f"x = (a*{f32(1 / 3200)!r}f) + 0.500000f - {f32(1.8421052631578947)!r}f"
+def _float_consts(text: str, buffers: dict) -> dict[int, set[float]]:
+    """The FloatImm values of a statement, by bit width."""
+    consts: dict[int, set[float]] = {}
 
+    def walk(n: object) -> None:
+        if type(n).__name__ == "FloatImm":
+            consts.setdefault(n.type.bits, set()).add(n.value)  # type: ignore[attr-defined]
+        for name in getattr(n, "__dataclass_fields__", {}):
+            v = getattr(n, name)
+            for c in (v if isinstance(v, tuple) else (v,)):
+                if hasattr(c, "__dataclass_fields__"):
+                    walk(c)
 
-def test_exact_literal_without_candidate_is_kept_inexact_one_refused() -> None:
-    assert rewrite("y = 255.000000f", set()) == "y = 255.000000f"
-    with pytest.raises(InexactFloatLiteral, match="0.333333f"):
-        rewrite("y = 0.333333f", set())
-
-
-def test_ambiguous_literal_is_refused() -> None:
-    a = f32(0.1234561)
-    b = float(np.nextafter(np.float32(a), np.float32(1)))
-    assert f"{a:.6f}" == f"{b:.6f}"
-    with pytest.raises(InexactFloatLiteral, match="2 exact values"):
-        rewrite(f"z = {a:.6f}f", {a, b})
+    walk(parse_stmt(text, buffers=buffers))
+    return consts
 
 
 def test_captured_statement_has_the_exact_constants() -> None:
@@ -48,46 +44,51 @@ def test_captured_statement_has_the_exact_constants() -> None:
     f = hl.Func("f")
     f[x] = hl.u8(hl.f32(x) * p * hl.f32(1 / 3200) + hl.f32(1.842105123))
     cap = capture_stmt(f, [p], "x86-avx2")
-    consts = set()
-
-    def walk(n: object) -> None:
-        if type(n).__name__ == "FloatImm":
-            consts.add(n.value)  # type: ignore[attr-defined]
-        for name in getattr(n, "__dataclass_fields__", {}):
-            v = getattr(n, name)
-            for c in (v if isinstance(v, tuple) else (v,)):
-                if hasattr(c, "__dataclass_fields__"):
-                    walk(c)
-
-    walk(parse_stmt(cap.text, buffers=cap.buffer_types))
-    assert f32(1 / 3200) in consts and f32(1.842105123) in consts
+    assert {f32(1 / 3200), f32(1.842105123)} <= _float_consts(cap.text, cap.buffer_types)[32]
 
 
-def test_halide_print_matches_halide_at_the_scientific_threshold(tmp_path) -> None:
-    """Below 1e-6 Halide 21 prints a float32 constant in scientific notation; `halide_print` must
-    write every constant exactly as Halide does for the candidates to be found."""
-    one = np.float32(1e-6)
-    vals = [float(np.nextafter(one, np.float32(1))), float(one), float(np.nextafter(one, np.float32(0))),
-            1.2e-6, f32(2.5963018e-07), f32(1e-44), f32(0.000312), f32(123456.7)]  # (a 0.0 is simplified away)
+#: magnitudes around Halide's switch to scientific notation (1e-6), subnormals, the extremes, and
+#: constants six decimals rounded (1/3, 0.1, ...)
+_MAGNITUDES = [1e-6, 1.2e-6, 9.9999e-7, 2.5963018e-07, 1e-44, 1.401298464324817e-45, 0.000312, 1 / 3, 0.1,
+               123456.7, 3.4028234663852886e38, 1e-300, 4.9e-324, 1.7976931348623157e308, 1.234567890123e-6,
+               0.1 + 2 ** -52, 2 ** -14, 2 ** -24, 3e-5, 65504.0, 1e-5]
+
+
+@pytest.mark.parametrize("bits", [64, 32, 16])
+def test_every_float_literal_reads_back_exactly(bits: int) -> None:
+    """Each constant, of float64 / float32 / float16 (every neighbour of the 1e-6 threshold as well),
+    one multiply each so the simplifier keeps it, is in the parsed statement with its exact value."""
+    ty, np_ty = {64: (hl.Float(64), np.float64), 32: (hl.Float(32), np.float32), 16: (hl.Float(16), np.float16)}[bits]
+    vals = set()
+    with np.errstate(over="ignore"):  # magnitudes beyond the type's range: inf, left out
+        for m in _MAGNITUDES:
+            v = np_ty(m)
+            if np.isfinite(v) and v != 0:
+                vals |= {float(v), float(np.nextafter(v, np_ty(0))), float(np.nextafter(v, np_ty(np.inf)))}
+    vals = sorted(v for v in vals if v != 0 and np.isfinite(v))
     x = hl.Var("x")
-    a = hl.ImageParam(hl.Float(32), 1, "a")
-    f = hl.Func("printed")
-    f[x] = a[x]
-    for i, v in enumerate(vals):  # one multiply per constant, each kept by the data dependence
-        f[x] = f[x] * hl.f32(v) + a[x + i + 1]
-    path = tmp_path / "f.stmt"
-    f.compile_to_lowered_stmt(str(path), [a], hl.StmtOutputFormat.Text, hl.Target("x86-64-linux-avx2-fma-sse41"))
-    printed = re.findall(r"\*([\d.e+-]+)f\)", path.read_text())
-    assert printed == [halide_print(f32(v)) for v in vals]
+    a = hl.ImageParam(ty, 1, "a")
+    f = hl.Func(f"exact_f{bits}")
+    e = a[x]
+    for i, v in enumerate(vals):
+        e = e * hl.cast(ty, hl.f64(v)) + a[x + i + 1]
+    f[x] = e
+    cap = capture_stmt(f, [a], "x86-64-linux-avx2-fma-f16c", upto_intrinsics=True)
+    assert cap.text.count("e-") > 0  # some printed in scientific notation
+    assert set(vals) <= _float_consts(cap.text, cap.buffer_types)[bits]
 
 
-def test_tiny_constants_no_longer_collide_with_zero() -> None:
-    """fast_sin's polynomial has coefficients below 1e-6 and a 0.0: printed as `-2.596302e-07f` and
-    `0.000000f`, each has one candidate (before the scientific form was read, three magnitudes printed
-    as 0.000000 and the pipeline fell back)."""
-    tiny, tinier = f32(2.5963018e-07), f32(2.5029328e-08)
-    out = rewrite("y = (x*-2.596302e-07f) + (x*2.502933e-08f) + 0.000000f", {tiny, tinier, 0.0})
-    assert out == f"y = (x*-{tiny!r}f) + (x*{tinier!r}f) + 0.000000f"
+def test_a_log_without_exact_floats_is_refused() -> None:
+    """A log whose floats were printed with the default six decimals (no precision marker) gives no
+    statement with float literals (one without them is fine)."""
+    log = ("Creating initial loop nests...\nLowering after vectorizing:\nf[x] = a[x]*{}\n\n"
+           "Finding intrinsics...\n")
+    args = (capture.ArgInfo("a", "input_buffer", capture.HType("float", 32), 1),)
+    assert capture._build(log.format("2"), "", "", "arm64", args, (), "subprocess").text == "f[x] = a[x]*2\n"
+    with pytest.raises(CaptureError, match="printed the float constants .* rounded"):
+        capture._build(log.format("0.100000f"), "", "", "arm64", args, (), "subprocess")
+    exact = capture.EXACT_FLOATS_MARKER + "\n" + log.format("0.10000000149011611938477f")
+    assert "0.10000000149011611938477f" in capture._build(exact, "", "", "arm64", args, (), "subprocess").text
 
 
 @pytest.mark.parametrize("fn", ["fast_sin", "fast_cos"])
@@ -105,20 +106,6 @@ def test_fast_sin_cos_compile_bit_exact(fn: str) -> None:
     a.set(hl.Buffer(vals))
     want = np.asarray(f.realize([256], hl.Target("x86-64-linux-avx2-fma-sse41")))
     assert np.array_equal(prog(vals).view(np.uint32), want.view(np.uint32))
-
-
-def test_float64_literals_take_the_unoptimised_modules_exact_values() -> None:
-    """float64 literals print with six decimals and no suffix; the exact values come from the LLVM
-    module Halide's code generator logs before optimising it (hex IEEE bits or an exact decimal)."""
-    log = ("Lowering...\nOptimizing module\n  %1 = fmul <4 x double> %0, splat (double 0x4005111111111111)\n"
-           "  %2 = fadd double %1, 1.000000e+00\n  ret double 0x7FF0000000000000\n"
-           "After LLVM optimizations:\n  %3 = fmul double %2, 0x3FF8000000000000\n")
-    assert llvm_doubles(log) == {2.6333333333333333, 1.0}  # not inf, not the optimised module's 1.5
-    text = "y = (t*2.633333) + 1.000000 + 0.500000f"
-    assert rewrite(text, llvm_doubles(log), bits=64) == "y = (t*2.6333333333333333) + 1.000000 + 0.500000f"
-    with pytest.raises(InexactFloatLiteral, match="float64 constant 0.333333"):
-        rewrite("y = 0.333333", set(), bits=64)
-    assert rewrite("y = 0.250000 + 3.000000e-09f", set(), bits=64) == "y = 0.250000 + 3.000000e-09f"
 
 
 @pytest.mark.parametrize("isa", ["x86-avx2", "arm64"])
@@ -141,25 +128,48 @@ def test_folded_float64_constants_compile_bit_exact(isa: str) -> None:
     assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
 
 
-def test_half_literals_take_the_one_float16_value_that_prints_so() -> None:
-    """float16 literals (`h`) as Halide 21 prints them: the rounded ones become the float16 value they
-    stand for, exact ones are kept, one that several float16 values print as is refused. The printed
-    texts are Halide's own (a captured statement), so the table agrees with Halide's printer."""
-    x = hl.Var("x")
-    b = hl.ImageParam(hl.Float(16), 1, "b")
-    f = hl.Func("half_lits")
-    consts = [0.1, 1.0 / 3, 1e-7, 60000.0, 0.5]
-    terms = [b[x + i] * hl.cast(hl.Float(16), hl.f32(c)) for i, c in enumerate(consts)]  # not folded
-    f[x] = sum(terms[1:], terms[0])
-    text = capture_stmt(f, [b], "x86-64-linux-avx2-fma-f16c").text
-    printed = HALF_LITERAL.findall(text)
-    assert sorted(printed) == sorted({halide_print(float(np.float16(c))) for c in consts})
-    out = rewrite_half(text)
-    got = {float(m) for m in HALF_LITERAL.findall(out)}
-    assert got == {float(np.float16(c)) for c in consts}
-    assert "0.500000h" in out and "60000.000000h" in out  # exact as printed: kept
-    with pytest.raises(InexactFloatLiteral, match=r"0.000030h: .* 17 float16 values"):
-        rewrite_half("y = 0.000030h")
+def test_inprocess_capture_prints_exact_floats_and_restores_precision() -> None:
+    """In-process capture sets the user's std::cerr precision only around its lowering: the statement
+    is the subprocess capture's, and the precision is 6 again afterwards."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    code = textwrap.dedent("""
+        import ctypes, json
+        from pitchfork.frontend.capture import capture_stmt, enable_inprocess_capture
+        from pitchfork.frontend._capture_worker import _cerr_base
+        assert enable_inprocess_capture()
+        import halide as hl
+        x = hl.Var("x"); a = hl.ImageParam(hl.Float(64), 1, "a"); f = hl.Func("f")
+        f[x] = a[x] * hl.f64(0.1) + hl.f64(1 / 3)
+        i = capture_stmt(f, [a], "arm64")
+        s = capture_stmt(f, [a], "arm64", mode="subprocess")
+        precision = ctypes.c_int64.from_address(_cerr_base()[2] + 8).value
+        print(json.dumps([i.mechanism, i.text, s.text, precision]))
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "HL_DEBUG_CODEGEN"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[3]), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
+                       check=False)
+    assert r.returncode == 0, r.stderr
+    mechanism, text_i, text_s, precision = json.loads(r.stdout)
+    assert mechanism == "inprocess" and precision == 6
+    literals = [re.findall(r"\d+\.\d+", t) for t in (text_i, text_s)]  # (temporaries' names differ)
+    assert literals[0] == literals[1] and {f"{0.1:.23f}", f"{1 / 3:.23f}"} <= set(literals[0])
+
+
+def test_bfloat16_literals_are_typed_and_checked() -> None:
+    from pitchfork.frontend.bfloat_literals import rewrite_bfloat
+    from pitchfork.frontend.float_literals import InexactFloatLiteral
+
+    assert rewrite_bfloat("y = x8(-0.30078125000000000000000h) + 1.5h") == \
+        "y = x8((bfloat16)-0.30078125000000000000000h) + (bfloat16)1.5h"
+    with pytest.raises(InexactFloatLiteral, match="0.3h is not a bfloat16 value"):
+        rewrite_bfloat("y = 0.3h")
 
 
 #: the patterns as written before they were sped up (literal_suffixes, FLOAT16_TYPE, checks._BFLOAT):
@@ -180,12 +190,10 @@ _PIECES = st.sampled_from(["1", "25", ".", "e", "+", "-", "f", "h", "x", "8", " 
 @given(st.lists(_PIECES, max_size=14).map("".join))
 def test_literal_suffixes_and_type_patterns_agree_with_the_plain_patterns(text: str) -> None:
     from pitchfork.frontend.checks import _BFLOAT
-    from pitchfork.frontend.float_literals import (FLOAT16_TYPE, has_float64_literals, has_float_literals,
-                                                   has_half_literals, literal_suffixes)
+    from pitchfork.frontend.float_literals import FLOAT16_TYPE, HALF_LITERAL, has_half_literals, literal_suffixes
 
     want = {suffix for suffix, p in _REFERENCE.items() if re.search(p, text)}
     assert literal_suffixes(text) == want
-    assert (has_float_literals(text), has_half_literals(text), has_float64_literals(text)) == \
-        ("f" in want, "h" in want, "" in want)
+    assert has_half_literals(text) == ("h" in want) == (HALF_LITERAL.search(text) is not None)
     for fast, ref in ((FLOAT16_TYPE, _REF_FLOAT16), (_BFLOAT, _REF_BFLOAT16)):
         assert [m.span() for m in fast.finditer(text)] == [m.span() for m in re.finditer(ref, text)]
