@@ -31,9 +31,13 @@ DEFAULT_RANK = 4
 
 
 def node_cost(t: Term) -> Cost:
-    if not t.args:
+    args = t.args
+    if not args:
         return (0, 0)
-    return (sum(a.type.bits for a in t.args), OP_RANK.get(t.op, DEFAULT_RANK))
+    bits = 0
+    for a in args:  # (a loop, not sum() over a generator: asked for every new node the rewriter costs)
+        bits += a.type.bits
+    return (bits, OP_RANK.get(t.op, DEFAULT_RANK))
 
 
 _DAG_COST = DagCost(node_cost, 2)

@@ -19,6 +19,7 @@ cost-decreasing rewrites is finite.
 
 from __future__ import annotations
 
+from operator import add
 from typing import Callable, TypeVar
 
 from fpir.term import Term
@@ -68,31 +69,59 @@ class DagCost:
     def _settle(self, t: Term) -> None:
         """The cost of t, all its arguments' already known. For a small term, its set of distinct
         nodes is the union of its arguments' (a C-level set union) and its cost the largest argument's
-        cost plus the nodes that argument's set lacks, so a term costs O(its new nodes), not a walk."""
-        args, big = t.args, self.big
+        cost plus the nodes that argument's set lacks, so a term costs O(its new nodes), not a walk.
+        When the arguments' sets are disjoint (no node shared between them: most terms), every node
+        of the union but t itself is counted in exactly one argument's cost, so the cost is their sum
+        plus t's own, without forming the difference (the same integers, summed in another order)."""
+        args, big, sets, dag = t.args, self.big, self.sets, self.dag
         if not args:
-            self.sets[t] = frozenset((t,))
-            self.dag[t] = self._node(t)
+            sets[t] = frozenset((t,))
+            dag[t] = self._node(t)
             return
-        sets = []
+        if len(args) == 1:  # (t is new, so not in its argument's set: the union has one more node)
+            a = args[0]
+            if a in big:
+                big.add(t)
+                return
+            s = sets[a]
+            if len(s) >= EXACT_LIMIT:
+                big.add(t)
+                return
+            sets[t] = s.union((t,))
+            dag[t] = tuple(map(add, dag[a], self._node(t)))
+            return
+        if len(args) == 2:
+            a, b = args
+            if a in big or b in big:
+                big.add(t)
+                return
+            sa, sb = sets[a], sets[b]
+            if sa.isdisjoint(sb):
+                if len(sa) + len(sb) >= EXACT_LIMIT:
+                    big.add(t)
+                    return
+                sets[t] = sa.union(sb, (t,))
+                dag[t] = tuple(map(add, map(add, dag[a], dag[b]), self._node(t)))
+                return
+        sets_ = []
         for a in args:
             if a in big:
                 big.add(t)
                 return
-            sets.append(self.sets[a])
-        base, most = 0, len(sets[0])  # the first of the largest sets (as max() picks it)
-        for i in range(1, len(sets)):
-            if len(sets[i]) > most:
-                base, most = i, len(sets[i])
-        nodes = sets[base].union(*sets[:base], *sets[base + 1:], (t,))
+            sets_.append(sets[a])
+        base, most = 0, len(sets_[0])  # the first of the largest sets (as max() picks it)
+        for i in range(1, len(sets_)):
+            if len(sets_[i]) > most:
+                base, most = i, len(sets_[i])
+        nodes = sets_[base].union(*sets_[:base], *sets_[base + 1:], (t,))
         if len(nodes) > EXACT_LIMIT:
             big.add(t)
             return
         # the base's cost plus each new node's, summed per component in one pass (integers: the same
         # sums in any order)
         known, node = self.nodes, self._node
-        extra = [known.get(u) or node(u) for u in nodes - sets[base]]
-        self.sets[t], self.dag[t] = nodes, tuple(map(sum, zip(self.dag[args[base]], *extra)))
+        extra = [known.get(u) or node(u) for u in nodes - sets_[base]]
+        sets[t], dag[t] = nodes, tuple(map(sum, zip(dag[args[base]], *extra)))
 
     def __call__(self, term: Term) -> tuple:
         hit = self.known.get(term)
@@ -111,16 +140,19 @@ class DagCost:
                 for table in (self.dag, self.tree, self.nodes, self.sets, self.known):
                     table.clear()
                 self.big.clear()
-            stack: list[tuple[Term, bool]] = [(term, False)]
-            while stack:  # post-order over the sub-terms not settled yet
-                t, ready = stack.pop()
-                if t in self.dag or t in self.big:
+            dag, big, settle = self.dag, self.big, self._settle
+            stack = [term]
+            while stack:  # post-order over the sub-terms not settled yet (values do not depend on the order)
+                t = stack[-1]
+                if t in dag or t in big:
+                    stack.pop()
                     continue
-                if ready:
-                    self._settle(t)
+                todo = [a for a in t.args if a not in dag and a not in big]
+                if todo:
+                    stack.extend(todo)
                     continue
-                stack.append((t, True))
-                stack.extend((a, False) for a in t.args if a not in self.dag and a not in self.big)
+                stack.pop()
+                settle(t)
             hit = self.dag.get(term)
             if hit is not None:
                 return hit

@@ -138,3 +138,20 @@ def parse_rules_cached(text: str, source: str, parse: Callable[[str, str], list]
     if path is not None:
         store_entry(path, rules)
     return rules
+
+
+def cached(text: str, source: str, kind: str, make: Callable[[], object],
+           valid: Callable[[object], bool]) -> object:
+    """`make()`, through the disk cache under `kind`: keyed, as a rule file is, by `text`, `source` and the
+    parser's version (which includes the Python version, on which a marshalled code object's format
+    depends); an entry `valid` refuses is made and stored again. Used for the generated matchers
+    (pitchfork/trs/matchgen.py: a module's marshalled code and its constants)."""
+    path = entry_path(text, source, kind=kind)
+    if path is not None:
+        hit = load_entry(path)
+        if hit is not None and valid(hit):
+            return hit
+    value = make()
+    if path is not None:
+        store_entry(path, value)
+    return value

@@ -17,7 +17,9 @@ module compiles each rule once, in the spirit of Halide's IRMatch and tinygrad's
   for a node of that op and type, in index order: a pattern with a concrete result type (a cast to u8)
   is listed only under that type. Built once per (op, type). `candidates_for(term)` leaves out the rows
   whose operand patterns name ops the term's operands do not have (the matchers' first rejection),
-  built once per (op, type, operand ops): what the rewriter tries at a node.
+  built once per (op, type, operand ops): what the rewriter tries at a node. The rows' matchers are
+  the patterns generated as Python source (pitchfork/trs/matchgen.py: the same function as
+  `compile_pattern(p)`, which answers for them whenever bindings are extended).
 
 Invariant: compiled and interpreted forms agree on every term (tests/pitchfork/trs/test_compiled.py
 checks it on random terms against every rule file), so the rewriter's results do not depend on which
@@ -33,7 +35,9 @@ from fpir.text import Raw, _int_value
 from fpir.types import ScalarType
 from pitchfork.trs.pattern import (COMMUTATIVE, PApp, PConst, PLit, Pattern, PWild, TypeExpr, _CWILD_RE,
                                    _constants_typed_as_verified, split_wildcard, type_expr_of_raw)
+from pitchfork.trs.matchgen import matchers_for
 from pitchfork.trs.predicate import PredicateError, is_stream, is_type_node, is_uniform_term
+
 
 State = tuple[dict[str, Term], dict[str, ScalarType]]
 Matcher = Callable[[Term, dict, dict], list]
@@ -218,13 +222,6 @@ _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _const_value(terms: dict, name: str) -> int:
-    # PyDomain.const_wild reads a dict of the constant wildcards' values; a name not bound is a KeyError
-    if not _CWILD_RE.match(name):
-        raise KeyError(name)
-    return terms[name].value
-
-
 def _type_of(te: TypeExpr) -> Callable[[dict], ScalarType]:
     evaluate_type = te.evaluator()
 
@@ -253,14 +250,24 @@ def _wild_name(node: Raw) -> str:
         raise _Unsupported() from None
 
 
+def compile_value(node: Raw) -> Optional[Fn]:
+    """`predicate.evaluate(node, PyDomain(...))` as a closure `f(terms, types, bounds, streams)` (the same
+    value; PredicateError where that raises it), or None for a form only the interpreter handles. The
+    right-hand sides' computed constants use it (pitchfork/trs/rhs.py)."""
+    try:
+        return _expr(node)
+    except _Unsupported:
+        return None
+
+
 def _expr(node: Raw) -> Fn:  # noqa: C901 - one case per predicate form, as predicate.evaluate
     v = _int_value(node)
     if v is not None:
         return lambda tm, ty, b, s: v
     if node.kind == "name":
         text = node.text
-        if _CWILD_RE.match(text):
-            return lambda tm, ty, b, s: _const_value(tm, text)
+        if _CWILD_RE.match(text):  # PyDomain.const_wild: the bound constant's value; unbound is a KeyError
+            return lambda tm, ty, b, s: tm[text].value
         if text in ("true", "false"):
             val = text == "true"
             return lambda tm, ty, b, s: val
@@ -396,15 +403,18 @@ class CompiledRules:
         self.index = index
         self._by_op: dict[str, list] = {}
         self._by_op_type: dict[tuple[str, ScalarType], list] = {}
-        self._by_shape: dict[tuple[str, ScalarType, tuple[str, ...]], list] = {}
+        self._by_shape: dict[tuple[str, int, bool, tuple[str, ...]], list] = {}
 
     def _op_rows(self, op: str) -> list:
         rows = self._by_op.get(op)
         if rows is None:
-            rows = []
-            for rule, pattern in self.index.get(op, ()):
-                pred = compile_predicate(rule.pred_raw)
-                rows.append((rule, pattern, compile_pattern(pattern), pred, root_type(pattern)))
+            entries = self.index.get(op, [])
+            patterns = [p for _r, p in entries]
+            # the matchers generated as Python source (pitchfork/trs/matchgen.py), the closures of
+            # compile_pattern behind them for calls that extend bindings
+            matchers = matchers_for(patterns, compile_pattern, op)
+            rows = [(rule, pattern, m, compile_predicate(rule.pred_raw), root_type(pattern))
+                    for (rule, pattern), m in zip(entries, matchers)]
             self._by_op[op] = rows
         return rows
 
@@ -422,10 +432,15 @@ class CompiledRules:
         pattern's operand orders, an operand pattern that is an operation names another op than t's
         operand there: the rule's matcher rejects exactly those before binding anything (`_app`), so
         the rows left give the same matches in the same order. Kept per (op, type, the operands' ops)."""
-        key = (t.op, t.type, tuple(a.op for a in t.args))
+        # (the type enters the key as its two fields, as in fpir.term.intern: no Python __hash__ call;
+        # the operand ops spelled out for the usual arities rather than through a generator)
+        args, ty = t.args, t.type
+        n = len(args)
+        ops = (args[0].op, args[1].op) if n == 2 else (args[0].op,) if n == 1 else tuple(a.op for a in args)
+        key = (t.op, ty.bits, ty.signed, ops)
         rows = self._by_shape.get(key)
         if rows is None:
-            rows = [row for row in self.candidates(t.op, t.type) if _operand_ops_fit(row[1], key[2])]
+            rows = [row for row in self.candidates(t.op, ty) if _operand_ops_fit(row[1], ops)]
             self._by_shape[key] = rows
         return rows
 

@@ -127,22 +127,23 @@ class Rewriter:
         # the interned term, so when it is computed does not change any result
         here: Optional[tuple] = None
         best: Optional[tuple[tuple, Term, Rule]] = None
+        bounds, streams, ttype = self.bounds, self.streams, t.type
         for rule, _pattern, matcher, pred in candidates:
             for terms, types in matcher(t, {}, {}):
                 if pred is not None:
-                    if not pred(terms, types, self.bounds, self.streams):
+                    if not pred(terms, types, bounds, streams):
                         continue
                     b = Bindings(terms, types)  # only for a match whose predicate holds
                 else:
                     b = Bindings(terms, types)
-                    if not check_predicate(rule, b, self.bounds, self.streams):
+                    if not check_predicate(rule, b, bounds, streams):
                         continue
                 try:
-                    rhs = build_rhs(rule, b, self.bounds, t.type)
+                    rhs = build_rhs(rule, b, bounds, ttype)
                 except (NoRewrite, FPIRTypeError) as e:
                     self.stats.rhs_errors[rule.name] += 1
                     continue
-                if rhs.type != t.type:
+                if rhs.type is not ttype and rhs.type != ttype:
                     self.stats.rhs_errors[rule.name] += 1
                     continue
                 c = self.cost(rhs)

@@ -22,9 +22,10 @@ from typing import Any, Callable, Optional
 
 from fpir.opspec import known_op, spec, split_flags
 from fpir.term import Term, const
-from fpir.text import Raw, retype_shift_constant
+from fpir.text import SHIFT_AMOUNT, Raw, retype_shift_constant
 from fpir.types import FPIRTypeError, ScalarType, is_type_name, parse_type, u1
 from fpir.ops import make
+from pitchfork.trs.compiled import compile_value
 from pitchfork.trs.pattern import _CWILD_RE, Bindings, parse_type_expr, split_wildcard
 from pitchfork.trs.predicate import PredicateError, PyDomain, evaluate, is_const_expr
 
@@ -69,11 +70,18 @@ def _fail(no_rewrite: type[Exception], message: str) -> _Node:
 
 def _compile(node: Raw, no_rewrite: type[Exception]) -> _Node:  # noqa: C901 - one case per form, as _elab
     if is_const_expr(node):  # RhsBuilder.constant: computed when the rule fires, typed by the context
+        # the value as a compiled closure (compiled.compile_value: evaluate's value, its PredicateError),
+        # the interpreter for a form it does not know
+        value = compile_value(node)
+
         def constant(ctx: _Context, expected: Optional[ScalarType]) -> Term:
             if expected is None:
                 raise no_rewrite(f"no type for constant expression at column {node.column}")
             try:
-                v = evaluate(node, ctx.domain())
+                if value is not None:
+                    v = value(ctx.b.terms, ctx.b.types, ctx.bounds, None)
+                else:
+                    v = evaluate(node, ctx.domain())
             except PredicateError as e:
                 raise no_rewrite(str(e)) from None
             if not expected.contains(int(v)):
@@ -160,8 +168,13 @@ def _call(node: Raw, no_rewrite: type[Exception]) -> _Node:
         return _fail(no_rewrite, f"{name} takes {s.arity} argument(s), got {len(args)}")
     hint, explicit, op = s.arg_hint, s.explicit_type, name
     parts = [_compile(a, no_rewrite) for a in args]
-    consts = [is_const_expr(a) for a in args]
     n = len(args)
+    # the operands that are not constant expressions are built first (their hint knows no sibling),
+    # then the constant ones, typed by the hint from the others' types: both decided by the text alone
+    first = tuple(i for i, a in enumerate(args) if not is_const_expr(a))
+    later = tuple(i for i, a in enumerate(args) if is_const_expr(a))
+    nothing_known: list[Optional[ScalarType]] = [None] * n  # (hints only read it)
+    shift = op in SHIFT_AMOUNT  # retype_shift_constant changes nothing for other ops
     text = node.tparam_text
 
     def call(ctx: _Context, expected: Optional[ScalarType]) -> Term:
@@ -173,18 +186,21 @@ def _call(node: Raw, no_rewrite: type[Exception]) -> _Node:
             ttype = fixed
         inner_expected = ttype if explicit else expected
         terms: list[Any] = [None] * n
-        for i in range(n):
-            if not consts[i]:
-                h = hint(i, [None] * n, inner_expected) if hint else None
-                terms[i] = parts[i](ctx, h)
-        known = [t.type if t is not None else None for t in terms]
-        for i in range(n):
-            if terms[i] is None:
+        for i in first:
+            terms[i] = parts[i](ctx, hint(i, nothing_known, inner_expected) if hint else None)
+        if later:
+            known = [t.type if t is not None else None for t in terms]
+            for i in later:
                 h = hint(i, known, inner_expected) if hint else None
                 if h is None and hint:  # e.g. rounding_shr(u8(255), 8): the constants typed so far
                     h = hint(i, [t.type if t is not None else None for t in terms], inner_expected)
                 terms[i] = parts[i](ctx, h)
-        return _apply(no_rewrite, op, terms, ttype, flags)
+        if shift:
+            terms = retype_shift_constant(op, terms, other_width_only=True)
+        try:
+            return make(op, *terms, type=ttype, flags=flags)
+        except FPIRTypeError as e:
+            raise no_rewrite(str(e)) from None
 
     return call
 

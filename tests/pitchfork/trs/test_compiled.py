@@ -83,6 +83,9 @@ def check_node(rs: RuleSet, t: Term) -> int:
             assert want == [], f"{rule.name} left out for the operand ops of {t} but matches it"
         got = compile_pattern(pattern)(t, {}, {})
         assert got == want, f"{rule.name} on {t}"
+        for r, p, m, _f in rows:  # the generated matcher the rewriter runs (pitchfork/trs/matchgen.py)
+            if r is rule and p is pattern:
+                assert m(t, {}, {}) == want, f"generated matcher of {rule.name} on {t}"
         pred = compile_predicate(rule.pred_raw)
         for terms, types in got:
             seen += 1
@@ -149,3 +152,29 @@ def test_every_predicate_compiles() -> None:
     """The interpreter fallback is for forms the rule files do not use: every shipped predicate compiles."""
     missing = [r.name for rs in rule_sets() for r in rs.rules if compile_predicate(r.pred_raw) is None]
     assert missing == []
+
+
+def test_generated_matchers_are_made_once_per_pattern(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """pitchfork/trs/matchgen.py generates each distinct pattern's matcher once per process: a new rule set
+    of rules seen before generates nothing, one rule more generates that rule's pattern only (synth
+    builds many such rule sets). Counted, not timed."""
+    from pitchfork.trs import matchgen
+    from pitchfork.trs.rules import parse_rule
+
+    generated: list[int] = []
+    real = matchgen.generate_matchers
+
+    def counting(patterns, fallbacks, name="rules"):  # type: ignore[no-untyped-def]
+        generated.append(len(patterns))
+        return real(patterns, fallbacks, name)
+
+    monkeypatch.setattr(matchgen, "generate_matchers", counting)
+    rules = list(lift_rules().rules)
+    t = normalize_shift_constants(parse("u8(min(u16(a_u8) + u16(b_u8), 255))"))
+    want = Rewriter(RuleSet(list(rules))).rewrite(t)
+    before = sum(generated)
+    assert Rewriter(RuleSet(list(rules))).rewrite(t) is want
+    assert sum(generated) == before
+    probe = parse_rule("zz_probe_never: min(x_u8, 201) -> x_u8 if 1 == 2")
+    assert Rewriter(RuleSet(rules + [probe])).rewrite(t) is want
+    assert sum(generated) == before + 1

@@ -186,3 +186,33 @@ def test_patterns_pickle_as_constructor_calls_into_equal_objects() -> None:
     for r, s in zip(rules, back):
         same(r.patterns, s.patterns)
     assert kinds == {P.PApp, P.PWild, P.PConst, P.PLit, P.TypeExpr}
+
+
+def test_generated_matchers_are_made_once_through_the_cache(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The generated matchers (pitchfork/trs/matchgen.py) of a set of patterns are generated and compiled
+    once: the next process with the same patterns reads the module from disk (here: the same call
+    again); a damaged entry is generated again; either way the matchers give the same matches."""
+    from pitchfork.selection.lift import lift_rules
+    from pitchfork.trs import matchgen
+    from pitchfork.trs.compiled import compile_pattern
+
+    made: list[int] = []
+    real = matchgen._generate
+
+    def counting(patterns, source_name):  # type: ignore[no-untyped-def]
+        made.append(len(patterns))
+        return real(patterns, source_name)
+
+    monkeypatch.setattr(matchgen, "_generate", counting)
+    patterns = [p for r in lift_rules().rules for p in r.patterns if p.op == "add"][:20]
+    t = parse("(a_u16 + b_u16) + 1")
+    want = [compile_pattern(p)(t, {}, {}) for p in patterns]
+    for _ in range(2):
+        ms = matchgen.generate_matchers(patterns, [compile_pattern(p) for p in patterns], "add")
+        assert [m(t, {}, {}) for m in ms] == want
+    assert made == [len(patterns)]
+    entries = list((cache_dir / "matchers").glob("*.pickle"))
+    assert len(entries) == 1
+    entries[0].write_bytes(b"garbage")
+    ms = matchgen.generate_matchers(patterns, [compile_pattern(p) for p in patterns], "add")
+    assert [m(t, {}, {}) for m in ms] == want and made == [len(patterns)] * 2
