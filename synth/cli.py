@@ -91,9 +91,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--deep-share", type=float, default=None, metavar="F",
-        help="lowering: one left side's search may spend at most this share of --time-limit, counted in "
-        "Z3 resource units and enumeration steps at a fixed rate, not seconds, so the verdict does not "
-        "depend on load (synth/meter.py; default 0.1 with --time-limit, else no cap; 0: no cap)",
+        help="lowering: one left side's search may spend at most this share of the stage's budget "
+        "(--time-limit or --work-limit), counted in Z3 resource units and enumeration steps, not seconds, "
+        "so the verdict does not depend on load (synth/meter.py; default 0.1 with a budget, else no cap; "
+        "0: no cap)",
     )
     p.add_argument(
         "--no-topdown", action="store_true",

@@ -108,9 +108,9 @@ class Options:
     #: 150 left sides lost uqxtn, uaba and umlal (one instruction each, found in under a second), and
     #: synthesized-only sobel3x3 fell from 1.000x to 0.851x of hand-written lowering
     first_pass_terms: int = 0
-    #: lowering: the share of the stage's `time_limit` one task's search may spend, as a count of Z3
-    #: resource units and enumeration steps converted at a fixed rate (synth/meter.py `units_for`;
-    #: 0, or no time limit: no cap). Without it one deep search could take a whole round: arm64
+    #: lowering: the share of the stage's work budget (`StageBudget.units`: `work_limit`, or
+    #: `time_limit` at synth/meter.py's fixed rate) one task's search may spend, as a count of Z3
+    #: resource units and enumeration steps (0, or no budget: no cap). Without it one deep search could take a whole round: arm64
     #: `rounding_shr(rounding_mul_shr(a + b, c, 31), d)` took 644 s of a 600 s round at load ~20
     deep_share: float = 0.0
 
