@@ -204,13 +204,28 @@ def _corpus_text(t: Term) -> str:
 
 
 def _corpus_line(line: str) -> Term:
+    """A corpus line back to its term: the variables named after the tab uniform, every node's flags
+    (`add.nsw`) kept, so the term is the captured one (synth/corpus.py `substitute` rebuilds nodes
+    without flags, and the nsw facts narrow the value ranges a lowering task states)."""
+    from fpir.ops import make
     from fpir.term import var
-    from synth.corpus import substitute
 
     text, _, marks = line.partition("\tuniform=")
     t = parse(text)
     names = set(marks.split(",")) if marks else set()
-    return substitute(t, {v: var(v.name, v.type, uniform=True) for v in t.variables() if v.name in names}) if names else t
+    if not names:
+        return t
+    memo: dict[Term, Term] = {}
+    for x in t.walk():
+        if x.is_var and x.name in names:
+            memo[x] = var(x.name, x.type, uniform=True)
+        elif x.args and any(memo[a] is not a for a in x.args):
+            flags = x.attrs if spec(x.op).flags else ()
+            memo[x] = make(x.op, *[memo[a] for a in x.args], type=x.type if spec(x.op).explicit_type else None,
+                           fold=False, flags=flags)
+        else:
+            memo[x] = x
+    return memo[t]
 
 
 # ---------------------------------------------------------------------------------------------

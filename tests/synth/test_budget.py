@@ -87,3 +87,18 @@ def test_a_work_budget_on_a_dask_cluster_writes_the_local_run_s_rules(tmp_path: 
             assert [meter.task_units(r) for r in rep.results["lift"]] == charges[:half]
             assert _files(tmp_path / name / "out") == _files(tmp_path / "ref" / "out")
     assert ref.stages["lift"].run == half
+
+
+def test_a_corpus_line_reads_back_the_captured_term() -> None:
+    """The corpus cache's text gives back the captured term, flags and uniform leaves included, and a
+    fresh capture is read back from it: a resumed run plans the same tasks as the fresh one (before,
+    the read back dropped `nsw` under a uniform leaf, the variables' ranges widened and 13 hvx128
+    bring-up tasks got other keys)."""
+    from fpir.ops import make
+    from fpir.term import var
+    from fpir.types import i32, u8
+    from synth.driver import _corpus_line, _corpus_text
+
+    a, b, s = var("a", i32), var("b", i32), var("s", u8, uniform=True)
+    t = make("sub", a, make("mul", b, make("cast", s, type=i32), flags=("nsw",)), flags=("nsw",))
+    assert _corpus_line(_corpus_text(t)) == t
