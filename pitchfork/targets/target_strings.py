@@ -198,6 +198,14 @@ def _parse(text: str) -> TargetSpec:
     else:
         raise UsageError(f"target {text!r}: PITCHFORK generates code for 64-bit x86 (AVX2), 64-bit ARM and "
                          "32-bit Hexagon HVX only")
+    # Objects are ELF for Linux (x86-64, AArch64) or the bare-metal Hexagon core (backend/machine.py's
+    # triples) and the default halide_malloc calls Linux's madvise: another OS would get a Linux object
+    # that does not link or runs with the wrong ABI, so it is refused rather than silently ignored.
+    os_name = str(t.os).split(".")[-1].lower()
+    allowed_os = ("noos",) if isa == "hvx128" else ("linux",)
+    if os_name not in allowed_os:
+        raise UsageError(f"target {text!r}: operating system {os_name} not supported by PITCHFORK on {isa} "
+                         f"(supported: {', '.join(allowed_os)})")
     honoured = ISA_FEATURES[isa] | NEUTRAL_FEATURES
     refused = sorted(features - honoured)
     if refused:

@@ -83,6 +83,9 @@ def test_avx2_implies_fma_and_f16c_as_in_halide(text: str) -> None:
     ("arm-64-linux-user_context", "feature user_context not supported"),
     ("arm-32-linux", "64-bit ARM"),
     ("x86-64-linux-avx2-hvx-hvx_128", "Hexagon offload"),
+    ("x86-64-windows-avx2", "operating system windows not supported by PITCHFORK on x86-avx2"),
+    ("x86-64-osx-avx2-fma", "operating system osx not supported"),
+    ("arm-64-android-arm_dot_prod", "operating system android not supported"),
 ])
 def test_refused_by_name_in_one_line(text: str, message: str) -> None:
     with pytest.raises(UsageError) as e:
