@@ -23,21 +23,18 @@ it back and calls `free`. On the 64-bit (Linux) targets a block of HUGE_ADVICE_B
 advised for transparent huge pages, as numpy advises its own arrays of 4 MiB or more: with the
 system's THP mode `madvise` (this machine's), only advised memory gets 2 MiB pages, and without the
 advice whether a large compute_root buffer got them was the luck of the process's heap history.
-The whole pages inside the block get MADV_HUGEPAGE (new pages there fault in as huge pages), then
-MADV_COLLAPSE (pages libc's heap already holds from earlier use are gathered into huge pages now,
-once: a block that comes back at the same address in the next call finds them huge). Measured
-(interpolate x86 JIT, 1536x2560, the apps suite's worker setup, /proc/self/pagemap + /proc/kpageflags
-of each block after two calls, /work/coord/s26/fl6/thp): downsampled_1 (15.2 MiB) was 0% in huge pages
-in PITCHFORK's worker (its compile had filled the heap range numpy's advised temporaries left) and 87%
-in Halide 21's (whose `halide_malloc` does not advise: it reused that range by chance); with
-MADV_HUGEPAGE alone ours was 39% (the rest of the range was populated already), with both 92% (the 7
-aligned 2 MiB pages inside the block). Session 22 measured the same code 3-7% faster with that buffer
-in huge pages. Halide's runtime, where it is linked and its definition wins, does not advise. A process
-with THP disabled (PR_SET_THP_DISABLE: the apps suite's --no-huge-pages) gets neither. The cost
-(/work/coord/s26/fl6/thp/mcost*.c, this machine, loaded): the first collapse of a populated 15 MiB
-range took 8.5-17 ms (copying into fresh 2 MiB pages: once, in the first call that reuses that heap
-range), later calls on the same range ~1 us for both advices; on a range not yet touched (a heap
-that grew, or a fresh mmap) the collapse fails at once and the pages fault in as huge pages. The same pair serves every place a kernel runs: the x86 JIT (the
+The whole pages inside the block get MADV_HUGEPAGE: pages that fault in there after the advice are
+huge pages. Measured (interpolate x86 JIT, 1536x2560, the apps suite's worker setup, /proc/self/pagemap +
+/proc/kpageflags of each block after two calls, /work/coord/s26/fl6/thp): downsampled_1 (15.2 MiB) was
+0% in huge pages in PITCHFORK's worker without advice and 39% with it (the rest of the range was
+populated before the advice), 87% in Halide 21's (whose `halide_malloc` does not advise: it reused a
+range numpy had advised, by chance). Session 22 measured the same code 3-7% faster with that buffer in
+huge pages. MADV_COLLAPSE would gather the already-populated pages too (92% there), but it is left out
+on purpose: it overrides the system's THP mode (even `never`, an administrator's explicit choice, which
+MADV_HUGEPAGE respects) and stalls the first call that reuses a populated range for 8.5-17 ms (fl6,
+/work/coord/s26/fl6/thp/mcost*.c); the quiet apps run of session 26 showed no gain from it to pay for
+that. Halide's runtime, where it is linked and its definition wins, does not advise. A process with THP
+disabled (PR_SET_THP_DISABLE: the apps suite's --no-huge-pages) gets no huge pages. The same pair serves every place a kernel runs: the x86 JIT (the
 process's libc), qemu-aarch64 (glibc), the AOT object (the user's libc or own `halide_malloc`), and
 the bare-metal Hexagon harness, which has no libc and defines `malloc`/`free` itself with anonymous
 mmaps (pitchfork/backend/harness.py). Contract, as Halide's: `halide_malloc` returns NULL or memory
@@ -72,7 +69,6 @@ PADDING = 512
 PAGE = 4096
 #: Linux's MADV_HUGEPAGE (the same number on x86-64 and AArch64)
 MADV_HUGEPAGE = 14
-MADV_COLLAPSE = 25
 #: heap blocks of at least this many bytes are advised for huge pages (numpy's threshold for its arrays)
 HUGE_ADVICE_BYTES = 4 << 20
 
@@ -346,8 +342,7 @@ def heap_functions(module: ir.Module, word: ir.IntType) -> tuple[ir.Function, ir
         with b.if_then(b.icmp_unsigned(">=", n, ir.Constant(word, HUGE_ADVICE_BYTES)), likely=False):
             lo = b.and_(b.add(b.ptrtoint(mem, word), ir.Constant(word, PAGE - 1)), ir.Constant(word, -PAGE))
             hi = b.and_(b.add(b.ptrtoint(mem, word), n), ir.Constant(word, -PAGE))
-            for advice in (MADV_HUGEPAGE, MADV_COLLAPSE):
-                b.call(madvise, [b.inttoptr(lo, PTR), b.sub(hi, lo), ir.Constant(I32, advice)])
+            b.call(madvise, [b.inttoptr(lo, PTR), b.sub(hi, lo), ir.Constant(I32, MADV_HUGEPAGE)])
     b.ret(mem)
 
     b = ir.IRBuilder(hfree.append_basic_block("entry"))
