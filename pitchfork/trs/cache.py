@@ -32,7 +32,7 @@ import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 from fpir.diskcache import cache_dir
 
@@ -129,23 +129,15 @@ def _prune(d: Path) -> None:
 
 def parse_rules_cached(text: str, source: str, parse: Callable[[str, str], list]) -> list:
     """`parse(text, source)` (pitchfork.trs.rules.parse_rules), through the disk cache."""
-    path = entry_path(text, source)
-    if path is not None:
-        hit = load_entry(path)
-        if isinstance(hit, list):
-            return hit
-    rules = parse(text, source)
-    if path is not None:
-        store_entry(path, rules)
-    return rules
+    return cast(list, cached(text, source, "rules", lambda: parse(text, source), lambda hit: isinstance(hit, list)))
 
 
 def cached(text: str, source: str, kind: str, make: Callable[[], object],
            valid: Callable[[object], bool]) -> object:
-    """`make()`, through the disk cache under `kind`: keyed, as a rule file is, by `text`, `source` and the
-    parser's version (which includes the Python version, on which a marshalled code object's format
-    depends); an entry `valid` refuses is made and stored again. Used for the generated matchers
-    (pitchfork/trs/matchgen.py: a module's marshalled code and its constants)."""
+    """`make()`, through the disk cache under `kind`: keyed by `text`, `source` and the parser's version
+    (which includes the Python version, on which a marshalled code object's format depends); an entry
+    `valid` refuses is made and stored again. Serves the parsed rule files (`parse_rules_cached`) and
+    the generated matchers (pitchfork/trs/matchgen.py: a module's marshalled code and its constants)."""
     path = entry_path(text, source, kind=kind)
     if path is not None:
         hit = load_entry(path)
