@@ -261,14 +261,19 @@ class StageBudget:
         self.spent += task_units(result)
 
 
-def stage_budget(opts: Options) -> StageBudget:
-    """A fresh budget for one stage or round: `work_limit` units (else `time_limit` seconds at the
-    meter's fixed rate), the safety stop `wall_limit` seconds from now."""
+def budget_units(opts: Options) -> int:
+    """One stage's (or round's) work budget: `work_limit` units, else `time_limit` seconds at the
+    meter's fixed rate (0: none)."""
     from synth.meter import stage_units
 
-    units = opts.work_limit if opts.work_limit > 0 else stage_units(opts.time_limit)
+    return opts.work_limit if opts.work_limit > 0 else stage_units(opts.time_limit)
+
+
+def stage_budget(opts: Options) -> StageBudget:
+    """A fresh budget for one stage or round: `budget_units`, the safety stop `wall_limit` seconds
+    from now."""
     wall = time.monotonic() + opts.wall_limit if opts.wall_limit > 0 else None
-    return StageBudget(units, wall)
+    return StageBudget(budget_units(opts), wall)
 
 
 def execute(
@@ -331,11 +336,11 @@ class _Serial:
 
 class _Ahead:
     """Runs the awaited task and up to `window` uncached tasks after it on an executor (a local
-    process pool, or a Dask client), so workers stay busy while results are taken in order."""
+    process pool, or a Dask client), so workers stay busy while results are taken in order. `submit`
+    returns a future with `result()`, `done()` and `cancel()`: concurrent.futures' and Dask's alike."""
 
-    def __init__(self, submit: Callable[[Task], Any], get: Callable[[Any], dict[str, Any]],
-                 done: Callable[[Any], bool], cancel: Callable[[Any], None], window: int) -> None:
-        self.submit, self.get, self.done, self.cancel, self.window = submit, get, done, cancel, window
+    def __init__(self, submit: Callable[[Task], Any], window: int) -> None:
+        self.submit, self.window = submit, window
         self.futures: dict[str, Any] = {}
 
     def result(self, i: int, tasks: Sequence[Task], cache: Cache) -> dict[str, Any]:
@@ -344,19 +349,19 @@ class _Ahead:
                 break
             if t.key not in self.futures and cache.get(t.key) is None:
                 self.futures[t.key] = self.submit(t)
-        return self.get(self.futures.pop(tasks[i].key))
+        return self.futures.pop(tasks[i].key).result()
 
     def stop(self) -> list[dict[str, Any]]:
         """Cancels what has not finished; returns the results of the tasks run ahead that did."""
         out = []
         for f in self.futures.values():
-            if self.done(f):
+            if f.done():
                 try:
-                    out.append(self.get(f))
+                    out.append(f.result())
                 except Exception:  # noqa: BLE001 - a cancelled or lost task is simply not cached
                     continue
             else:
-                self.cancel(f)
+                f.cancel()
         self.futures.clear()
         return out
 
@@ -379,14 +384,12 @@ class _runner:
             self._close.append(client.close)
             shipped = client.scatter(snap, broadcast=True) if snap is not None else None
             workers = max(1, sum(client.nthreads().values()))
-            return _Ahead(lambda t: client.submit(run_task, t, snap=shipped, pure=False), lambda f: f.result(),
-                          lambda f: f.done(), lambda f: f.cancel(), 4 * workers)
+            return _Ahead(lambda t: client.submit(run_task, t, snap=shipped, pure=False), 4 * workers)
         if opts.jobs <= 1:
             return _Serial(snap)
         ex = ProcessPoolExecutor(max_workers=opts.jobs)
         self._close.append(lambda: ex.shutdown(wait=True, cancel_futures=True))
-        return _Ahead(lambda t: ex.submit(run_task, t, snap), lambda f: f.result(), lambda f: f.done(),
-                      lambda f: f.cancel(), 4 * opts.jobs)
+        return _Ahead(lambda t: ex.submit(run_task, t, snap), 4 * opts.jobs)
 
     def __exit__(self, *a: Any) -> None:
         for close in reversed(self._close):
@@ -459,7 +462,7 @@ def lower_tasks(
     reduction (`vector_reduce_add_x4(u32(x_u8))` has no FPIR op, and is one udot / vrmpy by 1), or
     primitive fixed-point code (`_narrow_primitive`: ARM shrn / addhn under a narrowing cast)."""
     lowered = lifted_corpus(inputs, opts.max_nodes)
-    cap = int(opts.deep_share * stage_budget(opts).units) if opts.deep_share > 0 else 0
+    cap = int(opts.deep_share * budget_units(opts)) if opts.deep_share > 0 else 0
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
     lane0 = lane0_isa(isa)
