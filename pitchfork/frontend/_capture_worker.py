@@ -28,6 +28,7 @@ pitchfork's own modules) and writes `{"ok": true}` or `{"error": "..."}` to the 
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
@@ -150,21 +151,13 @@ def _buffer_halide_log():
     return None if apply is None else apply()
 
 
-_CERR: list = []  # _cerr_base's answer, once found (the server finds it before forking its children)
-
-
+@functools.lru_cache(maxsize=1)
 def _cerr_base():
     """(libstdc++, the address of `std::cerr`, the address of its `ios_base`), or None if this C++
     library is not the one understood here. The `ios_base` is cerr's virtual base, found through the
     Itanium C++ ABI's virtual-base offset; libstdc++'s `ios_base` layout is part of its stable ABI:
     vptr, precision (+8), width (+16), then the flags (+24). Looked up once per process (~0.8 ms in a
     fresh child; a forked child inherits the server's answer)."""
-    if not _CERR:
-        _CERR.append(_find_cerr())
-    return _CERR[0]
-
-
-def _find_cerr():
     import ctypes
 
     try:

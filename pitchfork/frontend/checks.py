@@ -230,9 +230,7 @@ def exact_half_literals(captured: Any) -> Any:
 
     from pitchfork.codegen.loop_nest import Unsupported
     from pitchfork.frontend.bfloat_literals import rewrite_bfloat
-    import numpy as np
-
-    from pitchfork.frontend.float_literals import InexactFloatLiteral
+    from pitchfork.frontend.float_literals import InexactFloatLiteral, check_half
 
     if not has_half_literals(captured.text):
         return captured
@@ -243,9 +241,7 @@ def exact_half_literals(captured: Any) -> Any:
     try:
         if bf16:
             return dataclasses.replace(captured, text=rewrite_bfloat(captured.text))
-        for m in HALF_LITERAL.finditer(captured.text):
-            if float(np.float16(float(m.group(1)))) != float(m.group(1)):
-                raise InexactFloatLiteral(f"float16 constant {m.group(0)} is not a float16 value")
+        check_half(captured.text)
         return captured
     except InexactFloatLiteral as e:
         raise Unsupported(str(e)) from None

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+import numpy as np
+
 #: A float16 (or bfloat16) literal as Halide prints it (the sign, if any, is a separate token) (`1.5000000000000000000000000h`).
 HALF_LITERAL = re.compile(r"(?<![\w.$])(\d+\.\d+(?:e[+-]\d+)?)h(?![\w.$])")
 #: The float16 type named in a statement (a cast, a reinterpret, a vector of them: `float16x8(...)`).
@@ -54,3 +56,17 @@ def literal_suffixes(text: str) -> frozenset[str]:
 def has_half_literals(text: str) -> bool:
     """Whether `text` has a float16 / bfloat16 literal (a match of HALF_LITERAL)."""
     return "h" in literal_suffixes(text)
+
+
+def is_float16(v: float) -> bool:
+    """Whether the double `v` is exactly a float16 value (bfloat_literals.is_bfloat16's twin)."""
+    return float(np.float16(v)) == v
+
+
+def check_half(text: str) -> None:
+    """InexactFloatLiteral for the first `h` literal of a float16 statement that is not a float16 value
+    (the exact digits cannot be one of Halide's float16 constants); bfloat16 statements go through
+    bfloat_literals.rewrite_bfloat instead."""
+    for m in HALF_LITERAL.finditer(text):
+        if not is_float16(float(m.group(1))):
+            raise InexactFloatLiteral(f"float16 constant {m.group(0)} is not a float16 value")
