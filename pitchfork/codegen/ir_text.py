@@ -32,6 +32,8 @@ from llvmlite.ir import values as _val
 
 #: the attribute llvmlite's `_StrCaching.__str__` caches an instruction's text in (name-mangled)
 _CACHE = "_StrCaching__cached_str"
+#: the attribute `_StringReferenceCaching.get_reference` caches a value's reference in (name-mangled)
+_REFERENCE = "_StringReferenceCaching__cached_refstr"
 
 
 def _md(i: _ins.Instruction) -> str:
@@ -133,6 +135,10 @@ _FORMATTERS: dict[Callable[..., None], Callable[..., Optional[str]]] = {
     _ins.CallInstr.descr: _call,
 }
 _TO_STRING = _val.NamedValue._to_string
+_GET_REFERENCE = _val.NamedValue.get_reference
+_NAMED_REFERENCE = _val.NamedValue._get_reference
+#: per instruction class: whether its reference is llvmlite's cached NamedValue one (`_plain_reference`)
+_plain_ref_by_class: dict[type, bool] = {}
 #: per instruction class: its formatter, or None (llvmlite prints it)
 _by_class: dict[type, Optional[Callable[..., Optional[str]]]] = {}
 #: None until the first call's self-check; then whether the fast lines are used
@@ -157,15 +163,35 @@ def _line(i: _ins.Instruction, f: Callable[..., Optional[str]]) -> Optional[str]
     return f"{i.get_reference()} = {body}".rstrip()
 
 
+def _plain_reference(cls: type) -> bool:
+    """Whether `cls.get_reference()` is llvmlite's cached `NamedValue._get_reference()` (`_fill` may then
+    fill that cache itself)."""
+    try:
+        return _plain_ref_by_class[cls]
+    except KeyError:
+        plain = _plain_ref_by_class[cls] = (getattr(cls, "get_reference", None) is _GET_REFERENCE
+                                           and getattr(cls, "_get_reference", None) is _NAMED_REFERENCE)
+        return plain
+
+
 def _fill(module: ir.Module) -> None:
-    """Store each instruction's line (of a kind formatted here) where llvmlite's `__str__` reads it."""
+    """Store each instruction's line (of a kind formatted here) where llvmlite's `__str__` reads it.
+
+    Each instruction's reference (`%"name"`) is stored first where llvmlite's `get_reference` caches
+    it, computed as that method would (`_get_reference()`): llvmlite finds an empty cache by catching
+    an AttributeError, and raising one per instruction (its first reference is when it is printed,
+    here) was a third of this function's time (gaussian7x7 arm64, 2,094 instructions: 8.6 -> 5.9 ms
+    of thread CPU). The text is the same: the cache holds what `get_reference` would have put there."""
     for fn in module.functions:
         for block in fn.blocks:
             for i in block.instructions:
                 d = i.__dict__
                 if _CACHE in d:
                     continue  # printed before: llvmlite returns that text, so do we
-                f = _formatter(type(i))
+                cls = type(i)
+                if _REFERENCE not in d and _plain_reference(cls):
+                    d[_REFERENCE] = i._get_reference()
+                f = _formatter(cls)
                 if f is not None:
                     line = _line(i, f)
                     if line is not None:

@@ -17,11 +17,13 @@ from pitchfork.codegen import ir_text
 
 
 def _clear(module: ir.Module) -> None:
-    """Forget every instruction's printed line, so the next print formats it again."""
+    """Forget every instruction's printed line and its reference (which `module_text` stores where
+    llvmlite caches it), so the next print formats both again, through llvmlite's own code."""
     for fn in module.functions:
         for block in fn.blocks:
             for i in block.instructions:
                 i.__dict__.pop(ir_text._CACHE, None)
+                i.__dict__.pop(ir_text._REFERENCE, None)
 
 
 def _instructions(module: ir.Module) -> list[ir.Instruction]:
