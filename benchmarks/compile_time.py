@@ -205,6 +205,8 @@ PHASES = ("capture", "selection", "codegen", "llvm")
 #: the LLVM phase split (CompileStats.llvm_phases; checkouts from issue 26's one-emission change on)
 LLVM_PHASES = ("llvm_parse", "llvm_verify", "llvm_O3", "llvm_print", "llvm_fixups", "llvm_parse_optimized",
                "llvm_emit_object", "llvm_emit_assembly")
+#: CPU of the capture's lowering child, and the compile's CPU with it (CompileStats.capture_child_cpu_seconds)
+CPU_CAPTURE = ("cpu_capture_child", "cpu_with_capture")
 #: the codegen split (CompileStats.codegen_phases)
 CODEGEN_PHASES = ("codegen_parse", "codegen_loop_passes", "codegen_ir_build", "codegen_ir_print",
                   "codegen_ir_free")
@@ -230,6 +232,10 @@ def _ours(bench: Any, isa: str, isel: str) -> dict[str, float]:
     s = prog.stats
     row = {"total": total, "capture": s.capture_seconds, "selection": s.selection_seconds,
            "codegen": s.codegen_seconds, "llvm": s.llvm_seconds, "cpu": cpu}
+    child = getattr(s, "capture_child_cpu_seconds", None)  # checkouts from session 27 on
+    if child is not None:  # the capture's lowering, in the capture worker's child: not in `cpu`
+        row["cpu_capture_child"] = child
+        row["cpu_with_capture"] = cpu + child
     for phase, secs in getattr(s, "llvm_phases", {}).items():  # checkouts from issue 26's one-emission change on
         row[phase] = secs
     for phase, secs in getattr(s, "codegen_phases", {}).items():  # and from its phase split on
@@ -384,10 +390,14 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
             cell: dict[str, float] = {}
             for kind in ("pitchfork", "llvm", "halide21"):
                 have = [r["median"][kind] for r in sel if kind in r["median"]]
-                for phase in ("total", "cpu") + (PHASES + LLVM_PHASES + CODEGEN_PHASES if kind != "halide21" else ()):
+                for phase in ("total", "cpu") + (PHASES + LLVM_PHASES + CODEGEN_PHASES + CPU_CAPTURE
+                                                 if kind != "halide21" else ()):
                     # a phase a compile did not run counts 0 (e.g. llvm_emit_assembly where the object
                     # was emitted); a checkout that reports no CPU or LLVM split has no such cells
-                    if have and (phase in PHASES + ("total",) or any(phase in h for h in have)):
+                    if phase in CPU_CAPTURE:  # over the compiles that report it (not 0 for the others)
+                        if any(phase in h for h in have):
+                            cell[f"{kind}.{phase}"] = statistics.median(h[phase] for h in have if phase in h)
+                    elif have and (phase in PHASES + ("total",) or any(phase in h for h in have)):
                         cell[f"{kind}.{phase}"] = statistics.median(h.get(phase, 0.0) for h in have)
                 cell[f"{kind}.n"] = len(have)
             cell.update(paired(sel))
@@ -417,6 +427,15 @@ def paired(rows: list[dict[str, Any]]) -> dict[str, float]:
         out[f"{other}.paired"] = statistics.median(ratios)
         out[f"{other}.same.n"] = len(both)
         out[f"{other}.wins"] = sum(x <= 1.0 for x in ratios)
+        # CPU with the capture's child (checkouts that report it) against the other's CPU (LLVM alone's
+        # with its capture child too): the comparison a loaded machine does not distort as it does wall time
+        key = "cpu_with_capture" if other == "llvm" else "cpu"
+        cpus = [m for m in both if "cpu_with_capture" in m["pitchfork"] and m[other].get(key)]
+        if cpus:
+            cpu_ratios = [m["pitchfork"]["cpu_with_capture"] / m[other][key] for m in cpus]
+            out[f"{other}.cpu_paired"] = statistics.median(cpu_ratios)
+            out[f"{other}.cpu_same.n"] = len(cpus)
+            out[f"{other}.cpu_wins"] = sum(x <= 1.0 for x in cpu_ratios)
     return out
 
 
@@ -492,21 +511,30 @@ def markdown(data: dict[str, Any]) -> str:
                       "(wall seconds: parse / verify / O3 / printing the optimised IR / HVX fixups / parsing it back / "
                       "emitting the object / emitting assembly where the HVX pair choice needs it) and codegen phases "
                       "(wall seconds: statement parse / loop passes / IR building without selection / llvmlite's printing / "
-                      "freeing the llvmlite module, 0 before session 19's free_module).", "",
-                      "| checkout | ISA | PITCHFORK CPU (+ capture wall) | LLVM alone CPU (+ capture wall) "
+                      "freeing the llvmlite module, 0 before session 19's free_module). From session 27 on the "
+                      "capture's lowering child reports its CPU (`CompileStats.capture_child_cpu_seconds`): the "
+                      "column `with capture child` is PITCHFORK's CPU with it (median over the benchmarks), and "
+                      "`vs Halide 21 CPU` the median over the benchmarks of PITCHFORK's CPU with its capture "
+                      "child / Halide 21's CPU, with on how many PITCHFORK used no more: whole compiles "
+                      "compared in CPU, which a loaded machine does not inflate as it does wall time.", "",
+                      "| checkout | ISA | PITCHFORK CPU (+ capture wall) | with capture child | vs Halide 21 CPU "
+                      "| LLVM alone CPU (+ capture wall) "
                       "| Halide 21 CPU | PITCHFORK codegen phases | PITCHFORK LLVM phases |",
-                      "|---|---|---|---|---|---|---|"]
+                      "|---|---|---|---|---|---|---|---|---|"]
             for root, isa, c in cpu_rows:
                 def cpu(k: str) -> str:
                     return f"{c[f'{k}.cpu']:.2f} (+ {c[f'{k}.capture']:.2f})" if f"{k}.cpu" in c else "-"
+                with_child = f"{c['pitchfork.cpu_with_capture']:.2f}" if "pitchfork.cpu_with_capture" in c else "-"
+                vs_cpu = (f"{c['halide21.cpu_paired']:.2f}x ({int(c['halide21.cpu_wins'])} of "
+                          f"{int(c['halide21.cpu_same.n'])})" if "halide21.cpu_paired" in c else "-")
                 def phases(names: tuple[str, ...]) -> str:  # all of them, 0 for one no compile ran
                     if not any(f"pitchfork.{p}" in c for p in names):
                         return "-"
                     return " / ".join(f"{c.get(f'pitchfork.{p}', 0.0):.3f}" for p in names)
                 split, cg = phases(LLVM_PHASES), phases(CODEGEN_PHASES)
                 hl_cpu = f"{c['halide21.cpu']:.2f}" if "halide21.cpu" in c else "-"
-                lines.append(f"| {Path(root).name} | {isa} | {cpu('pitchfork')} | {cpu('llvm')} | {hl_cpu} | {cg} "
-                             f"| {split} |")
+                lines.append(f"| {Path(root).name} | {isa} | {cpu('pitchfork')} | {with_child} | {vs_cpu} "
+                             f"| {cpu('llvm')} | {hl_cpu} | {cg} | {split} |")
             lines.append("")
         errs = [(r["bench"], r["isa"], Path(r["root"]).name, k, v) for r in comp["rows"] for k, v in r["errors"].items()]
         if errs:

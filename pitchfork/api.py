@@ -74,6 +74,10 @@ class CompileStats:
     rules_fired: dict[str, int] = field(default_factory=dict)
     vector_expressions: int = 0
     capture_seconds: float = 0.0
+    #: CPU seconds of the subprocess that lowered the pipeline for the capture (Halide's lowering and
+    #: its log, up to the captured statement), which this process's own CPU time does not include;
+    #: None when the capture ran in-process or did not report it (frontend/capture.py)
+    capture_child_cpu_seconds: Optional[float] = None
     selection_seconds: float = 0.0
     codegen_seconds: float = 0.0
     llvm_seconds: float = 0.0
@@ -461,6 +465,7 @@ def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str,
             raise
         refuse_extern_stages(captured.text, name)
         stats.capture_seconds = time.perf_counter() - t0
+        stats.capture_child_cpu_seconds = captured.child_cpu_seconds
         t0 = time.perf_counter()
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         refuse_runtime_services(captured.text)  # Unsupported: falls back, naming the directive

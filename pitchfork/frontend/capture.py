@@ -202,6 +202,9 @@ class CapturedStmt:
     #: every argument's and output buffer's estimates, as Halide's metadata carries them
     #: (frontend/arg_estimates.py; the AOT `name_metadata`)
     estimates: tuple[ArgEstimates, ...] = ()
+    #: the CPU seconds of the subprocess that lowered (up to the statement, for a capture stopped
+    #: there), as it reported them: not in the caller's own CPU time; None in-process or if unknown
+    child_cpu_seconds: float | None = None
 
     @property
     def buffer_types(self) -> dict[str, HType]:
@@ -502,7 +505,8 @@ def enable_inprocess_capture() -> bool:
     return inprocess_capture_available()
 
 
-def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str) -> tuple[str, str, str]:
+def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str,
+                       ) -> tuple[str, str, str, float | None]:
     import halide as hl
 
     from pitchfork.frontend._capture_worker import exact_float_log
@@ -524,7 +528,7 @@ def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str) 
         log = box[0]
         if error is not None and INTRINSICS_MARKER not in log:
             raise CaptureError(f"Halide failed to lower for {target}: {error}") from error
-        return log, out.read_text() if out.exists() else "", "" if error is None else str(error)
+        return log, out.read_text() if out.exists() else "", "" if error is None else str(error), None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -566,8 +570,9 @@ def _remove_job_dir() -> None:
 def _capture_subprocess(
     data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
     constraints: dict[str, dict[str, Any]] | None = None, upto_intrinsics: bool = False,
-) -> tuple[str, str, str]:
-    """Lower in a fresh interpreter; returns (log, lowered statement, error description or "").
+) -> tuple[str, str, str, float | None]:
+    """Lower in a fresh interpreter; returns (log, lowered statement, error description or "", the
+    lowering process's CPU seconds as it reported them, or None).
     `upto_intrinsics`: a warm worker ends the lowering at the intrinsics marker (the log then ends
     there, and the lowered statement is "")."""
     files = _job_files()
@@ -615,7 +620,7 @@ def _job_spec(
 def _run_job(
     files: dict[str, Path], data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
     constraints: dict[str, dict[str, Any]] | None, upto_intrinsics: bool,
-) -> tuple[str, str, str]:
+) -> tuple[str, str, str, float | None]:
     """`_capture_subprocess` with the job's file paths `files` (`_job_files`)."""
     job = _job_spec(files, data, arguments, target, constraints)
     if upto_intrinsics:  # the warm worker stops the child at this log line (_capture_worker._watch)
@@ -655,7 +660,8 @@ def _run_job(
         why = f"lowering process exited with status {returncode}: {tail}"
     if INTRINSICS_MARKER not in log:
         raise CaptureError(f"Halide failed to lower for {target}: {why}")
-    return log, lowered, why
+    cpu = result.get("cpu_seconds") if result is not None else None
+    return log, lowered, why, cpu if isinstance(cpu, (int, float)) else None
 
 
 def _run_one_shot(job_file: Path, log_file: Path, env: dict[str, str], target: str, timeout: float) -> int:
@@ -691,6 +697,7 @@ def _build(
     arguments: tuple[ArgInfo, ...],
     outputs: tuple[OutputInfo, ...],
     mechanism: Literal["subprocess", "inprocess"],
+    child_cpu: float | None = None,
 ) -> CapturedStmt:
     lowerings = [lw for lw in split_lowering_log(log) if lw.pre_intrinsics is not None]
     if not lowerings:
@@ -701,7 +708,8 @@ def _build(
     if not log.startswith(EXACT_FLOATS_MARKER + "\n") and literal_suffixes(pre.text):
         raise CaptureError(f"Halide's log printed the float constants of the {target} statement rounded (this "
                            "C++ library's std::cerr precision could not be set: _capture_worker.exact_float_log)")
-    return CapturedStmt(target, pre.text, pre.name, lw.stages, arguments, outputs, lowered, mechanism, error)
+    return CapturedStmt(target, pre.text, pre.name, lw.stages, arguments, outputs, lowered, mechanism, error,
+                        child_cpu_seconds=child_cpu)
 
 
 def _choose_mode(mode: Mode) -> Literal["subprocess", "inprocess"]:
@@ -749,8 +757,8 @@ def capture_stmts(
                 pairs = list(ex.map(lambda r: _capture_subprocess(data, arguments, r, timeout, constraints,
                                                                   upto_intrinsics), resolved))
     caps = {
-        k: _build(log, lowered, error, r, arguments, outputs, how)
-        for k, r, (log, lowered, error) in zip(keys, resolved, pairs, strict=True)
+        k: _build(log, lowered, error, r, arguments, outputs, how, cpu)
+        for k, r, (log, lowered, error, cpu) in zip(keys, resolved, pairs, strict=True)
     }
     estimates = argument_estimates(args, pipeline)  # the caller's objects: serialization drops them
     return {k: dataclasses.replace(_with_embedded(cap, pipeline, args), estimates=estimates)

@@ -80,6 +80,28 @@ def test_paired_figures_compare_the_same_benchmarks() -> None:
     assert ("| after | hvx128 | 2.50 / 2.50 (n=4) = 1.00x | 1.00x | 3 of 4 | 2.00 / 2.00 (n=3) = 1.00x | 1.50x "
             "| 1 of 3 |") in md
 
+def test_cpu_with_the_capture_child_is_compared_with_halides_cpu() -> None:
+    """Checkouts whose compiles report the capture child's CPU: PITCHFORK's CPU with it against Halide 21's
+    CPU per benchmark (paired median, how many not more), and against LLVM alone's CPU with its own child;
+    rows without the figure (an older checkout) are left out of it."""
+    def row(bench: str, ours: float, child: float | None, halide: float) -> dict:
+        pf = {"total": 1.0, "cpu": ours}
+        if child is not None:
+            pf.update(cpu_capture_child=child, cpu_with_capture=ours + child)
+        med = {"pitchfork": pf, "llvm": {"total": 1.0, "cpu": ours, "cpu_with_capture": 2 * ours},
+               "halide21": {"total": 1.0, "cpu": halide}}
+        return {"bench": bench, "isa": "arm64", "root": "/x/after", "median": med, "errors": {}}
+
+    rows = [row("a", 0.3, 0.1, 0.5), row("b", 0.4, 0.2, 0.5), row("c", 0.2, None, 0.1)]
+    cell = ct.summarize(rows)["/x/after"]["arm64"]
+    assert cell["halide21.cpu_same.n"] == 2 and cell["halide21.cpu_wins"] == 1
+    assert abs(cell["halide21.cpu_paired"] - 1.0) < 1e-9  # 0.4 / 0.5 and 0.6 / 0.5
+    assert abs(cell["pitchfork.cpu_with_capture"] - 0.5) < 1e-9
+    md = ct.markdown({"host": {"date": "today", "cpus": 2, "load": 1.0},
+                      "compile": {"rows": rows, "summary": {"/x/after": {"arm64": cell}}}})
+    assert "| after | arm64 | 0.30 (+ 0.00) | 0.50 | 1.00x (1 of 2) | 0.30 (+ 0.00) | 0.50 |" in md
+
+
 # A stand-in for the harness's child (`compile_time --child`), run as a real subprocess: it announces each
 # contender as the child does, and its "llvm" contender hits a real LLVM abort (usdot needs +i8mm, which the
 # arm64 target lacks: LLVM aborts in instruction selection, as llvmlite's assertion-enabled LLVM did on

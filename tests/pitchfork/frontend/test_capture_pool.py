@@ -228,6 +228,24 @@ def test_a_stop_at_job_ends_at_its_line_and_the_statement_is_the_full_runs() -> 
         capture_stmt(bad_location_pipeline(), [], "arm64", mode="subprocess", upto_intrinsics=True)
 
 
+def test_a_capture_reports_its_lowering_childs_cpu() -> None:
+    """The capture child's CPU (not in the caller's own CPU time) comes back with the statement: a stopped
+    child's as the server read it at the line, a full run's as the child measured itself; pitchfork.compile
+    puts it in its stats. An in-process capture has no child (None)."""
+    import pitchfork
+    from pitchfork.frontend import capture
+
+    func, args = ex.sobel3x3(16)
+    part = capture_stmt(func, args, "arm64", mode="subprocess", upto_intrinsics=True)
+    full = capture_stmt(func, args, "arm64", mode="subprocess")
+    assert part.child_cpu_seconds is not None and 0 < part.child_cpu_seconds < 60
+    assert full.child_cpu_seconds is not None and 0 < full.child_cpu_seconds < 60
+    prog = pitchfork.compile(func, args, target="arm64", fallback=False)
+    assert prog.stats.capture_child_cpu_seconds is not None and prog.stats.capture_child_cpu_seconds > 0
+    log = "Creating initial loop nests...\nLowering after x:\nf[x] = a[x]\n\nFinding intrinsics...\n"
+    assert capture._build(log, "", "", "arm64", (), (), "inprocess").child_cpu_seconds is None
+
+
 def test_capture_jobs_leave_no_files_and_the_directory_goes_at_exit(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each subprocess capture's files (pipeline, job, log, result, statement) are removed when it is
     done, through the worker, the one-shot way and a failed job alike; the per-process job directory
@@ -283,6 +301,7 @@ def test_watch_finds_the_stop_line_across_reads(tmp_path: "os.PathLike[str]", mo
             assert status == 0 and child.wait(timeout=30) == -9
             assert Path(job["log"]).read_text() == head
             assert '"ok": true' in Path(job["result"]).read_text()
+            assert '"cpu_seconds": ' in Path(job["result"]).read_text()  # read before the kill
         else:
             assert status is None and child.poll() is None
             assert Path(job["log"]).read_text() == text
