@@ -25,9 +25,9 @@ test_pow_f32.py), and on hvx128 pitchfork's own float32 powf (pitchfork.codegen.
 Vector float loads and stores are the integer path's loads and stores of the same bits.
 
 float16 (LLVM `half`) is computed natively where Halide 21 computes it natively (x86 and arm64 with
-arm_fp16; elsewhere, arm64 without arm_fp16 and hvx128 scalars, as Halide emulates it:
-floats_half_emulated.py, `emulate_half`; float16 / bfloat16 vectors on hvx128 are refused, as Halide
-refuses them; Halide's module has `fmul ... <16 x half>`, loads and stores of
+arm_fp16; elsewhere, arm64 without arm_fp16 and hvx128, as Halide emulates it:
+floats_half_emulated.py, `emulate_half`; float16 vectors on hvx128, which Halide refuses, lane by lane as
+its scalar emulation; bfloat16 vectors on hvx128 are refused, as Halide refuses them; Halide's module has `fmul ... <16 x half>`, loads and stores of
 <N x half>, fpext / fptrunc to and from float, uitofp / fptoui on arm_fp16): its arithmetic, compares,
 select, min / max and conversions, as for float32. Halide's x86 module converts between float16 and
 integers through float32 (exact for every finite half, so the same values as the direct conversion
@@ -144,7 +144,7 @@ class FloatEmitter:
         self.lets: dict[str, ir.Value] = {}
         self.ops = FloatOps(cg.b, cg.module, getattr(cg, "strict_float", False), cg.target)
         #: float16 computed with Halide's float32 emulation (floats_half_emulated.py): arm64 without
-        #: arm_fp16, hvx128 scalars
+        #: arm_fp16, hvx128
         captured = getattr(cg, "captured", None)
         self.emulate_half = emulates_half(cg.target, captured.target if captured is not None else "")
 
@@ -165,13 +165,14 @@ class FloatEmitter:
             bfloat = bfloat or is_bfloat(t)
             if t.is_float and (t.bits not in (16, 32, 64) or t.code == "bfloat" and t.bits != 16):
                 raise self._unsupported(f"floating-point {t.elem} values on {self.cg.target}")
-            if t.is_float and t.bits == 16 and t.lanes > 1 and self.cg.target == "hvx128":
+            if is_bfloat(t) and t.lanes > 1 and self.cg.target == "hvx128":
                 where = getattr(getattr(self.cg, "captured", None), "target", "hvx128")
                 raise self._unsupported(f"{t.elem} values in {t} vectors on {where} (PITCHFORK compiles Halide's "
                                         f"{t.elem} emulation there for scalars only; Halide 21 refuses HVX-width "
                                         f"{t.elem} vectors itself: Unsupported HVX type)")
         if half:
-            lowered = lower_half_emulated(e, self.node) if self.emulate_half else self._lower_half(e)
+            lowered = (lower_half_emulated(e, self.node, self.cg.target == "hvx128") if self.emulate_half
+                       else self._lower_half(e))
             if lowered is not None:
                 return self.emit(lowered)
         if bfloat:

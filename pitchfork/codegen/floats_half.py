@@ -13,8 +13,9 @@ values; its LLVM code generator decides how each is computed. Read off Halide 21
 * on both, the other math calls (exp, log, sin, tan, atan2, pow, ...) are the float32 call between a
   conversion to float32 and one back to float16; `pow` is CodeGen_LLVM's expansion of pow_f32
   (FloatOps.halide_pow: exp(log|x| * y) with its sign and special cases), not a libm call;
-* `lerp` as Halide's Lerp.cpp per target: on half on arm_fp16 (in float32 with a float32 weight;
-  an integer weight is refused there), in float32 on x86 (`_lower_lerp`);
+* `lerp` as Halide's Lerp.cpp per target (`_lower_lerp`): on half on arm_fp16 (in float32 with a
+  float32 weight; an integer weight is refused there), in float32 on x86, in float64 with a float64
+  weight (`fused_lerp`);
 * is_nan / is_inf / is_finite and the `strict_*` operations (hl.strict_float) are computed on half
   on both, with no fast-math flags (the same booleans and values as Halide's float32 forms: its
   conversions keep NaN, infinities and signed zeros).
@@ -30,6 +31,7 @@ its sign (sqrt(-1) is -inf there); `%` with LLVM's fptrunc; arm_fp16 with fptrun
 
 from __future__ import annotations
 
+import numpy as np
 from llvmlite import ir
 
 from pitchfork.codegen.base import Unsupported
@@ -105,21 +107,59 @@ def lower_half(e: H.Expr, target: str, node: H.Node | None = None) -> H.Expr | N
 
 
 def _lower_lerp(e: H.Call, target: str, node: H.Node | None) -> H.Expr | None:
-    """lerp of float16 values as Halide's modules compute it: on arm_fp16 on half with a float16 weight
-    (None: floats.py's float lerp), the float32 lerp of the widened values with a float32 weight; on
-    x86 always the float32 lerp (an integer weight scaled in float32: w * (1/255.0f)), then LLVM's
-    fptrunc. Refused: a float64 weight, and an integer weight on arm_fp16, where Halide's LLVM turns
-    its (one - zero) * (u * 1/255) + zero on half into zero * (1 - w) + one * w with fused
-    multiply-adds, which ours does not (the last bit differs on a third of the values)."""
+    """lerp of float16 values as Halide's modules compute it: a float64 weight in float64 (the values
+    widened exactly, `fused_lerp`, then one conversion to float16 as every float64 -> float16 cast on
+    `target`); on arm_fp16 on half with a float16 weight (None: floats.py's float lerp), the float32
+    lerp of the widened values with a float32 weight, and an integer weight refused (Halide's backend
+    fuses its sum on half as (u * k) * d + zero or u * (k * d) + zero depending on the surrounding code:
+    read off its objects; no one form is Halide's); on x86 the float32 lerp (an integer weight scaled in
+    float32: w * (1/255.0f)), then LLVM's fptrunc."""
     zero, one, w = e.args
     if w.type.is_float and w.type.bits == 64:
-        raise Unsupported("lerp of float16 values with a float64 weight (not compiled)", node)
-    if target == "arm64" and not w.type.is_float:
-        raise Unsupported(f"lerp of float16 values with a {w.type.elem} weight on arm_fp16 (Halide's LLVM "
-                          "reassociates it on half into other roundings than ours)", node)
+        return H.Cast(e.type, fused_lerp(_widen_to(zero, 64), _widen_to(one, 64), w))
+    if target == "arm64" and not w.type.is_float:  # (arm_fp16: the emulated arm64 is floats_half_emulated.py)
+        raise Unsupported(f"lerp of float16 values with a {w.type.elem} weight on arm_fp16 (Halide's LLVM fuses "
+                          "its (one - zero) * (u * 1/255) + zero on half as (u * k) * d or u * (k * d) depending "
+                          "on the surrounding code; ours cannot follow that choice)", node)
     if target == "arm64" and w.type.bits == 16:
         return None
     return H.Cast(e.type, H.Call("lerp", (_widen(zero), _widen(one), _widen(w)), _f32(e.type)))
+
+
+def _widen_to(e: H.Expr, bits: int) -> H.Expr:
+    """The float16 `e` converted (exactly) to float`bits`."""
+    return H.Cast(HType("float", bits, e.type.lanes), e)
+
+
+def _const(value: float, t: HType) -> H.Expr:
+    k = H.FloatImm(value, HType(t.code, t.bits, 1))
+    return k if t.lanes == 1 else H.Broadcast(k, t.lanes, t)
+
+
+def integer_weight(w: H.Expr, t: HType, node: H.Node | None) -> H.Expr:
+    """Halide's lower_lerp weight for an unsigned integer `w` and values of the float type `t`:
+    float(w) / (2^bits - 1), the division by a constant made a product with its reciprocal rounded to
+    `t` (CodeGen_LLVM's float division by a constant), as strict_mul (no fast-math flags: LLVM must not
+    reassociate it into the lerp's product, which Halide's LLVM does not either). Refused for float16
+    values and a weight wider than 8 bits: 2^16 - 1 is not a finite float16, so Halide's own scale is
+    1/inf (every weight but the largest becomes 0)."""
+    bits = w.type.bits
+    if t.bits == 16 and bits > 8:
+        raise Unsupported(f"lerp of float16 values with a {w.type.elem} weight on a target that computes it on "
+                          f"float16 (Halide scales the weight by 1/{(1 << bits) - 1}, which is 1/inf in float16)",
+                          node)
+    k = float(np.float16(1.0 / ((1 << bits) - 1))) if t.bits == 16 else float(np.float32(1.0 / ((1 << bits) - 1)))
+    return H.Call("strict_mul", (H.Cast(t, w), _const(k, t)), t)
+
+
+def fused_lerp(zero: H.Expr, one: H.Expr, w: H.Expr) -> H.Expr:
+    """zero + (one - zero) * w with one fused multiply-add, the form Halide's LLVM makes of Lerp.cpp's
+    zero * (1 - w) + one * w under its fast-math flags where it computes a lerp of float16 values in
+    float64 (a float64 weight: x86, arm64) or in float32 with an integer weight (arm64 without arm_fp16),
+    read off its modules and objects (fsub, then fmadd / vfmadd of the difference and the weight; the
+    weight's product u * k first), written out without flags (strict_sub, strict_fma) so that our LLVM
+    cannot reassociate it otherwise (on half it multiplied the scale into the difference first)."""
+    return H.Call("strict_fma", (H.Call("strict_sub", (one, zero), one.type), w, zero), zero.type)
 
 
 def narrow_half_x86(b: ir.IRBuilder, module: ir.Module, v: ir.Value, target: str = "") -> ir.Value:

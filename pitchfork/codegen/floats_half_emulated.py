@@ -1,6 +1,7 @@
-"""float16 where Halide 21 emulates it: arm64 without arm_fp16, and scalars on hvx128 (vectors are
-refused there: Halide 21 refuses HVX-width float16 vectors itself, "Unsupported HVX type", and ours are
-not compiled). Read off Halide's modules (`compile_to_llvm_assembly` for arm-64-linux and
+"""float16 where Halide 21 emulates it: arm64 without arm_fp16, and hvx128 (Halide 21 refuses float16
+vectors there itself, "Unsupported HVX type: float16x8"; ours compute each lane as Halide's scalar code
+does: the emulation is element-wise, and hvx_floats' builder emits float32 vector ops lane by lane).
+Read off Halide's modules (`compile_to_llvm_assembly` for arm-64-linux and
 hexagon-32-noos-hvx-hvx_128-hvx_v66, scalar and 8 lanes; CodeGen_LLVM's upgrade_type_for_arithmetic /
 _for_storage and EmulateFloat16Math.cpp):
 
@@ -14,9 +15,9 @@ _for_storage and EmulateFloat16Math.cpp):
 * a conversion to float16 goes through float32 (an integer by sitofp / uitofp, a float64 by fptrunc:
   rounded twice, as Halide's lower_float16_cast), one from float16 through float32 too;
 * `round` is Halide's round-half-to-even lowering on float16 values (each step emulated);
-  `abs` is select(x >= 0, x, 0 - x); `lerp` the float32 lerp of the converted values (a float16 or
-  float32 weight), rounded once (an integer weight is refused: Halide's module is LLVM's reassociation
-  of its float32 form, (one - zero) * w + zero fused, which ours missed by an ulp on 1 value in ~90);
+  `abs` is select(x >= 0, x, 0 - x); `lerp` per target (`_lerp`: one float32 lerp on arm64, four
+  float16 operations on hvx128, where Halide lowers it before widening: checked against Halide's own
+  Hexagon library under qemu-hexagon);
   `pow` CodeGen_LLVM's float32 expansion (as on x86).
 
 `lower_half_emulated` rewrites such an expression in Halide IR into float32 operations between
@@ -33,7 +34,8 @@ from llvmlite import ir
 
 from pitchfork.codegen.base import Unsupported
 from pitchfork.codegen.float_math import FloatOps, like
-from pitchfork.codegen.floats_half import HALIDE_POW, NARROW_X86, WIDENED, _f32, _widen
+from pitchfork.codegen.floats_half import (HALIDE_POW, NARROW_X86, WIDENED, _f32, _widen, fused_lerp,
+                                           integer_weight)
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
 from pitchfork.targets.target_strings import has_feature
@@ -96,9 +98,10 @@ def _round(x: H.Expr) -> H.Expr:
     return H.Select(H.BinOp("&&", odd, tie, b1), H.BinOp("-", a, _signed(x, 0x3C00), t), a, t)
 
 
-def lower_half_emulated(e: H.Expr, node: H.Node | None = None) -> H.Expr | None:
+def lower_half_emulated(e: H.Expr, node: H.Node | None = None, hexagon: bool = False) -> H.Expr | None:
     """`e` (a float16 operation, or one with float16 operands) as Halide's emulation computes it, in
     Halide IR of float32 operations and conversions; None for what is emitted on the 16 bits as it is.
+    `hexagon`: hvx128's form where it differs (`_lerp`).
     Raises Unsupported naming a float16 call the emulation does not cover (and the statement `node`)."""
     if isinstance(e, H.BinOp) and e.op in _ARITH and _is_half(e.type):
         return _narrow(e.type, H.BinOp(e.op, _widen(e.a), _widen(e.b), _f32(e.type)))
@@ -120,14 +123,7 @@ def lower_half_emulated(e: H.Expr, node: H.Node | None = None) -> H.Expr | None:
         z: H.Expr = zero if t.lanes == 1 else H.Broadcast(zero, t.lanes, t)
         return H.Select(H.BinOp(">=", v, z, HType("uint", 1, t.lanes)), v, H.BinOp("-", z, v, t), t)
     if e.name == "lerp" and _is_half(e.type):
-        zero, one, w = e.args
-        if w.type.is_float and w.type.bits == 64:
-            raise Unsupported("lerp of float16 values with a float64 weight (not compiled)", node)
-        if not w.type.is_float:
-            raise Unsupported(f"lerp of float16 values with a {w.type.elem} weight where Halide emulates float16 "
-                              "(LLVM reassociates and fuses Halide's float32 form into other roundings than "
-                              "ours on some values)", node)
-        return _narrow(e.type, H.Call("lerp", (_widen(zero), _widen(one), _widen(w)), _f32(e.type)))
+        return _lerp(e, hexagon, node)
     if e.name.endswith("_f16") and e.name[:-4] in WIDENED:
         name = HALIDE_POW if e.name == "pow_f16" else e.name[:-4] + "_f32"
         return _narrow(e.type, H.Call(name, tuple(_widen(a) for a in e.args), _f32(e.type)))
@@ -135,6 +131,37 @@ def lower_half_emulated(e: H.Expr, node: H.Node | None = None) -> H.Expr | None:
         raise Unsupported(f"floating-point call {e.name} on float16 values (not compiled where Halide "
                           "emulates float16)", node)
     return None
+
+
+def _lerp(e: H.Call, hexagon: bool, node: H.Node | None) -> H.Expr:
+    """lerp of float16 values where Halide emulates float16 (Lerp.cpp's zero * (1 - w) + one * w, read
+    off its modules): a float32 weight, the float32 lerp of the converted values, rounded once; a float64
+    weight, `fused_lerp` in float64, rounded to float32 then to float16 (lower_float16_cast; refused on
+    hvx128, whose harness has no fma); on arm64
+    (its code generator lowers the lerp after widening float16 to float32) a float16 weight as a float32
+    one and an integer weight as `fused_lerp` in float32 of w = float32(u) * float32(1/255); on hvx128
+    Halide lowers it on float16 first, so with a float16 or integer weight (w = float16(u) * float16(1/255))
+    each of 1 - w, the two products and the sum is its own float16 operation (emulated, rounded)."""
+    zero, one, w = e.args
+    t = e.type
+    if w.type.is_float and w.type.bits == 64 and hexagon:
+        raise Unsupported("lerp of float16 values with a float64 weight on hvx128 (a float64 fused multiply-add: "
+                          "the Hexagon harness has no C library for fma)", node)
+    if w.type.is_float and w.type.bits == 64:
+        f64 = HType("float", 64, t.lanes)
+        return H.Cast(t, H.Cast(_f32(t), fused_lerp(H.Cast(f64, zero), H.Cast(f64, one), w)))
+    if w.type.is_float and w.type.bits == 32 or not hexagon and w.type.is_float:
+        return _narrow(t, H.Call("lerp", (_widen(zero), _widen(one), _widen(w)), _f32(t)))
+    if not hexagon:
+        return _narrow(t, fused_lerp(_widen(zero), _widen(one), integer_weight(w, _f32(t), node)))
+    one_k = H.FloatImm(1.0, HType("float", 16, 1))
+    inverse = lambda w: H.BinOp("-", one_k if t.lanes == 1 else H.Broadcast(one_k, t.lanes, t), w, t)  # noqa: E731
+    if w.type.is_float:
+        return H.BinOp("+", H.BinOp("*", zero, inverse(w), t), H.BinOp("*", one, w, t), t)
+    # Halide's simplifier has made one * (float16(u) / 255) (one * float16(u)) / 255 (its module)
+    u, k = integer_weight(w, t, node).args
+    scaled = H.BinOp("*", u, k, t)
+    return H.BinOp("+", H.BinOp("*", zero, inverse(scaled), t), H.BinOp("*", H.BinOp("*", one, u, t), k, t), t)
 
 
 def widen_half_bits(b: ir.IRBuilder, v: ir.Value) -> ir.Value:

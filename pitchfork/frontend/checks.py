@@ -155,9 +155,9 @@ _BFLOAT = re.compile(r"bfloat16(?<![\w.$]bfloat16)(?:x\d+)?(?![\w.$])")
 def half_refusal(spec: Any) -> str:
     """Why float16 is not compiled for the target `spec` (a targets.target_strings.TargetSpec), or ""
     where it is: natively as LLVM `half` where Halide 21 computes it so (x86; arm64 with arm_fp16), as
-    Halide emulates it with integer / float32 code elsewhere (arm64 without arm_fp16; hvx scalars:
+    Halide emulates it with integer / float32 code elsewhere (arm64 without arm_fp16; hvx:
     codegen/floats_half_emulated.py; float16 vectors on hvx, which Halide 21 refuses itself ("Unsupported
-    HVX type: float16x64"), are refused by the float emitter at compile time). Every x86 target PITCHFORK accepts has
+    HVX type: float16x8"), lane by lane as its scalar emulation). Every x86 target PITCHFORK accepts has
     avx2, which implies f16c in Halide's complete_x86_target (and in parse_target): half is converted
     with vcvtph2ps / vcvtps2ph whether or not the string names f16c (Halide's x86-64-linux-avx2-fma
     assembly has them)."""

@@ -219,16 +219,16 @@ def test_sobel_object_file(sobel, tmp_path) -> None:
 
 
 def float_pipeline(bits: int = 16) -> tuple[hl.Func, list[hl.ImageParam]]:
-    """u8 pixels halved in float16, then a lerp of that half with itself by a float64 weight (not compiled
-    by PITCHFORK: the canonical unsupported construct of these tests; its value is the half), or halved in
-    float32 (compiled)."""
+    """u8 pixels halved in float16, checked by require() (a runtime check PITCHFORK does not compile: the
+    canonical unsupported construct of these tests; its value is the half), or halved in float32
+    (compiled)."""
     x, y = hl.Var("x"), hl.Var("y")
     inp = hl.ImageParam(hl.UInt(8), 2, "input")
     out = hl.Func(f"halve_f{bits}")
     t = hl.Float(bits)
     # (a Python float would make the product float32: the half is cast to the type)
     h = hl.cast(t, inp[x, y]) * hl.cast(t, 0.5)
-    out[x, y] = hl.u8(hl.lerp(h, h, hl.f64(inp[x, y]) * hl.f64(0.25)) if bits == 16 else h)  # h, exactly
+    out[x, y] = hl.u8(hl.require(h >= hl.cast(t, 0.0), h, h) if bits == 16 else h)  # h, exactly
     out.vectorize(x, 8)
     return out, [inp]
 
@@ -236,9 +236,9 @@ def float_pipeline(bits: int = 16) -> tuple[hl.Func, list[hl.ImageParam]]:
 @pytest.mark.parametrize("target", ("x86-avx2", "arm64"))
 def test_float16_pipeline_falls_back_with_warning(target: str) -> None:
     out, args = float_pipeline()
-    with pytest.warns(PitchforkFallbackWarning, match=r"float16 values .*statement line \d+"):
+    with pytest.warns(PitchforkFallbackWarning, match=r"require\(\) .* is not compiled by PITCHFORK"):
         prog = pitchfork.compile(out, args, target=target, name="halve_f16")
-    assert prog.is_fallback and "float16" in prog.fallback_reason
+    assert prog.is_fallback and "require()" in prog.fallback_reason
     a = np.random.default_rng(1).integers(0, 256, (6, 21), dtype=np.uint8)
     assert np.array_equal(prog(a), (a.astype(np.float32) * 0.5).astype(np.uint8))
     assert "halve_f16" in prog.assembly()  # Halide's own compile for the target
@@ -259,7 +259,7 @@ def test_fallback_false_raises() -> None:
     out, args = float_pipeline()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(Unsupported, match="float16"):
+        with pytest.raises(Unsupported, match="require"):
             pitchfork.compile(out, args, target="x86-avx2", fallback=False)
 
 

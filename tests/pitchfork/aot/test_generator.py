@@ -60,11 +60,11 @@ class Brighten:
         self.output.vectorize(x, 8)
 '''
 
-# float16 lerp with a float64 weight: not compiled by PITCHFORK (float16 arithmetic is); its fallback
-# reason names "lerp of float16 values with a float64 weight" (a weight of 0: the value itself, v * 1.5)
+# float16 arithmetic checked by require(): not compiled by PITCHFORK (float16 arithmetic is); its fallback
+# reason names "require()" (the check holds: the value itself, v * 1.5)
 FLOAT16_GEN = FLOAT_GEN.replace("brighten_f32", "brighten_f16").replace(
     "hl.u8(hl.min(hl.f32(self.input[x, y]) * 1.5, 255.0))",
-    "hl.u8(hl.min(hl.lerp(v, v + hl.cast(hl.Float(16), 1.0), hl.f64(0.0)), hl.cast(hl.Float(16), 255.0)))").replace(
+    "hl.u8(hl.min(hl.require(v >= hl.cast(hl.Float(16), 0.0), v, v), hl.cast(hl.Float(16), 255.0)))").replace(
     "        self.output[x, y]", "        v = hl.cast(hl.Float(16), self.input[x, y]) * hl.cast(hl.Float(16), 1.5)\n"
     "        self.output[x, y]")
 
@@ -256,7 +256,7 @@ def test_float32_generator_compiles(tmp_path: Path) -> None:
 def test_float16_generator_falls_back(tmp_path: Path) -> None:
     path = tmp_path / "gen_float16.py"
     path.write_text(FLOAT16_GEN)
-    with pytest.warns(PitchforkFallbackWarning, match="float16"):
+    with pytest.warns(PitchforkFallbackWarning, match="require"):
         prog = compile_generator(path, None, "x86-avx2")
     a = np.arange(40, dtype=np.uint8).reshape(2, 20) * 6
     assert np.array_equal(prog(a), np.minimum(a.astype(np.float32) * 1.5, 255).astype(np.uint8))
@@ -375,12 +375,12 @@ def test_cli_fallback_warns_and_writes_halide_outputs(tmp_path: Path, capsys: py
     rc = cli_main(["compile", str(gen), "-o", str(tmp_path / "out")])
     out = capsys.readouterr()
     assert rc == 0
-    assert "warning: PITCHFORK cannot compile brighten_f16" in out.err and "float16" in out.err
+    assert "warning: PITCHFORK cannot compile brighten_f16" in out.err and "require()" in out.err
     assert "fallback reason:" in out.out
     assert {p.name for p in (tmp_path / "out").iterdir()} == {f"brighten_f16.{k}" for k in ("o", "a", "h", "ll", "s")}
     rc = cli_main(["compile", str(gen), "--no-fallback", "-o", str(tmp_path / "out2")])
     out = capsys.readouterr()
-    assert rc == 3 and "float16" in out.err and not (tmp_path / "out2").exists()
+    assert rc == 3 and "require()" in out.err and not (tmp_path / "out2").exists()
 
 
 @pytest.mark.parametrize(("argv", "code", "message"), [

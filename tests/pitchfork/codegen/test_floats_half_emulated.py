@@ -1,16 +1,17 @@
 """float16 where Halide 21 emulates it (pitchfork/codegen/floats_half_emulated.py): arm64 without arm_fp16,
-and scalars on hvx128. Every float16 operation is the float32 one between Halide's bit-level conversions
+and hvx128 (scalars as Halide compiles them; vectors, which Halide 21 refuses, "Unsupported HVX type", lane by
+lane as its scalar code). Every float16 operation is the float32 one between Halide's bit-level conversions
 (float16_to_float32, float32_to_float16: NaN -> inf), `round` its generic lowering, `abs` a select.
 
-Reference: Halide's own arm-64-linux library (compile_to_static_library), run under qemu-aarch64 by one C
-driver on the driver's pseudo-random uint16 inputs. On arm64 ours runs in the same driver. On hvx128 ours
-runs in the same driver source under qemu-hexagon (Halide's Hexagon library needs its Hexagon runtime,
-which the bare-metal harness has not): Halide's emulation is target-independent IR (EmulateFloat16Math),
-so its arm64 results are the Hexagon ones wherever the float32 operations agree, i.e. on finite values
-(a NaN made by float32 arithmetic is Hexagon's default NaN, negative, where Neon propagates an operand's;
-fmin / fmax of a NaN differ too), so the hvx128 inputs are finite. Each pipeline computes one case per
-element (x % number of cases), N elements in all. Vectors on hvx128 stay refused (Halide refuses them
-too): tests/pitchfork/frontend/test_checks_half_floats.py."""
+Reference: Halide's own library for the target (compile_to_static_library), run by one C driver with ours
+on the driver's pseudo-random uint16 inputs: arm-64-linux under qemu-aarch64; on hvx128 Halide's
+hexagon-32-noos-hvx-hvx_128-hvx_v66 library built with `no_runtime` under qemu-hexagon, the few runtime
+symbols it still names (error reporters, the HVX lock, VTCM, floorf / ceilf / truncf) given by
+HEXAGON_STUBS (the bare-metal harness has no Hexagon runtime or C library). Halide's Hexagon code differs
+from its arm64 code where Halide lowers before widening: a float16 lerp is four float16 operations there
+(each rounded), one float32 lerp on arm64. The hvx128 inputs are finite (a NaN made by float32 arithmetic
+is Hexagon's default NaN; fmin / fmax of a NaN differ too). Each pipeline computes one case per element
+(x % number of cases), N elements in all."""
 
 from __future__ import annotations
 
@@ -32,8 +33,7 @@ N = 2048
 FLOAT16_CODE = 2 | 16 << 8 | 1 << 16
 BFLOAT16_CODE = 4 | 16 << 8 | 1 << 16
 ARM = pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
-HVX = pytest.mark.skipif(not (tools_available("arm64") and tools_available("hvx128")),
-                         reason="no toolchain for arm64 and hvx128")
+HVX = pytest.mark.skipif(not tools_available("hvx128"), reason="no toolchain for hvx128")
 
 
 def _h(v: float) -> hl.Expr:
@@ -70,11 +70,14 @@ ALL: dict[str, Expr2] = {
                                                           | (hl.u64(c) << 32) | hl.u64(a * c))),
     "floor_ceil_trunc": lambda a, c: hl.floor(_m(a)) + hl.ceil(_m(c)) + hl.trunc(_m(a ^ c)),
     "saturating_cast": lambda a, c: hl.saturating_cast(F16, hl.f32(_m(a)) * 300.0),
+    # an integer weight: w = u * (1/255) (in float32 on arm64, in float16 on hvx128), Lerp.cpp's sum fused
+    # on arm64 (a float64 weight, CASES: the lerp in float64, rounded to float32 then float16)
+    "lerp_u8": lambda a, c: hl.lerp(_m(a), _m(c), hl.u8(a ^ c)),
 }
 #: not on hvx128: float32 sqrt / sin / tan are refused there (no C library on the harness); hl.strict_float
 #: on NaN and infinities, and fmin of a NaN, are Hexagon's own (finite variants below)
 NOT_HVX = ("sqrt", "sin_cos", "tan_atan2", "strict_arith", "strict_min_max", "strict_compare", "predicates",
-           "abs", "move_bits", "from_f32", "saturating_cast")
+           "abs", "move_bits", "from_f32", "saturating_cast", "lerp_f64")
 HVX_FINITE: dict[str, Expr2] = {
     "strict_arith": lambda a, c: hl.strict_float(_fin(a) * _fin(c) + _fin(a) / _masked(c, 0x87FF, 0x3800)
                                                  - _fin(c)),
@@ -89,6 +92,40 @@ HVX_FINITE: dict[str, Expr2] = {
 }
 
 
+#: what Halide's no_runtime Hexagon library still names (and the bare-metal harness has not)
+HEXAGON_STUBS = """
+int halide_error_access_out_of_bounds() { return -1; }
+int halide_error_bad_dimensions() { return -1; }
+int halide_error_bad_type() { return -1; }
+int halide_error_buffer_allocation_too_large() { return -1; }
+int halide_error_buffer_argument_is_null() { return -1; }
+int halide_error_buffer_extents_negative() { return -1; }
+int halide_error_constraint_violated() { return -1; }
+int halide_error_device_dirty_with_no_device_support() { return -1; }
+int halide_error_host_is_null() { return -1; }
+int qurt_hvx_lock(int mode) { return 0; }
+int qurt_hvx_unlock(void) { return 0; }
+void *HAP_request_VTCM(unsigned size, unsigned single_page) { return 0; }
+int HAP_release_VTCM(void *p) { return 0; }
+void halide_msan_annotate_memory_is_initialized(void *uc, const void *p, unsigned long long n) { }
+char *halide_string_to_string(char *d, char *end, const char *s) {
+    while (d < end && *s) *d++ = *s++;
+    if (d < end) *d = 0;
+    return d;
+}
+static int pf_big(float x) { return !(x > -8388608.0f && x < 8388608.0f); }
+float truncf(float x) {
+    if (pf_big(x)) return x;
+    union { float f; unsigned u; } a = {x}, t = {(float)(int)x};
+    t.u |= a.u & 0x80000000u;
+    return t.f;
+}
+float floorf(float x) { float t = truncf(x); return !pf_big(x) && t > x ? t - 1.0f : t; }
+float ceilf(float x) { float t = truncf(x); return !pf_big(x) && t < x ? t + 1.0f : t; }
+"""
+HEXAGON = "hexagon-32-noos-hvx-hvx_128-hvx_v66-no_runtime"
+
+
 def _all_cases(table: dict[str, Expr2], a: hl.Expr, c: hl.Expr) -> hl.Expr:
     """Case number x % len(table) at element x."""
     k = x % len(table)
@@ -100,25 +137,25 @@ def _all_cases(table: dict[str, Expr2], a: hl.Expr, c: hl.Expr) -> hl.Expr:
 
 
 def _ours_and_halides(fac: tuple[hl.Func, hl.ImageParam, hl.ImageParam], isa: str, target: str, tmp_path: Path,
-                      code: int) -> tuple[np.ndarray, ...]:
-    """`f` of uint16 a, c compiled by PITCHFORK for `target` (run on `isa`) and Halide's arm-64-linux
-    library (qemu-aarch64), called by one driver source on the same N pseudo-random inputs; the outputs'
-    uint16 bits (ours, Halide's)."""
+                      code: int, halides: hl.Func | None = None) -> tuple[np.ndarray, ...]:
+    """`f` of uint16 a, c compiled by PITCHFORK for `target` (run on `isa`) and `halides` (default `f`) by
+    Halide 21 for the same ISA (arm-64-linux, or HEXAGON), called by one driver on the same N
+    pseudo-random inputs; the outputs' uint16 bits (ours, Halide's)."""
     f, a, c = fac
-    ours, theirs = f"{f.name()}_pf", f"{f.name()}_hl"
+    g = f if halides is None else halides
+    ours, theirs = f"{f.name()}_pf", f"{g.name()}_hl"
     obj = pitchfork.compile(f, [a, c], target=target, name=ours, fallback=False).object_file(tmp_path / "o.o")
-    f.compile_to_static_library(str(tmp_path / theirs), [a, c], theirs, hl.Target("arm-64-linux"))
+    g.compile_to_static_library(str(tmp_path / theirs), [a, c], theirs,
+                                hl.Target(HEXAGON if isa == "hvx128" else "arm-64-linux"))
     u16 = Buf(((0, N, 1),), type="uint16", alloc=2 * N)
     case = Case(f.name(), (u16, u16, Buf(((0, N, 1),), type=code, alloc=2 * N)))
-    runs = []
-    for which, run_isa, lib in ((ours, isa, obj), (theirs, "arm64", tmp_path / f"{theirs}.a")):
-        (d := tmp_path / which).mkdir()
-        src = driver_source([case], [which], [], freestanding=run_isa == "hvx128")
-        (r,), = parse_results(build_and_run(run_isa, src, [lib], d), [case], 1)
-        assert r.rc == 0, r.message
-        runs.append(r.outputs)
-    assert runs[0][:-1] == runs[1][:-1]  # the same inputs
-    return np.frombuffer(runs[0][-1], np.uint16), np.frombuffer(runs[1][-1], np.uint16)
+    src = driver_source([case], [ours, theirs], [], freestanding=isa == "hvx128")
+    out = build_and_run(isa, src + (HEXAGON_STUBS if isa == "hvx128" else ""), [obj, tmp_path / f"{theirs}.a"],
+                        tmp_path)
+    (r_ours, r_theirs), = parse_results(out, [case], 2)
+    assert r_ours.rc == 0 and r_theirs.rc == 0, (r_ours.message, r_theirs.message)
+    assert r_ours.outputs[:-1] == r_theirs.outputs[:-1]  # the same inputs
+    return np.frombuffer(r_ours.outputs[-1], np.uint16), np.frombuffer(r_theirs.outputs[-1], np.uint16)
 
 
 def _func(name: str, table: dict[str, Expr2], lanes: int) -> tuple[hl.Func, hl.ImageParam, hl.ImageParam]:
@@ -152,6 +189,19 @@ def test_hvx128_scalars_are_halides_emulation(tmp_path: Path) -> None:
 
 
 @HVX
+@pytest.mark.parametrize("case", ["arith", "lerp_u8"])
+def test_hvx128_vectors_are_halides_scalar_emulation(case: str, tmp_path: Path) -> None:
+    """float16 vectors on hvx128, which Halide 21 refuses ("Unsupported HVX type: float16x8"), compute
+    lane by lane what Halide's scalar Hexagon code computes (its emulation is element-wise). One case per
+    pipeline: each lane is scalar code, so compile time grows with lanes and cases."""
+    table = {case: ALL[case]}
+    f, a, c = _func(f"f16_emu_hvx_8_{case}", table, 8)
+    scalar = hl.Func(f"f16_emu_hvx_ref_{case}")
+    scalar[x] = _all_cases(table, a[x], c[x])
+    _assert_same(*_ours_and_halides((f, a, c), "hvx128", "hvx128", tmp_path, FLOAT16_CODE, scalar), list(table))
+
+
+@HVX
 def test_hvx128_bfloat16_scalars_are_halides_emulation(tmp_path: Path) -> None:
     """bfloat16 scalars on hvx128: Halide's bfloat16 emulation (floats_bfloat.py), finite inputs."""
     bf = hl.BFloat(16)
@@ -164,3 +214,21 @@ def test_hvx128_bfloat16_scalars_are_halides_emulation(tmp_path: Path) -> None:
         + hl.abs(v(c)) + hl.cast(bf, hl.reinterpret(hl.Int(16), a) >> 4) + hl.cast(bf, hl.f32(v(c)) * 3.0)))}
     f = _func("bf16_emu_hvx", table, 1)
     _assert_same(*_ours_and_halides(f, "hvx128", "hvx128", tmp_path, 1 | 16 << 8 | 1 << 16), list(table))
+
+
+@pytest.mark.parametrize("weight, reason", [
+    (hl.Float(64), "lerp of float16 values with a float64 weight on hvx128"),
+    (hl.UInt(16), "lerp of float16 values with a uint16 weight on a target that computes it on float16"),
+])
+def test_hvx128_lerp_refusals_name_themselves(weight: hl.Type, reason: str) -> None:
+    """What stays refused on hvx128 falls back at compile time naming the construct: a float64 weight
+    (a float64 fma, which the harness cannot call) and an integer weight wider than 8 bits (Halide's
+    float16 scale 1/65535 is 1/inf)."""
+    from pitchfork.api import PitchforkFallbackWarning
+
+    a, c, w = hl.ImageParam(F16, 1, "a"), hl.ImageParam(F16, 1, "c"), hl.ImageParam(weight, 1, "w")
+    f = hl.Func(f"f16_hvx_lerp_{weight.bits()}")
+    f[x] = hl.lerp(a[x], c[x], w[x])
+    with pytest.warns(PitchforkFallbackWarning, match=reason):
+        prog = pitchfork.compile(f, [a, c, w], target="hvx128", name=f.name())
+    assert prog.is_fallback

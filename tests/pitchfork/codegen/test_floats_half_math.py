@@ -11,6 +11,7 @@ half: test_floats_half_arm.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 import halide as hl
@@ -209,3 +210,25 @@ def test_x86_float64_to_float16_calls_no_helper() -> None:
     got = prog(vals, size=[len(vals)]).view(np.uint16)
     with np.errstate(over="ignore"):
         assert np.array_equal(got, (vals * 3.0).astype(np.float16).view(np.uint16))
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_x86_float16_lerp_with_a_float64_weight_is_halides_object(lanes: int, tmp_path: Path) -> None:
+    """lerp of float16 values with a float64 weight on x86: in float64 ((one - zero) * w + zero, fused:
+    Halide's vfmadd), rounded once to float16. Against Halide 21's own x86 library (its fptrunc calls
+    __truncdfhf2, which Halide's JIT cannot link: gcc links libgcc's), one C driver on the same inputs."""
+    from tests.pitchfork.codegen.test_floats_saturating import x86_float16_against_halides_object
+
+    a, c = hl.ImageParam(hl.UInt(16), 1, "a"), hl.ImageParam(hl.UInt(16), 1, "c")
+    f = hl.Func(f"f16_lerp_f64_{lanes}")
+    m = 0xDBFF  # finite, |v| < 256
+
+    def h(bits: hl.Expr, keep: int) -> hl.Expr:
+        return hl.reinterpret(F16, bits & keep)
+
+    f[x] = hl.lerp(h(a[x], m), h(c[x], m), hl.f64(h(a[x] ^ c[x], 0x3BFF)) * hl.f64(0.999) + hl.f64(c[x]) * hl.f64(1e-9))
+    if lanes > 1:
+        f.vectorize(x, lanes)
+    n = 2048
+    got = x86_float16_against_halides_object(f, [a, c], n, tmp_path)[1]
+    assert len(set(got.tolist())) > n // 2

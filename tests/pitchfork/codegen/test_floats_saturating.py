@@ -8,6 +8,7 @@ ties of rounding), NaN, infinities and signed zeros."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import halide as hl
 import numpy as np
@@ -108,14 +109,34 @@ def _f64_near_half(a: hl.Expr, c: hl.Expr) -> hl.Expr:
     return hl.reinterpret(hl.Float(64), (hl.u64(top) << 48) | (hl.u64(mid) << 32) | low)
 
 
+def x86_float16_against_halides_object(f: hl.Func, args: list, n: int, tmp_path: Path) -> tuple[Any, np.ndarray]:
+    """`f` (uint16 ImageParams `args`, a float16 output) compiled by PITCHFORK for x86-avx2 and by Halide 21
+    (compile_to_static_library for our Halide target; gcc links libgcc, whose __truncdfhf2 Halide's fptrunc
+    calls), run by one C driver on the same n pseudo-random inputs; asserts the outputs' bits are equal and
+    returns (our run's result, its output bits)."""
+    from pitchfork.aot.abi_driver import Buf, Case, build_and_run, driver_source, parse_results
+
+    ours, theirs = f"{f.name()}_pf", f"{f.name()}_hl"
+    prog = pitchfork.compile(f, args, target="x86-avx2", name=ours, fallback=False)
+    obj = prog.object_file(tmp_path / "o.o")
+    f.compile_to_static_library(str(tmp_path / theirs), args, theirs, hl.Target(prog.halide_target))
+    u16 = Buf(((0, n, 1),), type="uint16", alloc=2 * n)
+    case = Case(f.name(), (*[u16] * len(args), Buf(((0, n, 1),), type=2 | 16 << 8 | 1 << 16, alloc=2 * n)))
+    out = build_and_run("x86-avx2", driver_source([case], [ours, theirs], [], freestanding=False),
+                        [obj, tmp_path / f"{theirs}.a"], tmp_path)
+    (r_ours, r_theirs), = parse_results(out, [case], 2)
+    assert r_ours.rc == 0 and r_theirs.rc == 0, (r_ours.message, r_theirs.message)
+    got, want = np.frombuffer(r_ours.outputs[-1], np.uint16), np.frombuffer(r_theirs.outputs[-1], np.uint16)
+    assert np.array_equal(got, want), [(int(i), hex(got[i]), hex(want[i])) for i in np.flatnonzero(got != want)[:8]]
+    return r_ours, got
+
+
 @pytest.mark.parametrize("lanes", [1, 8])
 def test_x86_float64_to_float16_is_halides_object_with_libgcc(lanes: int, tmp_path: Path) -> None:
     """float64 -> float16 on x86 (floats_half.narrow_double_to_half, no __truncdfhf2 call): against Halide
     21's own x86 library, whose fptrunc calls __truncdfhf2, linked by gcc with libgcc's (Halide's JIT cannot
     run it: nothing in its process defines the helper), one C driver on the same inputs; and the numbers
     also against numpy's correctly rounded conversion (non-NaN)."""
-    from pitchfork.aot.abi_driver import Buf, Case, build_and_run, driver_source, parse_results
-
     a, c = hl.ImageParam(hl.UInt(16), 1, "a"), hl.ImageParam(hl.UInt(16), 1, "c")
     f = hl.Func(f"f16_from_f64_{lanes}")
     f[x] = hl.cast(hl.Float(16), _f64_near_half(a[x], c[x]))
@@ -123,18 +144,9 @@ def test_x86_float64_to_float16_is_halides_object_with_libgcc(lanes: int, tmp_pa
     g[x] = _f64_near_half(a[x], c[x])
     if lanes > 1:
         f.vectorize(x, lanes)
-    n, ours, theirs = 4099, f"f16_from_f64_{lanes}_pf", f"f16_from_f64_{lanes}_hl"
-    obj = pitchfork.compile(f, [a, c], target="x86-avx2", name=ours, fallback=False).object_file(tmp_path / "o.o")
-    f.compile_to_static_library(str(tmp_path / theirs), [a, c], theirs, hl.Target("x86-64-linux-avx2-fma-f16c"))
+    n = 4099
     inputs = pitchfork.compile(g, [a, c], target="x86-avx2", name=f"f64_of_{lanes}", fallback=False)
-    u16 = Buf(((0, n, 1),), type="uint16", alloc=2 * n)
-    case = Case(f.name(), (u16, u16, Buf(((0, n, 1),), type=2 | 16 << 8 | 1 << 16, alloc=2 * n)))
-    out = build_and_run("x86-avx2", driver_source([case], [ours, theirs], [], freestanding=False),
-                        [obj, tmp_path / f"{theirs}.a"], tmp_path)
-    (r_ours, r_theirs), = parse_results(out, [case], 2)
-    assert r_ours.rc == 0 and r_theirs.rc == 0, (r_ours.message, r_theirs.message)
-    got, want = np.frombuffer(r_ours.outputs[-1], np.uint16), np.frombuffer(r_theirs.outputs[-1], np.uint16)
-    assert np.array_equal(got, want), [(int(i), hex(got[i]), hex(want[i])) for i in np.flatnonzero(got != want)[:8]]
+    r_ours, got = x86_float16_against_halides_object(f, [a, c], n, tmp_path)
     d = inputs(np.frombuffer(r_ours.outputs[0], np.uint16), np.frombuffer(r_ours.outputs[1], np.uint16), size=[n])
     with np.errstate(over="ignore", invalid="ignore"):
         exact = np.asarray(d).astype(np.float16).view(np.uint16)
