@@ -160,6 +160,13 @@ def parser() -> argparse.ArgumentParser:
         "them; a round that writes nothing ends the stage",
     )
     p.add_argument(
+        "--peephole",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="after the lowering rounds, one more over the instruction pairs of the corpus as the rules "
+        "written so far lower it (synth/peephole.py; default: on with --bring-up, else off)",
+    )
+    p.add_argument(
         "--hide-rule",
         action="append",
         default=[],
@@ -225,6 +232,7 @@ def options(args: argparse.Namespace) -> Options:
         progress=not args.no_progress,
         hide=tuple(args.hide_rule) + bring_up,
         rounds=args.rounds if args.rounds is not None else (5 if bring_up else 1),
+        peephole=args.peephole if args.peephole is not None else bool(bring_up),
         first_pass_terms=args.first_pass if args.first_pass is not None else (10_000 if bring_up else 0),
         deep_share=args.deep_share if args.deep_share is not None else (
             DEFAULT_DEEP_SHARE if args.time_limit > 0 or args.work_limit > 0 else 0.0),

@@ -59,15 +59,20 @@ class Corpus:
     uniform: dict[str, list[bool]] = field(default_factory=dict)
 
     def add_expression(self, term: Term, source: str, max_nodes: int = MAX_NODES) -> None:
-        from pitchfork.selection.bounds import bounds
-        from pitchfork.trs.predicate import is_uniform_term
-
         exprs = self.expressions.setdefault(source, [])
         if term in exprs:
             return
         exprs.append(term)
+        self.add_cuts(term, source, cuts(term, max_nodes))
+
+    def add_cuts(self, term: Term, source: str, found: Iterable[Term]) -> None:
+        """Count the cuts `found` of `term` (their cut variables named `cut<id>` after the sub-terms of
+        `term` they replace, as `cuts` names them), with each variable's range and uniformity there."""
+        from pitchfork.selection.bounds import bounds
+        from pitchfork.trs.predicate import is_uniform_term
+
         origin = {f"cut{id(n)}": n for n in term.walk() if n.args}  # a cut variable's name -> its sub-term
-        for cut in cuts(term, max_nodes):
+        for cut in found:
             c = canonical(cut)
             key = to_text(c)
             self.counts[key] += 1

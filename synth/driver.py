@@ -113,6 +113,9 @@ class Options:
     #: resource units and enumeration steps (0, or no budget: no cap). Without it one deep search could take a whole round: arm64
     #: `rounding_shr(rounding_mul_shr(a + b, c, 31), d)` took 644 s of a 600 s round at load ~20
     deep_share: float = 0.0
+    #: lowering: after the rounds, one more of peephole left sides (synth/peephole.py): each
+    #: instruction over an instruction in the corpus as the rules written so far lower it
+    peephole: bool = False
 
 
 @dataclass
@@ -456,23 +459,30 @@ REDUCTION_BUDGET = 4
 
 
 def lower_tasks(
-    inputs: dict[str, list[Term]], isa: str, opts: Options, rules: str = ""
+    inputs: dict[str, list[Term]], isa: str, opts: Options, rules: str = "", peephole: bool = False
 ) -> tuple[list[Task], dict[str, tuple[set[str], int]]]:
     """Cuts of the ISA's lifted whole expressions (`lifted_corpus`) that contain an FPIR op or a
     reduction (`vector_reduce_add_x4(u32(x_u8))` has no FPIR op, and is one udot / vrmpy by 1), or
-    primitive fixed-point code (`_narrow_primitive`: ARM shrn / addhn under a narrowing cast)."""
-    lowered = lifted_corpus(inputs, opts.max_nodes)
+    primitive fixed-point code (`_narrow_primitive`: ARM shrn / addhn under a narrowing cast).
+    `peephole`: the instruction pairs of the expressions as lowered now instead (synth/peephole.py),
+    each with at most `search.MAX_PROBE_ARITY` variables (or --max-vars, when more)."""
+    from synth.peephole import peephole_corpus
+    from synth.search import MAX_PROBE_ARITY
+
+    lowered = peephole_corpus(inputs, isa, opts.hide) if peephole else lifted_corpus(inputs, opts.max_nodes)
+    max_vars = max(opts.max_vars, MAX_PROBE_ARITY) if peephole else opts.max_vars
     cap = int(opts.deep_share * budget_units(opts)) if opts.deep_share > 0 else 0
     tasks: list[Task] = []
     origin: dict[str, tuple[set[str], int]] = {}
     lane0 = lane0_isa(isa)
     for e in lowered.entries():
-        if not any(t.args and (spec(t.op).kind == "fpir" or spec(t.op).reduce is not None) for t in e.term.walk()) \
+        if not peephole \
+                and not any(t.args and (spec(t.op).kind == "fpir" or spec(t.op).reduce is not None) for t in e.term.walk()) \
                 and not (lane0 and _broadcast_shift(e.term, lowered.uniform.get(e.key, []))) \
                 and not _narrow_primitive(e.term) \
                 and not _emulated_primitive(e.term, isa):
             continue
-        if len(e.term.variables()) > opts.max_vars:
+        if len(e.term.variables()) > max_vars:
             continue
         ranges = tuple(lowered.ranges.get(e.key, ()))
         vs = {v.name: v for v in e.term.variables()}
@@ -609,7 +619,10 @@ def _firing(
            for d in decisions if d.outcome == "written"]
     if not new:
         return decisions
-    fired, _ = fire_counts(stage, stage_inputs(stage, inputs), opts.hide, RuleSet(list(base) + new))
+    # this round's rules are not hidden by a hidden committed rule of the same name (the same text)
+    mine = {r.name for r in new}
+    fired, _ = fire_counts(stage, stage_inputs(stage, inputs), tuple(h for h in opts.hide if h not in mine),
+                           RuleSet(list(base) + new))
     return [
         replace(d, outcome="never-fires", detail="does not fire on the stage's whole expressions")
         if d.outcome == "written" and not fired.get(d.name) else d
@@ -725,6 +738,14 @@ def run(opts: Options) -> RunReport:
                 _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs, label, deep_only)
                 if not report.stages[label].written:
                     break
+            if opts.peephole:
+                # instruction pairs of the corpus as every rule written so far lowers it (synth/peephole.py)
+                snap = take(opts.out_dir)
+                activate(snap)
+                searched |= {r["seen"] for r in report.results.get(label, []) if "seen" in r}
+                tasks, origin = lower_tasks(inputs[isa], isa, opts, snap.stage_digest(stage), peephole=True)
+                _run_stage(stage, _new_left_sides(tasks, searched), origin, snap, cache, opts, report, inputs,
+                           f"{stage} peephole")
         if opts.census and opts.write and stages:
             from synth.census import census_and_drop
 

@@ -38,13 +38,17 @@ class RuleSnapshot:
     files: tuple[tuple[str, str], ...]
     #: (rule file path relative to rules/, sha1 of its text) of every hand-written rule file
     hand: tuple[tuple[str, str], ...]
+    #: names of the output folder's rules that the base folder has too (`take`): the run found a rule
+    #: with the very text (so the name) of a committed one. A bring-up hides the committed rules by
+    #: name (`Options.hide`); these are the run's own and stay in (`own_names`, synth/tasks.py `_without`)
+    own: tuple[str, ...] = ()
 
     def text(self, name: str) -> str:
         return dict(self.files).get(name, "")
 
     @property
     def digest(self) -> str:
-        return _sha(repr((self.files, self.hand)))
+        return _sha(repr((self.files, self.hand)) + (repr(self.own) if self.own else ""))
 
     def stage_digest(self, stage: str) -> str:
         """What the tasks of `stage` ("lift" or "lower:<isa>") depend on."""
@@ -54,7 +58,7 @@ class RuleSnapshot:
             stem = ISA_STEMS[stage.split(":", 1)[1]]
             names.append(f"lower_{stem}.rules")
             hand += [h for h in self.hand if h[0] in (f"lower/{stem}.rules", "lower/generic.rules")]
-        return _sha(repr(([(n, self.text(n)) for n in names], hand)))[:16]
+        return _sha(repr(([(n, self.text(n)) for n in names], hand)) + (repr(self.own) if self.own else ""))[:16]
 
 
 def _sha(s: str) -> str:
@@ -86,26 +90,36 @@ def take(out_dir: Path, base_dir: Optional[Path] = None) -> RuleSnapshot:
     names = sorted({p.name for d in dirs if d.is_dir() for p in d.iterdir()
                     if p.suffix == ".rules" or p.name == WITHDRAWN})
     files = []
+    own: set[str] = set()
     for name in names:
         lines: list[str] = []
         seen: set[str] = set()
-        for d in dirs:
+        for i, d in enumerate(dirs):
             p = d / name
             if not p.is_file():
                 continue
             for ln in p.read_text().splitlines():
                 key = _rule_name(ln) if name != WITHDRAWN else ln.split("#", 1)[0].strip()
                 if key and key in seen:
+                    if i > 0 and name != WITHDRAWN:
+                        own.add(key)  # the same rule (its name hashes its text), kept once
                     continue
                 if key:
                     seen.add(key)
                 lines.append(ln)
         files.append((name, "\n".join(lines) + ("\n" if lines else "")))
-    return RuleSnapshot(tuple(files), hand_digests())
+    return RuleSnapshot(tuple(files), hand_digests(), tuple(sorted(own)))
 
 
 _ROOT_DIR: Optional[Path] = None
 _ACTIVE: Optional[str] = None
+_OWN: frozenset[str] = frozenset()
+
+
+def own_names() -> frozenset[str]:
+    """`RuleSnapshot.own` of the active snapshot: rules of the run that a hide list names (by the name
+    of the committed rule they equal) and that stay in."""
+    return _OWN
 
 
 def materialize(snap: RuleSnapshot) -> Path:
@@ -130,7 +144,7 @@ class ForeignRules(Exception):
 def activate(snap: RuleSnapshot) -> None:
     """Make the compiler's rule loaders read this snapshot's synthesized rules (no-op when it is the
     active one already)."""
-    global _ACTIVE
+    global _ACTIVE, _OWN
     if _ACTIVE == snap.digest:
         return
     mine = hand_digests()
@@ -140,19 +154,19 @@ def activate(snap: RuleSnapshot) -> None:
     from pitchfork.selection.synthesized import set_directory
 
     set_directory(materialize(snap))
-    _ACTIVE = snap.digest
+    _ACTIVE, _OWN = snap.digest, frozenset(snap.own)
 
 
 @contextmanager
 def active(snap: RuleSnapshot) -> Iterator[RuleSnapshot]:
     """`activate` for a `with` block in this process; the previous loader folder is restored after."""
-    global _ACTIVE
+    global _ACTIVE, _OWN
     from pitchfork.selection.synthesized import _DIRECTORY, set_directory
 
-    prev, prev_active = _DIRECTORY, _ACTIVE
+    prev, prev_active, prev_own = _DIRECTORY, _ACTIVE, _OWN
     try:
         activate(snap)
         yield snap
     finally:
         set_directory(prev)
-        _ACTIVE = prev_active
+        _ACTIVE, _OWN = prev_active, prev_own
