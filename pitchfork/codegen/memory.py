@@ -345,7 +345,8 @@ class MemoryMixin:
             idx = self._index32(idx)
             if not border:
                 buf = self._loop_local_gather(buf, idx)
-                if self.target == "x86-avx2" and lt == ir.FloatType() and lanes in (8, 16, 32):
+                if (self.target == "x86-avx2" and lt == ir.FloatType() and lanes in (8, 16, 32)
+                        and self.passes.on("x86_float_gathers")):  # type: ignore[attr-defined]
                     return self._avx2_gather(buf, idx, lanes)
             for k in range(lanes):
                 ix = self.b.extract_element(idx, ir.Constant(ir.IntType(32), k))
@@ -382,7 +383,11 @@ class MemoryMixin:
         of a gather for an AVX2 target without AVX-512, reads the lanes one by one: per 8 lanes 8
         `vpextrd`/`vmovd` + 8 `movslq` + 8 `vinsertps`/`vmovss` + 2 128-bit moves, half of them on
         one shuffle port. Bilateral_grid's slicing stage (16 gathers of the grid per 8 pixels, 65%
-        of its time) is where it counts. Returned as integer bits, like every load."""
+        of its time) is where it counts. Returned as integer bits, like every load. The codegen pass
+        `x86_float_gathers` (on by default) chooses it: `disable_passes=["x86_float_gathers"]` /
+        `--disable-pass x86_float_gathers` gives Halide's lane-by-lane form, for CPUs whose GDS microcode
+        mitigation makes vgatherdps slow (one module serves the JIT and object_file(), so the choice is
+        the caller's, not a host check)."""
         b = self.b
         i8, i32, f32 = ir.IntType(8), ir.IntType(32), ir.FloatType()
         vf, vi = ir.VectorType(f32, 8), ir.VectorType(i32, 8)

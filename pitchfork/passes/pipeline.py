@@ -139,6 +139,11 @@ PASSES: tuple[Pass, ...] = (
          "dense loads through a clamped ramp (boundary conditions) as one dense load and two broadcasts "
          "instead of a lane-by-lane gather; same lanes",
          ("hvx128",), BOTH),
+    Pass("x86_float_gathers", "codegen",
+         "unmasked 8/16/32-lane gathers from float32 buffers as vgatherdps, 8 lanes each (off: the lanes "
+         "read one by one, as Halide 21 does: it sets +prefer-no-gather, which CPUs with the GDS microcode "
+         "mitigation want); same bits",
+         ("x86-avx2",), BOTH, shared=True),
     Pass("span_gathers", "codegen",
          "byte gathers with a lane-monotone index as table lookups (arm64 tbl, hvx vlut32) with the "
          "gather as fallback; same bytes",

@@ -76,3 +76,20 @@ def test_x86_float_gather_of_four_lanes_is_float_inserts_and_bit_exact() -> None
     want = _halide(*float_lookup(4, scale=True), table, idx)
     same = got.view(np.uint32) == want.view(np.uint32)
     assert np.all(same | (np.isnan(got) & np.isnan(want)))  # x0.5 of a NaN: a NaN on both sides
+
+
+def test_x86_float_gathers_off_reads_lanes_one_by_one_as_halide() -> None:
+    """`disable_passes=["x86_float_gathers"]` (pitchfork/passes/pipeline.py): Halide 21's own form (it
+    sets +prefer-no-gather, for CPUs whose GDS microcode mitigation makes vgatherdps slow): the lanes read
+    one by one as float inserts, no vgatherdps; the same bits."""
+    func, args = float_lookup(16, scale=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = pitchfork.compile(func, args, target="x86-avx2", name="float_lookup", fallback=False,
+                                 disable_passes=["x86_float_gathers"])
+    asm = prog.assembly()
+    assert re.search(r"\bvinsertps\b", asm) and not re.search(r"\bvgatherdps\b", asm), asm
+    table, idx = _inputs(16)
+    got = prog(table, idx, size=[len(idx)])
+    want = _halide(*float_lookup(16, scale=False), table, idx)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
