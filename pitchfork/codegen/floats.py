@@ -27,7 +27,7 @@ Vector float loads and stores are the integer path's loads and stores of the sam
 float16 (LLVM `half`) is computed natively where Halide 21 computes it natively (x86 and arm64 with
 arm_fp16; elsewhere, arm64 without arm_fp16 and hvx128, as Halide emulates it:
 floats_half_emulated.py, `emulate_half`; float16 vectors on hvx128, which Halide refuses, lane by lane as
-its scalar emulation; bfloat16 vectors on hvx128 are refused, as Halide refuses them; Halide's module has `fmul ... <16 x half>`, loads and stores of
+its scalar emulation (bfloat16 vectors too); Halide's module has `fmul ... <16 x half>`, loads and stores of
 <N x half>, fpext / fptrunc to and from float, uitofp / fptoui on arm_fp16): its arithmetic, compares,
 select, min / max and conversions, as for float32. Halide's x86 module converts between float16 and
 integers through float32 (exact for every finite half, so the same values as the direct conversion
@@ -42,7 +42,7 @@ rounding inline (floats_half.narrow_double_to_half: to float32 rounded to odd, t
 `saturating_cast` to a float type is Halide's clamp to [-inf, +inf] around the cast
 (halide_calls.lower_float_saturating_cast).
 
-bfloat16 (x86, arm64, hvx128 scalars) is Halide's emulation (floats_bfloat.py): each value the float32 it
+bfloat16 (x86, arm64, hvx128) is Halide's emulation (floats_bfloat.py): each value the float32 it
 stands for, each operation in float32 and rounded back to nearest even, loads and stores of its 16 bits.
 """
 
@@ -165,11 +165,6 @@ class FloatEmitter:
             bfloat = bfloat or is_bfloat(t)
             if t.is_float and (t.bits not in (16, 32, 64) or t.code == "bfloat" and t.bits != 16):
                 raise self._unsupported(f"floating-point {t.elem} values on {self.cg.target}")
-            if is_bfloat(t) and t.lanes > 1 and self.cg.target == "hvx128":
-                where = getattr(getattr(self.cg, "captured", None), "target", "hvx128")
-                raise self._unsupported(f"{t.elem} values in {t} vectors on {where} (PITCHFORK compiles Halide's "
-                                        f"{t.elem} emulation there for scalars only; Halide 21 refuses HVX-width "
-                                        f"{t.elem} vectors itself: Unsupported HVX type)")
         if half:
             lowered = (lower_half_emulated(e, self.node, self.cg.target == "hvx128") if self.emulate_half
                        else self._lower_half(e))

@@ -181,9 +181,9 @@ def _half_kinds(captured: Any) -> tuple[bool, bool]:
 
 
 def bfloat_refusal(spec: Any) -> str:
-    """Why bfloat16 is not compiled for the target `spec`, or "" where it is: x86, arm64 and hvx128
-    scalars, where Halide computes it in float32 (codegen/floats_bfloat.py; bfloat16 vectors on hvx,
-    which Halide 21 refuses itself, are refused by the float emitter)."""
+    """Why bfloat16 is not compiled for the target `spec`, or "" where it is: x86, arm64 and hvx128,
+    where Halide computes it in float32 (codegen/floats_bfloat.py; bfloat16 vectors on hvx, which Halide 21
+    refuses itself, lane by lane as its scalar emulation)."""
     return "" if spec.isa in ("x86-avx2", "arm64", "hvx128") else f"on {spec.halide} bfloat16 is not compiled"
 
 
