@@ -127,13 +127,14 @@ def test_fallback_refuses_the_same_values() -> None:
         halide_scalar_value(k, 256)
     with pytest.raises(ParamTypeError, match=r"parameter g \(float32\) needs a number"):
         halide_scalar_value(hl.Param(hl.Float(32), "g"), "1.5")
-    # Through a compiled pipeline that falls back (float16 vectors on hvx128: Halide 21 refuses them too)
+    # Through a compiled pipeline that falls back (require(): a runtime check PITCHFORK does not compile)
     inp = hl.ImageParam(hl.Float(16), 1, "inp")
     f = hl.Func("f16k")
-    f[x] = inp[x] + hl.cast(hl.Float(16), k)
+    v = inp[x] + hl.cast(hl.Float(16), k)
+    f[x] = hl.require(v >= inp[x], v, v)
     f.vectorize(x, 8)
-    with pytest.warns(PitchforkFallbackWarning):
-        prog = pitchfork.compile(f, [inp, k], target="hvx128")
+    with pytest.warns(PitchforkFallbackWarning, match="require"):
+        prog = pitchfork.compile(f, [inp, k], target="x86-avx2")
     a = np.zeros(8, np.float16)
     assert prog(a, np.float32(2.0))[0] == 2.0  # Halide's binding alone would give 1.0
     with pytest.raises(ParamValueError, match="parameter k: the value 256"):
