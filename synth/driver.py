@@ -717,8 +717,8 @@ def run(opts: Options) -> RunReport:
                 _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs)
                 continue
             isa = stage.split(":", 1)[1]
-            searched: set[str] = set()  # left sides (as searched) of the earlier rounds
-            cut: set[str] = set()  # of those, the ones whose deep search the budget cut
+            searched: set[Side] = set()  # left sides (as searched) of the earlier rounds
+            cut: set[Side] = set()  # of those, the ones whose deep search the budget cut
             for k in range(1, max(1, opts.rounds) + 1):
                 deep_only: set[str] = set()
                 if k > 1:
@@ -726,14 +726,14 @@ def run(opts: Options) -> RunReport:
                     activate(snap)
                     digest = snap.stage_digest(stage)
                     prev = report.results.get(_round_label(stage, k - 1), [])
-                    searched |= {r["seen"] for r in prev if "seen" in r}
-                    cut = (cut | {r["seen"] for r in prev if _deep_cut(r, opts)}) - {
-                        r["seen"] for r in prev if "seen" in r and not _deep_cut(r, opts)}
+                    searched |= {_result_side(r) for r in prev if "seen" in r}
+                    cut = (cut | {_result_side(r) for r in prev if _deep_cut(r, opts)}) - {
+                        _result_side(r) for r in prev if "seen" in r and not _deep_cut(r, opts)}
                 tasks, origin = lower_tasks(inputs[isa], isa, opts, digest)
                 if k > 1:
                     # a left side whose deep search was cut is searched again, deep at once
                     tasks = _new_left_sides(tasks, searched - cut)
-                    deep_only = {t.key for t in tasks if _seen_or_none(t) in cut}
+                    deep_only = {t.key for t in tasks if (_seen_or_none(t), t.uniform) in cut}
                 label = _round_label(stage, k)
                 _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs, label, deep_only)
                 if not report.stages[label].written:
@@ -742,7 +742,7 @@ def run(opts: Options) -> RunReport:
                 # instruction pairs of the corpus as every rule written so far lowers it (synth/peephole.py)
                 snap = take(opts.out_dir)
                 activate(snap)
-                searched |= {r["seen"] for r in report.results.get(label, []) if "seen" in r}
+                searched |= {_result_side(r) for r in report.results.get(label, []) if "seen" in r}
                 tasks, origin = lower_tasks(inputs[isa], isa, opts, snap.stage_digest(stage), peephole=True)
                 _run_stage(stage, _new_left_sides(tasks, searched), origin, snap, cache, opts, report, inputs,
                            f"{stage} peephole")
@@ -776,22 +776,35 @@ def _round_label(stage: str, k: int) -> str:
     return stage if k == 1 else f"{stage} round {k}"
 
 
-def _new_left_sides(tasks: list[Task], searched: set[str]) -> list[Task]:
+#: a left side as a round searched it: its text (`lower_seen`, a result's "seen") and the indices of
+#: the variables searched as uniform (`Task.uniform`): a left side's plain task and its uniform task
+#: print the same text (a uniform leaf prints as a plain variable) but are two searches
+Side = tuple[str, tuple[int, ...]]
+
+
+def _result_side(r: dict[str, Any]) -> Side:
+    """The left side a task's result (with "seen") was searched as."""
+    return r["seen"], tuple(r.get("task", {}).get("uniform", ()))
+
+
+def _new_left_sides(tasks: list[Task], searched: set[Side]) -> list[Task]:
     """The tasks of a later round whose left side, as searched now (children lowered by the rules the
-    earlier rounds wrote), is new: one per left side. A left side searched before is not searched
-    again: the same levels are enumerated in the same order, so it finds nothing the earlier round
-    did not (its bound can only be lower now)."""
+    earlier rounds wrote), is new: one per left side and uniform set. A left side searched before is
+    not searched again: the same levels are enumerated in the same order, so it finds nothing the
+    earlier round did not (its bound can only be lower now). Keyed by the uniform variables too: a
+    new left side's uniform task follows its plain one with the same text, and keyed by text alone it
+    was dropped as already searched (x86 vpsraw / vpsllw rules by a broadcast count)."""
     from synth.tasks import lower_seen
 
     out: list[Task] = []
     for t in tasks:
         try:
-            seen = lower_seen(t)
+            side = (lower_seen(t), t.uniform)
         except Exception:  # noqa: BLE001 - the task itself reports the error when it runs
             out.append(t)
             continue
-        if seen not in searched:
-            searched.add(seen)
+        if side not in searched:
+            searched.add(side)
             out.append(t)
     return out
 

@@ -13,7 +13,7 @@ from fpir.text import parse
 from fpir.types import parse_type
 from synth.bringup import bring_up_hidden
 from synth.corpus import Corpus
-from synth.driver import Cache, Options, _two_passes, lower_tasks
+from synth.driver import Cache, Options, _new_left_sides, _result_side, _two_passes, lower_tasks
 from synth.output import Candidate, bounded_example, select, write_rules
 from synth.rulesnap import take
 from synth.tasks import Task, lane0_uniform, reads_lane0, run_task
@@ -42,6 +42,19 @@ def test_x86_lowering_gets_a_uniform_task_and_arm_does_not() -> None:
     assert [(t.lhs, t.uniform) for t in x86] == [("v0_i16 >> v1_u16", ()), ("v0_i16 >> v1_u16", (1,))]
     arm, _ = lower_tasks(inputs, "arm64", Options(benchmarks=(), max_lower_lhs=0, hide=bring_up_hidden("arm64")))  # type: ignore[dict-item]
     assert all(not t.uniform for t in arm)
+
+
+def test_a_later_round_keeps_a_new_left_sides_uniform_task_beside_its_plain_one() -> None:
+    """Both tasks print the same searched text (a uniform leaf prints as a plain variable): keyed by
+    text alone, a later round dropped the uniform one as already searched."""
+    inputs = {"a": [_shift_by_broadcast()]}
+    tasks, _ = lower_tasks(inputs, "x86-avx2", Options(benchmarks=(), max_lower_lhs=0, hide=bring_up_hidden("x86-avx2")))  # type: ignore[dict-item]
+    assert [t.uniform for t in _new_left_sides(tasks, set())] == [(), (1,)]
+    # searched before as a plain left side only: the uniform search is still new
+    plain = {_result_side({"seen": "v0_i16 >> v1_u16", "task": {"uniform": []}})}
+    assert [t.uniform for t in _new_left_sides(tasks, plain)] == [(1,)]
+    both = plain | {_result_side({"seen": "v0_i16 >> v1_u16", "task": {"uniform": [1]}})}
+    assert _new_left_sides(tasks, both) == []
 
 
 def test_uniform_task_finds_the_broadcast_count_shift_and_the_rule_verifies() -> None:
