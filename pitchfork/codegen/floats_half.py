@@ -31,11 +31,11 @@ its sign (sqrt(-1) is -inf there); `%` with LLVM's fptrunc; arm_fp16 with fptrun
 
 from __future__ import annotations
 
-import numpy as np
 from llvmlite import ir
 
 from pitchfork.codegen.base import Unsupported
 from pitchfork.codegen.float_math import FloatOps, like
+from pitchfork.codegen.halide_calls import _float, _rounded
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
 
@@ -116,7 +116,7 @@ def _lower_lerp(e: H.Call, target: str, node: H.Node | None) -> H.Expr | None:
     float32: w * (1/255.0f)), then LLVM's fptrunc."""
     zero, one, w = e.args
     if w.type.is_float and w.type.bits == 64:
-        return H.Cast(e.type, fused_lerp(_widen_to(zero, 64), _widen_to(one, 64), w))
+        return H.Cast(e.type, fused_lerp(widen_to(zero, 64), widen_to(one, 64), w))
     if target == "arm64" and not w.type.is_float:  # (arm_fp16: the emulated arm64 is floats_half_emulated.py)
         raise Unsupported(f"lerp of float16 values with a {w.type.elem} weight on arm_fp16 (Halide's LLVM fuses "
                           "its (one - zero) * (u * 1/255) + zero on half as (u * k) * d or u * (k * d) depending "
@@ -126,14 +126,9 @@ def _lower_lerp(e: H.Call, target: str, node: H.Node | None) -> H.Expr | None:
     return H.Cast(e.type, H.Call("lerp", (_widen(zero), _widen(one), _widen(w)), _f32(e.type)))
 
 
-def _widen_to(e: H.Expr, bits: int) -> H.Expr:
+def widen_to(e: H.Expr, bits: int) -> H.Expr:
     """The float16 `e` converted (exactly) to float`bits`."""
     return H.Cast(HType("float", bits, e.type.lanes), e)
-
-
-def _const(value: float, t: HType) -> H.Expr:
-    k = H.FloatImm(value, HType(t.code, t.bits, 1))
-    return k if t.lanes == 1 else H.Broadcast(k, t.lanes, t)
 
 
 def integer_weight(w: H.Expr, t: HType, node: H.Node | None) -> H.Expr:
@@ -148,8 +143,7 @@ def integer_weight(w: H.Expr, t: HType, node: H.Node | None) -> H.Expr:
         raise Unsupported(f"lerp of float16 values with a {w.type.elem} weight on a target that computes it on "
                           f"float16 (Halide scales the weight by 1/{(1 << bits) - 1}, which is 1/inf in float16)",
                           node)
-    k = float(np.float16(1.0 / ((1 << bits) - 1))) if t.bits == 16 else float(np.float32(1.0 / ((1 << bits) - 1)))
-    return H.Call("strict_mul", (H.Cast(t, w), _const(k, t)), t)
+    return H.Call("strict_mul", (H.Cast(t, w), _float(_rounded(1.0 / ((1 << bits) - 1), t), t)), t)
 
 
 def fused_lerp(zero: H.Expr, one: H.Expr, w: H.Expr) -> H.Expr:

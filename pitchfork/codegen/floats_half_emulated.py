@@ -35,7 +35,8 @@ from llvmlite import ir
 from pitchfork.codegen.base import Unsupported
 from pitchfork.codegen.float_math import FloatOps, like
 from pitchfork.codegen.floats_half import (HALIDE_POW, NARROW_X86, WIDENED, _f32, _widen, fused_lerp,
-                                           integer_weight)
+                                           integer_weight, widen_to)
+from pitchfork.codegen.halide_calls import _float
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
 from pitchfork.targets.target_strings import has_feature
@@ -148,14 +149,12 @@ def _lerp(e: H.Call, hexagon: bool, node: H.Node | None) -> H.Expr:
         raise Unsupported("lerp of float16 values with a float64 weight on hvx128 (a float64 fused multiply-add: "
                           "the Hexagon harness has no C library for fma)", node)
     if w.type.is_float and w.type.bits == 64:
-        f64 = HType("float", 64, t.lanes)
-        return H.Cast(t, H.Cast(_f32(t), fused_lerp(H.Cast(f64, zero), H.Cast(f64, one), w)))
+        return H.Cast(t, H.Cast(_f32(t), fused_lerp(widen_to(zero, 64), widen_to(one, 64), w)))
     if w.type.is_float and w.type.bits == 32 or not hexagon and w.type.is_float:
         return _narrow(t, H.Call("lerp", (_widen(zero), _widen(one), _widen(w)), _f32(t)))
     if not hexagon:
         return _narrow(t, fused_lerp(_widen(zero), _widen(one), integer_weight(w, _f32(t), node)))
-    one_k = H.FloatImm(1.0, HType("float", 16, 1))
-    inverse = lambda w: H.BinOp("-", one_k if t.lanes == 1 else H.Broadcast(one_k, t.lanes, t), w, t)  # noqa: E731
+    inverse = lambda w: H.BinOp("-", _float(1.0, t), w, t)  # noqa: E731
     if w.type.is_float:
         return H.BinOp("+", H.BinOp("*", zero, inverse(w), t), H.BinOp("*", one, w, t), t)
     # Halide's simplifier has made one * (float16(u) / 255) (one * float16(u)) / 255 (its module)
