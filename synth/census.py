@@ -65,14 +65,14 @@ def census_and_drop(
     stages: list[str], inputs: dict[str, dict[str, list[Term]]], opts: "Options", report: "RunReport"
 ) -> None:
     from synth.output import write_rules
-    from synth.rulesnap import activate, own_names, take
+    from synth.rulesnap import activate, hidden, take
 
     sources = {s for per_isa in inputs.values() for s in per_isa}
     order = [s for s in stages if s == "lift"] + [s for s in stages if s != "lift"]
     for stage in order:
         activate(take(opts.out_dir))  # the rules as they stand after earlier drops
         fired, lost = fire_counts(stage, stage_inputs(stage, inputs), opts.hide)
-        names = _synth_names(stage) - (set(opts.hide) - own_names())
+        names = _synth_names(stage) - hidden(opts.hide)
         report.census[stage] = {n: fired.get(n, 0) for n in sorted(names)}
         path, header = stage_path(stage, opts.out_dir)
         if not path.exists():

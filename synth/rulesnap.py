@@ -24,7 +24,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 from synth.stages import ISA_STEMS
 
@@ -40,7 +40,7 @@ class RuleSnapshot:
     hand: tuple[tuple[str, str], ...]
     #: names of the output folder's rules that the base folder has too (`take`): the run found a rule
     #: with the very text (so the name) of a committed one. A bring-up hides the committed rules by
-    #: name (`Options.hide`); these are the run's own and stay in (`own_names`, synth/tasks.py `_without`)
+    #: name (`Options.hide`); these are the run's own and stay in (`hidden`, synth/tasks.py `_without`)
     own: tuple[str, ...] = ()
 
     def text(self, name: str) -> str:
@@ -116,10 +116,11 @@ _ACTIVE: Optional[str] = None
 _OWN: frozenset[str] = frozenset()
 
 
-def own_names() -> frozenset[str]:
-    """`RuleSnapshot.own` of the active snapshot: rules of the run that a hide list names (by the name
-    of the committed rule they equal) and that stay in."""
-    return _OWN
+def hidden(hide: Iterable[str]) -> frozenset[str]:
+    """The rule names a hide list (`Options.hide`) takes out under the active snapshot: `hide` less
+    its `RuleSnapshot.own`, the run's rules that equal a hidden committed rule (same text, same name)
+    and stay in."""
+    return frozenset(hide) - _OWN
 
 
 def materialize(snap: RuleSnapshot) -> Path:

@@ -112,11 +112,11 @@ class Task:
 
 def _without(rules: "RuleSet", hide: tuple[str, ...]) -> "RuleSet":
     """`rules` less those named in `hide`, except the run's own rules that share a hidden name
-    (synth/rulesnap.py `own_names`: a bring-up found a committed rule again, same text, same name)."""
+    (synth/rulesnap.py `hidden`: a bring-up found a committed rule again, same text, same name)."""
     from pitchfork.trs.rules import RuleSet
-    from synth.rulesnap import own_names
+    from synth.rulesnap import hidden
 
-    gone = set(hide) - own_names()
+    gone = hidden(hide)
     return rules if not gone else RuleSet([r for r in rules.rules if r.name not in gone])
 
 

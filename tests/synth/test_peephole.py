@@ -1,5 +1,5 @@
 """Peephole left sides (synth/peephole.py) and the run's own rules under a bring-up's hide list
-(synth/rulesnap.py `own_names`): an instruction over an instruction that the rules produce is a left
+(synth/rulesnap.py `hidden`): an instruction over an instruction that the rules produce is a left
 side of its own, and a rule a bring-up finds again with a committed rule's text is not hidden by it."""
 
 from __future__ import annotations
