@@ -3,10 +3,14 @@
 Halide marks an update that several threads may apply to one element as `atomic (producer) {body}`:
 * run by one thread (no parallel task around it, or hvx128, where parallel loops are serial) the block
   guards nothing and is its body;
-* inside a task each store of the body is one atomic operation on the stored element: an integer
-  read-modify-write `buf[i] = buf[i] op x` is one `atomicrmw op`, a float sum `atomicrmw fadd`, and any
-  other scalar update a compare-and-swap loop that recomputes the value from the element it read (on the
-  element's bits for a float);
+* inside a task each store of the body is what Halide's codegen_atomic_rmw makes of it: an integer
+  `buf[i] = buf[i] + x` (x not reading buf; Halide's test: `value - element` simplifies to something
+  free of the element) one `atomicrmw add`, any other update, float sums included (Halide's CPU
+  codegen has integer atomic adds only), a compare-and-swap loop from a `load atomic` that recomputes
+  the value from the element it read (on the element's bits for a float); a vector store one such
+  operation per lane, in lane order. One known difference: Halide's intrinsic pass runs after the
+  statement PITCHFORK captures, so `u32 + u32(u8)` there is `widen_right_add(...)`, which its RMW
+  test does not see through (a CAS loop); here it is still the add (one `atomicrmw add`, same value);
 * where the update reads the element in a way no atomic operation covers (through a let, e.g.
   `select(g[k] > v, g[k], v)`), Halide locks the element instead: `atomic (producer, mutex)` around
   `halide_mutex_array_lock/unlock(mutex, i)` calls, the mutex array a custom allocation
@@ -14,13 +18,14 @@ Halide marks an update that several threads may apply to one element as `atomic 
   Where threads run the update the array and the locks are Halide's runtime's (pitchfork/backend/
   halide_runtime.py links it); where one thread does, no lock is taken and nothing is created.
 
-Invariant: a store inside an atomic block run by a task is never a plain load-compute-store; a vector or
-predicated store there is refused (a fallback naming it), never raced.
+Invariant: a store inside an atomic block run by a task is never a plain load-compute-store; a
+predicated store there, or a vector store whose lanes are not computed independently, is refused (a
+fallback naming it), never raced.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from llvmlite import ir
 
@@ -47,9 +52,8 @@ class AtomicMixin:
     def _s_Atomic(self, s: H.Atomic) -> None:
         """Halide's `atomic (producer)` (an `.atomic()` update). Run by one thread (no task around it,
         or hvx128, where parallel loops are serial) it guards nothing and is its body. Inside a task,
-        each store of the body that is an integer read-modify-write of the stored element becomes
-        one atomic RMW instruction, a float sum `atomicrmw fadd`, any other scalar store a
-        compare-and-swap loop, as Halide emits them; a vector or predicated store there is refused.
+        each store of the body is an atomic operation per element as Halide emits it
+        (_atomic_store); a predicated store there is refused.
         With a mutex (`atomic (f, f.mutex)`: Halide could not make the update one atomic operation)
         the body's own lock calls guard its plain stores (_mutex_call)."""
         if self.threaded_depth == 0 or s.mutex_name:
@@ -61,54 +65,65 @@ class AtomicMixin:
         finally:
             self.atomic_depth -= 1
 
-    _ATOMIC_OPS = {"+": "add", "-": "sub", "&": "and", "|": "or", "^": "xor", "min": "min", "max": "max"}
-
     def _atomic_store(self, s: H.Store, buf: BufferInfo) -> None:
-        """A store inside an atomic block run by a task, as Halide's codegen emits it: `buf[i] = buf[i]
-        op x` -> one `atomicrmw op` (integers) or `atomicrmw fadd` (a float sum); any other scalar
-        update -> a compare-and-swap loop that computes the new value from the element it read, on
-        the element's bits for a float (monotonic: the par_for's join orders the results)."""
+        """A store inside an atomic block run by a task, as Halide's CodeGen_LLVM::codegen_atomic_rmw
+        emits it: an integer `buf[i] = buf[i] + x` (x not reading `buf`) is one `atomicrmw add`; any
+        other update (min, max, a product, every float update, a float sum included: Halide's
+        supports_atomic_add is integers only on CPUs) a compare-and-swap loop from a `load atomic`
+        (on the element's bits for a float). A vector store is scalarised, one RMW or CAS loop per
+        lane in lane order, as Halide's. Refused: a predicated store (Halide refuses it too), float16
+        / bfloat16 / bool elements. (monotonic, as Halide's: the par_for's join orders the results.)"""
         v, t = s.value, s.value.type
-        if not (t.is_scalar and not t.is_bool and s.predicate is None):
-            raise Unsupported(f"atomic update of {s.buffer} that is not a scalar store", s)
+        if s.predicate is not None:
+            raise Unsupported(f"predicated atomic store to {s.buffer}", s)
+        if t.is_bool or (t.is_float and (t.bits == 16 or t.code == "bfloat")):
+            raise Unsupported(f"atomic {t.elem} update of {s.buffer}", s)
         index = self._lets_inlined(s.index)
         same = lambda e: (isinstance(e, H.Load) and e.buffer == s.buffer  # noqa: E731
                           and self._lets_inlined(e.index) == index)
-        other = None
-        if isinstance(v, H.BinOp) and v.op in self._ATOMIC_OPS and (not t.is_float or v.op == "+"):
-            if same(v.a):
-                other = v.b
-            elif same(v.b) and v.op != "-":
-                other = v.a
-        if t.is_float and t.bits == 16:  # (atomicrmw fadd on half: not compared with Halide's module)
-            raise Unsupported(f"atomic {t.elem} update of {s.buffer}", s)
-        if t.is_float:
-            fty = ir.FloatType() if t.bits == 32 else ir.DoubleType()
-            p = self._float_elem_ptr(buf, s, fty)
-            if other is not None:  # a float sum: atomicrmw fadd, as Halide emits it
-                self._mem_access(buf, self.b.atomic_rmw("fadd", p, FloatEmitter(self, s).emit(other), "monotonic"))
-                return
-            et = ScalarType(False, t.bits)
-            p = self.b.bitcast(p, ir.PointerType(ir.IntType(t.bits)))
-        else:
-            et = fpir_type(t.elem, s)
-            p = self._elem_ptr(buf, et, self.address_index(s.index, s), ir.IntType(_storage(et).bits))
-            if other is not None:
-                op = self._ATOMIC_OPS[v.op]
-                if op in ("min", "max") and not t.is_int:
-                    op = "u" + op
-                self._mem_access(buf, self.b.atomic_rmw(op, p, self._data_scalar(other, s), "monotonic"))
-                return
-        self._atomic_cas(s, buf, p, et, same)
+        delta = None
+        if isinstance(v, H.BinOp) and v.op == "+" and not t.is_float:
+            for a, b in ((v.a, v.b), (v.b, v.a)):
+                if same(a) and all(ld.buffer != s.buffer for ld in H.loads(b)):
+                    delta = b
+                    break
+        et = ScalarType(False, t.bits) if t.is_float else fpir_type(t.elem, s)
+        pointee = ir.IntType(_storage(et).bits)
+        if t.is_scalar:
+            p = self._elem_ptr(buf, et, self.address_index(s.index, s), pointee)
+            if delta is not None:
+                self._mem_access(buf, self.b.atomic_rmw("add", p, self._data_scalar(delta, s), "monotonic"))
+            else:
+                self._atomic_cas(s, buf, p, same, None)
+            return
+        if any(isinstance(n, (H.Shuffle, H.VectorReduce)) for n in H.walk(v)):
+            raise Unsupported(f"vector atomic update of {s.buffer} whose lanes are not independent", s)
+        idx = self.vector(s.index, s)
+        add = self.vector(delta, s) if delta is not None else None
+        for lane in range(t.lanes):
+            k = ir.Constant(I32, lane)
+            p = self._elem_ptr(buf, et, self.b.extract_element(idx, k), pointee)
+            if add is not None:
+                self._mem_access(buf, self.b.atomic_rmw("add", p, self.b.extract_element(add, k), "monotonic"))
+            else:
+                self._atomic_cas(s, buf, p, same, lane)
 
-    def _atomic_cas(self, s: H.Store, buf: BufferInfo, p: ir.Value, et: ScalarType,
-                    same: Callable[[H.Expr], bool]) -> None:
-        """`buf[i] = f(buf[i], ...)` as a compare-and-swap loop on the element at `p` (its bits, of
-        storage type `et`): every read of the stored element in `f` is the value the CAS compares,
-        and the loop repeats until no other thread wrote the element in between."""
+    def _atomic_cas(self, s: H.Store, buf: BufferInfo, p: ir.Value, same: Callable[[H.Expr], bool],
+                    lane: Optional[int]) -> None:
+        """`buf[i] = f(buf[i], ...)` as a compare-and-swap loop on the element at `p` (its bits):
+        every read of the stored element in `f` is the value the CAS compares (Halide's loop re-reads
+        the element with a plain load there: the same value unless another thread wrote it, when
+        the CAS fails anyway), and the loop repeats until no other thread wrote the element in
+        between. `lane`: the lane of a vector store this loop updates (its value computed with the
+        element's old value in every lane, that lane taken)."""
         t = s.value.type
-        ity = ir.IntType(_storage(et).bits)
-        first = self._mem_access(buf, self.b.load(p, align=1 if t.is_float else self._align(buf, et, s.alignment)))
+        st = t.elem
+        ity = ir.IntType(t.bits)
+        fty = (ir.FloatType() if t.bits == 32 else ir.DoubleType()) if t.is_float else ity
+        first = self._mem_access(buf, self.b.load_atomic(self.b.bitcast(p, ir.PointerType(fty)), "monotonic",
+                                                         align=t.bits // 8))
+        if t.is_float:
+            first = self.b.bitcast(first, ity)
         pre = self.b.block
         loop = self.fn.append_basic_block(f"atomic_cas_{s.buffer}")
         done = self.fn.append_basic_block(f"atomic_done_{s.buffer}")
@@ -117,17 +132,23 @@ class AtomicMixin:
         old = self.b.phi(ity, "old")
         old.add_incoming(first, pre)
         name = f"atomic.old{next(self._leaf_ids)}"
-        var = H.Variable(name, t)
+        var: H.Expr = H.Variable(name, st)
+        if lane is not None:
+            var = H.Broadcast(var, t.lanes, t)
 
         def swap(x: Any) -> Any:
             return var if same(x) else map_children(x, H.Expr, swap)
 
+        value = swap(s.value)
         if t.is_float:
-            self.fscalars[name] = self.b.bitcast(old, ir.FloatType() if t.bits == 32 else ir.DoubleType())
-            new = self.b.bitcast(FloatEmitter(self, s).emit(swap(s.value)), ity)
+            self.fscalars[name] = self.b.bitcast(old, fty)
+            new = FloatEmitter(self, s).emit(value)
         else:
-            self.scalars[name] = (old, et)
-            new = self._data_scalar(swap(s.value), s)
+            self.scalars[name] = (old, fpir_type(st, s))
+            new = self._data_scalar(value, s) if lane is None else self.vector(value, s)
+        if lane is not None:
+            new = self.b.extract_element(new, ir.Constant(I32, lane))
+        new = self.b.bitcast(new, ity) if t.is_float else new
         pair = self._mem_access(buf, self.b.cmpxchg(p, old, new, "monotonic", "monotonic"))
         old.add_incoming(self.b.extract_value(pair, 0), self.b.block)
         self.b.cbranch(self.b.extract_value(pair, 1), done, loop)

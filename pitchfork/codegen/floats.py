@@ -58,6 +58,7 @@ from pitchfork.codegen.base import Unsupported, _show
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.float_estimates import fast_inverse, supports_estimates
 from pitchfork.codegen.float_math import FloatOps, declare
+from pitchfork.codegen.float_reduce import FloatReducer, folded
 from pitchfork.codegen.floats_bfloat import (is_bfloat, lower_bfloat, narrow, round_bfloat, round_to_bfloat,
                                              widen)
 from pitchfork.codegen.floats_half import (HALIDE_POW, NARROW_X86, lower_half, narrow_double_to_half, narrow_half_x86,
@@ -314,7 +315,13 @@ class FloatEmitter:
         return fn(a, c)
 
     def _e_BinOp(self, e: H.BinOp) -> ir.Value:
+        fold = folded(e)  # `vector_reduce_add(v) + x`: the reduction started from x, as Halide's
+        if fold is not None:
+            return FloatReducer(self).emit(*fold)
         return self._binop(e.op, self.emit(e.a), self.emit(e.b))
+
+    def _e_VectorReduce(self, e: H.VectorReduce) -> ir.Value:
+        return FloatReducer(self).emit(e, None)
 
     def _e_Select(self, e: H.Select) -> ir.Value:
         cond = self.emit(e.cond)

@@ -1,13 +1,16 @@
 """`.atomic()` updates (LoopNestCodegen._s_Atomic): inside a parallel loop each read-modify-write of
-the stored element is one atomic RMW instruction (a histogram over many rows on 2 threads loses no
-count), any other integer update is a compare-and-swap loop, a float sum is atomicrmw fadd and any other float update a compare-and-swap loop on its bits, an
+the stored element is what Halide 21's module has: an integer sum one `atomicrmw add` (a histogram over
+many rows on 2 threads loses no count), any other update (float sums included) a compare-and-swap loop
+(on the bits of a float), a vector store one of those per lane, an
 update Halide guards with a mutex array takes Halide's runtime locks where threads run it; outside a
 task the block is its body. Never a race."""
 
 from __future__ import annotations
 
 import os
+import re
 import warnings
+from pathlib import Path
 
 import halide as hl
 import numpy as np
@@ -52,11 +55,54 @@ def _check(h: hl.Func, args: list, target: str):  # type: ignore[no-untyped-def]
     return prog
 
 
-@pytest.mark.parametrize("op", ["add", "max", "max_reload"])
-def test_parallel_atomic_update_is_an_atomic_rmw(op: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def _atomics(llvm_ir: str) -> list[str]:
+    return sorted(set(re.findall(r"atomicrmw \w+|cmpxchg|load atomic", llvm_ir)))
+
+
+def _halides_atomics(f: hl.Func, args: list, prog, tmp_path: Path) -> list[str]:  # type: ignore[no-untyped-def]
+    """The atomic instructions in Halide 21's own module for the same pipeline and target."""
+    path = tmp_path / f"{f.name()}.ll"
+    target = hl.Target(prog.halide_target).with_feature(hl.TargetFeature.NoRuntime)
+    f.compile_to_llvm_assembly(str(path), args, f.name(), target)
+    return _atomics(path.read_text())
+
+
+@pytest.mark.parametrize("op", ["add", "max", "max_reload", "other"])
+def test_parallel_atomic_update_is_halides_atomic_instruction(op: str, monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    """An integer sum is one `atomicrmw add`; a max or a product a compare-and-swap loop from a
+    `load atomic` (Halide's RMW test is `value - element` free of the element: adds only)."""
     monkeypatch.setenv("HL_NUM_THREADS", "2")
-    prog = _check(*_histogram(True, op), "x86-avx2")
-    assert f"atomicrmw {'add' if op == 'add' else 'umax'}" in prog.module.source_ir
+    h, args = _histogram(True, op)
+    prog = _check(h, args, "x86-avx2")
+    ours = _atomics(prog.module.source_ir)
+    assert ours == (["atomicrmw add"] if op == "add" else ["cmpxchg", "load atomic"])
+    assert ours == _halides_atomics(h, args, prog, tmp_path)
+
+
+@pytest.mark.parametrize("target, op", [("x86-avx2", "add"), ("x86-avx2", "max"), ("arm64", "max")])
+def test_parallel_vector_atomic_update_is_one_atomic_operation_per_lane(target: str, op: str, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`f(x) op= a(x, r)` with `.atomic().vectorize(x, 8).parallel(r)`: Halide scalarises the vector
+    store, one `atomicrmw add` or one compare-and-swap loop per lane; exact on every run."""
+    monkeypatch.setenv("HL_NUM_THREADS", "2")
+    a = hl.ImageParam(hl.UInt(32), 2, f"vatomic_{op}_{target[:3]}_in")
+    r = hl.RDom([(0, ROWS)])
+    f = hl.Func(f"vatomic_{op}_{target[:3]}")
+    f[x] = hl.u32(0)
+    f[x] = (f[x] + a[x, r]) if op == "add" else hl.max(f[x], a[x, r] * hl.u32(r + 1))
+    f.update().atomic().vectorize(x, 8).parallel(r)
+    v = np.random.default_rng(4).integers(0, 1 << 20, (ROWS, 32), dtype=np.uint32)
+    a.set(hl.Buffer(v))
+    want = np.asarray(f.realize([32]))
+    if not tools_available(target):
+        pytest.skip(f"no runner for {target}")
+    prog = _compile_quietly(f, [a], target)
+    for _ in range(3):
+        assert np.array_equal(prog(v, size=[32], check=True), want)
+    src = prog.module.source_ir
+    assert _atomics(src) == _halides_atomics(f, [a], prog, tmp_path)
+    assert src.count("atomicrmw add" if op == "add" else "cmpxchg") == 8
 
 
 def test_parallel_atomic_tuple_update(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,13 +133,6 @@ def test_serial_atomic_update_is_its_body() -> None:
     assert "atomicrmw" not in prog.module.source_ir
 
 
-def test_atomic_update_with_no_rmw_instruction_is_a_compare_and_swap_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HL_NUM_THREADS", "2")
-    prog = _check(*_histogram(True, "other"), "x86-avx2")
-    ir_text = prog.module.source_ir
-    assert "cmpxchg" in ir_text and "atomicrmw" not in ir_text
-
-
 def _float_bins(name: str) -> tuple[hl.ImageParam, hl.RDom, np.ndarray]:
     a = hl.ImageParam(hl.Float(32), 1, f"{name}_in")
     v = np.random.default_rng(12).random(4096, dtype=np.float32)
@@ -107,9 +146,10 @@ def _compile_quietly(f: hl.Func, args: list, target: str):  # type: ignore[no-un
         return pitchfork.compile(f, args, target=target, fallback=False)
 
 
-def test_float_atomic_sum_is_atomicrmw_fadd(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A float sum per bin is `atomicrmw fadd` (compared within float tolerance: the order of the
-    additions differs between runs, as in Halide's own parallel code)."""
+def test_float_atomic_sum_is_a_compare_and_swap_loop(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A float sum per bin is a compare-and-swap loop on the element's bits, as Halide's CPU code
+    (its atomicrmw is for integer adds only); compared within float tolerance: the order of the
+    additions differs between runs, as in Halide's own parallel code."""
     monkeypatch.setenv("HL_NUM_THREADS", "2")
     a, r, v = _float_bins("fsum")
     h = hl.Func("hist_fsum")
@@ -118,7 +158,7 @@ def test_float_atomic_sum_is_atomicrmw_fadd(monkeypatch: pytest.MonkeyPatch) -> 
     h.update().atomic().parallel(r)
     want = np.asarray(h.realize([8]))
     prog = _compile_quietly(h, [a], "x86-avx2")
-    assert "atomicrmw fadd" in prog.module.source_ir
+    assert _atomics(prog.module.source_ir) == ["cmpxchg", "load atomic"] == _halides_atomics(h, [a], prog, tmp_path)
     np.testing.assert_allclose(prog(v, size=[8], check=True), want, rtol=1e-4)
 
 

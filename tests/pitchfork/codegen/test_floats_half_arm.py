@@ -95,19 +95,23 @@ CASES: dict[str, Callable[[hl.Expr, hl.Expr], hl.Expr]] = {
 
 
 def ours_and_halides(f: hl.Func, args: list, target: str, tmp_path: Path, out_code: int,
-                     out_size: int) -> tuple[bytes, bytes]:
+                     out_size: int, halide_target: str = "", stubs: str = "") -> tuple[bytes, bytes]:
     """`f` of uint16 ImageParams `args` compiled by PITCHFORK (object file) and by Halide 21
-    (compile_to_static_library) for `target`, both called by one C driver (qemu-aarch64) on the same
-    pseudo-random W-element inputs: the output bytes of ours and of Halide's (output type `out_code`, a
-    halide_type_t, of `out_size` bytes per element)."""
+    (compile_to_static_library) for `target` (Halide's for `halide_target` when given: a Hexagon one
+    runs on the bare-metal hvx128 harness, with `stubs` for what Halide's library needs there), both
+    called by one C driver (qemu-aarch64 / qemu-hexagon) on the same pseudo-random W-element inputs:
+    the output bytes of ours and of Halide's (output type `out_code`, a halide_type_t, of `out_size`
+    bytes per element)."""
+    halide_target = halide_target or target
+    isa = "hvx128" if halide_target.startswith("hexagon") else "arm64"
     ours, theirs = f"{f.name()}_pf", f"{f.name()}_hl"
     prog = pitchfork.compile(f, args, target=target, name=ours, fallback=False)
     obj = prog.object_file(tmp_path / f"{ours}.o")
-    f.compile_to_static_library(str(tmp_path / theirs), args, theirs, hl.Target(target))
+    f.compile_to_static_library(str(tmp_path / theirs), args, theirs, hl.Target(halide_target))
     u16 = Buf(((0, W, 1),), type="uint16", alloc=2 * W)
     case = Case(f.name(), (*[u16] * len(args), Buf(((0, W, 1),), type=out_code, alloc=out_size * W)))
-    src = driver_source([case], [ours, theirs], [], freestanding=False)
-    out = build_and_run("arm64", src, [obj, tmp_path / f"{theirs}.a"], tmp_path)
+    src = driver_source([case], [ours, theirs], [], freestanding=isa == "hvx128")
+    out = build_and_run(isa, src + stubs, [obj, tmp_path / f"{theirs}.a"], tmp_path)
     (r_ours, r_theirs), = parse_results(out, [case], 2)
     assert r_ours.rc == 0 and r_theirs.rc == 0, (r_ours.message, r_theirs.message)
     assert r_ours.outputs[:-1] == r_theirs.outputs[:-1]  # the same inputs

@@ -1,0 +1,127 @@
+"""Float `vector_reduce_<op>` as Halide 21's CodeGen_LLVM::codegen_vector_reduce emits it.
+
+Float reductions come from `.atomic().vectorize(r)` updates (`f() += in(r)`: Halide writes
+`f[0] = vector_reduce_add(in[ramp]) + f[0]`) and from rfactor. FPIR has no floats, so they bypass
+selection like every float expression (floats.py) and are emitted the way Halide's code generator
+writes them, so that LLVM turns them into the same instructions:
+
+* a reduction folded with its operand: `vector_reduce_op(v) op x` (either side, matching op) is the
+  reduction with initial value x (try_to_fold_vector_reduce);
+* to one lane, add / mul / min / max over 2..16 lanes (a power of two; not float64 on arm64):
+  `llvm.vector.reduce.{fadd,fmul,fmin,fmax}` carrying Halide's fast-math flags (none under
+  strict_float: an ordered reduction); fadd / fmul take the initial value (0 / 1 without one),
+  fmin / fmax take none and the initial value is combined after, `min(init, r)` as Halide's Min;
+* to one lane over k > 1 native vectors (x86-avx2 256 bits, arm64 128, hvx128 1024): the k
+  native slices combined in order with the op, then reduced as above with the initial value;
+* otherwise, an even factor f > 2 reduces to half the input lanes first and then to the output;
+  any other factor combines the f strided slices in order, starting from the initial value.
+
+Refused by name (a fallback at compile time): float16 / bfloat16 / float64-on-arm64 reductions, and
+on arm64 a factor-2 step (Halide's CodeGen_ARM emits Neon's pairwise faddp / fminp / fmaxp there,
+not compared here).
+
+Invariant: the reduction is built from the same operations in the same grouping as Halide's module
+(checked against Halide's realize for the target, tests/pitchfork/codegen/test_float_reduce.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Optional
+
+from llvmlite import ir
+
+from pitchfork.codegen.base import Unsupported
+from pitchfork.codegen.float_math import FloatOps, declare
+from pitchfork.codegen.ir_constants import undef
+from pitchfork.frontend import ir as H
+
+if TYPE_CHECKING:
+    from pitchfork.codegen.floats import FloatEmitter
+
+#: Halide's maximum_vector_bits per target (a native float vector's width)
+NATIVE_BITS = {"x86-avx2": 256, "arm64": 128, "hvx128": 1024}
+#: the binary operator that matches each reduction (Halide's try_to_fold_vector_reduce)
+FOLDS = {"+": "add", "*": "mul", "min": "min", "max": "max"}
+_INTRINSIC = {"add": "fadd", "mul": "fmul", "min": "fmin", "max": "fmax"}
+
+
+def folded(e: H.BinOp) -> Optional[tuple[H.VectorReduce, H.Expr]]:
+    """(reduction, initial value) when `e` is `vector_reduce_op(v) op x` or `x op vector_reduce_op(v)`
+    with a float reduction whose op matches, as Halide folds it; None otherwise."""
+    op = FOLDS.get(e.op)
+    if op is None:
+        return None
+    for red, other in ((e.a, e.b), (e.b, e.a)):
+        if isinstance(red, H.VectorReduce) and red.op == op and red.type.is_float:
+            return red, other
+    return None
+
+
+class FloatReducer:
+    """Emits float reductions through a FloatEmitter (its ops, flags and target)."""
+
+    def __init__(self, fe: FloatEmitter) -> None:
+        self.fe, self.b, self.target = fe, fe.b, fe.cg.target
+
+    def _refuse(self, e: H.VectorReduce, why: str) -> Unsupported:
+        return Unsupported(f"floating-point vector_reduce_{e.op} ({e.value.type} to {e.type}): {why}", self.fe.node)
+
+    def _binop(self, op: str) -> Callable[[ir.Value, ir.Value], ir.Value]:
+        o = self.fe.ops
+        return {"add": o.add, "mul": o.mul, "min": o.min, "max": o.max}[op]
+
+    def emit(self, e: H.VectorReduce, init: Optional[H.Expr]) -> ir.Value:
+        t = e.type
+        if e.op not in _INTRINSIC:
+            raise self._refuse(e, "no such float reduction in Halide")
+        if t.code != "float" or t.bits not in (32, 64):
+            raise self._refuse(e, f"{t.elem} reductions are not compiled")
+        if t.bits == 64 and self.target == "arm64":
+            raise self._refuse(e, "float64 reductions on arm64 are not compiled")
+        n, m = e.value.type.lanes, t.lanes
+        if n % m:
+            raise self._refuse(e, "the input lanes are not a multiple of the output lanes")
+        start = self.fe.emit(init) if init is not None else None
+        return self._reduce(e, self.fe.emit(e.value), m, start)
+
+    def _reduce(self, e: H.VectorReduce, v: ir.Value, m: int, start: Optional[ir.Value]) -> ir.Value:
+        n = v.type.count if isinstance(v.type, ir.VectorType) else 1
+        f = n // m
+        native = NATIVE_BITS[self.target] // e.type.bits
+        combine = self._binop(e.op)
+        if f == 2 and self.target == "arm64":  # (CodeGen_ARM tries its pairwise reductions first)
+            raise self._refuse(e, "Halide's arm64 code uses Neon's pairwise instructions for this step")
+        if m == 1 and 2 <= n <= 16 and n & (n - 1) == 0:
+            return self._intrinsic(e.op, v, start)
+        if m == 1 and f > native and f % native == 0:
+            acc = self._slice(v, 0, 1, native)
+            for i in range(1, f // native):
+                acc = combine(acc, self._slice(v, i * native, 1, native))
+            return self._reduce(e, acc, 1, start)
+        if f > 2 and f % 2 == 0:
+            half = self._reduce(e, v, n // 2, None)
+            return self._reduce(e, half, m, start)
+        acc = start
+        for i in range(f):
+            part = self._slice(v, i, f, m)
+            acc = part if acc is None else combine(acc, part)
+        assert acc is not None
+        return acc
+
+    def _intrinsic(self, op: str, v: ir.Value, start: Optional[ir.Value]) -> ir.Value:
+        """`llvm.vector.reduce.<fop>.vNfB` with Halide's flags; fadd / fmul with their start value."""
+        ops = self.fe.ops
+        elem = v.type.element
+        name = f"llvm.vector.reduce.{_INTRINSIC[op]}.v{v.type.count}{'f32' if isinstance(elem, ir.FloatType) else 'f64'}"
+        if op in ("add", "mul"):
+            s = start if start is not None else FloatOps.const(elem, 0.0 if op == "add" else 1.0)
+            fn = declare(self.fe.cg.module, name, elem, [elem, v.type])
+            return self.b.call(fn, [s, v], fastmath=ops.flags)
+        fn = declare(self.fe.cg.module, name, elem, [v.type])
+        r = self.b.call(fn, [v], fastmath=ops.flags)
+        return r if start is None else self._binop(op)(start, r)
+
+    def _slice(self, v: ir.Value, begin: int, stride: int, count: int) -> ir.Value:
+        idx = [begin + stride * i for i in range(count)]
+        out = self.b.shuffle_vector(v, undef(v.type), ir.Constant(ir.VectorType(ir.IntType(32), count), idx))
+        return out if count > 1 else self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))

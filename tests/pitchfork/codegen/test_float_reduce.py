@@ -1,0 +1,121 @@
+"""Float `vector_reduce` (pitchfork/codegen/float_reduce.py) from `.atomic().vectorize(r)` updates:
+emitted as Halide 21's codegen_vector_reduce writes it, so the sums group their terms as Halide's do
+and the results are bit-exact: against Halide's realize for the target on x86, against Halide's own
+library under qemu on arm64 (native 4-lane slices for 32 lanes) and hvx128. A parallel float update is
+a compare-and-swap loop around the reduction (within float tolerance: the order of the tasks varies)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import halide as hl
+import numpy as np
+import pytest
+
+import pitchfork
+from pitchfork.backend.run import tools_available
+
+x = hl.Var("x")
+N = 4096
+
+
+def _total(op: str, lanes: int, name: str, parallel: bool = False) -> tuple[hl.Func, hl.ImageParam, np.ndarray]:
+    """f() = op over 4096 floats, the update atomic and vectorized by `lanes`."""
+    a = hl.ImageParam(hl.Float(32), 1, f"{name}_in")
+    r = hl.RDom([(0, N)])
+    f = hl.Func(name)
+    f[()] = hl.f32(1 if op == "mul" else 0)
+    if op == "add":
+        f[()] += a[r]
+    elif op == "mul":
+        f[()] *= a[r]
+    else:
+        f[()] = (hl.min if op == "min" else hl.max)(f[()], a[r])
+    u = f.update().atomic()
+    if parallel:
+        ro, ri = hl.RVar("ro"), hl.RVar("ri")
+        u.split(r, ro, ri, 512).parallel(ro).vectorize(ri, lanes)
+    else:
+        u.vectorize(r, lanes)
+    v = np.random.default_rng(5).random(N, dtype=np.float32) * 2 - 0.5
+    if op == "mul":
+        v = 1 + (v - 0.5) / 64
+    return f, a, v.astype(np.float32)
+
+
+def _compile(f: hl.Func, args: list, target: str):  # type: ignore[no-untyped-def]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pitchfork.compile(f, args, target=target, fallback=False)
+
+
+@pytest.mark.parametrize("op, lanes", [("add", 8), ("add", 16), ("add", 32), ("mul", 8), ("min", 8), ("max", 32)])
+def test_float_total_reduction_is_halides_on_x86(op: str, lanes: int) -> None:
+    f, a, v = _total(op, lanes, f"fred_{op}_{lanes}")
+    a.set(hl.Buffer(v))
+    prog = _compile(f, [a], "x86-avx2")
+    want = np.asarray(f.realize([], target=hl.Target(prog.halide_target)))
+    assert np.array_equal(prog(v, size=[], check=True), want)
+    # 32 lanes: Halide adds the four native 8-lane slices first, then reduces 8 lanes
+    assert f"llvm.vector.reduce.f{op}.v{lanes if lanes <= 16 else 8}f32" in prog.module.source_ir
+
+
+def test_parallel_float_total_is_a_compare_and_swap_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Halide's module: each task's 8-lane reduction started from the value the CAS read."""
+    monkeypatch.setenv("HL_NUM_THREADS", "2")
+    f, a, v = _total("add", 8, "fred_par", parallel=True)
+    a.set(hl.Buffer(v))
+    prog = _compile(f, [a], "x86-avx2")
+    src = prog.module.source_ir
+    assert "cmpxchg" in src and "load atomic float" in src and "atomicrmw" not in src
+    assert "llvm.vector.reduce.fadd.v8f32" in src
+    want = np.asarray(f.realize([], target=hl.Target(prog.halide_target)))
+    for _ in range(3):
+        np.testing.assert_allclose(prog(v, size=[], check=True), want, rtol=1e-5)
+
+
+def _rows(op: str, lanes: int, name: str) -> tuple[hl.Func, hl.ImageParam]:
+    """g(x) = op over 32 floats from uint16 a around x (a reduction per output, vectorized by `lanes`)."""
+    from tests.pitchfork.codegen.test_floats_half_arm import W
+
+    a = hl.ImageParam(hl.UInt(16), 1, "a")
+    r = hl.RDom([(0, 32)])
+    g = hl.Func(name)
+    g[x] = hl.f32(0)
+    term = hl.f32(a[(x + r * 5) % W]) * hl.f32(1 / 7) - 4000.0
+    g[x] = (g[x] + term) if op == "add" else hl.max(g[x], term)
+    g.update().atomic().vectorize(r, lanes)
+    return g, a
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+@pytest.mark.parametrize("op, lanes", [("add", 8), ("add", 32), ("max", 16)])
+def test_float_reduction_is_halides_arm64_library(op: str, lanes: int, tmp_path: Path) -> None:
+    from tests.pitchfork.codegen.test_floats_half_arm import ours_and_halides
+
+    g, a = _rows(op, lanes, f"fred_arm_{op}_{lanes}")
+    ours, theirs = ours_and_halides(g, [a], "arm-64-linux", tmp_path, 2 | 32 << 8 | 1 << 16, 4)
+    got, want = np.frombuffer(ours, np.uint32), np.frombuffer(theirs, np.uint32)
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+    assert len(set(got.tolist())) > (100 if op == "add" else 5)  # the inputs were varied
+
+
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no toolchain for hvx128")
+def test_float_reduction_is_halides_hexagon_library(tmp_path: Path) -> None:
+    from tests.pitchfork.codegen.test_floats_half_arm import ours_and_halides
+    from tests.pitchfork.codegen.test_floats_half_emulated import HEXAGON, HEXAGON_STUBS
+
+    g, a = _rows("add", 16, "fred_hvx_add_16")
+    ours, theirs = ours_and_halides(g, [a], "hvx128", tmp_path, 2 | 32 << 8 | 1 << 16, 4,
+                                    halide_target=HEXAGON, stubs=HEXAGON_STUBS)
+    got, want = np.frombuffer(ours, np.uint32), np.frombuffer(theirs, np.uint32)
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+
+
+def test_arm64_pairwise_float_reduction_is_refused_by_name() -> None:
+    """Two lanes to one: Halide's arm64 code is Neon's faddp (not compared), so a fallback naming it."""
+    f, a, v = _total("add", 2, "fred_arm_pair")
+    with pytest.raises(pitchfork.api.Unsupported, match=re.escape("vector_reduce_add (float32x2 to float32)")):
+        _compile(f, [a], "arm64")
