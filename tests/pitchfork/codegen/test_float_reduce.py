@@ -119,3 +119,13 @@ def test_arm64_pairwise_float_reduction_is_refused_by_name() -> None:
     f, a, v = _total("add", 2, "fred_arm_pair")
     with pytest.raises(pitchfork.api.Unsupported, match=re.escape("vector_reduce_add (float32x2 to float32)")):
         _compile(f, [a], "arm64")
+
+
+def test_float_total_under_strict_float_is_halides() -> None:
+    """On a strict_float target (no fast-math flags: nothing may be reassociated) bit-exact too."""
+    f, a, v = _total("add", 32, "fred_strict")
+    a.set(hl.Buffer(v))
+    prog = _compile(f, [a], "x86-64-linux-avx2-fma-strict_float")
+    assert "reassoc" not in prog.module.source_ir
+    want = np.asarray(f.realize([], target=hl.Target(prog.halide_target)))
+    assert np.array_equal(prog(v, size=[], check=True), want)
