@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple, Optional
 
 if TYPE_CHECKING:
     from pitchfork.backend.machine import Target
@@ -47,13 +47,17 @@ def syntax_of(target: Target | str) -> str:
 AsmKind = Literal["label", "inst", "open", "close"]
 
 
-@dataclass(frozen=True, slots=True)
-class _Item:
+class _Item(NamedTuple):
+    """One piece of a line (a NamedTuple: an assembly has thousands, made faster than dataclasses)."""
+
     kind: AsmKind
     text: str  # label name, instruction text, or for "close" the endloop digits ('' if none)
 
 
+_OPEN = _Item("open", "")  # (immutable: one object serves every packet opening)
+
 _LABEL = re.compile(r"^([A-Za-z_.$][\w.$]*|\"[^\"]+\"):(?=\s|$)")  # not `jump:nt`
+_LABEL_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_.$\"")  # what _LABEL can start with
 _ENDLOOP = re.compile(r"\}\s*:endloop(\d+)")
 
 
@@ -92,32 +96,37 @@ def function_region(asm_text: str, function: str | None) -> str:
 
 def _items(asm_text: str, syntax: str) -> list[_Item]:
     items: list[_Item] = []
+    append = items.append
+    x86, hvx = syntax == "x86-avx2", syntax == "hvx128"
     for raw in asm_text.splitlines():
         line = raw.split("//", 1)[0]
-        if syntax == "x86-avx2":
+        if x86:
             line = line.split("#", 1)[0]
         line = line.strip()
         while line:
-            m = _LABEL.match(line)
+            # (a label starts with a letter, `_`, `.`, `$` or `"`: nothing else is tried against _LABEL)
+            m = _LABEL.match(line) if line[0] in _LABEL_START else None
             if m:
-                items.append(_Item("label", m.group(1).strip('"')))
+                append(_Item("label", m.group(1).strip('"')))
                 line = line[m.end() :].strip()
                 continue
             if line.startswith("{"):
-                items.append(_Item("open", ""))
+                append(_OPEN)
                 line = line[1:].strip()
                 continue
-            close = line.find("}") if syntax == "hvx128" else -1
+            close = line.find("}") if hvx else -1
             if close >= 0:
                 before = line[:close].strip()
                 if before:
-                    items.append(_Item("inst", re.sub(r"\s+", " ", before)))
+                    append(_Item("inst", " ".join(before.split())))
                 em = _ENDLOOP.match(line[close:])
-                items.append(_Item("close", em.group(1) if em else ""))
+                append(_Item("close", em.group(1) if em else ""))
                 line = line[close:][em.end() if em else 1 :].strip()
                 continue
             if not line.startswith("."):  # directives start with '.', labels were handled above
-                items.append(_Item("inst", re.sub(r"\s+", " ", line)))
+                # (`" ".join(line.split())` is `re.sub(r"\s+", " ", line)` on a stripped line: both split
+                # at runs of the same (Unicode) whitespace)
+                append(_Item("inst", " ".join(line.split())))
             break
     return items
 
@@ -165,16 +174,43 @@ _HW_LOOP = re.compile(r"\b(?:sp\d)?loop([01])\(\s*#*([\w.$]+)\s*,")  # `##label`
 _SYMBOL = re.compile(r"[A-Za-z_.$][\w.$]*")
 
 
-def _is_cycle(
-    items: list[_Item], labels: dict[str, int], hw: dict[str, list[int]], head: int, back: int, syntax: str
-) -> bool:
+@dataclass(frozen=True, slots=True)
+class _Flow:
+    """What `_is_cycle` reads of each item, computed once per `find_loops` call (it walks the same items
+    from every back-branch): `kind[i]`; `jumps[i]` the indices of the labels an instruction branch
+    names (None: not a branch), or of the labels an `:endloop` packet end may branch to (`hw`);
+    `uncond[i]` whether control never falls through instruction i."""
+
+    kind: list[str]
+    jumps: list[Optional[list[int]]]
+    uncond: list[bool]
+
+
+def _flow(items: list[_Item], labels: dict[str, int], hw: dict[str, list[int]], syntax: str) -> _Flow:
+    branch, uncond = _BRANCH[syntax], _UNCONDITIONAL[syntax]
+    kinds: list[str] = []
+    jumps: list[Optional[list[int]]] = []
+    unconds: list[bool] = []
+    for it in items:
+        kinds.append(it.kind)
+        if it.kind == "inst":
+            jumps.append([labels[t] for t in _SYMBOL.findall(it.text) if t in labels]
+                         if branch.search(it.text) else None)
+            unconds.append(uncond.search(it.text) is not None)
+        else:
+            jumps.append([t for n in it.text for t in hw.get(n, [])] if it.kind == "close" else None)
+            unconds.append(False)
+    return _Flow(kinds, jumps, unconds)
+
+
+def _is_cycle(flow: _Flow, head: int, back: int) -> bool:
     """True if item `back` (a branch, or an `:endloop` packet end) is reachable from label `head`
-    without leaving [head, back]. `hw` maps a hardware-loop number to the labels its `loopN` set up:
-    an `:endloopN` packet may branch to any of them (an over-approximation).
+    without leaving [head, back]. An `:endloopN` packet may branch to any label a `loopN` set up (an
+    over-approximation: `_flow`).
 
     A backward branch is not always a loop: a cold block laid out late may jump back to a join point.
     """
-    branch, uncond = _BRANCH[syntax], _UNCONDITIONAL[syntax]
+    kind, jumps, uncond = flow.kind, flow.jumps, flow.uncond
     seen: set[int] = set()
     work = [head]
     while work:
@@ -184,18 +220,19 @@ def _is_cycle(
             if i == back:
                 return True
             seen.add(i)
-            it = items[i]
-            if it.kind == "open":
+            k = kind[i]
+            if k == "open":
                 in_packet = True
-            elif it.kind == "close":
+            elif k == "close":
                 in_packet = False
-                work += [t for n in it.text for t in hw.get(n, [])]
+                work += jumps[i]  # type: ignore[arg-type]
                 if not falls:
                     break
-            elif it.kind == "inst":
-                if branch.search(it.text):
-                    work += [labels[t] for t in _SYMBOL.findall(it.text) if t in labels]
-                if uncond.search(it.text):
+            elif k == "inst":
+                j = jumps[i]
+                if j is not None:
+                    work += j
+                if uncond[i]:
                     falls = False
                     if not in_packet:  # Hexagon: the rest of the packet still executes
                         break
@@ -224,15 +261,17 @@ def find_loops(
             spans[label] = (end, hw or (old is not None and old[1]))
 
     hw: dict[str, list[int]] = {}  # hardware loop number -> header label indices
-    for it in items:
-        m = _HW_LOOP.search(it.text) if syntax == "hvx128" and it.kind == "inst" else None
-        if m and m.group(2) in labels:
+    # each instruction's `loopN(label, ..)` (hvx128), searched once
+    loop_setups = {i: m for i, it in enumerate(items)
+                   if syntax == "hvx128" and it.kind == "inst" and (m := _HW_LOOP.search(it.text))}
+    for m in loop_setups.values():
+        if m.group(2) in labels:
             hw.setdefault(m.group(1), []).append(labels[m.group(2)])
-    branch = _BRANCH[syntax]
+    flow = _flow(items, labels, hw, syntax)
     for i, it in enumerate(items):
         if it.kind != "inst":
             continue
-        hwm = _HW_LOOP.search(it.text) if syntax == "hvx128" else None
+        hwm = loop_setups.get(i)
         if hwm:
             # Usually the body runs from the label down to its `:endloopN` packet. (When LLVM lays the
             # end packet out above the header, the loop is found from the branch that closes it.)
@@ -241,13 +280,13 @@ def find_loops(
                 j = labels[label]
                 while j < len(items) and not (items[j].kind == "close" and n in items[j].text):
                     j += 1
-                if j < len(items) and _is_cycle(items, labels, hw, labels[label], j, syntax):
+                if j < len(items) and _is_cycle(flow, labels[label], j):
                     add(label, j, True)
             continue
-        if not branch.search(it.text):
+        if flow.jumps[i] is None:  # not a branch
             continue
         for tok in _SYMBOL.findall(it.text):
-            if tok in labels and labels[tok] < i and _is_cycle(items, labels, hw, labels[tok], i, syntax):
+            if tok in labels and labels[tok] < i and _is_cycle(flow, labels[tok], i):
                 end = i
                 if syntax == "hvx128":  # extend to the end of the packet holding the branch
                     while end < len(items) and items[end].kind != "close":

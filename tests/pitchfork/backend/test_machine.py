@@ -95,6 +95,16 @@ def test_misspelt_intrinsic_is_reported(target: str) -> None:
     assert bad in str(e.value)
 
 
+def test_unknown_intrinsic_calls_in_assembly() -> None:
+    # what the hvx128 pair path checks its assembly with: calls found outside comments and directives,
+    # and text without any `llvm.` answered without reading each line
+    from pitchfork.backend.machine import _unknown_intrinsic_calls
+
+    asm = "\t.text\n// llvm.in.a.comment\n\t{\n\t\tcall llvm.hexagon.V6.vaddbx.128B\n\t}\n\tjumpr r31\n"
+    assert _unknown_intrinsic_calls(asm) == ["llvm.hexagon.V6.vaddbx.128B"]
+    assert _unknown_intrinsic_calls(asm.replace("llvm.", "lvm.")) == []
+
+
 def test_compile_errors() -> None:
     with pytest.raises(CompileError, match="does not parse"):
         compile_module("define void @f( {", "x86-avx2")
