@@ -16,7 +16,10 @@ float vectors becomes its scalar form per lane), with the lanes gathered back in
 (insertelement) for the consumers that need one (stores, bitcasts, shuffles). Lanes of a vector this
 builder made are reused, not re-extracted, so a chain of float ops stays scalar in the IR (the unused
 insertelement chains are dead code for O3). Results are the same per lane: every op is lane-wise.
-Everything else (integer code, loads, shuffles, bitcasts) is the plain IRBuilder's.
+Everything else (integer code, loads, shuffles, bitcasts) is the plain IRBuilder's. A vector of
+LOOP_LANES (64) lanes or more is computed by a loop over its lanes instead of unrolled (`_lane_loop`:
+operands and result in stack arrays, the same scalar op per lane): float16 / bfloat16 vectors at their
+natural HVX width (64 lanes, Halide's float32 emulation of every op) were minutes of LLVM work unrolled.
 
 Known limit, and what covers it: the cost model also prices float vector shuffles and inserts into
 float vectors at the maximum, and the lanes are gathered back (insertelement) for each store; O3's
@@ -37,6 +40,13 @@ from llvmlite import ir
 from pitchfork.codegen.ir_constants import undef
 
 _I32 = ir.IntType(32)
+_I8, _I1 = ir.IntType(8), ir.IntType(1)
+#: the stack arrays of `_lane_loop`: an HVX register's alignment (an aligned vmem ignores the low bits)
+_ALIGN = 128
+#: float vectors of this many lanes or more are computed by a loop over their lanes (`_lane_loop`):
+#: unrolled, a 64-lane float16 pipeline (Halide's float32 emulation, every op per lane) gave LLVM
+#: minutes of work
+LOOP_LANES = 64
 #: an overloaded intrinsic's vector type suffix (`.v8f32`, `.v8i32`): the scalar form drops `vN`
 _VEC_SUFFIX = re.compile(r"\.v\d+((?:f|i)\d+)")
 
@@ -57,6 +67,8 @@ class ScalarFloatBuilder(ir.IRBuilder):
         super().__init__(block)
         #: id(vector this builder made) -> (vector, its lanes): the lanes dominate wherever the vector does
         self._made: dict[int, tuple[ir.Value, list[ir.Value]]] = {}
+        #: (id(function), element type x lanes) -> the stack arrays `_lane_loop` has made there
+        self._arrays: dict[tuple[int, str], list[ir.Value]] = {}
 
     # ---- lanes ----------------------------------------------------------------------------------
     def _lanes(self, v: ir.Value) -> list[ir.Value]:
@@ -84,8 +96,66 @@ class ScalarFloatBuilder(ir.IRBuilder):
 
     def _per_lane(self, t: ir.VectorType, args: Sequence[ir.Value],
                   one: Callable[..., ir.Value]) -> ir.Value:
+        if t.count >= LOOP_LANES:
+            return self._lane_loop(t, args, one)
         split = [self._lanes(a) if _is_vec(a.type) else [a] * t.count for a in args]
         return self._join([one(*(s[k] for s in split)) for k in range(t.count)], t)
+
+    def _lane_loop(self, t: ir.VectorType, args: Sequence[ir.Value], one: Callable[..., ir.Value]) -> ir.Value:
+        """`one` over the lanes of a wide vector as a loop (the operands and the result in stack
+        arrays, lane i loaded, computed and stored by iteration i): the same scalar operation per
+        lane as the unrolled form, in code that does not grow with the lanes. Bool lanes are kept
+        as bytes in memory (Hexagon has no load or store of an i1 vector)."""
+        n = t.count
+        fn = self.block.function
+        base = super(ScalarFloatBuilder, self)
+
+        def mem(e: ir.Type) -> ir.Type:
+            return _I8 if e == _I1 else e
+
+        taken: dict[str, int] = {}
+
+        def array(e: ir.Type) -> ir.Value:
+            # Every array's contents are used up within this call (the result loaded before it
+            # returns), so later loops of the function reuse them: the stack does not grow with the
+            # number of float ops. Within one call each operand and the result get their own.
+            key = f"{mem(e)}x{n}"
+            pool = self._arrays.setdefault((id(fn), key), [])
+            k = taken.get(key, 0)
+            taken[key] = k + 1
+            if k == len(pool):
+                with self.goto_block(fn.entry_basic_block):  # once per function, not per loop trip
+                    a = base.alloca(ir.ArrayType(mem(e), n))
+                a.align = _ALIGN  # the whole-vector store and load below claim it
+                pool.append(a)
+            return pool[k]
+
+        arrays = [array(a.type.element) if _is_vec(a.type) else None for a in args]
+        out = array(t.element)
+        for a, arr in zip(args, arrays):
+            if arr is not None:
+                v = self.zext(a, ir.VectorType(_I8, n)) if a.type.element == _I1 else a
+                self.store(v, self.bitcast(arr, ir.PointerType(v.type)), align=_ALIGN)
+        pre = self.block
+        loop = fn.append_basic_block("lanes")
+        done = fn.append_basic_block("lanes.done")
+        self.branch(loop)
+        self.position_at_end(loop)
+        i = self.phi(_I32, "lane")
+        i.add_incoming(ir.Constant(_I32, 0), pre)
+        zero = ir.Constant(_I32, 0)
+        xs = []
+        for a, arr in zip(args, arrays):
+            x = self.load(self.gep(arr, [zero, i])) if arr is not None else a
+            xs.append(self.trunc(x, _I1) if arr is not None and a.type.element == _I1 else x)
+        r = one(*xs)
+        self.store(self.zext(r, _I8) if t.element == _I1 else r, self.gep(out, [zero, i]))
+        nxt = self.add(i, ir.Constant(_I32, 1))
+        i.add_incoming(nxt, self.block)
+        self.cbranch(self.icmp_unsigned("<", nxt, ir.Constant(_I32, n)), loop, done)
+        self.position_at_end(done)
+        v = self.load(self.bitcast(out, ir.PointerType(ir.VectorType(mem(t.element), n))), align=_ALIGN)
+        return self.trunc(v, t) if t.element == _I1 else v
 
     # ---- arithmetic -----------------------------------------------------------------------------
     def _binary(self, op: str, lhs: ir.Value, rhs: ir.Value, name: str, flags: Sequence[str]) -> ir.Value:

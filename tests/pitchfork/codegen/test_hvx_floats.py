@@ -43,6 +43,28 @@ def test_builder_emits_float_vector_ops_per_lane() -> None:
     assert text.count("extractelement <8 x float>") == 32
 
 
+def test_wide_float_vectors_are_a_loop_over_their_lanes() -> None:
+    """From LOOP_LANES lanes up each float vector op is one loop over the lanes (operands and result in
+    128-byte aligned stack arrays, a bool lane as a byte): the code does not grow with the lanes."""
+    from pitchfork.codegen.hvx_floats import LOOP_LANES
+
+    m = ir.Module()
+    n = LOOP_LANES
+    vf, vi = ir.VectorType(ir.FloatType(), n), ir.VectorType(ir.IntType(32), n)
+    fn = ir.Function(m, ir.FunctionType(vi, [vf, vf]), "f")
+    b = ScalarFloatBuilder(fn.append_basic_block("entry"))
+    x, y = fn.args
+    s = b.fadd(x, y, flags=("fast",))
+    s = b.select(b.fcmp_ordered("<", s, x), s, y)
+    b.ret(b.fptosi(s, vi))
+    text = str(m)
+    assert not FLOAT_VECTOR_OP.search(text)
+    assert text.count("fadd fast float") == 1 and text.count("fcmp olt float") == 1
+    assert text.count("lanes.done") >= 4  # fadd, fcmp, select, fptosi: one loop each
+    assert f"alloca [{n} x i8], align 128" in text  # the compare's bool lanes
+    assert "extractelement" not in text
+
+
 @pytest.mark.skipif(not tools_available("hvx128"), reason="no toolchain for hvx128")
 def test_float_loop_nest_is_not_unswitched_and_matches_halide() -> None:
     """A float stage computed per row of a parallel-split output (inner loops with entry guards the
