@@ -189,7 +189,8 @@ def test_hvx128_scalars_are_halides_emulation(tmp_path: Path) -> None:
 
 
 @HVX
-@pytest.mark.parametrize("case, lanes", [("arith", 8), ("lerp_u8", 8), ("arith", 64), ("round", 64)])
+@pytest.mark.parametrize("case, lanes", [("arith", 8), ("lerp_u8", 8), ("arith", 64),
+                                         pytest.param("round", 64, marks=pytest.mark.extended)])  # (~25 s)
 def test_hvx128_vectors_are_halides_scalar_emulation(case: str, lanes: int, tmp_path: Path) -> None:
     """float16 vectors on hvx128, which Halide 21 refuses ("Unsupported HVX type: float16x8"), compute
     lane by lane what Halide's scalar Hexagon code computes (its emulation is element-wise). One case per
