@@ -16,9 +16,18 @@ writes them, so that LLVM turns them into the same instructions:
 * otherwise, an even factor f > 2 reduces to half the input lanes first and then to the output;
   any other factor combines the f strided slices in order, starting from the initial value.
 
+On arm64 a factor-2 step of add / min / max goes first, as in CodeGen_ARM's
+codegen_pairwise_vector_reduce (its .ll for arm-64-linux read with compile_to_llvm_assembly):
+`llvm.aarch64.neon.{faddp,fminp,fmaxp}` over the low and high halves of each 4 or 8 input lanes
+(2-lane overload for one or two output lanes, 4-lane otherwise; one output lane from two input lanes
+and poison), no fast-math flags on the call, then the initial value combined after, `init op r`.
+Lane i is `v[2i] op v[2i+1]` in one instruction, so a halving chain (8 -> 4 -> 2) is pairwise at
+every step, as Halide's CodeGen_LLVM recursion through the virtual codegen_vector_reduce is.
+
 Refused by name (a fallback at compile time): float16 / bfloat16 / float64-on-arm64 reductions, and
-on arm64 a factor-2 step (Halide's CodeGen_ARM emits Neon's pairwise faddp / fminp / fmaxp there,
-not compared here).
+on arm64 a factor-2 step that is a product, that has a non-power-of-two output width, that is under
+strict_float (Halide's module then has no pairwise instruction) or whose value contains a 16-bit
+float (Halide narrows it losslessly to float16 and takes another path: not compared).
 
 Invariant: the reduction is built from the same operations in the same grouping as Halide's module
 (checked against Halide's realize for the target, tests/pitchfork/codegen/test_float_reduce.py).
@@ -43,6 +52,8 @@ NATIVE_BITS = {"x86-avx2": 256, "arm64": 128, "hvx128": 1024}
 #: the binary operator that matches each reduction (Halide's try_to_fold_vector_reduce)
 FOLDS = {"+": "add", "*": "mul", "min": "min", "max": "max"}
 _INTRINSIC = {"add": "fadd", "mul": "fmul", "min": "fmin", "max": "fmax"}
+#: Neon's pairwise instructions (CodeGen_ARM's pairwise_add / pairwise_min / pairwise_max, float32)
+_PAIRWISE = {"add": "faddp", "min": "fminp", "max": "fmaxp"}
 
 
 def folded(e: H.BinOp) -> Optional[tuple[H.VectorReduce, H.Expr]]:
@@ -90,7 +101,7 @@ class FloatReducer:
         native = NATIVE_BITS[self.target] // e.type.bits
         combine = self._binop(e.op)
         if f == 2 and self.target == "arm64":  # (CodeGen_ARM tries its pairwise reductions first)
-            raise self._refuse(e, "Halide's arm64 code uses Neon's pairwise instructions for this step")
+            return self._pairwise(e, v, m, start)
         if m == 1 and 2 <= n <= 16 and n & (n - 1) == 0:
             return self._intrinsic(e.op, v, start)
         if m == 1 and f > native and f % native == 0:
@@ -107,6 +118,46 @@ class FloatReducer:
             acc = part if acc is None else combine(acc, part)
         assert acc is not None
         return acc
+
+    def _pairwise(self, e: H.VectorReduce, v: ir.Value, m: int, start: Optional[ir.Value]) -> ir.Value:
+        """arm64, 2m lanes to m: Neon's pairwise op on each chunk's low and high halves, concatenated,
+        then `start op r` (codegen_pairwise_vector_reduce; its call_overloaded_intrin picks the 2-lane
+        overload for m <= 2 and splits wider results into 4-lane calls)."""
+        why = self._pairwise_refusal(e, m)
+        if why:
+            raise self._refuse(e, f"Halide's arm64 pairwise step is not compiled here: {why}")
+        lanes = 2 if m <= 2 else 4
+        vt = ir.VectorType(v.type.element, lanes)
+        fn = declare(self.fe.cg.module, f"llvm.aarch64.neon.{_PAIRWISE[e.op]}", vt, [vt, vt])
+        parts = [self.b.call(fn, [self._lanes(v, 2 * c, lanes), self._lanes(v, 2 * c + lanes, lanes)])
+                 for c in range(0, m, lanes)]
+        while len(parts) > 1:  # concatenated in order (power-of-two count)
+            parts = [self._concat(parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
+        r = parts[0] if m > 1 else self.b.extract_element(parts[0], ir.Constant(ir.IntType(32), 0))
+        return r if start is None else self._binop(e.op)(start, r)
+
+    def _pairwise_refusal(self, e: H.VectorReduce, m: int) -> str:
+        """Why Halide's pairwise form is not reproduced for this reduction ('' when it is)."""
+        if e.op not in _PAIRWISE:
+            return "a product (CodeGen_ARM has no pairwise multiply)"
+        if m & (m - 1):
+            return f"{m} output lanes (not a power of two)"
+        if self.fe.ops.strict:
+            return "strict_float (Halide's module has no pairwise instruction there)"
+        if any(isinstance(n, H.Expr) and getattr(n.type, "code", "") in ("float", "bfloat")
+               and n.type.bits == 16 for n in H.walk(e.value)):
+            return "a 16-bit float in the value (Halide narrows it losslessly and takes another path)"
+        return ""
+
+    def _lanes(self, v: ir.Value, begin: int, count: int) -> ir.Value:
+        """`count` consecutive lanes of v from `begin`; lanes past its end are poison (from undef)."""
+        n = v.type.count
+        idx = [i if i < n else n for i in range(begin, begin + count)]
+        return self.b.shuffle_vector(v, undef(v.type), ir.Constant(ir.VectorType(ir.IntType(32), count), idx))
+
+    def _concat(self, a: ir.Value, c: ir.Value) -> ir.Value:
+        k = a.type.count
+        return self.b.shuffle_vector(a, c, ir.Constant(ir.VectorType(ir.IntType(32), 2 * k), list(range(2 * k))))
 
     def _intrinsic(self, op: str, v: ir.Value, start: Optional[ir.Value]) -> ir.Value:
         """`llvm.vector.reduce.<fop>.vNfB` with Halide's flags; fadd / fmul with their start value."""

@@ -1,7 +1,8 @@
 """Float `vector_reduce` (pitchfork/codegen/float_reduce.py) from `.atomic().vectorize(r)` updates:
 emitted as Halide 21's codegen_vector_reduce writes it, so the sums group their terms as Halide's do
 and the results are bit-exact: against Halide's realize for the target on x86, against Halide's own
-library under qemu on arm64 (native 4-lane slices for 32 lanes) and hvx128. A parallel float update is
+library under qemu on arm64 (native 4-lane slices for 32 lanes; Neon's pairwise faddp / fminp / fmaxp
+for a factor-2 step) and hvx128. A parallel float update is
 a compare-and-swap loop around the reduction (within float tolerance: the order of the tasks varies)."""
 
 from __future__ import annotations
@@ -114,10 +115,48 @@ def test_float_reduction_is_halides_hexagon_library(tmp_path: Path) -> None:
     assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
 
 
-def test_arm64_pairwise_float_reduction_is_refused_by_name() -> None:
-    """Two lanes to one: Halide's arm64 code is Neon's faddp (not compared), so a fallback naming it."""
-    f, a, v = _total("add", 2, "fred_arm_pair")
-    with pytest.raises(pitchfork.api.Unsupported, match=re.escape("vector_reduce_add (float32x2 to float32)")):
+def _pairs(op: str, k: int, r_lanes: int, x_lanes: int, name: str) -> tuple[hl.Func, hl.ImageParam]:
+    """out(x) = g(x): g starts from a value per x (so the grouping with it shows) and reduces k terms
+    from uint16 `a` under .atomic(), r vectorized by `r_lanes` and x by `x_lanes` (1: not). The term
+    has no constant (a constant is reassociated into the sum by Halide, which then vectorizes nothing)."""
+    from tests.pitchfork.codegen.test_floats_half_arm import W
+
+    a = hl.ImageParam(hl.UInt(16), 1, "a")
+    r = hl.RDom([(0, k)])
+    g, out = hl.Func(f"{name}_acc"), hl.Func(name)
+    g[x] = hl.f32(a[x]) * hl.f32(0.37)
+    i = (k * x + r) % W
+    term = (hl.f32(a[i]) - hl.f32(a[(i + 7) % W])) * hl.f32(1 / 7)
+    g[x] = (g[x] + term) if op == "add" else (hl.min if op == "min" else hl.max)(g[x], term)
+    u = g.compute_root().update().atomic().vectorize(r, r_lanes)
+    if x_lanes > 1:
+        u.vectorize(x, x_lanes)
+    out[x] = g[x]
+    return out, a
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+@pytest.mark.parametrize("op, k, r_lanes, x_lanes", [("add", 32, 2, 1), ("max", 32, 2, 1), ("add", 2, 2, 8),
+                                                     ("min", 4, 4, 2)])
+def test_arm64_pairwise_float_reduction_is_halides_library(op: str, k: int, r_lanes: int, x_lanes: int,
+                                                           tmp_path: Path) -> None:
+    """A factor-2 step on arm64 is Neon's faddp / fminp / fmaxp as in Halide's CodeGen_ARM, the initial
+    value combined after the pair (2 -> 1 lanes 16 times per output; 16 -> 8; 8 -> 4 -> 2)."""
+    from tests.pitchfork.codegen.test_floats_half_arm import ours_and_halides
+
+    g, a = _pairs(op, k, r_lanes, x_lanes, f"fred_pair_{op}_{k}_{r_lanes}_{x_lanes}")
+    src = _compile(g, [a], "arm64").module.source_ir
+    assert f"llvm.aarch64.neon.f{op}p.v{4 if x_lanes > 2 else 2}f32" in src
+    ours, theirs = ours_and_halides(g, [a], "arm-64-linux", tmp_path, 2 | 32 << 8 | 1 << 16, 4)
+    got, want = np.frombuffer(ours, np.uint32), np.frombuffer(theirs, np.uint32)
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+    assert len(set(got.tolist())) > (100 if op == "add" else 5)  # the inputs were varied
+
+
+def test_arm64_pairwise_float_product_is_refused_by_name() -> None:
+    """Two lanes to one of a product: CodeGen_ARM has no pairwise multiply (not compared here)."""
+    f, a, v = _total("mul", 2, "fred_arm_pair")
+    with pytest.raises(pitchfork.api.Unsupported, match=re.escape("vector_reduce_mul (float32x2 to float32)")):
         _compile(f, [a], "arm64")
 
 
