@@ -156,8 +156,10 @@ class FloatReducer:
         return self.b.shuffle_vector(v, undef(v.type), ir.Constant(ir.VectorType(ir.IntType(32), count), idx))
 
     def _concat(self, a: ir.Value, c: ir.Value) -> ir.Value:
+        """a's lanes then c's (equal widths)."""
         k = a.type.count
-        return self.b.shuffle_vector(a, c, ir.Constant(ir.VectorType(ir.IntType(32), 2 * k), list(range(2 * k))))
+        mask = ir.Constant(ir.VectorType(ir.IntType(32), 2 * k), list(range(2 * k)))
+        return self.b.shuffle_vector(a, c, mask)
 
     def _intrinsic(self, op: str, v: ir.Value, start: Optional[ir.Value]) -> ir.Value:
         """`llvm.vector.reduce.<fop>.vNfB` with Halide's flags; fadd / fmul with their start value."""
