@@ -51,6 +51,7 @@ from fpir.opspec import REDUCE_COMBINE, reduce_op
 from fpir.term import Term, var
 from fpir.types import ScalarType, i32
 from pitchfork.codegen.expr import ExprEmitter, vec_type
+from pitchfork.codegen import ir_constants
 from pitchfork.codegen.ir_constants import mask, undef
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.capture import ArgInfo, CapturedStmt  # noqa: F401 (re-exported)
@@ -595,7 +596,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             assert isinstance(e, H.Ramp)
             base = self._splat(self.scalar(e.base, node, nsw=False), leaf.type, leaf.lanes)
             stride = self._splat(self.scalar(e.stride, node, nsw=False), leaf.type, leaf.lanes)
-            iota = ir.Constant(vec_type(leaf.type, leaf.lanes), list(range(leaf.lanes)))
+            iota = ir_constants.vector(leaf.type.bits, range(leaf.lanes))  # (vec_type's integer lanes, shared)
             return self.b.add(base, self.b.mul(stride, iota))
         if leaf.kind == "load":
             assert isinstance(e, H.Load)
@@ -668,8 +669,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             indices = [starts[where[j][0]] + where[j][1] for j in e.indices]
             em = ExprEmitter(self.b, leaf.lanes, {}, self.target)
             whole = em.concat(parts, at) if len(parts) > 1 else parts[0]
-            return self.b.shuffle_vector(whole, undef(whole.type),
-                                         ir.Constant(ir.VectorType(ir.IntType(32), len(indices)), indices))
+            # (`mask` is this function's predicate here: the shared constant through its module)
+            return self.b.shuffle_vector(whole, undef(whole.type), ir_constants.mask(indices))
         if leaf.kind == "bitcount":
             assert isinstance(e, H.Call)
             arg = self.vector(e.args[0], node) if e.args[0].type.is_vector else \
@@ -700,7 +701,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         def two(a: ir.Value, b: ir.Value, size: int) -> list[ir.Value]:
             w = self.b.call(fn, [self.b.bitcast(b, reg), self.b.bitcast(a, reg), ir.Constant(i32t, -size)])
             return [self.b.shuffle_vector(w, undef(pair),
-                                          ir.Constant(ir.VectorType(i32t, 32), list(range(h * 32, h * 32 + 32))))
+                                          mask(range(h * 32, h * 32 + 32)))
                     for h in (0, 1)]
 
         size = elem.width // 8
@@ -731,7 +732,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         one = self.b.insert_element(undef(ir.VectorType(ir.IntType(bits), 1)), word,
                                     ir.Constant(ir.IntType(32), 0))
         spl = self.b.shuffle_vector(one, undef(one.type),
-                                    ir.Constant(ir.VectorType(ir.IntType(32), reps), [0] * reps))
+                                    mask([0] * reps))
         return self.b.bitcast(spl, ir.VectorType(v.type.element, len(e.indices)))
 
     def _reduce(self, e: H.VectorReduce, leaf: Leaf, node: H.Node) -> ir.Value:
@@ -760,7 +761,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             acc: Optional[Term] = None
             for j in range(parts):
                 name = f"r{j}"
-                idx = ir.Constant(ir.VectorType(ir.IntType(32), m), [j * m + i for i in range(m)])
+                idx = mask([j * m + i for i in range(m)])
                 env[name] = self.b.shuffle_vector(v, undef_v, idx)
                 t = var(name, leaf.type)
                 acc = t if acc is None else make(REDUCE_OPS[e.op], acc, t)

@@ -34,7 +34,7 @@ from fpir.types import ScalarType, u8
 from pitchfork.selection.bounds import bounds
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.base import BufferInfo, _storage
-from pitchfork.codegen.ir_constants import undef
+from pitchfork.codegen.ir_constants import mask, undef
 from pitchfork.codegen.span import span_parts
 from pitchfork.frontend.htypes import Int
 
@@ -125,7 +125,7 @@ class LutMixin:
         for c in range(lanes // REG_BYTES):
             part = idx if lanes == REG_BYTES else self.b.shuffle_vector(
                 idx, undef(idx.type),
-                ir.Constant(ir.VectorType(i32t, REG_BYTES), list(range(c * REG_BYTES, (c + 1) * REG_BYTES))))
+                mask(range(c * REG_BYTES, (c + 1) * REG_BYTES)))
             u = self.b.bitcast(part, reg)
             acc: Optional[ir.Value] = None
             for s in range(segments):

@@ -19,7 +19,7 @@ from fpir.types import ScalarType, i32, u1
 from pitchfork.backend.machine import get_target
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.base import BufferInfo, Leaf, Unsupported, _show, _storage
-from pitchfork.codegen.ir_constants import undef, vector
+from pitchfork.codegen.ir_constants import mask, undef, vector
 
 
 #: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop): the
@@ -472,8 +472,8 @@ class MemoryMixin:
             # after the stores, in this order since it was written: the integer kernels' objects
             # depend on the instruction order.)
             slot = self._scratch_alloca(ir.ArrayType(et, 3 * lanes))
-            for k, part in enumerate((b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)), d,
-                                      b.shuffle_vector(d, d, ir.Constant(ir.VectorType(i32, lanes), [lanes - 1] * lanes)))):
+            for k, part in enumerate((b.shuffle_vector(d, d, mask([0] * lanes)), d,
+                                      b.shuffle_vector(d, d, mask([lanes - 1] * lanes)))):
                 at = b.gep(slot, [ir.Constant(i32, 0), ir.Constant(i32, k * lanes)], inbounds=True)
                 b.store(part, b.bitcast(at, ir.PointerType(vt)), align=1)
             at = b.gep(slot, [ir.Constant(i64, 0), b.add(n, window_shift())], inbounds=True)

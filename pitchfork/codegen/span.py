@@ -32,7 +32,7 @@ from llvmlite import ir
 from fpir.types import ScalarType
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.base import BufferInfo
-from pitchfork.codegen.ir_constants import undef
+from pitchfork.codegen.ir_constants import mask, undef
 from pitchfork.frontend.htypes import Int
 
 #: bytes of one Neon register: the lanes one `tbl` produces
@@ -126,7 +126,7 @@ class SpanMixin:
                     blocks.append(self._mem_access(buf, b.load(blk, align=NEON_BYTES)))  # type: ignore[attr-defined]
                 mc = m if chunks == 1 else b.shuffle_vector(
                     m, undef(m.type),
-                    ir.Constant(ir.VectorType(i32t, NEON_BYTES), list(range(NEON_BYTES * c, NEON_BYTES * (c + 1)))))
+                    mask(range(NEON_BYTES * c, NEON_BYTES * (c + 1))))
                 rel = b.trunc(b.sub(mc, self._splat(lo, Int(32).to_fpir(), NEON_BYTES)), reg)  # type: ignore[attr-defined]
                 k = b.add(rel, self._splat(b.trunc(shift, i8t), Int(8).to_fpir(), NEON_BYTES))  # type: ignore[attr-defined]
                 pieces.append(b.call(tbl2, [blocks[0], blocks[1], k]))
@@ -160,6 +160,6 @@ def _concat(b: ir.IRBuilder, parts: list[ir.Value]) -> ir.Value:
     """A power of two of equal vectors, concatenated in order (pairwise shuffles)."""
     while len(parts) > 1:
         n = parts[0].type.count
-        mask = ir.Constant(ir.VectorType(ir.IntType(32), 2 * n), list(range(2 * n)))
-        parts = [b.shuffle_vector(parts[i], parts[i + 1], mask) for i in range(0, len(parts), 2)]
+        m = mask(range(2 * n))
+        parts = [b.shuffle_vector(parts[i], parts[i + 1], m) for i in range(0, len(parts), 2)]
     return parts[0]

@@ -24,7 +24,7 @@ from typing import Any
 
 from llvmlite import ir
 
-from pitchfork.codegen.ir_constants import mask, undef
+from pitchfork.codegen.ir_constants import mask, undef, vector
 from pitchfork.codegen.lane_order import pack_order_registers
 from pitchfork.targets.base import Inst, declare, register_by_register
 
@@ -134,7 +134,7 @@ def _q31_high(rounding: bool) -> Emit:
         v64, v32 = _vt(64, 4), _vt(32, 8)
 
         def c64(v: int) -> ir.Constant:
-            return ir.Constant(v64, [v] * 4)
+            return vector(64, [v] * 4)  # ir.Constant(v64, [v] * 4), shared (ir_constants)
 
         def sext_even(v):  # type: ignore[no-untyped-def]
             q = em.b.bitcast(v, v64)
