@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.synth_bringup_static import (SECOND_MCPU, _job, cell, markdown, regression_verdict, summarize,
-                                             synth_only_static, withdraw_regressions)
+                                             suspects, synth_only_static, withdraw_regressions)
 
 # two rules a bring-up found (Z3-verified at every type instance, `pitchfork verify`)
 RULES = """synth_a: widening_add(v0_T, v1_T) -> hvx.vadd_w(v0_T, v1_T) if is_unsigned(T) && bits(T) <= 16
@@ -92,3 +92,21 @@ def test_cli_refuses_a_folder_without_the_isa(tmp_path: Path) -> None:
 
     with pytest.raises(SystemExit):
         main([str(tmp_path), "--isa", "arm64", "-o", str(tmp_path / "o")])
+
+
+def test_every_cell_a_rule_fired_in_is_tried_not_only_cells_below_hand() -> None:
+    """A rule is judged against the synthesized set without it: a cell at or above hand lowering is
+    tried too (hvx128 depthwise_conv, session 27: 1.013x -> 0.976x through one rule, never tried while
+    only cells below 0.9x were); a failed cell (no estimate) is not."""
+    def c(bench: str, ratio: "float | None", fired: list[str]) -> dict:
+        return {"bench": bench, "isa": "hvx128", "static_ratio": ratio,
+                "synth": {"static": 100.0 if ratio else None, "lowering_fired": fired}}
+
+    cells = [c("depthwise_conv", 1.013, ["synth_lower_hvx128_a", "synth_lower_hvx128_b", "hand_rule"]),
+             c("softmax", 0.57, ["synth_lower_hvx128_b"]),
+             c("add", None, ["synth_lower_hvx128_c"])]
+    got = suspects(cells)
+    assert {r: [x["bench"] for x in cs] for r, cs in got.items()} == {
+        "synth_lower_hvx128_a": ["depthwise_conv"], "synth_lower_hvx128_b": ["depthwise_conv", "softmax"]}
+    # the old criterion, kept as an option: only rules that fired in a cell below 0.9x
+    assert list(suspects(cells, below=0.9)) == ["synth_lower_hvx128_b"]
