@@ -33,9 +33,10 @@ from fpir.ops import make
 from fpir.term import Term, const
 from fpir.types import i32
 from pitchfork.targets.base import Inst, Signature, declare, immediate, target_ops
-from pitchfork.targets.hvx_emit import (Table, accumulate, dot_vv, half_width_round, lanewise, narrowing, pair_dot,
-                                        pairs, scalar_or_sequence, select_half, shift_acc, shift_amount, taps,
-                                        vector_or_scalar, vmpa, vmpyi, vrmpy, vtmpy, widening, zero_point_acc)
+from pitchfork.targets.hvx_emit import (Table, accumulate, amount_encodable, dot_vv, half_width_round, lanewise,
+                                        narrowing, pair_dot, pairs, scalar_or_sequence, select_half, shift_acc,
+                                        shift_amount, taps, vector_or_scalar, vmpa, vmpyi, vrmpy, vtmpy, widening,
+                                        zero_point_acc)
 from pitchfork.targets.hvx_lanes import DEINT_RESULT as DEINT
 from pitchfork.targets.hvx_lanes import LANEWISE, declared_meaning
 
@@ -183,6 +184,8 @@ _VMPA_ACC_SIGS = ["u16, u8, u8, u8, u8 -> u16", "i16, u8, u8, u8, u8 -> i16", "i
 
 # ---- narrowing shifts with saturation (and rounding), by the input type; vround for a shift by
 # half the width
+#: vasrwh's shift Rt (vasr_trunc_h): a constant, or a uniform runtime amount, in [0, 15]
+_VASRWH = shift_amount(0, 15)
 _VASR_SAT = {"ub": {"i16": "vasrhubsat", "u16": "vasruhubsat"}, "b": {"i16": "vasrhbsat"},
              "uh": {"i32": "vasrwuhsat", "u32": "vasruwuhsat"}, "h": {"i32": "vasrwhsat"}}
 _VASR_RND_SAT = {"ub": {"i16": "vasrhubrndsat", "u16": "vasruhubrndsat"}, "b": {"i16": "vasrhbrndsat"},
@@ -304,14 +307,15 @@ def _vasr_family(suffix: str, out: str) -> tuple[Inst, Inst]:
     ibits = int(out[1:]) * 2
     sigs = [f"{x}, {a}{ibits} -> {out}" for x in ins for a in ("i", "u")]
     rsigs = [f"{x}, {a}{ibits} -> {out}" for x in rnd for a in ("i", "u")]
+    sat, rnd_sat = shift_amount(0, ibits // 2 - 1), shift_amount(1, ibits // 2, (0, ibits // 2 - 1))
     return (
         Inst(f"vasr_sat_{suffix}", sigs, f"saturating_cast<{out}>(x >> y)",
-             narrowing({}, ins, shift_amount(0, ibits // 2 - 1)), " / ".join(ins.values()) + " (Rt = constant y)",
-             ONE),
+             narrowing({}, ins, sat), " / ".join(ins.values()) + " (Rt = constant y)",
+             ONE, encodable=amount_encodable(sat)),
         Inst(f"vasr_rnd_sat_{suffix}", rsigs, f"saturating_cast<{out}>(rounding_shr(x, y))",
-             narrowing({}, rnd, shift_amount(1, ibits // 2, (0, ibits // 2 - 1)), half_width_round(rounds)),
+             narrowing({}, rnd, rnd_sat, half_width_round(rounds)),
              " / ".join(rnd.values()) + " (Rt = constant y); " + " / ".join(rounds.values()) + " for y = "
-             + str(ibits // 2), ONE),
+             + str(ibits // 2), ONE, encodable=amount_encodable(rnd_sat)),
     )
 
 
@@ -491,7 +495,8 @@ TABLE: tuple[Inst, ...] = (
     # modulo 16), where the 16 result bits lie inside the word, so arithmetic and logical shifts agree.
     Inst("vasr_trunc_h", ["i32, i32 -> i16", "i32, u32 -> i16", "u32, i32 -> u16", "u32, u32 -> u16"],
          lambda sg: f"cast<{sg.result.name}>(x >> y)",
-         narrowing({}, {"i32": "vasrwh", "u32": "vasrwh"}, shift_amount(0, 15)), "vasrwh (Rt = constant y)", ONE),
+         narrowing({}, {"i32": "vasrwh", "u32": "vasrwh"}, _VASRWH), "vasrwh (Rt = constant y)", ONE,
+         encodable=amount_encodable(_VASRWH)),
     # ---- Shift and accumulate (Rt = constant amount in [0, bits))
     Inst("vasl_acc", [f"{k}, {k}, {k} -> {k}" for k in _VASL_ACC], "x + (y << z)", shift_acc(_VASL_ACC),
          "vaslh.acc / vaslw.acc: Vx += vasl(Vu, Rt) (Rt = constant z in [0, bits))", ONE, layout=LANEWISE,

@@ -257,17 +257,41 @@ def shift_amount(lo: int, hi: int, runtime: tuple[int, int] | None = None) -> Ca
     return amount
 
 
+def _in_runtime_range(y: Term, amount: Callable[[Term], int | None]) -> bool:
+    """A non-constant shift amount whose bounds lie inside the range the instruction reads exactly
+    (`shift_amount`'s `runtime`)."""
+    lo, hi = getattr(amount, "runtime", (1, 0))
+    if y.is_const:
+        return False
+    ylo, yhi = bounds(y)
+    return lo <= ylo and yhi <= hi
+
+
 def _runtime_amount(em: Any, args: Sequence[ir.Value], t: Term, amount: Callable[[Term], int | None]) -> ir.Value | None:
     """Rt for a shift amount that is not a constant but uniform (a splat Param) with bounds inside
     the range the instruction reads exactly; None otherwise."""
-    lo, hi = getattr(amount, "runtime", (1, 0))
     y = t.args[1]
-    if y.is_const or not uniform(em, y):
-        return None
-    ylo, yhi = bounds(y)
-    if ylo < lo or yhi > hi:
+    if not _in_runtime_range(y, amount) or not uniform(em, y):
         return None
     return runtime_rt(em, args[1], 32)
+
+
+def amount_encodable(amount: Callable[[Term], int | None]) -> Callable[[Term], bool]:
+    """`encodable` (pitchfork/targets/base.py) for a `narrowing` instruction with the shift Rt =
+    `amount(t)`: a constant in range, or a runtime amount that is uniform (`is_uniform_term`: built from
+    the frontend's splats) with bounds in the runtime range, the amounts `narrowing` emits as the
+    instruction. Any other amount (a splat Param with no clamp: depthwise_conv's `u32` output shift)
+    is emitted as the declared semantics, and the target cost then charges it as such, as it charges
+    every instruction it cannot encode: synthesis with `hvx.vasr_rnd_sat_h(x, splat)` costed as one
+    instruction kept a rule whose code was the semantics written out (hvx128 depthwise_conv 1.013x ->
+    0.976x of hand lowering, session 27)."""
+    from pitchfork.trs.predicate import is_uniform_term
+
+    def check(t: Term) -> bool:
+        y = t.args[1]
+        return amount(t) is not None or (_in_runtime_range(y, amount) and is_uniform_term(y))
+
+    return check
 
 
 def scalar_or_fallback(name: str, rbits: int) -> Callable[..., ir.Value]:

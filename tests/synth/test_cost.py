@@ -59,3 +59,22 @@ def test_hvx_vmpyi_by_a_vector_on_words_costs_the_multiply_it_emits() -> None:
     assert cost["hvx.vmpyi_acc(v2_i32, v0_i32, v1_i32)"] == 3
     assert cost["hvx.vmpyi(v0_i32, 6)"] == cost["hvx.vmpyi_acc(v2_i32, v0_i32, 6)"] == 1
     assert cost["hvx.vmpyi(v0_i16, v1_i16)"] == 1
+
+
+def test_hvx_narrowing_shift_by_an_unclamped_broadcast_is_not_one_instruction() -> None:
+    """synth.cost charges `hvx.vasr_rnd_sat_h(x, splat)` what the compiler charges it (the table's
+    `encodable`, hvx_emit `amount_encodable`), and the search never names it so (`encodable_everywhere`):
+    the emitter writes the semantics out for an amount of unknown bounds."""
+    from fpir.ops import make
+    from fpir.term import const, var
+    from fpir.types import parse_type
+    from pitchfork.targets import UNLOWERED_FPIR_COST, load_target
+    from synth.tasks import encodable_everywhere
+
+    load_target("hvx128")
+    i32, u32 = parse_type("i32"), parse_type("u32")
+    s = var("v1", u32, uniform=True)
+    unclamped = make("hvx.vasr_rnd_sat_h", var("v0", i32), s)
+    assert lowering_cost(unclamped, "hvx128")[0] == UNLOWERED_FPIR_COST and not encodable_everywhere(unclamped)
+    clamped = make("hvx.vasr_rnd_sat_h", var("v0", i32), make("min", s, const(15, u32)))
+    assert encodable_everywhere(clamped) and lowering_cost(clamped, "hvx128")[0] < UNLOWERED_FPIR_COST

@@ -104,3 +104,37 @@ def test_the_emitter_uses_the_instruction_exactly_where_the_table_says_it_can() 
         add_expression_kernel(m, name, term, 128, sorted(term.variables(), key=lambda v: v.name), TARGET)
         asm = " ".join(asm_instructions(compile_module(str(m), TARGET).asm))
         assert (mnemonic in asm) is expect, (name, asm[:400])
+
+
+def test_a_narrowing_shift_by_a_runtime_amount_is_costed_as_the_emitter_emits_it() -> None:
+    """vasr(Vu, Vv, Rt):rnd:sat takes a runtime amount as Rt only when it is uniform and its bounds lie in
+    [0, 15] (hvx_emit `narrowing`, `amount_encodable`); any other amount, such as depthwise_conv's
+    unclamped u32 Param, is emitted as the semantics and costed so: session 27's hvx128 bring-up kept
+    `saturating_cast<i16>(rounding_shr(v0_i32, v1_u32)) -> hvx.vasr_rnd_sat_h(v0_i32, v1_u32)` at cost 1,
+    which made depthwise_conv slower (296,998 packets against 286,074 without it)."""
+    i32, u32 = parse_type("i32"), parse_type("u32")
+    x, s = var("x", i32), var("s", u32, uniform=True)
+    clamp = make("min", s, const(15, u32))
+    for name in ("hvx.vasr_rnd_sat_h", "hvx.vasr_sat_h", "hvx.vasr_trunc_h"):
+        for amount, ok in ((const(4, u32), True), (clamp, True), (s, False), (var("s", u32), False),
+                           (make("min", var("s", u32), const(15, u32)), False),
+                           (const(16, u32), name.endswith("rnd_sat_h"))):  # 16: vround
+            t = make(name, x, amount)
+            assert encodable(t) is ok, (name, str(amount))
+            node = target_cost(t)[0] - target_cost(amount)[0]
+            assert node == (1 if ok else UNLOWERED_FPIR_COST), (name, str(amount))
+
+
+@pytest.mark.skipif(not tools_available(TARGET), reason="qemu-hexagon / clang / lld missing")
+def test_the_emitter_takes_a_runtime_amount_as_rt_exactly_where_the_table_says_it_can() -> None:
+    i32, u32 = parse_type("i32"), parse_type("u32")
+    x, s = var("x", i32), var("s", u32, uniform=True)
+    cases = {"vasr_rnd_clamped": (make("hvx.vasr_rnd_sat_h", x, make("min", s, const(15, u32))), True),
+             "vasr_rnd_unclamped": (make("hvx.vasr_rnd_sat_h", x, s), False)}
+    for name, (term, expect) in cases.items():
+        assert encodable(term) is expect
+        m = new_module(name)
+        add_expression_kernel(m, name, term, 128, sorted(term.variables(), key=lambda v: v.name), TARGET,
+                              uniform=frozenset({"s"}))
+        asm = " ".join(asm_instructions(compile_module(str(m), TARGET).asm))
+        assert (":rnd:sat" in asm) is expect, (name, asm[:400])
