@@ -591,7 +591,7 @@ def polish(t: Term) -> Term:
 
 
 #: ops shifting their first operand by their second (`constant_leaves`)
-_SHIFTS = frozenset({"shl", "shr", "rounding_shr", "rounding_shl", "widening_shl"})
+SHIFT_OPS = frozenset({"shl", "shr", "rounding_shr", "rounding_shl", "widening_shl"})
 #: ops that round (`constant_leaves`: their constants c also give c - 1, c + 1 and 0)
 _ROUNDING = re.compile(r"rounding|avg|rhadd")
 
@@ -622,7 +622,7 @@ def constant_leaves(
     if not values:
         values = {0, 1}
     if negated:  # a shift by a runtime amount: its width, where the instructions saturate the amount
-        values |= {t.args[0].type.bits for t in lhs.walk() if t.op in _SHIFTS and not t.args[1].is_const}
+        values |= {t.args[0].type.bits for t in lhs.walk() if t.op in SHIFT_OPS and not t.args[1].is_const}
     out = []
     for ty in sorted(types, key=lambda x: (x.bits, x.signed)):
         for v in sorted(values):

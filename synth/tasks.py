@@ -59,8 +59,11 @@ LOWER_PRIMS = (
 #: 13: instruction sub-goals at the top-down root, synth/topdown.py `instruction_goals`; lower 14: wide
 #: reductions split, synth/reduction_split.py, and left-side alternates, synth/alternates.py; lower 15:
 #: generic primitives at what the ISA spends on them, pitchfork/targets/primitive_cost.py, and the
-#: one-instruction probe up to five operands, synth/search.py MAX_PROBE_ARITY)
-SEARCH_VERSION = {"lift": 8, "lower": 15}
+#: one-instruction probe up to five operands, synth/search.py MAX_PROBE_ARITY; lower 16: runtime shift
+#: amounts clamped to the width as top-down sub-goals, synth/topdown.py `clamped_amounts`, and HVX
+#: narrowing shifts by an amount they cannot take as Rt costed as their semantics, hvx_emit
+#: `amount_encodable`)
+SEARCH_VERSION = {"lift": 8, "lower": 16}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 

@@ -131,6 +131,35 @@ def _negated(s: Term) -> list[Term]:
     return out
 
 
+def clamped_amounts(lhs: Term) -> list[Term]:
+    """Each runtime shift amount of the left side clamped to the shifted value's width, `min(y, bits)`,
+    and for a signed amount also from below, `max(min(y, bits), -bits)`: an FPIR shift by `bits` or
+    more is already all fill (0 or the sign), so the clamp changes no value, but the instructions read
+    their amount in fewer bits (ARM srshl / sshl: the low byte, signed), so a right side that shifts by
+    a runtime amount takes the clamped one (rules/lower/arm_neon.rules `srshr_clamped`: softmax's and
+    depthwise_conv's `rounding_shr(x_T, y_U) -> arm.srshl(x_T, 0 - reinterpret<T>(min(y_U, bits(T))))`).
+    No sub-term or generic expansion states the clamp, and the enumerator reaches the three-instruction
+    right side only at a level of millions of candidates (module doc); negated (`_negated`) it is
+    the operand ARM's shift-left-by-a-negative-amount instructions take."""
+    from synth.search import SHIFT_OPS
+
+    out: list[Term] = []
+    for t in lhs.walk():
+        if t.op not in SHIFT_OPS or len(t.args) != 2 or t.args[1].is_const:
+            continue
+        y, bits = t.args[1], t.args[0].type.bits
+        if not y.type.contains(bits):
+            continue
+        try:
+            c = make("min", y, const(bits, y.type))
+            out.append(c)
+            if y.type.signed and y.type.contains(-bits):
+                out.append(make("max", c, const(-bits, y.type)))
+        except (FPIRTypeError, ValueError):
+            continue
+    return out
+
+
 def _size(t: Term) -> int:
     return sum(1 for _ in t.walk())
 
@@ -180,6 +209,10 @@ def sub_goals(lhs: Term, grammar: Grammar, expanded: Term, env: dict[str, np.nda
     for v in lhs.variables():
         specs += _moved(v, types)
         specs += _negated(v)
+    for c in clamped_amounts(lhs):
+        specs.append(c)
+        specs += _moved(c, types)
+        specs += _negated(c)
     out: dict[ScalarType, list[tuple[Term, np.ndarray]]] = {}
     seen: set[tuple[str, bytes]] = set()
     for s in sorted(set(specs), key=lambda t: (0 if not t.args else 1, _size(t), to_text(t))):

@@ -168,3 +168,22 @@ def test_no_decomposition_or_residual_merely_restates_the_left_side() -> None:
     assert all(not (x in values and np.array_equal(values[x], target)) for _, sp in found for x in sp)
     assert [(op, to_text(a)) for op, (a, _r) in residuals(lhs, expanded, goals, target)] == [
         ("add", "v0_i32 >> v1_u32"), ("sub", "v0_i32 >> v1_u32")]
+
+
+def test_a_runtime_shift_amount_clamped_to_the_width_is_a_sub_goal() -> None:
+    """ARM's shifts read their amount in one signed byte, so `rounding_shr(x_i32, y_u32)` is srshl by
+    `-min(y, 32)` (hand rule srshr_clamped: softmax, depthwise_conv); no sub-term or expansion states
+    the clamp, and before it was a sub-goal the arm64 bring-up ran over budget here (session 27)."""
+    from synth.topdown import clamped_amounts
+
+    assert [to_text(c) for c in clamped_amounts(parse("rounding_shr(v0_i32, v1_i32) + (v2_i32 << 3)"))] == [
+        "min(v1_i32, 32)", "max(min(v1_i32, 32), -32)"]
+    assert ("arm.srshl", ["v0_i32", "0 - reinterpret<i32>(min(v1_u32, 32))"]) in _decompose(
+        "arm64", "rounding_shr(v0_i32, v1_u32)")
+
+
+def test_a_shift_by_a_signed_runtime_amount_is_one_instruction_on_a_clamped_amount() -> None:
+    r = run_task(Task("lower", "arm64", "v0_i16 << v1_i16", 100_000, hide=bring_up_hidden("arm64")))
+    assert r["status"] == "synthesized", r.get("reason")
+    assert r["rhs"] == "arm.sshl(v0_i16, max(min(v1_i16, 16), -16))" and r["search_detail"].startswith("top-down")
+    assert verify_rule(parse_rule(f"t: {r['rule']}", "<test>", 1)).status == "VALID"
