@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from llvmlite import ir
 
+from pitchfork.backend.machine import get_target
 from pitchfork.codegen.base import Unsupported
 from pitchfork.codegen.float_math import FloatOps, declare
 from pitchfork.codegen.ir_constants import undef
@@ -47,8 +48,6 @@ from pitchfork.frontend import ir as H
 if TYPE_CHECKING:
     from pitchfork.codegen.floats import FloatEmitter
 
-#: Halide's maximum_vector_bits per target (a native float vector's width)
-NATIVE_BITS = {"x86-avx2": 256, "arm64": 128, "hvx128": 1024}
 #: the binary operator that matches each reduction (Halide's try_to_fold_vector_reduce)
 FOLDS = {"+": "add", "*": "mul", "min": "min", "max": "max"}
 _INTRINSIC = {"add": "fadd", "mul": "fmul", "min": "fmin", "max": "fmax"}
@@ -98,7 +97,7 @@ class FloatReducer:
     def _reduce(self, e: H.VectorReduce, v: ir.Value, m: int, start: Optional[ir.Value]) -> ir.Value:
         n = v.type.count if isinstance(v.type, ir.VectorType) else 1
         f = n // m
-        native = NATIVE_BITS[self.target] // e.type.bits
+        native = get_target(self.target).vector_bits // e.type.bits  # a native vector's lanes
         combine = self._binop(e.op)
         if f == 2 and self.target == "arm64":  # (CodeGen_ARM tries its pairwise reductions first)
             return self._pairwise(e, v, m, start)
