@@ -18,6 +18,11 @@ a cast u8 -> i32 three), so the cost is per ISA: `lowering_cost(term, isa)`. Wit
 the seen form of depthwise_conv's product `i32(x_u8) * i32(y_i16)` cost the same as the hand rule's
 `hvx.vmpy(i16(x), y)` and the hvx128 bring-up kept it as optimal.
 
+Work on uniform operands only (a broadcast Param and what is computed from it alone) is computed once
+outside the loop: it costs no instructions here, as in the compiler's cost (pitchfork/targets/
+hoisted.py), so a form that moves work onto a uniform operand (conv3x3a16's smlal_mixed_bias: the
+bias `cast<i16>(w) * 128`) is not charged for it per vector.
+
 The project has no per-instruction latency or issue-slot tables: the harness's static estimate
 (benchmarks/harness/static.py) asks llvm-mca about whole blocks on x86/AArch64 and counts VLIW
 packets on Hexagon, so the declared per-instruction costs are the machine knowledge available here.
@@ -42,6 +47,18 @@ def reduce_instructions(factor: int) -> int:
 
 
 def _node(t: Term, isa: str) -> tuple[int, int, int]:
+    """A node's cost per vector; work on uniform operands only is hoisted out of the loop
+    (pitchfork/targets/hoisted.py) and costs no instructions, as the compiler's cost charges it."""
+    from pitchfork.targets import UNLOWERED_FPIR_COST
+    from pitchfork.targets.hoisted import hoisted
+
+    c = _per_vector(t, isa)
+    if c[0] and c[0] != UNLOWERED_FPIR_COST and hoisted(t):
+        return (0, c[1], c[2])
+    return c
+
+
+def _per_vector(t: Term, isa: str) -> tuple[int, int, int]:
     from fpir.opspec import spec
     from pitchfork.targets import _target_node_cost
 

@@ -495,16 +495,20 @@ def lower_tasks(
         tasks.append(task)
         origin[task.key] = (set(e.sources), e.count)
     chosen = _limit(tasks, replace(opts, max_lhs=opts.max_lower_lhs) if opts.max_lower_lhs is not None else opts)
-    if not lane0:
-        return chosen, origin
     # each left side with a variable the corpus saw as a broadcast also searched with it uniform
-    # (synth/tasks.py `_run_uniform`), right after its plain task
+    # (synth/tasks.py `_run_uniform`), right after its plain task: on every ISA, for a right side that
+    # reads the operand at lane 0 (x86) or moves work onto it, where it is hoisted out of the loop
+    # (arm64 smlal_mixed_bias's bias: pitchfork/targets/hoisted.py). Off x86 such a task gets the
+    # first pass's term budget alone (`Options.first_pass_terms`; no deep search): arm64 poses 275 of
+    # them beside 721 plain left sides, most without a gain, and a stage's work budget is shared
     out: list[Task] = []
+    small: dict[str, Any] = {} if lane0 or opts.first_pass_terms <= 0 else {
+        "max_terms": min(opts.max_terms, opts.first_pass_terms), "topdown": False}
     for t in chosen:
         out.append(t)
         flags = lowered.uniform.get(t.lhs, [])
         if any(flags):
-            u = replace(t, uniform=tuple(i for i, f in enumerate(flags) if f))
+            u = replace(t, uniform=tuple(i for i, f in enumerate(flags) if f), **small)
             out.append(u)
             origin[u.key] = origin[t.key]
     return out, origin

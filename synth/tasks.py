@@ -63,7 +63,7 @@ LOWER_PRIMS = (
 #: amounts clamped to the width as top-down sub-goals, synth/topdown.py `clamped_amounts`, and HVX
 #: narrowing shifts by an amount they cannot take as Rt costed as their semantics, hvx_emit
 #: `amount_encodable`)
-SEARCH_VERSION = {"lift": 8, "lower": 16}
+SEARCH_VERSION = {"lift": 8, "lower": 17}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -467,9 +467,19 @@ def reads_lane0(t: Term) -> bool:
     )
 
 
+def hoists_work(t: Term) -> bool:
+    """Some node of t computes on uniform operands alone (pitchfork/targets/hoisted.py: hoisted out of
+    the loop, no instructions in the lowering cost): the use an ISA without lane-0 instructions has of a
+    uniform variable (arm64 smlal_mixed_bias: the bias `cast<i16>(w) * 128` of a broadcast weight)."""
+    from pitchfork.targets.hoisted import hoisted
+
+    return any(hoisted(x) for x in t.walk() if x.args)
+
+
 def lane0_isa(isa: str) -> bool:
     """The ISA has an instruction that reads an operand at lane 0 only (x86's shifts by a count in a
-    register): only there do left sides get a uniform task (`Task.uniform`)."""
+    register): its uniform tasks (`Task.uniform`) look for a right side reading a uniform variable
+    there; on any other ISA, for one that hoists work onto it (`hoists_work`)."""
     from pitchfork.targets import load_target
 
     load_target(isa)
@@ -511,9 +521,13 @@ def _run_uniform(task: Task, term: Term) -> dict[str, Any]:
     # the plain task's to find (and at equal cost the rewriter could not tell the two apart)
     # (checked on the polished candidate too: `v1 - v1` read at lane 0 is the constant 0)
     normal = _normal_form(task.isa, task.hide)
-    grammar = replace(lowering_grammar(searched, task.isa), normal=lambda t: reads_lane0(t) and normal(t),
-                      also=lambda t: encodable_everywhere(t) and reads_lane0(t))
-    bound = (lowering_cost(cur, task.isa)[0], 0, 0)
+    uses = reads_lane0 if lane0_isa(task.isa) else hoists_work
+    grammar = replace(lowering_grammar(searched, task.isa), normal=lambda t: uses(t) and normal(t),
+                      also=lambda t: encodable_everywhere(t) and uses(t))
+    # the current lowering with the same variables uniform: its work on them alone is hoisted too
+    # (charged per vector, any candidate that hoists the same work would beat it)
+    cur_u = substitute(cur, {v: var(v.name, v.type, uniform=True) for v in cur.variables() if v in to_uniform})
+    bound = (lowering_cost(cur_u, task.isa)[0], 0, 0)
     info["bound"] = list(bound)
     t1 = time.perf_counter()
     try:

@@ -20,6 +20,7 @@ from pitchfork.selection.synthesized import (
     on_directory_change,
     synthesized_rules,
 )
+from pitchfork.targets.hoisted import hoisted
 from pitchfork.targets.primitive_cost import primitive_instructions
 from pitchfork.trs.rules import RuleSet
 
@@ -111,7 +112,17 @@ def _const_shl(t: Term) -> bool:
 def _target_node_cost(t: Term, isa: Optional[str] = None) -> tuple[int, int, int]:
     """One node's (instructions, input bits, primitive ops). A generic primitive costs what target `isa`
     spends on it (`primitive_cost.primitive_instructions`: 1 where it has the instruction, several where
-    LLVM emulates it: HVX's 32-bit multiply); with no target, 1."""
+    LLVM emulates it: HVX's 32-bit multiply); with no target, 1. Work on uniform operands only
+    (`hoisted.hoisted`: computed once outside the loop) costs no instructions, its input bits and
+    primitive ops still break ties; an FPIR op or an instruction emitted as its generic meaning there
+    keeps its cost, so that the lowering still replaces it."""
+    c = _per_vector_node_cost(t, isa)
+    if c[0] and c[0] != UNLOWERED_FPIR_COST and hoisted(t):
+        return (0, c[1], c[2])
+    return c
+
+
+def _per_vector_node_cost(t: Term, isa: Optional[str]) -> tuple[int, int, int]:
     if not t.args:
         return (0, 0, 0)
     s = spec(t.op)

@@ -3,6 +3,7 @@ search no longer "wins" by rewriting one into a different form with the same ins
 
 from __future__ import annotations
 
+from fpir.term import Term
 from fpir.text import parse
 from pitchfork.targets import load_target, target_cost
 from synth.cost import lowering_cost
@@ -78,3 +79,41 @@ def test_hvx_narrowing_shift_by_an_unclamped_broadcast_is_not_one_instruction() 
     assert lowering_cost(unclamped, "hvx128")[0] == UNLOWERED_FPIR_COST and not encodable_everywhere(unclamped)
     clamped = make("hvx.vasr_rnd_sat_h", var("v0", i32), make("min", s, const(15, u32)))
     assert encodable_everywhere(clamped) and lowering_cost(clamped, "hvx128")[0] < UNLOWERED_FPIR_COST
+
+
+def _uniform(text: str, names: tuple[str, ...]) -> Term:
+    from fpir.term import var
+    from synth.corpus import substitute
+
+    t = parse(text)
+    return substitute(t, {v: var(v.name, v.type, uniform=True) for v in t.variables() if v.name in names})
+
+
+def test_work_on_uniform_operands_is_hoisted() -> None:
+    """conv3x3a16's tap with a broadcast weight v2: smlal_mixed_bias's bias `i16(v2) * 128` is computed
+    once outside the loop, so it costs nothing per vector (5 instructions charged before, against the
+    widened multiply's 4; 3 against 3 now), in synthesis's cost and in the compiler's; with v2 varying
+    both are charged as before."""
+    from pitchfork.targets import ordered_target_cost
+    from pitchfork.targets.hoisted import hoisted
+
+    load_target("arm64")
+    widened, smlal = "v0_i16 + i16(v1_u8) * i16(v2_i8)", \
+        "arm.smlal(v0_i16 + i16(v2_i8) * 128, reinterpret<i8>(v1_u8 ^ 128), v2_i8)"
+    assert [lowering_cost(parse(e), "arm64")[0] for e in (widened, smlal)] == [4, 5]
+    assert [lowering_cost(_uniform(e, ("v2",)), "arm64")[0] for e in (widened, smlal)] == [3, 3]
+    assert [ordered_target_cost(_uniform(e, ("v2",)))[0] for e in (widened, smlal)] == [3, 3]
+    # an FPIR op on uniform operands keeps its cost (the lowering still replaces it)
+    assert lowering_cost(_uniform("rounding_shr(v0_i16, 3)", ("v0",)), "arm64")[0] == 8
+    assert hoisted(_uniform("v0_i16 + 3", ("v0",))) and not hoisted(parse("v0_i16 + 3"))
+
+
+def test_uniform_task_on_arm64_hoists_the_clamp_of_a_shift_amount() -> None:
+    """arm64 has no lane-0 instruction, yet its uniform tasks are posed (synth/driver.py lower_tasks)
+    and keep right sides that move work onto the uniform operand (synth/tasks.py hoists_work): a
+    shift by a uniform amount clamps the amount once, outside the loop."""
+    from synth.tasks import hoists_work
+
+    assert hoists_work(_uniform("arm.sshl(v0_i16, max(min(v1_i16, 16), -16))", ("v1",)))
+    assert not hoists_work(_uniform("arm.sshl(v0_i16, v1_i16)", ("v1",)))
+    assert not hoists_work(parse("arm.sshl(v0_i16, max(min(v1_i16, 16), -16))"))

@@ -36,12 +36,17 @@ def test_corpus_records_which_variables_were_uniform() -> None:
     assert c.uniform["v0_i16 >> v1_u16"] == [False, True]
 
 
-def test_x86_lowering_gets_a_uniform_task_and_arm_does_not() -> None:
+def test_lowering_gets_a_uniform_task_on_x86_and_arm() -> None:
+    """x86 searches it for a right side reading the count at lane 0 (vpsraw), arm64 for one that
+    hoists work onto it (synth/tasks.py hoists_work): the clamp of the amount, outside the loop."""
     inputs = {"a": [_shift_by_broadcast()]}
-    x86, _ = lower_tasks(inputs, "x86-avx2", Options(benchmarks=(), max_lower_lhs=0, hide=bring_up_hidden("x86-avx2")))  # type: ignore[dict-item]
-    assert [(t.lhs, t.uniform) for t in x86] == [("v0_i16 >> v1_u16", ()), ("v0_i16 >> v1_u16", (1,))]
-    arm, _ = lower_tasks(inputs, "arm64", Options(benchmarks=(), max_lower_lhs=0, hide=bring_up_hidden("arm64")))  # type: ignore[dict-item]
-    assert all(not t.uniform for t in arm)
+    for isa in ("x86-avx2", "arm64"):
+        tasks, _ = lower_tasks(inputs, isa, Options(benchmarks=(), max_lower_lhs=0, hide=bring_up_hidden(isa)))  # type: ignore[dict-item]
+        assert [(t.lhs, t.uniform) for t in tasks] == [("v0_i16 >> v1_u16", ()), ("v0_i16 >> v1_u16", (1,))]
+    # with a first pass (a bring-up), arm64's uniform task gets its budget alone: no deep search
+    arm, _ = lower_tasks(inputs, "arm64", Options(benchmarks=(), max_lower_lhs=0, hide=bring_up_hidden("arm64"),  # type: ignore[dict-item]
+                                                  first_pass_terms=10_000))
+    assert [(t.max_terms, t.topdown) for t in arm] == [(Options.max_terms, True), (10_000, False)]
 
 
 def test_a_later_round_keeps_a_new_left_sides_uniform_task_beside_its_plain_one() -> None:
