@@ -7,7 +7,8 @@ writes them, so that LLVM turns them into the same instructions:
 
 * a reduction folded with its operand: `vector_reduce_op(v) op x` (either side, matching op) is the
   reduction with initial value x (try_to_fold_vector_reduce);
-* to one lane, add / mul / min / max over 2..16 lanes (a power of two; not float64 on arm64):
+* to one lane, add / mul / min / max over 2..16 lanes (a power of two; not float64 on arm64, where
+  Halide's codegen_vector_reduce does not use LLVM's reductions and takes the steps below):
   `llvm.vector.reduce.{fadd,fmul,fmin,fmax}` carrying Halide's fast-math flags (none under
   strict_float: an ordered reduction); fadd / fmul take the initial value (0 / 1 without one),
   fmin / fmax take none and the initial value is combined after, `min(init, r)` as Halide's Min;
@@ -19,15 +20,21 @@ writes them, so that LLVM turns them into the same instructions:
 On arm64 a factor-2 step of add / min / max goes first, as in CodeGen_ARM's
 codegen_pairwise_vector_reduce (its .ll for arm-64-linux read with compile_to_llvm_assembly):
 `llvm.aarch64.neon.{faddp,fminp,fmaxp}` over the low and high halves of each 4 or 8 input lanes
-(2-lane overload for one or two output lanes, 4-lane otherwise; one output lane from two input lanes
-and poison), no fast-math flags on the call, then the initial value combined after, `init op r`.
-Lane i is `v[2i] op v[2i+1]` in one instruction, so a halving chain (8 -> 4 -> 2) is pairwise at
-every step, as Halide's CodeGen_LLVM recursion through the virtual codegen_vector_reduce is.
+(float32: 2-lane overload for one or two output lanes, 4-lane otherwise; float64: faddp.v2f64 only,
+there is no float64 fminp / fmaxp entry, so those take the generic steps; one output lane from two
+input lanes and poison; an output width that is no multiple of the call's is padded with poison
+lanes, as Halide pads 3 lanes to a 4-lane call, and sliced back), no fast-math flags on the call,
+then the initial value combined after, `init op r`. Lane i is `v[2i] op v[2i+1]` in one
+instruction, so a halving chain (8 -> 4 -> 2) is pairwise at every step, as Halide's CodeGen_LLVM
+recursion through the virtual codegen_vector_reduce is. A factor-2 product has no pairwise form
+and takes the generic steps (slices combined in order from the initial value).
 
-Refused by name (a fallback at compile time): float16 / bfloat16 / float64-on-arm64 reductions, and
-on arm64 a factor-2 step that is a product, that has a non-power-of-two output width, that is under
-strict_float (Halide's module then has no pairwise instruction) or whose value contains a 16-bit
-float (Halide narrows it losslessly to float16 and takes another path: not compared).
+Refused by name (a fallback at compile time): float16 / bfloat16 reductions, and on arm64 a
+factor-2 step under strict_float (Halide's module then has no pairwise instruction), or whose value
+contains a 16-bit float (Halide narrows it losslessly to float16 and takes another path: not
+compared), or, for a float64 sum, whose value Halide might narrow losslessly to float32
+(`_may_narrow`: a cast or constant at its root; Halide then tries a widening pairwise add: not
+compared).
 
 Invariant: the reduction is built from the same operations in the same grouping as Halide's module
 (checked against Halide's realize for the target, tests/pitchfork/codegen/test_float_reduce.py).
@@ -86,8 +93,6 @@ class FloatReducer:
             raise self._refuse(e, "no such float reduction in Halide")
         if t.code != "float" or t.bits not in (32, 64):
             raise self._refuse(e, f"{t.elem} reductions are not compiled")
-        if t.bits == 64 and self.target == "arm64":
-            raise self._refuse(e, "float64 reductions on arm64 are not compiled")
         n, m = e.value.type.lanes, t.lanes
         if n % m:
             raise self._refuse(e, "the input lanes are not a multiple of the output lanes")
@@ -99,9 +104,10 @@ class FloatReducer:
         f = n // m
         native = get_target(self.target).vector_bits // e.type.bits  # a native vector's lanes
         combine = self._binop(e.op)
-        if f == 2 and self.target == "arm64":  # (CodeGen_ARM tries its pairwise reductions first)
-            return self._pairwise(e, v, m, start)
-        if m == 1 and 2 <= n <= 16 and n & (n - 1) == 0:
+        if f == 2 and self.target == "arm64" and e.op in _PAIRWISE and (e.type.bits == 32 or e.op == "add"):
+            return self._pairwise(e, v, m, start)  # (CodeGen_ARM tries its pairwise reductions first)
+        # (LLVM's total reductions: not float64 on arm64, as in Halide's codegen_vector_reduce)
+        if m == 1 and 2 <= n <= 16 and n & (n - 1) == 0 and not (e.type.bits == 64 and self.target == "arm64"):
             return self._intrinsic(e.op, v, start)
         if m == 1 and f > native and f % native == 0:
             acc = self._slice(v, 0, 1, native)
@@ -125,27 +131,32 @@ class FloatReducer:
         why = self._pairwise_refusal(e, m)
         if why:
             raise self._refuse(e, f"Halide's arm64 pairwise step is not compiled here: {why}")
-        lanes = 2 if m <= 2 else 4
+        lanes = 2 if m <= 2 or e.type.bits == 64 else 4  # (one 128-bit register of float64 is 2 lanes)
         vt = ir.VectorType(v.type.element, lanes)
         fn = declare(self.fe.cg.module, f"llvm.aarch64.neon.{_PAIRWISE[e.op]}", vt, [vt, vt])
         parts = [self.b.call(fn, [self._lanes(v, 2 * c, lanes), self._lanes(v, 2 * c + lanes, lanes)])
                  for c in range(0, m, lanes)]
-        while len(parts) > 1:  # concatenated in order (power-of-two count)
+        while len(parts) & (len(parts) - 1):  # padded to a power-of-two count (lanes past m: poison)
+            parts.append(undef(vt))
+        while len(parts) > 1:  # concatenated in order
             parts = [self._concat(parts[i], parts[i + 1]) for i in range(0, len(parts), 2)]
-        r = parts[0] if m > 1 else self.b.extract_element(parts[0], ir.Constant(ir.IntType(32), 0))
+        r = parts[0]
+        if m == 1:
+            r = self.b.extract_element(r, ir.Constant(ir.IntType(32), 0))
+        elif m < r.type.count:  # (an output width that is no multiple of the call's: 3 lanes of a 4-lane call)
+            r = self._lanes(r, 0, m)
         return r if start is None else self._binop(e.op)(start, r)
 
     def _pairwise_refusal(self, e: H.VectorReduce, m: int) -> str:
         """Why Halide's pairwise form is not reproduced for this reduction ('' when it is)."""
-        if e.op not in _PAIRWISE:
-            return "a product (CodeGen_ARM has no pairwise multiply)"
-        if m & (m - 1):
-            return f"{m} output lanes (not a power of two)"
         if self.fe.ops.strict:
             return "strict_float (Halide's module has no pairwise instruction there)"
         if any(isinstance(n, H.Expr) and getattr(n.type, "code", "") in ("float", "bfloat")
                and n.type.bits == 16 for n in H.walk(e.value)):
             return "a 16-bit float in the value (Halide narrows it losslessly and takes another path)"
+        if e.type.bits == 64 and _may_narrow(e.value):
+            return ("a float64 sum whose value may narrow losslessly to float32 (Halide then tries a widening "
+                    "pairwise add)")
         return ""
 
     def _lanes(self, v: ir.Value, begin: int, count: int) -> ir.Value:
@@ -177,3 +188,29 @@ class FloatReducer:
         idx = [begin + stride * i for i in range(count)]
         out = self.b.shuffle_vector(v, undef(v.type), ir.Constant(ir.VectorType(ir.IntType(32), count), idx))
         return out if count > 1 else self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
+
+
+def _may_narrow(e: H.Expr) -> bool:
+    """Whether Halide's lossless_cast might narrow float value `e` to half its width, over-approximated
+    (True refuses, never miscompiles). Halide 21's arm-64-linux modules (/work/coord/s29/fl10/probe):
+    a float64 sum of `f64(u16) op f64(u16)` for op in + - * / and select still has faddp.v2f64, of
+    `f64(u16)` or `min(f64(u16), f64(u16))` not. So: loads, calls, float arithmetic and constants
+    half the width cannot hold never narrow; min / max / select when all their operands may; casts,
+    variables and anything else may."""
+    if isinstance(e, (H.Load, H.Call)):
+        return False
+    if isinstance(e, H.FloatImm):  # a constant narrows when half the width holds it exactly
+        import numpy as np
+
+        return bool(np.float64(np.float32(e.value)) == e.value)
+    if isinstance(e, H.BinOp):  # rounded float arithmetic never narrows; min / max of narrow operands do
+        return e.op in ("min", "max") and _may_narrow(e.a) and _may_narrow(e.b)
+    if isinstance(e, H.Select):
+        return _may_narrow(e.true_value) and _may_narrow(e.false_value)
+    if isinstance(e, H.Broadcast):
+        return _may_narrow(e.value)
+    if isinstance(e, H.Shuffle):
+        return any(_may_narrow(v) for v in e.vectors)
+    if isinstance(e, H.Let):
+        return _may_narrow(e.body) or _may_narrow(e.value)
+    return True  # casts, constants, variables, anything else

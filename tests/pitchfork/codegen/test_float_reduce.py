@@ -2,12 +2,12 @@
 emitted as Halide 21's codegen_vector_reduce writes it, so the sums group their terms as Halide's do
 and the results are bit-exact: against Halide's realize for the target on x86, against Halide's own
 library under qemu on arm64 (native 4-lane slices for 32 lanes; Neon's pairwise faddp / fminp / fmaxp
-for a factor-2 step) and hvx128. A parallel float update is
+for a factor-2 step, padded to 4-lane calls for 3 or 5 output lanes; float64 with faddp.v2f64 and the
+generic steps, no LLVM total reductions) and hvx128. A parallel float update is
 a compare-and-swap loop around the reduction (within float tolerance: the order of the tasks varies)."""
 
 from __future__ import annotations
 
-import re
 import warnings
 from pathlib import Path
 
@@ -119,19 +119,29 @@ def test_float_reduction_is_halides_hexagon_library(tmp_path: Path) -> None:
     assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
 
 
-def _pairs(op: str, k: int, r_lanes: int, x_lanes: int, name: str) -> tuple[hl.Func, hl.ImageParam]:
+def _pairs(op: str, k: int, r_lanes: int, x_lanes: int, name: str,
+           bits: int = 32) -> tuple[hl.Func, hl.ImageParam]:
     """out(x) = g(x): g starts from a value per x (so the grouping with it shows) and reduces k terms
-    from uint16 `a` under .atomic(), r vectorized by `r_lanes` and x by `x_lanes` (1: not). The term
-    has no constant (a constant is reassociated into the sum by Halide, which then vectorizes nothing)."""
+    of float`bits` from uint16 `a` under .atomic(), r vectorized by `r_lanes` and x by `x_lanes` (1: not).
+    The term has no constant (a constant is reassociated into the sum by Halide, which then vectorizes
+    nothing); a product's terms are near 1."""
     from tests.pitchfork.codegen.test_floats_half_arm import W
+
+    ft = hl.Float(bits)
+
+    def c(v: float) -> hl.Expr:  # (through f64: a bare Python float is read as float32 first)
+        return hl.cast(ft, hl.f64(v))
 
     a = hl.ImageParam(hl.UInt(16), 1, "a")
     r = hl.RDom([(0, k)])
     g, out = hl.Func(f"{name}_acc"), hl.Func(name)
-    g[x] = hl.f32(a[x]) * hl.f32(0.37)
+    g[x] = hl.cast(ft, a[x]) * c(0.37)
     i = (k * x + r) % W
-    term = (hl.f32(a[i]) - hl.f32(a[(i + 7) % W])) * hl.f32(1 / 7)
-    g[x] = (g[x] + term) if op == "add" else (hl.min if op == "min" else hl.max)(g[x], term)
+    term = (hl.cast(ft, a[i]) - hl.cast(ft, a[(i + 7) % W])) * c(1 / 7)
+    if op == "mul":
+        g[x] = g[x] * (c(1) + (hl.cast(ft, a[i]) - hl.cast(ft, a[(i + 7) % W])) * c(2.0 ** -20))
+    else:
+        g[x] = (g[x] + term) if op == "add" else (hl.min if op == "min" else hl.max)(g[x], term)
     u = g.compute_root().update().atomic().vectorize(r, r_lanes)
     if x_lanes > 1:
         u.vectorize(x, x_lanes)
@@ -157,11 +167,52 @@ def test_arm64_pairwise_float_reduction_is_halides_library(op: str, k: int, r_la
     assert len(set(got.tolist())) > (100 if op == "add" else 5)  # the inputs were varied
 
 
-def test_arm64_pairwise_float_product_is_refused_by_name() -> None:
-    """Two lanes to one of a product: CodeGen_ARM has no pairwise multiply (not compared here)."""
-    f, a, v = _total("mul", 2, "fred_arm_pair")
-    with pytest.raises(pitchfork.api.Unsupported, match=re.escape("vector_reduce_mul (float32x2 to float32)")):
-        _compile(f, [a], "arm64")
+def _same_as_halides_arm64_library(g: hl.Func, a: hl.ImageParam, bits: int, tmp_path: Path) -> None:
+    from tests.pitchfork.codegen.test_floats_half_arm import ours_and_halides
+
+    ours, theirs = ours_and_halides(g, [a], "arm-64-linux", tmp_path, 2 | bits << 8 | 1 << 16, bits // 8)
+    dt = np.uint64 if bits == 64 else np.uint32
+    got, want = np.frombuffer(ours, dt), np.frombuffer(theirs, dt)
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+    assert len(set(got.tolist())) > 50  # the inputs were varied
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+@pytest.mark.parametrize("op, k, r_lanes, x_lanes, bits, intrinsic", [
+    ("add", 2, 2, 3, 32, "faddp.v4f32"),  # 6 -> 3 lanes: one 4-lane call, padded (Halide's too)
+    ("max", 2, 2, 5, 32, "fmaxp.v4f32"),  # 10 -> 5: two 4-lane calls
+    ("mul", 32, 2, 1, 32, "llvm.vector.reduce.fmul.v2f32"),  # no pairwise multiply: LLVM's reduction
+    ("add", 32, 2, 1, 64, "faddp.v2f64"),  # float64 2 -> 1, 16 times per output
+    ("add", 32, 4, 1, 64, "faddp.v2f64"),  # 4 -> 1: the two 2-lane halves added, then faddp
+    ("add", 2, 2, 3, 64, "faddp.v2f64"),  # 6 -> 3: two 2-lane calls, the last half poison
+    ("max", 32, 2, 1, 64, "llvm.aarch64.neon.fmax"),  # no float64 fmaxp: the lanes combined by Neon's fmax
+    ("mul", 2, 2, 4, 64, ""),  # 8 -> 4, float64 product: strided slices multiplied
+])
+def test_arm64_float_reductions_halide_compiles_are_its_library(op: str, k: int, r_lanes: int, x_lanes: int,
+                                                                bits: int, intrinsic: str, tmp_path: Path) -> None:
+    """What were refusals: pairwise steps into a number of lanes no power of two, a factor-2 product,
+    float64 on arm64 (faddp.v2f64, no LLVM total reductions there, as in Halide's codegen_vector_reduce),
+    each bit-exact against Halide's arm-64-linux library and with the instruction Halide's module has."""
+    g, a = _pairs(op, k, r_lanes, x_lanes, f"fred_more_{op}_{k}_{r_lanes}_{x_lanes}_{bits}", bits)
+    src = _compile(g, [a], "arm64").module.source_ir
+    assert intrinsic in src
+    if bits == 64:
+        assert "llvm.vector.reduce.f" not in src
+    _same_as_halides_arm64_library(g, a, bits, tmp_path)
+
+
+def test_arm64_float64_sum_halide_may_narrow_is_refused_by_name() -> None:
+    """A float64 sum of `f64(u16)`: Halide's pairwise add narrows it losslessly to float32 and tries a
+    widening pairwise add (its module has no faddp then): not compared, so refused by name."""
+    a = hl.ImageParam(hl.UInt(16), 1, "a")
+    r = hl.RDom([(0, 32)])
+    g, out = hl.Func("fred_narrow_acc"), hl.Func("fred_narrow")
+    g[x] = hl.f64(0)
+    g[x] += hl.f64(a[(32 * x + r) % 203])
+    g.compute_root().update().atomic().vectorize(r, 2)
+    out[x] = g[x]
+    with pytest.raises(pitchfork.api.Unsupported, match="may narrow losslessly to float32"):
+        _compile(out, [a], "arm64")
 
 
 def test_float_total_under_strict_float_is_halides() -> None:
