@@ -868,12 +868,16 @@ def _two_passes(
             continue
         origin.setdefault(f.key, origin.get(t.key, (set(), 0)))
         on_result(r)
-    again = [t for t in carried if t.key not in ran] + deep_order(again, first_pass_rules(list(got.values())))
+    # each deep search knows the first pass's rules: an answer they already reach is not generalized
+    # (synth/tasks.py `_composite`); fixed before any deep search runs, so the same on any worker count
+    prior = first_pass_texts(list(got.values())) if stage.startswith("lower:") else ()
+    again = [t for t in carried if t.key not in ran] + [
+        replace(t, prior=prior) for t in deep_order(again, first_pass_rules(list(got.values())))]
     c2, r2, n2 = execute(again, cache, opts, stage, second, budget, snap)
     unrun = 0
     for t in again:
         if t.key not in ran:  # not run again (the budget): the first pass's verdict stands
-            f = replace(t, max_terms=min(t.max_terms, opts.first_pass_terms), topdown=False)
+            f = replace(t, max_terms=min(t.max_terms, opts.first_pass_terms), topdown=False, prior=())
             if f.key not in got:  # carried from an earlier round: no result this round
                 unrun += 1
                 continue
@@ -902,6 +906,12 @@ def root_share(task: Task, rules: Sequence[Any] = ()) -> int:
     t = parse(task.lhs)
     whole = lowering_cost(expand_fpir(rw.rewrite(t), bits), task.isa)[0]
     return whole - sum(lowering_cost(expand_fpir(rw.rewrite(a), bits), task.isa)[0] for a in t.args if a.args)
+
+
+def first_pass_texts(results: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The rules a first pass found (verified, as written: `rule`), as sorted text (`Task.prior`)."""
+    return tuple(sorted({alt["rule"] for r in results for alt in [r] + list(r.get("also", []))
+                         if alt.get("status") == "synthesized" and alt.get("rule")}))
 
 
 def first_pass_rules(results: Sequence[dict[str, Any]]) -> list[Any]:

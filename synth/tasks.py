@@ -63,7 +63,7 @@ LOWER_PRIMS = (
 #: amounts clamped to the width as top-down sub-goals, synth/topdown.py `clamped_amounts`, and HVX
 #: narrowing shifts by an amount they cannot take as Rt costed as their semantics, hvx_emit
 #: `amount_encodable`)
-SEARCH_VERSION = {"lift": 8, "lower": 17}
+SEARCH_VERSION = {"lift": 8, "lower": 18}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -94,6 +94,9 @@ class Task:
     #: the most work (Z3 resource units plus enumeration steps, synth/meter.py) the task's search may
     #: spend before it ends over budget (0: no cap): a count, so the verdict does not depend on load
     work_cap: int = 0
+    #: lowering: the rules (text) of this round's first pass, which a deep search's answer is checked
+    #: against before it is generalized (`_composite`): the driver's deep pass sets them
+    prior: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -110,7 +113,14 @@ class Task:
             + ("|td" if self.topdown and self.kind == "lower" else "")
             + (f"|u:{','.join(map(str, self.uniform))}" if self.uniform else "")
             + (f"|w:{self.work_cap}" if self.work_cap else "")
+            + (f"|p:{_digest(self.prior)}" if self.prior else "")
         )
+
+
+def _digest(texts: tuple[str, ...]) -> str:
+    import hashlib
+
+    return hashlib.sha1("\n".join(texts).encode()).hexdigest()[:16]
 
 
 def _without(rules: "RuleSet", hide: tuple[str, ...]) -> "RuleSet":
@@ -399,6 +409,11 @@ def _run(task: Task) -> dict[str, Any]:
     info.update(rhs=to_text(res.rhs), rhs_cost=list(grammar.cost(res.rhs)))
     if not task.generalize:
         return {**info, "status": "synthesized"}
+    if task.kind == "lower" and task.prior:
+        have = _composite(seen, task)
+        if have <= grammar.cost(res.rhs)[0]:
+            return {**info, "status": "subsumed-early",
+                    "reason": f"the stage's rules and the first pass's reach cost {have}"}
     t2 = time.perf_counter()
     g = generalize(seen, res.rhs)
     if g is not None and task.kind == "lower" and g.level == "monomorphic":
@@ -429,6 +444,31 @@ def _run(task: Task) -> dict[str, Any]:
         if cheaper is not None:
             out["also"] = [{**info, **cheaper}]
     return out
+
+
+def _composite(seen: Term, task: Task) -> int:
+    """Instructions of `seen` as the stage's rules (less the hidden) and this round's first-pass rules
+    (`Task.prior`) lower it, as the compiler lowers (synth/driver.py `_stage_cost`). A deep search's
+    answer at most that cheap is a composition of rules the round has: synth/output.py drops it as
+    subsumed once it is written beside them, so its generalization (Z3 proofs at every attempted
+    constant relation and type instance, not metered; half the CPU of session 28's arm64 bring-up, most
+    of it for rules never written) is not spent. The first pass ends before any deep search starts, so
+    the check does not depend on the order the deep searches finish in."""
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.targets import load_target
+    from pitchfork.trs.rewriter import Rewriter
+    from pitchfork.trs.rules import RuleSet, parse_rule
+    from synth.cost import lowering_cost
+
+    info = load_target(task.isa)
+    prior = []
+    for i, text in enumerate(task.prior):
+        try:
+            prior.append(parse_rule(f"prior_{i}: {text}", "<first pass>", 1))
+        except Exception:  # noqa: BLE001 - a rule the parser does not take only subsumes nothing
+            continue
+    rw = Rewriter(RuleSet(list(_without(info.rules, task.hide).rules) + prior), cost=info.cost)
+    return lowering_cost(expand_fpir(rw.rewrite(seen), TARGET_MAX_BITS.get(task.isa, 64)), task.isa)[0]
 
 
 def _split(seen: Term, grammar: Grammar, bound: tuple, task: Task, res: SearchResult) -> SearchResult:

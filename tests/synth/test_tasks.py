@@ -59,3 +59,26 @@ def test_lowering_search_states_a_range_where_no_rule_holds_for_every_input() ->
     assert "x86.pmulhrsw(" in res["rule"] and "lower_bounded(v0_i16, -16320)" in res["bounded"]
     assert "upper_bounded" not in res["bounded"]  # not needed: dropped
     assert res["verdict"].startswith("VALID")
+
+
+def test_a_deep_answer_the_first_pass_rules_reach_is_not_generalized() -> None:
+    """Session 28's arm64 bring-up generalized `rounding_mul_shr(7363, v0, 15) + rounding_mul_shr(22812,
+    v1, 15) -> sqadd(sqrdmulh, sqrdmulh)` for 95 s CPU; the first pass had the sqrdmulh and sqadd rules,
+    so output dropped it as subsumed. With the first pass's rules (`Task.prior`) the deep search's answer
+    is checked first and reported `subsumed-early`, without a generalization."""
+    from synth.driver import first_pass_texts
+    from synth.tasks import _composite
+
+    sqrdmulh = "rounding_mul_shr(v0_i16, v1_i16, c0_u16) -> arm.sqrdmulh(v0_i16, v1_i16) if c0 == 15"
+    sqadd = "saturating_add(v0_T, v1_T) -> arm.sqadd(v0_T, v1_T) if is_signed(T)"
+    first = [{"status": "synthesized", "rule": sqrdmulh}, {"status": "budget"},
+             {"status": "optimal", "also": [{"status": "synthesized", "rule": sqadd}]}]
+    assert first_pass_texts(first) == (sqrdmulh, sqadd)
+    hide = bring_up_hidden("arm64")
+    lhs = "rounding_mul_shr(7363, v0_i16, 15) + rounding_mul_shr(22812, v1_i16, 15)"
+    task = Task("lower", "arm64", lhs, 100_000, hide=hide, prior=first_pass_texts(first), work_cap=120_000_000)
+    assert _composite(parse(lhs), task) == 3 < _composite(parse(lhs), Task("lower", "arm64", lhs, 1, hide=hide))
+    r = run_task(task)
+    assert r["status"] == "subsumed-early" and "rule" not in r, r
+    assert r["rhs"] == "arm.sqadd(arm.sqrdmulh(v0_i16, 7363), arm.sqrdmulh(v1_i16, 22812))"
+    assert task.key != Task("lower", "arm64", lhs, 100_000, hide=hide, work_cap=120_000_000).key
