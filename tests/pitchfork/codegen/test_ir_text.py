@@ -79,6 +79,7 @@ def test_a_differing_formatter_turns_the_fast_lines_off(monkeypatch: pytest.Monk
     cast = ir_text._FORMATTERS[ir.CastInstr.descr]
     monkeypatch.setitem(ir_text._FORMATTERS, ir.CastInstr.descr, lambda i: cast(i).replace(" to ", " to  "))  # a blank more
     monkeypatch.setattr(ir_text, "_by_class", {})
+    monkeypatch.setattr(ir_text, "_class_info", {})
     monkeypatch.setattr(ir_text, "_checked", [])
     assert not ir_text._self_check()
     m = ir_text._sample()
@@ -160,3 +161,21 @@ def test_free_module_leaves_no_cycles() -> None:
         if was:
             gc.enable()
         gc.collect()
+
+
+def test_names_llvmlite_escapes_keep_llvmlites_reference() -> None:
+    """`_fill` writes `%"name"` itself only for names `NamedValue._get_reference` does not escape: a name
+    with a quote or a backslash, and the deduplicated unnamed values beside them, print as llvmlite does."""
+    m = ir.Module("escapes")
+    i32 = ir.IntType(32)
+    fn = ir.Function(m, ir.FunctionType(i32, [i32]), "f")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    (x,) = fn.args
+    a = b.add(x, x, name='q"uote')
+    c = b.mul(a, x, name="back\\slash")
+    d = b.sub(c, a)
+    b.ret(b.add(d, d, name="plain"))
+    expected = str(m)
+    _clear(m)
+    assert ir_text.module_text(m) == expected
+    assert '%"q\\22uote"' in expected and '%"back\\5cslash"' in expected
