@@ -63,7 +63,7 @@ LOWER_PRIMS = (
 #: amounts clamped to the width as top-down sub-goals, synth/topdown.py `clamped_amounts`, and HVX
 #: narrowing shifts by an amount they cannot take as Rt costed as their semantics, hvx_emit
 #: `amount_encodable`)
-SEARCH_VERSION = {"lift": 8, "lower": 18}
+SEARCH_VERSION = {"lift": 8, "lower": 19}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 

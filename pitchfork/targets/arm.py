@@ -163,6 +163,7 @@ def _narrowing(op: str) -> Emit:
 _NARROW_IMM = immediate(1, 1, lambda bits: bits // 2)  # shrn/rshrn/sq(r)shr(u)n/uq(r)shrn #c, c in [1, bits/2]
 _SQSHLU_IMM = immediate(1, 0, lambda bits: bits - 1)  # sqshlu #c, c in [0, bits - 1]
 _RSRA_IMM = immediate(2, 1, lambda bits: bits)  # ursra/srsra #c, c in [1, bits]
+_WIDEN_IMM = immediate(1, 0, lambda bits: bits)  # ushll/sshll #c, c in [0, bits] (bits: shll)
 
 
 def _narrowing_shift(op: str) -> Emit:
@@ -427,9 +428,13 @@ TABLE: tuple[Inst, ...] = (
     Inst("usubw", _sigs("{w}, {t} -> {w}", U8_32), "extending_sub(x, y)", _generic, "sub acc, (zext b)"),
     Inst("ssubw", _sigs("{w}, {t} -> {w}", I8_32), "extending_sub(x, y)", _generic, "sub acc, (sext b)"),
     # ushll/sshll #c for c in [0, bits - 1]; c = bits is shll. Any other amount emits the same exact
-    # pattern, which LLVM then lowers as it likes.
-    Inst("ushll", _sigs("{t}, {t} -> {w}", U8_32), "widening_shl(x, y)", _generic, "shl (zext a), c"),
-    Inst("sshll", _sigs("{t}, {t} -> {w}", I8_32), "widening_shl(x, y)", _generic, "shl (sext a), c"),
+    # pattern, which LLVM then lowers as it likes: by a vector it is no instruction (extend, ushl per
+    # register of the wide result: softmax's sqxtn(sshll(1, y)) is 12 instructions per 16 lanes where
+    # sqshl(1, y) is 2, llc-22 cortex-a76), so it is costed as that generic code (`encodable`)
+    Inst("ushll", _sigs("{t}, {t} -> {w}", U8_32), "widening_shl(x, y)", _generic, "shl (zext a), c",
+         encodable=_WIDEN_IMM),
+    Inst("sshll", _sigs("{t}, {t} -> {w}", I8_32), "widening_shl(x, y)", _generic, "shl (sext a), c",
+         encodable=_WIDEN_IMM),
     # ---- Widening multiply and multiply-accumulate
     Inst("umull", _sigs("{t}, {t} -> {w}", U8_32), "widening_mul(x, y)", _widening_mul("umull")),
     Inst("smull", _sigs("{t}, {t} -> {w}", I8_32), "widening_mul(x, y)", _widening_mul("smull")),

@@ -117,3 +117,18 @@ def test_uniform_task_on_arm64_hoists_the_clamp_of_a_shift_amount() -> None:
     assert hoists_work(_uniform("arm.sshl(v0_i16, max(min(v1_i16, 16), -16))", ("v1",)))
     assert not hoists_work(_uniform("arm.sshl(v0_i16, v1_i16)", ("v1",)))
     assert not hoists_work(parse("arm.sshl(v0_i16, max(min(v1_i16, 16), -16))"))
+
+
+def test_arm_widening_shift_by_a_vector_amount_is_costed_as_emitted() -> None:
+    """ushll/sshll take their amount as an immediate; by a vector (softmax's synthesized
+    `widening_shl(c0, v0) -> arm.sshll(c0, v0)`, the power of two 1 << y) the emitter writes the generic
+    extend-and-shift, which both costs now charge as an unlowered op and synthesis never names
+    (`encodable_everywhere`), as for HVX's vasr by an amount it cannot take."""
+    from pitchfork.targets import UNLOWERED_FPIR_COST
+    from synth.tasks import encodable_everywhere
+
+    load_target("arm64")
+    by_vector, by_constant, shll = parse("arm.sshll(1, v0_i16)"), parse("arm.sshll(v0_i16, 3)"), parse("arm.ushll(v0_u8, 8)")
+    assert target_cost(by_vector)[0] == lowering_cost(by_vector, "arm64")[0] == UNLOWERED_FPIR_COST
+    assert not encodable_everywhere(by_vector)
+    assert target_cost(by_constant)[0] == target_cost(shll)[0] == 1 and encodable_everywhere(shll)

@@ -1,6 +1,6 @@
 """Target instruction declarations (pitchfork/targets/base.py): operands that must be immediates.
 
-An instruction declared with `encodable` (Neon narrowing shifts, sqshlu, ursra/srsra) is emitted as
+An instruction declared with `encodable` (Neon narrowing shifts, sqshlu, ursra/srsra, ushll/sshll) is emitted as
 its generic meaning when its immediate operand is not a constant in range, and the target cost counts
 it so: no lowering rule (hand-written or synthesized) may win by naming it with a runtime amount.
 """
