@@ -29,12 +29,18 @@ instruction, so a halving chain (8 -> 4 -> 2) is pairwise at every step, as Hali
 recursion through the virtual codegen_vector_reduce is. A factor-2 product has no pairwise form
 and takes the generic steps (slices combined in order from the initial value).
 
-Refused by name (a fallback at compile time): float16 / bfloat16 reductions, and on arm64 a
+float16 (Halide 21's modules for x86-64-linux-avx2-fma-f16c and arm-64-linux-arm_fp16): on arm_fp16
+on half like float32 (LLVM's reductions on <N x half>, faddp/fminp/fmaxp on 4 or 8 halves); on x86
+the value converted to float32, reduced from no initial value, converted back (fptrunc) and then
+combined with the initial value on half (`_widened_half`).
+
+Refused by name (a fallback at compile time): bfloat16 reductions, float16 where Halide emulates it
+(arm64 without arm_fp16, hvx128), and on arm64 a
 factor-2 step under strict_float (Halide's module then has no pairwise instruction), or whose value
 contains a 16-bit float (Halide narrows it losslessly to float16 and takes another path: not
-compared), or, for a float64 sum, whose value Halide might narrow losslessly to float32
-(`_may_narrow`: a cast or constant at its root; Halide then tries a widening pairwise add: not
-compared).
+compared), or, for a float64 / float16 sum, whose value Halide might narrow losslessly to half its
+width (`_may_narrow`: a cast or constant at its root; Halide then tries a widening pairwise add:
+not compared).
 
 Invariant: the reduction is built from the same operations in the same grouping as Halide's module
 (checked against Halide's realize for the target, tests/pitchfork/codegen/test_float_reduce.py).
@@ -51,6 +57,7 @@ from pitchfork.codegen.base import Unsupported
 from pitchfork.codegen.float_math import FloatOps, declare
 from pitchfork.codegen.ir_constants import undef
 from pitchfork.frontend import ir as H
+from pitchfork.frontend.htypes import HType
 
 if TYPE_CHECKING:
     from pitchfork.codegen.floats import FloatEmitter
@@ -91,13 +98,31 @@ class FloatReducer:
         t = e.type
         if e.op not in _INTRINSIC:
             raise self._refuse(e, "no such float reduction in Halide")
-        if t.code != "float" or t.bits not in (32, 64):
+        if t.code != "float" or t.bits not in (16, 32, 64):
             raise self._refuse(e, f"{t.elem} reductions are not compiled")
+        if t.bits == 16 and self.fe.emulate_half:
+            raise self._refuse(e, "float16 reductions where Halide emulates float16 (arm64 without arm_fp16, "
+                                  "hvx128) are not compiled")
         n, m = e.value.type.lanes, t.lanes
         if n % m:
             raise self._refuse(e, "the input lanes are not a multiple of the output lanes")
         start = self.fe.emit(init) if init is not None else None
+        if t.bits == 16 and self.target == "x86-avx2":
+            return self._widened_half(e, start)
         return self._reduce(e, self.fe.emit(e.value), m, start)
+
+    def _widened_half(self, e: H.VectorReduce, start: Optional[ir.Value]) -> ir.Value:
+        """x86 (float16 not native arithmetic): Halide 21's module reduces the value converted to float32
+        from no initial value, converts the result back to half (fptrunc), then combines the initial value
+        on half: `init op half(reduce(float(v)))` (its x86-64-linux-avx2-fma-f16c .ll)."""
+        f32 = HType("float", 32, e.type.lanes)
+        wide = H.VectorReduce(e.op, H.Cast(HType("float", 32, e.value.type.lanes), e.value), f32)
+        v = self.fe.emit(e.value)
+        wt = ir.VectorType(ir.FloatType(), v.type.count) if isinstance(v.type, ir.VectorType) else ir.FloatType()
+        r = self._reduce(wide, self.b.fpext(v, wt), e.type.lanes, None)
+        narrow = ir.VectorType(ir.HalfType(), r.type.count) if isinstance(r.type, ir.VectorType) else ir.HalfType()
+        r = self.b.fptrunc(r, narrow)
+        return r if start is None else self._binop(e.op)(start, r)
 
     def _reduce(self, e: H.VectorReduce, v: ir.Value, m: int, start: Optional[ir.Value]) -> ir.Value:
         n = v.type.count if isinstance(v.type, ir.VectorType) else 1
@@ -131,7 +156,10 @@ class FloatReducer:
         why = self._pairwise_refusal(e, m)
         if why:
             raise self._refuse(e, f"Halide's arm64 pairwise step is not compiled here: {why}")
-        lanes = 2 if m <= 2 or e.type.bits == 64 else 4  # (one 128-bit register of float64 is 2 lanes)
+        # the 64-bit overload (2 x float32, 4 x float16) for outputs that fit, else the 128-bit one (float64:
+        # only 2 x float64)
+        short = max(2, 64 // e.type.bits)
+        lanes = short if m <= short else 128 // e.type.bits
         vt = ir.VectorType(v.type.element, lanes)
         fn = declare(self.fe.cg.module, f"llvm.aarch64.neon.{_PAIRWISE[e.op]}", vt, [vt, vt])
         parts = [self.b.call(fn, [self._lanes(v, 2 * c, lanes), self._lanes(v, 2 * c + lanes, lanes)])
@@ -151,12 +179,12 @@ class FloatReducer:
         """Why Halide's pairwise form is not reproduced for this reduction ('' when it is)."""
         if self.fe.ops.strict:
             return "strict_float (Halide's module has no pairwise instruction there)"
-        if any(isinstance(n, H.Expr) and getattr(n.type, "code", "") in ("float", "bfloat")
-               and n.type.bits == 16 for n in H.walk(e.value)):
+        if e.type.bits == 32 and any(isinstance(n, H.Expr) and getattr(n.type, "code", "") in ("float", "bfloat")
+                                     and n.type.bits == 16 for n in H.walk(e.value)):
             return "a 16-bit float in the value (Halide narrows it losslessly and takes another path)"
-        if e.type.bits == 64 and _may_narrow(e.value):
-            return ("a float64 sum whose value may narrow losslessly to float32 (Halide then tries a widening "
-                    "pairwise add)")
+        if e.type.bits != 32 and _may_narrow(e.value):
+            return (f"a float{e.type.bits} sum whose value may narrow losslessly to half its width (Halide then "
+                    "tries a widening pairwise add)")
         return ""
 
     def _lanes(self, v: ir.Value, begin: int, count: int) -> ir.Value:
@@ -175,7 +203,8 @@ class FloatReducer:
         """`llvm.vector.reduce.<fop>.vNfB` with Halide's flags; fadd / fmul with their start value."""
         ops = self.fe.ops
         elem = v.type.element
-        name = f"llvm.vector.reduce.{_INTRINSIC[op]}.v{v.type.count}{'f32' if isinstance(elem, ir.FloatType) else 'f64'}"
+        bits = 16 if isinstance(elem, ir.HalfType) else 32 if isinstance(elem, ir.FloatType) else 64
+        name = f"llvm.vector.reduce.{_INTRINSIC[op]}.v{v.type.count}f{bits}"
         if op in ("add", "mul"):
             s = start if start is not None else FloatOps.const(elem, 0.0 if op == "add" else 1.0)
             fn = declare(self.fe.cg.module, name, elem, [elem, v.type])

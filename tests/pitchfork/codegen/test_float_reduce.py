@@ -3,7 +3,8 @@ emitted as Halide 21's codegen_vector_reduce writes it, so the sums group their 
 and the results are bit-exact: against Halide's realize for the target on x86, against Halide's own
 library under qemu on arm64 (native 4-lane slices for 32 lanes; Neon's pairwise faddp / fminp / fmaxp
 for a factor-2 step, padded to 4-lane calls for 3 or 5 output lanes; float64 with faddp.v2f64 and the
-generic steps, no LLVM total reductions) and hvx128. A parallel float update is
+generic steps, no LLVM total reductions; float16 on half on arm_fp16) and hvx128; float16 on x86 as Halide's
+float32 reduction converted back. A parallel float update is
 a compare-and-swap loop around the reduction (within float tolerance: the order of the tasks varies)."""
 
 from __future__ import annotations
@@ -135,11 +136,14 @@ def _pairs(op: str, k: int, r_lanes: int, x_lanes: int, name: str,
     a = hl.ImageParam(hl.UInt(16), 1, "a")
     r = hl.RDom([(0, k)])
     g, out = hl.Func(f"{name}_acc"), hl.Func(name)
-    g[x] = hl.cast(ft, a[x]) * c(0.37)
+    def at(j: hl.Expr) -> hl.Expr:  # (float16: 11-bit values, so no term overflows to an infinity)
+        return hl.cast(ft, a[j] if bits > 16 else a[j] >> 5)
+
+    g[x] = at(x) * c(0.37)
     i = (k * x + r) % W
-    term = (hl.cast(ft, a[i]) - hl.cast(ft, a[(i + 7) % W])) * c(1 / 7)
+    term = (at(i) - at((i + 7) % W)) * c(1 / 7)
     if op == "mul":
-        g[x] = g[x] * (c(1) + (hl.cast(ft, a[i]) - hl.cast(ft, a[(i + 7) % W])) * c(2.0 ** -20))
+        g[x] = g[x] * (c(1) + (at(i) - at((i + 7) % W)) * c(2.0 ** -20))
     else:
         g[x] = (g[x] + term) if op == "add" else (hl.min if op == "min" else hl.max)(g[x], term)
     u = g.compute_root().update().atomic().vectorize(r, r_lanes)
@@ -201,6 +205,46 @@ def test_arm64_float_reductions_halide_compiles_are_its_library(op: str, k: int,
     _same_as_halides_arm64_library(g, a, bits, tmp_path)
 
 
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+@pytest.mark.parametrize("op, k, r_lanes, x_lanes, intrinsic", [
+    ("add", 32, 8, 1, "llvm.vector.reduce.fadd.v8f16"),
+    ("add", 32, 2, 1, "faddp.v4f16"),  # 2 -> 1: the 64-bit overload, as Halide's module
+    ("add", 2, 2, 8, "faddp.v8f16"),  # 16 -> 8: the 128-bit one
+    ("max", 32, 8, 1, "llvm.vector.reduce.fmax.v8f16"),
+])
+def test_arm_fp16_float16_reduction_is_halides_library(op: str, k: int, r_lanes: int, x_lanes: int, intrinsic: str,
+                                                       tmp_path: Path) -> None:
+    """float16 reductions on arm_fp16 are computed on half, as Halide's module does (LLVM's reduction on
+    <N x half> with the initial value, Neon's faddp on half for a factor-2 step): bit-exact against its
+    arm-64-linux-arm_fp16 library."""
+    from tests.pitchfork.codegen.test_floats_half_arm import TARGET, ours_and_halides
+
+    g, a = _pairs(op, k, r_lanes, x_lanes, f"fred_f16_{op}_{k}_{r_lanes}_{x_lanes}", 16)
+    assert intrinsic in _compile(g, [a], TARGET).module.source_ir
+    ours, theirs = ours_and_halides(g, [a], TARGET, tmp_path, 2 | 16 << 8 | 1 << 16, 2)
+    got, want = np.frombuffer(ours, np.uint16), np.frombuffer(theirs, np.uint16)
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+    assert len(set(got.tolist())) > 50  # the inputs were varied
+
+
+@pytest.mark.parametrize("op, lanes", [("add", 8), ("add", 32), ("max", 16)])
+def test_x86_float16_reduction_is_halides(op: str, lanes: int) -> None:
+    """float16 on x86 (not native arithmetic): Halide's module reduces in float32 from no initial value,
+    converts the result to half, then adds the initial value on half; bit-exact against its realize."""
+    a = hl.ImageParam(hl.Float(16), 1, f"fred_x16_{op}_{lanes}_in")
+    r = hl.RDom([(0, N)])
+    f = hl.Func(f"fred_x16_{op}_{lanes}")
+    f[()] = hl.cast(hl.Float(16), hl.f64(0.25))
+    f[()] = (f[()] + a[r]) if op == "add" else hl.max(f[()], a[r])
+    f.update().atomic().vectorize(r, lanes)
+    v = (np.random.default_rng(5).random(N) * 2 - 0.5).astype(np.float16)
+    a.set(hl.Buffer(v))
+    prog = _compile(f, [a], "x86-avx2")
+    assert f"llvm.vector.reduce.f{op}.v{lanes if lanes <= 16 else 8}f32" in prog.module.source_ir
+    want = np.asarray(f.realize([], target=hl.Target(prog.halide_target)))
+    assert np.asarray(prog(v, size=[], check=True)).view(np.uint16) == want.view(np.uint16)
+
+
 def test_arm64_float64_sum_halide_may_narrow_is_refused_by_name() -> None:
     """A float64 sum of `f64(u16)`: Halide's pairwise add narrows it losslessly to float32 and tries a
     widening pairwise add (its module has no faddp then): not compared, so refused by name."""
@@ -211,7 +255,7 @@ def test_arm64_float64_sum_halide_may_narrow_is_refused_by_name() -> None:
     g[x] += hl.f64(a[(32 * x + r) % 203])
     g.compute_root().update().atomic().vectorize(r, 2)
     out[x] = g[x]
-    with pytest.raises(pitchfork.api.Unsupported, match="may narrow losslessly to float32"):
+    with pytest.raises(pitchfork.api.Unsupported, match="may narrow losslessly to half its width"):
         _compile(out, [a], "arm64")
 
 
