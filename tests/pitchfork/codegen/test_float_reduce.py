@@ -227,6 +227,22 @@ def test_arm_fp16_float16_reduction_is_halides_library(op: str, k: int, r_lanes:
     assert len(set(got.tolist())) > 50  # the inputs were varied
 
 
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+@pytest.mark.parametrize("op", ["add", "max"])
+def test_emulated_float16_total_reduction_is_halides_arm64_library(op: str, tmp_path: Path) -> None:
+    """arm64 without arm_fp16 (Halide emulates float16): the float32 reduction of the widened value,
+    rounded once, then the emulated `+` / max with the initial value; bit-exact against Halide's
+    arm-64-linux library."""
+    from tests.pitchfork.codegen.test_floats_half_arm import ours_and_halides
+
+    g, a = _pairs(op, 32, 8, 1, f"fred_emu16_{op}", 16)
+    assert f"llvm.vector.reduce.f{op}.v8f32" in _compile(g, [a], "arm64").module.source_ir
+    ours, theirs = ours_and_halides(g, [a], "arm-64-linux", tmp_path, 2 | 16 << 8 | 1 << 16, 2)
+    got, want = np.frombuffer(ours, np.uint16), np.frombuffer(theirs, np.uint16)
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+    assert len(set(got.tolist())) > 50  # the inputs were varied
+
+
 @pytest.mark.parametrize("op, lanes", [("add", 8), ("add", 32), ("max", 16)])
 def test_x86_float16_reduction_is_halides(op: str, lanes: int) -> None:
     """float16 on x86 (not native arithmetic): Halide's module reduces in float32 from no initial value,
