@@ -392,28 +392,6 @@ def walk(node: Node) -> Iterator[Node]:
             stack.extend(kids)
 
 
-def widest_lanes(node: Node) -> int:
-    """The most lanes of any expression under `node` (itself included; 1 if there is none): the nodes
-    `walk` gives, visited in a plain loop (no generator, no order kept, which a maximum does not need):
-    ~2x faster than a `max` over `walk` (`checks.refuse_huge_vectors`, once per compile)."""
-    widest = 1
-    stack = [node]
-    child_fields = _child_fields
-    while stack:
-        n = stack.pop()
-        if isinstance(n, Expr):
-            lanes = n.type.lanes
-            if lanes > widest:
-                widest = lanes
-        for name in child_fields(type(n)):
-            v = getattr(n, name)
-            if isinstance(v, Node):
-                stack.append(v)
-            elif isinstance(v, tuple):
-                stack.extend([x for x in v if isinstance(x, Node)])
-    return widest
-
-
 def stores(stmt: Stmt) -> list[Store]:
     return [n for n in walk(stmt) if isinstance(n, Store)]
 

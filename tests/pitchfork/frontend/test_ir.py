@@ -31,14 +31,6 @@ def test_walk_is_the_preorder_of_children(path: Path) -> None:
     assert all(a is b for a, b in zip(got, want))
 
 
-@pytest.mark.parametrize("path", sorted(DATA.glob("*.stmt")), ids=lambda p: p.stem)
-def test_widest_lanes_is_the_most_lanes_walk_finds(path: Path) -> None:
-    stmt = parse_stmt(path.read_text())
-    want = max((n.type.lanes for n in H.walk(stmt) if isinstance(n, H.Expr)), default=1)
-    assert H.widest_lanes(stmt) == want
-    assert H.widest_lanes(H.IntImm(7, HType("int", 32))) == 1
-
-
 def test_walk_of_a_leaf_is_the_leaf() -> None:
     leaf = H.IntImm(7, HType("int", 32))
     assert [n is leaf for n in H.walk(leaf)] == [True]
