@@ -24,7 +24,9 @@ compile of the same pipeline, all three with one Halide target string per ISA (`
 + llc -O3 to an object with the harness's command, `halide21.llc_command`: our target machine and every backend
 option ours gets, `machine.backend_options`; Halide's bundled LLVM aborts on sobel3x3's HVX code). The first compile of each kind in the child is a
 warm-up and not counted: figures are a long-running process's compile time, as in a build compiling many
-generators. Medians over the benchmarks per ISA, and beside them the same comparison on the
+generators. Each contender compiles `--repeat` times (default 3) after the warm-up. Per compile also the waits
+beside wall and CPU (`WAITS`, `_Waits`): the compiling process's run-queue delay (schedstat) and the host's
+steal (/proc/stat), so that wall - CPU - run delay tells the host's steal from waiting for a core. Medians over the benchmarks per ISA, and beside them the same comparison on the
 benchmarks both contenders compiled (`paired`: medians over that set and the median per-benchmark ratio). A contender that kills the child (an assertion of
 llvmlite's assertion-enabled LLVM aborts the process) is a one-line failure of that contender, and the
 child is run again without it, so the benchmark's other contenders are still measured (`run_child`).
@@ -212,19 +214,129 @@ CODEGEN_PHASES = ("codegen_parse", "codegen_loop_passes", "codegen_ir_build", "c
                   "codegen_ir_free")
 
 
+#: per compile, what of its wall was neither its CPU nor waiting for a core: `run_delay` (seconds runnable but
+#: not running, the second field of /proc/self/task/*/schedstat, summed over the compiling process's
+#: threads, with ours' capture child's where the checkout reports it; reaped subprocesses such as Halide's
+#: hvx128 llc not counted), `steal`
+#: (the host's steal over the compile, /proc/stat, summed over its CPUs) and `rest` (wall - CPU - run_delay)
+WAITS = ("run_delay", "steal", "rest")
+
+
+def schedstat_run_delay_ns(text: str) -> int:
+    """The run-queue delay in a /proc/.../schedstat text: its second field, nanoseconds the task was
+    runnable but waiting for a CPU (the first is nanoseconds on a CPU, the third the number of timeslices)."""
+    return int(text.split()[1])
+
+
+def stat_steal_ticks(text: str) -> int:
+    """The host's steal in a /proc/stat text: the 8th value of the aggregate `cpu` line (user nice system
+    idle iowait irq softirq steal ...), in USER_HZ ticks summed over the CPUs; 0 where a kernel too old
+    to have the column leaves it out."""
+    for line in text.splitlines():
+        f = line.split()
+        if f and f[0] == "cpu":
+            return int(f[8]) if len(f) > 8 else 0
+    raise ValueError("no aggregate `cpu` line in the /proc/stat text")
+
+
+def _thread_run_delays() -> dict[str, int]:
+    """tid -> run-queue delay (ns) of this process's live threads; {} where /proc has no schedstat. A
+    thread that exits between the listing and the read is left out (its delay is lost, unless read inside it: `_Waits`)."""
+    out: dict[str, int] = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[tid] = schedstat_run_delay_ns(f.read())
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _thread_run_delays_self() -> int:
+    """The calling thread's run-queue delay (ns); 0 where it cannot be read."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return schedstat_run_delay_ns(f.read())
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _steal_seconds() -> float | None:
+    try:
+        with open("/proc/stat") as f:
+            return stat_steal_ticks(f.read()) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+
+
+class _Waits:
+    """The run-queue delay and host steal over one compile (`WAITS`). The process's threads are read
+    before and after; a thread the compile starts and ends -- pitchfork.compile's frontend thread
+    (`run_deep`) -- is gone by the end, so its own delay is read inside it, by wrapping `run_deep` as
+    `pitchfork.api` calls it for the duration (checkouts without it: that thread is not counted)."""
+
+    def __init__(self) -> None:
+        self.frontend_ns = 0
+        self.frontend_tids: set[str] = set()  # read inside: not again from the listing, should it linger
+
+    def __enter__(self) -> "_Waits":
+        self.api = sys.modules.get("pitchfork.api")
+        self.orig = getattr(self.api, "run_deep", None)
+        if self.orig is not None:
+            orig = self.orig
+
+            def run_deep(fn: Any) -> Any:
+                def counted() -> Any:
+                    import threading
+
+                    self.frontend_tids.add(str(threading.get_native_id()))
+                    d0 = _thread_run_delays_self()
+                    try:
+                        return fn()
+                    finally:
+                        self.frontend_ns += _thread_run_delays_self() - d0
+                return orig(counted)
+            self.api.run_deep = run_deep  # type: ignore[union-attr]
+        self.delays0, self.steal0 = _thread_run_delays(), _steal_seconds()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        delays1, steal1 = _thread_run_delays(), _steal_seconds()
+        if self.orig is not None:
+            self.api.run_deep = self.orig  # type: ignore[union-attr]
+        self.run_delay = (None if not delays1 else
+                          (sum(d - self.delays0.get(t, 0) for t, d in delays1.items() if t not in self.frontend_tids)
+                           + self.frontend_ns) / 1e9)
+        self.steal = None if steal1 is None or self.steal0 is None else steal1 - self.steal0
+
+    def add_to(self, row: dict[str, Any], cpu: float, child_delay: float | None = None) -> None:
+        """`run_delay` (with `child_delay`, a child's the process did not count, where known), `steal` and
+        `rest` (wall `total` - `cpu` - run_delay) into a compile's row."""
+        if self.run_delay is not None:
+            row["run_delay"] = self.run_delay + (child_delay or 0.0)
+            row["rest"] = row["total"] - cpu - row["run_delay"]
+        if self.steal is not None:
+            row["steal"] = self.steal
+
+
 def _ours(bench: Any, isa: str, isel: str) -> dict[str, float]:
     import pitchfork
 
     from benchmarks.common import HALIDE_TARGETS
 
     out, args = bench.build(isa, bench.param_sets[0])
-    t0, c0, ch0 = time.perf_counter(), time.process_time(), os.times()
-    # The Halide target string Halide 21's compile gets (`_halide`), so every contender compiles the same
-    # features: on hvx128 `no_asserts-no_bounds_query` (argument checks left out), elsewhere the ISA's
-    # own string, which is what the short name means.
-    prog = pitchfork.compile(out, args, target=HALIDE_TARGETS[isa], isel=isel, name=f"{bench.name}_{isel}",
-                             fallback=False)
-    total, ch1 = time.perf_counter() - t0, os.times()
+    with _Waits() as waits:
+        t0, c0, ch0 = time.perf_counter(), time.process_time(), os.times()
+        # The Halide target string Halide 21's compile gets (`_halide`), so every contender compiles the
+        # same features: on hvx128 `no_asserts-no_bounds_query` (argument checks left out), elsewhere the
+        # ISA's own string, which is what the short name means.
+        prog = pitchfork.compile(out, args, target=HALIDE_TARGETS[isa], isel=isel, name=f"{bench.name}_{isel}",
+                                 fallback=False)
+        total, ch1 = time.perf_counter() - t0, os.times()
     # with the CPU of a child the compile forked and reaped (isel=llvm on hvx128 under an assertion-enabled
     # LLVM compiles there: pitchfork.compile's isolate); the capture worker is not reaped, so not counted
     cpu = (time.process_time() - c0 + (ch1.children_user - ch0.children_user)
@@ -240,6 +352,8 @@ def _ours(bench: Any, isa: str, isel: str) -> dict[str, float]:
         row[phase] = secs
     for phase, secs in getattr(s, "codegen_phases", {}).items():  # and from its phase split on
         row[f"codegen_{phase}"] = secs
+    # the capture child's CPU and run-queue delay are wall of ours too (checkouts from session 29 on)
+    waits.add_to(row, row.get("cpu_with_capture", cpu), getattr(s, "capture_child_run_delay_seconds", None))
     return row
 
 
@@ -252,7 +366,7 @@ def _halide(bench: Any, isa: str) -> dict[str, float]:
 
     out, args = bench.build(isa, bench.param_sets[0])
     pipe = out if isinstance(out, hl.Pipeline) else hl.Pipeline(out)
-    with tempfile.TemporaryDirectory(prefix="pf-ct-") as d:
+    with tempfile.TemporaryDirectory(prefix="pf-ct-") as d, _Waits() as waits:
         t0, c0, ch0 = time.perf_counter(), time.process_time(), os.times()
         if isa == "x86-avx2":
             pipe.compile_jit(hl.Target(HALIDE_TARGETS[isa]))
@@ -273,7 +387,9 @@ def _halide(bench: Any, isa: str) -> dict[str, float]:
         total, ch1 = time.perf_counter() - t0, os.times()
         cpu = (time.process_time() - c0 + (ch1.children_user - ch0.children_user)
                + (ch1.children_system - ch0.children_system))  # llc's CPU included (hvx128)
-        return {"total": total, "cpu": cpu, "how": how}  # type: ignore[dict-item]
+    row = {"total": total, "cpu": cpu, "how": how}
+    waits.add_to(row, cpu)
+    return row  # type: ignore[return-value]
 
 
 #: what the child writes to stderr before each contender's compile: a contender that kills the child
@@ -390,11 +506,11 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
             cell: dict[str, float] = {}
             for kind in ("pitchfork", "llvm", "halide21"):
                 have = [r["median"][kind] for r in sel if kind in r["median"]]
-                for phase in ("total", "cpu") + (PHASES + LLVM_PHASES + CODEGEN_PHASES + CPU_CAPTURE
-                                                 if kind != "halide21" else ()):
+                for phase in ("total", "cpu") + WAITS + (PHASES + LLVM_PHASES + CODEGEN_PHASES + CPU_CAPTURE
+                                                         if kind != "halide21" else ()):
                     # a phase a compile did not run counts 0 (e.g. llvm_emit_assembly where the object
                     # was emitted); a checkout that reports no CPU or LLVM split has no such cells
-                    if phase in CPU_CAPTURE:  # over the compiles that report it (not 0 for the others)
+                    if phase in CPU_CAPTURE + WAITS:  # over the compiles that report it (not 0 for the others)
                         if any(phase in h for h in have):
                             cell[f"{kind}.{phase}"] = statistics.median(h[phase] for h in have if phase in h)
                     elif have and (phase in PHASES + ("total",) or any(phase in h for h in have)):
@@ -536,6 +652,34 @@ def markdown(data: dict[str, Any]) -> str:
                 lines.append(f"| {Path(root).name} | {isa} | {cpu('pitchfork')} | {with_child} | {vs_cpu} "
                              f"| {cpu('llvm')} | {hl_cpu} | {cg} | {split} |")
             lines.append("")
+        wait_rows = [(root, isa, c) for root, per_isa in comp["summary"].items() for isa, c in per_isa.items()
+                     if any(f"{k}.run_delay" in c for k in KINDS)]
+        if wait_rows:
+            lines += ["Wall against CPU and waits (ms, medians over the benchmarks of each one's median compile): "
+                      "`wall` as above; `CPU` the compiling process's (PITCHFORK's and LLVM alone's with the capture "
+                      "child); `run delay` the time the compiling process's threads were runnable but waiting for a "
+                      "core (second field of /proc/self/task/*/schedstat, summed over its threads, the frontend "
+                      "thread read inside it, with PITCHFORK's and LLVM alone's capture child as the capture worker "
+                      "reads it before the kill (`CompileStats.capture_child_run_delay_seconds`); not counted: "
+                      "Halide 21's hvx128 llc); "
+                      "`rest` = wall - CPU - run delay; `steal` the host's steal during the compile (/proc/stat, "
+                      f"summed over its {host['cpus']} CPUs, 10 ms ticks). Wall - CPU - run delay separates waiting "
+                      "for a core (run delay, which grows with the load) from what neither explains: the host's "
+                      "steal, which a guest sees as neither CPU nor run delay, hand-offs (PITCHFORK's capture) "
+                      "and the waits of a subprocess not counted (Halide 21's llc on hvx128). Each column is its own "
+                      "median, so they need not add up.", "",
+                      "| checkout | ISA | PITCHFORK wall / CPU / run delay / rest / steal "
+                      "| LLVM alone (same) | Halide 21 (same) |", "|---|---|---|---|---|"]
+            for root, isa, c in wait_rows:
+                def waits(k: str) -> str:
+                    if f"{k}.run_delay" not in c:
+                        return "-"
+                    cpu = c.get(f"{k}.cpu_with_capture", c[f"{k}.cpu"])
+                    return " / ".join(f"{1e3 * v:.0f}" if v is not None else "-" for v in (
+                        c[f"{k}.total"], cpu, c[f"{k}.run_delay"], c.get(f"{k}.rest"), c.get(f"{k}.steal")))
+                lines.append(f"| {Path(root).name} | {isa} | {waits('pitchfork')} | {waits('llvm')} "
+                             f"| {waits('halide21')} |")
+            lines.append("")
         errs = [(r["bench"], r["isa"], Path(r["root"]).name, k, v) for r in comp["rows"] for k, v in r["errors"].items()]
         if errs:
             lines += ["Failed compiles (not in the medians):", ""]
@@ -651,7 +795,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="fewer runs, two sum sizes, three benchmarks")
     p.add_argument("--bench", action="append")
     p.add_argument("--isa", action="append", choices=ISAS)
-    p.add_argument("--repeat", type=int, default=None, help="timed compiles per contender (after the warm-up)")
+    p.add_argument("--repeat", type=int, default=None, help="timed compiles per contender after the warm-up "
+                   "(default 3, --quick 1: a median of 2 is their mean, which one steal burst sets)")
     p.add_argument("--roots", type=Path, nargs="+", default=[ROOT],
                    help="checkouts to measure side by side (default: this one), e.g. an old commit's and this")
     p.add_argument("--skip-compile", action="store_true")
@@ -690,7 +835,7 @@ def main(argv: list[str] | None = None) -> int:
             data["compile"] = {"rows": rows, "summary": summarize(rows)}
             _save(data, out)
 
-        rows = compile_rows(benches, args.isa or list(ISAS), args.repeat or (1 if args.quick else 2),
+        rows = compile_rows(benches, args.isa or list(ISAS), args.repeat or (1 if args.quick else 3),
                             [r.resolve() for r in args.roots], progress)
         data["compile"] = {"rows": rows, "summary": summarize(rows)}
     md = _save(data, out)

@@ -78,6 +78,8 @@ class CompileStats:
     #: its log, up to the captured statement), which this process's own CPU time does not include;
     #: None when the capture ran in-process or did not report it (frontend/capture.py)
     capture_child_cpu_seconds: Optional[float] = None
+    #: that subprocess's run-queue delay (seconds runnable but waiting for a CPU), read with its CPU
+    capture_child_run_delay_seconds: Optional[float] = None
     selection_seconds: float = 0.0
     codegen_seconds: float = 0.0
     llvm_seconds: float = 0.0
@@ -466,6 +468,7 @@ def _compile(pipeline_or_func: Any, args: Sequence[Any], target: str, isel: str,
         refuse_extern_stages(captured.text, name)
         stats.capture_seconds = time.perf_counter() - t0
         stats.capture_child_cpu_seconds = captured.child_cpu_seconds
+        stats.capture_child_run_delay_seconds = captured.child_run_delay_seconds
         t0 = time.perf_counter()
         refuse_deep_statement(captured.text)  # Unsupported: falls back, naming the depth
         refuse_runtime_services(captured.text)  # Unsupported: falls back, naming the directive

@@ -25,7 +25,8 @@ Every job first sets `std::cerr`'s precision so that Halide logs float constants
 It imports nothing but the standard library and `halide` (so it cannot be shadowed by, or depend on,
 pitchfork's own modules) and writes `{"ok": true}` or `{"error": "..."}` to the result file, with
 "cpu_seconds": the child's CPU time (a "stop_at" child's as the server read it when the line came,
-`_task_cpu_seconds`), what the capture cost beside the caller's own CPU.
+`_task_schedstat`), what the capture cost beside the caller's own CPU, and "run_delay_seconds": the time
+it was runnable but waiting for a CPU (read with it; absent where /proc has no schedstat).
 """
 
 from __future__ import annotations
@@ -131,9 +132,13 @@ def main(job_path: str) -> int:
     except Exception as e:  # noqa: BLE001 - reported to the parent, which raises CaptureError
         result = {"ok": False, "error": f"{type(e).__name__}: {e}"}
     sys.stderr.flush()
+    import os
     import time
 
     result["cpu_seconds"] = time.process_time()  # this process's CPU: a forked child's since its fork
+    sched = _task_schedstat(os.getpid())
+    if sched is not None:
+        result["run_delay_seconds"] = sched[1]
     with open(job["result"], "w") as f:
         json.dump(result, f)
     return 0
@@ -354,7 +359,7 @@ def _watch(pid: int, log_r: int, job: dict) -> int | None:
     # the last bytes read, so a line split across two reads is found too.
     tail = b"\n"  # a newline in front, so that a first line is found too
     found = False
-    cpu: float | None = None
+    sched: tuple[float, float] | None = None
     with open(job["log"], "wb") as f:
         while True:
             chunk = os.read(log_r, 1 << 16)
@@ -363,7 +368,7 @@ def _watch(pid: int, log_r: int, job: dict) -> int | None:
             seen = tail + chunk
             k = seen.find(line)
             if k >= 0:  # the line ends in this chunk (it is longer than `tail`)
-                cpu = _task_cpu_seconds(pid)
+                sched = _task_schedstat(pid)
                 os.kill(pid, signal.SIGKILL)
                 f.write(seen[len(tail):k + len(line)])
                 found = True
@@ -374,29 +379,31 @@ def _watch(pid: int, log_r: int, job: dict) -> int | None:
     if not found:
         return None
     result = {"ok": True, "stopped_at": job["stop_at"]}
-    if cpu is not None:
-        result["cpu_seconds"] = cpu
+    if sched is not None:
+        result["cpu_seconds"], result["run_delay_seconds"] = sched
     with open(job["result"], "w") as f:
         json.dump(result, f)
     return 0
 
 
-def _task_cpu_seconds(pid: int) -> float | None:
-    """The CPU time process `pid` has used, from the kernel's scheduler statistics (the first field of
-    /proc/PID/task/*/schedstat: nanoseconds on a CPU, per thread; None where they cannot be read). Read
-    by the server for a "stop_at" child just before killing it: the capture's CPU, which the caller's
-    own CPU time does not include (the child is the server's) and which a loaded machine does not
-    inflate as it does wall time."""
+def _task_schedstat(pid: int) -> tuple[float, float] | None:
+    """The CPU time process `pid` has used and the time it was runnable but waiting for a CPU, in
+    seconds, from the kernel's scheduler statistics (the first two fields of /proc/PID/task/*/schedstat:
+    nanoseconds, per thread; None where they cannot be read). Read by the server for a "stop_at" child
+    just before killing it: the capture's CPU, which the caller's own CPU time does not include (the
+    child is the server's) and which a loaded machine does not inflate as it does wall time, and its
+    run-queue delay, which is what a loaded machine adds."""
     import os
 
-    total = 0
+    cpu = delay = 0
     try:
         for tid in os.listdir(f"/proc/{pid}/task"):
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
+                fields = f.read().split()
+            cpu, delay = cpu + int(fields[0]), delay + int(fields[1])
     except (OSError, ValueError, IndexError):
         return None
-    return total / 1e9
+    return cpu / 1e9, delay / 1e9
 
 
 def serve() -> int:

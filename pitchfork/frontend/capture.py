@@ -205,6 +205,9 @@ class CapturedStmt:
     #: the CPU seconds of the subprocess that lowered (up to the statement, for a capture stopped
     #: there), as it reported them: not in the caller's own CPU time; None in-process or if unknown
     child_cpu_seconds: float | None = None
+    #: the seconds that subprocess was runnable but waiting for a CPU (schedstat's run delay, read as
+    #: its CPU is): with child_cpu_seconds, what of the capture's wall the machine's load explains
+    child_run_delay_seconds: float | None = None
 
     @property
     def buffer_types(self) -> dict[str, HType]:
@@ -505,8 +508,12 @@ def enable_inprocess_capture() -> bool:
     return inprocess_capture_available()
 
 
+#: a capture subprocess's CPU seconds and run-queue delay as it reported them (None: not reported)
+ChildCost = tuple[float | None, float | None]
+
+
 def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str,
-                       ) -> tuple[str, str, str, float | None]:
+                       ) -> tuple[str, str, str, ChildCost]:
     import halide as hl
 
     from pitchfork.frontend._capture_worker import exact_float_log
@@ -528,7 +535,7 @@ def _capture_inprocess(pipeline: hl.Pipeline, args: Sequence[Any], target: str,
         log = box[0]
         if error is not None and INTRINSICS_MARKER not in log:
             raise CaptureError(f"Halide failed to lower for {target}: {error}") from error
-        return log, out.read_text() if out.exists() else "", "" if error is None else str(error), None
+        return log, out.read_text() if out.exists() else "", "" if error is None else str(error), (None, None)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -570,9 +577,9 @@ def _remove_job_dir() -> None:
 def _capture_subprocess(
     data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
     constraints: dict[str, dict[str, Any]] | None = None, upto_intrinsics: bool = False,
-) -> tuple[str, str, str, float | None]:
+) -> tuple[str, str, str, ChildCost]:
     """Lower in a fresh interpreter; returns (log, lowered statement, error description or "", the
-    lowering process's CPU seconds as it reported them, or None).
+    lowering process's CPU seconds and run-queue delay as it reported them, each None if it did not).
     `upto_intrinsics`: a warm worker ends the lowering at the intrinsics marker (the log then ends
     there, and the lowered statement is "")."""
     files = _job_files()
@@ -620,7 +627,7 @@ def _job_spec(
 def _run_job(
     files: dict[str, Path], data: bytes, arguments: Sequence[ArgInfo], target: str, timeout: float,
     constraints: dict[str, dict[str, Any]] | None, upto_intrinsics: bool,
-) -> tuple[str, str, str, float | None]:
+) -> tuple[str, str, str, ChildCost]:
     """`_capture_subprocess` with the job's file paths `files` (`_job_files`)."""
     job = _job_spec(files, data, arguments, target, constraints)
     if upto_intrinsics:  # the warm worker stops the child at this log line (_capture_worker._watch)
@@ -660,8 +667,9 @@ def _run_job(
         why = f"lowering process exited with status {returncode}: {tail}"
     if INTRINSICS_MARKER not in log:
         raise CaptureError(f"Halide failed to lower for {target}: {why}")
-    cpu = result.get("cpu_seconds") if result is not None else None
-    return log, lowered, why, cpu if isinstance(cpu, (int, float)) else None
+    cost = [result.get(k) if result is not None else None for k in ("cpu_seconds", "run_delay_seconds")]
+    return log, lowered, why, (cost[0] if isinstance(cost[0], (int, float)) else None,
+                               cost[1] if isinstance(cost[1], (int, float)) else None)
 
 
 def _run_one_shot(job_file: Path, log_file: Path, env: dict[str, str], target: str, timeout: float) -> int:
@@ -697,7 +705,7 @@ def _build(
     arguments: tuple[ArgInfo, ...],
     outputs: tuple[OutputInfo, ...],
     mechanism: Literal["subprocess", "inprocess"],
-    child_cpu: float | None = None,
+    child: ChildCost = (None, None),
 ) -> CapturedStmt:
     lowerings = [lw for lw in split_lowering_log(log) if lw.pre_intrinsics is not None]
     if not lowerings:
@@ -709,7 +717,7 @@ def _build(
         raise CaptureError(f"Halide's log printed the float constants of the {target} statement rounded (this "
                            "C++ library's std::cerr precision could not be set: _capture_worker.exact_float_log)")
     return CapturedStmt(target, pre.text, pre.name, lw.stages, arguments, outputs, lowered, mechanism, error,
-                        child_cpu_seconds=child_cpu)
+                        child_cpu_seconds=child[0], child_run_delay_seconds=child[1])
 
 
 def _choose_mode(mode: Mode) -> Literal["subprocess", "inprocess"]:
@@ -757,8 +765,8 @@ def capture_stmts(
                 pairs = list(ex.map(lambda r: _capture_subprocess(data, arguments, r, timeout, constraints,
                                                                   upto_intrinsics), resolved))
     caps = {
-        k: _build(log, lowered, error, r, arguments, outputs, how, cpu)
-        for k, r, (log, lowered, error, cpu) in zip(keys, resolved, pairs, strict=True)
+        k: _build(log, lowered, error, r, arguments, outputs, how, cost)
+        for k, r, (log, lowered, error, cost) in zip(keys, resolved, pairs, strict=True)
     }
     estimates = argument_estimates(args, pipeline)  # the caller's objects: serialization drops them
     return {k: dataclasses.replace(_with_embedded(cap, pipeline, args), estimates=estimates)

@@ -184,3 +184,48 @@ def test_timed_children_keep_their_bytecode_outside_the_tree(tmp_path: Path, mon
                                "print(sys.dont_write_bytecode, sys.pycache_prefix)"], tmp_path)
     assert out.split() == ["False", str(tmp_path / "pycache")]
     assert list((tmp_path / "pycache").rglob("micro_lift.*.pyc"))
+
+
+def test_schedstat_and_proc_stat_parsing() -> None:
+    """The run-queue delay is schedstat's second field (ns); the host's steal the 8th value of /proc/stat's
+    aggregate `cpu` line, not a per-CPU line's; a kernel without the column counts 0."""
+    assert ct.schedstat_run_delay_ns("1979128 40100 17\n") == 40100
+    stat = ("cpu  3932782 4034426 301776 2643992 5188 0 5158 558899 0 0\n"
+            "cpu0 1966391 2017213 150888 1321996 2594 0 2579 279449 0 0\n"
+            "intr 12345 0\n")
+    assert ct.stat_steal_ticks(stat) == 558899
+    assert ct.stat_steal_ticks("cpu  1 2 3 4 5 6 7\n") == 0
+    try:
+        ct.stat_steal_ticks("cpu0 1 2 3 4 5 6 7 8\n")
+    except ValueError as e:
+        assert "cpu" in str(e)
+    else:
+        raise AssertionError("a text without the aggregate line must not read as no steal")
+
+
+def test_waits_of_a_real_run_are_read_and_reported() -> None:
+    """Over a real piece of work in pitchfork.compile's frontend thread (`run_deep`, a thread that ends
+    before the compile does, so read inside it), the figures exist and are consistent (no values asserted: they depend on the load);
+    the report gets one row of them per checkout and ISA."""
+    import pitchfork.api as api
+
+    run_deep = api.run_deep
+    with ct._Waits() as w:
+        assert api.run_deep(lambda: sum(range(200_000))) == sum(range(200_000))
+    assert len(w.frontend_tids) == 1 and api.run_deep is run_deep  # read inside the thread; put back
+    row = {"total": 0.5}
+    w.add_to(row, 0.2)
+    assert row["run_delay"] >= 0 and row["steal"] >= 0
+    assert abs(row["rest"] - (0.3 - row["run_delay"])) < 1e-12
+    child = {"total": 0.5}
+    w.add_to(child, 0.2, 0.04)  # a capture child's delay, which the process's threads do not hold
+    assert abs(child["run_delay"] - (row["run_delay"] + 0.04)) < 1e-12
+    assert abs(child["rest"] - (row["rest"] - 0.04)) < 1e-12
+    med = {"pitchfork": {"total": 0.5, "cpu": 0.2, "cpu_with_capture": 0.3, "run_delay": 0.05, "rest": 0.15,
+                         "steal": 0.01},
+           "halide21": {"total": 0.4, "cpu": 0.35, "run_delay": 0.03, "rest": 0.02, "steal": 0.0}}
+    rows = [{"bench": "add", "isa": "arm64", "root": "/x/after", "median": med, "errors": {}}]
+    cell = ct.summarize(rows)["/x/after"]["arm64"]
+    md = ct.markdown({"host": {"date": "today", "cpus": 2, "load": 1.0},
+                      "compile": {"rows": rows, "summary": {"/x/after": {"arm64": cell}}}})
+    assert "| after | arm64 | 500 / 300 / 50 / 150 / 10 | - | 400 / 350 / 30 / 20 / 0 |" in md

@@ -240,10 +240,14 @@ def test_a_capture_reports_its_lowering_childs_cpu() -> None:
     full = capture_stmt(func, args, "arm64", mode="subprocess")
     assert part.child_cpu_seconds is not None and 0 < part.child_cpu_seconds < 60
     assert full.child_cpu_seconds is not None and 0 < full.child_cpu_seconds < 60
+    for cap in (part, full):  # its run-queue delay, read with its CPU (0 on an idle machine)
+        assert cap.child_run_delay_seconds is not None and 0 <= cap.child_run_delay_seconds < 60
     prog = pitchfork.compile(func, args, target="arm64", fallback=False)
     assert prog.stats.capture_child_cpu_seconds is not None and prog.stats.capture_child_cpu_seconds > 0
+    assert prog.stats.capture_child_run_delay_seconds is not None
     log = "Creating initial loop nests...\nLowering after x:\nf[x] = a[x]\n\nFinding intrinsics...\n"
-    assert capture._build(log, "", "", "arm64", (), (), "inprocess").child_cpu_seconds is None
+    inprocess = capture._build(log, "", "", "arm64", (), (), "inprocess")
+    assert inprocess.child_cpu_seconds is None and inprocess.child_run_delay_seconds is None
 
 
 def test_capture_jobs_leave_no_files_and_the_directory_goes_at_exit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,6 +306,7 @@ def test_watch_finds_the_stop_line_across_reads(tmp_path: "os.PathLike[str]", mo
             assert Path(job["log"]).read_text() == head
             assert '"ok": true' in Path(job["result"]).read_text()
             assert '"cpu_seconds": ' in Path(job["result"]).read_text()  # read before the kill
+            assert '"run_delay_seconds": ' in Path(job["result"]).read_text()
         else:
             assert status is None and child.poll() is None
             assert Path(job["log"]).read_text() == text
