@@ -49,18 +49,14 @@ def reduce_instructions(factor: int) -> int:
 def _node(t: Term, isa: str) -> tuple[int, int, int]:
     """A node's cost per vector; work on uniform operands only is hoisted out of the loop
     (pitchfork/targets/hoisted.py) and costs no instructions, as the compiler's cost charges it."""
-    from pitchfork.targets import UNLOWERED_FPIR_COST
-    from pitchfork.targets.hoisted import hoisted
+    from pitchfork.targets import per_loop_cost
 
-    c = _per_vector(t, isa)
-    if c[0] and c[0] != UNLOWERED_FPIR_COST and hoisted(t):
-        return (0, c[1], c[2])
-    return c
+    return per_loop_cost(t, _per_vector(t, isa))
 
 
 def _per_vector(t: Term, isa: str) -> tuple[int, int, int]:
     from fpir.opspec import spec
-    from pitchfork.targets import _target_node_cost
+    from pitchfork.targets import _per_vector_node_cost
 
     if same_width_cast(t):
         return (0, t.args[0].type.bits, 0)  # a bitcast, as a reinterpret is charged
@@ -70,7 +66,7 @@ def _per_vector(t: Term, isa: str) -> tuple[int, int, int]:
     emulated = _emulated_instruction(t, isa)
     if emulated is not None:
         return emulated
-    return _target_node_cost(t, isa)
+    return _per_vector_node_cost(t, isa)  # (`_node` applies the per-loop rule once, to every case)
 
 
 #: HVX instructions whose 32-bit form exists only by a constant multiplier (vmpyiwb / vmpyiwh): by a

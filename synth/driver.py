@@ -908,22 +908,28 @@ def root_share(task: Task, rules: Sequence[Any] = ()) -> int:
     return whole - sum(lowering_cost(expand_fpir(rw.rewrite(a), bits), task.isa)[0] for a in t.args if a.args)
 
 
-def first_pass_texts(results: Sequence[dict[str, Any]]) -> tuple[str, ...]:
-    """The rules a first pass found (verified, as written: `rule`), as sorted text (`Task.prior`)."""
-    return tuple(sorted({alt["rule"] for r in results for alt in [r] + list(r.get("also", []))
-                         if alt.get("status") == "synthesized" and alt.get("rule")}))
-
-
-def first_pass_rules(results: Sequence[dict[str, Any]]) -> list[Any]:
-    """The rules a first pass found (verified, as written: `rule`), parsed; for ordering only."""
-    out = []
+def _first_pass_found(results: Sequence[dict[str, Any]]) -> Iterator[tuple[int, str]]:
+    """(index of the result, rule text) of each rule a first pass found (verified, as written: `rule`),
+    the results' own and their alternatives (`also`)."""
     for i, r in enumerate(results):
         for alt in [r] + list(r.get("also", [])):
             if alt.get("status") == "synthesized" and alt.get("rule"):
-                try:
-                    out.append(parse_rule(f"first_pass_{i}: {alt['rule']}", "<first pass>", 1))
-                except Exception:  # noqa: BLE001 - a rule the parser does not take only orders nothing
-                    continue
+                yield i, alt["rule"]
+
+
+def first_pass_texts(results: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The rules a first pass found, as sorted text (`Task.prior`)."""
+    return tuple(sorted({text for _, text in _first_pass_found(results)}))
+
+
+def first_pass_rules(results: Sequence[dict[str, Any]]) -> list[Any]:
+    """The rules a first pass found, parsed; for ordering only."""
+    out = []
+    for i, text in _first_pass_found(results):
+        try:
+            out.append(parse_rule(f"first_pass_{i}: {text}", "<first pass>", 1))
+        except Exception:  # noqa: BLE001 - a rule the parser does not take only orders nothing
+            continue
     return out
 
 

@@ -102,9 +102,8 @@ class Task:
     def key(self) -> str:
         hide = ",".join(self.hide)
         if len(hide) > 120:  # a bring-up hides hundreds of rules: their digest keeps cache lines short
-            import hashlib
-
-            hide = "sha1:" + hashlib.sha1(hide.encode()).hexdigest()[:16]
+            hide = "sha1:" + _digest(hide)
+        prior = _digest("\n".join(self.prior)) if self.prior else ""
         return (
             f"v{SEARCH_VERSION[self.kind]}|{self.kind}|{self.isa}|{self.lhs}|{self.max_terms}|{self.rlimit}|"
             f"{int(self.generalize)}|{hide}|{self.rules}"
@@ -113,14 +112,15 @@ class Task:
             + ("|td" if self.topdown and self.kind == "lower" else "")
             + (f"|u:{','.join(map(str, self.uniform))}" if self.uniform else "")
             + (f"|w:{self.work_cap}" if self.work_cap else "")
-            + (f"|p:{_digest(self.prior)}" if self.prior else "")
+            + (f"|p:{prior}" if prior else "")
         )
 
 
-def _digest(texts: tuple[str, ...]) -> str:
+def _digest(text: str) -> str:
+    """A short digest of `text` for a task key (hundreds of hidden names, a round's rule texts)."""
     import hashlib
 
-    return hashlib.sha1("\n".join(texts).encode()).hexdigest()[:16]
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 def _without(rules: "RuleSet", hide: tuple[str, ...]) -> "RuleSet":

@@ -121,11 +121,8 @@ class FloatReducer:
         on half: `init op half(reduce(float(v)))` (its x86-64-linux-avx2-fma-f16c .ll)."""
         f32 = HType("float", 32, e.type.lanes)
         wide = H.VectorReduce(e.op, H.Cast(HType("float", 32, e.value.type.lanes), e.value), f32)
-        v = self.fe.emit(e.value)
-        wt = ir.VectorType(ir.FloatType(), v.type.count) if isinstance(v.type, ir.VectorType) else ir.FloatType()
-        r = self._reduce(wide, self.b.fpext(v, wt), e.type.lanes, None)
-        narrow = ir.VectorType(ir.HalfType(), r.type.count) if isinstance(r.type, ir.VectorType) else ir.HalfType()
-        r = self.b.fptrunc(r, narrow)
+        # (the emitter's own float32 conversions: fpext to float32, fptrunc back to half)
+        r = self.fe._from_f32(self._reduce(wide, self.fe._to_f32(e.value), e.type.lanes, None), e.type)
         return r if start is None else self._binop(e.op)(start, r)
 
     def _reduce(self, e: H.VectorReduce, v: ir.Value, m: int, start: Optional[ir.Value]) -> ir.Value:

@@ -116,7 +116,14 @@ def _target_node_cost(t: Term, isa: Optional[str] = None) -> tuple[int, int, int
     (`hoisted.hoisted`: computed once outside the loop) costs no instructions, its input bits and
     primitive ops still break ties; an FPIR op or an instruction emitted as its generic meaning there
     keeps its cost, so that the lowering still replaces it."""
-    c = _per_vector_node_cost(t, isa)
+    return per_loop_cost(t, _per_vector_node_cost(t, isa))
+
+
+def per_loop_cost(t: Term, c: tuple[int, int, int]) -> tuple[int, int, int]:
+    """Node `t`'s per-vector cost `c` as the loop pays it: no instructions for work on uniform operands
+    only (`hoisted.hoisted`), except an FPIR op or an instruction emitted as its generic meaning
+    (UNLOWERED_FPIR_COST), which keeps its cost so that the lowering still replaces it. The one rule
+    for the compiler's cost (`_target_node_cost`) and synthesis's (synth/cost.py)."""
     if c[0] and c[0] != UNLOWERED_FPIR_COST and hoisted(t):
         return (0, c[1], c[2])
     return c
