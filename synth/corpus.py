@@ -31,6 +31,8 @@ from fpir.text import FPIRSyntaxError, parse
 from fpir.types import FPIRTypeError
 
 MAX_NODES = 10
+#: distinct per-site ranges kept per entry (`Corpus.site_ranges`: the first met)
+MAX_SITE_RANGES = 4
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,11 @@ class Corpus:
     #: pitchfork.trs.predicate.is_uniform_term) at one place the cut was found at least: an
     #: `is_uniform` predicate the lowering search may state (x86's shifts by a count in a register)
     uniform: dict[str, list[bool]] = field(default_factory=dict)
+    #: per entry, the distinct range vectors (as `ranges`, at one place each) of the places where a
+    #: variable stood for a uniform value, the first MAX_SITE_RANGES met: a uniform task is also posed
+    #: inside each range narrower than the hull (synth/driver.py `narrowed_uniform_ranges`: hvx128
+    #: mul's shift `min(w, 15)` is in [0, 15], depthwise_conv's unclamped one in all of u32)
+    site_ranges: dict[str, list[tuple[tuple[int, int], ...]]] = field(default_factory=dict)
 
     def add_expression(self, term: Term, source: str, max_nodes: int = MAX_NODES) -> None:
         exprs = self.expressions.setdefault(source, [])
@@ -85,6 +92,9 @@ class Corpus:
             flat = [is_uniform_term(origin.get(v.name, v)) for v in variable_order(cut)]
             was = self.uniform.get(key)
             self.uniform[key] = flat if was is None else [a or b for a, b in zip(was, flat)]
+            sites = self.site_ranges.setdefault(key, [])
+            if any(flat) and len(sites) < MAX_SITE_RANGES and tuple(here) not in sites:
+                sites.append(tuple(here))
 
     def entries(self) -> list[CorpusEntry]:
         """Most frequent first, then by text (deterministic)."""

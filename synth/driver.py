@@ -55,7 +55,7 @@ from synth.output import (
 )
 from synth.rulesnap import RuleSnapshot, activate, active, take
 from synth.stages import ISA_STEMS, merged_inputs, stage_inputs, stage_path  # noqa: F401 (ISA_STEMS re-exported)
-from synth.tasks import Task, lane0_isa, run_task
+from synth.tasks import Task, bounds_encodable_isa, lane0_isa, run_task
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK_BENCHMARKS = ("sobel3x3",)
@@ -504,6 +504,7 @@ def lower_tasks(
     out: list[Task] = []
     small: dict[str, Any] = {} if lane0 or opts.first_pass_terms <= 0 else {
         "max_terms": min(opts.max_terms, opts.first_pass_terms), "topdown": False}
+    narrows = bounds_encodable_isa(isa)
     for t in chosen:
         out.append(t)
         flags = lowered.uniform.get(t.lhs, [])
@@ -511,7 +512,40 @@ def lower_tasks(
             u = replace(t, uniform=tuple(i for i, f in enumerate(flags) if f), **small)
             out.append(u)
             origin[u.key] = origin[t.key]
+            # and inside each narrower range its uniform variables had at one place (a right side
+            # encodable only there, HVX vasr by a uniform amount in [0, 15], states that range), on
+            # an ISA where an instruction's encodable test reads bounds (elsewhere the same search)
+            hull = lowered.ranges.get(t.lhs, [])
+            vs = {v.name: v.type for v in lowered.terms[t.lhs].variables()} if t.lhs in lowered.terms else {}
+            types = [vs.get(f"v{i}") for i in range(len(hull))]
+            for r in narrowed_uniform_ranges(hull, lowered.site_ranges.get(t.lhs, []) if narrows else [],
+                                             u.uniform, types):
+                n = replace(u, ranges=r)
+                out.append(n)
+                origin[n.key] = origin[t.key]
     return out, origin
+
+
+#: narrowed uniform tasks per left side at most (`narrowed_uniform_ranges`)
+MAX_NARROWED_UNIFORM = 2
+
+
+def narrowed_uniform_ranges(hull: "list[tuple[int, int]]", sites: "list[tuple[tuple[int, int], ...]]",
+                            uniform: tuple[int, ...], types: "list[Any]") -> list[tuple[tuple[int, int], ...]]:
+    """Task ranges for a left side's uniform task inside the range its uniform variables had at one
+    place (`Corpus.site_ranges`) where that is narrower than the hull over all places (the task the
+    hull gives is posed anyway): the hull for the other variables, the place's for the uniform ones;
+    distinct, narrower than the types somewhere, the first MAX_NARROWED_UNIFORM met."""
+    out: list[tuple[tuple[int, int], ...]] = []
+    for site in sites:
+        r = tuple(tuple(site[i]) if i in uniform else tuple(h) for i, h in enumerate(hull))
+        if r == tuple(tuple(h) for h in hull) or r in out:
+            continue
+        if any(t is not None and (lo > t.min or hi < t.max) for (lo, hi), t in zip(r, types)):
+            out.append(r)  # type: ignore[arg-type]
+        if len(out) >= MAX_NARROWED_UNIFORM:
+            break
+    return out
 
 
 def _narrow_primitive(t: Term) -> bool:
@@ -737,7 +771,7 @@ def run(opts: Options) -> RunReport:
                 if k > 1:
                     # a left side whose deep search was cut is searched again, deep at once
                     tasks = _new_left_sides(tasks, searched - cut)
-                    deep_only = {t.key for t in tasks if (_seen_or_none(t), t.uniform) in cut}
+                    deep_only = {t.key for t in tasks if _side(_seen_or_none(t), t.uniform, t.ranges) in cut}
                 label = _round_label(stage, k)
                 _run_stage(stage, tasks, origin, snap, cache, opts, report, inputs, label, deep_only)
                 if not report.stages[label].written:
@@ -783,12 +817,19 @@ def _round_label(stage: str, k: int) -> str:
 #: a left side as a round searched it: its text (`lower_seen`, a result's "seen") and the indices of
 #: the variables searched as uniform (`Task.uniform`): a left side's plain task and its uniform task
 #: print the same text (a uniform leaf prints as a plain variable) but are two searches
-Side = tuple[str, tuple[int, ...]]
+Side = tuple[str, tuple[int, ...], tuple[tuple[int, int], ...]]
+
+
+def _side(seen: Optional[str], uniform: "Sequence[int]", ranges: "Sequence[Sequence[int]]") -> Side:
+    """A uniform task's side holds its ranges too (`narrowed_uniform_ranges`: one left side, searched
+    uniform inside the hull and inside a narrower range, is two searches); a plain task's does not."""
+    return seen, tuple(uniform), tuple(tuple(r) for r in ranges) if uniform else ()  # type: ignore[return-value]
 
 
 def _result_side(r: dict[str, Any]) -> Side:
     """The left side a task's result (with "seen") was searched as."""
-    return r["seen"], tuple(r.get("task", {}).get("uniform", ()))
+    task = r.get("task", {})
+    return _side(r["seen"], task.get("uniform", ()), task.get("ranges", ()))
 
 
 def _new_left_sides(tasks: list[Task], searched: set[Side]) -> list[Task]:
@@ -803,7 +844,7 @@ def _new_left_sides(tasks: list[Task], searched: set[Side]) -> list[Task]:
     out: list[Task] = []
     for t in tasks:
         try:
-            side = (lower_seen(t), t.uniform)
+            side = _side(lower_seen(t), t.uniform, t.ranges)
         except Exception:  # noqa: BLE001 - the task itself reports the error when it runs
             out.append(t)
             continue

@@ -62,8 +62,10 @@ LOWER_PRIMS = (
 #: one-instruction probe up to five operands, synth/search.py MAX_PROBE_ARITY; lower 16: runtime shift
 #: amounts clamped to the width as top-down sub-goals, synth/topdown.py `clamped_amounts`, and HVX
 #: narrowing shifts by an amount they cannot take as Rt costed as their semantics, hvx_emit
-#: `amount_encodable`)
-SEARCH_VERSION = {"lift": 8, "lower": 19}
+#: `amount_encodable`; lower 20: a task's cost and encodable test see its variables' ranges, a uniform
+#: task off x86 keeps right sides encodable only through the uniform operand, `needs_uniform`, and
+#: states the ranges such a right side needs, `needed_ranges`)
+SEARCH_VERSION = {"lift": 8, "lower": 20}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -80,7 +82,9 @@ class Task:
     #: digest of the rules the task is planned against (synth/rulesnap.py `stage_digest`)
     rules: str = ""
     #: lowering: the value range (lo, hi) of each variable v0, v1, ... over every place the left side
-    #: was found (synth/corpus.py `Corpus.ranges`), or () when none is narrower than its type
+    #: was found (synth/corpus.py `Corpus.ranges`), or () when none is narrower than its type; a
+    #: narrowed uniform task's: its uniform variables' range at one place (synth/driver.py
+    #: `narrowed_uniform_ranges`). The search's cost and encodable test see these ranges.
     ranges: tuple[tuple[int, int], ...] = ()
     #: lowering: search again over the ISA's instructions alone when the levels run over budget
     #: (`instructions_grammar`)
@@ -527,10 +531,84 @@ def lane0_isa(isa: str) -> bool:
     return any(s.kind == "target" and n.startswith(prefix) and s.reads_lane0 for n, s in OPS.items())
 
 
+def bounds_encodable_isa(isa: str) -> bool:
+    """Some instruction of the ISA is encodable or not depending on an operand's bounds (its
+    `encodable` test declares `reads_bounds`: HVX vasr's uniform runtime amount must lie in [0, 15],
+    pitchfork/targets/hvx_emit.py `amount_encodable`): only there can a narrower range make a right
+    side encodable (synth/driver.py `narrowed_uniform_ranges`)."""
+    from pitchfork.targets import load_target
+
+    load_target(isa)
+    prefix = ISA_PREFIX[isa]
+    return any(s.kind == "target" and n.startswith(prefix) and getattr(s.meta.get("encodable"), "reads_bounds", False)
+               for n, s in OPS.items())
+
+
 def uniform_predicates(vs: "list[Term]") -> tuple[str, ...]:
     """`is_variable(v) && is_uniform(v)` for each variable: a broadcast that is not a constant (a
     constant amount has its immediate forms; the rule is for a count only known at run time)."""
     return tuple(p for v in vs for p in (f"is_variable({v.name}_{v.type.name})", f"is_uniform({v.name}_{v.type.name})"))
+
+
+def needs_uniform(t: Term) -> bool:
+    """Some instruction of t is encodable only because an operand is uniform: with its uniform leaves
+    plain it could not be emitted as the instruction (HVX `vasr_rnd_sat_h(x, y)` takes a uniform
+    amount in range as its scalar Rt, pitchfork/targets/hvx_emit.py `amount_encodable`): the use an
+    ISA without lane-0 instructions has of a uniform variable, besides hoisted work (`hoists_work`)."""
+    from fpir.term import var
+    from pitchfork.targets.base import encodable
+    from synth.corpus import substitute
+
+    for x in t.walk():
+        if not x.args or OPS[x.op].kind != "target" or OPS[x.op].meta.get("encodable") is None:
+            continue
+        us = {u: var(u.name, u.type) for u in x.variables() if u.is_uniform_leaf}
+        if us and encodable(x) and not encodable(substitute(x, us)):
+            return True
+    return False
+
+
+def within(rng: "dict[str, tuple[int, int]]", f: Callable[[], Any]) -> Any:
+    """f() with bounds analysis taking the variables named in `rng` at those ranges."""
+    from pitchfork.selection.bounds import leaf_ranges
+
+    with leaf_ranges(rng):
+        return f()
+
+
+#: one DagCost (and its memo) per (ISA, variable ranges): a term's cost under ranges differs from its
+#: cost at its types' ranges (synth/cost.py's memo), so the two are never shared
+_RANGED_COSTS: dict[tuple, Any] = {}
+RANGED_COSTS_KEPT = 8
+
+
+def ranged_cost(isa: str, rng: "dict[str, tuple[int, int]]") -> Callable[[Term], tuple]:
+    """synth/cost.py `lowering_cost` with the variables named in `rng` at those ranges (an instruction's
+    `encodable` test asks their bounds); `lowering_cost` itself when there are none."""
+    from synth.cost import lowering_cost
+
+    if not rng:
+        return partial(lowering_cost, isa=isa)
+    key = (isa, tuple(sorted(rng.items())))
+    hit = _RANGED_COSTS.get(key)
+    if hit is None:
+        from pitchfork.selection.dagcost import DagCost
+        from synth.cost import _node
+
+        if len(_RANGED_COSTS) >= RANGED_COSTS_KEPT:
+            _RANGED_COSTS.clear()
+        node = partial(_node, isa=isa)
+        hit = _RANGED_COSTS[key] = DagCost(lambda t: within(rng, lambda: node(t)), 3)
+    return hit  # type: ignore[no-any-return]
+
+
+def needed_ranges(seen: Term, ranges: tuple[tuple[int, int], ...],
+                  holds: Callable[["dict[str, tuple[int, int]]"], bool]) -> tuple[str, ...]:
+    """The bounds predicates (`range_predicates`) of the variables whose range `holds` needs: those
+    without which (that variable back at its type's range, the others kept) it is False."""
+    rng, preds = range_predicates(seen, ranges)
+    need = [v for v in rng if not holds({k: r for k, r in rng.items() if k != v})]
+    return tuple(p for p in preds if any(p.split("(", 1)[1].startswith(f"{v}_") for v in need))
 
 
 def _run_uniform(task: Task, term: Term) -> dict[str, Any]:
@@ -561,13 +639,22 @@ def _run_uniform(task: Task, term: Term) -> dict[str, Any]:
     # the plain task's to find (and at equal cost the rewriter could not tell the two apart)
     # (checked on the polished candidate too: `v1 - v1` read at lane 0 is the constant 0)
     normal = _normal_form(task.isa, task.hide)
-    uses = reads_lane0 if lane0_isa(task.isa) else hoists_work
-    grammar = replace(lowering_grammar(searched, task.isa), normal=lambda t: uses(t) and normal(t),
-                      also=lambda t: encodable_everywhere(t) and uses(t))
+    uses = reads_lane0 if lane0_isa(task.isa) else (lambda t: hoists_work(t) or needs_uniform(t))
+    # the variables at the ranges the corpus saw them in (`Task.ranges`) for the cost and the
+    # encodable test: HVX vasr takes a uniform amount as Rt only where its bounds lie in [0, 15]
+    # (mul's `min(w, 15)`, a uniform v1 in [0, 15] here); the right side stays proven for every input
+    rng, _ = range_predicates(seen, task.ranges)
+    cost = ranged_cost(task.isa, rng)
+
+    def fits(t: Term, at: "dict[str, tuple[int, int]]") -> bool:
+        return within(at, lambda: encodable_everywhere(t) and uses(t))
+
+    grammar = replace(lowering_grammar(searched, task.isa), cost=cost,
+                      normal=lambda t: within(rng, lambda: uses(t)) and normal(t), also=lambda t: fits(t, rng))
     # the current lowering with the same variables uniform: its work on them alone is hoisted too
     # (charged per vector, any candidate that hoists the same work would beat it)
     cur_u = substitute(cur, {v: var(v.name, v.type, uniform=True) for v in cur.variables() if v in to_uniform})
-    bound = (lowering_cost(cur_u, task.isa)[0], 0, 0)
+    bound = (cost(cur_u)[0], 0, 0)
     info["bound"] = list(bound)
     t1 = time.perf_counter()
     try:
@@ -580,7 +667,10 @@ def _run_uniform(task: Task, term: Term) -> dict[str, Any]:
         status = {"exhausted": "optimal", "budget": "budget", "solver": "solver"}[res.status]
         return {**info, "status": status, "reason": res.detail}
     rhs = substitute(res.rhs, back)
-    assume = uniform_predicates(plain)
+    # a variable's range is a precondition of the rule where the right side needs it to be encodable
+    # and cheaper (the compiler then applies it only where bounds(v) lie in that range)
+    assume = uniform_predicates(plain) + needed_ranges(
+        seen, task.ranges, lambda at: fits(res.rhs, at) and ranged_cost(task.isa, at)(res.rhs) < bound)
     info.update(rhs=to_text(rhs), rhs_cost=list(grammar.cost(res.rhs)))
     if not task.generalize:
         return {**info, "status": "synthesized", "bounded": " && ".join(assume)}
@@ -693,13 +783,22 @@ def _bounded_ranges(seen: Term, grammar: Grammar, bound: tuple, task: Task) -> O
     rng, assume = range_predicates(seen, task.ranges)
     if not rng:
         return None
+    if task.kind == "lower":  # the cost and the encodable test see the ranges too (`_run_uniform`)
+        also = grammar.also
+        grammar = replace(grammar, cost=ranged_cost(task.isa, rng),
+                          also=None if also is None else lambda t: within(rng, lambda: also(t)))
     res = synthesize(seen, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit, bounds=rng)
     if res.status != "found" or res.rhs is None:
         return None
     g = generalize(seen, res.rhs, assume=assume)
     if g is None:
         return None
+    rhs = res.rhs
+    keep = needed_ranges(seen, task.ranges, lambda at: ranged_cost(task.isa, at)(rhs) < bound and (
+        grammar.also is None or within(at, lambda: encodable_everywhere(rhs)))) if task.kind == "lower" else ()
     for drop in assume:  # the widest rule: a bound it does not need is not stated
+        if drop in keep:  # the right side is encodable and cheaper only within it
+            continue
         fewer = tuple(a for a in assume if a != drop)
         h = generalize(seen, res.rhs, assume=fewer) if fewer != assume else None
         if h is not None:

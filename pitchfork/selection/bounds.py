@@ -4,14 +4,18 @@
 give their type's range (or the constant); primitive ops use the op table's interval rules; FPIR and
 target ops use their own rule when the op table has one (absd) and otherwise the interval of their
 definition evaluated over the argument intervals. Terms are interned, so the cache is keyed by term.
-Optional `assume` maps variable names to known ranges (e.g. from a loop's data). A flagged node
+Optional `assume` maps variable names to known ranges (e.g. from a loop's data); `leaf_ranges(...)`
+assumes ranges for a block of code (synthesis: a task's variables at the ranges the corpus saw them
+in, synth/tasks.py `ranged`; the compiler never sets it). A flagged node
 (`add.nsw`) uses its flag's interval rule: under the no-overflow fact the exact range, clipped to the
 type, instead of the whole type when the exact range could wrap.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator, Mapping, Optional
 
 from fpir.ops import template
 from fpir.opspec import spec
@@ -20,9 +24,26 @@ from fpir.types import ScalarType
 
 Interval = tuple[int, int]
 _CACHE: dict[Term, Interval] = {}
+#: variable name -> range assumed inside a `leaf_ranges` block (empty: every leaf at its type's range)
+_LEAF_RANGES: ContextVar[Mapping[str, Interval]] = ContextVar("leaf_ranges", default={})
+
+
+@contextmanager
+def leaf_ranges(ranges: Mapping[str, Interval]) -> Iterator[None]:
+    """Within the block, `bounds` takes the named variables' ranges from `ranges` (as `assume` does),
+    so whatever asks bounds there (an instruction's `encodable`, a bounds predicate) sees them. Such
+    answers are not cached: the same interned term has its type's bounds outside the block."""
+    token = _LEAF_RANGES.set(dict(ranges))
+    try:
+        yield
+    finally:
+        _LEAF_RANGES.reset(token)
 
 
 def bounds(term: Term, assume: Optional[Mapping[str, Interval]] = None) -> Interval:
+    ranged = _LEAF_RANGES.get()
+    if ranged:
+        assume = {**ranged, **(assume or {})}
     if assume:
         return _analyse(term, dict(assume), {})
     return _analyse(term, {}, _CACHE)

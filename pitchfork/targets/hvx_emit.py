@@ -291,6 +291,9 @@ def amount_encodable(amount: Callable[[Term], int | None]) -> Callable[[Term], b
         y = t.args[1]
         return amount(t) is not None or (_in_runtime_range(y, amount) and is_uniform_term(y))
 
+    # the answer depends on the amount's bounds: synthesis poses such an ISA's uniform tasks inside the
+    # narrower ranges the corpus saw too (synth/tasks.py `bounds_encodable_isa`)
+    check.reads_bounds = True  # type: ignore[attr-defined]
     return check
 
 

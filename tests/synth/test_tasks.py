@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from fpir.ops import make
+from fpir.term import var
 from fpir.text import parse
+from fpir.types import parse_type
 from synth.bringup import bring_up_hidden
 from synth.corpus import Corpus
 from synth.output import Candidate, bounded_example
@@ -82,3 +85,44 @@ def test_a_deep_answer_the_first_pass_rules_reach_is_not_generalized() -> None:
     assert r["status"] == "subsumed-early" and "rule" not in r, r
     assert r["rhs"] == "arm.sqadd(arm.sqrdmulh(v0_i16, 7363), arm.sqrdmulh(v1_i16, 22812))"
     assert task.key != Task("lower", "arm64", lhs, 100_000, hide=hide, work_cap=120_000_000).key
+
+
+def test_the_encodable_test_and_the_cost_see_the_tasks_ranges() -> None:
+    """HVX vasr takes a uniform runtime amount as its scalar Rt only where the amount's bounds lie in
+    [0, 15] (pitchfork/targets/hvx_emit.py `amount_encodable`): a uniform variable of type u32 is not
+    encodable there at its type's range, and is inside a task whose range for it is [0, 15]."""
+    from pitchfork.targets import load_target
+    from synth.tasks import encodable_everywhere, needs_uniform, ranged_cost, within
+    from synth.cost import lowering_cost
+
+    load_target("hvx128")
+    t = make("hvx.vasr_rnd_sat_h", var("v0", parse_type("i32")), var("v1", parse_type("u32"), uniform=True))
+    assert not encodable_everywhere(t)
+    assert within({"v1": (0, 15)}, lambda: encodable_everywhere(t) and needs_uniform(t))
+    assert not within({"v1": (0, 16)}, lambda: encodable_everywhere(t))
+    plain = make("hvx.vasr_rnd_sat_h", var("v0", parse_type("i32")), var("v1", parse_type("u32")))
+    assert not within({"v1": (0, 15)}, lambda: encodable_everywhere(plain))  # Rt needs a uniform amount
+    # the ranged cost (its own memo) charges the one instruction; the plain cost, asked after, still the semantics
+    assert ranged_cost("hvx128", {"v1": (0, 15)})(t)[0] == 1
+    assert lowering_cost(t, "hvx128")[0] > 1
+    assert ranged_cost("hvx128", {})(t) == lowering_cost(t, "hvx128")
+
+
+def test_a_uniform_amount_in_range_gives_the_runtime_vasr_rule_under_its_range() -> None:
+    """hvx128 mul's `saturating_cast<i16>(rounding_shr(x, min(w, 15)))`: the corpus abstracts the amount
+    to a uniform v1 in [0, 15]. The uniform task finds vasr_rnd_sat_h by v1 (the hand rule
+    vasr_rnd_sat_h_var) and states the range as a precondition (the rule's gain needs it), Z3-verified;
+    with the amount up to 31 (not encodable) it finds nothing within the first pass's budget."""
+    from pitchfork.trs.rules import parse_rule
+    from synth.verify import verify_rule
+
+    lhs = "saturating_cast<i16>(rounding_shr(v0_i32, v1_u32))"
+    task = Task("lower", "hvx128", lhs, 10_000, hide=bring_up_hidden("hvx128"), uniform=(1,),
+                ranges=((-2147483647, 2147483647), (0, 15)), topdown=False)
+    res = run_task(task)
+    assert res["status"] == "synthesized", res
+    assert res["rhs"] == "hvx.vasr_rnd_sat_h(v0_i32, v1_u32)"
+    assert res["bounded"] == "is_variable(v1_u32) && is_uniform(v1_u32) && upper_bounded(v1_u32, 15)"
+    assert verify_rule(parse_rule(f"r: {res['rule']}", "<test>", 1)).status == "VALID"
+    wide = run_task(replace(task, ranges=((-2147483647, 2147483647), (0, 31))))
+    assert wide["status"] != "synthesized", wide

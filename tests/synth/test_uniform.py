@@ -138,3 +138,32 @@ def test_the_corpus_cache_keeps_uniform_leaves(tmp_path: Path) -> None:
     back = _corpus_line(line)
     assert back == t and any(v.is_uniform_leaf for v in back.variables())
     assert _corpus_line("x_i16 + y_i16") == parse("x_i16 + y_i16")
+
+
+def test_a_uniform_task_is_also_posed_inside_a_narrower_range_one_place_had() -> None:
+    """hvx128: mul shifts by `min(w, 15)` (in [0, 15]), depthwise_conv by an unclamped u32 Param; the
+    left side's hull is all of u32, so its uniform task is posed again inside [0, 15] (where vasr takes
+    the amount as Rt), as a search of its own (its side differs from the hull's)."""
+    from synth.driver import narrowed_uniform_ranges
+
+    x, w, s = var("x", parse_type("i32")), var("w", parse_type("u32"), uniform=True), var("s", parse_type("u32"), uniform=True)
+    fifteen = parse("min(w_u32, 15)").args[1]
+    mul = make("saturating_cast", make("rounding_shr", x, make("min", w, fifteen)), type=I16)
+    dw = make("saturating_cast", make("rounding_shr", x, s), type=I16)
+    tasks, _ = lower_tasks({"mul": [mul], "depthwise_conv": [dw]}, "hvx128",  # type: ignore[dict-item]
+                           Options(benchmarks=(), max_lower_lhs=0, hide=bring_up_hidden("hvx128"), first_pass_terms=10_000))
+    lhs = "saturating_cast<i16>(rounding_shr(v0_i32, v1_u32))"
+    mine = [(t.uniform, t.ranges) for t in tasks if t.lhs == lhs]
+    assert mine[0] == ((), ()) and mine[1] == ((1,), ())
+    assert [(u, r[1]) for u, r in mine[2:]] == [((1,), (0, 15))]
+    assert len({_result_side({"seen": lhs, "task": {"uniform": list(u), "ranges": [list(x) for x in r]}})
+                for u, r in mine}) == 3
+    # only narrower places, distinct, at most MAX_NARROWED_UNIFORM
+    u32 = parse_type("u32")
+    full = (0, 2**32 - 1)
+    assert narrowed_uniform_ranges([full], [(full,)], (1,), [u32]) == []
+    assert narrowed_uniform_ranges([(0, 5), full], [((0, 5), (0, 15)), ((0, 5), (0, 15)), ((0, 1), full)], (1,),
+                                   [u32, u32]) == [((0, 5), (0, 15))]
+    # only where an instruction's encodable test reads bounds (elsewhere the narrowed search is the same)
+    from synth.tasks import bounds_encodable_isa
+    assert bounds_encodable_isa("hvx128") and not bounds_encodable_isa("arm64") and not bounds_encodable_isa("x86-avx2")
