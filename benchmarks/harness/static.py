@@ -416,11 +416,20 @@ class Estimate:
     blocks_run: int
     #: the second model's total beside `total`: {"model": "apple-m1" | "hvx_cycles", "unit", "total"}
     alt: dict[str, Any] = field(default_factory=dict)
+    #: executions of instructions that name a vector register (`VECTOR_REGISTER`): 0 when the run took
+    #: only scalar paths (hvx128 average_pool's 64 channels, fewer than a vector's 128 lanes), where no
+    #: lowering rule's code ran (benchmarks/synth_bringup_static.py `suspects`)
+    vector_executed: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"unit": self.unit, "total": self.total, "loops": self.loops, "regions": self.regions[:40],
                 "histogram": self.histogram, "mca_failed_regions": self.mca_failed, "blocks": self.blocks,
-                "blocks_run": self.blocks_run, "alt": self.alt}
+                "blocks_run": self.blocks_run, "alt": self.alt, "vector_executed": self.vector_executed}
+
+
+#: an instruction naming a vector register (HVX V/Q, AArch64 V/Q, x86 xmm/ymm)
+VECTOR_REGISTER = {"hvx128": re.compile(r"\b[vq]\d+\b"), "arm64": re.compile(r"\b[vq]\d+\b"),
+                   "x86-avx2": re.compile(r"%[xy]mm\d+")}
 
 
 def estimate(blocks: list[Block], counts: np.ndarray, isa: str, mcpu: str | None = None,
@@ -467,10 +476,14 @@ def estimate(blocks: list[Block], counts: np.ndarray, isa: str, mcpu: str | None
                       "header_count": int(counts[lp.first]), "instructions": len(insts),
                       "weighted": w, "share": w / total if total else 0.0})
     hist: Counter[str] = Counter()
+    vector = 0
+    vreg = VECTOR_REGISTER.get(isa)
     for b in blocks:
         n = int(counts[b.index])
         if n:
             for i in b.instructions:
                 hist[mnemonic(i, isa)] += n
+                if vreg is not None and vreg.search(i):
+                    vector += n
     return Estimate(unit, total, reg_json, loops, dict(hist.most_common(30)), failed, len(blocks),
-                    int(np.count_nonzero(counts)), alt)
+                    int(np.count_nonzero(counts)), alt, vector)

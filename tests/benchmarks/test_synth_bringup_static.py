@@ -110,3 +110,18 @@ def test_every_cell_a_rule_fired_in_is_tried_not_only_cells_below_hand() -> None
         "synth_lower_hvx128_a": ["depthwise_conv"], "synth_lower_hvx128_b": ["depthwise_conv", "softmax"]}
     # the old criterion, kept as an option: only rules that fired in a cell below 0.9x
     assert list(suspects(cells, below=0.9)) == ["synth_lower_hvx128_b"]
+
+
+def test_a_cell_that_ran_no_vector_code_is_no_evidence() -> None:
+    """A rule is not tried on a cell whose synthesized-only run executed no vector instruction: its code
+    did not run there (hvx128 average_pool, 64 channels on 128 lanes: scalar; rounding_mul_shr_uh was
+    withdrawn for one packet of scalar loop set-up, 64 of 27 million). A row without the count (older
+    data) is tried as before."""
+    def c(bench: str, vec: "int | None") -> dict:
+        return {"bench": bench, "isa": "hvx128", "static_ratio": 1.0,
+                "synth": {"static": 100.0, "lowering_fired": ["synth_lower_hvx128_a"], "vector_executed": vec}}
+
+    got = suspects([c("average_pool", 0), c("mul", 12), c("add", None)])
+    assert [x["bench"] for x in got["synth_lower_hvx128_a"]] == ["mul", "add"]
+    assert suspects([c("average_pool", 0)]) == {}
+

@@ -146,6 +146,18 @@ def test_regions_cover_every_block_that_ran_and_weight_by_count() -> None:
     assert est.histogram["vabsdiff"] == 10 and est.histogram["vmem(st)"] == 10
 
 
+def test_estimate_counts_executed_vector_instructions() -> None:
+    """`vector_executed`: executions of instructions naming a vector register; 0 when only scalar
+    blocks ran (the synthesis regression check then has no evidence about a lowering rule)."""
+    hblocks = split_blocks(HEX, "f", "hvx128")
+    est = static.estimate(hblocks, np.array([1, 10, 1, 0, 1]), "hvx128")
+    assert est.vector_executed == 10 * 3 and est.to_json()["vector_executed"] == 30  # vmem, vabsdiff, vmem store
+    assert static.estimate(hblocks, np.array([1, 0, 1, 0, 1]), "hvx128").vector_executed == 0
+    assert not static.VECTOR_REGISTER["hvx128"].search("r1:0 = vaddh(r3:2,r5:4)")  # scalar pair "vector" op
+    arm = split_blocks(ARM, "f", "arm64")
+    assert [sum(1 for i in b.instructions if static.VECTOR_REGISTER["arm64"].search(i)) for b in arm] == [0, 3, 0]
+
+
 @pytest.mark.skipif(not shutil.which(static.llvm_tool("llvm-mca")) and not static.os.path.exists(
     static.os.path.join(static.LLVM_BIN, "llvm-mca")), reason="llvm-mca (llvm-22) not installed")
 def test_mca_cycles_scale_with_the_work() -> None:
