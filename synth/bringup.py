@@ -170,7 +170,7 @@ def rediscovery(
     from pitchfork.targets import load_target
     from pitchfork.trs.rewriter import Rewriter
     from pitchfork.trs.rules import RuleSet
-    from synth.cost import lowering_cost
+    from synth.cost import cost_unit, lowering_cost
     from synth.stepwise import prove_lowered
 
     names = set(hand_lowering_names(isa))
@@ -192,11 +192,11 @@ def rediscovery(
         h = expand_fpir(hand_rw.rewrite(before), bits)
         s = expand_fpir(synth_rw.rewrite(before), bits)
         ch, cs = lowering_cost(h, isa)[0], lowering_cost(s, isa)[0]
-        what = "instructions"
+        what = cost_unit(isa)  # arm64: issue cycles first (synth/cost.py)
         if judge == "compiler":  # the root's share: less the children, each lowered by the same rules
             ch -= sum(lowering_cost(expand_fpir(hand_rw.rewrite(a), bits), isa)[0] for a in before.args)
             cs -= sum(lowering_cost(expand_fpir(synth_rw.rewrite(a), bits), isa)[0] for a in before.args)
-            what = "instructions at the root"
+            what = f"{what} at the root"
         why: Optional[str] = None
         if cs > ch:
             why = f"{before}: synthesized {cs} {what} ({s}) > hand {ch} ({h})"

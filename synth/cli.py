@@ -378,6 +378,7 @@ def _report_bring_up(opts: Options, report: RunReport) -> None:
     import math
 
     from synth.bringup import rediscovery, selection_costs
+    from synth.cost import cost_unit
     from synth.stages import ISA_STEMS
     from synth.output import existing_rules
 
@@ -391,7 +392,7 @@ def _report_bring_up(opts: Options, report: RunReport) -> None:
     costs = selection_costs(isa, report.inputs.get(isa, {}), rules)
     ratios = [h / s for h, s in costs.values() if h and s]
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else 1.0
-    print(f"bring-up {isa}: selected instructions, hand-written lowering / synthesized alone: geomean "
+    print(f"bring-up {isa}: selected {cost_unit(isa)}, hand-written lowering / synthesized alone: geomean "
           f"{geo:.3f}x over {len(ratios)} sources, worst {min(ratios, default=1.0):.3f}x (a proxy for the "
           "harness's static estimate: no trip counts)")
     path = opts.out_dir / f"bringup-{isa}.json"

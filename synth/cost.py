@@ -23,9 +23,15 @@ outside the loop: it costs no instructions here, as in the compiler's cost (pitc
 hoisted.py), so a form that moves work onto a uniform operand (conv3x3a16's smlal_mixed_bias: the
 bias `cast<i16>(w) * 128`) is not charged for it per vector.
 
-The project has no per-instruction latency or issue-slot tables: the harness's static estimate
-(benchmarks/harness/static.py) asks llvm-mca about whole blocks on x86/AArch64 and counts VLIW
-packets on Hexagon, so the declared per-instruction costs are the machine knowledge available here.
+On arm64 the cost knows the machine: the harness's static estimate there is llvm-mca cycles on
+cortex-a76 (benchmarks/harness/static.py), where instructions issue at different rates (a Q-form `mul`
+one per 2 cycles, `smlal` one per cycle, `add` two per cycle), so the cost is (issue cycles, then the
+instruction count and the tie-breaks above): `pitchfork/targets/arm_issue.py`, from llvm-mca's table
+(arm_issue_rates.py). A right side is then kept only when it issues in fewer cycles on that core, or
+as many in fewer instructions (`bound_below`); the search still enumerates by instruction levels
+(`level_cap`: a candidate with fewer instructions than the current lowering), so it costs no more
+levels than before. x86 (llvm-mca too, but per-block only here) and hvx128 (VLIW packets) keep the
+instruction count first.
 """
 
 from __future__ import annotations
@@ -46,12 +52,22 @@ def reduce_instructions(factor: int) -> int:
     return 3 * max(1, (factor - 1).bit_length())
 
 
-def _node(t: Term, isa: str) -> tuple[int, int, int]:
+#: targets whose synthesis cost counts issue cycles first (module doc)
+ISSUE_RATE = frozenset({"arm64"})
+
+
+def _node(t: Term, isa: str) -> tuple[int, ...]:
     """A node's cost per vector; work on uniform operands only is hoisted out of the loop
-    (pitchfork/targets/hoisted.py) and costs no instructions, as the compiler's cost charges it."""
+    (pitchfork/targets/hoisted.py) and costs no instructions, as the compiler's cost charges it. On
+    the ISSUE_RATE targets its issue cycles come first (hoisted work: none)."""
     from pitchfork.targets import per_loop_cost
 
-    return per_loop_cost(t, _per_vector(t, isa))
+    c = per_loop_cost(t, _per_vector(t, isa))
+    if isa not in ISSUE_RATE:
+        return c
+    from pitchfork.targets.arm_issue import node_cycles
+
+    return (node_cycles(t, c[0]), *c)
 
 
 def _per_vector(t: Term, isa: str) -> tuple[int, int, int]:
@@ -98,11 +114,42 @@ def _emulated_instruction(t: Term, isa: str) -> "tuple[int, int, int] | None":
 _COSTS: dict[str, DagCost] = {}
 
 
-def lowering_cost(term: Term, isa: str) -> tuple[int, int, int]:
+def lowering_cost(term: Term, isa: str) -> tuple[int, ...]:
     """`target_cost` with same-width casts free and target `isa`'s emulated primitives at their
-    instruction counts (see module doc)."""
+    instruction counts; on the ISSUE_RATE targets (issue cycles, instructions, input bits, primitive
+    ops), elsewhere (instructions, input bits, primitive ops) (see module doc). Its first element is the
+    measure a rule must lower: what the judges and the stage's gain compare."""
     cost = _COSTS.get(isa)
     if cost is None:
-        cost = _COSTS[isa] = DagCost(partial(_node, isa=isa), 3)
+        cost = _COSTS[isa] = DagCost(partial(_node, isa=isa), cost_width(isa))
     return cost(term)  # type: ignore[return-value]
+
+
+def cost_unit(isa: str) -> str:
+    """What the first element of `lowering_cost(..., isa)` counts (for reports)."""
+    return "issue cycles x 100 (cortex-a76)" if isa in ISSUE_RATE else "instructions"
+
+
+def instructions(c: tuple) -> int:
+    """The instruction count in a `lowering_cost` value (its second element on the ISSUE_RATE targets)."""
+    return c[1] if len(c) == 4 else c[0]
+
+
+def cost_width(isa: str) -> int:
+    """Elements of a `lowering_cost(..., isa)` value."""
+    return 4 if isa in ISSUE_RATE else 3
+
+
+def bound_below(c: tuple) -> tuple:
+    """The bound a right side's `lowering_cost` must stay under to replace a lowering of cost `c`:
+    strictly fewer instructions; on the ISSUE_RATE targets fewer issue cycles, or as many in fewer
+    instructions (a right side never equals the bound's zero tie-breaks)."""
+    return (c[0], c[1], 0, 0) if len(c) == 4 else (c[0], 0, 0)
+
+
+def level_cap(bound: tuple) -> int:
+    """The last enumeration level (instructions) the search needs under `bound` (`bound_below`): one
+    instruction fewer than the lowering it beats (a candidate with as many instructions and fewer
+    cycles is not enumerated: that would cost the whole next level)."""
+    return instructions(bound) - 1
 

@@ -64,8 +64,9 @@ LOWER_PRIMS = (
 #: narrowing shifts by an amount they cannot take as Rt costed as their semantics, hvx_emit
 #: `amount_encodable`; lower 20: a task's cost and encodable test see its variables' ranges, a uniform
 #: task off x86 keeps right sides encodable only through the uniform operand, `needs_uniform`, and
-#: states the ranges such a right side needs, `needed_ranges`)
-SEARCH_VERSION = {"lift": 8, "lower": 20}
+#: states the ranges such a right side needs, `needed_ranges`; lower 21: arm64 right sides kept only
+#: with fewer cortex-a76 issue cycles, synth/cost.py `bound_below`)
+SEARCH_VERSION = {"lift": 8, "lower": 21}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -209,7 +210,7 @@ def lifting_grammar(lhs: Term, current: Term) -> Grammar:
 def lowering_grammar(lhs: Term, isa: str) -> Grammar:
     from pitchfork.targets import load_target
     from pitchfork.targets.primitive_cost import instructions
-    from synth.cost import lowering_cost
+    from synth.cost import level_cap, lowering_cost
 
     load_target(isa)
     types = set(lhs_types(lhs))
@@ -240,7 +241,7 @@ def lowering_grammar(lhs: Term, isa: str) -> Grammar:
 
     leaves = tuple(sorted(set(lhs.variables()), key=lambda v: v.name)) + tuple(constant_leaves(lhs, types, negated=True))
     key = f"lower:{isa}:{';'.join(_leaf_key(x) for x in leaves)}|{forms}|{sorted(t.name for t in types)}"
-    return Grammar(leaves, tuple(forms), frozenset(types), partial(lowering_cost, isa=isa), level, lambda c: c[0] - 1,
+    return Grammar(leaves, tuple(forms), frozenset(types), partial(lowering_cost, isa=isa), level, level_cap,
                    also=encodable_everywhere, key=key)
 
 
@@ -372,12 +373,11 @@ def _run(task: Task) -> dict[str, Any]:
         grammar = replace(lifting_grammar(seen, cur), normal=_normal_form("lift", task.hide))
         bound = cost(cur)
     else:
-        from synth.cost import lowering_cost
+        from synth.cost import bound_below, lowering_cost
 
         seen, cur = _lower_side(term, task.isa, task.hide)
         grammar = replace(lowering_grammar(seen, task.isa), normal=_normal_form(task.isa, task.hide))
-        c = lowering_cost(cur, task.isa)
-        bound = (c[0], 0, 0)  # strictly fewer instructions
+        bound = bound_below(lowering_cost(cur, task.isa))  # strictly fewer instructions (arm64: cycles)
     seen = canonical(seen)
     info: dict[str, Any] = {"seen": to_text(seen), "current": to_text(cur), "bound": list(bound)}
     if not seen.args or not cur.args:
@@ -593,12 +593,12 @@ def ranged_cost(isa: str, rng: "dict[str, tuple[int, int]]") -> Callable[[Term],
     hit = _RANGED_COSTS.get(key)
     if hit is None:
         from pitchfork.selection.dagcost import DagCost
-        from synth.cost import _node
+        from synth.cost import _node, cost_width
 
         if len(_RANGED_COSTS) >= RANGED_COSTS_KEPT:
             _RANGED_COSTS.clear()
         node = partial(_node, isa=isa)
-        hit = _RANGED_COSTS[key] = DagCost(lambda t: within(rng, lambda: node(t)), 3)
+        hit = _RANGED_COSTS[key] = DagCost(lambda t: within(rng, lambda: node(t)), cost_width(isa))
     return hit  # type: ignore[no-any-return]
 
 
@@ -621,7 +621,7 @@ def _run_uniform(task: Task, term: Term) -> dict[str, Any]:
     is generalized and verified at every type instance under it, as the rewriter checks it."""
     from fpir.term import var
     from synth.corpus import substitute, variable_order
-    from synth.cost import lowering_cost
+    from synth.cost import bound_below
     from synth.generalize import generalize
 
     seen, cur = _lower_side(term, task.isa, task.hide)
@@ -654,7 +654,7 @@ def _run_uniform(task: Task, term: Term) -> dict[str, Any]:
     # the current lowering with the same variables uniform: its work on them alone is hoisted too
     # (charged per vector, any candidate that hoists the same work would beat it)
     cur_u = substitute(cur, {v: var(v.name, v.type, uniform=True) for v in cur.variables() if v in to_uniform})
-    bound = (cost(cur_u)[0], 0, 0)
+    bound = bound_below(cost(cur_u))
     info["bound"] = list(bound)
     t1 = time.perf_counter()
     try:

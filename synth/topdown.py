@@ -49,6 +49,7 @@ from fpir.printer import to_text
 from fpir.term import Term, const
 from fpir.types import FPIRTypeError, ScalarType
 from synth import meter
+from synth.cost import bound_below
 from synth.search import Grammar, SearchResult, base_examples, lane_factors, lane_names, polish, prove_equal, synthesize
 
 #: combinations of a root instruction over sub-goals evaluated per search (a count, not a clock)
@@ -397,8 +398,7 @@ def _implement(g: Term, ctx: Context, depth: int, memo: dict[Term, Term]) -> Ter
     best = cur
     try:
         gram = ctx.grammar_for(g)
-        c = gram.cost(cur)
-        bound = (c[0], 0, 0)
+        bound = bound_below(gram.cost(cur))
         res = synthesize(g, gram, bound, max_terms=max(1, ctx.max_terms // SUB_BUDGET_DIVISOR), rlimit=ctx.rlimit)
         if res.status == "found" and res.rhs is not None:
             best = res.rhs

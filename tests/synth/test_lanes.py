@@ -38,7 +38,7 @@ def test_lane_factors() -> None:
     assert lane_factors(parse("x_u32 + vector_reduce_add_x4(u32(y_u8))")) == {"x": 1, "y": 4}
     assert lane_factors(parse("x_u32 + u32(y_u8)")) == {}
     lhs = parse("vector_reduce_add_x16(u32(y_u8))")
-    res = synthesize(lhs, lowering_grammar(lhs, "arm64"), (9, 0, 0), max_terms=1000)
+    res = synthesize(lhs, lowering_grammar(lhs, "arm64"), (900, 9, 0, 0), max_terms=1000)  # (cycles, instructions)
     assert res.status == "budget" and "lane factor 16" in res.detail
 
 

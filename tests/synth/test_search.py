@@ -113,13 +113,13 @@ def test_candidates_the_rules_rewrite_are_pruned_during_the_search() -> None:
 
     from fpir.printer import to_text
     from pitchfork.targets import load_target
-    from synth.cost import lowering_cost
+    from synth.cost import bound_below, lowering_cost
     from synth.tasks import _normal_form, lowering_grammar
 
     load_target("arm64")
     lhs = parse("vector_reduce_add_x4(u32(arm.umull(v0_u8, v1_u8)))")
     g = lowering_grammar(lhs, "arm64")
-    bound = (lowering_cost(lhs, "arm64")[0], 0, 0)
+    bound = bound_below(lowering_cost(lhs, "arm64"))
     found = synthesize(lhs, g, bound, max_terms=50_000)
     assert found.rhs is not None and "arm.udot" in to_text(found.rhs) and found.pruned == 0
     # a TRS that rewrites every udot: those candidates are compositions, never proposed

@@ -80,7 +80,8 @@ def test_a_deep_answer_the_first_pass_rules_reach_is_not_generalized() -> None:
     hide = bring_up_hidden("arm64")
     lhs = "rounding_mul_shr(7363, v0_i16, 15) + rounding_mul_shr(22812, v1_i16, 15)"
     task = Task("lower", "arm64", lhs, 100_000, hide=hide, prior=first_pass_texts(first), work_cap=120_000_000)
-    assert _composite(parse(lhs), task) == 3 < _composite(parse(lhs), Task("lower", "arm64", lhs, 1, hide=hide))
+    # (issue cycles x 100 on cortex-a76: sqrdmulh, sqrdmulh, sqadd at 2.0, 2.0, 0.5 per register, 2 registers)
+    assert _composite(parse(lhs), task) == 900 < _composite(parse(lhs), Task("lower", "arm64", lhs, 1, hide=hide))
     r = run_task(task)
     assert r["status"] == "subsumed-early" and "rule" not in r, r
     assert r["rhs"] == "arm.sqadd(arm.sqrdmulh(v0_i16, 7363), arm.sqrdmulh(v1_i16, 22812))"

@@ -16,7 +16,7 @@ from pitchfork.backend.machine import compile_module
 from pitchfork.codegen.kernel import HVX_REGISTER_BITS, add_expression_kernel, new_module
 from pitchfork.targets import lane_order_target_cost, ordered_target_cost, target_cost
 from pitchfork.targets.primitive_cost import primitive_instructions
-from synth.cost import lowering_cost
+from synth.cost import instructions, lowering_cost
 
 #: an HVX instruction of a loop body: it writes a vector or predicate register (loads excluded)
 _HVX = re.compile(r"^\s*(if \(.*\)\s*)?[vq]\d")
@@ -88,7 +88,8 @@ def test_the_hand_form_of_depthwise_convs_product_is_cheaper_than_its_seen_form(
     assert lane_order_target_cost(hand)[0] < lane_order_target_cost(seen)[0]
     assert lowering_cost(hand, "hvx128")[0] < lowering_cost(seen, "hvx128")[0]
     # the other targets keep one instruction per primitive: their costs of both forms tie as before
-    assert target_cost(seen)[0] == ordered_target_cost(seen)[0] == lowering_cost(seen, "arm64")[0] == 3
+    # (arm64's synthesis cost counts issue cycles first, its instructions second: synth/cost.py)
+    assert target_cost(seen)[0] == ordered_target_cost(seen)[0] == instructions(lowering_cost(seen, "arm64")) == 3
 
 
 def test_the_lowering_grammar_levels_a_primitive_at_its_cost() -> None:
