@@ -104,9 +104,22 @@ def _fold(s: OpSpec, rt: ScalarType, args: Sequence[Term]) -> Term:
     return memo[id(body)]
 
 
+#: `check_flags`'s answers by (op, signedness, bits, flags): `make` asks for every flagged node it builds
+#: (each `nsw` add of a compile's index arithmetic), always about the same few ops and types
+_CHECKED_FLAGS: dict[tuple[str, bool, int, tuple[str, ...]], tuple[str, ...]] = {}
+
+
 def check_flags(op: str, rt: ScalarType, flags: Sequence[str]) -> tuple[str, ...]:
     """The canonical (sorted, distinct) flag tuple for a node of `op` at result type rt, or
-    FPIRTypeError naming the flag the op does not take at that type."""
+    FPIRTypeError naming the flag the op does not take at that type (an error is never cached)."""
+    key = (op, rt.signed, rt.bits, tuple(flags))
+    out = _CHECKED_FLAGS.get(key)
+    if out is None:
+        out = _CHECKED_FLAGS[key] = _check_flags(op, rt, flags)
+    return out
+
+
+def _check_flags(op: str, rt: ScalarType, flags: Sequence[str]) -> tuple[str, ...]:
     s = spec(op)
     for f in flags:
         fs = s.flags.get(f)

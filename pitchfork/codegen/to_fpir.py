@@ -13,7 +13,7 @@ vector code itself: what it returns is selected whole by pitchfork.selection.low
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from llvmlite import ir
 
@@ -39,6 +39,10 @@ def _int_ir(st: ScalarType, lanes: int) -> ir.Type:
     return ir.VectorType(t, lanes) if lanes > 1 else t
 
 
+#: node class -> `ExprConverter`'s `_e_<class name>` function, or None (filled by `ExprConverter.go`)
+_HANDLERS: dict[type, Optional[Callable[..., Term]]] = {}
+
+
 class ExprConverter:
     """Halide Expr -> FPIR Term for one statement."""
 
@@ -57,10 +61,14 @@ class ExprConverter:
         return var(name, st, uniform=kind == "splat")
 
     def go(self, e: H.Expr) -> Term:
-        m = getattr(self, f"_e_{type(e).__name__}", None)
+        cls = type(e)
+        try:
+            m = _HANDLERS[cls]
+        except KeyError:  # the handler of each node class looked up by name once, not per node
+            m = _HANDLERS[cls] = getattr(ExprConverter, f"_e_{cls.__name__}", None)
         if m is None:
-            raise Unsupported(f"expression {type(e).__name__}: {_show(e)}", self.node)
-        return m(e)
+            raise Unsupported(f"expression {cls.__name__}: {_show(e)}", self.node)
+        return m(self, e)
 
     def _e_IntImm(self, e: H.IntImm) -> Term:
         st = fpir_type(e.type.elem, self.node)

@@ -24,6 +24,10 @@ TypeCode = Literal["int", "uint", "float", "bfloat", "handle"]
 
 _SCALAR_RE = re.compile(r"(int|uint|float|bfloat)(\d+)(?:x(\d+))?")
 _HANDLE_RE = re.compile(r"\(\s*(.*?)\s*\)")
+#: `HType.with_lanes`'s types by (code, bits, lanes, handle); `HType.parse`'s by spelling (both grow
+#: only with the distinct types a process meets: a few dozen)
+_INTERNED: dict[tuple[str, int, int, str], HType] = {}
+_PARSED: dict[str, HType] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +76,18 @@ class HType:
     @property
     def elem(self) -> HType:
         """The scalar element type (lanes = 1)."""
-        return self.with_lanes(1)
+        return self if self.lanes == 1 else self.with_lanes(1)
 
     def with_lanes(self, lanes: int) -> HType:
-        return HType(self.code, self.bits, lanes, self.handle)
+        # One object per distinct type: the parser and code generator ask for a node's element type
+        # thousands of times a compile, and the frozen dataclass's __init__ (object.__setattr__ per
+        # field) was most of that cost. The cache is keyed by the fields (a C tuple hash), and equal
+        # HTypes are interchangeable (a value type: nothing compares them by identity).
+        key = (self.code, self.bits, lanes, self.handle)
+        t = _INTERNED.get(key)
+        if t is None:
+            t = _INTERNED[key] = HType(self.code, self.bits, lanes, self.handle)
+        return t
 
     @property
     def min(self) -> int:
@@ -118,7 +130,16 @@ class HType:
 
     @staticmethod
     def parse(text: str) -> HType:
-        """Parse Halide's spelling of a type (`uint8x32`, `(struct halide_buffer_t *)`)."""
+        """Parse Halide's spelling of a type (`uint8x32`, `(struct halide_buffer_t *)`). A statement
+        spells a handful of distinct types hundreds of times (every cast): each spelling is parsed once
+        (an error is never cached: it raises again)."""
+        t = _PARSED.get(text)
+        if t is None:
+            t = _PARSED[text] = HType._parse(text)
+        return t
+
+    @staticmethod
+    def _parse(text: str) -> HType:
         text = text.strip()
         m = _SCALAR_RE.fullmatch(text)
         if m:
