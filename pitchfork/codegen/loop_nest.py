@@ -61,6 +61,7 @@ from pitchfork.codegen.base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CA
                                            STACK_LIMIT, VERY_LIKELY, BufferInfo, Leaf, Stats,
                                            Unsupported, _assert_text, _ident, _show, _storage, fpir_type,
                                            type_code)
+from pitchfork.codegen.name_scope import fast_names
 from pitchfork.codegen.to_fpir import ExprConverter
 from pitchfork.codegen.floats import FloatEmitter
 from pitchfork.codegen.floats_bfloat import widen
@@ -169,6 +170,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
             arg_types.extend([ir.IntType(32)] * (3 * o.dimensions))
             layout.append(("buffer", o.name, o.dimensions, o.types[0]))
         fn = ir.Function(self.module, ir.FunctionType(ir.VoidType(), arg_types), name=self.name)
+        fast_names(fn)  # llvmlite's names, registered in one call per value (codegen/name_scope.py)
         for attr in NO_BUILTINS:
             # string attributes are not in llvmlite's known set; LLVM reads them as written
             set.add(fn.attributes, f'"no-builtin-{attr}"')

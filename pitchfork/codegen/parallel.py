@@ -56,6 +56,7 @@ from typing import Optional
 from llvmlite import ir
 
 from pitchfork.codegen.base import BufferInfo, Unsupported, _ident
+from pitchfork.codegen.name_scope import fast_names
 from pitchfork.frontend import ir as H
 
 I8, I32 = ir.IntType(8), ir.IntType(32)
@@ -187,6 +188,7 @@ class ParallelMixin:
         emits what it runs with the codegen state set to the task's (restored afterwards)."""
         cg = self  # type: ignore[assignment]
         task = ir.Function(cg.module, ftype, name=f"{cg.name}.{label}")
+        fast_names(task)
         task.linkage = "internal"
         closure_arg = task.args[2] if ftype is TASK_TYPE else task.args[3]
         closure_arg.add_attribute("noalias")
