@@ -928,12 +928,12 @@ def _two_passes(
 
 
 def root_share(task: Task, rules: Sequence[Any] = ()) -> int:
-    """The instructions of a lowering left side's current lowering that its root accounts for: the
-    whole less each child lowered alone, by the ISA's rules as loaded now plus `rules` (those the
-    first pass just found: a cut around a node they lower cheaply has little left to gain at its root).
-    rounding_shr(x_i32, min(y_u32, 15)): the generic variable rounding shift's ~9, not the min's 1;
-    `rounding_mul_shr(x_i16, y_i16 + z_i16, 15)` once the first pass found sqrdmulh: 1. What a deep
-    search can save at that root."""
+    """What a deep search can save at a lowering left side's root: the first key of its current
+    lowering's cost (instructions; on arm64 issue cycles x 100, synth/cost.py) less each child's lowered
+    alone, by the ISA's rules as loaded now plus `rules` (those the first pass just found: a cut around a
+    node they lower cheaply has little left to gain at its root). rounding_shr(x_i32, min(y_u32, 15)):
+    the generic variable rounding shift's share, not the min's; `rounding_mul_shr(x_i16, y_i16 + z_i16,
+    15)` once the first pass found sqrdmulh: one instruction's."""
     from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import load_target
     from pitchfork.trs.rewriter import Rewriter
