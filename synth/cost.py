@@ -56,7 +56,7 @@ def reduce_instructions(factor: int) -> int:
 ISSUE_RATE = frozenset({"arm64"})
 
 
-def _node(t: Term, isa: str) -> tuple[int, ...]:
+def node_cost(t: Term, isa: str) -> tuple[int, ...]:
     """A node's cost per vector; work on uniform operands only is hoisted out of the loop
     (pitchfork/targets/hoisted.py) and costs no instructions, as the compiler's cost charges it. On
     the ISSUE_RATE targets its issue cycles come first (hoisted work: none)."""
@@ -82,7 +82,7 @@ def _per_vector(t: Term, isa: str) -> tuple[int, int, int]:
     emulated = _emulated_instruction(t, isa)
     if emulated is not None:
         return emulated
-    return _per_vector_node_cost(t, isa)  # (`_node` applies the per-loop rule once, to every case)
+    return _per_vector_node_cost(t, isa)  # (`node_cost` applies the per-loop rule once, to every case)
 
 
 #: HVX instructions whose 32-bit form exists only by a constant multiplier (vmpyiwb / vmpyiwh): by a
@@ -121,7 +121,7 @@ def lowering_cost(term: Term, isa: str) -> tuple[int, ...]:
     measure a rule must lower: what the judges and the stage's gain compare."""
     cost = _COSTS.get(isa)
     if cost is None:
-        cost = _COSTS[isa] = DagCost(partial(_node, isa=isa), cost_width(isa))
+        cost = _COSTS[isa] = DagCost(partial(node_cost, isa=isa), cost_width(isa))
     return cost(term)  # type: ignore[return-value]
 
 

@@ -593,11 +593,11 @@ def ranged_cost(isa: str, rng: "dict[str, tuple[int, int]]") -> Callable[[Term],
     hit = _RANGED_COSTS.get(key)
     if hit is None:
         from pitchfork.selection.dagcost import DagCost
-        from synth.cost import _node, cost_width
+        from synth.cost import cost_width, node_cost
 
         if len(_RANGED_COSTS) >= RANGED_COSTS_KEPT:
             _RANGED_COSTS.clear()
-        node = partial(_node, isa=isa)
+        node = partial(node_cost, isa=isa)
         hit = _RANGED_COSTS[key] = DagCost(lambda t: within(rng, lambda: node(t)), cost_width(isa))
     return hit  # type: ignore[no-any-return]
 
