@@ -51,13 +51,17 @@ ACCUMULATING = frozenset(f"arm.{m}" for m in ("umlal", "smlal", "umlsl", "smlsl"
                                                "ursra", "srsra", "udot", "sdot", "uadalp", "sadalp"))
 
 
+def _registers_of(bits: int) -> int:
+    """128-bit registers LANES lanes of `bits`-bit elements take (one at least)."""
+    return max(1, bits * LANES // 128)
+
+
 def registers(t: Term) -> int:
     """128-bit registers (instructions of a one-register form) 16 lanes of node `t` take (module doc)."""
     s = spec(t.op)
     if s.combines_lanes:
-        return max(1, t.type.bits * LANES // 128)
-    widest = max([t.type.bits] + [a.type.bits * s.lane_factor(i) for i, a in enumerate(t.args)])
-    return max(1, widest * LANES // 128)
+        return _registers_of(t.type.bits)
+    return _registers_of(max([t.type.bits] + [a.type.bits * s.lane_factor(i) for i, a in enumerate(t.args)]))
 
 
 def _cast_cycles(t: Term, table: dict[str, float]) -> float:
@@ -69,10 +73,10 @@ def _cast_cycles(t: Term, table: dict[str, float]) -> float:
     sign = "s" if t.args[0].type.signed else "u"
     total = 0.0
     while a < b:
-        total += table[f"widen:{a}:{2 * a}:{sign}"] * max(1, a * LANES // 128)
+        total += table[f"widen:{a}:{2 * a}:{sign}"] * _registers_of(a)
         a *= 2
     while a > b:
-        total += table[f"narrow:{a}:{a // 2}"] * max(1, (a // 2) * LANES // 128)
+        total += table[f"narrow:{a}:{a // 2}"] * _registers_of(a // 2)
         a //= 2
     return total
 
@@ -101,7 +105,7 @@ def node_cycles(t: Term, instructions: int, cpu: str = CPU) -> int:
         cycles = rt * regs * instructions if rt is not None and instructions == s.meta.get("cost", 1) \
             else SIMPLE * regs * instructions
         if t.op in ACCUMULATING and t.args[0].is_const:
-            cycles += SIMPLE * max(1, t.type.bits * LANES // 128)  # the constant copied into the destination
+            cycles += SIMPLE * _registers_of(t.type.bits)  # the constant copied into the destination
     elif s.kind == "primitive" and t.op == "cast":
         cycles = _cast_cycles(t, GENERIC[cpu])
     elif s.kind == "primitive" and s.reduce is None:
