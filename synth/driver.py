@@ -55,7 +55,7 @@ from synth.output import (
 )
 from synth.rulesnap import RuleSnapshot, activate, active, take
 from synth.stages import ISA_STEMS, merged_inputs, stage_inputs, stage_path  # noqa: F401 (ISA_STEMS re-exported)
-from synth.tasks import Task, bounds_encodable_isa, lane0_isa, run_task
+from synth.tasks import Task, bounds_encodable_isa, lane0_isa, narrower_than_type, run_task
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK_BENCHMARKS = ("sobel3x3",)
@@ -541,7 +541,7 @@ def narrowed_uniform_ranges(hull: "list[tuple[int, int]]", sites: "list[tuple[tu
         r = tuple(tuple(site[i]) if i in uniform else tuple(h) for i, h in enumerate(hull))
         if r == tuple(tuple(h) for h in hull) or r in out:
             continue
-        if any(t is not None and (lo > t.min or hi < t.max) for (lo, hi), t in zip(r, types)):
+        if any(t is not None and narrower_than_type(lo, hi, t) for (lo, hi), t in zip(r, types)):
             out.append(r)  # type: ignore[arg-type]
         if len(out) >= MAX_NARROWED_UNIFORM:
             break

@@ -752,6 +752,11 @@ def _bounded_narrowing(seen: Term, grammar: Grammar, bound: tuple, task: Task) -
     return None
 
 
+def narrower_than_type(lo: int, hi: int, ty: Any) -> bool:
+    """[lo, hi] leaves out some value of scalar type `ty`."""
+    return lo > ty.min or hi < ty.max
+
+
 def range_predicates(seen: Term, ranges: tuple[tuple[int, int], ...]) -> tuple[dict[str, tuple[int, int]], tuple[str, ...]]:
     """The bounds (variable name -> (lo, hi)) and predicates (`lower_bounded(v0_i16, -16320)`,
     `upper_bounded(...)`) for the variables of `seen` whose range is narrower than their type."""
@@ -760,7 +765,7 @@ def range_predicates(seen: Term, ranges: tuple[tuple[int, int], ...]) -> tuple[d
     names = {v.name: v for v in seen.variables()}
     for i, (lo, hi) in enumerate(ranges):
         v = names.get(f"v{i}")
-        if v is None or (lo <= v.type.min and hi >= v.type.max):
+        if v is None or not narrower_than_type(lo, hi, v.type):
             continue
         lo, hi = max(lo, v.type.min), min(hi, v.type.max)
         found[v.name] = (lo, hi)
