@@ -76,6 +76,9 @@ def test_uniform_task_finds_the_broadcast_count_shift_and_the_rule_verifies() ->
 
 
 def test_lane0_checks() -> None:
+    from pitchfork.targets import load_target
+
+    load_target("x86-avx2")  # the x86 instruction ops this test builds (run alone, nothing else loads them)
     s = var("s", U16, uniform=True)
     assert reads_lane0(make("x86.psra_uniform", var("x", I16), s))
     assert not reads_lane0(parse("x86.psra_uniform(x_i16, 3)"))  # a constant count: no use of uniformity
