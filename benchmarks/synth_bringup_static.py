@@ -3,6 +3,7 @@ under the harness's static estimate.
 
     python -m benchmarks.synth_bringup_static RULES_DIR [--isa I ...] [--bench B ...] [--reps N]
                                               [-o OUT_DIR]
+    python -m benchmarks.synth_bringup_static RULES_DIR --isa I --add-hand NAME[,NAME...] ... [--bench B ...]
 
 RULES_DIR holds the bring-up's rule files (`pitchfork-synth --bring-up ISA -o RULES_DIR` writes
 lower_<isa stem>.rules there). For every ISA and benchmark the harness worker (benchmarks/harness/
@@ -38,6 +39,11 @@ verdict of one model alone is kept, not acted on: x86 twins of hand rules were w
 znver3-only verdicts that four other llvm-mca models contradicted (benchmarks/SYNTH_RESULTS.md,
 sessions 19-20). The reason recorded names both models' figures; a rule kept against the primary
 model's verdict is listed with its figures too (`meta.kept`).
+
+With `--add-hand` (one ISA) it diagnoses a gap instead (`hand_trials`): per benchmark, the
+synthesized-only estimate with the named hand-written lowering rules placed before the synthesized
+ones, one trial per option, so which hand rule's absence costs what is a measured figure
+(`bringup_trials.json` / `.md`; RULES_DIR is not changed).
 
 Writes `bringup_static.json` and `bringup_static.md` into OUT_DIR (default
 ./pitchfork-synth-bringup-out in the current directory; never the source tree unless named).
@@ -139,6 +145,16 @@ def synth_only_static(bench: str, isa: str, rules_dir: Path, without: Sequence[s
     """The static estimate of one benchmark with RULES_DIR's rules less `without` (and less its
     withdrawn.txt), through a scratch copy of the folder, under the primary and the second model;
     (None, None) if the cell fails (wrong output included)."""
+    row = _scratch_row(bench, isa, rules_dir, without, (), timeout)
+    primary = metric(row, isa, static=True)
+    return primary, _models(row, isa)["static_alt"] if primary else None
+
+
+def _scratch_row(bench: str, isa: str, rules_dir: Path, without: Sequence[str], first: Sequence[str],
+                 timeout: float) -> Optional[dict[str, Any]]:
+    """The worker's pitchfork row of one benchmark compiled with RULES_DIR's lowering rules less
+    `without` (and less its withdrawn.txt), the rule texts `first` placed before them (the rewriter
+    tries rules in file order), through a scratch copy of the folder."""
     import shutil
     import tempfile
 
@@ -147,13 +163,46 @@ def synth_only_static(bench: str, isa: str, rules_dir: Path, without: Sequence[s
     with tempfile.TemporaryDirectory(prefix="pf-bringup-w-") as d:
         for f in rules_dir.glob("lower_*.rules"):
             shutil.copy(f, d)
+            if first:
+                Path(d, f.name).write_text("".join(f"{t}\n" for t in first) + f.read_text())
         old = (rules_dir / "withdrawn.txt").read_text() if (rules_dir / "withdrawn.txt").exists() else ""
         Path(d, "withdrawn.txt").write_text(old + "".join(f"{n}  # trial\n" for n in without))
         with _env("PITCHFORK_LOWERING_ONLY", d):
             got = run_worker(_job(bench, isa, 1, ["pitchfork"]), timeout, lambda ev: None)
-    row = {r["variant"]: r for r in got}.get("pitchfork")
-    primary = metric(row, isa, static=True)
-    return primary, _models(row, isa)["static_alt"] if primary else None
+    return {r["variant"]: r for r in got}.get("pitchfork")
+
+
+def hand_rule_texts(isa: str, names: Sequence[str]) -> list[str]:
+    """The one-line texts of the named hand-written lowering rules of the ISA (rules/lower/<stem>.rules),
+    in the order named; an unknown name is a ValueError naming it."""
+    from pitchfork.targets import load_target
+
+    rules = {r.name: r for r in load_target(isa, include_synthesized=False).rules.rules}
+    unknown = [n for n in names if n not in rules]
+    if unknown:
+        raise ValueError(f"not a hand-written {isa} lowering rule: {', '.join(unknown)}")
+    return [rules[n].text() for n in names]
+
+
+def hand_trials(rules_dir: Path, isa: str, benches: Sequence[str], trials: Sequence[Sequence[str]],
+                timeout: float) -> list[dict[str, Any]]:
+    """Which hand-written rules the synthesized set lacks, and what their absence costs: per benchmark,
+    the synthesized-only estimate (RULES_DIR less its withdrawn.txt) and, per trial, the estimate with
+    that trial's hand rules placed before the synthesized ones, with `gain` = without / with (> 1: the
+    synthesized set is slower for the lack of them) and the trial's rules that fired. Diagnosis only:
+    nothing is written into RULES_DIR."""
+    out = []
+    for b in benches:
+        base = _scratch_row(b, isa, rules_dir, (), (), timeout)
+        s0 = metric(base, isa, static=True)
+        for names in trials:
+            row = _scratch_row(b, isa, rules_dir, (), hand_rule_texts(isa, names), timeout)
+            s1 = metric(row, isa, static=True)
+            fired = set((row or {}).get("rules_fired", {}))
+            out.append({"bench": b, "isa": isa, "hand_rules": list(names), "synth_static": s0, "static": s1,
+                        "gain": ratio(s0, s1), "fired": [n for n in names if n in fired],
+                        "status": (row or {}).get("status")})
+    return out
 
 
 #: per cell where a rule fired: (label, (primary, second) with the rule, (primary, second) without it)
@@ -327,6 +376,17 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def trials_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["Synthesized-only lowering with hand-written rules added (`--add-hand`): static estimate without / "
+             "with them (> 1.0x: the synthesized set is slower for their lack).", "",
+             "| benchmark | hand rules added | synthesized-only | with them | gain | fired |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        s0, s1, g = r["synth_static"], r["static"], r["gain"]
+        lines.append(f"| {r['bench']} | {', '.join(r['hand_rules'])} | {'%.0f' % s0 if s0 else 'failed'} | "
+                     f"{'%.0f' % s1 if s1 else 'failed'} | {'%.3fx' % g if g else '-'} | {', '.join(r['fired']) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from benchmarks import registry
 
@@ -339,6 +399,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("-o", "--output", type=Path, default=Path.cwd() / DEFAULT_OUT_NAME)
     p.add_argument("--measured", type=Path, default=None, metavar="JSON",
                    help="take the measurements from this bringup_static.json (same RULES_DIR) instead of running them")
+    p.add_argument("--add-hand", action="append", default=[], metavar="NAME[,NAME...]",
+                   help="diagnosis instead of the comparison: per benchmark, the synthesized-only estimate with "
+                   "these hand-written lowering rules added (one trial per option; one --isa), into "
+                   "bringup_trials.json / .md")
     p.add_argument("--withdraw", action="store_true",
                    help="then withdraw the rules that make synthesized-only code slower (RULES_DIR/withdrawn.txt)")
     args = p.parse_args(argv)
@@ -355,6 +419,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if missing:
         p.error(f"{args.rules_dir}: no synthesized lowering rules for {', '.join(missing)} "
                 f"(expected lower_<stem>.rules from `pitchfork-synth --bring-up ISA -o {args.rules_dir}`)")
+    if args.add_hand:
+        if len(isas) != 1:
+            p.error("--add-hand needs exactly one --isa")
+        trials = [[n for n in t.split(",") if n] for t in args.add_hand]
+        try:
+            hand_rule_texts(isas[0], [n for t in trials for n in t])
+        except ValueError as e:
+            p.error(str(e))
+        rows = hand_trials(args.rules_dir.resolve(), isas[0], args.bench or list(registry.NAMES), trials, args.timeout)
+        args.output.mkdir(parents=True, exist_ok=True)
+        (args.output / "bringup_trials.json").write_text(json.dumps(rows, indent=1))
+        (args.output / "bringup_trials.md").write_text(trials_markdown(rows))
+        print(trials_markdown(rows))
+        return 0
     if args.measured is not None:
         data = json.loads(args.measured.read_text())
         if Path(data["meta"]["rules_dir"]) != args.rules_dir.resolve():

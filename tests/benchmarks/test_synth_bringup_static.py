@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.synth_bringup_static import (SECOND_MCPU, _job, cell, markdown, regression_verdict, summarize,
-                                             suspects, synth_only_static, withdraw_regressions)
+from benchmarks.synth_bringup_static import (SECOND_MCPU, _job, cell, hand_rule_texts, hand_trials, markdown,
+                                             regression_verdict, summarize, suspects, synth_only_static,
+                                             trials_markdown, withdraw_regressions)
 
 # two rules a bring-up found (Z3-verified at every type instance, `pitchfork verify`)
 RULES = """synth_a: widening_add(v0_T, v1_T) -> hvx.vadd_w(v0_T, v1_T) if is_unsigned(T) && bits(T) <= 16
@@ -125,3 +126,22 @@ def test_a_cell_that_ran_no_vector_code_is_no_evidence() -> None:
     assert [x["bench"] for x in got["synth_lower_hvx128_a"]] == ["mul", "add"]
     assert suspects([c("average_pool", 0)]) == {}
 
+
+
+def test_a_hand_rule_trial_measures_what_its_absence_costs(rules_dir: Path) -> None:
+    """`--add-hand`: the synthesized set with a hand rule placed first, against the set alone (hvx128
+    sobel3x3's [1 2 1] taps: vtmpy_121 fires only under the frontend's stream facts, which the
+    synthesized rules never state). Both runs are checked bit for bit by the worker."""
+    rows = hand_trials(rules_dir, "hvx128", ["sobel3x3"], [["vtmpy_121"]], 600)
+    assert len(rows) == 1 and rows[0]["status"] == "ok"
+    r = rows[0]
+    assert r["fired"] == ["vtmpy_121"] and r["synth_static"] and r["static"]
+    assert r["gain"] == pytest.approx(r["synth_static"] / r["static"])
+    assert "vtmpy_121" in trials_markdown(rows)
+    assert (rules_dir / "lower_hvx.rules").read_text() == RULES  # the folder is not changed
+
+
+def test_a_trial_of_an_unknown_hand_rule_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not_a_rule"):
+        hand_rule_texts("hvx128", ["vtmpy_121", "not_a_rule"])
+    assert hand_rule_texts("hvx128", ["vadd_w"])[0].startswith("vadd_w: widening_add(")
