@@ -170,3 +170,29 @@ def test_a_uniform_task_is_also_posed_inside_a_narrower_range_one_place_had() ->
     # only where an instruction's encodable test reads bounds (elsewhere the narrowed search is the same)
     from synth.tasks import bounds_encodable_isa
     assert bounds_encodable_isa("hvx128") and not bounds_encodable_isa("arm64") and not bounds_encodable_isa("x86-avx2")
+
+
+def test_arm64_selection_keeps_a_right_side_with_the_same_cycles_in_fewer_instructions() -> None:
+    """The search keeps a right side with as many issue cycles and fewer instructions (synth/cost.py
+    bound_below); selection must measure the same way (session 30: umlal for ushll + add, both 2.00
+    cycles per 16 lanes, was dropped as subsumed once `widening_shl -> ushll` was written, and
+    synthesized-only sobel3x3 ran at 0.851x of hand lowering for the lack of it)."""
+    from pitchfork.targets import load_target
+    from pitchfork.trs.rules import RuleSet, parse_rule
+    from synth.cost import lowering_cost
+    from synth.driver import _stage_cost
+    from synth.tasks import _without
+
+    load_target("arm64")
+    rhs = lowering_cost(parse("arm.umlal(v0_u16, v1_u8, 2)"), "arm64")
+    # the form round 2 finds once `widening_shl -> ushll` is written (its left side as the rules lower it)
+    umlal = Candidate("v0_T + arm.ushll(v1_A, c0_A) -> arm.umlal(v0_T, v1_A, 1 << c0) if A == narrow(T)",
+                      "v0_u16 + arm.ushll(v1_u8, 1)", rhs, ("sobel3x3",), 12, "width-capped", "symbolic", "")
+    ushll = parse_rule("s_ushll: widening_shl(v0_T, c0_T) -> arm.ushll(v0_T, c0) if is_unsigned(T) && bits(T) <= 16",
+                       "<test>", 1)
+    base = list(_without(load_target("arm64").rules, bring_up_hidden("arm64")).rules) + [ushll]
+    cost = _stage_cost("lower:arm64")
+    have = cost(RuleSet(base), parse(umlal.example))
+    assert have[0] == rhs[0] and have[1] > rhs[1]  # a tie in cycles, more instructions
+    [d] = select([umlal], "lower_arm64", base, cost)
+    assert d.outcome == "written", d
