@@ -34,12 +34,13 @@ on half like float32 (LLVM's reductions on <N x half>, faddp/fminp/fmaxp on 4 or
 the value converted to float32, reduced from no initial value, converted back (fptrunc) and then
 combined with the initial value on half (`_widened_half`).
 
-Where Halide emulates float16 (arm64 without arm_fp16) floats_half_emulated.py lowers a float16
+Where Halide emulates float16 (arm64 without arm_fp16, hvx128) floats_half_emulated.py lowers a float16
 reduction first: the float32 reduction of the widened value, rounded once, inside the emulated
-operation that combines the initial value (Halide's arm-64-linux module).
+operation that combines the initial value (Halide's arm-64-linux and hexagon-32-noos-hvx-hvx_128
+modules; on hvx128 the float32 reduction takes the steps above: float16x64 to one lane is the two
+native halves added, the strided halves added, then `llvm.vector.reduce.fadd.v16f32` from 0.0).
 
-Refused by name (a fallback at compile time): bfloat16 reductions, float16 reductions on hvx128, and
-on arm64 a
+Refused by name (a fallback at compile time): bfloat16 reductions, and on arm64 a
 factor-2 step under strict_float (Halide's module then has no pairwise instruction), or whose value
 contains a 16-bit float (Halide narrows it losslessly to float16 and takes another path: not
 compared), or, for a float64 / float16 sum, whose value Halide might narrow losslessly to half its
@@ -104,9 +105,9 @@ class FloatReducer:
             raise self._refuse(e, "no such float reduction in Halide")
         if t.code != "float" or t.bits not in (16, 32, 64):
             raise self._refuse(e, f"{t.elem} reductions are not compiled")
-        if t.bits == 16 and self.fe.emulate_half:  # (arm64 without arm_fp16 lowers them first: floats_half_emulated)
-            raise self._refuse(e, "float16 reductions on hvx128 are not compiled (Halide refuses float16 vectors "
-                                  "there)")
+        if t.bits == 16 and self.fe.emulate_half:  # (lowered before they get here: floats_half_emulated)
+            raise self._refuse(e, "a float16 reduction where Halide emulates float16 that was not lowered to "
+                                  "float32")
         n, m = e.value.type.lanes, t.lanes
         if n % m:
             raise self._refuse(e, "the input lanes are not a multiple of the output lanes")

@@ -108,10 +108,11 @@ def lower_half_emulated(e: H.Expr, node: H.Node | None = None, hexagon: bool = F
         return _narrow(e.type, H.BinOp(e.op, _widen(e.a), _widen(e.b), _f32(e.type)))
     if isinstance(e, H.BinOp) and e.op in _CMP and _is_half(e.a.type):
         return H.BinOp(e.op, _widen(e.a), _widen(e.b), e.type)
-    if isinstance(e, H.VectorReduce) and _is_half(e.type) and not hexagon:
+    if isinstance(e, H.VectorReduce) and _is_half(e.type):
         # the float32 reduction of the widened value, rounded once (arm-64-linux: Halide's module has
-        # llvm.vector.reduce.fadd.v8f32 from 0.0; its initial value is added by the emulated `+` around
-        # it); hvx128: refused (float_reduce.py), Halide refuses float16 vectors there
+        # llvm.vector.reduce.fadd.v8f32 from 0.0; hexagon-32-noos-hvx-hvx_128: float16x64 to one lane is
+        # the two native float32 halves added, then float_reduce's steps, from 0.0); its initial value
+        # is combined by the emulated `+` / min / max around it
         return _narrow(e.type, H.VectorReduce(e.op, _widen(e.value), _f32(e.type)))
     if not isinstance(e, H.Call) or e.name in _IDENTITY or e.name == NARROW_X86:
         return None

@@ -3,9 +3,9 @@ emitted as Halide 21's codegen_vector_reduce writes it, so the sums group their 
 and the results are bit-exact: against Halide's realize for the target on x86, against Halide's own
 library under qemu on arm64 (native 4-lane slices for 32 lanes; Neon's pairwise faddp / fminp / fmaxp
 for a factor-2 step, padded to 4-lane calls for 3 or 5 output lanes; float64 with faddp.v2f64 and the
-generic steps, no LLVM total reductions; float16 on half on arm_fp16) and hvx128; float16 on x86 as Halide's
-float32 reduction converted back. A parallel float update is
-a compare-and-swap loop around the reduction (within float tolerance: the order of the tasks varies)."""
+generic steps, no LLVM total reductions; float16 on half on arm_fp16) and hvx128 (float32, and float16
+as Halide emulates it there); float16 on x86 as Halide's float32 reduction converted back. A parallel
+float update is a compare-and-swap loop around the reduction (within float tolerance: the order of the tasks varies)."""
 
 from __future__ import annotations
 
@@ -118,6 +118,35 @@ def test_float_reduction_is_halides_hexagon_library(tmp_path: Path) -> None:
                                     halide_target=HEXAGON, stubs=HEXAGON_STUBS)
     got, want = np.frombuffer(ours, np.uint32), np.frombuffer(theirs, np.uint32)
     assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+
+
+@pytest.mark.skipif(not tools_available("hvx128"), reason="no toolchain for hvx128")
+@pytest.mark.parametrize("op, k, lanes", [("add", 128, 64), ("min", 64, 32)])
+def test_float16_reduction_is_halides_hexagon_library(op: str, k: int, lanes: int, tmp_path: Path) -> None:
+    """float16 on hvx128 (Halide emulates it): the float32 reduction of the widened value, rounded once,
+    then the emulated `+` / min with the initial value, as Halide's hexagon-32-noos-hvx-hvx_128 library
+    computes it (float16x64: two native float32 halves). The terms are float16 bits of moderate magnitude
+    and either sign (no NaN or infinity; Halide's own HVX backend aborts on uint16 -> float16x64
+    conversions, so the values are reinterpreted bits)."""
+    from tests.pitchfork.codegen.test_floats_half_arm import W, ours_and_halides
+    from tests.pitchfork.codegen.test_floats_half_emulated import HEXAGON, HEXAGON_STUBS
+
+    a = hl.ImageParam(hl.UInt(16), 1, "a")
+    r = hl.RDom([(0, k)])
+    g = hl.Func(f"fred_hvx16_{op}_{lanes}")
+
+    def h(j: hl.Expr) -> hl.Expr:
+        return hl.reinterpret(hl.Float(16), a[j] & 0xB7FF)
+
+    g[x] = h(x)
+    g[x] = (g[x] + h(hl.min(x + r * 5, W - 1))) if op == "add" else hl.min(g[x], h(hl.min(x + r * 5, W - 1)))
+    g.update().atomic().vectorize(r, lanes)
+    assert f"llvm.vector.reduce.f{op}" in _compile(g, [a], "hvx128").module.source_ir
+    ours, theirs = ours_and_halides(g, [a], "hvx128", tmp_path, 2 | 16 << 8 | 1 << 16, 2,
+                                    halide_target=HEXAGON, stubs=HEXAGON_STUBS)
+    got, want = np.frombuffer(ours, np.uint16), np.frombuffer(theirs, np.uint16)
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+    assert len(set(got.tolist())) > 10  # the inputs were varied
 
 
 def _pairs(op: str, k: int, r_lanes: int, x_lanes: int, name: str,
