@@ -40,7 +40,10 @@ operation that combines the initial value (Halide's arm-64-linux and hexagon-32-
 modules; on hvx128 the float32 reduction takes the steps above: float16x64 to one lane is the two
 native halves added, the strided halves added, then `llvm.vector.reduce.fadd.v16f32` from 0.0).
 
-Refused by name (a fallback at compile time): bfloat16 reductions, and on arm64 a
+bfloat16 reductions are lowered before they get here too (floats_bfloat.py: Halide's generic steps,
+each rounded to bfloat16; to one lane refused there, as Halide 21 cannot compile those either).
+
+Refused by name (a fallback at compile time): on arm64 a
 factor-2 step under strict_float (Halide's module then has no pairwise instruction), or whose value
 contains a 16-bit float (Halide narrows it losslessly to float16 and takes another path: not
 compared), or, for a float64 / float16 sum, whose value Halide might narrow losslessly to half its

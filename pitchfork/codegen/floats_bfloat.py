@@ -22,6 +22,8 @@ between casts); floats.py emits the casts, loads, stores and reinterprets with t
 flags, rounded. Other calls on bfloat16 (Halide's front end already writes sqrt, floor ... of a bfloat16
 as the float32 call of its float32 value; saturating_cast to bfloat16 is expanded before, as every
 saturating_cast to a float type: halide_calls.lower_float_saturating_cast) are refused by name.
+A `vector_reduce` to several lanes is Halide's generic steps on bfloat16 operations (`_reduce`); to one
+lane it is refused by name (Halide 21's own module for it fails LLVM's verifier).
 """
 
 from __future__ import annotations
@@ -131,7 +133,47 @@ another bfloat16 call (and the statement `node`'s line)."""
         w32 = H.Cast(_f32(w.type), w) if is_bfloat(w.type) else w
         values = tuple(H.Cast(_f32(v.type), v) for v in (zero_, one_))
         return H.Cast(e.type, H.Call("lerp", (*values, w32), _f32(e.type)))
+    if isinstance(e, H.VectorReduce) and is_bfloat(e.type):
+        return _reduce(e, node)
     if isinstance(e, H.Call) and is_bfloat(e.type) and e.name not in (*_IDENTITY_CALLS, "round"):
         raise Unsupported(f"floating-point call {e.name} on bfloat16 values (not compiled for bfloat16)",
                           node)
     return None
+
+
+#: a bfloat16 vector_reduce's operator as the binary operator that combines its slices
+_REDUCE_OPS = {"add": "+", "mul": "*", "min": "min", "max": "max"}
+#: the let that holds a reduced value while its slices are taken (never a Halide name: it has a space)
+_REDUCED = "bfloat16 reduced"
+
+
+def _reduce(e: H.VectorReduce, node: H.Node | None) -> H.Expr | None:
+    """A bfloat16 `vector_reduce` to m > 1 lanes as Halide 21's CodeGen_LLVM::codegen_vector_reduce
+    computes it (no target has a bfloat16 reduction, not arm64's pairwise ones either): an even factor
+    f > 2 first to half the input lanes, then to m; otherwise the f strided slices combined in order
+    by the bfloat16 operator, each step its own float32 operation rounded to bfloat16 (Halide's codegen
+    of the Expr-level Add / Mul / Min / Max it builds). Its initial value is not folded in (Halide
+    widens `vector_reduce(v) + init` to float32 before it would fold: the sum is rounded, then added).
+    To one lane Halide 21 itself does not compile them (its module calls llvm.vector.reduce.f* on
+    <N x i16> and fails LLVM's verifier on x86, arm64 and hvx128): refused by name, naming `node`."""
+    op = _REDUCE_OPS.get(e.op)
+    n, m = e.value.type.lanes, e.type.lanes
+    if op is None or n % m:
+        return None  # (float_reduce.py refuses it by name)
+    if m == 1:
+        raise Unsupported(f"floating-point vector_reduce_{e.op} ({e.value.type} to {e.type}): bfloat16 "
+                          "reductions to one lane are not compiled (Halide 21 cannot compile them either: its "
+                          "module fails LLVM's verifier)", node)
+    f = n // m
+    if f > 2 and f % 2 == 0:
+        half = H.VectorReduce(e.op, e.value, HType(e.type.code, e.type.bits, n // 2))
+        return H.VectorReduce(e.op, half, e.type)
+    v = H.Variable(_REDUCED, e.value.type)
+
+    def lanes(i: int) -> H.Expr:
+        return H.Shuffle("slice_vectors", (v,), tuple(range(i, n, f)), e.type)
+
+    acc = lanes(0)
+    for i in range(1, f):
+        acc = H.BinOp(op, acc, lanes(i), e.type)
+    return H.Let(_REDUCED, e.value, acc, e.type)

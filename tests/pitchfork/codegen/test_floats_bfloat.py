@@ -214,3 +214,62 @@ def test_bfloat16_abs_lerp_strict_bit_exact_with_halides_arm64_object(name: str,
         f.vectorize(x, lanes)
     _assert_same_bits(*ours_and_halides(f, [a, c, w], "arm-64-linux", tmp_path, 1 | 16 << 8 | 1 << 16, 2),
                       np.uint16)
+
+
+def _bf_reduce(op: str, k: int, r_lanes: int, x_lanes: int, name: str) -> tuple[hl.Func, hl.ImageParam]:
+    """out(x) = the bits of g(x): g starts from a(x) and combines k bfloat16 terms of `a` with `op` under
+    .atomic(), r vectorized by `r_lanes` and x by `x_lanes`: a bfloat16 vector_reduce to x_lanes lanes."""
+    from tests.pitchfork.codegen.test_floats_half_arm import W
+
+    a = hl.ImageParam(hl.UInt(16), 1, "a")
+    r = hl.RDom([(0, k)])
+    g, out = hl.Func(f"{name}_acc"), hl.Func(name)
+    g[x] = hl.reinterpret(BF, a[x])
+    term = hl.reinterpret(BF, a[hl.min(x + r * 5, W - 1)])
+    g[x] = {"add": g[x] + term, "mul": g[x] * term, "max": hl.max(g[x], term)}[op]
+    g.compute_root().update().atomic().vectorize(r, r_lanes).vectorize(x, x_lanes)
+    out[x] = hl.reinterpret(hl.UInt(16), g[x])
+    return out, a
+
+
+@pytest.mark.parametrize("op, k, r_lanes, x_lanes", [("add", 4, 2, 8), ("add", 6, 3, 8), ("mul", 8, 8, 4),
+                                                     ("max", 32, 8, 16)])
+def test_bfloat16_partial_reduction_is_halides(op: str, k: int, r_lanes: int, x_lanes: int) -> None:
+    """A bfloat16 vector_reduce to several lanes (were refused by name): Halide's generic steps (an even
+    factor > 2 halved first, else the strided slices combined in order), each step a float32 operation
+    rounded to bfloat16, the initial value added after the rounded sum; bit-exact against its realize."""
+    from tests.pitchfork.codegen.test_floats_half_arm import W
+
+    f, a = _bf_reduce(op, k, r_lanes, x_lanes, f"bf_red_{op}_{k}_{r_lanes}_{x_lanes}")
+    rng = np.random.default_rng(3)
+    v = rng.random(W) * 4 - 2
+    av = _bits(1 + v / 64 if op == "mul" else v)
+    prog = _compile(f, [a], "x86-avx2")
+    a.set(hl.Buffer(av))
+    got = prog(av, size=[N])
+    assert np.array_equal(got, np.asarray(f.realize([N], target=hl.Target(prog.halide_target))))
+    assert len(set(got.tolist())) > 20  # the inputs were varied
+
+
+def test_bfloat16_reduction_to_one_lane_is_refused_by_name() -> None:
+    """To one lane Halide 21 cannot compile a bfloat16 reduction either (its module fails LLVM's
+    verifier): a fallback naming it."""
+    a = hl.ImageParam(hl.UInt(16), 1, "a")
+    r = hl.RDom([(0, 64)])
+    f = hl.Func("bf_red_total")
+    f[()] = hl.cast(BF, hl.f64(0.25))
+    f[()] += hl.reinterpret(BF, a[r])
+    f.update().atomic().vectorize(r, 8)
+    with pytest.raises(pitchfork.api.Unsupported, match="bfloat16 reductions to one lane are not compiled"):
+        _compile(f, [a], "x86-avx2")
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+def test_bfloat16_partial_reduction_is_halides_arm64_object(tmp_path: Path) -> None:
+    """A factor-2 bfloat16 step on arm64 takes the same generic steps (no Neon pairwise instruction for
+    bfloat16 in Halide's CodeGen_ARM): bit-exact against Halide's own arm64 object under qemu-aarch64."""
+    from tests.pitchfork.codegen.test_floats_half_arm import _assert_same_bits, ours_and_halides
+
+    f, a = _bf_reduce("add", 4, 2, 8, "bf_red_arm")
+    assert "faddp" not in _compile(f, [a], "arm64").module.source_ir
+    _assert_same_bits(*ours_and_halides(f, [a], "arm-64-linux", tmp_path, 1 | 16 << 8 | 1 << 16, 2), np.uint16)
