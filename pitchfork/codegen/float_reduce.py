@@ -43,12 +43,14 @@ native halves added, the strided halves added, then `llvm.vector.reduce.fadd.v16
 bfloat16 reductions are lowered before they get here too (floats_bfloat.py: Halide's generic steps,
 each rounded to bfloat16; to one lane refused there, as Halide 21 cannot compile those either).
 
-Refused by name (a fallback at compile time): on arm64 a
-factor-2 step under strict_float (Halide's module then has no pairwise instruction), or whose value
-contains a 16-bit float (Halide narrows it losslessly to float16 and takes another path: not
-compared), or, for a float64 / float16 sum, whose value Halide might narrow losslessly to half its
-width (`_may_narrow`: a cast or constant at its root; Halide then tries a widening pairwise add:
-not compared).
+A factor-2 sum whose value Halide's lossless_cast narrows to half its width (`narrows`, a port of its
+float cases: a float64 sum of float64(uint16), a float32 sum of float32(float16), ...) is not a pairwise
+add: CodeGen_ARM then asks for a widening pairwise add, which no float type has, and takes the generic
+steps (so does the emulated float16 reduction on arm64, a float32 sum of float32(float16)).
+
+Refused by name (a fallback at compile time): on arm64 a factor-2 step on a strict_float target, which
+Halide 21 never produces (no float vector_reduce there: nothing to compare with), and a float16 sum of a
+constant (Halide would ask float8 whether it holds it).
 
 Invariant: the reduction is built from the same operations in the same grouping as Halide's module
 (checked against Halide's realize for the target, tests/pitchfork/codegen/test_float_reduce.py).
@@ -134,8 +136,11 @@ class FloatReducer:
         f = n // m
         native = get_target(self.target).vector_bits // e.type.bits  # a native vector's lanes
         combine = self._binop(e.op)
-        if f == 2 and self.target == "arm64" and e.op in _PAIRWISE and (e.type.bits == 32 or e.op == "add"):
+        if (f == 2 and self.target == "arm64" and e.op in _PAIRWISE and (e.type.bits == 32 or e.op == "add")
+                and not (e.op == "add" and narrows(e.value, e.type.bits // 2, self.fe.node))):
             return self._pairwise(e, v, m, start)  # (CodeGen_ARM tries its pairwise reductions first)
+        # (a sum Halide narrows losslessly to half its width asks for a widening pairwise add, which no
+        # float type has: its generic steps below)
         # (LLVM's total reductions: not float64 on arm64, as in Halide's codegen_vector_reduce)
         if m == 1 and 2 <= n <= 16 and n & (n - 1) == 0 and not (e.type.bits == 64 and self.target == "arm64"):
             return self._intrinsic(e.op, v, start)
@@ -181,15 +186,12 @@ class FloatReducer:
         return r if start is None else self._binop(e.op)(start, r)
 
     def _pairwise_refusal(self, e: H.VectorReduce, m: int) -> str:
-        """Why Halide's pairwise form is not reproduced for this reduction ('' when it is)."""
+        """Why Halide's pairwise form is not reproduced for this reduction ('' when it is): a strict_float
+        target, where Halide 21 never makes a float vector_reduce (its associativity check does not see
+        through strict_add / strict_min ...: the update stays a serial loop, which we compile as such),
+        so there is no module to compare with."""
         if self.fe.ops.strict:
-            return "strict_float (Halide's module has no pairwise instruction there)"
-        if e.type.bits == 32 and any(isinstance(n, H.Expr) and getattr(n.type, "code", "") in ("float", "bfloat")
-                                     and n.type.bits == 16 for n in H.walk(e.value)):
-            return "a 16-bit float in the value (Halide narrows it losslessly and takes another path)"
-        if e.type.bits != 32 and _may_narrow(e.value):
-            return (f"a float{e.type.bits} sum whose value may narrow losslessly to half its width (Halide then "
-                    "tries a widening pairwise add)")
+            return "strict_float (Halide 21 makes no float vector_reduce there to compare with)"
         return ""
 
     def _lanes(self, v: ir.Value, begin: int, count: int) -> ir.Value:
@@ -224,27 +226,58 @@ class FloatReducer:
         return out if count > 1 else self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
 
 
-def _may_narrow(e: H.Expr) -> bool:
-    """Whether Halide's lossless_cast might narrow float value `e` to half its width, over-approximated
-    (True refuses, never miscompiles). Halide 21's arm-64-linux modules (/work/coord/s29/fl10/probe):
-    a float64 sum of `f64(u16) op f64(u16)` for op in + - * / and select still has faddp.v2f64, of
-    `f64(u16)` or `min(f64(u16), f64(u16))` not. So: loads, calls, float arithmetic and constants
-    half the width cannot hold never narrow; min / max / select when all their operands may; casts,
-    variables and anything else may."""
-    if isinstance(e, (H.Load, H.Call)):
-        return False
-    if isinstance(e, H.FloatImm):  # a constant narrows when half the width holds it exactly
-        import numpy as np
+def can_represent(t: HType, o: HType) -> bool:
+    """Halide 21's Type::can_represent(Type) for scalar element types (lanes are equal where it is asked):
+    a float holds every float of at most its bits, float64 every integer of at most 32 bits, float32 of at
+    most 16 (not float16 of 8: Halide 21's module for a float32 sum of float32(uint8) still has faddp),
+    a float a bfloat of fewer bits."""
+    if (t.code, t.bits) == (o.code, o.bits):
+        return True
+    if t.code == "int":
+        return o.code == "int" and o.bits <= t.bits or o.code == "uint" and o.bits < t.bits
+    if t.code == "uint":
+        return o.code == "uint" and o.bits <= t.bits
+    if t.code == "bfloat":
+        return o.code == "bfloat" and o.bits <= t.bits
+    if t.code == "float":
+        if o.code == "bfloat":
+            return t.bits > o.bits
+        return o.code == "float" and o.bits <= t.bits or t.bits == 64 and o.bits <= 32 or t.bits == 32 and o.bits <= 16
+    return False
 
-        return bool(np.float64(np.float32(e.value)) == e.value)
-    if isinstance(e, H.BinOp):  # rounded float arithmetic never narrows; min / max of narrow operands do
-        return e.op in ("min", "max") and _may_narrow(e.a) and _may_narrow(e.b)
-    if isinstance(e, H.Select):
-        return _may_narrow(e.true_value) and _may_narrow(e.false_value)
+
+def _holds_constant(bits: int, value: float, node: H.Node | None) -> bool:
+    """Halide's Type::can_represent(int64 / double) for Float(bits): the value survives the round trip."""
+    import numpy as np
+
+    types = {16: np.float16, 32: np.float32, 64: np.float64}
+    if bits not in types:  # (Halide has no such float type to compare with)
+        raise Unsupported(f"a float{2 * bits} sum of a constant (Halide would ask whether float{bits} holds it)",
+                          node)
+    with np.errstate(over="ignore"):
+        return bool(np.float64(types[bits](value)) == value)
+
+
+def narrows(e: H.Expr, bits: int, node: H.Node | None = None) -> bool:
+    """Whether Halide 21's lossless_cast(Float(bits), e) is defined for the float value `e` of a sum
+    (CodeGen_ARM's pairwise add then asks for a widening pairwise add, which no float type has, and takes
+    the generic steps). Its float cases, in its order: the type itself or one it can represent; a cast
+    that loses nothing, of a value that narrows; a broadcast or shuffle of values that narrow; a constant
+    the narrow type holds. Nothing else narrows to a float (its Add / Min / ... cases are for integer
+    targets). `node` is named by a refusal (a sum of a constant asked of a float type Halide lacks).
+    Halide 21's modules agree (/work/coord/s31/app3/probe/narrow.py, arm-64-linux, sums by 2 lanes):
+    float64 of float64(uint8 / uint16 / int16 widening_mul / float32 / float16 / min(uint8) / uint16
+    widening_add): no faddp; of select(...): faddp; float32 of float32(float16(uint8)): no faddp; of
+    float32(uint8 / uint16 / ...): faddp."""
+    t = HType("float", bits, e.type.lanes)
+    if (e.type.code, e.type.bits) == ("float", bits) or can_represent(t, e.type):
+        return True
+    if isinstance(e, H.Cast):
+        return can_represent(e.type, e.value.type) and narrows(e.value, bits, node)
     if isinstance(e, H.Broadcast):
-        return _may_narrow(e.value)
+        return narrows(e.value, bits, node)
+    if isinstance(e, (H.IntImm, H.FloatImm)):
+        return _holds_constant(bits, e.value, node)
     if isinstance(e, H.Shuffle):
-        return any(_may_narrow(v) for v in e.vectors)
-    if isinstance(e, H.Let):
-        return _may_narrow(e.body) or _may_narrow(e.value)
-    return True  # casts, constants, variables, anything else
+        return all(narrows(v, bits, node) for v in e.vectors)
+    return False

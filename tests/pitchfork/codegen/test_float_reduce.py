@@ -272,6 +272,22 @@ def test_emulated_float16_total_reduction_is_halides_arm64_library(op: str, tmp_
     assert len(set(got.tolist())) > 50  # the inputs were varied
 
 
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+@pytest.mark.parametrize("op, pairwise", [("add", False), ("max", True)])
+def test_emulated_float16_factor_two_is_halides_arm64_library(op: str, pairwise: bool, tmp_path: Path) -> None:
+    """A factor-2 step of emulated float16 (were refused by name): the float32 reduction of the widened
+    value; a sum of float32(float16) narrows back to float16 in Halide, which then takes the generic steps,
+    a max is Neon's fmaxp. Bit-exact against Halide's arm-64-linux library."""
+    from tests.pitchfork.codegen.test_floats_half_arm import ours_and_halides
+
+    g, a = _pairs(op, 2, 2, 8, f"fred_emu16_pair_{op}", 16)
+    assert (f"f{op}p" in _compile(g, [a], "arm64").module.source_ir) == pairwise
+    ours, theirs = ours_and_halides(g, [a], "arm-64-linux", tmp_path, 2 | 16 << 8 | 1 << 16, 2)
+    got, want = np.frombuffer(ours, np.uint16), np.frombuffer(theirs, np.uint16)
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+    assert len(set(got.tolist())) > 50  # the inputs were varied
+
+
 @pytest.mark.parametrize("op, lanes", [("add", 8), ("add", 32), ("max", 16)])
 def test_x86_float16_reduction_is_halides(op: str, lanes: int) -> None:
     """float16 on x86 (not native arithmetic): Halide's module reduces in float32 from no initial value,
@@ -290,18 +306,47 @@ def test_x86_float16_reduction_is_halides(op: str, lanes: int) -> None:
     assert np.asarray(prog(v, size=[], check=True)).view(np.uint16) == want.view(np.uint16)
 
 
-def test_arm64_float64_sum_halide_may_narrow_is_refused_by_name() -> None:
-    """A float64 sum of `f64(u16)`: Halide's pairwise add narrows it losslessly to float32 and tries a
-    widening pairwise add (its module has no faddp then): not compared, so refused by name."""
+def _narrow_sum(kind: str, bits: int, k: int, x_lanes: int, name: str) -> tuple[hl.Func, hl.ImageParam]:
+    """out(x) = g(x): g starts from a non-integer value per x and adds k terms of float`bits` from
+    uint16 `a`, r vectorized by 2 (a factor-2 step) and x by `x_lanes`. The term: `cast` float(a),
+    `half` float32(float16(a >> 5)) (both narrow losslessly to half the width in Halide), `select` a
+    select of two casts (does not narrow). The accumulator is large enough that the grouping decides the
+    rounding: a pairwise add differs from the generic steps."""
+    from tests.pitchfork.codegen.test_floats_half_arm import W
+
+    ft = hl.Float(bits)
     a = hl.ImageParam(hl.UInt(16), 1, "a")
-    r = hl.RDom([(0, 32)])
-    g, out = hl.Func("fred_narrow_acc"), hl.Func("fred_narrow")
-    g[x] = hl.f64(0)
-    g[x] += hl.f64(a[(32 * x + r) % 203])
-    g.compute_root().update().atomic().vectorize(r, 2)
+    r = hl.RDom([(0, k)])
+    g, out = hl.Func(f"{name}_acc"), hl.Func(name)
+    # (an accumulator past 2^(mantissa bits + 1): its spacing is 4, so adding two terms one at a time rounds
+    # twice where their pairwise sum rounds once)
+    g[x] = hl.cast(ft, a[x]) * hl.cast(ft, hl.f64(0.37)) + hl.cast(ft, hl.f64(2.0 ** (54 if bits == 64 else 25)))
+    i = (k * x + r) % W
+    term = {"cast": lambda: hl.cast(ft, a[i]),
+            "half": lambda: hl.cast(ft, hl.cast(hl.Float(16), a[i] >> 5)),
+            "select": lambda: hl.select(a[i] > 30000, hl.cast(ft, a[i]), hl.cast(ft, a[(i + 7) % W]))}[kind]()
+    g[x] = g[x] + term
+    u = g.compute_root().update().atomic().vectorize(r, 2)
+    if x_lanes > 1:
+        u.vectorize(x, x_lanes)
     out[x] = g[x]
-    with pytest.raises(pitchfork.api.Unsupported, match="may narrow losslessly to half its width"):
-        _compile(out, [a], "arm64")
+    return out, a
+
+
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+@pytest.mark.parametrize("kind, bits, k, x_lanes, pairwise", [
+    ("cast", 64, 32, 1, False),  # float64(uint16): narrows to float32, the generic steps (no faddp)
+    ("half", 32, 2, 4, False),  # float32(float16(...)): narrows to float16, strided slices from the init
+    ("select", 64, 32, 1, True),  # a select does not narrow: faddp.v2f64
+])
+def test_arm64_float_sum_halide_narrows_is_its_library(kind: str, bits: int, k: int, x_lanes: int,
+                                                      pairwise: bool, tmp_path: Path) -> None:
+    """A factor-2 sum whose value Halide's lossless_cast narrows to half its width (were refused by name):
+    Halide asks for a widening pairwise add, which no float type has, and takes the generic steps; one
+    that does not narrow is Neon's faddp. Bit-exact against Halide's arm-64-linux library."""
+    g, a = _narrow_sum(kind, bits, k, x_lanes, f"fred_narrow_{kind}_{bits}_{k}_{x_lanes}")
+    assert ("faddp" in _compile(g, [a], "arm64").module.source_ir) == pairwise
+    _same_as_halides_arm64_library(g, a, bits, tmp_path)
 
 
 def test_float_total_under_strict_float_is_halides() -> None:
