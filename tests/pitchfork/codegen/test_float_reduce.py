@@ -349,6 +349,22 @@ def test_arm64_float_sum_halide_narrows_is_its_library(kind: str, bits: int, k: 
     _same_as_halides_arm64_library(g, a, bits, tmp_path)
 
 
+@pytest.mark.skipif(not tools_available("arm64"), reason="no toolchain for arm64")
+def test_arm64_strict_float_atomic_sum_is_halides_library(tmp_path: Path) -> None:
+    """strict_float on arm64: Halide 21 makes no vector_reduce of a strict_add (its update stays a serial
+    loop), so there is no pairwise step; the same pipeline compiles with no fallback, bit-exact against
+    Halide's arm-64-linux-strict_float library."""
+    from tests.pitchfork.codegen.test_floats_half_arm import ours_and_halides
+
+    g, a = _pairs("add", 32, 2, 1, "fred_strict_arm")
+    src = _compile(g, [a], "arm-64-linux-strict_float").module.source_ir
+    assert "faddp" not in src and "reassoc" not in src
+    ours, theirs = ours_and_halides(g, [a], "arm-64-linux-strict_float", tmp_path, 2 | 32 << 8 | 1 << 16, 4)
+    got, want = np.frombuffer(ours, np.uint32), np.frombuffer(theirs, np.uint32)
+    assert np.array_equal(got, want), np.flatnonzero(got != want)[:8]
+    assert len(set(got.tolist())) > 100  # the inputs were varied
+
+
 def test_float_total_under_strict_float_is_halides() -> None:
     """On a strict_float target (no fast-math flags: nothing may be reassociated) bit-exact too."""
     f, a, v = _total("add", 32, "fred_strict")
