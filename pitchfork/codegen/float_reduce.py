@@ -38,10 +38,12 @@ Where Halide emulates float16 (arm64 without arm_fp16, hvx128) floats_half_emula
 reduction first: the float32 reduction of the widened value, rounded once, inside the emulated
 operation that combines the initial value (Halide's arm-64-linux and hexagon-32-noos-hvx-hvx_128
 modules; on hvx128 the float32 reduction takes the steps above: float16x64 to one lane is the two
-native halves added, the strided halves added, then `llvm.vector.reduce.fadd.v16f32` from 0.0).
+native halves added, the strided halves added, then `llvm.vector.reduce.fadd.v16f32` from 0.0; to
+several lanes refused there, where Halide's own Hexagon code generation aborts).
 
 bfloat16 reductions are lowered before they get here too (floats_bfloat.py: Halide's generic steps,
-each rounded to bfloat16; to one lane refused there, as Halide 21 cannot compile those either).
+each rounded to bfloat16; to one lane refused there, as Halide 21 cannot compile those either, and on
+hvx128, where a factor-3 step differed from Halide's Hexagon library).
 
 A factor-2 sum whose value Halide's lossless_cast narrows to half its width (`narrows`, a port of its
 float cases: a float64 sum of float64(uint16), a float32 sum of float32(float16), ...) is not a pairwise

@@ -109,6 +109,10 @@ def lower_half_emulated(e: H.Expr, node: H.Node | None = None, hexagon: bool = F
     if isinstance(e, H.BinOp) and e.op in _CMP and _is_half(e.a.type):
         return H.BinOp(e.op, _widen(e.a), _widen(e.b), e.type)
     if isinstance(e, H.VectorReduce) and _is_half(e.type):
+        if hexagon and e.type.lanes > 1:
+            raise Unsupported(f"floating-point vector_reduce_{e.op} ({e.value.type} to {e.type}): float16 "
+                              "reductions to several lanes on hvx128 are not compiled (Halide 21's own Hexagon code "
+                              "for them aborts in LLVM: nothing to compare with)", node)
         # the float32 reduction of the widened value, rounded once (arm-64-linux: Halide's module has
         # llvm.vector.reduce.fadd.v8f32 from 0.0; hexagon-32-noos-hvx-hvx_128: float16x64 to one lane is
         # the two native float32 halves added, then float_reduce's steps, from 0.0); its initial value

@@ -149,6 +149,21 @@ def test_float16_reduction_is_halides_hexagon_library(op: str, k: int, lanes: in
     assert len(set(got.tolist())) > 10  # the inputs were varied
 
 
+def test_float16_reduction_to_several_lanes_on_hvx128_is_refused_by_name() -> None:
+    """float16 reductions to several lanes on hvx128: Halide's own Hexagon code for them aborts in LLVM
+    (nothing to compare with): a fallback naming them."""
+    from tests.pitchfork.codegen.test_floats_half_arm import W
+
+    a = hl.ImageParam(hl.UInt(16), 1, "a")
+    r = hl.RDom([(0, 4)])
+    g = hl.Func("fred_hvx16_rows")
+    g[x] = hl.reinterpret(hl.Float(16), a[x] & 0xB7FF)
+    g[x] = g[x] + hl.reinterpret(hl.Float(16), a[hl.min(x + r * 5, W - 1)] & 0xB7FF)
+    g.update().atomic().vectorize(r, 2).vectorize(x, 8)
+    with pytest.raises(pitchfork.api.Unsupported, match="float16 reductions to several lanes on hvx128"):
+        _compile(g, [a], "hvx128")
+
+
 def _pairs(op: str, k: int, r_lanes: int, x_lanes: int, name: str,
            bits: int = 32) -> tuple[hl.Func, hl.ImageParam]:
     """out(x) = g(x): g starts from a value per x (so the grouping with it shows) and reduces k terms
