@@ -61,6 +61,7 @@ from pitchfork.codegen.base import (ALLOC_ALIGN, BINOPS, BIT_COUNTS, IDENTITY_CA
                                            STACK_LIMIT, VERY_LIKELY, BufferInfo, Leaf, Stats,
                                            Unsupported, _assert_text, _ident, _show, _storage, fpir_type,
                                            type_code)
+from pitchfork.codegen.fast_builder import fast_builder
 from pitchfork.codegen.name_scope import fast_names
 from pitchfork.codegen.to_fpir import ExprConverter
 from pitchfork.codegen.floats import FloatEmitter
@@ -178,7 +179,8 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         self.layout = layout
         entry = fn.append_basic_block("entry")
         # hvx128 has no float vectors: its float vector ops are emitted lane by lane (hvx_floats.py)
-        self.b = ScalarFloatBuilder(entry) if self.target == "hvx128" else ir.IRBuilder(entry)
+        # (elsewhere llvmlite's builder, its frequent instructions built in one step: codegen/fast_builder.py)
+        self.b = ScalarFloatBuilder(entry) if self.target == "hvx128" else fast_builder(entry)
         self.err = fn.args[0]
         self.scalars: dict[str, tuple[ir.Value, ScalarType]] = {}
         #: scalar float values (parameters and lets), by name (see codegen_float.py)
