@@ -20,6 +20,9 @@ from fpir.types import work_arrays as _work
 
 Interval = tuple[int, int]
 
+#: result widths `wrap` takes from an int64 work array in one cast
+_NARROW_BITS = frozenset({8, 16, 32})
+
 
 # ---------------------------------------------------------------------------------------------
 # Exact numpy helpers. Values are numpy arrays of the type's dtype (object for >64 bits). Each
@@ -31,9 +34,16 @@ def wrap(v: Any, t: ScalarType) -> Any:
     v = np.asarray(v)
     if t.bits == 1:
         return np.asarray(v & 1).astype(np.bool_)
+    if v.dtype == np.int64 and t.bits in _NARROW_BITS:
+        # A cast between integer dtypes keeps the low bits (two's complement): the same values as
+        # the mask-and-sign-fold below, in one pass (the search's banks wrap millions of values)
+        return v.astype(t.np_dtype)
     if v.dtype == object:
-        # Elementwise on Python ints; np.asarray keeps 0-d results as object arrays.
+        # Elementwise on Python ints; np.asarray keeps 0-d results as object arrays. The masked
+        # values fit in 64 bits, so uint64 then a cast to the type's dtype does the sign fold.
         w = np.asarray(v & ((1 << t.bits) - 1), dtype=object)
+        if t.bits <= 64:
+            return w.astype(np.uint64).astype(t.np_dtype)
         if t.signed:
             w = np.asarray(np.where(w >= (1 << (t.bits - 1)), w - (1 << t.bits), w), dtype=object)
         return w.astype(t.np_dtype)

@@ -83,8 +83,10 @@ def fast_apply(op: str, args: Sequence[np.ndarray], types: Sequence[ScalarType],
             return np.invert(np.asarray(args[0]))
         if op in ("cast", "reinterpret") and (op == "cast" or types[0].bits == rt.bits):
             return np.asarray(args[0]).astype(rt.np_dtype)
-        if op in ("shl", "shr") and types[0] == rt and types[1].bits <= 32:
+        if op in ("shl", "shr") and types[0] == rt and (types[1].bits <= 32 or types[1].signed):
             return _native_shift(op == "shl", np.asarray(args[0]), np.asarray(args[1]), rt)
+        if op == "saturating_cast":
+            return _native_saturating_cast(np.asarray(args[0]), types[0], rt)
     s = spec(op)
     if s.reduce is not None:
         raise FPIRTypeError(f"{op} combines lanes; banks evaluate lane-wise ops only")
@@ -124,11 +126,24 @@ def lane_apply(
     return out.reshape(m, rows * g)
 
 
+def _native_saturating_cast(x: np.ndarray, s: ScalarType, rt: ScalarType) -> np.ndarray:
+    """saturating_cast<rt>(x) of an integer type `s` at most 64 bits wide, in the native dtypes: its
+    definition clamps in a signed type twice as wide (128 bits from 64: Python ints in object arrays,
+    most of the CPU of an HVX bank with i32 products, `vmpyo_sacc`); clamping in `s` itself to the
+    part of rt's range that `s` holds gives the same values."""
+    lo, hi = max(rt.min, s.min), min(rt.max, s.max)
+    x = x.astype(s.np_dtype, copy=False)
+    if lo > s.min or hi < s.max:
+        x = np.clip(x, np.asarray(lo, dtype=s.np_dtype), np.asarray(hi, dtype=s.np_dtype))
+    return np.asarray(x).astype(rt.np_dtype)
+
+
 def _native_shift(left_op: bool, a: np.ndarray, b: np.ndarray, rt: ScalarType) -> np.ndarray:
     """shl/shr with FPIR's meaning (a negative amount shifts the other way; amounts of `bits` or more
-    give 0, or the sign fill for an arithmetic right shift), in the native dtype."""
+    give 0, or the sign fill for an arithmetic right shift), in the native dtype. An amount of any
+    signed width or of at most 32 bits (int64 holds it and its negation once clamped to +-64)."""
     bits = rt.bits
-    b = b.astype(np.int64)
+    b = np.clip(b.astype(np.int64), -64, 64)
     up = np.clip(b if left_op else -b, 0, bits)  # left-shift magnitude
     down = np.clip(-b if left_op else b, 0, bits)  # right-shift magnitude
     with np.errstate(all="ignore"):

@@ -147,3 +147,21 @@ def test_type_errors_in_text_have_positions() -> None:
     with pytest.raises(FPIRSyntaxError) as e:
         parse("mul_shr(a_u8, b_i8, 3)")
     assert "same type" in e.value.message and e.value.column == 1
+
+
+def test_wrap_of_work_arrays_agrees_with_scalar_wrap() -> None:
+    """fpir.primitives.wrap (one cast from int64, uint64 then a cast from Python ints) gives each
+    value ScalarType.wrap gives it."""
+    import numpy as np
+
+    from fpir.primitives import wrap
+    from fpir.types import ScalarType
+
+    vals = [0, 1, -1, 127, 128, -129, 255, 256, 32767, -32769, 2**31, -2**31 - 1, 2**32 + 5, 2**62, -2**63]
+    for t in [ScalarType(s, b) for b in (8, 16, 32, 64) for s in (True, False)]:
+        work = [np.array(vals + [2**64 + 3, -2**70], dtype=object)]  # Python ints: any width
+        if t.bits <= 32:  # int64 work arrays hold results of at most 32 bits (fpir.types.work_arrays)
+            work.append(np.array(vals, dtype=np.int64))
+        for arr in work:
+            got = wrap(arr, t)
+            assert got.dtype == t.np_dtype and got.tolist() == [t.wrap(int(v)) for v in arr.tolist()], t
