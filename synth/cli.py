@@ -105,7 +105,9 @@ def parser() -> argparse.ArgumentParser:
         "--max-terms", type=int, default=200_000, help="candidate terms (argument combinations) per left side and CEGIS round (default 200000)"
     )
     p.add_argument("--rlimit", type=int, default=20_000_000, help="Z3 resource limit per query")
-    p.add_argument("--jobs", "-j", type=int, default=1, help="local worker processes")
+    p.add_argument("--jobs", "-j", type=int, default=1,
+                   help="local worker processes: above 1, a local Dask cluster of that many one-thread workers "
+                        "(synth/driver.py local_cluster); the same rule files as --jobs 1")
     p.add_argument("--cluster", metavar="ADDRESS", help="run the tasks on this Dask distributed scheduler")
     p.add_argument(
         "--time-limit",

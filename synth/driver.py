@@ -24,9 +24,10 @@ or idle machine, fresh or resumed, with 1 or N jobs or on a Dask cluster; only t
 wall-clock safety stop (`wall_limit`) can end a stage early, and the report says when it did.
 
 Execution backends run the same `synth.tasks.run_task`: `jobs == 1` in this process, `jobs > 1` a
-local process pool, `cluster` an existing Dask distributed scheduler (`distributed.Client`); a
-reused worker gives the same answers as a fresh one. A pool or cluster runs a few tasks ahead of the
-one awaited; results are taken in the tasks' order.
+local Dask cluster of that many one-thread worker processes started for the run (`local_cluster`),
+`cluster` an existing Dask distributed scheduler (`distributed.Client`); both go through the same
+Dask path, and a reused worker gives the same answers as a fresh one. A cluster runs a few tasks
+ahead of the one awaited; results are taken in the tasks' order.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
@@ -338,9 +339,9 @@ class _Serial:
 
 
 class _Ahead:
-    """Runs the awaited task and up to `window` uncached tasks after it on an executor (a local
-    process pool, or a Dask client), so workers stay busy while results are taken in order. `submit`
-    returns a future with `result()`, `done()` and `cancel()`: concurrent.futures' and Dask's alike."""
+    """Runs the awaited task and up to `window` uncached tasks after it on a Dask client, so workers
+    stay busy while results are taken in order. `submit` returns a future with `result()`, `done()`
+    and `cancel()`."""
 
     def __init__(self, submit: Callable[[Task], Any], window: int) -> None:
         self.submit, self.window = submit, window
@@ -369,10 +370,22 @@ class _Ahead:
         return out
 
 
+@contextmanager
+def local_cluster(workers: int) -> Iterator[str]:
+    """A Dask LocalCluster of `workers` one-thread worker processes for one run (`--jobs N`); yields
+    its scheduler address. One cluster for all the run's stages: its workers keep their imports and
+    term banks (synth/bank.py) from stage to stage, and a reused worker answers as a fresh one does."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
 class _runner:
-    """The backend for `opts` as a context: in process (`jobs == 1`), a local process pool, or the
-    Dask scheduler `opts.cluster` (the rule snapshot scattered once and handed to every task: a
-    worker activates it before running, so a reused worker drops the rule sets it loaded before)."""
+    """The backend for `opts` as a context: in process (`jobs == 1` and no cluster), else the Dask
+    scheduler `opts.cluster` (`run` starts a local one for `jobs > 1`; the rule snapshot is scattered
+    once and handed to every task: a worker activates it before running, so a reused worker drops the
+    rule sets it loaded before)."""
 
     def __init__(self, opts: Options, snap: Optional[RuleSnapshot]) -> None:
         self.opts, self.snap = opts, snap
@@ -388,11 +401,7 @@ class _runner:
             shipped = client.scatter(snap, broadcast=True) if snap is not None else None
             workers = max(1, sum(client.nthreads().values()))
             return _Ahead(lambda t: client.submit(run_task, t, snap=shipped, pure=False), 4 * workers)
-        if opts.jobs <= 1:
-            return _Serial(snap)
-        ex = ProcessPoolExecutor(max_workers=opts.jobs)
-        self._close.append(lambda: ex.shutdown(wait=True, cancel_futures=True))
-        return _Ahead(lambda t: ex.submit(run_task, t, snap), 4 * opts.jobs)
+        return _Serial(snap)
 
     def __exit__(self, *a: Any) -> None:
         for close in reversed(self._close):
@@ -732,7 +741,15 @@ def run(opts: Options) -> RunReport:
     """Corpus, then the stages in order (lift, then lowering per ISA), each with its own budgets
     (`max_lhs`/`max_lower_lhs` left sides, a work budget, `StageBudget`), each planned
     against the rules as they stand when it starts (a lowering stage's left sides come from the
-    corpus lifted with the lift stage's new rules), then the firing census (synth/census.py)."""
+    corpus lifted with the lift stage's new rules), then the firing census (synth/census.py).
+    With `jobs > 1` and no `cluster`, the tasks run on a local Dask cluster (`local_cluster`)."""
+    if opts.jobs > 1 and not opts.cluster:
+        with local_cluster(opts.jobs) as address:
+            return _run(replace(opts, cluster=address))
+    return _run(opts)
+
+
+def _run(opts: Options) -> RunReport:
     t_start = time.perf_counter()
     report = RunReport()
     cache = Cache(opts.cache_dir)
