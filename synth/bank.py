@@ -264,6 +264,35 @@ def _type_rule(op: str, rtype: Optional[ScalarType], ts: tuple[ScalarType, ...])
     return _TYPE_RULES[key]
 
 
+#: (op, its type rule, form type, the grammar's types in order) -> the argument type tuples a bank
+#: of those types builds the form at, with their result types (`Bank._signatures`): the same in every
+#: bank over those types, and asked of every type tuple (a deep search builds a bank per CEGIS round
+#: and top-down sub-goal)
+_TYPED_TUPLES: dict[tuple, list[tuple[tuple[ScalarType, ...], ScalarType]]] = {}
+
+
+def _typed_tuples(
+    op: str, rtype: Optional[ScalarType], types: tuple[ScalarType, ...]
+) -> list[tuple[tuple[ScalarType, ...], ScalarType]]:
+    s = spec(op)
+    key = (op, s.type_rule, rtype, types)
+    got = _TYPED_TUPLES.get(key)
+    if got is None:
+        got = []
+        allowed = set(types)
+        for ts in _tuples(types, s.arity):
+            rt = _type_rule(op, rtype, ts)
+            if rt is None or rt not in allowed:
+                continue
+            if s.arity == 1 and op in ("cast", "reinterpret", "saturating_cast") and rt == ts[0]:
+                continue
+            if op in COMMUTATIVE and s.arity == 2 and ts[0].name > ts[1].name:
+                continue
+            got.append((ts, rt))
+        _TYPED_TUPLES[key] = got
+    return got
+
+
 class Bank:
     def __init__(
         self, grammar: "Grammar", vars_: Sequence[Term], rows: Sequence[tuple[int, ...]],
@@ -333,12 +362,7 @@ class Bank:
                 if all(g * a in self.factors for a in lanes)
             ]
             if 1 <= s.arity <= 3 and placements:
-                for ts in _tuples(self.types, s.arity):
-                    rt = self._result_type(op, rtype, ts)
-                    if rt is None or (s.arity == 1 and op in ("cast", "reinterpret", "saturating_cast") and rt == ts[0]):
-                        continue
-                    if op in COMMUTATIVE and s.arity == 2 and ts[0].name > ts[1].name:
-                        continue
+                for ts, rt in _typed_tuples(op, rtype, tuple(self.types)):
                     for gs, g in placements:
                         sigs.append((ts, rt, int(self.g.node_level(op, ts, rt)), gs, g))
             out.append(sigs)
