@@ -267,7 +267,7 @@ def narrows(e: H.Expr, bits: int, node: H.Node | None = None) -> bool:
     that loses nothing, of a value that narrows; a broadcast or shuffle of values that narrow; a constant
     the narrow type holds. Nothing else narrows to a float (its Add / Min / ... cases are for integer
     targets). `node` is named by a refusal (a sum of a constant asked of a float type Halide lacks).
-    Halide 21's modules agree (/work/coord/s31/app3/probe/narrow.py, arm-64-linux, sums by 2 lanes):
+    Halide 21's own modules agree (probed on arm-64-linux, sums by 2 lanes):
     float64 of float64(uint8 / uint16 / int16 widening_mul / float32 / float16 / min(uint8) / uint16
     widening_add): no faddp; of select(...): faddp; float32 of float32(float16(uint8)): no faddp; of
     float32(uint8 / uint16 / ...): faddp."""
