@@ -191,12 +191,13 @@ def hand_trials(rules_dir: Path, isa: str, benches: Sequence[str], trials: Seque
     that trial's hand rules placed before the synthesized ones, with `gain` = without / with (> 1: the
     synthesized set is slower for the lack of them) and the trial's rules that fired. Diagnosis only:
     nothing is written into RULES_DIR."""
+    texts = [hand_rule_texts(isa, names) for names in trials]  # (the same for every benchmark)
     out = []
     for b in benches:
         base = _scratch_row(b, isa, rules_dir, (), (), timeout)
         s0 = metric(base, isa, static=True)
-        for names in trials:
-            row = _scratch_row(b, isa, rules_dir, (), hand_rule_texts(isa, names), timeout)
+        for names, first in zip(trials, texts):
+            row = _scratch_row(b, isa, rules_dir, (), first, timeout)
             s1 = metric(row, isa, static=True)
             fired = set((row or {}).get("rules_fired", {}))
             out.append({"bench": b, "isa": isa, "hand_rules": list(names), "synth_static": s0, "static": s1,
