@@ -42,8 +42,7 @@ native halves added, the strided halves added, then `llvm.vector.reduce.fadd.v16
 several lanes refused there, where Halide's own Hexagon code generation aborts).
 
 bfloat16 reductions are lowered before they get here too (floats_bfloat.py: Halide's generic steps,
-each rounded to bfloat16; to one lane refused there, as Halide 21 cannot compile those either, and on
-hvx128, where a factor-3 step differed from Halide's Hexagon library).
+each rounded to bfloat16; to one lane refused there, as Halide 21 cannot compile those either).
 
 A factor-2 sum whose value Halide's lossless_cast narrows to half its width (`narrows`, a port of its
 float cases: a float64 sum of float64(uint16), a float32 sum of float32(float16), ...) is not a pairwise

@@ -172,7 +172,7 @@ class FloatEmitter:
             if lowered is not None:
                 return self.emit(lowered)
         if bfloat:
-            lowered = lower_bfloat(e, self.node, self.cg.target)
+            lowered = lower_bfloat(e, self.node)
             if lowered is not None:
                 return self.emit(lowered)
         m: Callable[[H.Expr], ir.Value] | None = getattr(self, f"_e_{type(e).__name__}", None)

@@ -22,10 +22,10 @@ between casts); floats.py emits the casts, loads, stores and reinterprets with t
 flags, rounded. Other calls on bfloat16 (Halide's front end already writes sqrt, floor ... of a bfloat16
 as the float32 call of its float32 value; saturating_cast to bfloat16 is expanded before, as every
 saturating_cast to a float type: halide_calls.lower_float_saturating_cast) are refused by name.
-A `vector_reduce` to several lanes is Halide's generic steps on bfloat16 operations (`_reduce`); to one
-lane it is refused by name (Halide 21's own module for it fails LLVM's verifier), and on hvx128 too (a
-factor-3 step to 8 lanes differed from Halide's Hexagon library in lanes 1 and 6 of every 8, against a
-model of Halide's semantics that Halide's library matches; factor 2 matched; the cause is not found).
+A `vector_reduce` to several lanes is Halide's generic steps on bfloat16 operations (`_reduce`), its
+slices pushed down to the loads (on hvx128 a slice of the widened n-lane value was miscompiled by LLVM
+22: see `_reduce`); to one lane it is refused by name (Halide 21's own module for it fails LLVM's
+verifier).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from llvmlite import ir
 
 from pitchfork.codegen.base import Unsupported
 from pitchfork.codegen.float_math import FloatOps, with_lanes
+from pitchfork.codegen.reduce import slice_expr
 from pitchfork.frontend import ir as H
 from pitchfork.frontend.htypes import HType
 
@@ -108,7 +109,7 @@ def _f32(t: HType) -> HType:
     return HType("float", 32, t.lanes)
 
 
-def lower_bfloat(e: H.Expr, node: H.Node | None = None, target: str = "") -> H.Expr | None:
+def lower_bfloat(e: H.Expr, node: H.Node | None = None) -> H.Expr | None:
     """A bfloat16 operation as Halide computes it: the float32 operation of its operands' float32
     values, converted back (rounded) to bfloat16; None for what floats.py emits on the widened
     values directly (loads, casts, select, comparisons, `round`: `round_bfloat`). Unsupported names
@@ -136,10 +137,6 @@ another bfloat16 call (and the statement `node`'s line)."""
         values = tuple(H.Cast(_f32(v.type), v) for v in (zero_, one_))
         return H.Cast(e.type, H.Call("lerp", (*values, w32), _f32(e.type)))
     if isinstance(e, H.VectorReduce) and is_bfloat(e.type):
-        if target == "hvx128":
-            raise Unsupported(f"floating-point vector_reduce_{e.op} ({e.value.type} to {e.type}): bfloat16 "
-                              "reductions on hvx128 are not compiled (a factor-3 step to 8 lanes differed from "
-                              "Halide's Hexagon library in 2 lanes of 8; not found why)", node)
         return _reduce(e, node)
     if isinstance(e, H.Call) and is_bfloat(e.type) and e.name not in (*_IDENTITY_CALLS, "round"):
         raise Unsupported(f"floating-point call {e.name} on bfloat16 values (not compiled for bfloat16)",
@@ -149,8 +146,6 @@ another bfloat16 call (and the statement `node`'s line)."""
 
 #: a bfloat16 vector_reduce's operator as the binary operator that combines its slices
 _REDUCE_OPS = {"add": "+", "mul": "*", "min": "min", "max": "max"}
-#: the let that holds a reduced value while its slices are taken (never a Halide name: it has a space)
-_REDUCED = "bfloat16 reduced"
 
 
 def _reduce(e: H.VectorReduce, node: H.Node | None) -> H.Expr | None:
@@ -174,12 +169,14 @@ def _reduce(e: H.VectorReduce, node: H.Node | None) -> H.Expr | None:
     if f > 2 and f % 2 == 0:
         half = H.VectorReduce(e.op, e.value, HType(e.type.code, e.type.bits, n // 2))
         return H.VectorReduce(e.op, half, e.type)
-    v = H.Variable(_REDUCED, e.value.type)
-
-    def lanes(i: int) -> H.Expr:
-        return H.Shuffle("slice_vectors", (v,), tuple(range(i, n, f)), e.type)
-
-    acc = lanes(0)
-    for i in range(1, f):
-        acc = H.BinOp(op, acc, lanes(i), e.type)
-    return H.Let(_REDUCED, e.value, acc, e.type)
+    # each slice pushed down to the leaves (pitchfork.codegen.reduce.slice_expr: a shuffle of the
+    # loaded 16-bit patterns, composed with the one that loaded them), never a slice of a widened
+    # n-lane value: on hvx128 that n-lane value is a 16-bit gather whose lanes repeat (x + r*5 for
+    # r-windows that overlap), and LLVM 22's Hexagon backend builds a 16-bit vector whose 32-bit words
+    # repeat with a splat of the element type (HexagonISelLoweringHVX buildHvxVectorReg; fixed upstream by
+    # llvm-project PR 204808): a factor-3 step to 8 lanes was wrong in lanes 1 and 6 of every 8
+    parts = [slice_expr(e.value, i, f, m) for i in range(f)]
+    acc = parts[0]
+    for p in parts[1:]:
+        acc = H.BinOp(op, acc, p, e.type)
+    return acc
