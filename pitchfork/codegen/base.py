@@ -71,12 +71,21 @@ VERY_LIKELY = (1 << 30, 0)
 IDENTITY_CALLS = ("likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float")
 
 
+#: (Halide type code, bits) -> its FPIR type, one object each (fpir_type runs for every node converted)
+_FPIR_TYPES: dict[tuple[str, int], ScalarType] = {
+    (code, bits): ScalarType(code == "int", bits) for code in ("int", "uint") for bits in (8, 16, 32, 64)}
+_FPIR_TYPES["uint", 1] = ScalarType(False, 1)
+
+
 def fpir_type(t: HType, node: Optional[H.Node] = None) -> ScalarType:
+    st = _FPIR_TYPES.get((t.code, t.bits))
+    if st is not None:
+        return st
     if t.code not in ("int", "uint"):
         raise Unsupported(f"{t} values where PITCHFORK's integer path needs an integer", node)
     if t.bits not in (1, 8, 16, 32, 64):
         raise Unsupported(f"{t} values", node)
-    return ScalarType(t.code == "int", t.bits)
+    return ScalarType(t.code == "int", t.bits)  # (int1: FPIR's error, booleans are unsigned)
 
 
 def buffer_dtype(t: HType) -> "np.dtype":

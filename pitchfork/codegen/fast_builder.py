@@ -7,7 +7,8 @@ wrapper for binary operators and casts), the instruction class's `__init__`, `In
 and a shuffle checks every mask lane through a generator. On an arm64 compile of a few thousand
 instructions that chain is a tenth of the codegen's Python time. `FastBuilder` builds the instructions of the
 kinds codegen emits most (integer binary operators, casts, `select`, integer compares, `shufflevector`,
-`extractelement`, `insertelement`; `load`, `store` and one-index `getelementptr` through a typed pointer) by filling the new object's attributes in one step: the same
+`extractelement`, `insertelement`; `load`, `store` and one-index `getelementptr` through a typed pointer;
+a plain `call` of a function) by filling the new object's attributes in one step: the same
 class, the same attributes in the same order, with the same values (the same operand container kind:
 llvmlite keeps a binary operator's operands as a tuple and the others' as lists), the name registered
 by the same scope call, the object inserted where `_insert` puts it. Every other builder method is
@@ -44,6 +45,11 @@ _InsertElement = _ins.InsertElement
 _LoadInstr = _ins.LoadInstr
 _StoreInstr = _ins.StoreInstr
 _GEPInstr = _ins.GEPInstr
+_CallInstr = _ins.CallInstr
+_FastMathFlags = _ins.FastMathFlags
+_CallInstrAttributes = _ins.CallInstrAttributes
+_Function = _val.Function
+_MetaDataType = _ty.MetaDataType
 _TypedPointerType = _ty._TypedPointerType
 _PointerType = _ty.PointerType
 _VoidType = _ty.VoidType
@@ -85,6 +91,11 @@ def _cast_method(opname: str) -> Callable[..., Any]:
         return self._cast(opname, val, typ, name)
     method.__name__ = opname
     return method
+
+
+def _no_attributes(names: Any) -> bool:
+    """Whether `names` is an empty tuple or list (llvmlite's attribute sets then start empty)."""
+    return type(names) in (tuple, list) and not names
 
 
 class FastBuilder(ir.IRBuilder):
@@ -168,6 +179,32 @@ class FastBuilder(ir.IRBuilder):
             return ir.IRBuilder.insert_element(self, vector, value, idx, name)  # llvmlite's TypeError
         return self._put(_named(_InsertElement, self._block, vt, "insertelement", [vector, value, idx], name, []))
 
+    # ---- calls (llvmlite's `CallInstr`: no fast-math flags, attributes or argument attributes)
+    def call(self, fn: ir.Value, args: Sequence[ir.Value], name: str = "", cconv: Optional[str] = None,
+             tail: Any = False, fastmath: Any = (), attrs: Any = (), arg_attrs: Any = None) -> Any:
+        """A plain call of a `Function` with arguments of its parameter types; anything else (flags,
+        attributes, a tail marker's name, a variadic or metadata parameter, a mismatching argument) is
+        llvmlite's own `call`, which checks it."""
+        if (type(fn) is not _Function or not _no_attributes(fastmath) or not _no_attributes(attrs) or arg_attrs
+                or isinstance(tail, str)):
+            return ir.IRBuilder.call(self, fn, args, name, cconv, tail, fastmath, attrs, arg_attrs)
+        fnty = fn.function_type
+        if fnty.var_arg or len(args) != len(fnty.args):
+            return ir.IRBuilder.call(self, fn, args, name, cconv, tail, fastmath, attrs, arg_attrs)
+        for a, t in zip(args, fnty.args):
+            at = a.type
+            if (at is not t and at != t) or isinstance(t, _MetaDataType):
+                return ir.IRBuilder.call(self, fn, args, name, cconv, tail, fastmath, attrs, arg_attrs)
+        block = self._block
+        i = _new(_CallInstr)
+        # CallInstr.__init__'s attributes, then Instruction.__init__'s, in their order
+        i.__dict__.update(cconv=fn.calling_convention if cconv is None else cconv, tail="tail" if tail else "",
+                          fastmath=_FastMathFlags(), attributes=_CallInstrAttributes(), arg_attributes={},
+                          parent=block, type=fnty.return_type,
+                          _name=block.scope.register(name, deduplicate=True), opname="call",
+                          operands=[fn, *args], flags=[], metadata={})
+        return self._put(i)
+
     # ---- memory, through a typed pointer (llvmlite's element type: its pointee)
     def load(self, ptr: ir.Value, name: str = "", align: Optional[int] = None, typ: Optional[ir.Type] = None) -> Any:
         pt = ptr.type
@@ -233,6 +270,15 @@ def _sample(b: ir.IRBuilder, fn: ir.Function) -> None:
     b.load(p, name="ld")
     b.store(ld, q, align=4)
     b.store(s, p)
+    m = fn.module
+    g = ir.Function(m, ir.FunctionType(i32, [i32, v4]), "g")
+    h = ir.Function(m, ir.FunctionType(ir.VoidType(), []), "h")
+    h.calling_convention = "fastcc"
+    b.call(g, [s, w], name="r")
+    b.call(g, (t, w), tail=True)
+    b.call(h, [])
+    b.call(h, [], cconv="ccc", tail=False)
+    b.call(g, [s, w], fastmath=["fast"], attrs=("nounwind",))  # llvmlite's
 
 
 def _shape(v: Any, names: dict[int, str]) -> Any:

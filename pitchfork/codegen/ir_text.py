@@ -299,7 +299,8 @@ def _function_text(fn: ir.Function) -> str:
             block.descr(buf)
             continue
         buf.append(f"{block._format_name()}:\n")
-        buf += ["  " + (i.__dict__.get(_CACHE) or str(i)) + "\n" for i in block.instructions]
+        if block.instructions:  # (one join per block, not two concatenations per line)
+            buf += ("  ", "\n  ".join([i.__dict__.get(_CACHE) or str(i) for i in block.instructions]), "\n")
     buf.append("}\n")
     return "".join(buf)
 

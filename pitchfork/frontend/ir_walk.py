@@ -15,20 +15,27 @@ from pitchfork.frontend import ir as H
 N = TypeVar("N")
 
 
+#: node class -> its dataclass fields' names, in order (looked up once per class, not per node)
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def map_children(node: N, kind: type, fn: Callable[[Any], Any]) -> N:
     """`node` with `fn` applied to each child of class `kind` (single fields and tuples of them);
     the same object when nothing changed, so unchanged subtrees stay shared."""
     changes = {}
-    for f in dataclasses.fields(node):  # type: ignore[arg-type]
-        v = getattr(node, f.name)
+    names = _FIELD_NAMES.get(type(node))
+    if names is None:
+        names = _FIELD_NAMES[type(node)] = tuple(f.name for f in dataclasses.fields(node))  # type: ignore[arg-type]
+    for name in names:
+        v = getattr(node, name)
         if isinstance(v, kind):
             nv = fn(v)
             if nv is not v:
-                changes[f.name] = nv
+                changes[name] = nv
         elif isinstance(v, tuple) and v and all(isinstance(x, kind) for x in v):
             nt = tuple(fn(x) for x in v)
             if any(a is not b for a, b in zip(nt, v)):
-                changes[f.name] = nt
+                changes[name] = nt
     return dataclasses.replace(node, **changes) if changes else node  # type: ignore[type-var]
 
 

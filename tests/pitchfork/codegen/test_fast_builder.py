@@ -48,7 +48,16 @@ BAD_CALLS: list[tuple[str, Callable[[ir.IRBuilder, Any], Any]]] = [
     ("store of the wrong type", lambda b, a: b.store(a[2], a[4])),
     ("store to a scalar", lambda b, a: b.store(a[2], a[2])),
     ("gep at a vector index", lambda b, a: b.gep(a[4], [a[0]])),
+    ("call with an argument of another type", lambda b, a: b.call(_callee(a), [a[3]])),
+    ("call with too few arguments", lambda b, a: b.call(_callee(a), [])),
+    ("call with an unknown attribute", lambda b, a: b.call(_callee(a), [a[2]], attrs=("fast",))),
 ]
+
+
+def _callee(args: Any) -> ir.Function:
+    """`i32 g(i32)` in the module of the function whose arguments are `args`."""
+    m = args[0].parent.module
+    return m.globals.get("g") or ir.Function(m, ir.FunctionType(I32, [I32]), "g")
 
 
 @pytest.mark.parametrize("what,call", BAD_CALLS, ids=[w for w, _ in BAD_CALLS])
