@@ -387,6 +387,18 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
+#: the heading from which a results file's hand-written notes run to its end: a rewrite of the file
+#: (--write-results) keeps them after the new table, so measurements with their commands stay beside it
+NOTES_HEADING = "## Notes (kept when the table above is rewritten)"
+
+
+def kept_notes(old_text: str) -> str:
+    """The notes section of a previous results file (from NOTES_HEADING to its end), after one blank
+    line; "" if it has none."""
+    at = old_text.find(NOTES_HEADING)
+    return "" if at < 0 else "\n" + old_text[at:].rstrip("\n") + "\n"
+
+
 def run_apps(args: argparse.Namespace) -> int:
     """Run the suite (four worker processes per app), print and write the figures."""
     from benchmarks.apps import APPS
@@ -419,7 +431,8 @@ def run_apps(args: argparse.Namespace) -> int:
                                      "reps": reps, "scheduling": sched, "huge_pages": huge,
                                      "processes_per_worker": processes, "rows": rows}, indent=1))
     text = report(rows, load_before, load_after, sched, command, huge, processes)
-    md_path.write_text(text)
+    old = md_path.read_text() if md_path.exists() else ""
+    md_path.write_text(text + kept_notes(old))
     print(text)
     return 0 if not any("error" in r for r in rows) else 1
 

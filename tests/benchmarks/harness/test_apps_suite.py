@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.harness.apps_suite import B2B_CALLS, output_paths, report, scheduling
+from benchmarks.harness.apps_suite import B2B_CALLS, NOTES_HEADING, kept_notes, output_paths, report, scheduling
 
 
 def test_suite_runs_one_app_at_both_thread_counts(tmp_path: Path) -> None:
@@ -49,6 +49,13 @@ def test_results_are_written_in_benchmarks_only_with_write_results(tmp_path: Pat
     assert md.parent == Path.cwd() / "pitchfork-apps-out"
     md, js = output_paths(argparse.Namespace(output_dir=None, write_results=True))
     assert (md.name, js.name, md.parent.name) == ("RESULTS_APPS.md", "apps_results.json", "benchmarks")
+
+
+def test_a_rewrite_keeps_the_notes_section() -> None:
+    """The hand-written notes (commands and figures of one-off measurements) survive --write-results."""
+    old = f"# Apps suite\n\n| table |\n\n{NOTES_HEADING}\n\n### Session 32\nfigures\n\n"
+    assert kept_notes(old) == f"\n{NOTES_HEADING}\n\n### Session 32\nfigures\n"
+    assert kept_notes("# Apps suite\n| table |\n") == ""
 
 
 def test_write_results_refuses_an_output_folder(tmp_path: Path) -> None:
