@@ -553,6 +553,7 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
                                                rewrite_predicate_selects, rewrite_wide_lane_predicate_truncs,
                                                rewrite_wide_predicate_exts)
         from pitchfork.backend.hvx_i64 import has_i64_products, rewrite_i64_products
+        from pitchfork.backend.hvx_shuffles import has_repeated_word_shuffle, rewrite_repeated_word_shuffles
 
         # The backend passes of pitchfork.passes.pipeline, in its order (the first four are required).
         if has_predicate_select(text):  # InstCombine's predicate selects: Hexagon cannot select them
@@ -565,6 +566,8 @@ def _compile(ir_text: str, target: Target, opt: int, align_vectors: bool = True,
             text = _traced(trace, "hvx_i128_mulh", rewrite_i128_mulhs(text))
         if i64_halves and has_i64_products(text):  # foldMulHigh's 32x32->64-bit products: scalarised
             text = _traced(trace, "hvx_i64_halves", rewrite_i64_products(text))
+        if has_repeated_word_shuffle(text):  # 8/16-bit shuffles with repeated words: built wrong
+            text = _traced(trace, "hvx_repeated_word_shuffles", rewrite_repeated_word_shuffles(text))
         bad_line = optimizer_i128_line(ir_text, text)
         if bad_line is not None:
             raise CompileError(f"hvx128: unsupported: the optimiser made vectors of i128 lanes, "

@@ -1,0 +1,110 @@
+"""pitchfork/backend/hvx_shuffles.py: 8/16-bit HVX shuffles whose 32-bit words repeat.
+
+LLVM 22 builds such a shuffle from a splat of the most frequent word made at the lane width, so the
+lanes of a repeated word ran wrong. The repro is a Halide pipeline vectorized over two dimensions (its
+load `a[x + 5*y]` becomes one dense load and a shuffle whose windows overlap): before the rewrite 64 of
+384 u16 lanes (and 48 of 1,024 u8 lanes of a stride-3 variant, 48 of 768 in a three-register result)
+differed from Halide's realize under qemu-hexagon, with isel=pitchfork and isel=llvm alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pitchfork.backend.hvx_shuffles import _groups, has_repeated_word_shuffle, rewrite_repeated_word_shuffles
+from pitchfork.backend.run import tools_available
+
+M24 = [0, 5, 10, 1, 6, 11, 2, 7, 12, 3, 8, 13, 4, 9, 14, 5, 10, 15, 6, 11, 16, 7, 12, 17]
+
+
+def _shuffle_ir(mask: list[int], ty: str = "i16", n: int = 64) -> str:
+    lanes = ", ".join(f"i32 {i}" for i in mask)
+    return (f"define <{len(mask)} x {ty}> @f(<{n} x {ty}> %v) {{\n"
+            f"  %s = shufflevector <{n} x {ty}> %v, <{n} x {ty}> poison, <{len(mask)} x i32> <{lanes}>\n"
+            f"  ret <{len(mask)} x {ty}> %s\n}}\n")
+
+
+def test_groups_put_each_repeat_of_a_word_in_its_own_group() -> None:
+    # the word (6, 11) at lanes 4-5 and 18-19 (the lanes that ran wrong); every other word once
+    groups = _groups(list(M24), 2)
+    assert groups is not None
+    assert [i for i, g in enumerate(groups) if g] == [18, 19]
+    assert _groups([0, 1, 2, 3], 2) is None  # distinct words
+    assert _groups([3] * 8, 2) is None  # a splat: lowered as one, not built
+    assert _groups([0, 1, 0, 1], 4) is None  # one 8-bit word: no repeat
+    assert _groups([0, 1, 2, 3, 0, 1, 2, 3], 4) is not None
+
+
+def test_rewrite_touches_only_shuffles_with_repeated_words() -> None:
+    plain = _shuffle_ir(list(range(0, 48, 2)))
+    assert not has_repeated_word_shuffle(plain)
+    assert rewrite_repeated_word_shuffles(plain) == plain
+    # a splat widened with lanes of an undefined constant (as the emitters pad): nothing is built
+    undef_pad = ("define <128 x i8> @g(<64 x i8> %v) {\n  %s = shufflevector <64 x i8> %v, <64 x i8> <i8 undef"
+                 + ", i8 poison" * 63 + ">, <128 x i32> <" + ", ".join(f"i32 {min(i, 64)}" for i in range(128))
+                 + ">\n  ret <128 x i8> %s\n}\n")
+    assert not has_repeated_word_shuffle(undef_pad)
+    text = _shuffle_ir(M24)
+    assert has_repeated_word_shuffle(text)
+    out = rewrite_repeated_word_shuffles(text)
+    assert "@llvm.hexagon.V6.vor.128B" in out and "declare <32 x i32> @llvm.hexagon.V6.vor.128B" in out
+    assert not has_repeated_word_shuffle(out)  # no group has a repeated word left
+
+
+@pytest.mark.parametrize("mask,ty,n", [(M24, "i16", 64), (M24 * 8, "i16", 64), (M24 * 4 + [1, 2, 3, 4], "i8", 128)])
+def test_rewritten_module_computes_the_same_lanes(mask: list[int], ty: str, n: int) -> None:
+    """The rewritten shuffle JIT-compiled for the host, with the Hexagon intrinsic replaced by a plain
+    `or` of its operands (what vor computes), gives the original shuffle's lanes (one and several
+    128-byte registers, 16- and 8-bit lanes)."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+
+    text = rewrite_repeated_word_shuffles(_shuffle_ir(mask, ty, n))
+    text = text.replace("declare <32 x i32> @llvm.hexagon.V6.vor.128B(<32 x i32>, <32 x i32>)\n", "")
+    text += ("define internal <32 x i32> @vor(<32 x i32> %a, <32 x i32> %b) {\n"
+             "  %r = or <32 x i32> %a, %b\n  ret <32 x i32> %r\n}\n")
+    text = text.replace("@llvm.hexagon.V6.vor.128B", "@vor")
+    bits = 8 if ty == "i8" else 16
+    m = len(mask)
+    wrapper = (f"define void @run(ptr %in, ptr %out) {{\n  %v = load <{n} x {ty}>, ptr %in\n"
+               f"  %r = call <{m} x {ty}> @f(<{n} x {ty}> %v)\n  store <{m} x {ty}> %r, ptr %out\n  ret void\n}}\n")
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    mod = llvm.parse_assembly(text + wrapper)
+    mod.verify()
+    tm = llvm.Target.from_default_triple().create_target_machine()
+    with llvm.create_mcjit_compiler(mod, tm) as ee:
+        ee.finalize_object()
+        fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(ee.get_function_address("run"))
+        dt = np.uint8 if bits == 8 else np.uint16
+        src = (np.arange(n) * 37 + 11).astype(dt)
+        out = np.zeros(m, dt)
+        fn(src.ctypes.data, out.ctypes.data)
+    assert np.array_equal(out, src[np.array(mask)])
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="qemu-hexagon / clang / lld missing")
+@pytest.mark.parametrize("bits,xs,ys,stride,w,h", [(16, 8, 3, 5, 64, 6), (8, 16, 8, 3, 64, 16), (16, 64, 3, 7, 128, 6)])
+def test_two_dimensional_vector_load_runs_bit_exactly(bits: int, xs: int, ys: int, stride: int, w: int, h: int) -> None:
+    import halide as hl
+
+    import pitchfork
+
+    t = hl.UInt(bits)
+    a = hl.ImageParam(t, 1, "a")
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func("f")
+    f[x, y] = a[x + stride * y] + hl.cast(t, 1)
+    f.bound(x, 0, w).bound(y, 0, h)
+    f.reorder(y, x).vectorize(y, ys).vectorize(x, xs)
+    buf = (np.arange(1, 1025) * 7).astype(np.uint8 if bits == 8 else np.uint16)
+    a.set(hl.Buffer(buf))
+    want = np.asarray(f.realize([w, h]))
+    for isel in ("pitchfork", "llvm"):
+        prog = pitchfork.compile(f, [a], target="hvx128", isel=isel)
+        assert prog.module is not None, "fell back"
+        got = np.asarray(prog(buf, size=[w, h], check=True))
+        assert np.array_equal(got, want), f"{isel}: {int((got != want).sum())} lanes differ"
