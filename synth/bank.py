@@ -328,10 +328,13 @@ class Bank:
         self.levels: list[_Level] = []
         self.level_count: list[int] = []
         self.seen: dict[tuple[ScalarType, int], set[int]] = {k: set() for k in self.salt}
-        # level-0 entries: every variable at its lane factor, every constant at each factor
+        # level-0 entries: every variable at its lane factor, every constant at each factor; a
+        # compound leaf (hoisted work on uniform operands, `Grammar.leaves`) at factor 1, over
+        # variables of factor 1 only
         self.leaf_slots = [
             (leaf, g) for leaf in grammar.leaves
-            for g in ((self.var_factor.get(leaf.name, 1),) if leaf.is_var else self.factors)
+            for g in ((self.var_factor.get(leaf.name, 1),) if leaf.is_var else self.factors if leaf.is_const
+                      else (1,) if all(self.var_factor.get(v.name, 1) == 1 for v in leaf.variables()) else ())
         ]
         self.candidates = 0  # built after the structural filters (what terms/s counts)
         self.seconds = 0.0
@@ -434,7 +437,8 @@ class Bank:
         if level == 0:
             ids, hs = [], []
             for leaf, g in self.leaf_slots:
-                v = self.env[leaf.name] if leaf.is_var else np.asarray(leaf.value, dtype=leaf.type.np_dtype)
+                v = self.env[leaf.name] if leaf.is_var else np.asarray(leaf.value, dtype=leaf.type.np_dtype) \
+                    if leaf.is_const else _leaf_values(leaf, self.env)
                 vals = np.broadcast_to(v, (self.n * g,)).reshape(1, self.n * g)
                 gid = self._new_entries(leaf.type, level, vals, -1, np.zeros((1, 0), dtype=np.int64), leaf, g=g)
                 ids.append(gid if gid is not None else -1)
@@ -639,6 +643,14 @@ class Bank:
 
     def size(self) -> int:
         return sum(len(lv.hashes) for lv in self.levels)
+
+
+def _leaf_values(leaf: Term, env: dict[str, np.ndarray]) -> np.ndarray:
+    """A compound leaf's values on the example rows (its variables' columns, factor 1)."""
+    from fpir.interp import evaluate
+
+    with np.errstate(all="ignore"):
+        return np.asarray(evaluate(leaf, {v.name: env[v.name] for v in leaf.variables()})).astype(leaf.type.np_dtype)
 
 
 def _tuples(types: Sequence[ScalarType], k: int) -> list[tuple[ScalarType, ...]]:

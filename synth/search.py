@@ -562,6 +562,10 @@ def _batch_matches(
             for leaf in pool:
                 if leaf.is_const:
                     vals.append(np.full(n, leaf.value, dtype=leaf.type.np_dtype))
+                elif not leaf.is_var:  # a compound leaf (hoisted work, synth/tasks.py `hoisted_leaves`)
+                    with np.errstate(all="ignore"):
+                        v = np.asarray(evaluate(leaf, dict(env))).astype(leaf.type.np_dtype)
+                    vals.append(np.broadcast_to(v, (n,)))
                 else:
                     v = env.get(leaf.name)
                     if v is None or np.ndim(v) != 1 or len(v) != n:

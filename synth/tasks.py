@@ -65,8 +65,11 @@ LOWER_PRIMS = (
 #: `amount_encodable`; lower 20: a task's cost and encodable test see its variables' ranges, a uniform
 #: task off x86 keeps right sides encodable only through the uniform operand, `needs_uniform`, and
 #: states the ranges such a right side needs, `needed_ranges`; lower 21: arm64 right sides kept only
-#: with fewer cortex-a76 issue cycles, synth/cost.py `bound_below`)
-SEARCH_VERSION = {"lift": 8, "lower": 21}
+#: with fewer cortex-a76 issue cycles, synth/cost.py `bound_below`; lower 22: a uniform task with a
+#: top-down search runs it over grammars with hoisted leaves, `_uniform_topdown`, and the top-down
+#: search's residuals that are a function of a sub-goal's value at one point, synth/topdown.py
+#: `exceptions`)
+SEARCH_VERSION = {"lift": 8, "lower": 22}
 ISA_PREFIX = {"x86-avx2": "x86.", "arm64": "arm.", "hvx128": "hvx."}
 
 
@@ -659,6 +662,8 @@ def _run_uniform(task: Task, term: Term) -> dict[str, Any]:
     t1 = time.perf_counter()
     try:
         res = synthesize(searched, grammar, bound, max_terms=task.max_terms, rlimit=task.rlimit)
+        if res.status == "budget" and task.topdown:
+            res = _uniform_topdown(searched, grammar, bound, task, res, rng)
     except WorkCapExceeded as e:
         res = SearchResult("budget", None, 0, 0, 0, str(e))
     info.update(search_seconds=round(time.perf_counter() - t1, 3), terms=res.terms, solver_calls=res.solver_calls,
@@ -705,6 +710,110 @@ def _topdown(seen: Term, grammar: Grammar, bound: tuple, task: Task, res: "Searc
         return replace(res, detail=f"{res.detail}; top-down: {type(e).__name__}: {e}")
     detail = td.detail if td.status == "found" else f"{res.detail}; {td.detail}"
     return replace(td, status=td.status, terms=res.terms + td.terms, solver_calls=res.solver_calls + td.solver_calls,
+                   rounds=res.rounds + td.rounds, detail=detail, pruned=res.pruned)
+
+
+#: the term budget of a sub-goal in a uniform task's top-down search, in multiples of the task's: its
+#: grammar holds the hoisted leaves and each variable's sign flip besides the plain ones (x86's rounding
+#: bit `1 & reinterpret<i16>(psrl(reinterpret<u16>(x_i16), min(y, 16) - 1))` is at level 2, after
+#: 152,080 candidates; the plain top-down search gives a sub-goal a quarter of the task's)
+UNIFORM_SUB_TERMS = 2
+#: compound hoisted leaves per grammar of a uniform task's top-down search at most (`hoisted_leaves`)
+MAX_HOISTED_LEAVES = 6
+
+
+def hoisted_leaves(t: Term, expanded: Term, types: "frozenset[ScalarType]") -> tuple[Term, ...]:
+    """Work on uniform operands alone that a right side for `t` may read, as level-0 leaves of its
+    grammar: computed once outside the loop, it costs no instructions (synth/cost.py), but the
+    enumerator counts each of its nodes as a level. x86 `rounding_shr(x_i16, y_u16)` with y uniform
+    is `psra_uniform(x, min(y, 16)) + (psrl_uniform(x, min(y, 16) - 1) & 1)`, 4 instructions, at
+    level 6 over the plain leaves (more than 22M candidates at level 4) and level 4 over these.
+    They are: the clamped shift amounts over uniform variables alone (synth/topdown.py
+    `clamped_amounts`: `min(y, 16)`), and the sub-terms of `t` and of its generic expansion
+    `expanded` over uniform variables alone (`y - 1`, `i16(y > 0)`) with a variable replaced by its
+    clamp (`min(y, 16) - 1`: the clamp changes no shift's value; the sub-terms themselves are what
+    the generic lowering computes, one level up); of a type in `types`, the `MAX_HOISTED_LEAVES`
+    smallest."""
+    from pitchfork.trs.predicate import is_uniform_term
+    from synth.corpus import substitute
+    from synth.topdown import clamped_amounts
+
+    def uniform_only(x: Term) -> bool:
+        return bool(x.args) and bool(x.variables()) and is_uniform_term(x)
+
+    base = [x for root in (t, expanded) for x in root.walk() if uniform_only(x)]
+    clamps = [c for root in (t, expanded) for c in clamped_amounts(root) if uniform_only(c)]
+    out = dict.fromkeys(clamps)
+    for c in clamps:
+        y = c.args[0] if c.op == "min" else None
+        if y is None or not y.is_var:
+            continue
+        for x in base:
+            if y in x.variables():
+                out[substitute(x, {y: c})] = None
+    keep = [x for x in out if x.type in types and x.type.bits > 1]
+    return tuple(sorted(keep, key=lambda x: (sum(1 for _ in x.walk()), to_text(x)))[:MAX_HOISTED_LEAVES])
+
+
+def _with_hoisted(grammar: Grammar, t: Term, expanded: "Term | tuple[Term, ...]") -> Grammar:
+    """`grammar` with `t`'s hoisted leaves (`hoisted_leaves`) after its own, and each variable
+    reinterpreted to the other sign (a level-0 form, which the bank applies only to terms of level 1
+    and up: `psrl_uniform(reinterpret<u16>(x_i16), ...)` is one instruction, the logical shift of a
+    signed value), in its bank key too."""
+    from fpir.ops import make
+
+    flips = [make("reinterpret", v, type=v.type.with_sign(not v.type.signed))
+             for v in sorted(set(t.variables()), key=lambda v: v.name) if v.type.bits > 1 and not v.is_uniform_leaf]
+    hoisted = hoisted_leaves(t, expanded, grammar.types) if isinstance(expanded, Term) else expanded
+    extra = tuple(x for x in hoisted + tuple(f for f in flips if f.type in grammar.types)
+                  if x not in grammar.leaves and x.type in grammar.types)
+    if not extra:
+        return grammar
+    key = None if grammar.key is None else grammar.key + "|hoisted:" + ";".join(_leaf_key(x) for x in extra)
+    return replace(grammar, leaves=grammar.leaves + extra, key=key)
+
+
+def _uniform_topdown(seen: Term, grammar: Grammar, bound: tuple, task: Task, res: "SearchResult",
+                     rng: "dict[str, tuple[int, int]]") -> "SearchResult":
+    """The goal-directed search (synth/topdown.py) for a uniform task (`_run_uniform`) after its
+    enumerator ran over budget: the root's grammar is the task's (its cost, and only right sides
+    that use a uniform operand), each sub-goal's is its own lowering grammar at the task's cost and
+    encodable test; every grammar takes its hoisted leaves (`hoisted_leaves`), which the sub-searches
+    return as they are. The counts are added to the enumerator's."""
+    from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
+    from pitchfork.targets import load_target
+    from pitchfork.trs.rewriter import Rewriter
+    from synth.topdown import SUB_BUDGET_DIVISOR, Context, topdown
+
+    info = load_target(task.isa)
+    rw = Rewriter(_without(info.rules, task.hide), cost=info.cost)
+    bits = TARGET_MAX_BITS.get(task.isa, 64)
+    normal = _normal_form(task.isa, task.hide)
+    cost = grammar.cost
+
+    def sub_grammar(g: Term) -> Grammar:
+        gram = replace(lowering_grammar(g, task.isa), cost=cost, normal=normal,
+                       also=lambda t: within(rng, lambda: encodable_everywhere(t)))
+        return _with_hoisted(gram, g, task_hoisted)
+
+    task_hoisted = hoisted_leaves(seen, expand_fpir(seen, bits), grammar.types)
+    root = _with_hoisted(grammar, seen, task_hoisted)
+    hoisted = frozenset(task_hoisted)
+    ctx = Context(
+        grammar_for=sub_grammar,
+        lower_now=lambda g: expand_fpir(rw.rewrite(g), bits),
+        expand=lambda g: expand_fpir(g, bits),
+        # the sub-searches' budget, `max_terms // SUB_BUDGET_DIVISOR`, at UNIFORM_SUB_TERMS times the task's
+        max_terms=task.max_terms * SUB_BUDGET_DIVISOR * UNIFORM_SUB_TERMS,
+        rlimit=task.rlimit,
+        leaves=hoisted,
+    )
+    try:
+        td = topdown(seen, root, bound, ctx, extra_rows=res.learned)
+    except (FPIRTypeError, ValueError) as e:
+        return replace(res, detail=f"{res.detail}; top-down: {type(e).__name__}: {e}")
+    detail = td.detail if td.status == "found" else f"{res.detail}; {td.detail}"
+    return replace(td, terms=res.terms + td.terms, solver_calls=res.solver_calls + td.solver_calls,
                    rounds=res.rounds + td.rounds, detail=detail, pruned=res.pruned)
 
 

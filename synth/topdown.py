@@ -21,6 +21,9 @@ root instead:
    `rounding_mul_shr(x_u16, y_u16, 16)` is `pmulhuw(x, y) + r` with r = `(x * y) >> 15`, the rounding
    bit. Only the `MAX_RESIDUALS` sub-goals per root whose residual takes the fewest distinct values on
    the examples are tried (pmulhuw's residual is 0 or 1), so this adds at most two decompositions.
+   And where a residual is a function of its sub-goal's value at one point (`exceptions`: x86
+   `rounding_mul_shr(x_i16, y_i16, 15)` is `pmulhrsw(x, y) + r`, r = -1 exactly where pmulhrsw
+   gives -32768), the residual as `select(a == s, e, r)` over the sub-goal's implementation.
 3. **Operands.** Each sub-goal is implemented by the enumerator (`synthesize` on the sub-goal, its
    own lowering grammar, bound by what the current rules make of it), else by this search one level
    deeper, else by the current rules' lowering of it; the candidate is the root over the
@@ -50,6 +53,7 @@ from fpir.term import Term, const
 from fpir.types import FPIRTypeError, ScalarType
 from synth import meter
 from synth.cost import bound_below
+from synth.corpus import substitute as substitute_term
 from synth.search import Grammar, SearchResult, base_examples, lane_factors, lane_names, polish, prove_equal, synthesize
 
 #: combinations of a root instruction over sub-goals evaluated per search (a count, not a clock)
@@ -84,6 +88,9 @@ class Context:
     expand: Callable[[Term], Term]
     max_terms: int
     rlimit: int
+    #: compound leaves of the grammars (hoisted work on uniform operands, synth/tasks.py
+    #: `hoisted_leaves`): a sub-goal that is one is its own implementation
+    leaves: frozenset[Term] = frozenset()
 
 
 def _types(types: frozenset[ScalarType]) -> set[ScalarType]:
@@ -340,6 +347,49 @@ def residuals(lhs: Term, expanded: Term, goals: dict[ScalarType, list[tuple[Term
     return out
 
 
+def exceptions(lhs: Term, goals: dict[ScalarType, list[tuple[Term, np.ndarray]]], target: np.ndarray,
+               fresh: str) -> list[tuple[str, Term, Term, Term]]:
+    """Residual decompositions whose residual is a function of the sub-goal's value at one point: for
+    each root of `RESIDUAL_ROOTS` and the smallest `MAX_RESIDUALS` sub-goals `a` of the left side's
+    type whose residual takes two values on the examples, one (`e`) only where `a` has one value `s`
+    and everywhere it does, (root, a, `select(A == s, e, r)`, A) with A a fresh variable (named
+    `fresh`) for a's value.
+    The residual over the left side's variables is a specification the enumerator reaches only many
+    levels up (x86 `rounding_mul_shr(x_i16, y_i16, 15)` is `pmulhrsw(x, y) - r`, r = 1 where x = y =
+    -32768, the one input where pmulhrsw gives -32768: `r = i16(pmulhrsw(x, y) == -32768)` is three
+    levels over the variables); over A it is one comparison and a select. Only the examples say the
+    residual is that function: the candidate built from it is proven like any other."""
+    from fpir.term import var
+
+    dt = lhs.type.np_dtype
+    same = _restating(lhs, goals, target)
+    cands = [(a, v) for a, v in goals.get(lhs.type, []) if a.args and a not in same]
+    out: list[tuple[str, Term, Term, Term]] = []
+    for op in RESIDUAL_ROOTS:
+        ranked = []
+        for a, v in cands:
+            v = v.astype(dt)
+            with np.errstate(all="ignore"):
+                r = target.astype(dt) - v if op == "add" else v - target.astype(dt)
+            vals, counts = np.unique(r, return_counts=True)
+            if len(vals) != 2:
+                continue
+            common, rare = (vals[0], vals[1]) if counts[0] >= counts[1] else (vals[1], vals[0])
+            at = np.unique(v[r == rare])
+            if len(at) == 1 and np.all(r[v == at[0]] == rare):
+                ranked.append((_size(a), to_text(a), a, at[0], rare, common))
+        ranked.sort(key=lambda x: x[:2])
+        for _, _, a, s_, rare, common in ranked[:MAX_RESIDUALS]:
+            A = var(fresh, a.type)
+            try:
+                f = make("select", make("eq", A, const(int(s_), a.type)), const(int(rare), lhs.type),
+                         const(int(common), lhs.type))
+            except (FPIRTypeError, ValueError):
+                continue
+            out.append((op, a, f, A))
+    return out
+
+
 def topdown(lhs: Term, grammar: Grammar, bound: tuple, ctx: Context, depth: int = 1,
             memo: Optional[dict[Term, Term]] = None, extra_rows: Sequence[tuple[int, ...]] = ()) -> SearchResult:
     """A right side for `lhs` cheaper than `bound` built from the root down (module doc).
@@ -378,19 +428,29 @@ def topdown(lhs: Term, grammar: Grammar, bound: tuple, ctx: Context, depth: int 
             continue
         if t.type == lhs.type and grammar.better(t, bound) and (grammar.normal is None or grammar.normal(t)):
             cands[t] = None
+    # and those whose residual is a function of the sub-goal's value at one point (`exceptions`)
+    excs = exceptions(lhs, goals, target, f"v{len(vars_)}") if depth == 1 else []
+    for op, a, f, A in excs:
+        impl = _implement(a, ctx, depth, memo)
+        try:
+            t = polish(make(op, impl, substitute_term(_implement(f, ctx, depth, memo), {A: impl}), fold=False))
+        except (FPIRTypeError, ValueError):
+            continue
+        if t.type == lhs.type and grammar.better(t, bound) and (grammar.normal is None or grammar.normal(t)):
+            cands[t] = None
     for t in sorted(cands, key=lambda t: (grammar.cost(t), to_text(t))):
         calls += 1
         if prove_equal(lhs, t, ctx.rlimit)[0] == "VALID":
             return SearchResult("found", t, tried, calls, 1, f"top-down: {t.op} over {len(t.args)} sub-goals")
     return SearchResult("budget", None, tried, calls, 1,
-                        f"top-down: {len(found)} decomposition(s) on the examples and {len(rest)} residual one(s), "
-                        "none cheaper and proven")
+                        f"top-down: {len(found)} decomposition(s) on the examples, {len(rest)} residual and "
+                        f"{len(excs)} exception one(s), none cheaper and proven")
 
 
 def _implement(g: Term, ctx: Context, depth: int, memo: dict[Term, Term]) -> Term:
     """The cheapest implementation of a sub-goal this search finds: the enumerator's, else a
     top-down one a level deeper, else the current rules' lowering (always a correct one)."""
-    if not g.args:
+    if not g.args or g in ctx.leaves:
         return g
     if g in memo:
         return memo[g]

@@ -164,3 +164,33 @@ def test_top_matches_hold_every_match_of_the_built_level_of_that_type() -> None:
     for t in top:
         assert t.type == lhs.type
         assert np.array_equal(np.asarray(evaluate(t, env)).astype(target.dtype), target)
+
+
+def test_a_compound_leaf_is_a_level_0_entry_with_its_values() -> None:
+    """A compound leaf (hoisted work on a uniform operand, synth/tasks.py `hoisted_leaves`) is built at
+    level 0 with its values on the rows, and terms over it evaluate as it does."""
+    from dataclasses import replace
+
+    from fpir.ops import make
+    from fpir.term import const, var
+    from synth.search import lane_names
+    from synth.tasks import lowering_grammar
+
+    u = var("v1", parse_type("u16"), uniform=True)
+    lhs = make("shr", var("v0", parse_type("u16")), u)
+    leaf = make("min", u, const(16, u.type))
+    g = lowering_grammar(lhs, "x86-avx2")
+    g = replace(g, leaves=g.leaves + (leaf,), key=None)
+    vars_ = sorted(set(lhs.variables()), key=lambda v: v.name)
+    rows = base_examples(lane_names(vars_, {}))
+    b = bank.Bank(g, vars_, rows)
+    b.ensure(1, 10**6)
+    env = {v.name: np.array([r[i] for r in rows], dtype=v.type.np_dtype) for i, v in enumerate(vars_)}
+    terms = [b.term(int(gid)) for blk in b.blocks.values() for gid in blk.gids]
+    assert leaf in terms
+    for (level, t, _f), blk in b.blocks.items():
+        for k, gid in enumerate(blk.gids.tolist()):
+            if any(x.args and spec(x.op).reads_lane0 for x in b.term(gid).walk()):
+                continue  # one lane per row there (synth/search.py `_same_values`)
+            vals = np.broadcast_to(evaluate(b.term(gid), env), (len(rows),)).astype(t.np_dtype)
+            assert np.array_equal(vals, blk.vals[k])

@@ -188,3 +188,30 @@ def test_a_shift_by_a_signed_runtime_amount_is_one_instruction_on_a_clamped_amou
     assert r["status"] == "synthesized", r.get("reason")
     assert r["rhs"] == "arm.sshl(v0_i16, max(min(v1_i16, 16), -16))" and r["search_detail"].startswith("top-down")
     assert verify_rule(parse_rule(f"t: {r['rule']}", "<test>", 1)).status == "VALID"
+
+
+def test_a_residual_that_is_a_function_of_its_sub_goal_at_one_point() -> None:
+    """x86 `rounding_mul_shr(x_i16, y_i16, 15)` (hand pmulhrsw_fixup, five instructions: `pmulhrsw(x, y) ^
+    (0 - i16(pmulhrsw(x, y) == -32768))`): with the enumerator's counterexample x = y = -32768 among the
+    rows, the residual of `add` over the sub-goal with pmulhrsw's values is -1 exactly where that
+    sub-goal is -32768 and 0 elsewhere: `exceptions` states it over a fresh variable as a select, and
+    the search finds `pmulhrsw(x, y) + select(pmulhrsw(x, y) == -32768, -1, 0)` (four), which Z3 proves
+    (before, the top-down search ended with packssdw over the generic expansion, nine)."""
+    from synth.topdown import exceptions
+
+    lhs, g, rows, _, _ = _examples("x86-avx2", "rounding_mul_shr(v0_i16, v1_i16, 15)")
+    rows = list(rows) + [(-32768, -32768)]
+    env = {v: np.array([r[i] for r in rows], dtype=np.int16) for i, v in enumerate(("v0", "v1"))}
+    target = np.asarray(evaluate(lhs, env)).astype(np.int16)
+    goals = sub_goals(lhs, g, expand_fpir(lhs, 64), env, len(rows), instructions=True)
+    got = {(op, to_text(f)) for op, _, f, _ in exceptions(lhs, goals, target, "v2")}
+    assert got == {("add", "select(v2_i16 == -32768, i16(-1), i16(0))"),
+                   ("sub", "select(v2_i16 == -32768, i16(1), i16(0))")}
+    # on the base rows alone pmulhrsw's values are the left side's: no exception to state
+    lhs, g, rows, env, target = _examples("x86-avx2", "rounding_mul_shr(v0_i16, v1_i16, 15)")
+    assert exceptions(lhs, sub_goals(lhs, g, expand_fpir(lhs, 64), env, len(rows), instructions=True), target, "v2") == []
+    res = run_task(Task("lower", "x86-avx2", "rounding_mul_shr(v0_i16, v1_i16, 15)", 100_000,
+                        hide=bring_up_hidden("x86-avx2")))
+    assert res["status"] == "synthesized", res.get("reason")
+    assert res["rhs_cost"][0] <= 5 and "x86.pmulhrsw(v0_i16, v1_i16)" in res["rhs"], res["rhs"]
+    assert verify_rule(parse_rule(f"t: {res['rule']}", "<test>", 1)).status == "VALID"

@@ -196,3 +196,45 @@ def test_arm64_selection_keeps_a_right_side_with_the_same_cycles_in_fewer_instru
     assert have[0] == rhs[0] and have[1] > rhs[1]  # a tie in cycles, more instructions
     [d] = select([umlal], "lower_arm64", base, cost)
     assert d.outcome == "written", d
+
+
+def test_hoisted_leaves_are_the_clamped_amount_and_work_on_it() -> None:
+    """A uniform task's top-down grammars take work on the uniform operand alone as level-0 leaves
+    (hoisted out of the loop, it costs no instructions): the clamped amount and the expansion's
+    amounts over it; never work on a per-lane variable."""
+    from pitchfork.selection.lower import expand_fpir
+    from synth.search import lhs_types
+    from synth.tasks import hoisted_leaves
+
+    lhs = make("rounding_shr", var("v0", I16), var("v1", U16, uniform=True))
+    got = [str(x) for x in hoisted_leaves(lhs, expand_fpir(lhs, 64), frozenset(lhs_types(lhs)))]
+    assert "min(v1_u16, 16)" in got and "min(v1_u16, 16) - 1" in got
+    assert hoisted_leaves(parse("rounding_shr(v0_i16, v1_u16)"), expand_fpir(parse("rounding_shr(v0_i16, v1_u16)"), 64),
+                          frozenset(lhs_types(lhs))) == ()
+
+
+def test_uniform_task_finds_the_rounding_shift_by_a_broadcast_as_cheap_as_the_hand_rule() -> None:
+    """x86 `rounding_shr(x_i16, y_u16)` with y a broadcast (hand rounding_shr_psra_uniform:
+    `psra_uniform(x, min(y, 16)) + (psrl_uniform(x, min(y, 16) - 1) & 1)`, four instructions: the
+    clamps are hoisted). The enumerator ends over budget (the form is at level 6 over the plain
+    leaves); the top-down search with the hoisted leaves finds one of four, and the rule verifies
+    with `is_uniform`."""
+    from synth.tasks import ranged_cost
+
+    hand = parse("x86.psra_uniform(v0_i16, min(v1_u16, 16)) + reinterpret<i16>(x86.psrl_uniform(reinterpret<u16>(v0_i16), "
+                 "min(v1_u16, 16) - 1) & 1)")
+    from synth.corpus import substitute
+
+    hand = substitute(hand, {var("v1", U16): var("v1", U16, uniform=True)})
+    assert ranged_cost("x86-avx2", {})(hand)[0] == 4
+    res = run_task(Task("lower", "x86-avx2", "rounding_shr(v0_i16, v1_u16)", 100_000,
+                        hide=bring_up_hidden("x86-avx2"), uniform=(1,)))
+    assert res["status"] == "synthesized", res
+    assert res["rhs_cost"][0] <= 4 and "x86.psra_uniform" in res["rhs"], res["rhs"]
+    assert res["search_detail"].startswith("top-down")
+    assert "is_variable(v1_u16) && is_uniform(v1_u16)" in res["rule"]
+    assert verify_rule(parse_rule(f"r: {res['rule']}", "<test>", 1)).status == "VALID"
+    # without the top-down search the same budget finds nothing
+    plain = run_task(Task("lower", "x86-avx2", "rounding_shr(v0_i16, v1_u16)", 100_000,
+                          hide=bring_up_hidden("x86-avx2"), uniform=(1,), topdown=False))
+    assert plain["status"] == "budget"
