@@ -756,7 +756,8 @@ def hoisted_leaves(t: Term, expanded: Term, types: "frozenset[ScalarType]") -> t
 
 
 def _with_hoisted(grammar: Grammar, t: Term, expanded: "Term | tuple[Term, ...]") -> Grammar:
-    """`grammar` with `t`'s hoisted leaves (`hoisted_leaves`) after its own, and each variable
+    """`grammar` with `t`'s hoisted leaves (`hoisted_leaves`, or the task's, `expanded` a tuple: those
+    over `t`'s variables) after its own, and each per-lane variable
     reinterpreted to the other sign (a level-0 form, which the bank applies only to terms of level 1
     and up: `psrl_uniform(reinterpret<u16>(x_i16), ...)` is one instruction, the logical shift of a
     signed value), in its bank key too."""
@@ -765,8 +766,9 @@ def _with_hoisted(grammar: Grammar, t: Term, expanded: "Term | tuple[Term, ...]"
     flips = [make("reinterpret", v, type=v.type.with_sign(not v.type.signed))
              for v in sorted(set(t.variables()), key=lambda v: v.name) if v.type.bits > 1 and not v.is_uniform_leaf]
     hoisted = hoisted_leaves(t, expanded, grammar.types) if isinstance(expanded, Term) else expanded
+    have = set(t.variables())  # a task's hoisted leaf over a variable this sub-goal lacks is no leaf of it
     extra = tuple(x for x in hoisted + tuple(f for f in flips if f.type in grammar.types)
-                  if x not in grammar.leaves and x.type in grammar.types)
+                  if x not in grammar.leaves and x.type in grammar.types and set(x.variables()) <= have)
     if not extra:
         return grammar
     key = None if grammar.key is None else grammar.key + "|hoisted:" + ";".join(_leaf_key(x) for x in extra)

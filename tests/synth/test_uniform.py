@@ -238,3 +238,21 @@ def test_uniform_task_finds_the_rounding_shift_by_a_broadcast_as_cheap_as_the_ha
     plain = run_task(Task("lower", "x86-avx2", "rounding_shr(v0_i16, v1_u16)", 100_000,
                           hide=bring_up_hidden("x86-avx2"), uniform=(1,), topdown=False))
     assert plain["status"] == "budget"
+
+
+def test_a_sub_goal_takes_only_the_tasks_hoisted_leaves_over_its_own_variables() -> None:
+    """The task's hoisted leaves go to every sub-goal's grammar, but one over a variable the sub-goal
+    lacks cannot be evaluated on its rows (the bring-up's `rounding_mul_shr(v0_i16 << v1_i16, ...)`
+    uniform task ended in `KeyError: 'v1'` before)."""
+    from pitchfork.selection.lower import expand_fpir
+    from synth.search import lhs_types
+    from synth.tasks import _with_hoisted, hoisted_leaves, lowering_grammar
+
+    u = var("v1", U16, uniform=True)
+    lhs = make("rounding_shr", var("v0", I16), u)
+    hoisted = hoisted_leaves(lhs, expand_fpir(lhs, 64), frozenset(lhs_types(lhs)))
+    assert hoisted
+    sub = make("shr", var("v0", I16), make("add", var("v0", I16), var("v0", I16)))
+    leaves = _with_hoisted(lowering_grammar(sub, "x86-avx2"), sub, hoisted).leaves
+    assert not any(u in x.variables() for x in leaves)
+    assert set(hoisted) <= set(_with_hoisted(lowering_grammar(lhs, "x86-avx2"), lhs, hoisted).leaves)
