@@ -20,7 +20,7 @@ from llvmlite import ir
 from fpir.opspec import spec
 from fpir.term import Term
 from fpir.types import ScalarType
-from pitchfork.codegen.ir_constants import mask, splat, undef
+from pitchfork.codegen.ir_constants import mask, splat, undef, vector_type
 
 
 def int_type(t: ScalarType) -> ir.IntType:
@@ -28,7 +28,7 @@ def int_type(t: ScalarType) -> ir.IntType:
 
 
 def vec_type(t: ScalarType, lanes: int) -> ir.VectorType:
-    return ir.VectorType(ir.IntType(t.bits), lanes)
+    return vector_type(t.bits, lanes)  # shared (pitchfork/codegen/ir_constants.py)
 
 
 class ExprEmitter:

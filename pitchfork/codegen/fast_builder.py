@@ -58,6 +58,9 @@ _IntType = _ty.IntType
 _Constant = _val.Constant
 _Undefined = _val.Undefined
 _new = object.__new__
+#: a store's type (llvmlite makes one per store; a type is a value, so one object serves them all and
+#: its text is formatted once)
+_VOID = _VoidType()
 #: llvmlite's comparison spellings (`IRBuilder._icmp` reads the same table)
 _CMP_MAP: dict[str, str] = dict(_bld._CMP_MAP)
 
@@ -218,7 +221,7 @@ class FastBuilder(ir.IRBuilder):
         pt = ptr.type
         if type(pt) is not _TypedPointerType or pt.is_opaque or pt.pointee != value.type:
             return ir.IRBuilder.store(self, value, ptr, align)  # (llvmlite's TypeError on mismatching types)
-        i = _named(_StoreInstr, self._block, _VoidType(), "store", [value, ptr], "", [])
+        i = _named(_StoreInstr, self._block, _VOID, "store", [value, ptr], "", [])
         i.__dict__["align"] = align
         return self._put(i)
 

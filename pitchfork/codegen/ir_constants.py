@@ -1,4 +1,5 @@
-"""Shared llvmlite integer vector constants (shuffle masks, splats): one object per distinct value.
+"""Shared llvmlite integer constants (shuffle masks, splats, scalars) and the integer vector and pointer
+types of the code generator: one object per distinct value.
 
 Why: llvmlite makes one `ir.Constant` object per element of a vector constant and formats every
 element again for each new vector object; HVX code uses hundreds of 64- to 256-lane shuffle masks
@@ -15,6 +16,13 @@ it (ConstantVector::get), so the parsed module, and everything compiled from it,
 codegen text (`CompiledModule.source_ir`) is shorter. Code that inspects constants sees an undef vector's
 `.constant` as `ir.Undefined` (not llvmlite's tuple of undef lanes): hvx_floats and hvx_reduce read both
 forms alike, and lane_order and hvx_emit, which look for a *list* of lanes, see neither as one.
+
+Scalar constants and types are shared for the same reason at a smaller scale: llvmlite formats a value's
+reference and a type's text once per object (`_StringReferenceCaching`, `_StrCaching`), and the scalar
+emitter made a new `i32`/`i64` constant per index term and a new vector type per value (sobel3x3 arm64:
+~500 constants and ~350 vector and pointer types a compile, each formatted again when the module is
+printed). A type is a value in llvmlite (compared by `==`, never mutated), so one object serves every
+instruction, function and module of that type.
 """
 
 from __future__ import annotations
@@ -38,6 +46,37 @@ def vector(bits: int, values: Sequence[int]) -> ir.Constant:
 def mask(idx: Sequence[int]) -> ir.Constant:
     """The `<len(idx) x i32>` shufflevector mask of `idx`, shared."""
     return _vector(32, tuple(map(int, idx)))  # (hvx128: ~700 masks of 64-256 lanes a compile)
+
+
+@lru_cache(maxsize=4096, typed=True)
+def scalar(bits: int, value: int) -> ir.Constant:
+    """`ir.Constant(ir.IntType(bits), value)`, shared (`typed`: a bool value prints as llvmlite prints a
+    bool, `true`, so it is never the constant of the equal int)."""
+    return ir.Constant(ir.IntType(bits), value)
+
+
+#: (bits, lanes) -> the integer vector type
+_VECTOR_TYPES: dict[tuple[int, int], ir.VectorType] = {}
+
+
+def vector_type(bits: int, lanes: int) -> ir.VectorType:
+    """`ir.VectorType(ir.IntType(bits), lanes)`, shared."""
+    t = _VECTOR_TYPES.get((bits, lanes))
+    if t is None:
+        t = _VECTOR_TYPES[bits, lanes] = ir.VectorType(ir.IntType(bits), lanes)
+    return t
+
+
+_POINTERS: dict[str, ir.PointerType] = {}
+
+
+def pointer(pointee: ir.Type) -> ir.PointerType:
+    """`ir.PointerType(pointee)`, shared (keyed by the pointee's text, as `undef`)."""
+    key = str(pointee)
+    t = _POINTERS.get(key)
+    if t is None:
+        t = _POINTERS[key] = ir.PointerType(pointee)
+    return t
 
 
 @lru_cache(maxsize=4096)

@@ -43,7 +43,11 @@ def _md(i: _ins.Instruction) -> str:
 
 def _generic(i: _ins.Instruction) -> str:  # Instruction.descr: binary operators
     opname = " ".join([i.opname, *i.flags]) if i.flags else i.opname
-    ops = ", ".join([op.get_reference() for op in i.operands])
+    operands = i.operands
+    if len(operands) == 2:  # (every binary operator: its two references without a list and a join)
+        a, b = operands
+        return f"{opname} {i.type} {a.get_reference()}, {b.get_reference()}{_md(i)}"
+    ops = ", ".join([op.get_reference() for op in operands])
     return f"{opname} {i.type} {ops}{_md(i)}"
 
 

@@ -474,10 +474,9 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
         env = {}
         for v in final.variables():
             val, st = self.scalars[v.name]
-            env[v.name] = self.b.insert_element(undef(vec_type(st, 1)), val,
-                                                ir.Constant(ir.IntType(32), 0))
+            env[v.name] = self.b.insert_element(undef(vec_type(st, 1)), val, ir_constants.scalar(32, 0))
         out = self.term_emitter(1, env).emit(final)
-        return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
+        return self.b.extract_element(out, ir_constants.scalar(32, 0))
 
     def address_index(self, e: H.Expr, node: H.Node) -> ir.Value:
         """A buffer index as address arithmetic of the target's pointer width (see
@@ -580,7 +579,7 @@ class LoopNestCodegen(MemoryMixin, LutMixin, SpanMixin, AllocMixin, ParallelMixi
 
     def _splat(self, val: ir.Value, st: ScalarType, lanes: int) -> ir.Value:
         vt = vec_type(st, lanes)
-        one = self.b.insert_element(undef(vec_type(st, 1)), val, ir.Constant(ir.IntType(32), 0))
+        one = self.b.insert_element(undef(vec_type(st, 1)), val, ir_constants.scalar(32, 0))
         return self.b.shuffle_vector(one, undef(one.type),
                                      mask([0] * lanes)) \
             if lanes > 1 else one

@@ -19,7 +19,7 @@ from fpir.types import ScalarType, i32, u1
 from pitchfork.backend.machine import get_target
 from pitchfork.frontend import ir as H
 from pitchfork.codegen.base import BufferInfo, Leaf, Unsupported, _show, _storage
-from pitchfork.codegen.ir_constants import mask, undef, vector
+from pitchfork.codegen.ir_constants import mask, pointer, undef, vector
 
 
 #: gathers/scatters of at most this many unmasked lanes are written out lane by lane (no loop): the
@@ -135,10 +135,10 @@ class MemoryMixin:
 
     def _elem_ptr(self, buf: BufferInfo, et: ScalarType, index: ir.Value, pointee: ir.Type) -> ir.Value:
         st = _storage(et)
-        base = self.b.bitcast(buf.ptr, ir.PointerType(ir.IntType(st.bits)))
+        base = self.b.bitcast(buf.ptr, pointer(ir.IntType(st.bits)))
         # inbounds: Halide only addresses inside a buffer (allocations carry a vector of padding).
         p = self.b.gep(base, [self._address_width(index)], inbounds=True)
-        return self.b.bitcast(p, ir.PointerType(pointee))
+        return self.b.bitcast(p, pointer(pointee))
 
     @property
     def pointer_bits(self) -> int:

@@ -25,7 +25,7 @@ from llvmlite import ir
 
 from fpir.term import Term, intern, var
 from pitchfork.codegen.expr import ExprEmitter, vec_type
-from pitchfork.codegen.ir_constants import undef
+from pitchfork.codegen.ir_constants import scalar, undef
 
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -74,7 +74,7 @@ class ScalarEmitter:
         if t.op == "var":
             return self.env[t.name]
         if t.op == "const":
-            return ir.Constant(ir.IntType(ty.bits), ty.wrap(t.value))
+            return scalar(ty.bits, ty.wrap(t.value))
         a = [self._memo[x] for x in t.args]
         b = self.b
         if t.op in ("add", "sub", "mul"):
@@ -124,7 +124,7 @@ class ScalarEmitter:
                 return memo[n]
             ty = n.type
             if n.op == "const":
-                v: ir.Value = ir.Constant(i64, ty.wrap(n.value))
+                v: ir.Value = scalar(64, ty.wrap(n.value))
             elif self.nsw and ty.signed and ty.bits == 32 and n.op in ("add", "sub", "mul"):
                 v = getattr(b, n.op)(go(n.args[0]), go(n.args[1]), flags=["nsw"])
             elif self.nsw and ty.signed and ty.bits == 32 and n.op in ("min", "max"):
@@ -162,12 +162,11 @@ class ScalarEmitter:
                 args.append(x)
                 continue
             name = f"_s{k}"
-            env[name] = self.b.insert_element(undef(vec_type(x.type, 1)), v,
-                                              ir.Constant(ir.IntType(32), 0))
+            env[name] = self.b.insert_element(undef(vec_type(x.type, 1)), v, scalar(32, 0))
             args.append(var(name, x.type))
         node = intern(t.op, t.type, tuple(args), t.attrs)
         expanded = self._expansions.get(node)
         if expanded is None:
             expanded = self._expansions[node] = expand_fpir(node)
         out = ExprEmitter(self.b, 1, env, self.target).emit(expanded)
-        return self.b.extract_element(out, ir.Constant(ir.IntType(32), 0))
+        return self.b.extract_element(out, scalar(32, 0))
