@@ -19,20 +19,47 @@ VALID_BITS = (1, 8, 16, 32, 64, 128, 256)
 USER_BITS = (1, 8, 16, 32, 64)
 
 
+#: the one ScalarType per (signed, bits) (see ScalarType)
+_INTERNED: dict[tuple[bool, int], ScalarType] = {}
+
+
 class FPIRTypeError(TypeError):
     """A term was built with operand types its op does not accept."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False, eq=False)
 class ScalarType:
+    """An element type: signedness and width.
+
+    Interned: `ScalarType(signed, bits)` returns the one instance for those fields (made and checked
+    the first time), so equal types are the same object and `==` is object identity, compared in C.
+    Types are compared at every node a compile builds or matches (type rules, argument hints, the
+    rules' type patterns: ~10^4 comparisons per compile), which as the dataclass's generated `__eq__`
+    were as many Python calls. The hash stays the dataclass's (`hash((signed, bits))`), so sets of types
+    iterate in the same order as before. Pickling and copying go through the constructor
+    (`__reduce__`), so an unpickled type is the interned one too; nothing else makes a ScalarType."""
+
     signed: bool
     bits: int
 
-    def __post_init__(self) -> None:
-        if self.bits not in VALID_BITS:
-            raise FPIRTypeError(f"unsupported bit width {self.bits}")
-        if self.bits == 1 and self.signed:
+    def __new__(cls, signed: bool, bits: int) -> ScalarType:
+        hit = _INTERNED.get((signed, bits))
+        if hit is not None:
+            return hit
+        if bits not in VALID_BITS:
+            raise FPIRTypeError(f"unsupported bit width {bits}")
+        if bits == 1 and signed:
             raise FPIRTypeError("booleans are unsigned (u1)")
+        self = object.__new__(cls)
+        object.__setattr__(self, "signed", bool(signed))
+        object.__setattr__(self, "bits", int(bits))
+        return _INTERNED.setdefault((bool(signed), int(bits)), self)
+
+    def __hash__(self) -> int:
+        return hash((self.signed, self.bits))
+
+    def __reduce__(self) -> tuple[type, tuple[bool, int]]:
+        return ScalarType, (self.signed, self.bits)
 
     @property
     def name(self) -> str:
