@@ -173,6 +173,9 @@ def _call(node: Raw, no_rewrite: type[Exception]) -> _Node:
     # then the constant ones, typed by the hint from the others' types: both decided by the text alone
     first = tuple(i for i, a in enumerate(args) if not is_const_expr(a))
     later = tuple(i for i, a in enumerate(args) if is_const_expr(a))
+    # which of the first ones are given their hint: a wildcard's builder ignores the type it is given,
+    # so its hint (pure, and a loop over the signatures for a target op) is not computed
+    hinted = tuple(hint is not None and _takes_type(args[i]) for i in range(n))
     nothing_known: list[Optional[ScalarType]] = [None] * n  # (hints only read it)
     shift = op in SHIFT_AMOUNT  # retype_shift_constant changes nothing for other ops
     text = node.tparam_text
@@ -187,7 +190,7 @@ def _call(node: Raw, no_rewrite: type[Exception]) -> _Node:
         inner_expected = ttype if explicit else expected
         terms: list[Any] = [None] * n
         for i in first:
-            terms[i] = parts[i](ctx, hint(i, nothing_known, inner_expected) if hint else None)
+            terms[i] = parts[i](ctx, hint(i, nothing_known, inner_expected) if hinted[i] else None)
         if later:
             known = [t.type if t is not None else None for t in terms]
             for i in later:
@@ -203,6 +206,14 @@ def _call(node: Raw, no_rewrite: type[Exception]) -> _Node:
             raise no_rewrite(str(e)) from None
 
     return call
+
+
+def _takes_type(node: Raw) -> bool:
+    """Whether the builder `_compile(node)` reads the type it is given: every form but a wildcard's name
+    (also inside the broadcast notation x(...)), whose builder returns the bound term whatever it is told."""
+    while node.kind == "call" and node.text == "x" and len(node.args) == 1 and node.tparam_text is None:
+        node = node.args[0]
+    return is_const_expr(node) or node.kind != "name"
 
 
 def _apply(no_rewrite: type[Exception], op: str, terms: list[Term], ttype: Optional[ScalarType] = None,
