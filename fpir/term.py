@@ -106,10 +106,12 @@ _LOCK = threading.Lock()
 
 def intern(op: str, type: ScalarType, args: tuple[Term, ...] = (), attrs: tuple[Any, ...] = ()) -> Term:
     """Return the unique Term for these fields (no type checking: see fpir.ops.make)."""
-    # The type enters the key as its two fields, not as the ScalarType: equal types are not always
-    # the same object, and hashing and comparing them would call the dataclass's Python __hash__ and
-    # __eq__ on every lookup; the arguments enter as their ids (interned: identity is equality).
-    key = (op, type.signed, type.bits, tuple(map(id, args)), attrs)
+    # The type enters the key as its two fields, not as the ScalarType, whose hash is a Python call;
+    # the arguments as themselves: interned terms hash and compare by identity in C (no __hash__ or
+    # __eq__ of their own), so the key's tuple is the term's own argument tuple, not a new one of ids.
+    if args.__class__ is not tuple:
+        args = tuple(args)
+    key = (op, type.signed, type.bits, args, attrs)
     t = _TABLE.get(key)
     if t is not None:
         return t
@@ -120,7 +122,7 @@ def intern(op: str, type: ScalarType, args: tuple[Term, ...] = (), attrs: tuple[
         t = object.__new__(Term)
         object.__setattr__(t, "op", op)
         object.__setattr__(t, "type", type)
-        object.__setattr__(t, "args", tuple(args))
+        object.__setattr__(t, "args", args)
         object.__setattr__(t, "attrs", tuple(attrs))
         _TABLE[key] = t
         return t

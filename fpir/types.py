@@ -87,20 +87,20 @@ class ScalarType:
         """Twice the bits, same signedness."""
         if self.bits == 1 or self.bits >= 256:
             raise FPIRTypeError(f"cannot widen {self.name}")
-        return ScalarType(self.signed, self.bits * 2)
+        return _INTERNED[(self.signed, self.bits * 2)]
 
     def narrow(self) -> ScalarType:
         """Half the bits, same signedness."""
         if self.bits <= 8:
             raise FPIRTypeError(f"cannot narrow {self.name}")
-        return ScalarType(self.signed, self.bits // 2)
+        return _INTERNED[(self.signed, self.bits // 2)]
 
     def with_sign(self, signed: bool) -> ScalarType:
         if self.bits == 1:
             if signed:
                 raise FPIRTypeError("u1 has no signed variant")
             return self
-        return ScalarType(signed, self.bits)
+        return _INTERNED[(bool(signed), self.bits)]
 
     def to_signed(self) -> ScalarType:
         return self.with_sign(True)
@@ -145,6 +145,10 @@ u32 = ScalarType(False, 32)
 i32 = ScalarType(True, 32)
 u64 = ScalarType(False, 64)
 i64 = ScalarType(True, 64)
+# every valid type made now, so that widen / narrow / with_sign read theirs from the table
+for _bits in VALID_BITS:
+    for _signed in ((False,) if _bits == 1 else (False, True)):
+        ScalarType(_signed, _bits)
 
 USER_TYPES: tuple[ScalarType, ...] = (u1, u8, i8, u16, i16, u32, i32, u64, i64)
 INT_TYPES: tuple[ScalarType, ...] = (u8, i8, u16, i16, u32, i32, u64, i64)

@@ -28,6 +28,7 @@ it uses. Dictionaries a match returns are never mutated afterwards, so results s
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Optional
 
 from fpir.term import Term
@@ -213,16 +214,26 @@ def _raise(e: Exception) -> Fn:
 
 
 _BINOPS: dict[str, Callable[[Any, Any], Any]] = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    # (the operator module's functions where the value is Python's own operator: C calls)
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
     "div": lambda a, b: 0 if b == 0 else a // b, "mod": lambda a, b: 0 if b == 0 else a % b,
-    "shl": lambda a, b: a << b if 0 <= b <= 512 else 0, "shr": lambda a, b: a >> b,
-    "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b,
-    "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+    "shl": lambda a, b: a << b if 0 <= b <= 512 else 0, "shr": operator.rshift,
+    "and": operator.and_, "or": operator.or_, "xor": operator.xor,
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
 }
 
 
 def _type_of(te: TypeExpr) -> Callable[[dict], ScalarType]:
+    if te.kind == "var":  # (the common form, without the evaluator's call)
+        name = te.name
+
+        def var(types: dict) -> ScalarType:
+            t = types.get(name)
+            if t is None:
+                raise PredicateError(f"type {te} is not defined here")
+            return t
+
+        return var
     evaluate_type = te.evaluator()
 
     def f(types: dict) -> ScalarType:
@@ -283,6 +294,11 @@ def _expr(node: Raw) -> Fn:  # noqa: C901 - one case per predicate form, as pred
         t0, t1 = type_expr_of_raw(args[0]).evaluator(), type_expr_of_raw(args[1]).evaluator()
         want = name == "eq"
 
+        e0, e1 = type_expr_of_raw(args[0]), type_expr_of_raw(args[1])
+        if e0.kind == "var" and e1.kind == "concrete":  # eq(T, u8): the usual form; types are interned
+            n0, c1 = e0.name, e1.concrete
+            return (lambda tm, ty, b, s: ty.get(n0) is c1) if want else (lambda tm, ty, b, s: ty.get(n0) is not c1)
+
         def type_eq(tm: dict, ty: dict, b: Any, s: Any) -> bool:
             a, c = t0(ty), t1(ty)
             same = a is not None and c is not None and a == c
@@ -290,7 +306,11 @@ def _expr(node: Raw) -> Fn:  # noqa: C901 - one case per predicate form, as pred
 
         return type_eq
     if name in _BINOPS and len(args) == 2:
-        f, x, y = _BINOPS[name], _expr(args[0]), _expr(args[1])
+        f, x = _BINOPS[name], _expr(args[0])
+        k = _int_value(args[1])
+        if k is not None:  # `bits(T) == 16`: the literal operand is not a call
+            return lambda tm, ty, b, s: f(x(tm, ty, b, s), k)
+        y = _expr(args[1])
         return lambda tm, ty, b, s: f(x(tm, ty, b, s), y(tm, ty, b, s))
     if name == "not" and len(args) == 1:
         x = _expr(args[0])
@@ -329,7 +349,7 @@ def _expr(node: Raw) -> Fn:  # noqa: C901 - one case per predicate form, as pred
         return log2
     if name in ("bits", "tmin", "tmax") and len(args) >= 1:
         tf = _static_type(args[0])
-        get = {"bits": lambda t: t.bits, "tmin": lambda t: t.min, "tmax": lambda t: t.max}[name]
+        get = operator.attrgetter({"bits": "bits", "tmin": "min", "tmax": "max"}[name])
         return lambda tm, ty, b, s: get(tf(ty))
     if name in ("is_signed", "is_unsigned") and len(args) >= 1:
         tf, want = _static_type(args[0]), name == "is_signed"

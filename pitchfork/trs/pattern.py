@@ -99,7 +99,23 @@ class TypeExpr:
         if self.kind == "concrete":
             concrete = self.concrete
             return lambda tvars: concrete
-        return self.eval
+        # wide / narrow / signed / unsigned of the inner expression's evaluator: `eval` without
+        # re-dispatching on the kinds at every call
+        inner = self.inner.evaluator()  # type: ignore[union-attr]
+        step: Callable[[ScalarType], ScalarType] = (
+            ScalarType.widen if self.kind == "wide" else ScalarType.narrow if self.kind == "narrow"
+            else ScalarType.to_signed if self.kind == "signed" else ScalarType.to_unsigned)
+
+        def compound(tvars: dict[str, ScalarType]) -> Optional[ScalarType]:
+            t = inner(tvars)
+            if t is None:
+                return None
+            try:
+                return step(t)
+            except FPIRTypeError:
+                return None
+
+        return compound
 
     def matcher(self) -> Callable[[ScalarType, dict[str, ScalarType]], Optional[dict[str, ScalarType]]]:
         """`self.match` as a function, the common forms decided once, as in `evaluator`."""
