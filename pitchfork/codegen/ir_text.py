@@ -57,7 +57,15 @@ def _cast(i: _ins.CastInstr) -> str:
 
 
 def _typed_operands(i: _ins.Instruction) -> str:
-    return ", ".join([f"{op.type} {op.get_reference()}" for op in i.operands])
+    ops = i.operands
+    n = len(ops)
+    if n == 3:  # shufflevector, insertelement, a conditional br: one f-string, no list and join
+        a, b, c = ops
+        return f"{a.type} {a.get_reference()}, {b.type} {b.get_reference()}, {c.type} {c.get_reference()}"
+    if n == 2:  # extractelement
+        a, b = ops
+        return f"{a.type} {a.get_reference()}, {b.type} {b.get_reference()}"
+    return ", ".join([f"{op.type} {op.get_reference()}" for op in ops])
 
 
 def _shuffle(i: _ins.ShuffleVector) -> str:
@@ -195,7 +203,7 @@ def _fill(module: ir.Module) -> None:
     property reading `_name` (`_info`), a name without a backslash or a quote (which that method
     escapes) gives `%"name"` here without the method's property read and `str.format` (~1.2 us an
     instruction, a fifth of this function's time on conv3x3a16 arm64)."""
-    class_info = _class_info
+    class_info, void = _class_info, ir.VoidType
     for fn in module.functions:
         for block in fn.blocks:
             for i in block.instructions:
@@ -214,7 +222,7 @@ def _fill(module: ir.Module) -> None:
                 if f is not None:
                     body = f(i)
                     if body is not None:
-                        if isinstance(i.type, ir.VoidType):
+                        if isinstance(i.type, void):
                             d[_CACHE] = body.rstrip()
                         else:
                             d[_CACHE] = f"{i.get_reference() if ref is None else ref} = {body}".rstrip()
