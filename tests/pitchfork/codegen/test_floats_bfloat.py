@@ -344,7 +344,9 @@ def test_bfloat16_reduction_on_hvx128_is_halides(op: str, k: int, r_lanes: int, 
     repeat is built with a splat of the element type (buildHvxVectorReg), and the widened 24-lane
     gather a factor-3 step sliced had such words (x + r*5 windows overlap); the slices are now pushed
     to the loads (floats_bfloat._reduce). A factor-4 step to 8 lanes is where Halide's own library
-    differs from its realize (its vdelta gather; ours matches the realize); Halide's HVX backend
+    differs from its realize, for uint8 and uint16 sums of the same form too (its 32-lane gather with
+    repeated lanes is one vdelta; probe /work/coord/s32/app4/probe_int.py); ours matches the realize;
+    Halide's HVX backend
     refuses bfloat16 max / min / mul (its realize is the reference there)."""
     _fresh_process(_hvx128_reduction, op, k, r_lanes, x_lanes, str(tmp_path))
 
