@@ -1,4 +1,4 @@
-"""HVX shuffles of 8- and 16-bit lanes whose 32-bit words repeat, split so LLVM 22 builds them right.
+"""HVX shuffles whose 32-bit words repeat, split so that LLVM 22 builds them right.
 
 LLVM 22's Hexagon backend lowers a shuffle it cannot match to an HVX permute as a BUILD_VECTOR of the
 extracted lanes, and `buildHvxVectorReg` packs 8- and 16-bit lanes into 32-bit words and starts from a
@@ -6,7 +6,10 @@ splat of the most frequent word. It makes that splat in the vector's own element
 halfword splat of the word's low part: every lane of a word that occurs twice or more came out wrong
 (a u16 gather `a[x + 5*y]` vectorized over x (8) and y (3) ran wrong in lanes 4, 5, 18 and 19 of every
 24 under qemu-hexagon, with isel=pitchfork and isel=llvm alike; llvm-project PR 204808 fixes the
-splat after LLVM 22).
+splat after LLVM 22). 32-bit lanes that repeat ran wrong too (a u32 `a[x + 4*y]` over x (32) and y (2):
+a <36 x i32> load shuffled to 64 lanes, wrong in 1 lane of 16; that path was not traced in LLVM), and
+the same split makes them right, so the rewrite takes 8-, 16- and 32-bit lanes (a 32-bit lane is its
+own word).
 
 The rewrite keeps the shuffle's value and gives the backend only build-vectors whose non-zero words
 are all distinct: the shuffle is split into groups, the k-th occurrence of every repeated word going to
@@ -32,10 +35,10 @@ from collections.abc import Iterator
 from pitchfork.backend.hvx_fixups import each_function
 
 _REGISTER_BYTES = 128
-_LANE_BYTES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2}
+_LANE_BYTES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4}
 _VOR = "llvm.hexagon.V6.vor.128B"
 _SHUFFLE = re.compile(
-    r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = shufflevector <(?P<n>\d+) x (?P<t>i8|i16|half|bfloat)> "
+    r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = shufflevector <(?P<n>\d+) x (?P<t>i8|i16|half|bfloat|i32|float)> "
     r"(?P<a>%[\w.$-]+|zeroinitializer|poison|undef|<[^<>]*>), <(?P=n) x (?P=t)> "
     r"(?P<b>%[\w.$-]+|zeroinitializer|poison|undef|<[^<>]*>), <(?P<m>\d+) x i32> (?P<mask><[^<>]*>)\s*$",
     re.M,

@@ -168,8 +168,8 @@ PASSES: tuple[Pass, ...] = (
          "same lanes",
          ("hvx128",), PF),
     Pass("hvx_repeated_word_shuffles", "backend",
-         "O3's 8/16-bit shuffles whose 32-bit words repeat split into groups of distinct words, combined "
-         "with vor (LLVM 22 builds them from a splat of the wrong width); same lanes",
+         "O3's 8/16/32-bit shuffles whose 32-bit words repeat split into groups of distinct words, combined "
+         "with vor (LLVM 22 built them wrong: a splat of the wrong width); same lanes",
          ("hvx128",), BOTH, required=True),
     Pass("hvx_pairs", "backend",
          "register-pair forms kept only where the backend packs them into no more loop packets; same "

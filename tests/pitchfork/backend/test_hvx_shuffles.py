@@ -1,10 +1,11 @@
-"""pitchfork/backend/hvx_shuffles.py: 8/16-bit HVX shuffles whose 32-bit words repeat.
+"""pitchfork/backend/hvx_shuffles.py: HVX shuffles whose 32-bit words repeat.
 
 LLVM 22 builds such a shuffle from a splat of the most frequent word made at the lane width, so the
 lanes of a repeated word ran wrong. The repro is a Halide pipeline vectorized over two dimensions (its
 load `a[x + 5*y]` becomes one dense load and a shuffle whose windows overlap): before the rewrite 64 of
 384 u16 lanes (and 48 of 1,024 u8 lanes of a stride-3 variant, 48 of 768 in a three-register result)
-differed from Halide's realize under qemu-hexagon, with isel=pitchfork and isel=llvm alike.
+differed from Halide's realize under qemu-hexagon, with isel=pitchfork and isel=llvm alike; a u32
+`a[x + 4*y]` over x (32) and y (2), 128 of 2,048 lanes (found by a random schedule run).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def test_groups_put_each_repeat_of_a_word_in_its_own_group() -> None:
     assert _groups([3] * 8, 2) is None  # a splat: lowered as one, not built
     assert _groups([0, 1, 0, 1], 4) is None  # one 8-bit word: no repeat
     assert _groups([0, 1, 2, 3, 0, 1, 2, 3], 4) is not None
+    assert _groups([0, 4, 1, 5, 2, 6, 3, 7, 4, 8], 1) is not None  # 32-bit lanes: lane 4 twice
 
 
 def test_rewrite_touches_only_shuffles_with_repeated_words() -> None:
@@ -52,7 +54,8 @@ def test_rewrite_touches_only_shuffles_with_repeated_words() -> None:
     assert not has_repeated_word_shuffle(out)  # no group has a repeated word left
 
 
-@pytest.mark.parametrize("mask,ty,n", [(M24, "i16", 64), (M24 * 8, "i16", 64), (M24 * 4 + [1, 2, 3, 4], "i8", 128)])
+@pytest.mark.parametrize("mask,ty,n", [(M24, "i16", 64), (M24 * 8, "i16", 64), (M24 * 4 + [1, 2, 3, 4], "i8", 128),
+                                       ([i // 2 + 4 * (i % 2) for i in range(64)], "i32", 36)])
 def test_rewritten_module_computes_the_same_lanes(mask: list[int], ty: str, n: int) -> None:
     """The rewritten shuffle JIT-compiled for the host, with the Hexagon intrinsic replaced by a plain
     `or` of its operands (what vor computes), gives the original shuffle's lanes (one and several
@@ -66,7 +69,7 @@ def test_rewritten_module_computes_the_same_lanes(mask: list[int], ty: str, n: i
     text += ("define internal <32 x i32> @vor(<32 x i32> %a, <32 x i32> %b) {\n"
              "  %r = or <32 x i32> %a, %b\n  ret <32 x i32> %r\n}\n")
     text = text.replace("@llvm.hexagon.V6.vor.128B", "@vor")
-    bits = 8 if ty == "i8" else 16
+    bits = {"i8": 8, "i16": 16, "i32": 32}[ty]
     m = len(mask)
     wrapper = (f"define void @run(ptr %in, ptr %out) {{\n  %v = load <{n} x {ty}>, ptr %in\n"
                f"  %r = call <{m} x {ty}> @f(<{n} x {ty}> %v)\n  store <{m} x {ty}> %r, ptr %out\n  ret void\n}}\n")
@@ -78,7 +81,7 @@ def test_rewritten_module_computes_the_same_lanes(mask: list[int], ty: str, n: i
     with llvm.create_mcjit_compiler(mod, tm) as ee:
         ee.finalize_object()
         fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(ee.get_function_address("run"))
-        dt = np.uint8 if bits == 8 else np.uint16
+        dt = {8: np.uint8, 16: np.uint16, 32: np.uint32}[bits]
         src = (np.arange(n) * 37 + 11).astype(dt)
         out = np.zeros(m, dt)
         fn(src.ctypes.data, out.ctypes.data)
@@ -87,7 +90,8 @@ def test_rewritten_module_computes_the_same_lanes(mask: list[int], ty: str, n: i
 
 @pytest.mark.qemu
 @pytest.mark.skipif(not tools_available("hvx128"), reason="qemu-hexagon / clang / lld missing")
-@pytest.mark.parametrize("bits,xs,ys,stride,w,h", [(16, 8, 3, 5, 64, 6), (8, 16, 8, 3, 64, 16), (16, 64, 3, 7, 128, 6)])
+@pytest.mark.parametrize("bits,xs,ys,stride,w,h", [(16, 8, 3, 5, 64, 6), (8, 16, 8, 3, 64, 16), (16, 64, 3, 7, 128, 6),
+                                                  (32, 32, 2, 4, 256, 8)])
 def test_two_dimensional_vector_load_runs_bit_exactly(bits: int, xs: int, ys: int, stride: int, w: int, h: int) -> None:
     import halide as hl
 
@@ -100,7 +104,7 @@ def test_two_dimensional_vector_load_runs_bit_exactly(bits: int, xs: int, ys: in
     f[x, y] = a[x + stride * y] + hl.cast(t, 1)
     f.bound(x, 0, w).bound(y, 0, h)
     f.reorder(y, x).vectorize(y, ys).vectorize(x, xs)
-    buf = (np.arange(1, 1025) * 7).astype(np.uint8 if bits == 8 else np.uint16)
+    buf = (np.arange(1, 1025) * 7).astype({8: np.uint8, 16: np.uint16, 32: np.uint32}[bits])
     a.set(hl.Buffer(buf))
     want = np.asarray(f.realize([w, h]))
     for isel in ("pitchfork", "llvm"):
