@@ -37,42 +37,47 @@ from pitchfork.backend.hvx_fixups import each_function
 _REGISTER_BYTES = 128
 _LANE_BYTES = {"i8": 1, "i16": 2, "half": 2, "bfloat": 2, "i32": 4, "float": 4}
 _VOR = "llvm.hexagon.V6.vor.128B"
-_SHUFFLE = re.compile(
-    r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = shufflevector <(?P<n>\d+) x (?P<t>i8|i16|half|bfloat|i32|float)> "
-    r"(?P<a>%[\w.$-]+|zeroinitializer|poison|undef|<[^<>]*>), <(?P=n) x (?P=t)> "
-    r"(?P<b>%[\w.$-]+|zeroinitializer|poison|undef|<[^<>]*>), <(?P<m>\d+) x i32> (?P<mask><[^<>]*>)\s*$",
-    re.M,
-)
+_UNDEFINED = ("poison", "undef")
+# Everything from ` = shufflevector` on: what has_repeated_word_shuffle searches (a pattern that starts
+# with fixed text is found by scanning for it; a line-anchored one is tried at every character).
+_CORE = (r" = shufflevector <(?P<n>\d+) x (?P<t>i8|i16|half|bfloat|i32|float)> "
+         r"(?P<a>%[\w.$-]+|zeroinitializer|poison|undef|<[^<>]*>), <(?P=n) x (?P=t)> "
+         r"(?P<b>%[\w.$-]+|zeroinitializer|poison|undef|<[^<>]*>), <(?P<m>\d+) x i32> (?P<mask><[^<>]*>)")
+_SHUFFLE_CORE = re.compile(_CORE)
+_SHUFFLE = re.compile(r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+)" + _CORE + r"\s*$", re.M)
 
 
-def _mask(text: str) -> list[int | None]:
-    """The lanes of a shuffle mask constant (`<i32 0, i32 poison, ...>`), None for an undefined lane."""
-    out: list[int | None] = []
-    for item in text.strip("<> ").split(","):
-        value = item.strip().split()[-1]
-        out.append(None if value in ("poison", "undef") else int(value))
-    return out
+def _elements(vector: str) -> list[str]:
+    """The elements of a vector constant (`<i32 0, i32 poison, ...>`), each its value's text."""
+    return [item.split()[-1] for item in vector.strip("<> ").split(",")]
 
 
-def _effective_mask(m: re.Match[str]) -> list[int | None]:
-    """The shuffle's mask with every lane that reads an undefined value as None: a lane of a `poison` /
-    `undef` operand, or an undef / poison element of a constant vector operand (the emitters pad a
-    splat that way; such lanes repeat without being built)."""
+def _effective_mask(m: re.Match[str]) -> list[int | None] | None:
+    """The shuffle's mask with every lane that reads an undefined value as None: an undefined mask lane,
+    a lane of a `poison` / `undef` operand, or an undef / poison element of a constant vector operand
+    (the emitters pad a splat that way; such lanes repeat without being built). None, before any
+    parsing, when no defined mask lane repeats (most shuffles: slices, concatenations, interleaves),
+    as then no word can."""
+    # the mask's defined elements as written, spaces dropped ("i325"): compared as text, not parsed
+    items = [v for v in m["mask"][1:-1].replace(" ", "").split(",") if not v.endswith(_UNDEFINED)]
+    if len(set(items)) == len(items):
+        return None
     n = int(m["n"])
     undefined: set[int] = set()
     for k, operand in enumerate((m["a"], m["b"])):
-        if operand in ("poison", "undef"):
+        if operand in _UNDEFINED:
             undefined.update(range(k * n, (k + 1) * n))
         elif operand.startswith("<"):
-            for i, item in enumerate(operand.strip("<> ").split(",")):
-                if item.strip().split()[-1] in ("poison", "undef"):
-                    undefined.add(k * n + i)
-    return [None if v is None or v in undefined else v for v in _mask(m["mask"])]
+            undefined.update(k * n + i for i, v in enumerate(_elements(operand)) if v in _UNDEFINED)
+    lanes = [None if v in _UNDEFINED else int(v) for v in _elements(m["mask"])]
+    return [None if v is None or v in undefined else v for v in lanes]
 
 
-def _groups(mask: list[int | None], per_word: int) -> list[int] | None:
+def _groups(mask: list[int | None] | None, per_word: int) -> list[int] | None:
     """Each lane's group (see the module docstring), or None when no defined word repeats or the
     shuffle is a splat."""
+    if mask is None:
+        return None
     defined = {v for v in mask if v is not None}
     if len(defined) <= 1:
         return None
@@ -80,30 +85,26 @@ def _groups(mask: list[int | None], per_word: int) -> list[int] | None:
     groups = [0] * len(mask)
     repeated = False
     for start in range(0, len(mask), per_word):
-        word = mask[start:start + per_word]
+        word = tuple(mask[start:start + per_word])
         if None in word or len(word) < per_word:
             continue
-        key = tuple(v for v in word if v is not None)
-        k = seen.get(key, 0)
-        seen[key] = k + 1
+        k = seen.get(word, 0)
+        seen[word] = k + 1
         repeated |= k > 0
-        for i in range(start, start + len(word)):
-            groups[i] = k
+        groups[start:start + per_word] = [k] * per_word
     return groups if repeated else None
 
 
 def has_repeated_word_shuffle(ir_text: str) -> bool:
-    """Whether the module holds an 8/16-bit shuffle that `rewrite_repeated_word_shuffles` rewrites."""
-    if "shufflevector" not in ir_text:
-        return False
-    for m in _SHUFFLE.finditer(ir_text):
+    """Whether the module holds a shuffle that `rewrite_repeated_word_shuffles` rewrites."""
+    for m in _SHUFFLE_CORE.finditer(ir_text):
         if _groups(_effective_mask(m), 4 // _LANE_BYTES[m["t"]]) is not None:
             return True
     return False
 
 
 def rewrite_repeated_word_shuffles(ir_text: str) -> str:
-    """`ir_text` with every 8/16-bit shuffle whose 32-bit words repeat computed as the module
+    """`ir_text` with every 8/16/32-bit shuffle whose 32-bit words repeat computed as the module
     docstring says; the `llvm.hexagon.V6.vor.128B` declaration added where it is missing."""
     counter = itertools.count()
     inserts: set[int] = set()
@@ -129,7 +130,7 @@ def _expand(m: re.Match[str], counter: Iterator[int], inserts: set[int]) -> str:
     lane_bytes = _LANE_BYTES[t]
     mask = _effective_mask(m)
     groups = _groups(mask, 4 // lane_bytes)
-    if groups is None:
+    if mask is None or groups is None:
         return m.group(0)
     ind, dst, n = m["ind"], m["dst"], int(m["n"])
     per_register = _REGISTER_BYTES // lane_bytes
@@ -171,13 +172,12 @@ def _expand(m: re.Match[str], counter: Iterator[int], inserts: set[int]) -> str:
     whole = combined[0]
     if registers > 1:  # the registers back in one value (each inserted into the one before)
         inserts.add(words)
-        whole = f"<{words} x i32> poison"
+        whole = "poison"
         for r, reg in enumerate(combined):
             nxt = f"%{tag}.cat{r}"
             lines.append(f"{ind}{nxt} = call <{words} x i32> @llvm.vector.insert.v{words}i32.v32i32("
-                         f"{whole}, <32 x i32> {reg}, i64 {32 * r})")
-            whole = f"<{words} x i32> {nxt}"
-        whole = whole.split()[-1]
+                         f"<{words} x i32> {whole}, <32 x i32> {reg}, i64 {32 * r})")
+            whole = nxt
     full = f"%{tag}.full"
     lines.append(f"{ind}{full} = bitcast <{words} x i32> {whole} to <{padded} x {t}>")
     lines.append(f"{ind}{dst} = shufflevector <{padded} x {t}> {full}, <{padded} x {t}> poison, "
