@@ -34,6 +34,7 @@ from synth.search import MAX_LANE_FACTOR, Grammar, SearchResult, constant_leaves
 
 if TYPE_CHECKING:
     from synth.rulesnap import RuleSnapshot
+    from synth.topdown import Context
 
 SKIP_LIFT_OPS = frozenset({"div", "mod", "var", "const"})
 BOOL_OPS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "select"})
@@ -692,7 +693,7 @@ def _topdown(seen: Term, grammar: Grammar, bound: tuple, task: Task, res: "Searc
     from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import load_target
     from pitchfork.trs.rewriter import Rewriter
-    from synth.topdown import Context, topdown
+    from synth.topdown import Context
 
     info = load_target(task.isa)
     rw = Rewriter(_without(info.rules, task.hide), cost=info.cost)
@@ -704,12 +705,21 @@ def _topdown(seen: Term, grammar: Grammar, bound: tuple, task: Task, res: "Searc
         max_terms=task.max_terms,
         rlimit=task.rlimit,
     )
+    return _after_enumerator(seen, grammar, bound, ctx, res)
+
+
+def _after_enumerator(seen: Term, root: Grammar, bound: tuple, ctx: "Context", res: "SearchResult") -> "SearchResult":
+    """synth/topdown.py's search from `root` once the enumerator's result `res` ended over budget, with
+    the enumerator's counts added to its own (a left side outside what it handles: the enumerator's
+    verdict stands, the reason in its detail)."""
+    from synth.topdown import topdown
+
     try:
-        td = topdown(seen, grammar, bound, ctx, extra_rows=res.learned)
-    except (FPIRTypeError, ValueError) as e:  # a left side outside what it handles: the enumerator's verdict stands
+        td = topdown(seen, root, bound, ctx, extra_rows=res.learned)
+    except (FPIRTypeError, ValueError) as e:
         return replace(res, detail=f"{res.detail}; top-down: {type(e).__name__}: {e}")
     detail = td.detail if td.status == "found" else f"{res.detail}; {td.detail}"
-    return replace(td, status=td.status, terms=res.terms + td.terms, solver_calls=res.solver_calls + td.solver_calls,
+    return replace(td, terms=res.terms + td.terms, solver_calls=res.solver_calls + td.solver_calls,
                    rounds=res.rounds + td.rounds, detail=detail, pruned=res.pruned)
 
 
@@ -785,7 +795,7 @@ def _uniform_topdown(seen: Term, grammar: Grammar, bound: tuple, task: Task, res
     from pitchfork.selection.lower import TARGET_MAX_BITS, expand_fpir
     from pitchfork.targets import load_target
     from pitchfork.trs.rewriter import Rewriter
-    from synth.topdown import SUB_BUDGET_DIVISOR, Context, topdown
+    from synth.topdown import SUB_BUDGET_DIVISOR, Context
 
     info = load_target(task.isa)
     rw = Rewriter(_without(info.rules, task.hide), cost=info.cost)
@@ -810,13 +820,7 @@ def _uniform_topdown(seen: Term, grammar: Grammar, bound: tuple, task: Task, res
         rlimit=task.rlimit,
         leaves=hoisted,
     )
-    try:
-        td = topdown(seen, root, bound, ctx, extra_rows=res.learned)
-    except (FPIRTypeError, ValueError) as e:
-        return replace(res, detail=f"{res.detail}; top-down: {type(e).__name__}: {e}")
-    detail = td.detail if td.status == "found" else f"{res.detail}; {td.detail}"
-    return replace(td, terms=res.terms + td.terms, solver_calls=res.solver_calls + td.solver_calls,
-                   rounds=res.rounds + td.rounds, detail=detail, pruned=res.pruned)
+    return _after_enumerator(seen, root, bound, ctx, res)
 
 
 def narrowings(t: Term) -> list[tuple[Term, Term]]:
