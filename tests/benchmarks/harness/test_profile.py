@@ -14,17 +14,22 @@ pytestmark = pytest.mark.skipif(prof.perf_available() is not None, reason=f"{pro
 
 
 def test_samples_land_on_loop_labels(tmp_path) -> None:
-    profiles = prof.profile("gaussian3x3", reps=40, quick=True, workdir=str(tmp_path), rounds=2)
+    # 400 calls: the process's startup costs a fixed handful of samples (in the operating system, and
+    # on AMD hosts in static glibc's `handle_amd` cache-size probe, a run of cpuid); at 40 calls the
+    # loop had ~4 samples and tied with them (CI, stop 51). The run still takes well under a second.
+    profiles = prof.profile("gaussian3x3", reps=400, quick=True, workdir=str(tmp_path), rounds=2)
     assert [p.variant for p in profiles] == ["pitchfork", "halide21"]
     for p in profiles:
         assert p.total > 0 and sum(p.samples.values()) == p.total
-        label, n = p.top(1)[0]
-        assert re.fullmatch(r"\.LBB\d+_\d+", label), p.top(5)  # the kernel's loop, not the harness
-        # No share-of-total bound: on a loaded machine the process's startup and kernel time take a
-        # varying share of ~20 samples (a bound of half failed at load 6); the loop being the top label is
-        # the load-independent fact.
+        asm = open(p.asm_path).read()
+        # Rank only the kernel's own labels: which share the startup takes depends on the machine's load
+        # (a bound of half failed at load 6), but within the kernel the loop being the top label does not.
+        ours = [(label, n) for label, n in p.top(len(p.samples))
+                if re.search(rf"^{re.escape(label)}:", asm, re.M)]
+        assert ours, p.top(5)
+        label, n = ours[0]
+        assert re.fullmatch(r"\.LBB\d+_\d+", label), p.top(5)  # the kernel's loop, not its entry
         assert n >= 1
-        assert re.search(rf"^{re.escape(label)}:", open(p.asm_path).read(), re.M)
 
 
 def test_wrong_output_is_refused(tmp_path, monkeypatch) -> None:
