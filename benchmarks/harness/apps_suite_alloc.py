@@ -1,6 +1,6 @@
 """`python -m benchmarks.harness.apps_suite_alloc`: does our heap allocator's layout cost an app time
-against Halide 21's `halide_malloc`? An interleaved A/B of allocator variants of PITCHFORK's code for one
-app of the apps suite (x86), with Halide 21 beside them.
+against Halide 21's `halide_malloc`? An interleaved A/B of allocator (and gather) variants of PITCHFORK's
+code for one app of the apps suite (x86), with Halide 21 beside them.
 
 Why: interpolate was measured 3-5% slower than Halide 21 without huge pages (session 31) with the same
 code and parallel structure. The two heaps differ in the layout alone (both call glibc `malloc` once
@@ -15,7 +15,10 @@ compiling; nothing in the source tree changes):
 * `p64`: the heap blocks aligned to 64 bytes as Halide's (`ALLOC_ALIGN` 64 in the heap functions);
 * `p0pad`: no PADDING bytes after a buffer (for this measurement only: our loads may need them; the
   output is checked against Halide's all the same);
-* `p64_0pad`: both, so the blocks' sizes and placement are Halide's.
+* `p64_0pad`: both, so the blocks' sizes and placement are Halide's;
+* `pgather` / `pnogather`: not the allocator but the codegen pass `x86_float_gathers` forced on / off
+  (float32 gathers as vgatherdps or lane by lane; its default follows the host CPU, see
+  pitchfork/codegen/float_gather_cpu.py, whose figures came from this tool).
 
 Each worker runs 3 warm-up calls, then `--calls` timed ones, and reports the median wall and CPU time per
 call (CPU: `time.process_time`, every thread of the process; on a shared machine it moves far less than
@@ -38,7 +41,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-VARIANTS = ("p", "p64", "p0pad", "p64_0pad", "h")
+VARIANTS = ("p", "p64", "p0pad", "p64_0pad", "pgather", "pnogather", "h")
 
 
 def worker(app_name: str, variant: str, calls: int, quick: bool, out_path: str, no_huge_pages: bool) -> None:
@@ -74,7 +77,10 @@ def worker(app_name: str, variant: str, calls: int, quick: bool, out_path: str, 
             alloc.ALLOC_ALIGN = 64  # the heap functions' alignment (x86 kernels assume HEAP_ALIGN = 64)
         if "0pad" in variant:
             alloc.PADDING = 0
-        prog = pf_compile(app.output, list(app.args), target="x86-avx2", name=app_name)
+        on = ["x86_float_gathers"] if variant == "pgather" else []
+        off = ["x86_float_gathers"] if variant == "pnogather" else []
+        prog = pf_compile(app.output, list(app.args), target="x86-avx2", name=app_name, enable_passes=on,
+                          disable_passes=off)
         if prog.fallback_reason:
             print(json.dumps({"error": prog.fallback_reason}), flush=True)
             return

@@ -26,7 +26,9 @@ selection alone (benchmarks/harness/variants.py); `shared_passes(target)` lists 
 
 Invariant: the default list for a (target, isel) is exactly what compile() ran before the order was
 data (the harness's static estimates are unchanged); each pass keeps the program's results bit-exact,
-so disabling any optional pass changes only the code, never the values it computes.
+so disabling any optional pass changes only the code, never the values it computes. One default
+depends on the compiling host (`Pass.host_default`): x86_float_gathers runs where LLVM's tuning for the
+host CPU uses vgatherdps itself (codegen/float_gather_cpu.py).
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ class Pass:
     #: not instruction selection, and correct for either isel (every loop pass is): `enable=` may
     #: turn it on for an isel that does not run it by default
     shared: bool = False
+    #: if given, the pass is on by default only where this holds for the compiling host (a CPU-dependent
+    #: strategy, asked once per process); `enable=` turns it on anyway, `disable=` off
+    host_default: Optional[Callable[[], bool]] = None
 
     def __post_init__(self) -> None:
         if self.kind == "loop":
@@ -67,6 +72,15 @@ class Pass:
 
     def applies(self, target: str, isel: str) -> bool:
         return target in self.targets and isel in self.isels
+
+    def on_by_default(self) -> bool:
+        return self.host_default is None or self.host_default()
+
+
+def _host_gathers_fast() -> bool:
+    from pitchfork.codegen.float_gather_cpu import fast_float_gathers
+
+    return fast_float_gathers()
 
 
 PASSES: tuple[Pass, ...] = (
@@ -142,8 +156,9 @@ PASSES: tuple[Pass, ...] = (
     Pass("x86_float_gathers", "codegen",
          "unmasked 8/16/32-lane gathers from float32 buffers as vgatherdps, 8 lanes each (off: the lanes "
          "read one by one, as Halide 21 does: it sets +prefer-no-gather, which CPUs with the GDS microcode "
-         "mitigation want); same bits",
-         ("x86-avx2",), BOTH, shared=True),
+         "mitigation want); on by default where LLVM's tuning for the host CPU uses vgatherdps itself "
+         "(Intel Skylake and later; not Haswell or AMD Zen: codegen/float_gather_cpu.py); same bits",
+         ("x86-avx2",), BOTH, shared=True, host_default=_host_gathers_fast),
     Pass("span_gathers", "codegen",
          "byte gathers with a lane-monotone index as table lookups (arm64 tbl, hvx vlut32) with the "
          "gather as fallback; same bytes",
@@ -204,7 +219,7 @@ class PassList:
 
 def passes_for(target: str, isel: str) -> tuple[Pass, ...]:
     """Every pass that applies to (target, isel), in run order (the default list)."""
-    return tuple(p for p in PASSES if p.applies(target, isel))
+    return tuple(p for p in PASSES if p.applies(target, isel) and p.on_by_default())
 
 
 def default_passes(target: str, isel: str) -> PassList:
@@ -245,7 +260,7 @@ def resolve(target: str, isel: str, passes: Optional[list[str] | tuple[str, ...]
                          f"({', '.join(p.name for p in PASSES if p.kind == 'codegen' and p.shared)}) can; "
                          "loop passes are chosen with passes=")
     chosen = [p for p in mine if (p.name in passes if passes is not None and p.kind == "loop"
-                                  else isel in p.isels or p.name in enable)]
+                                  else isel in p.isels and p.on_by_default() or p.name in enable)]
     return PassList(target, isel, tuple(p for p in chosen if p.name not in set(disable)))
 
 
@@ -257,7 +272,7 @@ STATEMENT_PASSES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 def shared_passes(target: str) -> list[str]:
     """Every pass of `target` that is not instruction selection (`Pass.shared`), loop passes first: what
     the benchmark harness runs on both sides of its "selection only" comparison."""
-    return [p.name for p in PASSES if p.shared and target in p.targets]
+    return [p.name for p in PASSES if p.shared and target in p.targets and p.on_by_default()]
 
 
 def statement_passes(target: str, isel: str, passes: Optional[Sequence[str]] = None,

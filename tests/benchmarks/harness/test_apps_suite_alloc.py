@@ -20,4 +20,4 @@ def test_allocator_variants_compute_halides_output() -> None:
 def test_unknown_variant_is_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--variants", "p,q"]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        "error: unknown variant(s) q; the variants are p, p64, p0pad, p64_0pad, h"]
+        "error: unknown variant(s) q; the variants are p, p64, p0pad, p64_0pad, pgather, pnogather, h"]

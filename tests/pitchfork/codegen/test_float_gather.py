@@ -1,7 +1,8 @@
 """x86 gathers from a float32 buffer (codegen/memory.py `_gather`, `_avx2_gather`).
 
 8, 16 or 32 lanes (session 25): one `vgatherdps` per 8 lanes instead of reading the lanes one by one
-(bilateral_grid's slicing stage: 16 gathers of the grid per 8 pixels). Other lane counts (session 16):
+(bilateral_grid's slicing stage: 16 gathers of the grid per 8 pixels), by default only on a host whose
+CPU LLVM tunes for fast gathers (session 33: codegen/float_gather_cpu.py). Other lane counts (session 16):
 the lanes are read and inserted as floats, as Halide's code does (`vmovss` + `vinsertps`), not as their
 integer bits (`vmovd` + `vpinsrd`, whose vector then crosses into the float domain: bilateral_grid's
 slicing stage took 4.8% more CPU than Halide's). Either way a gather only moves bits: the result is
@@ -51,10 +52,12 @@ def _halide(func: hl.Func, args: list, table: np.ndarray, idx: np.ndarray) -> np
 
 @pytest.mark.parametrize("lanes", [8, 16, 32])
 def test_x86_float_gather_is_vgatherdps_and_bit_exact(lanes: int) -> None:
+    """With the pass on (`enable_passes`: its default follows the host CPU, see below)."""
     func, args = float_lookup(lanes, scale=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        prog = pitchfork.compile(func, args, target="x86-avx2", name="float_lookup", fallback=False)
+        prog = pitchfork.compile(func, args, target="x86-avx2", name="float_lookup", fallback=False,
+                                 enable_passes=["x86_float_gathers"])
     asm = prog.assembly()
     assert len(re.findall(r"\bvgatherdps\b", asm)) >= lanes // 8 and not re.search(r"\bvinsertps\b", asm), asm
     table, idx = _inputs(lanes)
@@ -93,3 +96,33 @@ def test_x86_float_gathers_off_reads_lanes_one_by_one_as_halide() -> None:
     got = prog(table, idx, size=[len(idx)])
     want = _halide(*float_lookup(16, scale=False), table, idx)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_llvm_tuning_says_which_cpus_gather_fast() -> None:
+    """codegen/float_gather_cpu.py asks LLVM 22's own tuning (TuningFastGather): Intel Skylake and later
+    lower a float gather to vgatherdps; Haswell and AMD Zen (where session 33 measured local_laplacian
+    ~10% slower with vgatherdps) do not; a CPU name LLVM does not know answers False."""
+    from pitchfork.codegen.float_gather_cpu import fast_float_gathers
+
+    assert all(fast_float_gathers(c) for c in ("skylake", "icelake-server", "alderlake"))
+    assert not any(fast_float_gathers(c) for c in ("haswell", "znver3", "znver4", "znver5", "generic"))
+
+
+def test_x86_float_gathers_default_follows_the_host_cpu() -> None:
+    """By default the pass runs iff LLVM's tuning for the compiling host's CPU gathers fast: vgatherdps on
+    a Skylake+ Intel host, Halide 21's lane-by-lane form on an AMD Zen host; the same bits either way."""
+    from pitchfork.codegen.float_gather_cpu import fast_float_gathers
+    from pitchfork.passes.pipeline import default_passes, resolve
+
+    fast = fast_float_gathers()
+    assert default_passes("x86-avx2", "pitchfork").on("x86_float_gathers") == fast
+    assert resolve("x86-avx2", "pitchfork", enable=["x86_float_gathers"]).on("x86_float_gathers")
+    func, args = float_lookup(8, scale=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prog = pitchfork.compile(func, args, target="x86-avx2", name="float_lookup", fallback=False)
+    asm = prog.assembly()
+    assert bool(re.search(r"\bvgatherdps\b", asm)) == fast and bool(re.search(r"\bvinsertps\b", asm)) != fast, asm
+    table, idx = _inputs(8)
+    got = prog(table, idx, size=[len(idx)])
+    assert np.array_equal(got.view(np.uint32), table[idx.astype(np.int64)].view(np.uint32))
