@@ -150,10 +150,12 @@ def placed_output(t: Any, size: Sequence[int]) -> Any:
     return raw[start:start + n].view(dtype).reshape(shape)
 
 
-def worker(name: str, contender: str, quick: bool, out_path: str) -> None:
-    """Compile `name` with one contender ('p' PITCHFORK, 'h' Halide 21), run it once, save its output
-    to `out_path`; then serve 't' (time one call), 'b K' (time K back-to-back calls: seconds per call
-    and K) and 'q' on stdin, one line of JSON each."""
+def worker(name: str, contender: str, quick: bool, out_path: str,
+           size: Optional[Sequence[int]] = None) -> None:
+    """Compile `name` with one contender ('p' PITCHFORK, 'h' Halide 21), run it once at `size` (default:
+    the app's timing size, or its test size if `quick`), save its output to `out_path`; then serve
+    't' (time one call), 'b K' (time K back-to-back calls: seconds per call and K) and 'q' on stdin,
+    one line of JSON each."""
     import halide as hl
     import numpy as np
 
@@ -163,7 +165,7 @@ def worker(name: str, contender: str, quick: bool, out_path: str) -> None:
     from pitchfork.api import compile as pf_compile
 
     app = APPS[name].build("x86-avx2")
-    size = app.test_size if quick else app.timing_size
+    size = list(size) if size else (app.test_size if quick else app.timing_size)
     values = app.make_inputs(np.random.default_rng(1), size)
     out_size = app.output_size(size)
     t0 = time.perf_counter()
@@ -242,10 +244,12 @@ def _paired(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def time_app(name: str, reps: int, quick: bool, timeout: float | None = None,
-             huge_pages: bool = True, processes: int = 1) -> list[dict[str, Any]]:
+             huge_pages: bool = True, processes: int = 1,
+             size: Optional[Sequence[int]] = None) -> list[dict[str, Any]]:
     """One app: four workers (contender x thread count), outputs checked, `reps` interleaved repetitions;
     `huge_pages=False`: every worker runs with transparent huge pages off (HUGE_PAGES); `processes` > 1:
-    each worker is that many processes, repetition r sampling process r mod `processes` (PROCESSES)."""
+    each worker is that many processes, repetition r sampling process r mod `processes` (PROCESSES);
+    `size`: the app's size instead of its timing size (apps_suite_scaling)."""
     import numpy as np
 
     from benchmarks.apps import APPS
@@ -261,7 +265,8 @@ def time_app(name: str, reps: int, quick: bool, timeout: float | None = None,
             for i in range(processes):
                 cmd = [sys.executable, "-m", "benchmarks.harness.apps_suite", "--worker", c, "--out",
                        str(Path(tmp) / f"{c}{n}_{i}.npy"), *(["--quick"] if quick else []),
-                       *([] if huge_pages else ["--no-huge-pages"]), name]
+                       *([] if huge_pages else ["--no-huge-pages"]),
+                       *(["--size", "x".join(map(str, size))] if size else []), name]
                 procs[(n, c)].append(subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                       text=True))
         try:
@@ -490,6 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="where the worker saves its output (.npy)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-huge-pages", action="store_true", help="transparent huge pages off in this worker")
+    ap.add_argument("--size", help="the app's size WxH[xC] instead of its timing size")
     ap.add_argument("app")
     a = ap.parse_args(argv)
     if a.no_huge_pages:  # before the first allocation of the app's buffers
@@ -497,7 +503,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import warnings
 
     warnings.simplefilter("ignore")
-    worker(a.app, a.worker, a.quick, a.out)
+    worker(a.app, a.worker, a.quick, a.out, [int(e) for e in a.size.split("x")] if a.size else None)
     return 0
 
 
