@@ -122,8 +122,26 @@ class ExprEmitter:
         return self.b.shuffle_vector(v, undef(v.type), _mask(list(range(start, start + count))))
 
     def concat(self, parts: Sequence[ir.Value], lanes: Optional[int] = None) -> ir.Value:
-        """Concatenate chunks and keep the first `lanes` lanes."""
+        """Concatenate chunks and keep the first `lanes` lanes: lane j of the result is lane j - n of
+        the part that holds it (n: the lanes of the parts before it), for every j below the total.
+
+        The parts are concatenated pairwise, the second of each pair padded (or cut) to the first's
+        length, which is that concatenation when the parts have one length (the last may be shorter).
+        Parts of other lengths (a whole-register HVX window beside a narrower vector, as a Halide
+        `interleave_vectors(a[ramp(9, 1, 2)], t, t, t)` gives) are padded to one length first and the
+        lanes picked out of that: the pairwise padding put undefined lanes in the middle (f(x) =
+        a[x / 4] bounded to 47 lanes and vectorized by 8 ran wrong in 4 lanes on hvx128)."""
         parts = list(parts)
+        want = lanes or self.lanes
+        counts = [p.type.count for p in parts]
+        if len(set(counts)) > 1 and not _pairwise_is_concatenation(counts, want):
+            size = max(counts)
+            padded = [p if n == size else self.b.shuffle_vector(p, undef(p.type), _mask([min(j, n) for j in range(size)]))
+                      for p, n in zip(parts, counts)]
+            whole = self.concat(padded, size * len(parts))
+            idx = [k * size + i for k, n in enumerate(counts) for i in range(n)][:want]
+            idx += [whole.type.count] * (want - len(idx))  # beyond the parts: undefined
+            return self.b.shuffle_vector(whole, undef(whole.type), _mask(idx))
         while len(parts) > 1:
             nxt = []
             for i in range(0, len(parts) - 1, 2):
@@ -532,6 +550,40 @@ def _register_parts(v: ir.Value, reg: int) -> Optional[list[ir.Value]]:
             lo, hi = _register_parts(x, reg), _register_parts(y, reg)
             return lo + hi if lo is not None and hi is not None else None
     return None
+
+
+def _pairwise_is_concatenation(counts: Sequence[int], want: int) -> bool:
+    """Whether `ExprEmitter.concat`'s pairwise scheme (each pair's second part padded or cut to the
+    first's length) on parts of `counts` lanes gives their plain concatenation in its first `want`
+    lanes. Lanes are followed as runs (part, first lane, lanes); -1 is padding."""
+    runs: list[list[tuple[int, int, int]]] = [[(k, 0, n)] for k, n in enumerate(counts)]
+    while len(runs) > 1:
+        nxt = []
+        for i in range(0, len(runs) - 1, 2):
+            a, c = runs[i], runs[i + 1]
+            la, lc = sum(r[2] for r in a), sum(r[2] for r in c)
+            if lc < la:
+                c = c + [(-1, 0, la - lc)]
+            elif lc > la:
+                cut, left = [], la
+                for k, lo, n in c:
+                    if left > 0:
+                        cut.append((k, lo, min(n, left)))
+                    left -= n
+                c = cut
+            nxt.append(a + c)
+        if len(runs) % 2:
+            nxt.append(runs[-1])
+        runs = nxt
+    # the plain concatenation's runs, cut to `want` lanes, must start the result
+    need, at = min(want, sum(counts)), 0
+    for (k, lo, n), part in zip(runs[0], range(len(counts))):
+        if at >= need:
+            return True
+        if (k, lo) != (part, 0) or (n < counts[part] and at + n < need):
+            return False
+        at += n
+    return at >= need
 
 
 def _mask(idx: Sequence[int]) -> ir.Constant:
