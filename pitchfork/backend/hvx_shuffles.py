@@ -1,4 +1,4 @@
-"""HVX shuffles whose 32-bit words repeat, split so that LLVM 22 builds them right.
+"""HVX shuffles and insertelement chains whose 32-bit words repeat, split so that LLVM 22 builds them right.
 
 LLVM 22's Hexagon backend lowers a shuffle it cannot match to an HVX permute as a BUILD_VECTOR of the
 extracted lanes, and `buildHvxVectorReg` packs 8- and 16-bit lanes into 32-bit words and starts from a
@@ -20,6 +20,18 @@ zero lanes to whole 128-byte registers; the groups are combined with `llvm.hexag
 register (an intrinsic, so the DAG combiner cannot fold the groups back into the one shuffle, as it
 does `or` of complementary shuffles) and the original lanes sliced off the front.
 
+Insertelement chains reach the same build without any shuffle: a vector built lane by lane whose
+lanes repeat in the same order (hvx128's float code computes lane by lane, pitchfork/codegen/hvx_floats.py:
+`u16(f32(a[x + 3*y]) * 0.5)` vectorized over y (4) and x (8) inserted the same two converted values at
+lanes 2-3 and 24-25, InstCombine having folded the extracts of the 2-D load's shuffle into extracts of
+the load: 32 of 512 lanes wrong under qemu-hexagon, both isels; i16 chains of 32, 48, 64 or 128 lanes
+and i8 chains of 64 or 128 lanes from scalar arguments ran wrong alike, i32 and 16-lane chains right).
+A chain's end (an insertelement used otherwise than by the next insert) whose words repeat is split the
+same way: its lanes (inserted, or the lanes of the vector it started from) go to groups as above, each
+group an insertelement chain into zeroinitializer, combined with vor. (Chains of i1 lanes reach the
+same build through predicates, `buildHvxVectorPred`: a <64 x i1> built from scalar compares ran wrong
+too, but no codegen path builds one: hvx_floats computes 64 lanes or more in a loop through memory.)
+
 It runs on the optimised text (after the optimisation pipeline, which would fold it back) and
 changes nothing else: the module is returned as is when no such shuffle occurs. A splat (every
 defined lane the same source lane) is left alone: it is lowered as a splat of the lane, not built.
@@ -30,6 +42,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from collections.abc import Iterator
 
 from pitchfork.backend.hvx_fixups import each_function
@@ -96,11 +109,21 @@ def _groups(mask: list[int | None] | None, per_word: int) -> list[int] | None:
 
 
 def has_repeated_word_shuffle(ir_text: str) -> bool:
-    """Whether the module holds a shuffle that `rewrite_repeated_word_shuffles` rewrites."""
+    """Whether the module holds a shuffle or an insertelement chain that `rewrite_repeated_word_shuffles`
+    rewrites."""
     for m in _SHUFFLE_CORE.finditer(ir_text):
         if _groups(_effective_mask(m), 4 // _LANE_BYTES[m["t"]]) is not None:
             return True
-    return False
+    if _INSERT_CORE.search(ir_text) is None:
+        return False
+    found = False
+
+    def probe(f: str) -> str:
+        nonlocal found
+        found = found or any(groups is not None for _, _, groups in _chains(f))
+        return f
+    each_function(ir_text, probe)
+    return found
 
 
 def rewrite_repeated_word_shuffles(ir_text: str) -> str:
@@ -108,7 +131,8 @@ def rewrite_repeated_word_shuffles(ir_text: str) -> str:
     docstring says; the `llvm.hexagon.V6.vor.128B` declaration added where it is missing."""
     counter = itertools.count()
     inserts: set[int] = set()
-    text = each_function(ir_text, lambda f: _SHUFFLE.sub(lambda m: _expand(m, counter, inserts), f))
+    text = each_function(ir_text, lambda f: _rewrite_chains(_SHUFFLE.sub(lambda m: _expand(m, counter, inserts), f),
+                                                            counter, inserts))
     if text == ir_text:
         return text
     declared = {ln.split("@", 1)[1].split("(", 1)[0] for ln in text.split("\n") if ln.startswith("declare ")}
@@ -119,6 +143,110 @@ def rewrite_repeated_word_shuffles(ir_text: str) -> str:
         if name not in declared:
             text += f"declare <{words} x i32> @{name}(<{words} x i32>, <32 x i32>, i64 immarg)\n"
     return text
+
+
+_INSERT_CORE = re.compile(r" = insertelement <\d+ x (?:i8|i16|half|bfloat)> ")
+_INSERT = re.compile(r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = insertelement <(?P<n>\d+) x (?P<t>i8|i16|half|bfloat)> "
+                     r"(?P<base>%[\w.$-]+|zeroinitializer|poison|undef|<[^<>]*>), (?P=t) (?P<val>[^,]+), "
+                     r"i(?:32|64) (?P<idx>\d+)\s*$", re.M)
+_NAME = re.compile(r"%[\w.$-]+")
+_ZERO = {"i8": "0", "i16": "0", "half": "0xH0000", "bfloat": "0xR0000"}
+
+
+def _chains(text: str) -> list[tuple[re.Match[str], list[str | None], list[int] | None]]:
+    """The insertelement chains of one function's text: for each chain end (an insertelement whose
+    result is used otherwise than as the vector operand of another insertelement), its match, each lane's
+    value as text (None: undefined; `%v[k]`: lane k of a vector `%v` the chain started from) and each
+    lane's group (`_chain_groups`)."""
+    defs = {m["dst"]: m for m in _INSERT.finditer(text)}
+    # one insert into an undefined or zero vector (a splat's first step, the common case) repeats nothing
+    if not any(m["base"] in defs or m["base"].startswith(("<", "%")) for m in defs.values()):
+        return []
+    uses = Counter(_NAME.findall(text))
+    as_base = Counter(m["base"] for m in defs.values())
+    out = []
+    for dst, m in defs.items():
+        if uses[dst] - 1 <= as_base[dst]:
+            continue  # only ever extended by further inserts: built when its chain's end is
+        n = int(m["n"])
+        lanes: dict[int, str] = {}
+        cur = dst
+        while cur in defs:
+            link = defs[cur]
+            if int(link["n"]) != n or link["t"] != m["t"]:
+                break
+            lanes.setdefault(int(link["idx"]), link["val"].strip())
+            cur = link["base"]
+        if cur in defs or any(k >= n for k in lanes):
+            continue
+        base: list[str | None]
+        if cur in _UNDEFINED:
+            base = [None] * n
+        elif cur == "zeroinitializer":
+            base = [_ZERO[m["t"]]] * n
+        elif cur.startswith("<"):
+            base = [None if v in _UNDEFINED else v for v in _elements(cur)]
+        else:
+            base = [f"{cur}[{k}]" for k in range(n)]
+        values = [lanes.get(k, base[k]) for k in range(n)]
+        values = [None if v in _UNDEFINED else v for v in values]
+        out.append((m, values, _chain_groups(values, 4 // _LANE_BYTES[m["t"]])))
+    return out
+
+
+def _chain_groups(values: list[str | None], per_word: int) -> list[int] | None:
+    """Each lane's group, as `_groups` for shuffles: the k-th occurrence of a repeated word in group k.
+    A word whose lanes are one defined value repeats harmlessly (its splat at the lane width is right);
+    any other word that occurs twice (constants and partly undefined words too) is split. None when no
+    word needs it."""
+    seen: dict[tuple[str | None, ...], int] = {}
+    groups = [0] * len(values)
+    repeated = False
+    for start in range(0, len(values), per_word):
+        word = tuple(values[start:start + per_word])
+        if all(v is None for v in word) or (None not in word and len(set(word)) == 1):
+            continue
+        k = seen.get(word, 0)
+        seen[word] = k + 1
+        repeated |= k > 0
+        groups[start:start + per_word] = [k] * len(word)
+    return groups if repeated else None
+
+
+def _rewrite_chains(text: str, counter: Iterator[int], inserts: set[int]) -> str:
+    """One function's text with every chain end whose words repeat computed from groups (see the
+    module docstring): each group an insertelement chain into zeroinitializer, combined with vor."""
+    if _INSERT_CORE.search(text) is None:
+        return text
+    todo = {m["dst"]: (m, values, groups) for m, values, groups in _chains(text) if groups is not None}
+    if not todo:
+        return text
+
+    def expand(line: re.Match[str]) -> str:
+        if line["dst"] not in todo:
+            return line.group(0)
+        m, values, groups = todo[line["dst"]]
+        t, n, ind, dst = m["t"], int(m["n"]), m["ind"], m["dst"]
+        per_register = _REGISTER_BYTES // _LANE_BYTES[t]
+        padded = -(-n // per_register) * per_register
+        tag = f"{dst[1:]}.rw{next(counter)}"
+        lines: list[str] = []
+        parts = []
+        for g in range(max(groups) + 1):
+            acc = "zeroinitializer"
+            for k, v in enumerate(values):
+                if v is None or groups[k] != g:
+                    continue
+                if v.endswith("]"):  # a lane of the vector the chain started from
+                    vec, lane = v[:-1].split("[")
+                    lines.append(f"{ind}%{tag}.x{g}.{k} = extractelement <{n} x {t}> {vec}, i32 {lane}")
+                    v = f"%{tag}.x{g}.{k}"
+                lines.append(f"{ind}%{tag}.i{g}.{k} = insertelement <{padded} x {t}> {acc}, {t} {v}, i32 {k}")
+                acc = f"%{tag}.i{g}.{k}"
+            parts.append(_registers(lines, ind, f"%{tag}.w{g}", acc, t, padded))
+        _combine(lines, ind, tag, parts, t, padded, n, dst, inserts)
+        return "\n".join(lines)
+    return _INSERT.sub(expand, text)
 
 
 def _vec(values: Iterator[str] | list[str], ty: str) -> str:
@@ -135,8 +263,6 @@ def _expand(m: re.Match[str], counter: Iterator[int], inserts: set[int]) -> str:
     ind, dst, n = m["ind"], m["dst"], int(m["n"])
     per_register = _REGISTER_BYTES // lane_bytes
     padded = -(-n_lanes // per_register) * per_register
-    registers = padded // per_register
-    words = padded * lane_bytes // 4
     tag = f"{dst[1:]}.rw{next(counter)}"
     src = f"<{n} x {t}> {m['a']}, <{n} x {t}> {m['b']}"
     lines: list[str] = []
@@ -149,18 +275,32 @@ def _expand(m: re.Match[str], counter: Iterator[int], inserts: set[int]) -> str:
         cond = _vec(["true" if k else "false" for k in keep], "i1")
         lines.append(f"{ind}{sel} = select <{padded} x i1> {cond}, <{padded} x {t}> {shuf}, "
                      f"<{padded} x {t}> zeroinitializer")
-        lines.append(f"{ind}{cast} = bitcast <{padded} x {t}> {sel} to <{words} x i32>")
-        regs = []
-        for r in range(registers):
-            if registers == 1:
-                regs.append(cast)
-                continue
-            reg = f"%{tag}.w{g}.r{r}"
-            idx = [str(32 * r + i) for i in range(32)]
-            lines.append(f"{ind}{reg} = shufflevector <{words} x i32> {cast}, <{words} x i32> poison, "
-                         f"<32 x i32> {_vec(idx, 'i32')}")
-            regs.append(reg)
-        parts.append(regs)
+        parts.append(_registers(lines, ind, cast, sel, t, padded))
+    _combine(lines, ind, tag, parts, t, padded, n_lanes, dst, inserts)
+    return "\n".join(lines)
+
+
+def _registers(lines: list[str], ind: str, cast: str, value: str, t: str, padded: int) -> list[str]:
+    """Append `cast` = `value` (<padded x t>) as <words x i32> to `lines`, and its 128-byte registers
+    (<32 x i32> each) sliced out of it when there are several; their names."""
+    words = padded * _LANE_BYTES[t] // 4
+    lines.append(f"{ind}{cast} = bitcast <{padded} x {t}> {value} to <{words} x i32>")
+    if words == 32:
+        return [cast]
+    regs = []
+    for r in range(words // 32):
+        regs.append(f"{cast}.r{r}")
+        lines.append(f"{ind}{regs[-1]} = shufflevector <{words} x i32> {cast}, <{words} x i32> poison, "
+                     f"<32 x i32> {_vec([str(32 * r + i) for i in range(32)], 'i32')}")
+    return regs
+
+
+def _combine(lines: list[str], ind: str, tag: str, parts: list[list[str]], t: str, padded: int, n_lanes: int,
+             dst: str, inserts: set[int]) -> None:
+    """Append to `lines` the vor of the groups' registers (`parts[g]`: group g's <32 x i32> registers),
+    the registers back in one <padded x t> value and `dst` = its first `n_lanes` lanes."""
+    registers = len(parts[0])
+    words = 32 * registers
     combined = []
     for r in range(registers):
         acc = parts[0][r]
@@ -182,5 +322,3 @@ def _expand(m: re.Match[str], counter: Iterator[int], inserts: set[int]) -> str:
     lines.append(f"{ind}{full} = bitcast <{words} x i32> {whole} to <{padded} x {t}>")
     lines.append(f"{ind}{dst} = shufflevector <{padded} x {t}> {full}, <{padded} x {t}> poison, "
                  f"<{n_lanes} x i32> {_vec([str(k) for k in range(n_lanes)], 'i32')}")
-    return "\n".join(lines)
-
