@@ -38,6 +38,12 @@ HVX instruction forms it added (`HVX_TEMPLATES`), their variables replaced by ra
 
     python -m tests.pitchfork.difftest --families --count 300 --target hvx128 --max-bits 32
 
+`--schedules` runs tests/pitchfork/difftest_schedules.py instead (its options): random small Halide pipelines
+under random schedules (strided, 2-D, broadcast, reversed loads; 2-D vectors, tiles, tails), compiled by
+pitchfork.compile and compared with Halide's realize:
+
+    python -m tests.pitchfork.difftest --schedules --target hvx128 --count 300 --seed 1
+
 `--save PATH` writes every mismatch and error as a reproducer (one JSON object per line: target, isel,
 lane count, expression text); `--replay PATH` reruns just those, each alone:
 
@@ -404,6 +410,11 @@ def replay(path: str, seed: int = 0) -> list[Result]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--schedules" in argv:  # whole pipelines under random schedules: tests/pitchfork/difftest_schedules.py
+        from tests.pitchfork.difftest_schedules import main as schedules_main
+
+        return schedules_main([a for a in argv if a != "--schedules"])
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--count", type=int, default=1000, help="expressions per target and isel")
     p.add_argument("--target", action="append", choices=TARGETS, help="repeatable (default: all)")
