@@ -28,9 +28,11 @@ the load: 32 of 512 lanes wrong under qemu-hexagon, both isels; i16 chains of 32
 and i8 chains of 64 or 128 lanes from scalar arguments ran wrong alike, i32 and 16-lane chains right).
 A chain's end (an insertelement used otherwise than by the next insert) whose words repeat is split the
 same way: its lanes (inserted, or the lanes of the vector it started from) go to groups as above, each
-group an insertelement chain into zeroinitializer, combined with vor. (Chains of i1 lanes reach the
-same build through predicates, `buildHvxVectorPred`: a <64 x i1> built from scalar compares ran wrong
-too, but no codegen path builds one: hvx_floats computes 64 lanes or more in a loop through memory.)
+group an insertelement chain into zeroinitializer, combined with vor. Chains of i1 lanes reach the same
+build through predicates (`buildHvxVectorPred` makes a vector of bytes, 2 per lane of a <64 x i1>, 4 per
+lane of a <128 x i1>): such chains of 40, 48, 64, 96 or 128 lanes from scalar compares ran wrong
+(hvx_floats builds one for a float compare of fewer than 64 lanes feeding integer code); a chain of
+i1 is built zero-extended to i16 / i8 lanes, split as above, and compared with zero.
 
 It runs on the optimised text (after the optimisation pipeline, which would fold it back) and
 changes nothing else: the module is returned as is when no such shuffle occurs. A splat (every
@@ -145,12 +147,21 @@ def rewrite_repeated_word_shuffles(ir_text: str) -> str:
     return text
 
 
-_INSERT_CORE = re.compile(r" = insertelement <\d+ x (?:i8|i16|half|bfloat)> ")
-_INSERT = re.compile(r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = insertelement <(?P<n>\d+) x (?P<t>i8|i16|half|bfloat)> "
+_INSERT_CORE = re.compile(r" = insertelement <\d+ x (?:i8|i16|half|bfloat|i1)> ")
+_INSERT = re.compile(r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = insertelement <(?P<n>\d+) x (?P<t>i8|i16|half|bfloat|i1)> "
                      r"(?P<base>%[\w.$-]+|zeroinitializer|poison|undef|<[^<>]*>), (?P=t) (?P<val>[^,]+), "
                      r"i(?:32|64) (?P<idx>\d+)\s*$", re.M)
 _NAME = re.compile(r"%[\w.$-]+")
-_ZERO = {"i8": "0", "i16": "0", "half": "0xH0000", "bfloat": "0xR0000"}
+_ZERO = {"i8": "0", "i16": "0", "half": "0xH0000", "bfloat": "0xR0000", "i1": "false"}
+
+
+def _per_word(t: str, n: int) -> int:
+    """Lanes per 32-bit word of the register a <n x t> vector is built in. An i1 vector is a predicate,
+    built as a vector of bytes (`buildHvxVectorPred`): 128 / L bytes per lane, L the legal predicate
+    length (32, 64 or 128) it widens to."""
+    if t != "i1":
+        return 4 // _LANE_BYTES[t]
+    return 1 if n <= 32 else 2 if n <= 64 else 4
 
 
 def _chains(text: str) -> list[tuple[re.Match[str], list[str | None], list[int] | None]]:
@@ -190,7 +201,8 @@ def _chains(text: str) -> list[tuple[re.Match[str], list[str | None], list[int] 
             base = [f"{cur}[{k}]" for k in range(n)]
         values = [lanes.get(k, base[k]) for k in range(n)]
         values = [None if v in _UNDEFINED else v for v in values]
-        out.append((m, values, _chain_groups(values, 4 // _LANE_BYTES[m["t"]])))
+        per_word = _per_word(m["t"], n)
+        out.append((m, values, _chain_groups(values, per_word) if per_word > 1 else None))
     return out
 
 
@@ -227,10 +239,24 @@ def _rewrite_chains(text: str, counter: Iterator[int], inserts: set[int]) -> str
             return line.group(0)
         m, values, groups = todo[line["dst"]]
         t, n, ind, dst = m["t"], int(m["n"]), m["ind"], m["dst"]
-        per_register = _REGISTER_BYTES // _LANE_BYTES[t]
-        padded = -(-n // per_register) * per_register
         tag = f"{dst[1:]}.rw{next(counter)}"
         lines: list[str] = []
+        pred = ""
+        if t == "i1":  # a predicate: its lanes as bytes / halfwords (as the backend builds it), compared
+            pred, dst, t = dst, f"%{tag}.wide", "i16" if _per_word("i1", n) == 2 else "i8"
+            wide = {}
+            for v in dict.fromkeys(v for v in values if v is not None and not v.endswith("]")):
+                wide[v] = f"%{tag}.b{len(wide)}"
+                lines.append(f"{ind}{wide[v]} = zext i1 {v} to {t}")
+            for k, v in enumerate(values):
+                if v is not None and v.endswith("]"):
+                    vec, lane = v[:-1].split("[")
+                    lines.append(f"{ind}%{tag}.p{k} = extractelement <{n} x i1> {vec}, i32 {lane}")
+                    lines.append(f"{ind}%{tag}.q{k} = zext i1 %{tag}.p{k} to {t}")
+                    wide[v] = f"%{tag}.q{k}"
+            values = [None if v is None else wide[v] for v in values]
+        per_register = _REGISTER_BYTES // _LANE_BYTES[t]
+        padded = -(-n // per_register) * per_register
         parts = []
         for g in range(max(groups) + 1):
             acc = "zeroinitializer"
@@ -245,6 +271,8 @@ def _rewrite_chains(text: str, counter: Iterator[int], inserts: set[int]) -> str
                 acc = f"%{tag}.i{g}.{k}"
             parts.append(_registers(lines, ind, f"%{tag}.w{g}", acc, t, padded))
         _combine(lines, ind, tag, parts, t, padded, n, dst, inserts)
+        if pred:
+            lines.append(f"{ind}{pred} = icmp ne <{n} x {t}> {dst}, zeroinitializer")
         return "\n".join(lines)
     return _INSERT.sub(expand, text)
 

@@ -189,11 +189,51 @@ def test_chain_runs_bit_exactly_on_hvx(ty: str, n: int) -> None:
     assert out.tolist() == src[np.array(PATTERN[:n])].tolist()
 
 
+def _predicate_chain_ir(n: int) -> str:
+    """`run(ptr in, ptr out)`: lane k of a <n x i1> = (in[PATTERN[k]] > 100), built lane by lane, selects
+    k + 1 or 0 (i16 lanes)."""
+    lines = ["define void @run(ptr noalias %in, ptr noalias %out) {"]
+    for i in range(8):
+        lines += [f"  %p{i} = getelementptr i32, ptr %in, i32 {i}", f"  %s{i} = load i32, ptr %p{i}",
+                  f"  %c{i} = icmp sgt i32 %s{i}, 100"]
+    prev = "poison"
+    for k in range(n):
+        lines.append(f"  %m{k} = insertelement <{n} x i1> {prev}, i1 %c{PATTERN[k] % 2}, i32 {k}")
+        prev = f"%m{k}"
+    ramp = ", ".join(f"i16 {k + 1}" for k in range(n))
+    lines += [f"  %r = select <{n} x i1> {prev}, <{n} x i16> <{ramp}>, <{n} x i16> zeroinitializer",
+              f"  store <{n} x i16> %r, ptr %out", "  ret void", "}"]
+    return "\n".join(lines) + "\n"
+
+
 @pytest.mark.qemu
 @pytest.mark.skipif(not tools_available("hvx128"), reason="qemu-hexagon / clang / lld missing")
-def test_float_lanes_of_a_two_dimensional_load_run_bit_exactly() -> None:
-    """hvx128's float code inserts its lanes one by one; a 2-D vector load's repeated lanes repeated
-    words of the chain (32 of 512 lanes wrong before chains were rewritten)."""
+@pytest.mark.parametrize("n", [48, 64, 96])
+def test_predicate_chain_runs_bit_exactly_on_hvx(n: int) -> None:
+    """A <n x i1> chain is built as bytes, 2 per lane up to 64 lanes, 4 above: the repeated lanes (c0, c1)
+    made a byte splat of the wrong width (without the rewrite 15 of 48, 19 of 64, 27 of 96 lanes wrong,
+    lanes 1, 3, 5, ...)."""
+    from pitchfork.backend.harness import Buffer, Call
+    from pitchfork.backend.machine import compile_module
+    from pitchfork.backend.run import run_calls
+
+    text = _predicate_chain_ir(n)
+    assert has_repeated_word_shuffle(text)
+    src = np.array([200, 0, 300, 5, 150, 1, 400, 2], dtype=np.int32)  # c0 true, c1 false
+    mod = compile_module(text, "hvx128")
+    out = run_calls([mod], "hvx128", [Call("run", [Buffer.input(src), Buffer.output(np.zeros(n, np.uint16))])])[0][0]
+    want = [k + 1 if src[PATTERN[k] % 2] > 100 else 0 for k in range(n)]
+    assert out.tolist() == want
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(not tools_available("hvx128"), reason="qemu-hexagon / clang / lld missing")
+@pytest.mark.parametrize("what,ys,xs,size", [("convert", 4, 8, [64, 8]), ("compare", 3, 16, [96, 12])])
+def test_float_lanes_of_a_two_dimensional_load_run_bit_exactly(what: str, ys: int, xs: int, size: list[int]) -> None:
+    """hvx128's float code (pitchfork/codegen/hvx_floats.py) computes lane by lane and inserts the lanes
+    one by one; a 2-D vector load's repeated lanes repeat the chain's words. Before chains were rewritten:
+    u16(f32(a[x + 3*y]) * 0.5) over y (4) and x (8), 32 of 512 lanes wrong; before predicate chains were:
+    a 48-lane float compare feeding an integer select, 36 of 1,152."""
     import halide as hl
 
     import pitchfork
@@ -202,13 +242,14 @@ def test_float_lanes_of_a_two_dimensional_load_run_bit_exactly() -> None:
     a = hl.ImageParam(t, 1, "a")
     x, y = hl.Var("x"), hl.Var("y")
     f = hl.Func("f")
-    f[x, y] = hl.cast(t, hl.cast(hl.Float(32), a[x + 3 * y]) * 0.5)
-    f.reorder(y, x).vectorize(y, 4).vectorize(x, 8)
+    half = hl.cast(hl.Float(32), a[x + 3 * y]) * 0.5
+    f[x, y] = hl.cast(t, half) if what == "convert" else hl.select(half > 60.0, a[x + 1], hl.cast(t, 7))
+    f.reorder(y, x).vectorize(y, ys).vectorize(x, xs)
     buf = (np.arange(1, 301) * 7919 % 251).astype(np.uint16)
     a.set(hl.Buffer(buf))
-    want = np.asarray(f.realize([64, 8]))
+    want = np.asarray(f.realize(size))
     for isel in ("pitchfork", "llvm"):
         prog = pitchfork.compile(f, [a], target="hvx128", isel=isel)
         assert prog.module is not None, prog.fallback_reason
-        got = np.asarray(prog(buf, size=[64, 8], check=True))
+        got = np.asarray(prog(buf, size=size, check=True))
         assert np.array_equal(got, want), f"{isel}: {int((got != want).sum())} lanes differ"
