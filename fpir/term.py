@@ -73,7 +73,39 @@ class Term:
         whose id is in it are skipped with their sub-terms, and the ids of the nodes visited are added
         to it (pruning a depth-first traversal does not reorder what it still visits)."""
         if seen is None:
-            seen = set()
+            return self._walk()
+        return self._walk_pruned(seen)
+
+    def _walk(self) -> Iterator[Term]:
+        """`walk()` without `seen`: the same nodes in the same order. The visited set holds the terms
+        themselves (hashed by identity in C, as their ids are) rather than ids, so no `id()` call per
+        node; a leaf is its whole walk (about half of the walks the code generator asks for)."""
+        if not self.args:
+            yield self
+            return
+        seen: set[Term] = {self}
+        stack: list[tuple[Term, bool]] = [(self, True)]
+        stack.extend([(a, False) for a in reversed(self.args)])
+        pop, push, mark = stack.pop, stack.append, seen.add
+        while stack:
+            t, expanded = pop()
+            if expanded:
+                yield t
+                continue
+            if t in seen:
+                continue
+            mark(t)
+            args = t.args
+            if not args:  # a leaf: visited now (pushing it to pop it again yields the same order)
+                yield t
+                continue
+            push((t, True))
+            for a in reversed(args):
+                if a not in seen:
+                    push((a, False))
+
+    def _walk_pruned(self, seen: set[int]) -> Iterator[Term]:
+        """`walk(seen)`: ids in `seen` skipped with their sub-terms, the visited ones' ids added."""
         stack: list[tuple[Term, bool]] = [(self, False)]
         while stack:
             t, expanded = stack.pop()

@@ -71,10 +71,10 @@ def refuse_extern_stages(statement_text: str, name: str) -> None:
 def refuse_huge_vectors(stmt: Any, name: str) -> None:
     """Raise UsageError if the parsed statement has vectors wider than pitchfork.limits.MAX_LANES
     (a vectorize factor that large: their code generation would exhaust memory before failing)."""
-    from pitchfork.frontend.ir import Expr, walk
+    from pitchfork.frontend.ir import widest_lanes
     from pitchfork.limits import MAX_LANES
 
-    widest = max((n.type.lanes for n in walk(stmt) if isinstance(n, Expr)), default=1)
+    widest = widest_lanes(stmt)
     if widest > MAX_LANES:
         raise UsageError(f"{name}: the schedule makes vectors of {widest} lanes (vectorize factor); "
                          f"PITCHFORK supports at most {MAX_LANES}")

@@ -378,8 +378,7 @@ def walk(node: Node) -> Iterator[Node]:
     """Every node under `node` (itself included), pre-order, without recursion.
 
     The children are gathered here, as `children` gives them, rather than through a `children`
-    generator per node: a whole-statement walk (`checks.refuse_huge_vectors` runs one per compile)
-    took about half the time."""
+    generator per node: a whole-statement walk took about half the time."""
     stack = [node]
     while stack:
         n = stack.pop()
@@ -394,6 +393,34 @@ def walk(node: Node) -> Iterator[Node]:
         if kids:
             kids.reverse()
             stack.extend(kids)
+
+
+def widest_lanes(node: Node) -> int:
+    """The most lanes of any expression under `node` (itself included), 1 if there is none: what
+    `max((n.lanes for n in walk(node) if isinstance(n, Expr)), default=1)` gives, in one loop without
+    the generator (every compile asks it of its whole statement: `checks.refuse_huge_vectors`). The
+    children are found as `walk` finds them; the order they are visited in does not change a maximum."""
+    widest = 1
+    stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    cache = _CHILD_CACHE
+    while stack:
+        n = pop()
+        cls = type(n)
+        if isinstance(n, Expr):
+            lanes = n.type.lanes
+            if lanes > widest:
+                widest = lanes
+        names = cache.get(cls)
+        if names is None:
+            names = _child_fields(cls)
+        for name in names:
+            v = getattr(n, name)
+            if isinstance(v, Node):
+                push(v)
+            elif isinstance(v, tuple):
+                extend([x for x in v if isinstance(x, Node)])
+    return widest
 
 
 def stores(stmt: Stmt) -> list[Store]:

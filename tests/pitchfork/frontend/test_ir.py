@@ -34,3 +34,19 @@ def test_walk_is_the_preorder_of_children(path: Path) -> None:
 def test_walk_of_a_leaf_is_the_leaf() -> None:
     leaf = H.IntImm(7, HType("int", 32))
     assert [n is leaf for n in H.walk(leaf)] == [True]
+
+
+@pytest.mark.parametrize("path", sorted(DATA.glob("*.stmt")), ids=lambda p: p.stem)
+def test_widest_lanes_is_the_widest_expression_of_walk(path: Path) -> None:
+    stmt = parse_stmt(path.read_text())
+    want = max((n.lanes for n in H.walk(stmt) if isinstance(n, H.Expr)), default=1)
+    assert H.widest_lanes(stmt) == want
+    for n in H.walk(stmt):  # every sub-tree too (statements without expressions: 1)
+        assert H.widest_lanes(n) == max((m.lanes for m in H.walk(n) if isinstance(m, H.Expr)), default=1)
+
+
+def test_widest_lanes_sees_a_wide_operand_under_a_narrow_node() -> None:
+    """A vector reduction is narrower than its operand: the operand's lanes count."""
+    wide = H.Variable("v", HType("int", 32, 2048))
+    red = H.VectorReduce("add", wide, HType("int", 32, 4))
+    assert H.widest_lanes(H.Evaluate(red)) == 2048
