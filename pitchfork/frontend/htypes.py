@@ -213,7 +213,13 @@ def Float(bits: int, lanes: int = 1) -> HType:
 
 
 def Bool(lanes: int = 1) -> HType:
-    return HType("uint", 1, lanes)
+    """`uint1` of `lanes` lanes: `with_lanes`'s one object of that type (the parser asks for one per
+    comparison; equal HTypes are interchangeable, so which equal object is returned changes nothing)."""
+    key = ("uint", 1, lanes, "")
+    t = _INTERNED.get(key)
+    if t is None:
+        t = _INTERNED[key] = HType("uint", 1, lanes)
+    return t
 
 
 def Handle(pointee: str = "void *") -> HType:
@@ -222,4 +228,6 @@ def Handle(pointee: str = "void *") -> HType:
 
 # Named like Halide's own type constructors (Int(32), UInt(8), ...).
 INT32 = Int(32)
+# `with_lanes`' int32 is INT32 itself, so an int32 vector's `elem` is INT32 (an identity test finds it)
+_INTERNED.setdefault(("int", 32, 1, ""), INT32)
 BOOL = Bool()

@@ -33,6 +33,8 @@ from pitchfork.frontend.htypes import INT32, Bool, HType
 from pitchfork.frontend.stmt_fast import LOOP_KIND, fast_expr, fast_stmt, unescape
 
 _GRAMMAR_PATH = Path(__file__).with_name("stmt_grammar.lark")
+#: INT32's range (`INT32.min`, `INT32.max`), for the literals printed without a type
+_INT32_MIN, _INT32_MAX = INT32.min, INT32.max
 _BROADCAST_RE = re.compile(r"x(\d+)")
 _SHUFFLE_CALLS = {
     "interleave_vectors": "interleave",
@@ -338,7 +340,7 @@ class _Builder:
                  value: ir.Expr, predicate: ir.Expr | None, line: int) -> ir.Store:
         """The store of `value` to `name[index]` (index already checked by `index_of`), checked and
         recorded: an unknown buffer takes the value's element type."""
-        if value.lanes != index.lanes:
+        if value.type.lanes != index.type.lanes:
             raise self.error(t, f"store of {value.type} through a {index.lanes}-lane index", HalideTypeError)
         known = self.bufs.get(name)
         if known is None:
@@ -380,7 +382,8 @@ class _Builder:
 
     def index_of(self, t: Tree | None, e: ir.Expr) -> ir.Expr:
         """`e`, checked to be an int32 index."""
-        if e.type.elem != INT32:
+        elem = e.type.elem
+        if elem is not INT32 and elem != INT32:  # (INT32 is `with_lanes`'s int32: identity first)
             raise self.error(t, f"index of type {e.type}, expected int32", HalideTypeError)
         return e
 
@@ -436,14 +439,15 @@ class _Builder:
 
     def cast_of(self, t: Tree | None, target: HType, value: ir.Expr) -> ir.Cast:
         """`value` converted to `target`, which must have its lane count."""
-        if target.lanes != value.lanes:
+        if target.lanes != value.type.lanes:
             raise self.error(t, f"cast of {value.type} to {target}", HalideTypeError)
         return ir.Cast(target, value)
 
     def same(self, t: Tree | None, op: str, a: ir.Expr, b: ir.Expr) -> HType:
-        if a.type != b.type:
+        ta = a.type
+        if ta is not b.type and ta != b.type:  # (one object per type, mostly: identity first, no __eq__ call)
             raise self.error(t, f"operands of {op!r} have types {a.type} and {b.type}", HalideTypeError)
-        return a.type
+        return ta
 
     def _typed(self, t: Tree) -> ir.Expr:
         prefix, inner = t.children
@@ -464,8 +468,13 @@ class _Builder:
                   printed: HType | None) -> ir.Expr:
         """The literal `text` (an INT token if `is_int`, else a FLOAT), negated if `negative`, of the
         type it was printed with, if any."""
-        if is_int and (printed is None or printed.is_integer):
-            ty = printed or INT32
+        if is_int and printed is None:  # (most literals: int32, its range as constants, not two properties)
+            value = -int(text) if negative else int(text)
+            if not _INT32_MIN <= value <= _INT32_MAX:
+                raise self.error(t, f"literal {value} does not fit {INT32}", HalideTypeError)
+            return ir.IntImm(value, INT32)
+        if is_int and printed is not None and printed.is_integer:
+            ty = printed
             value = -int(text) if negative else int(text)
             if not ty.min <= value <= ty.max:
                 raise self.error(t, f"literal {value} does not fit {ty}", HalideTypeError)
@@ -500,7 +509,7 @@ class _Builder:
             elem = INT32  # the printer omits int32 for names it has not seen bound
         if predicate is not None and predicate.type != Bool(index.lanes):
             raise self.error(t, f"load predicate of type {predicate.type}", HalideTypeError)
-        return ir.Load(name, index, elem.with_lanes(index.lanes), alignment, predicate)
+        return ir.Load(name, index, elem.with_lanes(index.type.lanes), alignment, predicate)
 
     def _call(self, t: Tree, printed: HType | None) -> ir.Expr:
         name_tok, *arg_trees = t.children

@@ -105,7 +105,7 @@ class _Parser:
     """Tokens as parallel lists (kind, text; their matches for offsets); `i` is the next token; `b` builds
     the nodes."""
 
-    __slots__ = ("kinds", "vals", "matches", "newlines", "text", "i", "b")
+    __slots__ = ("kinds", "vals", "matches", "newlines", "text", "i", "b", "words")
 
     def __init__(self, text: str, builder: _Builder) -> None:
         ms = list(_TOKEN.finditer(text))
@@ -121,6 +121,9 @@ class _Parser:
         self.text = text
         self.i = 0
         self.b = builder
+        #: word -> `_word_kind(word)` for the words met in an operand position so far (a statement
+        #: repeats its names hundreds of times: one lookup instead of two regex matches each)
+        self.words: dict[str, int] = {}
 
     # ---- tokens ---------------------------------------------------------------------------------
     def offset(self, i: int) -> int:
@@ -463,7 +466,10 @@ class _Parser:
         i = self.i
         kind, v = self.kinds[i], self.vals[i]
         if kind == "word":
-            if _TYPE_WORD.fullmatch(v):  # TYPE "(" expr ")": a cast
+            wk = self.words.get(v)
+            if wk is None:
+                wk = self.words[v] = _word_kind(v)
+            if wk == _CAST_WORD:  # TYPE "(" expr ")": a cast
                 self.i = i + 1
                 self.op("(")
                 inner = self.expr()
@@ -481,7 +487,7 @@ class _Parser:
                 inner = self.expr()
                 self.op(")")
                 return ir.Reinterpret(HType.parse(self.vals[j]), inner)
-            if _FLOAT_WORD.fullmatch(v):
+            if wk == _FLOAT_LITERAL_WORD:
                 return self.number(None)
             self.i = i + 1
             return self.named(v, None)
@@ -559,7 +565,21 @@ class _Parser:
 def _bool_lanes(b: _Builder, op: str, lhs: ir.Expr, rhs: ir.Expr) -> HType:
     """A comparison's type (its operands' types must agree, as the builder checks)."""
     b.same(None, op, lhs, rhs)
-    return Bool(lhs.lanes)
+    return Bool(lhs.type.lanes)
+
+
+#: `_word_kind`'s answers: a whole type (a cast where an operand starts), inf/nan (a FLOAT), any other word
+_OTHER_WORD, _CAST_WORD, _FLOAT_LITERAL_WORD = 0, 1, 2
+
+
+def _word_kind(v: str) -> int:
+    """How `_Parser.postfix` reads a word that starts an operand: tested against `_TYPE_WORD` first,
+    then `_FLOAT_WORD`, the order postfix tested them in (a function of the word alone)."""
+    if _TYPE_WORD.fullmatch(v):
+        return _CAST_WORD
+    if _FLOAT_WORD.fullmatch(v):
+        return _FLOAT_LITERAL_WORD
+    return _OTHER_WORD
 
 
 def _typed_word(v: str) -> bool:

@@ -435,6 +435,8 @@ def test_malformed_text(text: str, line: int, fragment: str) -> None:
         ("let a = (uint8)p + 1\n", 9, "operands of '+' have types uint8 and int32"),
         ("let a = select(x, 1, 2)\n", 9, "select condition of type int32"),
         ("let a = (uint8)300\n", 16, "does not fit uint8"),
+        ("let a = 2147483648\n", 9, "literal 2147483648 does not fit int32"),
+        ("let a = -2147483649\n", 9, "literal -2147483649 does not fit int32"),
         ("let a = uint8x4(x8(1))\n", 9, "cast of int32x8 to uint8x4"),
         ("let a = slice_vectors(x4(1), 0, 2, 4)\n", 9, "out of range"),
         ("if (1) {\n}\n", 5, "expected a boolean"),
