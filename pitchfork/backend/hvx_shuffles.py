@@ -34,6 +34,12 @@ lane of a <128 x i1>): such chains of 40, 48, 64, 96 or 128 lanes from scalar co
 (hvx_floats builds one for a float compare of fewer than 64 lanes feeding integer code); a chain of
 i1 is built zero-extended to i16 / i8 lanes, split as above, and compared with zero.
 
+A splat of a 64-bit lane (codegen's `_repeat` splats a group of four halfwords as one i64) reached it
+too: legalised as a BUILD_VECTOR of the lane's two words and bitcast to halfwords, its repeated words
+were built with the halfword splat (`i8(i16(a[y]) >> 1)` over y (4) and x (32): the second lane of every
+group wrong, 192 of 768 lanes, both isels). Such a splat is made of two word splats (`vsplat`, an
+intrinsic the combiner does not see through) interleaved.
+
 It runs on the optimised text (after the optimisation pipeline, which would fold it back) and
 changes nothing else: the module is returned as is when no such shuffle occurs. A splat (every
 defined lane the same source lane) is left alone: it is lowered as a splat of the lane, not built.
@@ -111,8 +117,10 @@ def _groups(mask: list[int | None] | None, per_word: int) -> list[int] | None:
 
 
 def has_repeated_word_shuffle(ir_text: str) -> bool:
-    """Whether the module holds a shuffle or an insertelement chain that `rewrite_repeated_word_shuffles`
-    rewrites."""
+    """Whether the module holds a shuffle, a splat of 64-bit lanes or an insertelement chain that
+    `rewrite_repeated_word_shuffles` rewrites."""
+    if any(_splat64_lane(m) is not None for m in _SPLAT64.finditer(ir_text)):
+        return True
     for m in _SHUFFLE_CORE.finditer(ir_text):
         if _groups(_effective_mask(m), 4 // _LANE_BYTES[m["t"]]) is not None:
             return True
@@ -133,18 +141,74 @@ def rewrite_repeated_word_shuffles(ir_text: str) -> str:
     docstring says; the `llvm.hexagon.V6.vor.128B` declaration added where it is missing."""
     counter = itertools.count()
     inserts: set[int] = set()
-    text = each_function(ir_text, lambda f: _rewrite_chains(_SHUFFLE.sub(lambda m: _expand(m, counter, inserts), f),
-                                                            counter, inserts))
+    def one(f: str) -> str:
+        f = _SPLAT64.sub(lambda m: _expand_splat64(m, counter), f)
+        return _rewrite_chains(_SHUFFLE.sub(lambda m: _expand(m, counter, inserts), f), counter, inserts)
+    text = each_function(ir_text, one)
     if text == ir_text:
         return text
     declared = {ln.split("@", 1)[1].split("(", 1)[0] for ln in text.split("\n") if ln.startswith("declare ")}
-    if _VOR not in declared:
+    if _VOR not in declared and f"@{_VOR}(" in text:
         text += f"\ndeclare <32 x i32> @{_VOR}(<32 x i32>, <32 x i32>)\n"
+    if _SPLATW not in declared and f"@{_SPLATW}(" in text:
+        text += f"\ndeclare <32 x i32> @{_SPLATW}(i32)\n"
     for words in sorted(inserts):
         name = f"llvm.vector.insert.v{words}i32.v32i32"
         if name not in declared:
             text += f"declare <{words} x i32> @{name}(<{words} x i32>, <32 x i32>, i64 immarg)\n"
     return text
+
+
+_SPLATW = "llvm.hexagon.V6.lvsplatw.128B"
+_SPLAT64 = re.compile(r"^(?P<ind>\s*)(?P<dst>%[\w.$-]+) = shufflevector <(?P<n>\d+) x i64> (?P<a>%[\w.$-]+|poison|undef), "
+                      r"<(?P=n) x i64> (?P<b>%[\w.$-]+|poison|undef), <(?P<m>\d+) x i32> "
+                      r"(?P<mask>zeroinitializer|<[^<>]*>)\s*$", re.M)
+
+
+def _splat64_lane(m: re.Match[str]) -> int | None:
+    """The source lane of a splat of 64-bit lanes to 2 or more lanes (every defined mask lane the same),
+    else None."""
+    if int(m["m"]) < 2:
+        return None
+    if m["mask"] == "zeroinitializer":
+        return 0
+    lanes = {v for v in _elements(m["mask"]) if v not in _UNDEFINED}
+    return int(lanes.pop()) if len(lanes) == 1 else None
+
+
+def _expand_splat64(m: re.Match[str], counter: Iterator[int]) -> str:
+    """A splat of a 64-bit lane as two word splats (`vsplat`) interleaved: LLVM 22 built the <N x i64>
+    splat as a BUILD_VECTOR of its 32-bit halves, which a bitcast to 8/16-bit lanes made one with
+    repeated words (codegen's `_repeat` splats a 4 x i16 group as an i64: `i8(i16(a[y]) >> 1)` over y
+    (4) and x (32) ran wrong in the second lane of every group, 192 of 768 lanes)."""
+    lane = _splat64_lane(m)
+    if lane is None:
+        return m.group(0)
+    ind, dst, n, lanes = m["ind"], m["dst"], int(m["n"]), int(m["m"])
+    src, k = (m["a"], lane) if lane < n else (m["b"], lane - n)
+    if src in _UNDEFINED:
+        return m.group(0)
+    t = f"%{dst[1:]}.sp{next(counter)}"
+    lines = [f"{ind}{t}.e = extractelement <{n} x i64> {src}, i32 {k}",
+             f"{ind}{t}.lo = trunc i64 {t}.e to i32",
+             f"{ind}{t}.sh = lshr i64 {t}.e, 32",
+             f"{ind}{t}.hi = trunc i64 {t}.sh to i32",
+             f"{ind}{t}.vlo = call <32 x i32> @{_SPLATW}(i32 {t}.lo)",
+             f"{ind}{t}.vhi = call <32 x i32> @{_SPLATW}(i32 {t}.hi)",
+             f"{ind}{t}.w64 = shufflevector <32 x i32> {t}.vlo, <32 x i32> {t}.vhi, <64 x i32> "
+             + _vec([str(i // 2 + 32 * (i % 2)) for i in range(64)], "i32")]
+    words, whole = 64, f"{t}.w64"
+    while words < 2 * lanes:  # more than 32 lanes: the pair of registers concatenated with itself
+        nxt = f"{t}.w{2 * words}"
+        lines.append(f"{ind}{nxt} = shufflevector <{words} x i32> {whole}, <{words} x i32> {whole}, "
+                     f"<{2 * words} x i32> " + _vec([str(i) for i in range(2 * words)], "i32"))
+        words, whole = 2 * words, nxt
+    if words != 2 * lanes:
+        lines.append(f"{ind}{t}.w = shufflevector <{words} x i32> {whole}, <{words} x i32> poison, "
+                     f"<{2 * lanes} x i32> " + _vec([str(i) for i in range(2 * lanes)], "i32"))
+        whole = f"{t}.w"
+    lines.append(f"{ind}{dst} = bitcast <{2 * lanes} x i32> {whole} to <{lanes} x i64>")
+    return "\n".join(lines)
 
 
 _INSERT_CORE = re.compile(r" = insertelement <\d+ x (?:i8|i16|half|bfloat|i1)> ")
