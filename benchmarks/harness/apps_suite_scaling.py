@@ -49,7 +49,9 @@ static uint16_t *in, *out;
 static size_t n;
 static atomic_int go = 0, done = 0;
 static int swapped, stop;
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e6 + t.tv_nsec * 1e-3; }
+static double now(void) {
+  struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
 static void strips(int first, int last) {
   size_t per = n / STRIPS;
   for (int s = first; s < last; s++)
@@ -65,10 +67,14 @@ static void *helper(void *arg) {
     atomic_fetch_add(&done, 1);
   }
 }
-static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y;
+}
 int main(int argc, char **argv) {
-  n = strtoull(argv[1], 0, 10); int threads = atoi(argv[2]); swapped = atoi(argv[3]); int calls = atoi(argv[4]);
-  in = aligned_alloc(4096, (n * 2 + 4095) / 4096 * 4096); out = aligned_alloc(4096, (n * 2 + 4095) / 4096 * 4096);
+  n = strtoull(argv[1], 0, 10); int threads = atoi(argv[2]); swapped = atoi(argv[3]);
+  int calls = atoi(argv[4]);
+  size_t bytes = (n * 2 + 4095) / 4096 * 4096;
+  in = aligned_alloc(4096, bytes); out = aligned_alloc(4096, bytes);
   for (size_t i = 0; i < n; i++) { in[i] = (uint16_t)i; out[i] = 0; }
   pthread_t h; if (threads == 2) pthread_create(&h, 0, helper, 0);
   double *t = malloc(sizeof(double) * calls);
@@ -113,8 +119,8 @@ def report(app: str, results: Sequence[dict[str, Any]], before: str, after: str)
     lines = [f"# {app}: 1 -> 2 thread scaling by size (python -m benchmarks.harness.apps_suite_scaling)", "",
              f"Load before: `{before}`; after: `{after}`.", "",
              "| size | PITCHFORK 1 / 2 threads ms (single) | Halide 21 1 / 2 ms (single) | scaling single "
-             "PITCHFORK / Halide | PITCHFORK 1 / 2 ms (b2b) | Halide 1 / 2 ms (b2b) | scaling b2b PITCHFORK / Halide "
-             "| C copy 1 / 2 fixed / 2 swapped us | copy scaling fixed / swapped |",
+             "PITCHFORK / Halide | PITCHFORK 1 / 2 ms (b2b) | Halide 1 / 2 ms (b2b) | scaling b2b "
+             "PITCHFORK / Halide | C copy 1 / 2 fixed / 2 swapped us | copy scaling fixed / swapped |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         one, two = r["rows"]
@@ -122,13 +128,15 @@ def report(app: str, results: Sequence[dict[str, Any]], before: str, after: str)
             lines.append(f"| {r['size']} | error: {one.get('error') or two.get('error')} |" + " |" * 7)
             continue
         c = r["copy"]
-        lines.append(
-            f"| {r['size']} | {one['pitchfork_ms']:.3f} / {two['pitchfork_ms']:.3f} | {one['halide21_ms']:.3f} / "
-            f"{two['halide21_ms']:.3f} | {two['pitchfork_scaling']:.2f}x / {two['halide21_scaling']:.2f}x | "
-            f"{one['pitchfork_b2b_ms']:.3f} / {two['pitchfork_b2b_ms']:.3f} | {one['halide21_b2b_ms']:.3f} / "
-            f"{two['halide21_b2b_ms']:.3f} | {two['pitchfork_scaling_b2b']:.2f}x / {two['halide21_scaling_b2b']:.2f}x | "
-            f"{c['1']:.0f} / {c['2_fixed']:.0f} / {c['2_swapped']:.0f} | {c['1'] / c['2_fixed']:.2f}x / "
-            f"{c['1'] / c['2_swapped']:.2f}x |")
+        cells = [r["size"], f"{one['pitchfork_ms']:.3f} / {two['pitchfork_ms']:.3f}",
+                 f"{one['halide21_ms']:.3f} / {two['halide21_ms']:.3f}",
+                 f"{two['pitchfork_scaling']:.2f}x / {two['halide21_scaling']:.2f}x",
+                 f"{one['pitchfork_b2b_ms']:.3f} / {two['pitchfork_b2b_ms']:.3f}",
+                 f"{one['halide21_b2b_ms']:.3f} / {two['halide21_b2b_ms']:.3f}",
+                 f"{two['pitchfork_scaling_b2b']:.2f}x / {two['halide21_scaling_b2b']:.2f}x",
+                 f"{c['1']:.0f} / {c['2_fixed']:.0f} / {c['2_swapped']:.0f}",
+                 f"{c['1'] / c['2_fixed']:.2f}x / {c['1'] / c['2_swapped']:.2f}x"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -161,8 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             pixels *= e
         results.append({"size": "x".join(map(str, size)), "rows": rows, "copy": copy_control(pixels, out)})
     after = _uptime()
-    (out / "scaling.json").write_text(json.dumps({"before": before, "after": after, "results": results}, indent=1,
-                                                 default=str))
+    record = {"before": before, "after": after, "results": results}
+    (out / "scaling.json").write_text(json.dumps(record, indent=1, default=str))
     text = report(a.app, results, before, after)
     (out / "SCALING.md").write_text(text)
     print(text)

@@ -31,7 +31,8 @@ _PROBE_IR = """
 define <8 x float> @probe(ptr %p, <8 x i32> %i) {
   %e = sext <8 x i32> %i to <8 x i64>
   %a = getelementptr float, ptr %p, <8 x i64> %e
-  %v = call <8 x float> @llvm.masked.gather.v8f32.v8p0(<8 x ptr> %a, i32 4, <8 x i1> splat (i1 true), <8 x float> poison)
+  %v = call <8 x float> @llvm.masked.gather.v8f32.v8p0(<8 x ptr> %a, i32 4, <8 x i1> splat (i1 true),
+                                                       <8 x float> poison)
   ret <8 x float> %v
 }
 declare <8 x float> @llvm.masked.gather.v8f32.v8p0(<8 x ptr>, i32, <8 x i1>, <8 x float>)

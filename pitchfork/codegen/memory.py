@@ -384,10 +384,10 @@ class MemoryMixin:
         `vpextrd`/`vmovd` + 8 `movslq` + 8 `vinsertps`/`vmovss` + 2 128-bit moves, half of them on
         one shuffle port. Bilateral_grid's slicing stage (16 gathers of the grid per 8 pixels, 65%
         of its time) is where it counts. Returned as integer bits, like every load. The codegen pass
-        `x86_float_gathers` (on by default) chooses it: `disable_passes=["x86_float_gathers"]` /
-        `--disable-pass x86_float_gathers` gives Halide's lane-by-lane form, for CPUs whose GDS microcode
-        mitigation makes vgatherdps slow (one module serves the JIT and object_file(), so the choice is
-        the caller's, not a host check)."""
+        `x86_float_gathers` chooses it, on by default only where LLVM's tuning for the compiling host's CPU
+        uses vgatherdps itself (Intel Skylake and later; not Haswell or AMD Zen, where local_laplacian ran
+        ~10% slower with it: codegen/float_gather_cpu.py); `enable_passes` / `disable_passes` force it
+        either way (one module serves the JIT and object_file(): code for another machine chooses)."""
         b = self.b
         i8, i32, f32 = ir.IntType(8), ir.IntType(32), ir.FloatType()
         vf, vi = ir.VectorType(f32, 8), ir.VectorType(i32, 8)
