@@ -14,7 +14,7 @@ by hand); it takes no part in equality.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 
 from pitchfork.frontend.htypes import Handle, HType
 
@@ -341,6 +341,48 @@ class HoistedStorage(Stmt):
     name: str
     body: Stmt
     line: int = field(default=0, compare=False, repr=False)
+
+
+# ==================================================================================================
+# Construction
+# ==================================================================================================
+
+_MEMBER = type(IntImm.value)  # the descriptor of a __slots__ entry
+
+
+def _fast_init(cls: type) -> None:
+    """Give the frozen, slotted dataclass `cls` an `__init__` that stores each field through its slot's
+    descriptor (`member.__set__(self, value)`) instead of dataclasses' `object.__setattr__(self, name,
+    value)` per field: the same parameters (names, order, defaults), the same fields stored in the same
+    order, so the same objects; about a third less time a node (the statement parser builds thousands
+    of nodes a compile, the loop passes and the code generator more). A class this does not cover (a
+    default factory, a field outside `__init__` or keyword-only, a `__post_init__`, a field that is not a
+    slot) keeps the `__init__` dataclasses wrote."""
+    flds = fields(cls)  # type: ignore[arg-type]
+    if hasattr(cls, "__post_init__") or any(
+            not f.init or f.kw_only or f.default_factory is not MISSING
+            or not isinstance(cls.__dict__.get(f.name), _MEMBER) for f in flds):
+        return
+    ns: dict[str, object] = {}
+    params, body = [], []
+    for f in flds:
+        ns[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        if f.default is MISSING:
+            params.append(f.name)
+        else:
+            ns[f"_default_{f.name}"] = f.default
+            params.append(f"{f.name}=_default_{f.name}")
+        body.append(f"    _set_{f.name}(self, {f.name})\n")
+    src = f"def __init__(self, {', '.join(params)}):\n" + ("".join(body) or "    pass\n")
+    exec(src, ns)  # (as dataclasses writes its __init__: generated source, one per class)
+    init = ns["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"  # type: ignore[attr-defined]
+    cls.__init__ = init  # type: ignore[misc]
+
+
+for _cls in list(globals().values()):
+    if isinstance(_cls, type) and issubclass(_cls, Node) and "__dataclass_fields__" in _cls.__dict__:
+        _fast_init(_cls)
 
 
 # ==================================================================================================

@@ -50,3 +50,32 @@ def test_widest_lanes_sees_a_wide_operand_under_a_narrow_node() -> None:
     wide = H.Variable("v", HType("int", 32, 2048))
     red = H.VectorReduce("add", wide, HType("int", 32, 4))
     assert H.widest_lanes(H.Evaluate(red)) == 2048
+
+
+def _node_classes() -> list[type]:
+    return [c for c in vars(H).values()
+            if isinstance(c, type) and issubclass(c, H.Node) and "__dataclass_fields__" in c.__dict__]
+
+
+@pytest.mark.parametrize("cls", _node_classes(), ids=lambda c: c.__name__)
+def test_node_init_is_the_dataclass_init(cls: type) -> None:
+    """ir._fast_init's __init__: the dataclass's parameters (names, order, defaults), every field stored
+    as given, positionally or by keyword; the node still frozen, equal and hashed as a dataclass."""
+    import dataclasses
+    import inspect
+
+    flds = dataclasses.fields(cls)
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    assert [p.name for p in params] == [f.name for f in flds]
+    for p, f in zip(params, flds):
+        want = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+        assert p.default is want
+    values = [object() for _ in flds]  # distinct markers: each field must hold its own
+    for node in (cls(*values), cls(**{f.name: v for f, v in zip(flds, values)})):
+        assert all(getattr(node, f.name) is v for f, v in zip(flds, values))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(node, flds[0].name, None)
+    required = [f for f in flds if f.default is dataclasses.MISSING]
+    node = cls(*[v for f, v in zip(flds, values) if f.default is dataclasses.MISSING])
+    assert all(getattr(node, f.name) is f.default for f in flds if f not in required)
+    assert cls(*values) == cls(*values) and hash(cls(*values)) == hash(cls(*values))
