@@ -358,8 +358,15 @@ class Result:
 
 
 def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0][:240] if text else ''}"
+    """The exception's type and first informative line (Halide's errors start with a bare `Error:`)."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip() not in ("", "Error:")]
+    return f"{type(e).__name__}: {lines[0][:240] if lines else ''}"
+
+
+def _reason(text: str) -> str:
+    """A fallback or refusal reason without its positions and temporaries, so that like reasons count
+    together."""
+    return re.sub(r"\bt\d+\b", "tN", re.sub(r"line \d+, column \d+: |\s*\(statement line \d+\)", "", text))
 
 
 def _header(case: Case, target: str, isel: str) -> str:
@@ -383,7 +390,7 @@ def run_case(case: Case, results: dict[tuple[str, str], Result],
         want = np.asarray(ns["f"].realize(ns["size"]))
     except Exception as e:  # noqa: BLE001 - the generator's fault (bounds): counted, never compared
         for r in results.values():
-            r.invalid[_first_line(e)] += 1
+            r.invalid[f"{_first_line(e)} (case {case.index})"] += 1
         return
     for (target, isel), r in results.items():
         t0 = time.perf_counter()
@@ -392,7 +399,7 @@ def run_case(case: Case, results: dict[tuple[str, str], Result],
                 warnings.simplefilter("ignore")
                 prog = pitchfork.compile(ns["f"], ns["params"], target=target, isel=isel, name=f"case{case.index}")
             if prog.module is None:
-                r.fallbacks[prog.fallback_reason.splitlines()[0][:240] if prog.fallback_reason else "?"] += 1
+                r.fallbacks[_reason(prog.fallback_reason.splitlines()[0][:240]) if prog.fallback_reason else "?"] += 1
                 continue
             got = np.asarray(prog(*arrays, size=ns["size"], check=True))
         except Exception as e:  # noqa: BLE001 - an error is a finding
