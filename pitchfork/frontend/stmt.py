@@ -571,11 +571,19 @@ class _Builder:
                 lanes = vectors[0].lanes
                 indices = tuple(j * lanes + i for i in range(lanes) for j in range(len(vectors)))
         elif kind == "slice":
-            if len(args) != 4:
-                raise self.error(t, "slice_vectors expects (vector, begin, stride, lanes)")
-            vectors = args[:1]
-            begin, stride, size = (self._const_arg(t, "slice_vectors", args, i) for i in (1, 2, 3))
+            # Halide prints any strided Shuffle as a slice, also one over several vectors (lanes taken from
+            # their concatenation): slice_vectors(v0, v1, ..., begin, stride, lanes)
+            if len(args) < 4:
+                raise self.error(t, "slice_vectors expects (vector..., begin, stride, lanes)")
+            vectors = args[:-3]
+            begin, stride, size = (self._const_arg(t, "slice_vectors", args, i)
+                                   for i in range(len(args) - 3, len(args)))
             indices = tuple(begin + stride * i for i in range(size))
+            for v in vectors[1:]:
+                if v.type.elem != vectors[0].type.elem:
+                    raise self.error(t, f"slice_vectors of {vectors[0].type} and {v.type}", HalideTypeError)
+            if len(vectors) > 1:
+                kind = "shuffle"  # the passes and codegen read a slice as one vector's; a general shuffle is that
         elif kind == "extract_element":
             if len(args) != 2:
                 raise self.error(t, "extract_element expects (vector, lane)")

@@ -198,6 +198,18 @@ def test_shuffles() -> None:
     assert sl.indices == tuple(range(sl.indices[0], sl.indices[0] + 3 * 8, 3)) and sl.lanes == 8
 
 
+def test_slice_of_several_vectors() -> None:
+    """Halide prints any strided Shuffle as slice_vectors, also one over several vectors (the schedule
+    fuzzer's most frequent fallback): the lanes come from their concatenation, kept as a general shuffle."""
+    e = parse_expr("slice_vectors(ramp(0, 1, 4), ramp(10, 1, 4), 1, 2, 3)")
+    assert isinstance(e, ir.Shuffle) and e.kind == "shuffle" and len(e.vectors) == 2
+    assert e.indices == (1, 3, 5) and e.type == INT32.with_lanes(3)
+    one = parse_expr("slice_vectors(ramp(0, 1, 8), 1, 2, 3)")
+    assert isinstance(one, ir.Shuffle) and one.kind == "slice" and one.indices == (1, 3, 5)
+    assert "out of range" in str(_error("let a = slice_vectors(x4(1), x4(2), 2, 2, 4)\n"))
+    assert "of int32x4 and uint8x4" in str(_error("let a = slice_vectors(x4(1), x4((uint8)2), 0, 1, 4)\n"))
+
+
 def test_vector_reduce() -> None:
     stmt = parse_golden("vector_reduce_x86-avx2")
     (vr,) = [n for n in ir.walk(stmt) if isinstance(n, ir.VectorReduce)]
