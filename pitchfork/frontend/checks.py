@@ -8,8 +8,9 @@ nor Halide's fallback could give the caller a right answer from them.
 * extern stages (`define_extern`): the function they call is not ours to link or run.
 
 Each raises pitchfork.errors.UsageError / PipelineError naming the construct (never a fallback).
-Two more checks raise codegen.Unsupported, a fallback to Halide's compiler with the reason: a statement
-nested deeper than MAX_NESTING (`refuse_deep_statement`) and one that calls a Halide runtime service we
+Other checks raise codegen.Unsupported, a fallback to Halide's compiler with the reason: a statement
+nested deeper than MAX_NESTING (`refuse_deep_statement`), one with vectors wider than MAX_LANES
+(`refuse_huge_vectors`), one that calls a Halide runtime service we
 do not compile (`refuse_runtime_services`: memoize, print, tracing, the profiler), and one with float16
 or bfloat16 values on a target where they are not compiled (`refuse_half_floats`, `half_refusal`,
 `bfloat_refusal`); `exact_half_literals` checks float16 literals and types bfloat16 ones (or refuses
@@ -69,15 +70,17 @@ def refuse_extern_stages(statement_text: str, name: str) -> None:
 
 
 def refuse_huge_vectors(stmt: Any, name: str) -> None:
-    """Raise UsageError if the parsed statement has vectors wider than pitchfork.limits.MAX_LANES
-    (a vectorize factor that large: their code generation would exhaust memory before failing)."""
+    """Raise codegen.Unsupported (so `compile` falls back to Halide, saying why) if the parsed statement
+    has vectors wider than pitchfork.limits.MAX_LANES: our code generation would exhaust memory before
+    failing on them, while Halide compiles them (a 512-lane tile can lower to 1,088-1,450-lane vectors)."""
+    from pitchfork.codegen.loop_nest import Unsupported
     from pitchfork.frontend.ir import widest_lanes
     from pitchfork.limits import MAX_LANES
 
     widest = widest_lanes(stmt)
     if widest > MAX_LANES:
-        raise UsageError(f"{name}: the schedule makes vectors of {widest} lanes (vectorize factor); "
-                         f"PITCHFORK supports at most {MAX_LANES}")
+        raise Unsupported(f"{name}: the schedule makes vectors of {widest} lanes; PITCHFORK compiles at most "
+                          f"{MAX_LANES}")
 
 
 #: Deepest parenthesis nesting of the captured statement that the Halide frontend takes on. The

@@ -4,7 +4,8 @@
   itself), wrapped as Halide wraps them; the rest refused with the parameter's name;
 * a Param the pipeline reads but that is missing from the argument list: refused at compile time;
 * an argument list that is not a list, an unknown isel, a pipeline Halide refuses to lower (split by
-  -4, gpu_tile), an extern stage, a schedule with more than MAX_LANES lanes: refused by name;
+  -4, gpu_tile), an extern stage: refused by name; a schedule with more than MAX_LANES lanes: a fallback
+  to Halide naming them;
 * i8 shifts by >= 8: Halide leaves them undefined; the compiled code gives FPIR's definition.
 """
 
@@ -20,6 +21,7 @@ import pitchfork
 from fpir.interp import evaluate as fpir_eval  # noqa: F401 - imported to fail early if fpir moves
 from pitchfork.errors import ParamTypeError, ParamValueError, PipelineError, UsageError
 from pitchfork.api import PitchforkFallbackWarning
+from pitchfork.codegen.base import Unsupported
 from pitchfork.frontend.params import scalar_value
 
 x = hl.Var("x")
@@ -176,8 +178,6 @@ def _schedule_refused(schedule: str) -> str:
     elif schedule == "gpu_tile":
         xo, yo, xi, yi = hl.vars("xo yo xi yi")
         f.gpu_tile(x, y, xo, yo, xi, yi, 8, 8)
-    elif schedule == "huge":
-        f.vectorize(x, 4096)
     with pytest.raises((PipelineError, UsageError)) as e:
         pitchfork.compile(f, [inp])
     return str(e.value)
@@ -186,7 +186,25 @@ def _schedule_refused(schedule: str) -> str:
 def test_impossible_schedules_refused_at_compile_time() -> None:
     assert "Split factors must be strictly positive" in _schedule_refused("split")
     assert "requires <Default_GPU>" in _schedule_refused("gpu_tile")
-    assert "vectors of 4096 lanes" in _schedule_refused("huge")
+
+
+
+def test_huge_vectors_fall_back_to_halide_naming_their_lanes() -> None:
+    """Vectors wider than MAX_LANES: Halide compiles them, our codegen would exhaust memory first, so the
+    pipeline goes to Halide's compiler with the reason (fallback=False: raised)."""
+    inp = hl.ImageParam(hl.UInt(8), 2, "inp")
+    y = hl.Var("y")
+    f = hl.Func("huge")
+    f[x, y] = inp[x, y] + 1
+    f.vectorize(x, 4096)
+    with pytest.warns(PitchforkFallbackWarning, match="vectors of 4096 lanes"):
+        prog = pitchfork.compile(f, [inp])
+    assert prog.is_fallback and "4096 lanes" in prog.fallback_reason
+    data = np.random.default_rng(0).integers(0, 255, (3, 4096), dtype=np.uint8)
+    out = np.asarray(prog(data, size=[4096, 3]))
+    assert np.array_equal(out, data + np.uint8(1))
+    with pytest.raises(Unsupported, match="vectors of 4096 lanes"):
+        pitchfork.compile(f, [inp], fallback=False)
 
 
 def test_extern_stage_refused_by_name() -> None:
